@@ -1,0 +1,363 @@
+package conduit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Call is one call on its way through the pipeline, as conditions,
+// approvers and hooks see it.
+type Call struct {
+	Server  string // server id
+	Tool    string // the tool's own name on its server
+	Exposed string // the name the model used
+	Def     *Tool  // the offered definition
+	// Args are the arguments, a JSON object; before-hooks may change them.
+	Args      map[string]any
+	Principal string
+	Assigns   map[string]any
+	Taint     []string
+}
+
+// Progress is one progress notification of a running call.
+type Progress struct {
+	Progress float64
+	Total    float64 // zero when unknown
+	Message  string
+}
+
+// CallOptions are the options of one call. The zero value is fine.
+type CallOptions struct {
+	// ToolSet is the tool set the model was offered; the name resolves
+	// against it only. Nil means the current tool set.
+	ToolSet *ToolSet
+	// Principal is who the call is made for, seen by policy conditions,
+	// approvers and hooks.
+	Principal string
+	// Assigns carries values of the caller's for approvers and hooks.
+	Assigns map[string]any
+	// Taint lists the servers whose output is already in the model's
+	// context; Tainted conditions react to it.
+	Taint []string
+	// Timeout bounds the request to the server; on expiry the request is
+	// cancelled on the server too. Zero means the hub's RequestTimeout. The
+	// whole pipeline is bounded by ctx.
+	Timeout time.Duration
+	// Meta is sent as the request's _meta.
+	Meta mcp.Meta
+	// Progress, when set, receives the server's progress notifications.
+	Progress func(Progress)
+	// Shape says how the result is prepared; ShapeLLM for a model.
+	Shape Shape
+	// Halt, when closed, stops the call before it is sent: it is answered
+	// with a KindHalted error. The adapters close it when an approver halts
+	// the batch.
+	Halt <-chan struct{}
+}
+
+// call is the governed pipeline of one call: resolve, object arguments,
+// policy, approval, before-hooks, validation, the request, after-hooks,
+// shaping.
+func (c *core) call(ctx context.Context, name string, args any, opts *CallOptions) (res *mcp.CallToolResult, err error) {
+	var o CallOptions
+	if opts != nil {
+		o = *opts
+	}
+	ts := o.ToolSet
+	if ts == nil {
+		if ts, err = c.listTools(ctx); err != nil {
+			return nil, contextError(ctx, "", "", err)
+		}
+	}
+	tool, ok := ts.Lookup(name)
+	if !ok {
+		return nil, newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown tool %q: it is not among the tools offered.", name), nil)
+	}
+	call := &Call{Server: tool.Server, Tool: tool.Name, Exposed: tool.Exposed, Def: tool,
+		Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
+	if call.Args, err = objectArgs(args); err != nil {
+		return nil, newError(KindInvalidArguments, tool.Server, tool.Name, err.Error(), err)
+	}
+	if t := c.trace; t != nil && t.CallDone != nil {
+		start := time.Now()
+		defer func() { t.CallDone(call, res, err, time.Since(start)) }()
+	}
+	if err := c.authorize(ctx, call, o.Halt); err != nil {
+		return nil, err
+	}
+	for _, h := range c.Hooks {
+		if h.Before == nil {
+			continue
+		}
+		herr, err := bounded(ctx, func() error { return h.Before(ctx, call) })
+		if err != nil {
+			return nil, callbackError(ctx, call, "hook "+h.Name, err)
+		}
+		if herr != nil {
+			return nil, hookError(call, h.Name, herr)
+		}
+		if call.Args == nil {
+			call.Args = map[string]any{}
+		}
+	}
+	if c.Validate {
+		if verr := tool.validate(call.Args); verr != nil {
+			return nil, newError(KindInvalidArguments, call.Server, call.Tool,
+				"Invalid arguments for "+call.Exposed+": "+verr.Error(), verr)
+		}
+	}
+	if halted(o.Halt) {
+		return nil, haltedError(call)
+	}
+	res, err = c.send(ctx, call, &o)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range c.Hooks {
+		if h.After == nil {
+			continue
+		}
+		type out struct {
+			res *mcp.CallToolResult
+			err error
+		}
+		r, err := bounded(ctx, func() out { r, err := h.After(ctx, call, res); return out{r, err} })
+		if err != nil {
+			return nil, callbackError(ctx, call, "hook "+h.Name, err)
+		}
+		if r.err != nil {
+			return nil, hookError(call, h.Name, r.err)
+		}
+		if r.res != nil {
+			res = r.res
+		}
+	}
+	if o.Shape == ShapeLLM {
+		res = ShapeForModel(res)
+	}
+	return res, nil
+}
+
+// authorize applies the policy and, for "ask", the approver.
+func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}) error {
+	if c.Policy == nil {
+		return nil
+	}
+	d, rule, matched := c.Policy.Decide(call)
+	if t := c.trace; t != nil && t.Decided != nil {
+		t.Decided(call, d, rule)
+	}
+	switch d {
+	case DecisionAllow:
+		return nil
+	case DecisionDeny:
+		msg := "The policy does not allow calling " + call.Exposed + "."
+		if !matched {
+			msg = "The policy does not allow calling " + call.Exposed + " (no rule allows it)."
+		}
+		return newError(KindDenied, call.Server, call.Tool, msg, nil)
+	}
+	if halted(halt) {
+		return haltedError(call)
+	}
+	if c.Approver == nil {
+		return newError(KindApprovalRequired, call.Server, call.Tool,
+			"Calling "+call.Exposed+" needs approval, and no approver is configured.", nil)
+	}
+	a, err := bounded(ctx, func() Approval { return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule}) })
+	if err != nil {
+		return callbackError(ctx, call, "the approver", err)
+	}
+	if a.Allow {
+		return nil
+	}
+	msg := "The call to " + call.Exposed + " was denied"
+	if r := strings.TrimSpace(a.Reason); r != "" {
+		msg += ": " + r
+	}
+	e := newError(KindDenied, call.Server, call.Tool, msg+".", nil)
+	e.Halt = a.Halt
+	return e
+}
+
+func (c *core) send(ctx context.Context, call *Call, o *CallOptions) (*mcp.CallToolResult, error) {
+	cn := c.byID[call.Server]
+	if has, known := cn.has(call.Tool); known && !has {
+		return nil, newError(KindUnknownTool, call.Server, call.Tool,
+			"The tool "+call.Exposed+" is no longer offered by its server.", nil)
+	}
+	sess, err := cn.current()
+	if err != nil {
+		return nil, newError(KindUnavailable, call.Server, call.Tool,
+			"The server of "+call.Exposed+" is unavailable.", err)
+	}
+	params := &mcp.CallToolParams{Name: call.Tool, Arguments: call.Args}
+	if len(o.Meta) > 0 {
+		params.Meta = maps.Clone(o.Meta)
+	}
+	if o.Progress != nil {
+		token := "conduit-" + strconv.FormatUint(c.tokens.Add(1), 10)
+		c.progress.Store(token, o.Progress)
+		defer c.progress.Delete(token)
+		params.SetProgressToken(token)
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = c.requestTimeout
+	}
+	rctx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		rctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	res, err := sess.CallTool(rctx, params)
+	if err == nil {
+		if res == nil {
+			return nil, newError(KindServerError, call.Server, call.Tool, "The server sent an empty result.", nil)
+		}
+		return res, nil
+	}
+	if ctx.Err() != nil {
+		return nil, contextError(ctx, call.Server, call.Tool, err)
+	}
+	if rctx.Err() != nil {
+		return nil, newError(KindTimeout, call.Server, call.Tool,
+			fmt.Sprintf("The call to %s timed out after %v.", call.Exposed, timeout), errors.Join(context.DeadlineExceeded, err))
+	}
+	var werr *jsonrpc.Error
+	if errors.As(err, &werr) {
+		return nil, newError(KindServerError, call.Server, call.Tool,
+			"The server of "+call.Exposed+" answered with an error: "+werr.Message, err)
+	}
+	if _, serr := cn.current(); serr != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
+		return nil, newError(KindUnavailable, call.Server, call.Tool,
+			"The server of "+call.Exposed+" became unavailable during the call.", err)
+	}
+	return nil, newError(KindServerError, call.Server, call.Tool,
+		"The call to "+call.Exposed+" failed: "+err.Error(), err)
+}
+
+// objectArgs turns the model's arguments into a JSON object.
+func objectArgs(args any) (map[string]any, error) {
+	var data []byte
+	switch a := args.(type) {
+	case nil:
+		return map[string]any{}, nil
+	case map[string]any:
+		return a, nil
+	case json.RawMessage:
+		data = a
+	case []byte:
+		data = a
+	case string:
+		data = []byte(a)
+	default:
+		var err error
+		if data, err = json.Marshal(a); err != nil {
+			return nil, fmt.Errorf("arguments are not JSON: %v", err)
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		if len(strings.TrimSpace(string(data))) == 0 {
+			return map[string]any{}, nil
+		}
+		return nil, errors.New("the arguments must be a JSON object")
+	}
+	return m, nil
+}
+
+func halted(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func haltedError(call *Call) *Error {
+	return newError(KindHalted, call.Server, call.Tool,
+		"The call to "+call.Exposed+" was not made: the run was halted by an approver.", nil)
+}
+
+// bounded runs a user callback so that one which ignores ctx cannot hold
+// the call past ctx's end; a panic becomes an error.
+func bounded[T any](ctx context.Context, f func() T) (T, error) {
+	run := func() (v T, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("panic: %v", p)
+			}
+		}()
+		return f(), nil
+	}
+	if ctx.Done() == nil {
+		return run()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := run()
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+func callbackError(ctx context.Context, call *Call, who string, err error) *Error {
+	if ctx.Err() != nil {
+		e := contextError(ctx, call.Server, call.Tool, err)
+		e.Message = "The call to " + call.Exposed + " ran out of time waiting for " + who + "."
+		return e
+	}
+	return newError(KindInternal, call.Server, call.Tool, "The call to "+call.Exposed+" failed in "+who+".", err)
+}
+
+func hookError(call *Call, hook string, err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	msg := "The call to " + call.Exposed + " was refused"
+	if hook != "" {
+		msg += " by " + hook
+	}
+	return newError(KindDenied, call.Server, call.Tool, msg+": "+err.Error(), err)
+}
+
+func contextError(ctx context.Context, server, tool string, err error) *Error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return newError(KindTimeout, server, tool, "The call ran out of time.", errors.Join(context.DeadlineExceeded, err))
+	}
+	if ctx.Err() != nil {
+		return newError(KindCanceled, server, tool, "The call was canceled.", errors.Join(context.Canceled, err))
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return newError(KindUnavailable, server, tool, "The tools are unavailable: "+err.Error(), err)
+}

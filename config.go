@@ -1,0 +1,254 @@
+package conduit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Config is an MCP configuration file: servers in the standard mcpServers
+// shape of Claude Desktop, Cursor and VS Code, and an optional policy.
+type Config struct {
+	// Servers, in the file's order.
+	Servers []Server
+	// Policy is nil when the file has no "policy" key.
+	Policy *Policy
+}
+
+// LoadConfig reads and parses a configuration file; see [ParseConfig].
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig parses a configuration:
+//
+//	{
+//	  "mcpServers": {
+//	    "files":  {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "env": {"K": "V"}, "cwd": "/"},
+//	    "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ..."}, "type": "http"}
+//	  },
+//	  "policy": [
+//	    {"allow": ["files/read_*", "files/list_*"]},
+//	    {"deny": ["remote/send_*"], "tainted": ["files"]},
+//	    {"ask": ["*"]}
+//	  ]
+//	}
+//
+// VS Code's "servers" key is accepted for "mcpServers" (and its "inputs"
+// ignored). "type" is "stdio", "http" (or "streamable-http",
+// "streamableHttp") or "sse", and is inferred when absent. A policy rule has
+// exactly one of "allow", "ask" or "deny", and may add "tainted" (a list of
+// servers, or true for any taint) and "principal" (a list of ids). Unknown
+// keys are errors, so a misspelt rule never passes silently.
+func ParseConfig(data []byte) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	cfg := &Config{}
+	seen := map[string]bool{}
+	for dec.More() {
+		key, err := stringToken(dec)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		if seen[key] {
+			return nil, fmt.Errorf("config: key %q appears twice", key)
+		}
+		seen[key] = true
+		switch key {
+		case "mcpServers", "servers":
+			if seen["mcpServers"] && seen["servers"] {
+				return nil, errors.New(`config: use one of "mcpServers" and "servers"`)
+			}
+			if cfg.Servers, err = parseServers(dec); err != nil {
+				return nil, fmt.Errorf("config: %s: %w", key, err)
+			}
+		case "policy":
+			var rules []json.RawMessage
+			if err := dec.Decode(&rules); err != nil {
+				return nil, fmt.Errorf("config: policy must be a list of rules: %w", err)
+			}
+			if cfg.Policy, err = parsePolicy(rules); err != nil {
+				return nil, fmt.Errorf("config: policy: %w", err)
+			}
+		case "inputs", "$schema":
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, fmt.Errorf("config: %w", err)
+			}
+		default:
+			return nil, fmt.Errorf("config: unknown key %q (expected \"mcpServers\" and \"policy\")", key)
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errors.New("config: unexpected data after the top-level object")
+	}
+	if len(cfg.Servers) == 0 {
+		return nil, errors.New(`config: no servers: add them under "mcpServers"`)
+	}
+	return cfg, nil
+}
+
+type serverEntry struct {
+	Type    string            `json:"type"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	Cwd     string            `json:"cwd"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	// Accepted and ignored: editors' own settings.
+	Disabled    bool            `json:"disabled"`
+	EnvFile     string          `json:"envFile"`
+	AlwaysAllow json.RawMessage `json:"alwaysAllow"`
+}
+
+// parseServers reads the servers object, keeping the file's order, which
+// json.Unmarshal into a map would lose.
+func parseServers(dec *json.Decoder) ([]Server, error) {
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, err
+	}
+	var out []Server
+	ids := map[string]bool{}
+	for dec.More() {
+		id, err := stringToken(dec)
+		if err != nil {
+			return nil, err
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, fmt.Errorf("server %q: %w", id, err)
+		}
+		if ids[id] {
+			return nil, fmt.Errorf("server %q appears twice", id)
+		}
+		ids[id] = true
+		var e serverEntry
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&e); err != nil {
+			return nil, fmt.Errorf("server %q: %w", id, err)
+		}
+		if e.Disabled {
+			continue
+		}
+		if e.EnvFile != "" {
+			return nil, fmt.Errorf("server %q: envFile is not supported; put the variables under \"env\"", id)
+		}
+		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers}
+		switch strings.ToLower(e.Type) {
+		case "":
+		case "stdio":
+			if e.Command == "" {
+				return nil, fmt.Errorf("server %q: type stdio needs a command", id)
+			}
+		case "http", "streamable-http", "streamablehttp":
+			if e.URL == "" {
+				return nil, fmt.Errorf("server %q: type %s needs a url", id, e.Type)
+			}
+		case "sse":
+			s.SSE = true
+		default:
+			return nil, fmt.Errorf("server %q: unknown type %q (stdio, http or sse)", id, e.Type)
+		}
+		if err := s.validate(); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	_, err := dec.Token()
+	return out, err
+}
+
+type ruleEntry struct {
+	Allow     []string        `json:"allow"`
+	Ask       []string        `json:"ask"`
+	Deny      []string        `json:"deny"`
+	Tainted   json.RawMessage `json:"tainted"`
+	Principal []string        `json:"principal"`
+}
+
+func parsePolicy(raw []json.RawMessage) (*Policy, error) {
+	var rules []Rule
+	for i, r := range raw {
+		var e ruleEntry
+		d := json.NewDecoder(bytes.NewReader(r))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&e); err != nil {
+			return nil, fmt.Errorf("rule %d: %w", i+1, err)
+		}
+		var rule Rule
+		n := 0
+		if e.Allow != nil {
+			rule, n = Allow(e.Allow...), n+1
+		}
+		if e.Ask != nil {
+			rule, n = Ask(e.Ask...), n+1
+		}
+		if e.Deny != nil {
+			rule, n = Deny(e.Deny...), n+1
+		}
+		if n != 1 {
+			return nil, fmt.Errorf(`rule %d: needs exactly one of "allow", "ask" or "deny"`, i+1)
+		}
+		if rule.err != nil {
+			return nil, fmt.Errorf("rule %d: %w", i+1, rule.err)
+		}
+		if len(e.Tainted) > 0 {
+			var any bool
+			var servers []string
+			switch {
+			case json.Unmarshal(e.Tainted, &any) == nil && any:
+				rule = rule.When(Tainted())
+			case json.Unmarshal(e.Tainted, &servers) == nil && len(servers) > 0:
+				rule = rule.When(Tainted(servers...))
+			default:
+				return nil, fmt.Errorf(`rule %d: "tainted" is a list of servers, or true for any taint`, i+1)
+			}
+		}
+		if e.Principal != nil {
+			rule = rule.When(Principal(e.Principal...))
+		}
+		rules = append(rules, rule)
+	}
+	return NewPolicy(rules...), nil
+}
+
+func expectDelim(dec *json.Decoder, want json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if d, ok := tok.(json.Delim); !ok || d != want {
+		return fmt.Errorf("expected %q, found %v", string(want), tok)
+	}
+	return nil
+}
+
+func stringToken(dec *json.Decoder) (string, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return "", err
+	}
+	s, ok := tok.(string)
+	if !ok {
+		return "", fmt.Errorf("expected a key, found %v", tok)
+	}
+	return s, nil
+}

@@ -1,0 +1,264 @@
+package conduit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// conn keeps one persistent session with one server for the life of its
+// hub or client, reconnecting with backoff after the session is lost.
+type conn struct {
+	core   *core
+	srv    Server
+	client *mcp.Client
+	stderr tailBuffer
+	ready  chan struct{} // closed after the first connection attempt
+
+	mu       sync.Mutex
+	session  *mcp.ClientSession
+	state    State
+	lastErr  error
+	since    time.Time
+	attempts int
+	closed   bool
+	tools    []*mcp.Tool
+	stale    bool   // the tool list must be fetched again
+	changes  uint64 // list_changed notifications seen
+	gen      uint64 // bumped whenever tools or session change
+
+	listMu sync.Mutex // one tools/list in flight per server
+}
+
+func newConn(c *core, srv Server) *conn {
+	cn := &conn{core: c, srv: srv, ready: make(chan struct{}), state: StateConnecting, since: time.Now()}
+	cn.client = mcp.NewClient(c.impl, &mcp.ClientOptions{
+		Logger:                      c.sdkLogger,
+		Capabilities:                &mcp.ClientCapabilities{},
+		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { cn.toolsChanged() },
+		ProgressNotificationHandler: c.onProgress,
+		ElicitationHandler:          c.elicit,
+	})
+	return cn
+}
+
+func (cn *conn) toolsChanged() {
+	cn.mu.Lock()
+	cn.stale = true
+	cn.changes++
+	cn.mu.Unlock()
+	if t := cn.core.trace; t != nil && t.ToolsChanged != nil {
+		t.ToolsChanged(cn.srv.ID)
+	}
+}
+
+// run connects and reconnects until ctx ends.
+func (cn *conn) run(ctx context.Context) {
+	lo, hi := cn.core.backoff.bounds()
+	delay := lo
+	first := true
+	for {
+		sess, err := cn.connect(ctx)
+		if first {
+			close(cn.ready)
+			first = false
+		}
+		if err == nil {
+			delay = lo
+			werr := sess.Wait()
+			if werr == nil {
+				werr = errors.New("session closed by the server")
+			}
+			cn.down(sess, werr)
+		} else {
+			cn.down(nil, err)
+		}
+		if ctx.Err() != nil || !cn.srv.reconnectable() || cn.core.backoff.Disabled {
+			return
+		}
+		// Full jitter keeps many hubs from reconnecting in step.
+		sleep := delay/2 + rand.N(delay/2+1)
+		t := time.NewTimer(sleep)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, hi)
+		cn.mu.Lock()
+		if !cn.closed {
+			cn.state, cn.since = StateReconnecting, time.Now()
+		}
+		cn.mu.Unlock()
+	}
+}
+
+func (cn *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
+	cn.stderr.reset()
+	cctx, cancel := context.WithTimeout(ctx, cn.core.connectTimeout)
+	defer cancel()
+	sess, err := cn.client.Connect(cctx, cn.srv.transport(&cn.stderr), nil)
+	if err != nil {
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer to initialize within %v: %w", cn.core.connectTimeout, err)
+		}
+		return nil, errServerStderr(err, cn.stderr.String())
+	}
+	cn.mu.Lock()
+	if cn.closed {
+		cn.mu.Unlock()
+		sess.Close()
+		return nil, errClosed
+	}
+	cn.session = sess
+	cn.state, cn.since, cn.lastErr, cn.attempts = StateUp, time.Now(), nil, 0
+	cn.tools, cn.stale = nil, true
+	cn.gen++
+	cn.mu.Unlock()
+	if t := cn.core.trace; t != nil && t.ServerUp != nil {
+		t.ServerUp(cn.srv.ID)
+	}
+	cn.core.logger.Debug("conduit: server up", "server", cn.srv.ID)
+	return sess, nil
+}
+
+// down records that sess (or, when nil, a connection attempt) ended.
+func (cn *conn) down(sess *mcp.ClientSession, err error) {
+	cn.mu.Lock()
+	if cn.closed {
+		cn.mu.Unlock()
+		return
+	}
+	if sess != nil && cn.session != sess {
+		cn.mu.Unlock()
+		return
+	}
+	if sess != nil {
+		err = errServerStderr(err, cn.stderr.String())
+	}
+	cn.session = nil
+	cn.state, cn.since, cn.lastErr = StateDown, time.Now(), err
+	cn.attempts++
+	cn.tools, cn.stale = nil, true
+	cn.gen++
+	cn.mu.Unlock()
+	if t := cn.core.trace; t != nil && t.ServerDown != nil {
+		t.ServerDown(cn.srv.ID, err)
+	}
+	cn.core.logger.Warn("conduit: server down", "server", cn.srv.ID, "err", err)
+}
+
+func (cn *conn) close() {
+	cn.mu.Lock()
+	cn.closed = true
+	sess := cn.session
+	cn.session = nil
+	cn.state, cn.since = StateClosed, time.Now()
+	cn.mu.Unlock()
+	if sess != nil {
+		sess.Close()
+	}
+}
+
+func (cn *conn) current() (*mcp.ClientSession, error) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.session == nil {
+		return nil, cn.downErr()
+	}
+	return cn.session, nil
+}
+
+// downErr must be called with mu held.
+func (cn *conn) downErr() error {
+	switch {
+	case cn.closed:
+		return errClosed
+	case cn.lastErr != nil:
+		return fmt.Errorf("server %s is %s: %w", cn.srv.ID, cn.state, cn.lastErr)
+	}
+	return fmt.Errorf("server %s is %s", cn.srv.ID, cn.state)
+}
+
+func (cn *conn) status() ServerStatus {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	st := ServerStatus{ID: cn.srv.ID, State: cn.state, Err: cn.lastErr, Tools: -1, Since: cn.since, Attempts: cn.attempts}
+	if cn.session != nil && !cn.stale {
+		st.Tools = len(cn.tools)
+	}
+	return st
+}
+
+// snapshot returns the cached tool list, or ok false when it must be fetched.
+func (cn *conn) snapshot() (tools []*mcp.Tool, gen uint64, err error, ok bool) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.session == nil {
+		return nil, cn.gen, cn.downErr(), true
+	}
+	if cn.stale {
+		return nil, cn.gen, nil, false
+	}
+	return cn.tools, cn.gen, nil, true
+}
+
+// listTools returns the server's tools, fetching them only when the
+// session is new or the server said they changed.
+func (cn *conn) listTools(ctx context.Context) ([]*mcp.Tool, uint64, error) {
+	if tools, gen, err, ok := cn.snapshot(); ok {
+		return tools, gen, err
+	}
+	cn.listMu.Lock()
+	defer cn.listMu.Unlock()
+	if tools, gen, err, ok := cn.snapshot(); ok {
+		return tools, gen, err
+	}
+	cn.mu.Lock()
+	sess, changes := cn.session, cn.changes
+	cn.mu.Unlock()
+
+	var tools []*mcp.Tool
+	if ir := sess.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Tools != nil {
+		for t, err := range sess.Tools(ctx, nil) {
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, 0, ctx.Err()
+				}
+				return nil, 0, fmt.Errorf("listing the tools of %s: %w", cn.srv.ID, err)
+			}
+			tools = append(tools, t)
+		}
+	}
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.session != sess {
+		return nil, cn.gen, cn.downErr()
+	}
+	cn.tools = tools
+	cn.stale = cn.changes != changes // a change during the listing lists again next time
+	cn.gen++
+	return tools, cn.gen, nil
+}
+
+// has reports whether the server's current listing still holds tool; ok is
+// false when that is not known without asking.
+func (cn *conn) has(tool string) (has, ok bool) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	if cn.session == nil || cn.stale {
+		return false, false
+	}
+	for _, t := range cn.tools {
+		if t.Name == tool {
+			return true, true
+		}
+	}
+	return false, true
+}

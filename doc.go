@@ -1,0 +1,41 @@
+// Package conduit is a governed source of MCP tools for an LLM: a [Client]
+// over one MCP server or a [Hub] over many, listing their tools as a
+// [ToolSet] and running each tool call through one pipeline of policy,
+// approval, hooks, argument validation, timeouts and taint.
+//
+// The provider formats (Anthropic, OpenAI, Gemini) live in package
+// adapters and its subpackages; this package knows nothing of them.
+//
+// # The pipeline
+//
+// [Hub.CallTool] and [Client.CallTool] run, in order: resolution of the
+// exposed name against the offered tool set (an unknown name is answered
+// without sending anything); the arguments must be a JSON object; the
+// [Policy] (first matching rule decides, no match denies); for "ask", the
+// [Approver] (none configured: denied, saying approval was needed);
+// before-hooks, which may rewrite the arguments or deny; validation against
+// the input schema, when enabled, with each schema compiled once per tool
+// set; the request, with its timeout, _meta, progress and cancellation;
+// after-hooks; and shaping for a model. The whole pipeline is bounded by
+// the call's context, even when an approver or hook ignores it. Every
+// failure is an [*Error] whose Kind tells a policy denial from a timeout, a
+// lost server or a JSON-RPC error; a result with isError is a result.
+//
+// # Names
+//
+// Exposed names match ^[A-Za-z_][A-Za-z0-9_-]{0,63}$ (see [SanitizeName]).
+// A hub exposes server__tool; a client the tool's own name after its
+// Prefix. Two tools that would share an exposed name are both left out and
+// reported in [ToolSet.Skipped], never one shadowing the other. Servers are
+// listed in configuration order and tools by name, so a listing is
+// byte-identical between turns.
+//
+// # Sessions
+//
+// Each server has one persistent session for the life of its hub or
+// client. A hub starts with whatever servers answer; the others are
+// reported by [Hub.Status], left out of listings, and reconnected with
+// backoff, as is a server whose session is lost. A server's
+// notifications/tools/list_changed makes the next listing ask it again;
+// otherwise a listing costs no round trip.
+package conduit

@@ -1,0 +1,132 @@
+package conduit
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrorKind classifies why a governed call did not produce a tool result.
+type ErrorKind int
+
+// The kinds of [Error]. A tool result with isError set is not an Error: it is
+// a result the model should see.
+const (
+	// KindInternal is a failure inside conduit or a user callback (a hook or
+	// approver that panicked).
+	KindInternal ErrorKind = iota
+	// KindUnknownTool: the name is not in the tool set the model was offered.
+	KindUnknownTool
+	// KindInvalidArguments: the arguments are not an object, or do not match
+	// the tool's input schema.
+	KindInvalidArguments
+	// KindDenied: the policy, an approver or a before-hook refused the call.
+	KindDenied
+	// KindApprovalRequired: the policy asked for approval and no approver is
+	// configured.
+	KindApprovalRequired
+	// KindHalted: the call was not sent because an approver halted the batch.
+	KindHalted
+	// KindTimeout: the call, or the request to the server, ran out of time.
+	KindTimeout
+	// KindCanceled: the caller's context was canceled.
+	KindCanceled
+	// KindUnavailable: the server is down, or its session was lost during the
+	// call.
+	KindUnavailable
+	// KindServerError: the server answered with a JSON-RPC error.
+	KindServerError
+)
+
+var kindNames = [...]string{
+	KindInternal:         "internal",
+	KindUnknownTool:      "unknown_tool",
+	KindInvalidArguments: "invalid_arguments",
+	KindDenied:           "denied",
+	KindApprovalRequired: "approval_required",
+	KindHalted:           "halted",
+	KindTimeout:          "timeout",
+	KindCanceled:         "canceled",
+	KindUnavailable:      "unavailable",
+	KindServerError:      "server_error",
+}
+
+// String returns the kind's snake_case name, as used in logs and JSON.
+func (k ErrorKind) String() string {
+	if k >= 0 && int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return fmt.Sprintf("ErrorKind(%d)", int(k))
+}
+
+// Error is the one error type of a governed call. Its Message is written to
+// be shown to a model; Error() adds the kind, server and tool for logs.
+//
+// errors.Is(err, ErrDenied) (and the other sentinels) compares kinds, and
+// errors.Is reaches the cause through Unwrap, so a timeout also matches
+// context.DeadlineExceeded.
+type Error struct {
+	Kind    ErrorKind
+	Server  string // server id, when known
+	Tool    string // the tool's own name on its server, when known
+	Message string // fit to show a model
+	// Halt reports that an approver denied the call and asked to stop the
+	// agent loop.
+	Halt bool
+	Err  error // the cause, if any
+}
+
+// Sentinels for errors.Is: each matches any *Error of its kind.
+var (
+	ErrInternal         = &Error{Kind: KindInternal}
+	ErrUnknownTool      = &Error{Kind: KindUnknownTool}
+	ErrInvalidArguments = &Error{Kind: KindInvalidArguments}
+	ErrDenied           = &Error{Kind: KindDenied}
+	ErrApprovalRequired = &Error{Kind: KindApprovalRequired}
+	ErrHalted           = &Error{Kind: KindHalted}
+	ErrTimeout          = &Error{Kind: KindTimeout}
+	ErrCanceled         = &Error{Kind: KindCanceled}
+	ErrUnavailable      = &Error{Kind: KindUnavailable}
+	ErrServerError      = &Error{Kind: KindServerError}
+)
+
+func (e *Error) Error() string {
+	where := e.Server
+	if e.Tool != "" {
+		where += "/" + e.Tool
+	}
+	msg := e.Message
+	if msg == "" && e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if where == "" {
+		return "conduit: " + e.Kind.String() + ": " + msg
+	}
+	return "conduit: " + e.Kind.String() + " (" + where + "): " + msg
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is a sentinel of the same kind (an *Error with
+// no server, tool or message), so errors.Is(err, ErrTimeout) works.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	if !ok || t.Server != "" || t.Tool != "" || t.Message != "" || t.Err != nil {
+		return false
+	}
+	return t.Kind == e.Kind
+}
+
+// KindOf returns the kind of the first *Error in err's chain, and false when
+// there is none.
+func KindOf(err error) (ErrorKind, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind, true
+	}
+	return 0, false
+}
+
+func newError(kind ErrorKind, server, tool, msg string, cause error) *Error {
+	return &Error{Kind: kind, Server: server, Tool: tool, Message: msg, Err: cause}
+}

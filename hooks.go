@@ -1,0 +1,23 @@
+package conduit
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Hook observes or changes calls in the pipeline. Either func may be nil.
+// Hooks run in the order configured. Like an approver, a hook should honour
+// ctx; one that does not cannot hold a call past its deadline.
+type Hook struct {
+	// Name identifies the hook in errors and logs.
+	Name string
+	// Before runs after approval and before validation. It may change
+	// c.Args. An error denies the call: an *Error is answered as it is, any
+	// other error as a denial with its message.
+	Before func(ctx context.Context, c *Call) error
+	// After runs when the server answered with a result (isError included).
+	// It may return a replacement. An error withholds the result, answered
+	// as Before's errors are.
+	After func(ctx context.Context, c *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error)
+}

@@ -1,0 +1,160 @@
+package conduit
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Server is one MCP server to connect to: an id, and exactly one of
+// Command (a program spoken to over stdio), URL (Streamable HTTP, or the
+// legacy HTTP+SSE transport with SSE set) or Transport.
+type Server struct {
+	// ID names the server in exposed names (id__tool in a hub), policy
+	// patterns and errors. It must match ^[A-Za-z_][A-Za-z0-9_-]*$, be at
+	// most 32 characters and not contain "__".
+	ID string
+
+	// Command, Args, Env and Dir start a server as a child process. The
+	// child gets this process's environment plus Env.
+	Command string
+	Args    []string
+	Env     map[string]string
+	Dir     string
+
+	// URL is a Streamable HTTP endpoint (or, with SSE, a legacy SSE
+	// endpoint). Headers are sent with every request; HTTPClient, when set,
+	// sends them.
+	URL        string
+	Headers    map[string]string
+	HTTPClient *http.Client
+	SSE        bool
+
+	// Transport is any MCP transport, such as an in-memory one for tests.
+	// Most transports connect once, so a server given this way is not
+	// reconnected after its session is lost.
+	Transport mcp.Transport
+}
+
+func (s Server) validate() error {
+	if err := validServerID(s.ID); err != nil {
+		return err
+	}
+	n := 0
+	for _, set := range []bool{s.Command != "", s.URL != "", s.Transport != nil} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("server %q: set exactly one of Command, URL or Transport", s.ID)
+	}
+	if s.SSE && s.URL == "" {
+		return fmt.Errorf("server %q: SSE needs a URL", s.ID)
+	}
+	return nil
+}
+
+// reconnectable reports whether a new transport can be made after the
+// session is lost.
+func (s Server) reconnectable() bool { return s.Transport == nil }
+
+// transport makes a fresh transport for one session. stderr receives a
+// child process's standard error.
+func (s Server) transport(stderr *tailBuffer) mcp.Transport {
+	switch {
+	case s.Transport != nil:
+		return s.Transport
+	case s.Command != "":
+		cmd := exec.Command(s.Command, s.Args...)
+		cmd.Dir = s.Dir
+		if len(s.Env) > 0 {
+			cmd.Env = os.Environ()
+			for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+				cmd.Env = append(cmd.Env, k+"="+s.Env[k])
+			}
+		}
+		cmd.Stderr = stderr
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+	default:
+		hc := s.HTTPClient
+		if hc == nil {
+			hc = http.DefaultClient
+		}
+		if len(s.Headers) > 0 {
+			cp := *hc
+			cp.Transport = headerTransport{base: hc.Transport, headers: maps.Clone(s.Headers)}
+			hc = &cp
+		}
+		if s.SSE {
+			return &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}
+		}
+		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc}
+	}
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	base := t.base
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return base.RoundTrip(req)
+}
+
+// tailBuffer keeps the last bytes a child wrote to stderr, so that a server
+// that fails to start can be reported with its own words.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+const tailMax = 4 << 10
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > tailMax {
+		b.buf = append(b.buf[:0], b.buf[len(b.buf)-tailMax:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
+
+func (b *tailBuffer) reset() {
+	b.mu.Lock()
+	b.buf = b.buf[:0]
+	b.mu.Unlock()
+}
+
+// errServerStderr decorates a connection error with what the server said.
+func errServerStderr(err error, stderr string) error {
+	if stderr == "" {
+		return err
+	}
+	return fmt.Errorf("%w; server stderr: %s", err, stderr)
+}
+
+var errClosed = errors.New("conduit: closed")

@@ -1,0 +1,75 @@
+package conduit
+
+import (
+	"fmt"
+	"time"
+)
+
+// State is the state of a hub's or client's session with one server.
+type State int
+
+// The states of a server.
+const (
+	// StateConnecting: the first connection attempt is under way.
+	StateConnecting State = iota
+	// StateUp: a session is established.
+	StateUp
+	// StateDown: the server could not be reached or its session was lost;
+	// a reconnection is scheduled unless the server cannot be reconnected.
+	StateDown
+	// StateReconnecting: a reconnection attempt is under way.
+	StateReconnecting
+	// StateClosed: the hub or client was closed.
+	StateClosed
+)
+
+func (s State) String() string {
+	switch s {
+	case StateConnecting:
+		return "connecting"
+	case StateUp:
+		return "up"
+	case StateDown:
+		return "down"
+	case StateReconnecting:
+		return "reconnecting"
+	case StateClosed:
+		return "closed"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// ServerStatus is a snapshot of one server's state.
+type ServerStatus struct {
+	ID    string
+	State State
+	// Err is the last connection error, kept while the server is down or
+	// reconnecting.
+	Err error
+	// Tools is the number of tools in the server's last listing, or -1
+	// when it has not been listed in its current session.
+	Tools int
+	// Since is when the server entered State.
+	Since time.Time
+	// Attempts counts failed connection attempts since the last success.
+	Attempts int
+}
+
+// Backoff configures reconnection after a server is lost. The zero value
+// retries after 250ms, doubling up to 30s, with jitter.
+type Backoff struct {
+	Min, Max time.Duration
+	// Disabled leaves a lost server down.
+	Disabled bool
+}
+
+func (b Backoff) bounds() (time.Duration, time.Duration) {
+	lo, hi := b.Min, b.Max
+	if lo <= 0 {
+		lo = 250 * time.Millisecond
+	}
+	if hi <= 0 {
+		hi = 30 * time.Second
+	}
+	return lo, max(lo, hi)
+}

@@ -1,0 +1,274 @@
+package conduit
+
+import (
+	"encoding/json"
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool is one tool of a [ToolSet]: the server's own definition (name,
+// description, schemas, annotations, through the embedded *mcp.Tool) and the
+// name a model sees. A Tool is shared by every holder of its tool set and
+// must not be modified.
+type Tool struct {
+	*mcp.Tool
+	// Exposed is the name offered to a model: the sanitized tool name with
+	// the client's prefix, or server__tool in a hub.
+	Exposed string
+	// Server is the id of the server that lists the tool.
+	Server string
+
+	once      sync.Once
+	validator *jsonschema.Resolved
+	schemaErr error
+}
+
+// validate checks args against the tool's input schema, compiling the
+// schema on first use; the compiled schema lives as long as the tool set.
+// A schema that the validator cannot compile (another draft, a remote
+// $ref) is not enforced here: the server still validates.
+func (t *Tool) validate(args map[string]any) error {
+	t.once.Do(func() {
+		t.validator, t.schemaErr = compileSchema(t.InputSchema)
+	})
+	if t.validator == nil {
+		return nil
+	}
+	return t.validator.Validate(args)
+}
+
+func compileSchema(schema any) (*jsonschema.Resolved, error) {
+	if schema == nil {
+		return nil, nil
+	}
+	var s jsonschema.Schema
+	switch v := schema.(type) {
+	case *jsonschema.Schema:
+		s = *v
+	default:
+		data, err := json.Marshal(schema)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(data, &s); err != nil {
+			return nil, err
+		}
+	}
+	return s.Resolve(nil)
+}
+
+// SkipReason says why a tool was left out of a tool set.
+type SkipReason int
+
+// The reasons a tool is left out.
+const (
+	// SkipFiltered: the tool filter refused it.
+	SkipFiltered SkipReason = iota + 1
+	// SkipCollision: another tool has the same exposed name; both are left
+	// out so that neither silently shadows the other.
+	SkipCollision
+	// SkipInvalidName: the server listed a name that cannot be exposed
+	// (empty, or not valid UTF-8).
+	SkipInvalidName
+	// SkipServerDown: the server is down, so none of its tools are offered.
+	SkipServerDown
+	// SkipPolicy: the policy denies the tool outright for the principal and
+	// taint of the listing.
+	SkipPolicy
+)
+
+func (r SkipReason) String() string {
+	switch r {
+	case SkipFiltered:
+		return "filtered"
+	case SkipCollision:
+		return "collision"
+	case SkipInvalidName:
+		return "invalid_name"
+	case SkipServerDown:
+		return "server_down"
+	case SkipPolicy:
+		return "policy"
+	}
+	return fmt.Sprintf("SkipReason(%d)", int(r))
+}
+
+// Skipped reports one tool (or, for SkipServerDown, one whole server) left
+// out of a tool set.
+type Skipped struct {
+	Server  string
+	Tool    string // empty for SkipServerDown
+	Exposed string // the name it would have had, when there is one
+	Reason  SkipReason
+	Detail  string
+}
+
+// ServerTools is one server's tool list, an input of [NewToolSet].
+type ServerTools struct {
+	Server string
+	Tools  []*mcp.Tool
+	// Down, when set, says why the server is unavailable; its tools are left
+	// out and reported.
+	Down error
+}
+
+// ToolSetOptions configures how [NewToolSet] names tools.
+type ToolSetOptions struct {
+	// Namespace exposes tools as server__tool (a hub); otherwise tools keep
+	// their own sanitized names (a client).
+	Namespace bool
+	// Prefix is put in front of every exposed name when Namespace is false.
+	Prefix string
+	// Filter, when set, keeps only the tools for which it returns true.
+	Filter func(server string, tool *mcp.Tool) bool
+}
+
+type serverTool struct{ server, tool string }
+
+// ToolSet is an immutable, ordered set of tools: servers in configuration
+// order, tools by name within a server, so that a listing is byte-identical
+// between turns and a provider's prompt cache keeps working. It resolves an
+// exposed name to its server and tool and back.
+type ToolSet struct {
+	tools   []*Tool
+	byName  map[string]*Tool
+	byOrig  map[serverTool]*Tool
+	skipped []Skipped
+}
+
+// NewToolSet builds a tool set from servers' tool lists, in the order given.
+// Most programs get tool sets from [Hub.ListTools] or [Client.ListTools];
+// NewToolSet serves tests and programs that drive the pipeline themselves.
+func NewToolSet(opts ToolSetOptions, servers ...ServerTools) *ToolSet {
+	ts := &ToolSet{byName: map[string]*Tool{}, byOrig: map[serverTool]*Tool{}}
+	var candidates []*Tool
+	for _, st := range servers {
+		if st.Down != nil {
+			ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Reason: SkipServerDown, Detail: st.Down.Error()})
+			continue
+		}
+		sorted := slices.Clone(st.Tools)
+		sorted = slices.DeleteFunc(sorted, func(t *mcp.Tool) bool { return t == nil })
+		slices.SortStableFunc(sorted, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
+		for i, t := range sorted {
+			switch {
+			case t.Name == "" || !utf8.ValidString(t.Name):
+				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: SkipInvalidName,
+					Detail: "the server listed a tool name that is empty or not valid UTF-8"})
+				continue
+			case i > 0 && sorted[i-1].Name == t.Name:
+				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: SkipCollision,
+					Detail: "the server listed this name more than once; only its first definition is kept"})
+				continue
+			case opts.Filter != nil && !opts.Filter(st.Server, t):
+				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: SkipFiltered,
+					Detail: "left out by the tool filter"})
+				continue
+			}
+			candidates = append(candidates, &Tool{
+				Tool:    t,
+				Server:  st.Server,
+				Exposed: exposedName(opts.Namespace, st.Server, opts.Prefix, t.Name),
+			})
+		}
+	}
+	count := make(map[string]int, len(candidates))
+	for _, t := range candidates {
+		count[t.Exposed]++
+	}
+	ts.tools = make([]*Tool, 0, len(candidates))
+	for _, t := range candidates {
+		if count[t.Exposed] > 1 {
+			ts.skipped = append(ts.skipped, Skipped{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Reason: SkipCollision,
+				Detail: fmt.Sprintf("%d tools would be exposed as %q; all of them are left out", count[t.Exposed], t.Exposed)})
+			continue
+		}
+		ts.add(t)
+	}
+	return ts
+}
+
+func (ts *ToolSet) add(t *Tool) {
+	ts.tools = append(ts.tools, t)
+	ts.byName[t.Exposed] = t
+	ts.byOrig[serverTool{t.Server, t.Name}] = t
+}
+
+// Len returns the number of tools.
+func (ts *ToolSet) Len() int {
+	if ts == nil {
+		return 0
+	}
+	return len(ts.tools)
+}
+
+// At returns the i'th tool, 0 <= i < Len().
+func (ts *ToolSet) At(i int) *Tool { return ts.tools[i] }
+
+// All yields the tools in order.
+func (ts *ToolSet) All() iter.Seq[*Tool] {
+	return func(yield func(*Tool) bool) {
+		if ts == nil {
+			return
+		}
+		for _, t := range ts.tools {
+			if !yield(t) {
+				return
+			}
+		}
+	}
+}
+
+// Lookup resolves an exposed name.
+func (ts *ToolSet) Lookup(exposed string) (*Tool, bool) {
+	if ts == nil {
+		return nil, false
+	}
+	t, ok := ts.byName[exposed]
+	return t, ok
+}
+
+// ExposedName returns the name under which a server's tool is offered.
+func (ts *ToolSet) ExposedName(server, tool string) (string, bool) {
+	if ts == nil {
+		return "", false
+	}
+	t, ok := ts.byOrig[serverTool{server, tool}]
+	if !ok {
+		return "", false
+	}
+	return t.Exposed, true
+}
+
+// Skipped reports what was left out and why, in server order.
+func (ts *ToolSet) Skipped() []Skipped {
+	if ts == nil {
+		return nil
+	}
+	return slices.Clone(ts.skipped)
+}
+
+// Filter returns a tool set of the tools for which keep returns true; each
+// tool left out is reported with reason.
+func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {
+	out := &ToolSet{
+		byName:  make(map[string]*Tool, len(ts.tools)),
+		byOrig:  make(map[serverTool]*Tool, len(ts.tools)),
+		skipped: slices.Clone(ts.skipped),
+	}
+	for _, t := range ts.tools {
+		if keep(t) {
+			out.add(t)
+		} else {
+			out.skipped = append(out.skipped, Skipped{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Reason: reason})
+		}
+	}
+	return out
+}

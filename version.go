@@ -1,0 +1,5 @@
+package conduit
+
+// Version is conduit's version, sent to servers as the client's
+// implementation version.
+const Version = "0.1.0"
