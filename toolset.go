@@ -28,6 +28,20 @@ type Tool struct {
 	once      sync.Once
 	validator *jsonschema.Resolved
 	schemaErr error
+	memo      sync.Map
+}
+
+// Memo returns the value kept under key for this tool, computing it with f
+// the first time. Provider adapters keep per-tool work (a cleaned
+// description, a converted schema) in it, so that work is done once per
+// tool set rather than on every listing. Keys should be of an unexported
+// type, as with context keys.
+func (t *Tool) Memo(key any, f func() any) any {
+	if v, ok := t.memo.Load(key); ok {
+		return v
+	}
+	v, _ := t.memo.LoadOrStore(key, f())
+	return v
 }
 
 // validate checks args against the tool's input schema, compiling the

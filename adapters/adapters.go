@@ -1,0 +1,67 @@
+// Package adapters connects a governed MCP source (a conduit.Hub or
+// conduit.Client) to an LLM's tool calling: [Tools] lists the source's tools
+// in a provider's format, and [ExecuteToolCalls] runs the calls a model made
+// through the governed pipeline and answers every one in the same format.
+// It makes no LLM HTTP calls: send the requests with your own client.
+//
+// The wire shapes of each provider live in its own package (anthropic,
+// openai, gemini), as pure functions for programs that drive the pipeline
+// themselves; what every provider shares lives here and in toolcall.
+package adapters
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Provider is an LLM API whose tool calling conduit speaks.
+type Provider int
+
+// The providers.
+const (
+	// Anthropic is the Anthropic Messages API.
+	Anthropic Provider = iota + 1
+	// OpenAIChat is OpenAI's Chat Completions API.
+	OpenAIChat
+	// OpenAIResponses is OpenAI's Responses API.
+	OpenAIResponses
+	// Gemini is the Gemini API's generateContent (experimental: its shapes
+	// come from the API reference, not from end-to-end runs).
+	Gemini
+)
+
+var providerNames = map[Provider]string{
+	Anthropic:       "anthropic",
+	OpenAIChat:      "openai-chat",
+	OpenAIResponses: "openai-responses",
+	Gemini:          "gemini",
+}
+
+// Providers lists every provider, in a stable order.
+func Providers() []Provider { return []Provider{Anthropic, OpenAIChat, OpenAIResponses, Gemini} }
+
+// String returns the provider's name: anthropic, openai-chat,
+// openai-responses or gemini.
+func (p Provider) String() string {
+	if s, ok := providerNames[p]; ok {
+		return s
+	}
+	return fmt.Sprintf("Provider(%d)", int(p))
+}
+
+// ParseProvider parses a provider's name, as String returns it.
+func ParseProvider(s string) (Provider, error) {
+	for p, name := range providerNames {
+		if strings.EqualFold(s, name) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown provider %q (anthropic, openai-chat, openai-responses or gemini)", s)
+}
+
+func (p Provider) valid() error {
+	if _, ok := providerNames[p]; !ok {
+		return fmt.Errorf("adapters: invalid provider %v", p)
+	}
+	return nil
+}

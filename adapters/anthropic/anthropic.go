@@ -1,0 +1,178 @@
+// Package anthropic maps MCP tools and results to the Anthropic Messages
+// API: tool definitions, tool_use blocks into calls, and tool_result blocks.
+// Its functions are pure, over the API's JSON as map[string]any.
+//
+// The adapter never builds a tool_choice of type "any" or "tool": current
+// Claude models reject forced tool use with HTTP 400 in the configurations
+// tools are offered in here. Leave tool_choice unset, or use "auto" or
+// "none".
+package anthropic
+
+import (
+	"encoding/base64"
+	"fmt"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ToolsOptions are the options of Tools.
+type ToolsOptions struct {
+	// CacheLast marks the last tool with cache_control, so that the whole
+	// tool list is cached as a prompt prefix.
+	CacheLast bool
+	// CacheTTL is the cache_control ttl ("5m" or "1h"); empty leaves the
+	// API's default.
+	CacheTTL string
+}
+
+type defKey struct{}
+
+// Tools returns the tool set as Messages API tool definitions, in the tool
+// set's order: {"name", "description", "input_schema"}.
+func Tools(ts *conduit.ToolSet, o *ToolsOptions) []map[string]any {
+	if o == nil {
+		o = &ToolsOptions{}
+	}
+	out := make([]map[string]any, 0, ts.Len())
+	for t := range ts.All() {
+		def := t.Memo(defKey{}, func() any { return definition(t) }).(map[string]any)
+		cp := make(map[string]any, len(def)+1)
+		for k, v := range def {
+			cp[k] = v
+		}
+		out = append(out, cp)
+	}
+	if o.CacheLast && len(out) > 0 {
+		cc := map[string]any{"type": "ephemeral"}
+		if o.CacheTTL != "" {
+			cc["ttl"] = o.CacheTTL
+		}
+		out[len(out)-1]["cache_control"] = cc
+	}
+	return out
+}
+
+func definition(t *conduit.Tool) map[string]any {
+	def := map[string]any{"name": t.Exposed, "input_schema": toolcall.SchemaMap(t.InputSchema)}
+	if d := toolcall.Description(t.Description); d != "" {
+		def["description"] = d
+	}
+	return def
+}
+
+// Check reports what the Messages API is known to reject in the tool set:
+// input schemas with oneOf, allOf or anyOf at the top level, and roots that
+// are not objects.
+func Check(ts *conduit.ToolSet) []toolcall.Warning {
+	var ws []toolcall.Warning
+	for t := range ts.All() {
+		s := toolcall.SchemaMap(t.InputSchema)
+		for _, k := range []string{"oneOf", "allOf", "anyOf"} {
+			if _, ok := s[k]; ok {
+				ws = append(ws, toolcall.Warning{Tool: t.Exposed,
+					Message: "the input schema has " + k + " at the top level, which the Messages API rejects"})
+			}
+		}
+		if typ, _ := s["type"].(string); typ != "object" {
+			ws = append(ws, toolcall.Warning{Tool: t.Exposed,
+				Message: fmt.Sprintf("the input schema's type is %v, not \"object\"", s["type"])})
+		}
+	}
+	return ws
+}
+
+// Parse returns the tool_use blocks of a Messages API response (or of an
+// assistant message: anything with a "content" list), in order. Server
+// tool blocks (server_tool_use, mcp_tool_use, web search results, ...) are
+// the API's own and are ignored.
+func Parse(response any) ([]toolcall.Raw, error) {
+	m, err := toolcall.Decode(response)
+	if err != nil {
+		return nil, err
+	}
+	content, ok := m["content"].([]any)
+	if !ok {
+		if _, has := m["content"]; has || m["type"] == "error" {
+			return nil, fmt.Errorf("anthropic: the response has no content list%s", apiError(m))
+		}
+		return nil, fmt.Errorf("anthropic: the response has no \"content\"%s", apiError(m))
+	}
+	var raws []toolcall.Raw
+	for _, b := range content {
+		block := toolcall.Object(b)
+		if block == nil || block["type"] != "tool_use" {
+			continue
+		}
+		r := toolcall.Raw{ID: toolcall.String(block["id"]), Name: toolcall.String(block["name"]), Args: block["input"]}
+		if r.ID == "" {
+			r.ArgsErr = fmt.Errorf("the tool_use block has no id")
+		}
+		raws = append(raws, r)
+	}
+	return raws, nil
+}
+
+func apiError(m map[string]any) string {
+	if e := toolcall.Object(m["error"]); e != nil {
+		return fmt.Sprintf(" (the API answered an error: %v: %v)", e["type"], e["message"])
+	}
+	return ""
+}
+
+// ToolCalls resolves the response's tool_use blocks against ts: the calls
+// to send, and the tool_result answers of those that must not be sent
+// (unknown names, non-object input).
+func ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
+	raws, err := Parse(response)
+	if err != nil {
+		return nil, nil, err
+	}
+	ok, rejected := toolcall.Split(toolcall.Resolve(raws, ts), func(c toolcall.Call) map[string]any {
+		return ToolResult(c, nil, c.Err, nil)
+	})
+	return ok, rejected, nil
+}
+
+// ToolResult answers one call with a tool_result block: the result's
+// content as text and image blocks, or, for a failure (err) or an isError
+// result, "is_error": true. The blocks of one turn go first in the next
+// user message, in the model's order.
+func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
+	block := map[string]any{"type": "tool_result", "tool_use_id": c.ID}
+	if err != nil || res == nil {
+		if err == nil {
+			err = fmt.Errorf("no result")
+		}
+		block["content"] = []any{textBlock(toolcall.ErrorText(err))}
+		block["is_error"] = true
+		return block
+	}
+	mode := toolcall.StructuredAuto
+	if o != nil && o.Structured != toolcall.StructuredDefault {
+		mode = o.Structured
+	}
+	r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, Images: true})
+	content := make([]any, 0, len(r.Parts))
+	for _, p := range r.Parts {
+		switch {
+		case p.Kind == toolcall.PartImage:
+			content = append(content, map[string]any{"type": "image", "source": map[string]any{
+				"type": "base64", "media_type": p.MediaType, "data": base64.StdEncoding.EncodeToString(p.Data)}})
+		case strings.TrimSpace(p.Text) != "":
+			// The API refuses empty text blocks.
+			content = append(content, textBlock(p.Text))
+		}
+	}
+	if len(content) > 0 {
+		block["content"] = content
+	}
+	if r.IsError {
+		block["is_error"] = true
+	}
+	return block
+}
+
+func textBlock(s string) map[string]any { return map[string]any{"type": "text", "text": s} }

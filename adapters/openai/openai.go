@@ -1,0 +1,321 @@
+// Package openai maps MCP tools and results to OpenAI's Chat Completions
+// and Responses APIs: function tools with strict-mode schemas, tool calls
+// into calls, and tool answers. Its functions are pure, over the APIs' JSON
+// as map[string]any.
+//
+// "strict" is always sent: when it is omitted, the Responses API tries
+// strict mode and silently falls back, so the same list would behave
+// differently per API.
+package openai
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// API is one of OpenAI's two APIs with tool calling.
+type API int
+
+const (
+	// Chat is the Chat Completions API.
+	Chat API = iota + 1
+	// Responses is the Responses API.
+	Responses
+)
+
+func (a API) String() string {
+	switch a {
+	case Chat:
+		return "chat"
+	case Responses:
+		return "responses"
+	}
+	return fmt.Sprintf("API(%d)", int(a))
+}
+
+// Strict is the strict-mode choice of a listing.
+type Strict int
+
+const (
+	// StrictAuto sends a tool whose schema converts with "strict": true and
+	// its converted schema, and any other with "strict": false and its
+	// original schema, reporting it as a fallback.
+	StrictAuto Strict = iota
+	// StrictOn sends only tools whose schema converts; the others are left
+	// out and reported as excluded, since OpenAI would reject the request.
+	StrictOn
+	// StrictOff sends every tool with "strict": false and its original
+	// schema.
+	StrictOff
+)
+
+// ToolsOptions are the options of Tools.
+type ToolsOptions struct {
+	Strict Strict
+}
+
+// Fallback is a tool sent without strict mode because its schema does not
+// convert.
+type Fallback struct {
+	Tool string // exposed name
+	Err  error  // why the schema does not convert
+}
+
+// Report says how a listing treated strict mode.
+type Report struct {
+	// Fallbacks, under StrictAuto: tools sent with "strict": false.
+	Fallbacks []Fallback
+	// Excluded, under StrictOn: tools left out (exposed names).
+	Excluded []string
+	// NullPaths, by exposed name: the properties strict mode made nullable,
+	// whose nulls are removed before a call is sent (see StripNulls).
+	NullPaths map[string][]NullPath
+}
+
+type strictKey struct{}
+
+type converted struct {
+	schema    map[string]any
+	nullPaths []NullPath
+	err       error
+}
+
+func convert(t *conduit.Tool) converted {
+	return t.Memo(strictKey{}, func() any {
+		s, np, err := StrictSchema(toolcall.SchemaMap(t.InputSchema))
+		return converted{s, np, err}
+	}).(converted)
+}
+
+// Tools returns the tool set as function tools of api, in the tool set's
+// order, and what strict mode did. Conversions are done once per tool set.
+func Tools(api API, ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Report) {
+	if o == nil {
+		o = &ToolsOptions{}
+	}
+	rep := Report{NullPaths: map[string][]NullPath{}}
+	out := make([]map[string]any, 0, ts.Len())
+	for t := range ts.All() {
+		schema, strict := toolcall.SchemaMap(t.InputSchema), false
+		if o.Strict != StrictOff {
+			c := convert(t)
+			switch {
+			case c.err == nil:
+				schema, strict = c.schema, true
+				if len(c.nullPaths) > 0 {
+					rep.NullPaths[t.Exposed] = c.nullPaths
+				}
+			case o.Strict == StrictOn:
+				rep.Excluded = append(rep.Excluded, t.Exposed)
+				continue
+			default:
+				rep.Fallbacks = append(rep.Fallbacks, Fallback{Tool: t.Exposed, Err: c.err})
+			}
+		}
+		fn := map[string]any{"name": t.Exposed, "parameters": schema, "strict": strict}
+		if d := toolcall.Description(t.Description); d != "" {
+			fn["description"] = d
+		}
+		if api == Responses {
+			fn["type"] = "function"
+			out = append(out, fn)
+		} else {
+			out = append(out, map[string]any{"type": "function", "function": fn})
+		}
+	}
+	return out, rep
+}
+
+// MaxTools is the most tools OpenAI accepts in one request.
+const MaxTools = 128
+
+// Check reports what OpenAI is known to reject in a listing of n tools.
+func Check(n int) []toolcall.Warning {
+	if n > MaxTools {
+		return []toolcall.Warning{{Message: fmt.Sprintf("%d tools are listed; OpenAI accepts at most %d in one request", n, MaxTools)}}
+	}
+	return nil
+}
+
+// Parse returns the function calls of a response of api, in order: a Chat
+// Completions response's first choice's message.tool_calls (or a message's
+// tool_calls), or a Responses response's function_call output items.
+// Arguments arrive as JSON strings; one that does not decode is a call to
+// reject, not an error of the whole response.
+func Parse(api API, response any) ([]toolcall.Raw, error) {
+	m, err := toolcall.Decode(response)
+	if err != nil {
+		return nil, err
+	}
+	if e := toolcall.Object(m["error"]); e != nil {
+		return nil, fmt.Errorf("openai: the API answered an error: %v", e["message"])
+	}
+	switch api {
+	case Chat:
+		return parseChat(m)
+	case Responses:
+		return parseResponses(m)
+	}
+	return nil, fmt.Errorf("openai: unknown API %v", api)
+}
+
+func parseChat(m map[string]any) ([]toolcall.Raw, error) {
+	msg := m
+	if choices, ok := m["choices"].([]any); ok {
+		if len(choices) == 0 {
+			return nil, nil
+		}
+		msg = toolcall.Object(toolcall.Object(choices[0])["message"])
+		if msg == nil {
+			return nil, fmt.Errorf("openai: the first choice has no message")
+		}
+	} else if _, ok := m["tool_calls"]; !ok {
+		if _, ok := m["role"]; !ok {
+			return nil, fmt.Errorf("openai: the response has no \"choices\"")
+		}
+	}
+	var raws []toolcall.Raw
+	for _, v := range toolcall.List(msg["tool_calls"]) {
+		tc := toolcall.Object(v)
+		if tc == nil {
+			continue
+		}
+		r := toolcall.Raw{ID: toolcall.String(tc["id"])}
+		fn := toolcall.Object(tc["function"])
+		switch {
+		case fn != nil:
+			r.Name = toolcall.String(fn["name"])
+			r.Args, r.ArgsErr = jsonArgs(fn["arguments"])
+		case tc["custom"] != nil:
+			r.Name = toolcall.String(toolcall.Object(tc["custom"])["name"])
+			r.ArgsErr = fmt.Errorf("a custom tool call cannot be answered; only function tools are offered")
+		default:
+			r.ArgsErr = fmt.Errorf("the tool call has no function")
+		}
+		raws = append(raws, r)
+	}
+	return raws, nil
+}
+
+func parseResponses(m map[string]any) ([]toolcall.Raw, error) {
+	output, ok := m["output"].([]any)
+	if !ok {
+		return nil, fmt.Errorf("openai: the response has no \"output\" list")
+	}
+	var raws []toolcall.Raw
+	for _, v := range output {
+		item := toolcall.Object(v)
+		if item == nil || item["type"] != "function_call" {
+			continue
+		}
+		r := toolcall.Raw{ID: toolcall.String(item["call_id"]), Name: toolcall.String(item["name"])}
+		r.Args, r.ArgsErr = jsonArgs(item["arguments"])
+		raws = append(raws, r)
+	}
+	return raws, nil
+}
+
+// jsonArgs decodes arguments sent as a JSON string; a decoded object (as
+// some compatible servers send) is taken as it is.
+func jsonArgs(v any) (any, error) {
+	switch a := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		if strings.TrimSpace(a) == "" {
+			return nil, nil
+		}
+		var out any
+		if err := json.Unmarshal([]byte(a), &out); err != nil {
+			return nil, fmt.Errorf("the arguments are not valid JSON (%v)", err)
+		}
+		return out, nil
+	default:
+		return a, nil
+	}
+}
+
+// ToolCalls resolves the response's function calls against ts: the calls
+// to send, and the answers of those that must not be sent (unknown names,
+// arguments that are not a JSON object).
+func ToolCalls(api API, response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
+	raws, err := Parse(api, response)
+	if err != nil {
+		return nil, nil, err
+	}
+	ok, rejected := toolcall.Split(toolcall.Resolve(raws, ts), func(c toolcall.Call) map[string]any {
+		return ToolOutput(api, c, nil, c.Err, nil)
+	})
+	return ok, rejected, nil
+}
+
+// ToolOutput answers one call. For Chat it is a {"role": "tool",
+// "tool_call_id", "content"} message with the result as text; for Responses
+// a {"type": "function_call_output", "call_id", "output"} item whose output
+// is a string, or a list of input_text and input_image items when the
+// result carries an image. OpenAI has no error flag: the text of a failure
+// or an isError result starts with "Error: " (AnswerOptions.ErrorPrefix).
+func ToolOutput(api API, c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
+	if o == nil {
+		o = &toolcall.AnswerOptions{}
+	}
+	prefix := "Error: "
+	if o.ErrorPrefix != nil {
+		prefix = *o.ErrorPrefix
+	}
+	var output any
+	if err != nil || res == nil {
+		if err == nil {
+			err = fmt.Errorf("no result")
+		}
+		output = prefix + toolcall.ErrorText(err)
+	} else {
+		mode := o.Structured
+		if mode == toolcall.StructuredDefault {
+			mode = toolcall.StructuredAuto
+		}
+		r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, Images: api == Responses})
+		if !r.IsError {
+			prefix = ""
+		}
+		output = prefix + toolcall.Text(r.Parts)
+		if api == Responses && hasImage(r.Parts) {
+			output = inputItems(r.Parts, prefix)
+		}
+	}
+	if api == Responses {
+		return map[string]any{"type": "function_call_output", "call_id": c.ID, "output": output}
+	}
+	return map[string]any{"role": "tool", "tool_call_id": c.ID, "content": output}
+}
+
+func hasImage(parts []toolcall.Part) bool {
+	for _, p := range parts {
+		if p.Kind == toolcall.PartImage {
+			return true
+		}
+	}
+	return false
+}
+
+func inputItems(parts []toolcall.Part, prefix string) []any {
+	items := make([]any, 0, len(parts)+1)
+	if prefix != "" {
+		items = append(items, map[string]any{"type": "input_text", "text": strings.TrimSpace(prefix)})
+	}
+	for _, p := range parts {
+		if p.Kind == toolcall.PartImage {
+			items = append(items, map[string]any{"type": "input_image", "detail": "auto",
+				"image_url": "data:" + p.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Data)})
+		} else if p.Text != "" {
+			items = append(items, map[string]any{"type": "input_text", "text": p.Text})
+		}
+	}
+	return items
+}
