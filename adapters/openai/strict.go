@@ -89,6 +89,9 @@ const (
 	// maxWalkDepth bounds recursion of the analysis passes through $ref
 	// chains.
 	maxWalkDepth = 4096
+	// maxConflictWork bounds the schema visits of the null-path conflict
+	// check (anyOf branches times paths).
+	maxConflictWork = 50_000_000
 )
 
 // unsupportedKeywords fail the conversion: strict mode cannot express them,
@@ -115,6 +118,16 @@ var validatingKeywords = map[string]bool{
 	"minItems": true, "maxItems": true,
 }
 
+// Every keyword in neither list above nor handled by the converter
+// (description, title, $defs and definitions at the root, format) is
+// dropped: default, examples, uniqueItems, minProperties, maxProperties,
+// contentMediaType, contentEncoding, contentSchema, $schema, $id, $comment,
+// $anchor, $dynamicAnchor, $vocabulary, readOnly, writeOnly, deprecated,
+// additionalItems (tuple "items" fails, so it never applies), x-* and any
+// unknown keyword. They only narrow or annotate, and the server still
+// validates the arguments; failing on them would send many tools without
+// strict mode for nothing.
+
 // strictFormats are the "format" values strict mode accepts; other formats
 // are dropped.
 var strictFormats = map[string]bool{
@@ -140,12 +153,22 @@ var validTypes = map[string]bool{
 // Keywords strict mode cannot express (allOf, oneOf, not, if/then/else,
 // dependent*, patternProperties, unevaluated*, propertyNames, prefixItems,
 // contains, $dynamicRef, $recursiveRef), open maps, arrays without items,
-// untyped schemas, other $refs, recursion through optional properties and
-// schemas over OpenAI's limits make it fail with a [*StrictError] that wraps
-// [ErrNotStrict]. Keywords that only narrow or annotate are dropped:
-// default, examples, uniqueItems, minProperties, maxProperties,
-// contentMediaType, contentEncoding, contentSchema, $schema, $id, $comment,
-// $anchor, $dynamicAnchor, $vocabulary, readOnly, writeOnly, deprecated,
+// untyped schemas, other $refs (including "#"), recursion that reaches an
+// optional property, and schemas over OpenAI's limits make it fail with a
+// [*StrictError] that wraps [ErrNotStrict]. The limits are counted on the
+// result: 5000 properties; 10 levels of objects (the root is the first;
+// $refs count where they are used, a recursion once); 120000 characters of
+// property names, definition names and string enum and const values; 1000
+// enum values, nulls it adds included; 15000 characters of strings in an
+// enum of more than 250 values. It also fails when a null it would strip
+// is one the schema requires elsewhere at the same location (an anyOf
+// branch where the property is required and nullable, a null inside an
+// enum value), and beyond 10000 null paths.
+//
+// Keywords that only narrow or annotate are dropped: default, examples,
+// uniqueItems, minProperties, maxProperties, contentMediaType,
+// contentEncoding, contentSchema, $schema, $id, $comment, $anchor,
+// $dynamicAnchor, $vocabulary, readOnly, writeOnly, deprecated,
 // additionalItems, formats strict mode lacks, "$defs" below the root, x-*
 // and every other unknown keyword (the server still validates the
 // arguments). Type-specific keywords on a schema whose type cannot have
@@ -228,7 +251,8 @@ type converter struct {
 	order   []*sdef // in the order first reached
 
 	props, chars, enums int
-	work                int
+	work                int // path elements built
+	conflictWork        int
 }
 
 func fail(ptr, keyword, format string, args ...any) error {
@@ -1068,6 +1092,10 @@ func (c *converter) conflicts(t *trie, at []*snode, path NullPath) error {
 		return fail(at[0].ptr, "", "schemas nested too deeply")
 	}
 	cl := closure(at)
+	c.conflictWork += len(cl) * (1 + len(t.kids))
+	if c.conflictWork > maxConflictWork {
+		return fail(at[0].ptr, "", "schema too complex to check its null paths (too many anyOf branches and optional properties)")
+	}
 	for _, n := range cl {
 		for i, v := range n.enum {
 			if t.wouldStrip(v) {
@@ -1221,8 +1249,8 @@ func (np *NullPaths) Strip(args map[string]any) map[string]any {
 
 type trie struct {
 	terminal bool // a null here is removed
-	kids  []trieKid
-	item  *trie // the kid named AnyItem, for arrays
+	kids     []trieKid
+	item     *trie // the kid named AnyItem, for arrays
 }
 
 type trieKid struct {
@@ -1551,7 +1579,7 @@ func describe(v any) string {
 	case bool:
 		return "a boolean"
 	case string:
-		return strconv.Quote(x)
+		return quoteShort(x)
 	case json.Number:
 		return "the number " + string(x)
 	case map[string]any:
@@ -1569,7 +1597,16 @@ func describe(v any) string {
 	case reflect.Slice, reflect.Array:
 		return "an array"
 	case reflect.String:
-		return strconv.Quote(rv.String())
+		return quoteShort(rv.String())
 	}
 	return fmt.Sprintf("a Go %T", v)
+}
+
+// quoteShort quotes s, cut short: messages quote what an untrusted server sent.
+func quoteShort(s string) string {
+	const max = 64
+	if utf8.RuneCountInString(s) <= max {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(string([]rune(s)[:max])) + "..."
 }

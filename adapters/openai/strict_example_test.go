@@ -1,0 +1,47 @@
+package openai_test
+
+import (
+	"fmt"
+
+	"github.com/conduitmcp/conduit/adapters/openai"
+)
+
+func ExampleStrictSchema() {
+	strict, nullPaths, err := openai.StrictSchema(map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"q":     map[string]any{"type": "string"},
+			"limit": map[string]any{"type": "integer"},
+		},
+		"required": []any{"q"},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(strict["properties"].(map[string]any)["limit"])
+	fmt.Println(nullPaths)
+	// Output:
+	// map[type:[integer null]]
+	// [[limit]]
+}
+
+func ExampleStripNulls() {
+	// What the model sent for the schema of ExampleStrictSchema: strict mode
+	// made it send "limit", and it had nothing to say.
+	args := map[string]any{"q": "golang", "limit": nil}
+	fmt.Println(openai.StripNulls(args, []openai.NullPath{{"limit"}}))
+	// Output:
+	// map[q:golang]
+}
+
+func ExampleNullPaths_Strip() {
+	paths := openai.CompileNullPaths([]openai.NullPath{{"tags", openai.AnyItem, "note"}})
+	args := map[string]any{"tags": []any{
+		map[string]any{"name": "a", "note": nil},
+		map[string]any{"name": "b", "note": "kept"},
+	}}
+	fmt.Println(paths.Strip(args))
+	// Output:
+	// map[tags:[map[name:a] map[name:b note:kept]]]
+}
