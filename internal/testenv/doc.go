@@ -1,0 +1,226 @@
+// Package testenv starts the real MCP servers and the MCP conformance suite
+// that conduit's end-to-end tests run against. The npm packages are pinned in
+// the repository's package.json and package-lock.json and installed into
+// node_modules by `npm ci` (./scripts/test does it); this package runs them
+// with `node <the package's bin script>`, never through npx, so starting one
+// is fast and touches no network.
+//
+// Everything below was found by running the pinned versions on Node 20.20
+// with the Go SDK v1.8.0 as the client.
+//
+// # Pinned packages
+//
+//   - @modelcontextprotocol/server-everything 2026.8.31 (bin mcp-server-everything: dist/index.js)
+//   - @modelcontextprotocol/server-filesystem 2026.8.31 (bin mcp-server-filesystem: dist/index.js)
+//   - @modelcontextprotocol/conformance 0.1.13 (bin conformance: dist/index.js)
+//
+// All three declare no engines constraint of their own, their dependencies
+// accept Node 20, none has an install script, and all run on Node 20.20. The
+// servers use the TypeScript SDK 1.32.2 and negotiate protocol version
+// 2025-11-25 with the Go SDK. The Go SDK v1.8.0 client first sends
+// server/discover (protocol 2026-07-28); these servers answer -32601 and the
+// SDK falls back to initialize on its own.
+//
+// # server-everything over stdio
+//
+// Started as
+//
+//	node node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio
+//
+// (the argument is stdio, sse or streamableHttp; none means stdio). It logs
+// "Starting default (STDIO) server..." to stderr and speaks MCP on
+// stdin/stdout. [Everything] returns this command.
+//
+// Closing it: when a session is closed within about 350 ms of initialize
+// while the client advertises roots (the Go SDK's default capabilities do),
+// the server has a pending roots/list request and does not exit on stdin EOF;
+// mcp.CommandTransport then waits its TerminateDuration (5 s by default)
+// before it sends SIGTERM. Set mcp.CommandTransport.TerminateDuration to a
+// few hundred milliseconds in tests, or give the client capabilities without
+// roots, to keep Close fast. server-filesystem exits on stdin EOF at once.
+//
+// # server-everything over Streamable HTTP
+//
+// Started as
+//
+//	PORT=<port> node node_modules/@modelcontextprotocol/server-everything/dist/index.js streamableHttp
+//
+// The port comes from the environment variable PORT (default 3001); there is
+// no host setting: it listens on all interfaces (*:PORT). The endpoint is the
+// path /mcp (POST for messages, GET for the SSE stream, DELETE to end a
+// session; other paths are a 404, and a request with an unknown
+// Mcp-Session-Id is a 400). Sessions are stateful (Mcp-Session-Id) and resumable (an
+// in-memory event store honours Last-Event-ID). It is ready when it prints
+// "MCP Streamable HTTP Server listening on port <port>" to stderr; a port in
+// use makes it print "Failed to start: Port <port> is already in use..." and
+// exit with status 1. It logs a line per request to stdout ("Received MCP
+// POST request", ...), so stdout must be drained or discarded. It exits on
+// SIGTERM (default handling) and on SIGINT (its own handler).
+// [EverythingHTTP] starts it on a free loopback port and returns
+// http://127.0.0.1:<port>/mcp.
+//
+// # server-everything's tools
+//
+// Server info: name "mcp-servers/everything", title "Everything Reference
+// Server", version "2.0.0"; it also sends long instructions. Capabilities:
+// tools, prompts and resources (all listChanged), resources.subscribe,
+// logging, completions and tasks (list, cancel, requests.tools.call). Its
+// property schemas carry no "description"s, and every tool carries
+// "execution": {"taskSupport": ...}, a field the Go SDK's mcp.Tool drops.
+//
+// Always listed, in this order:
+//
+//	echo                            {message: string} required message → text "Echo: <message>"
+//	get-annotated-message           {messageType: "error"|"success"|"debug" (required), includeImage: boolean=false}
+//	                                → text with annotations {priority, audience}; optionally an annotated image
+//	get-env                         {} → text: the server process's environment as JSON
+//	get-resource-links              {count: number=3, 1..10} → text + count resource_link blocks
+//	                                (demo://resource/dynamic/{blob,text}/<n>)
+//	get-resource-reference          {resourceType: "Text"|"Blob"="Text", resourceId: number=1}
+//	                                → text, an embedded resource block (text or blob), text
+//	get-structured-content          {location: "New York"|"Chicago"|"Los Angeles"} required
+//	                                → text (JSON) + structuredContent {temperature, conditions, humidity};
+//	                                has an outputSchema
+//	get-sum                         {a: number, b: number} required → text "The sum of 1 and 2 is 3."
+//	get-tiny-image                  {} → text, image (image/png, base64), text
+//	gzip-file-as-resource           {name="README.md.gz", data (URL or data: URI)=<a GitHub URL>,
+//	                                 outputType: "resourceLink"|"resource"="resourceLink"}
+//	                                → resource_link, or an embedded blob resource (application/gzip)
+//	toggle-simulated-logging        {} starts/stops notifications/message every 5 s for the session
+//	toggle-subscriber-updates       {} starts/stops notifications/resources/updated every 5 s
+//	trigger-long-running-operation  {duration: number=10 (seconds), steps: number=5}
+//	                                → notifications/progress {progress: i, total: steps} per step when
+//	                                the call has a progress token, then text
+//	                                "Long running operation completed. Duration: D seconds, Steps: S."
+//
+// Registered after initialize, depending on the client's capabilities (each
+// registration sends notifications/tools/list_changed):
+//
+//	get-roots-list                     client has roots (the Go SDK default): the last roots the client sent
+//	trigger-elicitation-request        client has elicitation: sends elicitation/create (form mode)
+//	trigger-url-elicitation            client has elicitation.url: elicitation/create in URL mode
+//	trigger-sampling-request           client has sampling: {prompt (required), maxTokens=100}
+//	                                   sends sampling/createMessage
+//	trigger-sampling-request-async     client has sampling and tasks.requests.sampling.createMessage
+//	trigger-elicitation-request-async  client has elicitation and tasks.requests.elicitation.create
+//	simulate-research-query            always: {topic (required), ambiguous=false}; taskSupport
+//	                                   "required": a plain tools/call is answered with isError
+//	                                   "MCP error -32601: Tool simulate-research-query requires task
+//	                                   augmentation (taskSupport: 'required')"
+//
+// So: the echo tool is echo; structured content is get-structured-content;
+// the tiny image is get-tiny-image; resource links are get-resource-links;
+// the annotated message is get-annotated-message; the long-running operation
+// with progress is trigger-long-running-operation. Embedded resources come
+// from get-resource-reference and from gzip-file-as-resource with
+// outputType "resource". This version has no tool that returns audio or SVG
+// (the image is a PNG). Invalid arguments are answered as a tool error
+// (isError, text "MCP error -32602: Input validation error: ..."), not as a
+// JSON-RPC error.
+//
+// gzip-file-as-resource fetches its data argument; its default is a GitHub
+// URL. Every server-everything started through this package loads
+// testdata/offline.env (node --env-file), which sets GZIP_ALLOWED_DOMAINS to
+// loopback only, so a call with default arguments fails at once instead of
+// reaching off the machine; pass a data: URI
+// ("data:text/plain;base64,aGVsbG8=").
+//
+// Over Streamable HTTP the last progress notification may arrive after the
+// call's result has been returned; do not assert that every notification was
+// seen by the time CallTool returns.
+//
+// testdata/everything-tools.json holds the tools/list result as it came off
+// the wire (not re-marshalled through the SDK's types) for the Go SDK's
+// default client capabilities, the 14 tools from echo to
+// simulate-research-query without the elicitation and sampling tools.
+//
+// # server-filesystem over stdio
+//
+// Started as
+//
+//	node node_modules/@modelcontextprotocol/server-filesystem/dist/index.js DIR [DIR...]
+//
+// The arguments are the allowed directories (symlinks are resolved;
+// directories that do not exist are skipped, and it exits with status 1 when
+// none is accessible). Server info "secure-filesystem-server" 0.2.0,
+// capabilities tools.listChanged. If the client advertises roots, the server
+// asks roots/list after initialize and, when the client returns a non-empty
+// list, replaces the allowed directories with those roots; an empty list (the
+// Go SDK's default, having no roots) keeps the command-line directories.
+// Tools (all with outputSchema): read_file, read_text_file, read_media_file,
+// read_multiple_files, write_file, edit_file, create_directory,
+// list_directory, list_directory_with_sizes, directory_tree, move_file,
+// search_files, get_file_info, list_allowed_directories.
+// testdata/filesystem-tools.json holds its tools/list result off the wire.
+// [Filesystem] returns the command.
+//
+// # The conformance suite
+//
+// A client scenario is run as
+//
+//	node node_modules/@modelcontextprotocol/conformance/dist/index.js client --command "<cmd>" --scenario <name> [-o DIR] [--timeout MS]
+//
+// (npx @modelcontextprotocol/conformance client ... is the same program).
+// For each scenario it starts a test server on localhost with a random port
+// and runs <cmd> with the server URL appended as the last argument, through a
+// shell (the command string is split on spaces, so no spaces in paths), with
+// MCP_CONFORMANCE_SCENARIO=<name> in the environment (and
+// MCP_CONFORMANCE_CONTEXT, a JSON object, for scenarios that have context;
+// none of the four below do). The client must exit 0 within --timeout
+// (default 30000 ms). Everything is printed to stderr, with ANSI colours even
+// when it is not a terminal: "Starting scenario: <name>", "Executing client:
+// <cmd> <url>", "Checks:" with one line per check (SUCCESS, FAILURE, WARNING,
+// INFO), then "Test Results:", "Passed: N/M, F failed, W warnings" and
+// "✅ OVERALL: PASSED" or, after a list "Failed Checks:", "❌ OVERALL:
+// FAILED". When the client exits non-zero, "Client exited with code N" and
+// the client's stdout and stderr come before "Checks:", and "⚠️ CLIENT
+// EXITED WITH ERROR (code N)" after the results. The exit status is 0 when
+// it passed and 1 otherwise; a WARNING, a non-zero client exit or a time-out
+// fail too. With -o DIR it
+// writes DIR/<scenario>-<time>/checks.json (the checks as a JSON array),
+// stdout.txt and stderr.txt. `conformance list --client` lists the client
+// scenarios. [Conformance] returns the command and [ConformanceClient] runs
+// one scenario.
+//
+// What a client must do in the four scenarios used here (the Go SDK's own
+// conformance/everything-client passes all four):
+//
+//   - initialize: URL http://localhost:<port> (no path). Send initialize with
+//     protocolVersion 2025-06-18 or 2025-11-25 and clientInfo name and
+//     version; the server answers any other method with an empty result
+//     (server/discover included). Check mcp-client-initialization.
+//   - tools_call: URL http://localhost:<port>/mcp, a stateless Streamable
+//     HTTP server (no session id; GET is a 404). Initialize, tools/list
+//     (one tool, add_numbers {a: number, b: number}), then call add_numbers
+//     with numbers. Check tool-add-numbers: it fails unless the call arrives.
+//   - sse-retry: URL http://localhost:<port> (no path); initialize is
+//     answered with protocolVersion 2025-03-26 and an Mcp-Session-Id.
+//     tools/list offers test_reconnection; its tools/call is answered with
+//     an SSE stream that sends only a priming event (id event-N, retry: 500,
+//     empty data) and is closed after 50 ms without a response. The client
+//     must treat that as resumable: wait the retry time (450 ms to 700 ms
+//     after the close passes; later than 700 ms is a WARNING, later than
+//     1000 ms or earlier than 450 ms a FAILURE), reconnect with GET and
+//     header Last-Event-ID: event-N, and take the tool's result from that
+//     GET stream. Checks client-sse-graceful-reconnect,
+//     client-sse-retry-timing, client-sse-last-event-id.
+//   - elicitation-sep1034-client-defaults: URL http://localhost:<port>/mcp,
+//     stateful. The client must advertise the elicitation capability;
+//     tools/list offers test_client_elicitation_defaults; calling it makes
+//     the server send elicitation/create with a requestedSchema whose
+//     properties all have defaults (name "John Doe", age 30, score 95.5,
+//     status "active" of the enum active/inactive/pending, verified true)
+//     and none are required. The client must answer action "accept" with
+//     content holding all five, defaults filled in, of the right JSON types.
+//     With the Go SDK the handler returns Action "accept" and a non-nil
+//     Content (map[string]any{}); the SDK applies the schema's defaults. A
+//     nil Content is not filled in and all five checks fail. Checks
+//     client-elicitation-sep1034-{string,integer,number,enum,boolean}-default.
+//
+// # When node_modules is missing
+//
+// Every helper that needs node_modules (or node) skips the test with the
+// message "run `npm ci` first (or ./scripts/test)" when it is missing or does
+// not match package-lock.json, unless the environment variable CI is set or
+// CONDUIT_E2E=1, in which case the test fails with that message instead.
+package testenv
