@@ -28,6 +28,18 @@ func Decode(response any) (map[string]any, error) {
 			return nil, fmt.Errorf("the response is nil")
 		}
 		data = *r
+	case rawJSONer:
+		// Official SDKs' response structs keep the exact body; marshaling
+		// them instead gives zero-valued structs for absent fields and
+		// union types that encoding/json cannot render.
+		if raw := r.RawJSON(); raw != "" {
+			data = []byte(raw)
+			break
+		}
+		var err error
+		if data, err = json.Marshal(r); err != nil {
+			return nil, fmt.Errorf("the response does not marshal to JSON: %w", err)
+		}
 	default:
 		var err error
 		if data, err = json.Marshal(r); err != nil {
@@ -44,6 +56,10 @@ func Decode(response any) (map[string]any, error) {
 	}
 	return m, nil
 }
+
+// rawJSONer is the method the Anthropic and OpenAI Go SDKs' response types
+// have, returning the JSON they were decoded from.
+type rawJSONer interface{ RawJSON() string }
 
 // Object returns v as a JSON object, or nil.
 func Object(v any) map[string]any {
