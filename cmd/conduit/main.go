@@ -1,0 +1,24 @@
+// Command conduit connects MCP servers to an LLM's tool calling under a
+// policy: it lists the servers of an mcpServers configuration file in a
+// provider's tool format, runs a model's tool calls through the policy, and
+// answers them in the same format. 'conduit demo' shows it all with no
+// network and no API key; 'conduit help' lists the commands.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/conduitmcp/conduit/internal/cli"
+)
+
+func main() {
+	// An interrupt cancels the work, so servers are stopped and calls
+	// cancelled before the exit.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli.Main(ctx, os.Args[1:], cli.OSEnv())
+	stop()
+	os.Exit(code)
+}

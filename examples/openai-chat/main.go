@@ -1,0 +1,162 @@
+// Command openai-chat is the OpenAI Chat Completions agent loop of the
+// adapters spec, with net/http: the servers of an mcp.json, behind its
+// policy, are offered as function tools in strict mode; every tool call the
+// model makes runs through the policy and is answered with a tool message,
+// until the model answers without tools.
+//
+//	OPENAI_API_KEY=... go run ./examples/openai-chat -config mcp.json "What is in my notes?"
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+)
+
+func main() {
+	config := flag.String("config", "mcp.json", "the MCP configuration file (mcpServers and a policy)")
+	model := flag.String("model", "gpt-4.1", "the OpenAI model")
+	flag.Parse()
+	prompt := strings.Join(flag.Args(), " ")
+	if prompt == "" {
+		log.Fatal("usage: openai-chat [-config mcp.json] [-model M] PROMPT")
+	}
+	key := os.Getenv("OPENAI_API_KEY")
+	if key == "" {
+		log.Fatal("set OPENAI_API_KEY")
+	}
+	ctx := context.Background()
+	cfg, err := conduit.LoadConfig(*config)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if cfg.Policy == nil {
+		log.Fatalf("%s has no policy: add one, such as \"policy\": [{\"ask\": [\"*\"]}]", *config)
+	}
+	hub, err := conduit.NewHub(ctx, conduit.HubOptions{Servers: cfg.Servers, Policy: cfg.Policy, Approver: askOnStdin})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer hub.Close()
+
+	text, err := run(ctx, "https://api.openai.com/v1", http.DefaultClient, key, *model, hub, os.Getenv("USER"), prompt)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(text)
+}
+
+// errHalted reports that the user stopped the loop from the approver.
+var errHalted = errors.New("halted: a call was denied and the loop stopped")
+
+// maxTurns bounds the requests to the model.
+const maxTurns = 10
+
+// run is the loop: list the tools once, send the conversation, and answer
+// each turn's tool calls, carrying the taint of the results into the next
+// turn. The listing's null paths go to ExecuteToolCalls: strict mode made
+// optional properties nullable, and the nulls the model sends for them are
+// removed before a call reaches its server.
+func run(ctx context.Context, baseURL string, hc *http.Client, key, model string, src conduit.Source, user, prompt string) (string, error) {
+	listing, err := adapters.Tools(ctx, src, adapters.OpenAIChat, &adapters.ToolsOptions{Principal: user})
+	if err != nil {
+		return "", err
+	}
+	messages := []any{map[string]any{"role": "user", "content": prompt}}
+	var taint []string
+	for range maxTurns {
+		raw, err := post(ctx, hc, baseURL+"/chat/completions", key, map[string]any{
+			"model":    model,
+			"tools":    listing.Tools,
+			"messages": messages,
+		})
+		if err != nil {
+			return "", err
+		}
+		var resp struct {
+			Choices []struct {
+				Message map[string]any `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(raw, &resp); err != nil {
+			return "", err
+		}
+		if len(resp.Choices) == 0 {
+			return "", fmt.Errorf("openai: no choices in %s", raw)
+		}
+		message := resp.Choices[0].Message
+		messages = append(messages, message)
+
+		exec, err := adapters.ExecuteToolCalls(ctx, src, adapters.OpenAIChat, raw, &adapters.ExecOptions{
+			ToolSet: listing.ToolSet, NullPaths: listing.NullPaths, Principal: user, Taint: taint,
+		})
+		if err != nil {
+			return "", err
+		}
+		if len(exec.Results) == 0 {
+			content, _ := message["content"].(string)
+			return content, nil
+		}
+		taint = exec.Taint(taint)
+		if exec.Halted {
+			return "", errHalted
+		}
+		// One {"role": "tool", "tool_call_id", "content"} message per call.
+		for _, r := range exec.Results {
+			messages = append(messages, r)
+		}
+	}
+	return "", fmt.Errorf("no answer after %d turns", maxTurns)
+}
+
+func post(ctx context.Context, hc *http.Client, url, key string, body any) ([]byte, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("openai: %s: %s", resp.Status, raw)
+	}
+	return raw, nil
+}
+
+// askOnStdin decides the policy's "ask" rules by asking on the terminal.
+func askOnStdin(_ context.Context, req conduit.ApprovalRequest) conduit.Approval {
+	args, _ := json.Marshal(req.Call.Args)
+	fmt.Fprintf(os.Stderr, "allow %s %s? [y/N/halt] ", req.Call.Exposed, args)
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	switch strings.TrimSpace(line) {
+	case "y", "yes":
+		return conduit.Approve()
+	case "halt":
+		return conduit.RejectAndHalt("The user stopped the agent.")
+	}
+	return conduit.Reject("The user denied this call.")
+}

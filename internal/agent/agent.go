@@ -1,0 +1,305 @@
+// Package agent runs a model's tool-calling loop against a provider's HTTP
+// API with net/http only, following the loops of the adapters spec: list the
+// tools once, send the conversation, run the model's tool calls through the
+// governed pipeline, answer them, carry the taint into the next turn, and stop
+// when the model answers without tools, when an approver halts, or after
+// MaxTurns requests.
+//
+// It is the loop behind `conduit agent`; the programs under examples/ are
+// the same loops written out one provider at a time.
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+)
+
+// DefaultMaxTurns is the default Options.MaxTurns.
+const DefaultMaxTurns = 10
+
+// DefaultMaxTokens is Anthropic's max_tokens when Options.MaxTokens is zero.
+const DefaultMaxTokens = 4096
+
+// AnthropicVersion is the anthropic-version header sent to the Messages API.
+const AnthropicVersion = "2023-06-01"
+
+// maxBody bounds a provider response read into memory.
+const maxBody = 32 << 20
+
+// DefaultBaseURL returns the provider's public API base URL, to which
+// Endpoint adds the path: Anthropic's without a version (as its SDKs take
+// it), OpenAI's with /v1 and Gemini's with /v1beta.
+func DefaultBaseURL(p adapters.Provider) string {
+	switch p {
+	case adapters.Anthropic:
+		return "https://api.anthropic.com"
+	case adapters.OpenAIChat, adapters.OpenAIResponses:
+		return "https://api.openai.com/v1"
+	case adapters.Gemini:
+		return "https://generativelanguage.googleapis.com/v1beta"
+	}
+	return ""
+}
+
+// KeyEnv returns the environment variable that holds the provider's API key.
+func KeyEnv(p adapters.Provider) string {
+	switch p {
+	case adapters.Anthropic:
+		return "ANTHROPIC_API_KEY"
+	case adapters.OpenAIChat, adapters.OpenAIResponses:
+		return "OPENAI_API_KEY"
+	case adapters.Gemini:
+		return "GEMINI_API_KEY"
+	}
+	return ""
+}
+
+// Endpoint returns the URL a request for model goes to under base.
+func Endpoint(p adapters.Provider, base, model string) string {
+	base = strings.TrimRight(base, "/")
+	switch p {
+	case adapters.Anthropic:
+		return base + "/v1/messages"
+	case adapters.OpenAIChat:
+		return base + "/chat/completions"
+	case adapters.OpenAIResponses:
+		return base + "/responses"
+	case adapters.Gemini:
+		return base + "/models/" + model + ":generateContent"
+	}
+	return base
+}
+
+// Options configure Run.
+type Options struct {
+	Provider adapters.Provider
+	Model    string
+	// BaseURL is any endpoint compatible with the provider's API; empty
+	// means DefaultBaseURL.
+	BaseURL string
+	// APIKey is sent as the provider expects (x-api-key, a bearer token
+	// or x-goog-api-key); empty sends none, for local endpoints.
+	APIKey string
+	// HTTPClient sends the requests; nil means http.DefaultClient.
+	HTTPClient *http.Client
+	// MaxTurns bounds the requests to the model (default DefaultMaxTurns).
+	MaxTurns int
+	// MaxTokens is Anthropic's max_tokens (default DefaultMaxTokens).
+	MaxTokens int
+	// Principal is who the calls are made for.
+	Principal string
+	// Strict is the OpenAI strict-mode choice of the listing.
+	Strict openai.Strict
+	// CallTimeout bounds each tool call, approval included (default
+	// adapters.DefaultCallTimeout).
+	CallTimeout time.Duration
+	// OnTurn, when set, is told of each turn's tool calls once they are
+	// answered.
+	OnTurn func(Turn)
+}
+
+// Turn is one turn's tool calls, for OnTurn.
+type Turn struct {
+	// N counts the requests made so far, from 1.
+	N int
+	// Calls are the calls as the model wrote them, one per Exec.Results.
+	Calls []toolcall.Raw
+	Exec  *adapters.Execution
+	// Taint is the taint the calls ran with.
+	Taint []string
+}
+
+// Stop says why a run ended.
+type Stop string
+
+// The ways a run ends.
+const (
+	// StopDone: the model answered without asking for tools.
+	StopDone Stop = "done"
+	// StopHalted: an approver denied a call and asked to stop.
+	StopHalted Stop = "halted"
+	// StopMaxTurns: the model still wanted tools after MaxTurns requests;
+	// its last calls were not run.
+	StopMaxTurns Stop = "max_turns"
+)
+
+// Result is the outcome of Run.
+type Result struct {
+	Stop Stop `json:"stop"`
+	// Text is the model's last text.
+	Text string `json:"text"`
+	// Turns is the number of requests made.
+	Turns int `json:"turns"`
+	// Taint is the servers whose output entered the conversation.
+	Taint []string `json:"taint"`
+	// Messages is the conversation as it would be sent next: Anthropic and
+	// Chat messages, Responses input items, or Gemini contents.
+	Messages []any `json:"messages"`
+}
+
+// APIError is a provider's answer with a non-2xx status.
+type APIError struct {
+	Provider adapters.Provider
+	Status   int
+	// Message is the provider's error.message, or the start of the body.
+	Message string
+}
+
+// Error returns the provider, the status and the provider's message.
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s: HTTP %d: %s", e.Provider, e.Status, e.Message)
+}
+
+// Run runs the loop for prompt over src. The error reports what stopped the
+// loop early (HTTP, the provider, a response the adapters cannot read); a
+// halt or MaxTurns is a Result, not an error.
+func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Result, error) {
+	d, err := dialectFor(o.Provider)
+	if err != nil {
+		return nil, err
+	}
+	if o.Model == "" {
+		return nil, errors.New("agent: no model")
+	}
+	if o.BaseURL == "" {
+		o.BaseURL = DefaultBaseURL(o.Provider)
+	}
+	if o.HTTPClient == nil {
+		o.HTTPClient = http.DefaultClient
+	}
+	if o.MaxTurns <= 0 {
+		o.MaxTurns = DefaultMaxTurns
+	}
+	if o.MaxTokens <= 0 {
+		o.MaxTokens = DefaultMaxTokens
+	}
+	// One listing for the whole run keeps the tool list byte-identical
+	// between turns, which prompt caching needs.
+	listing, err := adapters.Tools(ctx, src, o.Provider, &adapters.ToolsOptions{
+		Principal: o.Principal, CacheLast: o.Provider == adapters.Anthropic, Strict: o.Strict,
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Taint: []string{}, Messages: d.first(prompt)}
+	for res.Turns < o.MaxTurns {
+		res.Turns++
+		resp, err := post(ctx, o, d.body(o, listing.Tools, res.Messages))
+		if err != nil {
+			return res, err
+		}
+		var wants bool
+		res.Messages, res.Text, wants, err = d.absorb(res.Messages, resp)
+		if err != nil {
+			return res, err
+		}
+		if !wants {
+			res.Stop = StopDone
+			return res, nil
+		}
+		if res.Turns == o.MaxTurns {
+			break
+		}
+		exec, err := adapters.ExecuteToolCalls(ctx, src, o.Provider, resp, &adapters.ExecOptions{
+			ToolSet: listing.ToolSet, NullPaths: listing.NullPaths,
+			Principal: o.Principal, Taint: res.Taint, CallTimeout: o.CallTimeout,
+		})
+		if err != nil {
+			return res, err
+		}
+		if o.OnTurn != nil {
+			raws, _ := ParseCalls(o.Provider, resp)
+			o.OnTurn(Turn{N: res.Turns, Calls: raws, Exec: exec, Taint: res.Taint})
+		}
+		if len(exec.Results) == 0 {
+			// Anthropic said tool_use but sent no tool_use block.
+			res.Stop = StopDone
+			return res, nil
+		}
+		// The results are now in the model's context: their servers taint
+		// every later call.
+		res.Taint = exec.Taint(res.Taint)
+		if exec.Halted {
+			res.Stop = StopHalted
+			return res, nil
+		}
+		res.Messages = d.answer(res.Messages, exec.Results)
+	}
+	res.Stop = StopMaxTurns
+	return res, nil
+}
+
+func post(ctx context.Context, o Options, body map[string]any) (map[string]any, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, Endpoint(o.Provider, o.BaseURL, o.Model), bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if o.APIKey != "" {
+		switch o.Provider {
+		case adapters.Anthropic:
+			req.Header.Set("x-api-key", o.APIKey)
+		case adapters.Gemini:
+			req.Header.Set("x-goog-api-key", o.APIKey)
+		default:
+			req.Header.Set("Authorization", "Bearer "+o.APIKey)
+		}
+	}
+	if o.Provider == adapters.Anthropic {
+		req.Header.Set("anthropic-version", AnthropicVersion)
+	}
+	resp, err := o.HTTPClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", o.Provider, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the response: %w", o.Provider, err)
+	}
+	var m map[string]any
+	jerr := json.Unmarshal(raw, &m)
+	if resp.StatusCode/100 != 2 {
+		return nil, &APIError{Provider: o.Provider, Status: resp.StatusCode, Message: errorMessage(m, raw)}
+	}
+	if jerr != nil || m == nil {
+		return nil, fmt.Errorf("%s: the response is not a JSON object: %s", o.Provider, snippet(raw))
+	}
+	return m, nil
+}
+
+func errorMessage(m map[string]any, raw []byte) string {
+	if e := toolcall.Object(m["error"]); e != nil {
+		if msg := toolcall.String(e["message"]); msg != "" {
+			return msg
+		}
+	}
+	return snippet(raw)
+}
+
+func snippet(raw []byte) string {
+	s := strings.TrimSpace(string(raw))
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	if s == "" {
+		s = "(empty body)"
+	}
+	return s
+}

@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/agent"
+)
+
+// callFlags are the flags of commands that make calls.
+type callFlags struct {
+	approve approveFlag
+	taint   string
+	timeout time.Duration
+}
+
+func (c *callFlags) register(fs *flagSet) {
+	c.approve.register(fs)
+	fs.StringVar(&c.taint, "taint", "", "the `servers`, comma-separated, whose output is already in the model's context, for the policy's tainted rules")
+	fs.DurationVar(&c.timeout, "timeout", adapters.DefaultCallTimeout, "how long one call may take in all, approval included")
+}
+
+// taintList parses --taint, which must name configured servers.
+func (c *callFlags) taintList(cmd string, cfg *conduit.Config) ([]string, error) {
+	taint := splitList(c.taint)
+	var ids []string
+	for _, s := range cfg.Servers {
+		ids = append(ids, s.ID)
+	}
+	for _, t := range taint {
+		if !slices.Contains(ids, t) {
+			return nil, usageError(cmd, "--taint names %q, which is not a server in the configuration (%s)", t, strings.Join(ids, ", "))
+		}
+	}
+	return taint, nil
+}
+
+func runExec(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "exec", `
+Read a provider's response (the JSON body the model's API returned) from
+--response FILE or stdin, list the servers' tools as 'conduit tools' does,
+run the response's tool calls through the policy, and print every call's
+answer, in the model's order and in the provider's shape:
+
+  {"results": [...], "halted": false, "taint": ["web"]}
+
+"results" go into the next request (Anthropic: first in the next user
+message; OpenAI Chat: tool messages; Responses: input items; Gemini: the
+parts of a user content). "halted" is true when an approver denied a call
+and asked to stop the loop. "taint" is the next turn's --taint.
+
+Calls the policy sends to approval ("ask" rules) are decided by --approve:
+ask prompts on the terminal for each call (allow, deny, or deny and halt),
+reading /dev/tty even when the response comes on stdin; it is the default
+when stdin is a terminal, and deny is the default otherwise.
+
+A response that is not JSON, or not the provider's shape, is exit status 2.
+Denied and failed calls are answers, not failures: the exit status is 0.`)
+	var h hubFlags
+	var l listFlags
+	var c callFlags
+	h.register(fs)
+	l.register(fs, true)
+	c.register(fs)
+	respFile := fs.String("response", "", "the provider response `file` (default: stdin)")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("exec", "unexpected argument %q (the response is read from --response FILE or stdin)", pos[0])
+	}
+	p, strict, err := l.parse(fs)
+	if err != nil {
+		return err
+	}
+	approver, release, err := c.approve.approver("exec", env)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	// The response is checked before any server is started.
+	if (*respFile == "" || *respFile == "-") && env.StdinTerminal {
+		fmt.Fprintln(env.Stderr, "conduit: reading the response from the terminal; end it with Ctrl-D (or pass --response FILE)")
+	}
+	data, err := readInput(env, *respFile, "the response")
+	if err != nil {
+		return err
+	}
+	raws, err := agent.ParseCalls(p, data)
+	if err != nil {
+		return inputError("the response cannot be read as %s: %v; pass the JSON body the API returned", p, err)
+	}
+	cfg, err := h.loadConfig()
+	if err != nil {
+		return err
+	}
+	taint, err := c.taintList("exec", cfg)
+	if err != nil {
+		return err
+	}
+	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{approver: approver, needPolicy: true})
+	if err != nil {
+		return err
+	}
+	defer hub.Close()
+	listing, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{Principal: l.principal, Strict: strict})
+	if err != nil {
+		return failure("listing tools: %v", err)
+	}
+	exec, err := adapters.ExecuteToolCalls(ctx, hub, p, json.RawMessage(data), &adapters.ExecOptions{
+		ToolSet: listing.ToolSet, NullPaths: listing.NullPaths,
+		Principal: l.principal, Taint: taint, CallTimeout: c.timeout,
+	})
+	if err != nil {
+		return inputError("the response: %v", err)
+	}
+	reportCalls(env, raws, exec)
+	if exec.Halted {
+		fmt.Fprintln(env.Stderr, "conduit: halted: every call is answered, but the agent loop should stop here")
+	}
+	return writeJSON(env.Stdout, struct {
+		Results []map[string]any `json:"results"`
+		Halted  bool             `json:"halted"`
+		Taint   []string         `json:"taint"`
+	}{nonNil(exec.Results), exec.Halted, nonNil(exec.Taint(taint))})
+}
+
+// reportCalls writes one line per call to stderr: its name and outcome.
+func reportCalls(env *Env, raws []toolcall.Raw, exec *adapters.Execution) {
+	for i := range exec.Results {
+		name := "?"
+		if i < len(raws) {
+			name = raws[i].Name
+		}
+		outcome := "ok"
+		if err := exec.Errors[i]; err != nil {
+			outcome = describe(err)
+		}
+		fmt.Fprintf(env.Stderr, "conduit: call %d %s: %s\n", i+1, name, outcome)
+	}
+}

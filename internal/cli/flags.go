@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/openai"
+)
+
+// flagSet is a subcommand's flags, with its usage text.
+type flagSet struct {
+	*flag.FlagSet
+	cmd   string
+	about string
+	env   *Env
+}
+
+func newFlags(env *Env, cmd, about string) *flagSet {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	// Parse errors are reported by finish, with what to fix.
+	fs.SetOutput(io.Discard)
+	return &flagSet{FlagSet: fs, cmd: cmd, about: about, env: env}
+}
+
+func (fs *flagSet) usage() string {
+	c, _ := lookup(fs.cmd)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Usage: conduit %s %s\n\n%s\n", c.name, c.args, strings.TrimSpace(fs.about))
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		b.WriteString("\nFlags:\n")
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return b.String()
+}
+
+// parse parses args, allowing flags after positional arguments ("call
+// notes__add_note '{}' --principal u1"); "--" ends the flags.
+func (fs *flagSet) parse(args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(fs.env.Stdout, fs.usage())
+				return nil, flag.ErrHelp
+			}
+			return nil, usageError(fs.cmd, "%v", err)
+		}
+		rest := fs.Args()
+		used := len(args) - len(rest)
+		if used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// hubFlags are the flags of every command that opens the configuration.
+type hubFlags struct {
+	config         string
+	connectTimeout time.Duration
+	verbose        bool
+}
+
+func (h *hubFlags) register(fs *flagSet) {
+	fs.StringVar(&h.config, "config", "mcp.json", "the MCP configuration `file` (mcpServers, and an optional policy)")
+	fs.DurationVar(&h.connectTimeout, "connect-timeout", 20*time.Second, "how long each server has to start and answer initialize")
+	fs.BoolVar(&h.verbose, "v", false, "log conduit's and the MCP SDK's events to stderr")
+}
+
+// loadConfig reads the configuration, turning every way it can be wrong into
+// an exit-2 message that says what to fix.
+func (h *hubFlags) loadConfig() (*conduit.Config, error) {
+	data, err := os.ReadFile(h.config)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, inputError("no configuration file %s: create one with an \"mcpServers\" object (see the README's quickstart), or name yours with --config FILE", h.config)
+	case err != nil:
+		return nil, inputError("reading the configuration: %v", err)
+	}
+	cfg, err := conduit.ParseConfig(data)
+	if err != nil {
+		return nil, inputError("%s: %v", h.config, strings.TrimPrefix(err.Error(), "config: "))
+	}
+	return cfg, nil
+}
+
+type hubOptions struct {
+	approver conduit.Approver
+	trace    *conduit.Trace
+	// needPolicy says the command makes calls, so a missing policy is
+	// worth a word.
+	needPolicy bool
+}
+
+// openHub loads the configuration, unless cfg is given, and connects to its servers. Servers that
+// are down are reported on stderr; when none is up the command fails.
+func (h *hubFlags) openHub(ctx context.Context, env *Env, cfg *conduit.Config, o hubOptions) (*conduit.Hub, *conduit.Config, error) {
+	if cfg == nil {
+		var err error
+		if cfg, err = h.loadConfig(); err != nil {
+			return nil, nil, err
+		}
+	}
+	hub, err := h.connect(ctx, env, cfg, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	var up, down int
+	for _, st := range hub.Status() {
+		if st.State == conduit.StateUp {
+			up++
+			continue
+		}
+		down++
+		fmt.Fprintf(env.Stderr, "conduit: server %s is down: %v\n", st.ID, st.Err)
+	}
+	if up == 0 {
+		hub.Close()
+		return nil, nil, failure("no server in %s is up; fix the servers above ('conduit servers' shows each one's status)", h.config)
+	}
+	return hub, cfg, nil
+}
+
+func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o hubOptions) (*conduit.Hub, error) {
+	policy := cfg.Policy
+	if policy == nil {
+		// Asking is the safe default: nothing runs without a yes.
+		policy = conduit.NewPolicy(conduit.Ask("*"))
+		if o.needPolicy {
+			fmt.Fprintf(env.Stderr, "conduit: %s has no \"policy\": every call asks for approval\n", h.config)
+		}
+	}
+	var logger *slog.Logger
+	if h.verbose {
+		logger = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	hub, err := conduit.NewHub(ctx, conduit.HubOptions{
+		Servers:        cfg.Servers,
+		Policy:         policy,
+		Approver:       o.approver,
+		Trace:          o.trace,
+		Logger:         logger,
+		ConnectTimeout: h.connectTimeout,
+	})
+	if err != nil {
+		return nil, inputError("%s: %v", h.config, err)
+	}
+	return hub, nil
+}
+
+// providerFlag parses --provider.
+func parseProvider(cmd, s string) (adapters.Provider, error) {
+	if s == "" {
+		return 0, usageError(cmd, "--provider is required: one of %s", providerNames())
+	}
+	p, err := adapters.ParseProvider(s)
+	if err != nil {
+		return 0, usageError(cmd, "unknown provider %q: use one of %s", s, providerNames())
+	}
+	return p, nil
+}
+
+func providerNames() string {
+	var names []string
+	for _, p := range adapters.Providers() {
+		names = append(names, p.String())
+	}
+	return strings.Join(names, ", ")
+}
+
+// parseStrict parses --strict for provider p.
+func parseStrict(cmd, s string, set bool, p adapters.Provider) (openai.Strict, error) {
+	if set && p != adapters.OpenAIChat && p != adapters.OpenAIResponses {
+		return 0, usageError(cmd, "--strict applies to openai-chat and openai-responses only")
+	}
+	switch strings.ToLower(s) {
+	case "auto", "":
+		return openai.StrictAuto, nil
+	case "true", "on":
+		return openai.StrictOn, nil
+	case "false", "off":
+		return openai.StrictOff, nil
+	}
+	return 0, usageError(cmd, "--strict is auto, true or false, not %q", s)
+}
+
+// isSet reports whether the flag was given.
+func isSet(fs *flagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// splitList parses a comma-separated list flag.
+func splitList(s string) []string {
+	var out []string
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/conduitmcp/conduit"
+)
+
+// writeJSON writes v as indented JSON, HTML characters unescaped, since the
+// reader is a program or a person, not a browser.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// readInput reads a file, or stdin for "" and "-".
+func readInput(env *Env, name, what string) ([]byte, error) {
+	if name == "" || name == "-" {
+		data, err := io.ReadAll(env.Stdin)
+		if err != nil {
+			return nil, inputError("reading %s from stdin: %v", what, err)
+		}
+		return data, nil
+	}
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, inputError("reading %s: %v", what, err)
+	}
+	return data, nil
+}
+
+// describe is a failure as one line: the kind and the message a model sees.
+func describe(err error) string {
+	var ce *conduit.Error
+	if errors.As(err, &ce) {
+		msg := fmt.Sprintf("%s: %s", ce.Kind, ce.Message)
+		if ce.Err != nil && ce.Kind != conduit.KindDenied {
+			msg += " (" + ce.Err.Error() + ")"
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}

@@ -1,0 +1,15 @@
+package cli
+
+import (
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// IsTerminal reports whether f is a terminal: a character device that
+// answers the terminal ioctl (which /dev/null does not).
+func IsTerminal(f *os.File) bool {
+	var t syscall.Termios
+	_, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), syscall.TCGETS, uintptr(unsafe.Pointer(&t)))
+	return errno == 0
+}

@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+)
+
+// listFlags are the flags that decide a listing, shared by tools, exec and
+// agent so that exec resolves calls against what tools printed.
+type listFlags struct {
+	provider  string
+	strict    string
+	principal string
+}
+
+func (l *listFlags) register(fs *flagSet, strictToo bool) {
+	fs.StringVar(&l.provider, "provider", "", "the `provider`: anthropic, openai-chat, openai-responses or gemini")
+	fs.StringVar(&l.principal, "principal", "", "the `ID` of whom the calls are for, as the policy's principal conditions see it")
+	if strictToo {
+		fs.StringVar(&l.strict, "strict", "auto", "OpenAI strict mode: auto (strict where the schema converts), true (leave out the others) or false")
+	}
+}
+
+func (l *listFlags) parse(fs *flagSet) (adapters.Provider, openai.Strict, error) {
+	p, err := parseProvider(fs.cmd, l.provider)
+	if err != nil {
+		return 0, 0, err
+	}
+	s, err := parseStrict(fs.cmd, l.strict, isSet(fs, "strict"), p)
+	return p, s, err
+}
+
+type strictNote struct {
+	Tool   string `json:"tool"`
+	Reason string `json:"reason"`
+}
+
+func runTools(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "tools", `
+List the servers' tools in a provider's format, as adapters.Tools makes them:
+
+  {"tools": [...], "fallbacks": [...], "excluded": [...], "warnings": [...]}
+
+"tools" is the request's tools list (for gemini, the functionDeclarations to
+wrap in {"functionDeclarations": tools}). "fallbacks" are tools OpenAI strict
+mode could not take, sent with "strict": false (--strict auto); "excluded"
+are those left out (--strict true); each says why. "warnings" are what the
+provider is known to reject. With --principal, tools the policy denies
+outright for that principal are left out.`)
+	var h hubFlags
+	var l listFlags
+	h.register(fs)
+	l.register(fs, true)
+	cacheLast := fs.Bool("cache-last", false, "anthropic: mark the last tool with cache_control, caching the whole list as a prompt prefix")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("tools", "unexpected argument %q", pos[0])
+	}
+	p, strict, err := l.parse(fs)
+	if err != nil {
+		return err
+	}
+	if *cacheLast && p != adapters.Anthropic {
+		return usageError("tools", "--cache-last applies to anthropic only")
+	}
+	hub, _, err := h.openHub(ctx, env, nil, hubOptions{})
+	if err != nil {
+		return err
+	}
+	defer hub.Close()
+
+	var fallbacks []strictNote
+	listing, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{
+		Principal: l.principal, CacheLast: *cacheLast, Strict: strict,
+		Trace: &adapters.Trace{StrictFallback: func(tool string, err error) {
+			fallbacks = append(fallbacks, strictNote{tool, reason(err)})
+		}},
+	})
+	if err != nil {
+		return failure("listing tools: %v", err)
+	}
+	excluded := []strictNote{}
+	for _, name := range listing.Excluded {
+		excluded = append(excluded, strictNote{name, strictReason(ctx, hub, name)})
+	}
+	reportSkipped(env, listing.ToolSet)
+	return writeJSON(env.Stdout, struct {
+		Tools     []map[string]any   `json:"tools"`
+		Fallbacks []strictNote       `json:"fallbacks"`
+		Excluded  []strictNote       `json:"excluded"`
+		Warnings  []toolcall.Warning `json:"warnings"`
+	}{nonNil(listing.Tools), nonNil(fallbacks), excluded, nonNil(listing.Warnings)})
+}
+
+// strictReason says why a tool left out under --strict true did not
+// convert. The listing's tool set no longer holds it, so it is looked up in
+// the hub's.
+func strictReason(ctx context.Context, hub *conduit.Hub, name string) string {
+	ts, err := hub.ListTools(ctx)
+	if err != nil {
+		return "its schema does not convert to strict mode"
+	}
+	t, ok := ts.Lookup(name)
+	if !ok {
+		return "its schema does not convert to strict mode"
+	}
+	if _, _, err := openai.StrictSchema(toolcall.SchemaMap(t.InputSchema)); err != nil {
+		return reason(err)
+	}
+	return "its schema does not convert to strict mode"
+}
+
+func reason(err error) string {
+	var se *openai.StrictError
+	if errors.As(err, &se) {
+		if se.Pointer != "" {
+			return fmt.Sprintf("%s (at %s)", se.Reason, se.Pointer)
+		}
+		return se.Reason
+	}
+	return err.Error()
+}
+
+// reportSkipped tells stderr about tools left out for reasons other than the
+// policy: collisions, bad names, down servers (already reported).
+func reportSkipped(env *Env, ts *conduit.ToolSet) {
+	for _, s := range ts.Skipped() {
+		switch s.Reason {
+		case conduit.SkipCollision, conduit.SkipInvalidName:
+			fmt.Fprintf(env.Stderr, "conduit: %s/%s left out (%s): %s\n", s.Server, s.Tool, s.Reason, s.Detail)
+		}
+	}
+}
