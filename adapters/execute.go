@@ -3,7 +3,7 @@ package adapters
 import (
 	"context"
 	"errors"
-	"maps"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -45,13 +45,16 @@ type ExecOptions struct {
 	ErrorPrefix *string
 
 	// Principal, Assigns, Taint, Timeout and Meta are passed to every call
-	// (see conduit.CallOptions).
+	// (see conduit.CallOptions). Timeout bounds the request to the server;
+	// CallTimeout bounds the whole call.
 	Principal string
 	Assigns   map[string]any
 	Taint     []string
 	Timeout   time.Duration
 	Meta      mcp.Meta
-	// Progress, when set, receives the calls' progress notifications.
+	// Progress, when set, receives the calls' progress notifications, with
+	// the call each belongs to. Calls run concurrently, so it may be
+	// called from several goroutines at once.
 	Progress func(c toolcall.Call, p conduit.Progress)
 }
 
@@ -66,8 +69,11 @@ type Execution struct {
 	// Halted reports that an approver denied a call and asked to stop the
 	// agent loop: every call is still answered, but the loop should end.
 	Halted bool
-	// Calls are the calls that resolved, in order, for the next turn's
-	// taint (see Taint).
+	// Calls are the calls that resolved, in the model's order, each with
+	// its server, tool, id and arguments (a copy, with strict mode's nulls
+	// removed; hooks' rewrites are not reflected), for the next turn's
+	// taint (see Taint). Calls answered without being sent (unknown name,
+	// non-object arguments) are not among them.
 	Calls []toolcall.Call
 	// Errors holds each call's failure, by position in Results (nil for a
 	// call that completed, even with an isError result).
@@ -87,17 +93,26 @@ func (e *Execution) Taint(prev []string) []string {
 }
 
 // ExecuteToolCalls runs the tool calls of a provider response through src's
-// governed pipeline and answers every one of them in the model's order. A
-// call to a name not in the tool set, or with arguments that are not an
-// object, is answered with the provider's error answer, and nothing is sent
-// to any server. The calls of one response run concurrently and see the
+// governed pipeline and answers every one of them in the model's order,
+// each keyed by the call's id. A call to a name not in the tool set, or
+// with arguments that are not an object, is answered with the provider's
+// error answer, and nothing is sent to any server. The calls of one
+// response run concurrently, up to MaxConcurrency at a time, and see the
 // same taint.
+//
+// Each call is bounded by CallTimeout, approval and hooks included, even
+// when src, an approver or a hook ignores its context: past it the call's
+// context is cancelled (which cancels the request on the server) and the
+// call is answered with a timeout error. When an approver denies a call
+// and asks to halt, the calls not yet sent are answered without being
+// sent, and the Execution is Halted.
 //
 // The response is the provider's response body as []byte, json.RawMessage,
 // a map[string]any or any value that marshals to it (an official SDK's
-// response struct). It is not modified. The error is non-nil only when the
-// response cannot be read at all (or no tool set is at hand); a response
-// without tool calls gives an Execution with no Results.
+// response struct). It is never modified: hooks and null stripping work on
+// copies of the arguments. The error is non-nil only when the response
+// cannot be read at all (or no tool set is at hand); a response without
+// tool calls gives an Execution with no Results.
 func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, response any, o *ExecOptions) (*Execution, error) {
 	if err := p.valid(); err != nil {
 		return nil, err
@@ -121,6 +136,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	}
 	calls := toolcall.Resolve(raws, ts)
 	answerOpts := &toolcall.AnswerOptions{Structured: o.Structured, ErrorPrefix: o.ErrorPrefix}
+	strip := p == OpenAIChat || p == OpenAIResponses
 
 	var pending []int
 	for i := range calls {
@@ -130,58 +146,33 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 			exec.Results[i] = p.answer(*c, nil, c.Err, answerOpts)
 			continue
 		}
-		// The model's arguments belong to the caller's response: hooks and
-		// null stripping work on a copy.
-		c.Args = maps.Clone(c.Args)
-		if np := o.NullPaths[c.Name]; len(np) > 0 && (p == OpenAIChat || p == OpenAIResponses) {
+		// The model's arguments belong to the caller's response: Calls
+		// get a deep copy, stripped of strict mode's nulls, and the
+		// pipeline, whose hooks may rewrite them, another.
+		c.Args = toolcall.CloneArgs(c.Args)
+		if np := o.NullPaths[c.Name]; strip && len(np) > 0 {
 			c.Args = openai.StripNulls(c.Args, np)
 		}
 		exec.Calls = append(exec.Calls, *c)
 		pending = append(pending, i)
 	}
+	if len(pending) == 0 {
+		return exec, nil
+	}
 
-	timeout := o.CallTimeout
-	if timeout <= 0 {
-		timeout = DefaultCallTimeout
+	r := &runner{src: src, p: p, o: o, ts: ts, exec: exec, answerOpts: answerOpts, halt: make(chan struct{})}
+	r.timeout = o.CallTimeout
+	if r.timeout <= 0 {
+		r.timeout = DefaultCallTimeout
 	}
 	workers := o.MaxConcurrency
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, len(pending))
-	halt := make(chan struct{})
-	var haltOnce sync.Once
-	var mu sync.Mutex
-
-	run := func(i int) {
-		c := calls[i]
-		copts := &conduit.CallOptions{
-			ToolSet: ts, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint,
-			Timeout: o.Timeout, Meta: o.Meta, Halt: halt,
-		}
-		if !o.NoShape {
-			copts.Shape = conduit.ShapeLLM
-		}
-		if o.Progress != nil {
-			copts.Progress = func(pr conduit.Progress) { o.Progress(c, pr) }
-		}
-		cctx, cancel := context.WithTimeout(ctx, timeout)
-		res, err := src.CallTool(cctx, c.Name, c.Args, copts)
-		cancel()
-		var ce *conduit.Error
-		if errors.As(err, &ce) && ce.Halt {
-			haltOnce.Do(func() { close(halt) })
-			mu.Lock()
-			exec.Halted = true
-			mu.Unlock()
-		}
-		exec.Errors[i] = err
-		exec.Results[i] = p.answer(c, res, err, answerOpts)
-	}
-
 	if workers <= 1 {
 		for _, i := range pending {
-			run(i)
+			r.run(ctx, calls[i])
 		}
 		return exec, nil
 	}
@@ -192,7 +183,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				run(i)
+				r.run(ctx, calls[i])
 			}
 		}()
 	}
@@ -202,4 +193,120 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	close(next)
 	wg.Wait()
 	return exec, nil
+}
+
+// runner runs the resolved calls of one Execution.
+type runner struct {
+	src        conduit.Source
+	p          Provider
+	o          *ExecOptions
+	ts         *conduit.ToolSet
+	exec       *Execution
+	answerOpts *toolcall.AnswerOptions
+	timeout    time.Duration
+
+	halt     chan struct{}
+	haltOnce sync.Once
+	mu       sync.Mutex // guards exec.Halted
+}
+
+// run runs one call and answers it at its place in Results.
+func (r *runner) run(ctx context.Context, c toolcall.Call) {
+	res, err := r.call(ctx, c)
+	var ce *conduit.Error
+	if errors.As(err, &ce) && ce.Halt {
+		r.haltOnce.Do(func() { close(r.halt) })
+		r.mu.Lock()
+		r.exec.Halted = true
+		r.mu.Unlock()
+	}
+	r.exec.Errors[c.Index] = err
+	r.exec.Results[c.Index] = r.p.answer(c, res, err, r.answerOpts)
+}
+
+// call sends one call through the pipeline, bounded by the call timeout
+// whether or not the source honours its context.
+func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult, error) {
+	select {
+	case <-r.halt:
+		return nil, &conduit.Error{Kind: conduit.KindHalted, Server: c.Server, Tool: c.Tool,
+			Message: "The call to " + c.Name + " was not made: the run was halted by an approver."}
+	default:
+	}
+	if ctx.Err() != nil {
+		return nil, ctxError(ctx, c, ctx.Err(), 0)
+	}
+	copts := &conduit.CallOptions{
+		ToolSet: r.ts, Principal: r.o.Principal, Assigns: r.o.Assigns, Taint: r.o.Taint,
+		Timeout: r.o.Timeout, Meta: r.o.Meta, Halt: r.halt,
+	}
+	if !r.o.NoShape {
+		copts.Shape = conduit.ShapeLLM
+	}
+	if r.o.Progress != nil {
+		copts.Progress = func(pr conduit.Progress) { r.o.Progress(c, pr) }
+	}
+	args := toolcall.CloneArgs(c.Args)
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var out outcome
+		defer func() {
+			if p := recover(); p != nil {
+				out = outcome{err: &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool,
+					Message: "The call to " + c.Name + " failed.", Err: fmt.Errorf("panic: %v", p)}}
+			}
+			done <- out
+		}()
+		out.res, out.err = r.src.CallTool(cctx, c.Name, args, copts)
+	}()
+	var out outcome
+	select {
+	case out = <-done:
+	case <-cctx.Done():
+		select {
+		case out = <-done:
+		default:
+			// The source did not return when its context ended; it is
+			// left to finish on its own, and its late answer is dropped.
+			return nil, ctxError(ctx, c, cctx.Err(), r.timeout)
+		}
+	}
+	if out.err != nil {
+		// A pipeline that ran out of the call's time says so in its own
+		// words; the model is told which call and after how long.
+		if k, _ := conduit.KindOf(out.err); k == conduit.KindTimeout && ctx.Err() == nil && cctx.Err() != nil {
+			return nil, ctxError(ctx, c, out.err, r.timeout)
+		}
+		return nil, out.err
+	}
+	if out.res == nil {
+		return nil, &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: toolcall.NoResult}
+	}
+	return out.res, nil
+}
+
+// ctxError is the error of a call whose context ended: the call's own
+// deadline (timeout), or the caller's context running out or being
+// cancelled (timeout zero).
+func ctxError(ctx context.Context, c toolcall.Call, cause error, timeout time.Duration) *conduit.Error {
+	e := &conduit.Error{Kind: conduit.KindTimeout, Server: c.Server, Tool: c.Tool}
+	switch {
+	case ctx.Err() == nil && timeout > 0:
+		e.Message = fmt.Sprintf("The call to %s timed out after %v.", c.Name, timeout)
+		e.Err = errors.Join(context.DeadlineExceeded, cause)
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		e.Message = "The call to " + c.Name + " ran out of time."
+		e.Err = errors.Join(context.DeadlineExceeded, cause)
+	default:
+		e.Kind = conduit.KindCanceled
+		e.Message = "The call to " + c.Name + " was canceled."
+		e.Err = errors.Join(context.Canceled, cause)
+	}
+	return e
 }

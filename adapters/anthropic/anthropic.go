@@ -28,10 +28,16 @@ type ToolsOptions struct {
 	CacheTTL string
 }
 
-type defKey struct{}
+type (
+	defKey   struct{}
+	checkKey struct{}
+)
 
 // Tools returns the tool set as Messages API tool definitions, in the tool
-// set's order: {"name", "description", "input_schema"}.
+// set's order: {"name", "description", "input_schema"} (no "description"
+// for a tool without one). Each definition is built once per tool and
+// kept in the tool's memo; every listing gets fresh maps, whose nested
+// values (the schema) are shared and must not be modified.
 func Tools(ts *conduit.ToolSet, o *ToolsOptions) []map[string]any {
 	if o == nil {
 		o = &ToolsOptions{}
@@ -64,22 +70,29 @@ func definition(t *conduit.Tool) map[string]any {
 }
 
 // Check reports what the Messages API is known to reject in the tool set:
-// input schemas with oneOf, allOf or anyOf at the top level, and roots that
-// are not objects.
+// input schemas with oneOf, allOf or anyOf at the top level, and roots
+// that are not objects. (Exposed names always fit the API's
+// ^[A-Za-z0-9_-]{1,128}$.) The findings are computed once per tool.
 func Check(ts *conduit.ToolSet) []toolcall.Warning {
 	var ws []toolcall.Warning
 	for t := range ts.All() {
-		s := toolcall.SchemaMap(t.InputSchema)
-		for _, k := range []string{"oneOf", "allOf", "anyOf"} {
-			if _, ok := s[k]; ok {
-				ws = append(ws, toolcall.Warning{Tool: t.Exposed,
-					Message: "the input schema has " + k + " at the top level, which the Messages API rejects"})
-			}
-		}
-		if typ, _ := s["type"].(string); typ != "object" {
+		ws = append(ws, t.Memo(checkKey{}, func() any { return check(t) }).([]toolcall.Warning)...)
+	}
+	return ws
+}
+
+func check(t *conduit.Tool) []toolcall.Warning {
+	var ws []toolcall.Warning
+	s := toolcall.SchemaMap(t.InputSchema)
+	for _, k := range []string{"oneOf", "allOf", "anyOf"} {
+		if _, ok := s[k]; ok {
 			ws = append(ws, toolcall.Warning{Tool: t.Exposed,
-				Message: fmt.Sprintf("the input schema's type is %v, not \"object\"", s["type"])})
+				Message: "the input schema has " + k + " at the top level, which the Messages API rejects"})
 		}
+	}
+	if typ, _ := s["type"].(string); typ != "object" {
+		ws = append(ws, toolcall.Warning{Tool: t.Exposed,
+			Message: fmt.Sprintf("the input schema's type is %v, not \"object\", which the Messages API rejects", s["type"])})
 	}
 	return ws
 }
@@ -136,16 +149,16 @@ func ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string
 	return ok, rejected, nil
 }
 
-// ToolResult answers one call with a tool_result block: the result's
-// content as text and image blocks, or, for a failure (err) or an isError
-// result, "is_error": true. The blocks of one turn go first in the next
-// user message, in the model's order.
+// ToolResult answers one call with a tool_result block keyed by the
+// call's id: the result's content as text and image blocks, or, for a
+// failure (err) or an isError result, "is_error": true. Whitespace-only
+// text is dropped (the API refuses it); a result left with no content has
+// none, except an error, which the API refuses empty and which gets
+// [toolcall.EmptyError]. The blocks of one turn go first in the next user
+// message, in the model's order.
 func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	block := map[string]any{"type": "tool_result", "tool_use_id": c.ID}
 	if err != nil || res == nil {
-		if err == nil {
-			err = fmt.Errorf("no result")
-		}
 		block["content"] = []any{textBlock(toolcall.ErrorText(err))}
 		block["is_error"] = true
 		return block
@@ -162,15 +175,18 @@ func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall
 			content = append(content, map[string]any{"type": "image", "source": map[string]any{
 				"type": "base64", "media_type": p.MediaType, "data": base64.StdEncoding.EncodeToString(p.Data)}})
 		case strings.TrimSpace(p.Text) != "":
-			// The API refuses empty text blocks.
+			// The API refuses empty and whitespace-only text blocks.
 			content = append(content, textBlock(p.Text))
+		}
+	}
+	if r.IsError {
+		block["is_error"] = true
+		if len(content) == 0 {
+			content = append(content, textBlock(toolcall.EmptyError))
 		}
 	}
 	if len(content) > 0 {
 		block["content"] = content
-	}
-	if r.IsError {
-		block["is_error"] = true
 	}
 	return block
 }

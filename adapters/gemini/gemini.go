@@ -8,20 +8,28 @@
 package gemini
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-type defKey struct{}
+type (
+	defKey   struct{}
+	checkKey struct{}
+)
 
 // Tools returns the tool set as function declarations, in the tool set's
 // order: {"name", "description", "parametersJsonSchema"}, the input schema
-// unchanged. Wrap them as {"functionDeclarations": tools} in the request's
-// "tools".
+// unchanged, and "" for a tool without a description. Wrap them as
+// {"functionDeclarations": tools} in the request's "tools". Each
+// declaration is built once per tool and kept in the tool's memo; every
+// listing gets fresh maps, whose nested values (the schema) are shared and
+// must not be modified.
 func Tools(ts *conduit.ToolSet) []map[string]any {
 	out := make([]map[string]any, 0, ts.Len())
 	for t := range ts.All() {
@@ -36,30 +44,55 @@ func Tools(ts *conduit.ToolSet) []map[string]any {
 }
 
 func declaration(t *conduit.Tool) map[string]any {
-	schema, ok := t.InputSchema.(map[string]any)
-	if !ok {
-		schema = toolcall.SchemaMap(t.InputSchema)
-	}
 	return map[string]any{
 		"name":                 t.Exposed,
 		"description":          toolcall.Description(t.Description),
-		"parametersJsonSchema": schema,
+		"parametersJsonSchema": schema(t.InputSchema),
 	}
 }
+
+// schema is the input schema as a JSON object, unchanged: a decoded
+// object is used as it is, any other value (a *jsonschema.Schema of a
+// hand-built tool set) as it marshals. Only a missing or unreadable schema
+// becomes the empty object schema.
+func schema(s any) map[string]any {
+	switch v := s.(type) {
+	case map[string]any:
+		return v
+	case nil:
+	default:
+		if data, err := json.Marshal(v); err == nil {
+			var m map[string]any
+			if json.Unmarshal(data, &m) == nil && m != nil {
+				return m
+			}
+		}
+	}
+	return toolcall.SchemaMap(nil)
+}
+
+// MaxNameLen is the longest function name the Gemini API accepts.
+const MaxNameLen = 128
 
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$`)
 
 // Check reports names the Gemini API would refuse (exposed names are made
-// to fit, so this finds only tool sets built by hand).
+// to fit, so this finds only tool sets built by hand). The findings are
+// computed once per tool.
 func Check(ts *conduit.ToolSet) []toolcall.Warning {
 	var ws []toolcall.Warning
 	for t := range ts.All() {
-		if !nameRE.MatchString(t.Exposed) {
-			ws = append(ws, toolcall.Warning{Tool: t.Exposed,
-				Message: "Gemini function names must match " + nameRE.String()})
-		}
+		ws = append(ws, t.Memo(checkKey{}, func() any { return check(t) }).([]toolcall.Warning)...)
 	}
 	return ws
+}
+
+func check(t *conduit.Tool) []toolcall.Warning {
+	if nameRE.MatchString(t.Exposed) {
+		return nil
+	}
+	return []toolcall.Warning{{Tool: t.Exposed,
+		Message: "Gemini function names must match " + nameRE.String()}}
 }
 
 // Parse returns the functionCall parts of a generateContent response's
@@ -120,9 +153,12 @@ func FunctionCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[st
 
 // FunctionResponse answers one call with a functionResponse part: the
 // exposed name, the call's id when Gemini sent one, and the result under
-// response.output (by default the structuredContent when present, else the
-// content as text) or a failure, and an isError result, under
-// response.error. Images are placeholders.
+// response.output, or a failure, and an isError result, under
+// response.error. Under the default structured mode (prefer) the output is
+// the structuredContent object itself when there is one, else the content
+// as text; an isError result always shows its content, which carries the
+// error's words, and falls back to its structuredContent, as JSON text,
+// only when it has none. Images are placeholders.
 func FunctionResponse(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	fr := map[string]any{"name": c.Name}
 	if c.ID != "" {
@@ -130,25 +166,28 @@ func FunctionResponse(c toolcall.Call, res *mcp.CallToolResult, err error, o *to
 	}
 	switch {
 	case err != nil || res == nil:
-		if err == nil {
-			err = fmt.Errorf("no result")
-		}
 		fr["response"] = map[string]any{"error": toolcall.ErrorText(err)}
+	case res.IsError:
+		mode := toolcall.StructuredAuto
+		if o != nil && o.Structured != toolcall.StructuredDefault {
+			mode = o.Structured
+		}
+		text := toolcall.Text(toolcall.Render(res, toolcall.RenderOptions{Mode: mode}).Parts)
+		if strings.TrimSpace(text) == "" {
+			text = toolcall.EmptyError
+		}
+		fr["response"] = map[string]any{"error": text}
 	default:
 		mode := toolcall.StructuredPrefer
 		if o != nil && o.Structured != toolcall.StructuredDefault {
 			mode = o.Structured
 		}
-		r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, StructuredValue: !res.IsError})
+		r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, StructuredValue: true})
 		var out any = toolcall.Text(r.Parts)
 		if r.Structured != nil {
 			out = r.Structured
 		}
-		key := "output"
-		if r.IsError {
-			key = "error"
-		}
-		fr["response"] = map[string]any{key: out}
+		fr["response"] = map[string]any{"output": out}
 	}
 	return map[string]any{"functionResponse": fr}
 }

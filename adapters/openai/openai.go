@@ -78,7 +78,15 @@ type Report struct {
 	NullPaths map[string][]NullPath
 }
 
-type strictKey struct{}
+type (
+	strictKey struct{}
+	// defKey keys a tool's memoized definition for one API and strict
+	// choice.
+	defKey struct {
+		api    API
+		strict Strict
+	}
+)
 
 type converted struct {
 	schema    map[string]any
@@ -93,41 +101,74 @@ func convert(t *conduit.Tool) converted {
 	}).(converted)
 }
 
+// toolDef is one tool's listing for an API and strict choice.
+type toolDef struct {
+	def       map[string]any // nil: excluded
+	nullPaths []NullPath
+	fallback  error // set when strict mode fell back
+}
+
+func definition(api API, strict Strict, t *conduit.Tool) toolDef {
+	schema, isStrict := toolcall.SchemaMap(t.InputSchema), false
+	var d toolDef
+	if strict != StrictOff {
+		c := convert(t)
+		switch {
+		case c.err == nil:
+			schema, isStrict, d.nullPaths = c.schema, true, c.nullPaths
+		case strict == StrictOn:
+			return d
+		default:
+			d.fallback = c.err
+		}
+	}
+	fn := map[string]any{"name": t.Exposed, "parameters": schema, "strict": isStrict}
+	if desc := toolcall.Description(t.Description); desc != "" {
+		fn["description"] = desc
+	}
+	if api == Responses {
+		fn["type"] = "function"
+		d.def = fn
+	} else {
+		d.def = map[string]any{"type": "function", "function": fn}
+	}
+	return d
+}
+
 // Tools returns the tool set as function tools of api, in the tool set's
-// order, and what strict mode did. Conversions are done once per tool set.
+// order, and what strict mode did: Chat tools are {"type": "function",
+// "function": {"name", "description", "parameters", "strict"}}, Responses
+// tools {"type": "function", "name", "description", "parameters",
+// "strict"}; "strict" is always there. Each tool's definition is built
+// once per tool set and kept in the tool's memo; every listing gets fresh
+// top-level maps, whose nested values are shared and must not be modified.
 func Tools(api API, ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Report) {
 	if o == nil {
 		o = &ToolsOptions{}
 	}
+	if api != Responses {
+		api = Chat
+	}
+	key := defKey{api, o.Strict}
 	rep := Report{NullPaths: map[string][]NullPath{}}
 	out := make([]map[string]any, 0, ts.Len())
 	for t := range ts.All() {
-		schema, strict := toolcall.SchemaMap(t.InputSchema), false
-		if o.Strict != StrictOff {
-			c := convert(t)
-			switch {
-			case c.err == nil:
-				schema, strict = c.schema, true
-				if len(c.nullPaths) > 0 {
-					rep.NullPaths[t.Exposed] = c.nullPaths
-				}
-			case o.Strict == StrictOn:
-				rep.Excluded = append(rep.Excluded, t.Exposed)
-				continue
-			default:
-				rep.Fallbacks = append(rep.Fallbacks, Fallback{Tool: t.Exposed, Err: c.err})
-			}
+		d := t.Memo(key, func() any { return definition(api, o.Strict, t) }).(toolDef)
+		switch {
+		case d.def == nil:
+			rep.Excluded = append(rep.Excluded, t.Exposed)
+			continue
+		case d.fallback != nil:
+			rep.Fallbacks = append(rep.Fallbacks, Fallback{Tool: t.Exposed, Err: d.fallback})
 		}
-		fn := map[string]any{"name": t.Exposed, "parameters": schema, "strict": strict}
-		if d := toolcall.Description(t.Description); d != "" {
-			fn["description"] = d
+		if len(d.nullPaths) > 0 {
+			rep.NullPaths[t.Exposed] = d.nullPaths
 		}
-		if api == Responses {
-			fn["type"] = "function"
-			out = append(out, fn)
-		} else {
-			out = append(out, map[string]any{"type": "function", "function": fn})
+		cp := make(map[string]any, len(d.def))
+		for k, v := range d.def {
+			cp[k] = v
 		}
+		out = append(out, cp)
 	}
 	return out, rep
 }
@@ -135,7 +176,9 @@ func Tools(api API, ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Rep
 // MaxTools is the most tools OpenAI accepts in one request.
 const MaxTools = 128
 
-// Check reports what OpenAI is known to reject in a listing of n tools.
+// Check reports what OpenAI is known to reject in a listing of n tools:
+// more than MaxTools. (Exposed names always fit OpenAI's
+// ^[A-Za-z0-9_-]{1,64}$.)
 func Check(n int) []toolcall.Warning {
 	if n > MaxTools {
 		return []toolcall.Warning{{Message: fmt.Sprintf("%d tools are listed; OpenAI accepts at most %d in one request", n, MaxTools)}}
@@ -153,7 +196,7 @@ func Parse(api API, response any) ([]toolcall.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	if e := toolcall.Object(m["error"]); e != nil {
+	if e := toolcall.Object(m["error"]); e != nil && (toolcall.String(e["message"]) != "" || toolcall.String(e["code"]) != "") {
 		return nil, fmt.Errorf("openai: the API answered an error: %v", e["message"])
 	}
 	switch api {
@@ -188,13 +231,16 @@ func parseChat(m map[string]any) ([]toolcall.Raw, error) {
 		}
 		r := toolcall.Raw{ID: toolcall.String(tc["id"])}
 		fn := toolcall.Object(tc["function"])
+		custom := toolcall.Object(tc["custom"])
 		switch {
+		// "type" first: an SDK struct marshaled by encoding/json carries an
+		// empty "function" on custom calls too.
+		case tc["type"] == "custom" || (custom != nil && toolcall.String(custom["name"]) != ""):
+			r.Name = toolcall.String(toolcall.Object(tc["custom"])["name"])
+			r.ArgsErr = fmt.Errorf("a custom tool call cannot be answered; only function tools are offered")
 		case fn != nil:
 			r.Name = toolcall.String(fn["name"])
 			r.Args, r.ArgsErr = jsonArgs(fn["arguments"])
-		case tc["custom"] != nil:
-			r.Name = toolcall.String(toolcall.Object(tc["custom"])["name"])
-			r.ArgsErr = fmt.Errorf("a custom tool call cannot be answered; only function tools are offered")
 		default:
 			r.ArgsErr = fmt.Errorf("the tool call has no function")
 		}
@@ -236,9 +282,27 @@ func jsonArgs(v any) (any, error) {
 			return nil, fmt.Errorf("the arguments are not valid JSON (%v)", err)
 		}
 		return out, nil
+	case map[string]any:
+		// openai-go's union of the arguments string, marshaled by
+		// encoding/json (an SDK output item outside its Response, which has
+		// no RawJSON to read), shows as {"OfString": "..."}.
+		if s, ok := a["OfString"].(string); ok && sdkUnion(a) {
+			return jsonArgs(s)
+		}
+		return a, nil
 	default:
 		return a, nil
 	}
+}
+
+// sdkUnion reports whether every key is an openai-go union variant.
+func sdkUnion(m map[string]any) bool {
+	for k := range m {
+		if !strings.HasPrefix(k, "Of") {
+			return false
+		}
+	}
+	return true
 }
 
 // ToolCalls resolves the response's function calls against ts: the calls
@@ -255,12 +319,14 @@ func ToolCalls(api API, response any, ts *conduit.ToolSet) ([]toolcall.Call, []m
 	return ok, rejected, nil
 }
 
-// ToolOutput answers one call. For Chat it is a {"role": "tool",
-// "tool_call_id", "content"} message with the result as text; for Responses
-// a {"type": "function_call_output", "call_id", "output"} item whose output
-// is a string, or a list of input_text and input_image items when the
-// result carries an image. OpenAI has no error flag: the text of a failure
-// or an isError result starts with "Error: " (AnswerOptions.ErrorPrefix).
+// ToolOutput answers one call, keyed by the call's id. For Chat it is a
+// {"role": "tool", "tool_call_id", "content"} message with the result as
+// text; for Responses a {"type": "function_call_output", "call_id",
+// "output"} item whose output is a string, or a list of input_text and
+// input_image items (data URIs) when the result carries an image. OpenAI
+// has no error flag: the text of a failure or an isError result starts
+// with "Error: " (AnswerOptions.ErrorPrefix), and an isError result with
+// no content says [toolcall.EmptyError].
 func ToolOutput(api API, c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	if o == nil {
 		o = &toolcall.AnswerOptions{}
@@ -271,9 +337,6 @@ func ToolOutput(api API, c toolcall.Call, res *mcp.CallToolResult, err error, o 
 	}
 	var output any
 	if err != nil || res == nil {
-		if err == nil {
-			err = fmt.Errorf("no result")
-		}
 		output = prefix + toolcall.ErrorText(err)
 	} else {
 		mode := o.Structured
@@ -283,10 +346,13 @@ func ToolOutput(api API, c toolcall.Call, res *mcp.CallToolResult, err error, o 
 		r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, Images: api == Responses})
 		if !r.IsError {
 			prefix = ""
+		} else if !hasContent(r.Parts) {
+			r.Parts = []toolcall.Part{{Kind: toolcall.PartText, Text: toolcall.EmptyError}}
 		}
-		output = prefix + toolcall.Text(r.Parts)
 		if api == Responses && hasImage(r.Parts) {
 			output = inputItems(r.Parts, prefix)
+		} else {
+			output = prefix + toolcall.Text(r.Parts)
 		}
 	}
 	if api == Responses {
@@ -304,16 +370,33 @@ func hasImage(parts []toolcall.Part) bool {
 	return false
 }
 
+func hasContent(parts []toolcall.Part) bool {
+	for _, p := range parts {
+		if p.Kind == toolcall.PartImage || strings.TrimSpace(p.Text) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// inputItems is a Responses output list: input_text items for text, the
+// error prefix starting the first one, and input_image items with the
+// image as a data URI.
 func inputItems(parts []toolcall.Part, prefix string) []any {
 	items := make([]any, 0, len(parts)+1)
-	if prefix != "" {
+	if prefix != "" && (len(parts) == 0 || parts[0].Kind != toolcall.PartText) {
 		items = append(items, map[string]any{"type": "input_text", "text": strings.TrimSpace(prefix)})
+		prefix = ""
 	}
 	for _, p := range parts {
-		if p.Kind == toolcall.PartImage {
+		switch {
+		case p.Kind == toolcall.PartImage:
 			items = append(items, map[string]any{"type": "input_image", "detail": "auto",
 				"image_url": "data:" + p.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Data)})
-		} else if p.Text != "" {
+		case prefix != "":
+			items = append(items, map[string]any{"type": "input_text", "text": prefix + p.Text})
+			prefix = ""
+		case p.Text != "":
 			items = append(items, map[string]any{"type": "input_text", "text": p.Text})
 		}
 	}

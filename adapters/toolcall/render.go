@@ -116,7 +116,7 @@ func Render(res *mcp.CallToolResult, o RenderOptions) Rendered {
 		useSC = sc != nil
 	}
 	if useSC && o.StructuredValue {
-		r.Structured = sc
+		r.Structured = plainJSON(sc)
 		return r
 	}
 	if !useSC {
@@ -198,6 +198,32 @@ func orUnknown(s string) string {
 	return s
 }
 
+// plainJSON returns v as a plain decoded JSON value (maps, slices,
+// strings, float64, bools), as providers' payloads are: a decoded value is
+// used as it is, anything else (a Go struct an after-hook put there, a
+// json.RawMessage) goes through JSON.
+func plainJSON(v any) any {
+	switch v.(type) {
+	case map[string]any, []any, string, float64, bool:
+		return v
+	}
+	var data []byte
+	switch x := v.(type) {
+	case json.RawMessage:
+		data = x
+	default:
+		var err error
+		if data, err = json.Marshal(v); err != nil {
+			return fmt.Sprint(v)
+		}
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return string(data)
+	}
+	return out
+}
+
 func jsonText(v any) string {
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -223,11 +249,28 @@ func Text(parts []Part) string {
 }
 
 // ErrorText is the text a model sees for a failed call: an *conduit.Error's
-// Message, or the error's text.
+// Message, or the error's text; a nil error is [NoResult].
 func ErrorText(err error) string {
+	if err == nil {
+		return NoResult
+	}
 	var e *conduit.Error
 	if errors.As(err, &e) && e.Message != "" {
 		return e.Message
 	}
-	return err.Error()
+	if s := err.Error(); s != "" {
+		return s
+	}
+	return NoResult
 }
+
+// Texts a model sees where there would otherwise be nothing.
+const (
+	// EmptyError stands for an isError result with no content: providers
+	// refuse an empty error (Anthropic answers HTTP 400), and a model
+	// learns nothing from one.
+	EmptyError = "The tool reported an error without details."
+	// NoResult stands for a call answered with neither a result nor an
+	// error, which only a faulty Source produces.
+	NoResult = "The call produced no result."
+)

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/conduitmcp/conduit"
 )
@@ -58,24 +59,33 @@ func Resolve(raws []Raw, ts *conduit.ToolSet) []Call {
 			continue
 		}
 		c.Server, c.Tool, c.Def = t.Server, t.Name, t
-		if r.ArgsErr != nil {
+		err := r.ArgsErr
+		if err == nil {
+			c.Args, err = ArgsObject(r.Args)
+		}
+		if err != nil {
+			c.Args = nil
 			c.Err = &conduit.Error{Kind: conduit.KindInvalidArguments, Server: t.Server, Tool: t.Name,
-				Message: "Invalid arguments for " + r.Name + ": " + r.ArgsErr.Error(), Err: r.ArgsErr}
-		} else if args, err := ArgsObject(r.Args); err != nil {
-			c.Err = &conduit.Error{Kind: conduit.KindInvalidArguments, Server: t.Server, Tool: t.Name,
-				Message: "Invalid arguments for " + r.Name + ": " + err.Error() + ".", Err: err}
-		} else {
-			c.Args = args
+				Message: sentence("Invalid arguments for " + r.Name + ": " + err.Error()), Err: err}
 		}
 		calls[i] = c
 	}
 	return calls
 }
 
+// sentence ends s with a full stop.
+func sentence(s string) string {
+	if strings.HasSuffix(s, ".") {
+		return s
+	}
+	return s + "."
+}
+
 var errNotObject = errors.New("the arguments must be a JSON object")
 
-// ArgsObject returns a call's arguments as an object; nil (absent) is the
-// empty object.
+// ArgsObject returns a call's arguments as an object; nil (absent, or a
+// JSON null, as a model may write for a tool without parameters) is the
+// empty object, and anything else that is not an object is an error.
 func ArgsObject(v any) (map[string]any, error) {
 	switch a := v.(type) {
 	case nil:
@@ -96,8 +106,8 @@ func ArgsObject(v any) (map[string]any, error) {
 // while listing, so that users learn of it before an HTTP 400.
 type Warning struct {
 	// Tool is the exposed name, or "" for the whole listing.
-	Tool    string
-	Message string
+	Tool    string `json:"tool,omitempty"`
+	Message string `json:"message"`
 }
 
 // Split returns the calls that may be sent and the answers of those that

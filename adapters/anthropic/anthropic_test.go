@@ -1,0 +1,219 @@
+package anthropic_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/anthropic"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func weatherTools() *conduit.ToolSet {
+	return conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "weather", Tools: []*mcp.Tool{
+		{Name: "get_weather", Description: "Gets\u200b the weather.", InputSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"location": map[string]any{"type": "string"}}, "required": []any{"location"}}},
+		{Name: "get_time", InputSchema: map[string]any{"type": "object", "properties": map[string]any{}}},
+		{Name: "pick", InputSchema: map[string]any{"type": "object", "oneOf": []any{}}},
+	}})
+}
+
+func TestTools(t *testing.T) {
+	ts := weatherTools()
+	tools := anthropic.Tools(ts, nil)
+	names := []string{}
+	for _, tool := range tools {
+		names = append(names, tool["name"].(string))
+		if _, ok := tool["cache_control"]; ok {
+			t.Error("cache_control without CacheLast")
+		}
+	}
+	if !reflect.DeepEqual(names, []string{"get_time", "get_weather", "pick"}) {
+		t.Errorf("names %v", names)
+	}
+	if _, ok := tools[0]["description"]; ok {
+		t.Errorf("a tool without description has one: %v", tools[0])
+	}
+	if got := tools[1]["description"]; got != "Gets the weather." {
+		t.Errorf("description %q", got)
+	}
+	cached := anthropic.Tools(ts, &anthropic.ToolsOptions{CacheLast: true, CacheTTL: "1h"})
+	if got := cached[2]["cache_control"]; !reflect.DeepEqual(got, map[string]any{"type": "ephemeral", "ttl": "1h"}) {
+		t.Errorf("cache_control %v", got)
+	}
+	// Listings do not share their top-level maps: the cached listing left
+	// the earlier one alone, and a later one has no cache_control.
+	if _, ok := tools[2]["cache_control"]; ok {
+		t.Error("listings share maps")
+	}
+	if _, ok := anthropic.Tools(ts, nil)[2]["cache_control"]; ok {
+		t.Error("cache_control leaked into the memo")
+	}
+	if got := anthropic.Tools(ts, &anthropic.ToolsOptions{CacheLast: true})[2]["cache_control"]; !reflect.DeepEqual(got, map[string]any{"type": "ephemeral"}) {
+		t.Errorf("cache_control %v", got)
+	}
+	if got := anthropic.Tools(conduit.NewToolSet(conduit.ToolSetOptions{}), &anthropic.ToolsOptions{CacheLast: true}); len(got) != 0 {
+		t.Errorf("empty tool set: %v", got)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	ws := anthropic.Check(weatherTools())
+	if len(ws) != 1 || ws[0].Tool != "pick" {
+		t.Errorf("warnings %v", ws)
+	}
+}
+
+func TestParse(t *testing.T) {
+	raws, err := anthropic.Parse(`{"content":[
+		{"type":"text","text":"hi"},
+		{"type":"tool_use","id":"a","name":"get_weather","input":{"location":"Paris"}},
+		{"type":"server_tool_use","id":"srv","name":"web_search","input":{}},
+		{"type":"mcp_tool_use","id":"m","name":"x","server_name":"s","input":{}},
+		{"type":"tool_use","name":"get_time","input":{}},
+		"junk",
+		{"type":"tool_use","id":"c","name":"get_time"}
+	]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raws) != 3 || raws[0].ID != "a" || raws[1].ArgsErr == nil || raws[2].Args != nil {
+		t.Errorf("%+v", raws)
+	}
+	// An assistant message parses as well.
+	if raws, err := anthropic.Parse(map[string]any{"role": "assistant", "content": []any{}}); err != nil || len(raws) != 0 {
+		t.Errorf("%v %v", raws, err)
+	}
+	for _, bad := range []string{`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, `{"content":"text"}`, `[]`, `{}`} {
+		if _, err := anthropic.Parse(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestToolCalls(t *testing.T) {
+	ts := weatherTools()
+	calls, rejected, err := anthropic.ToolCalls(`{"content":[
+		{"type":"tool_use","id":"a","name":"get_weather","input":{"location":"Paris"}},
+		{"type":"tool_use","id":"b","name":"nope","input":{}},
+		{"type":"tool_use","id":"c","name":"get_time","input":[1]}
+	]}`, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0].Server != "weather" || calls[0].Tool != "get_weather" {
+		t.Errorf("calls %+v", calls)
+	}
+	if len(rejected) != 2 || rejected[0]["tool_use_id"] != "b" || rejected[0]["is_error"] != true || rejected[1]["tool_use_id"] != "c" {
+		t.Errorf("rejected %v", rejected)
+	}
+}
+
+func TestToolResult(t *testing.T) {
+	c := toolcall.Call{ID: "toolu_1"}
+	tests := []struct {
+		name string
+		res  *mcp.CallToolResult
+		err  error
+		want string
+	}{
+		{"text", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "15 degrees"}}},
+			nil, `{"content":[{"text":"15 degrees","type":"text"}],"tool_use_id":"toolu_1","type":"tool_result"}`},
+		{"empty success", &mcp.CallToolResult{}, nil, `{"tool_use_id":"toolu_1","type":"tool_result"}`},
+		{"whitespace text dropped", &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: " \n"}, &mcp.TextContent{Text: "x"}}},
+			nil, `{"content":[{"text":"x","type":"text"}],"tool_use_id":"toolu_1","type":"tool_result"}`},
+		{"isError", &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk full"}}},
+			nil, `{"content":[{"text":"disk full","type":"text"}],"is_error":true,"tool_use_id":"toolu_1","type":"tool_result"}`},
+		{"empty isError", &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: ""}}},
+			nil, `{"content":[{"text":"The tool reported an error without details.","type":"text"}],"is_error":true,"tool_use_id":"toolu_1","type":"tool_result"}`},
+		{"failure", nil, &conduit.Error{Kind: conduit.KindDenied, Message: "Not allowed."},
+			`{"content":[{"text":"Not allowed.","type":"text"}],"is_error":true,"tool_use_id":"toolu_1","type":"tool_result"}`},
+		{"plain error", nil, errors.New("boom"),
+			`{"content":[{"text":"boom","type":"text"}],"is_error":true,"tool_use_id":"toolu_1","type":"tool_result"}`},
+		{"nothing", nil, nil,
+			`{"content":[{"text":"The call produced no result.","type":"text"}],"is_error":true,"tool_use_id":"toolu_1","type":"tool_result"}`},
+	}
+	for _, tt := range tests {
+		got, _ := json.Marshal(anthropic.ToolResult(c, tt.res, tt.err, nil))
+		if string(got) != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+// FuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
+// call it finds is answered, under every outcome, by a tool_result that
+// marshals and is keyed by the call's id.
+func FuzzParse(f *testing.F) {
+	seed(f, "anthropic")
+	f.Add([]byte(`{"content":[{"type":"tool_use","id":"a","name":"get_weather","input":{"location":"x"}}]}`))
+	f.Add([]byte(`{"content":[{"type":"tool_use","id":"\ud800","name":7,"input":"s"}]}`))
+	ts := weatherTools()
+	outcomes := fuzzOutcomes()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raws, err := anthropic.Parse(data)
+		if err != nil {
+			return
+		}
+		for _, c := range toolcall.Resolve(raws, ts) {
+			for _, o := range outcomes {
+				ans := anthropic.ToolResult(c, o.res, o.err, &toolcall.AnswerOptions{Structured: o.mode})
+				if _, err := json.Marshal(ans); err != nil {
+					t.Fatalf("answer does not marshal: %v", err)
+				}
+				if ans["tool_use_id"] != c.ID {
+					t.Fatalf("answer keyed by %v, want %q", ans["tool_use_id"], c.ID)
+				}
+			}
+			if c.Err != nil && c.Args != nil {
+				t.Fatal("a rejected call has arguments")
+			}
+		}
+	})
+}
+
+type fuzzOutcome struct {
+	res  *mcp.CallToolResult
+	err  error
+	mode toolcall.Structured
+}
+
+func fuzzOutcomes() []fuzzOutcome {
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	full := &mcp.CallToolResult{Content: []mcp.Content{
+		&mcp.TextContent{Text: "t"}, &mcp.ImageContent{MIMEType: "image/png", Data: png},
+		&mcp.AudioContent{MIMEType: "audio/aac", Data: []byte{1}}, &mcp.ResourceLink{URI: "u://x", Name: "x"},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "u://y", Blob: png, MIMEType: "image/png"}},
+	}, StructuredContent: map[string]any{"k": []any{1.0}}}
+	return []fuzzOutcome{
+		{res: full}, {res: full, mode: toolcall.StructuredPrefer}, {res: full, mode: toolcall.StructuredAppend},
+		{res: &mcp.CallToolResult{IsError: true}},
+		{err: &conduit.Error{Kind: conduit.KindTimeout, Message: "timed out"}},
+		{},
+	}
+}
+
+// seed adds the golden files of a provider (documented examples and the
+// scripted responses recorded in goldens) to the corpus.
+func seed(f *testing.F, provider string) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", provider, "*.json"))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var g struct {
+			Response json.RawMessage `json:"response"`
+		}
+		if json.Unmarshal(data, &g) == nil && len(g.Response) > 0 {
+			f.Add([]byte(g.Response))
+		} else {
+			f.Add(data)
+		}
+	}
+}

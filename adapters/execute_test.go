@@ -1,0 +1,757 @@
+package adapters_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func listFor(t *testing.T, src conduit.Source, p adapters.Provider) *adapters.Listing {
+	t.Helper()
+	l, err := adapters.Tools(context.Background(), src, p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func run(t *testing.T, src conduit.Source, p adapters.Provider, response any, o *adapters.ExecOptions) *adapters.Execution {
+	t.Helper()
+	exec, err := adapters.ExecuteToolCalls(context.Background(), src, p, response, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec
+}
+
+// resultText is the text of an answer, whatever the provider.
+func resultText(p adapters.Provider, answer map[string]any) string {
+	switch p {
+	case adapters.Anthropic:
+		var parts []string
+		for _, b := range toolcall.List(answer["content"]) {
+			parts = append(parts, toolcall.String(toolcall.Object(b)["text"]))
+		}
+		return strings.Join(parts, "\n")
+	case adapters.OpenAIChat:
+		return toolcall.String(answer["content"])
+	case adapters.OpenAIResponses:
+		return toolcall.String(answer["output"])
+	default:
+		r := toolcall.Object(toolcall.Object(answer["functionResponse"])["response"])
+		if e, ok := r["error"]; ok {
+			return toolcall.String(e)
+		}
+		return fmt.Sprint(r["output"])
+	}
+}
+
+func calls(n int, name string, args func(i int) any) []scripted {
+	var out []scripted
+	for i := range n {
+		out = append(out, scripted{id: fmt.Sprintf("call_%d", i), name: name, args: args(i)})
+	}
+	return out
+}
+
+func TestMaxConcurrency(t *testing.T) {
+	hub, l, _ := labHub(t, hubOpts{noGone: true})
+	for _, p := range adapters.Providers() {
+		t.Run(p.String(), func(t *testing.T) {
+			l.maxInflight.Store(0)
+			l.countStarted.Store(0)
+			listing := listFor(t, hub, p)
+			// Each call holds until 3 are in flight (or 2 s): the limit is
+			// reached, and never passed.
+			response := script(p, calls(8, "lab__count", func(int) any { return map[string]any{"hold": 3, "total": 8} })...)
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, MaxConcurrency: 3})
+			if got := l.maxInflight.Load(); got != 3 {
+				t.Errorf("at most %d calls were in flight, want 3", got)
+			}
+			for i, e := range exec.Errors {
+				if e != nil {
+					t.Errorf("call %d: %v", i, e)
+				}
+			}
+		})
+	}
+}
+
+func TestMaxConcurrencyDefault(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	hub, l, _ := labHub(t, hubOpts{noGone: true})
+	listing := listFor(t, hub, adapters.Anthropic)
+	response := script(adapters.Anthropic, calls(6, "lab__count", func(int) any { return map[string]any{"hold": 2, "total": 6} })...)
+	run(t, hub, adapters.Anthropic, response, &adapters.ExecOptions{ToolSet: listing.ToolSet})
+	if got := l.maxInflight.Load(); got != 2 {
+		t.Errorf("at most %d calls were in flight with GOMAXPROCS 2, want 2", got)
+	}
+}
+
+func TestAnswersInModelOrder(t *testing.T) {
+	hub, l, _ := labHub(t, hubOpts{noGone: true})
+	for _, p := range adapters.Providers() {
+		t.Run(p.String(), func(t *testing.T) {
+			l.mu.Lock()
+			l.finished = nil
+			l.mu.Unlock()
+			listing := listFor(t, hub, p)
+			// The first call takes longest: it completes last.
+			ms := []int{120, 60, 0}
+			response := script(p, calls(3, "lab__slow", func(i int) any { return map[string]any{"ms": ms[i]} })...)
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, MaxConcurrency: 3})
+			for i, res := range exec.Results {
+				if got, want := answerID(p, res), fmt.Sprintf("call_%d", i); p != adapters.Gemini && got != want {
+					t.Errorf("result %d is keyed by %q, want %q", i, got, want)
+				}
+				if got, want := resultText(p, res), fmt.Sprintf("slept %dms", ms[i]); got != want {
+					t.Errorf("result %d is %q, want %q", i, got, want)
+				}
+			}
+			if got := l.completed(); len(got) != 3 {
+				t.Errorf("completed %v", got)
+			}
+		})
+	}
+}
+
+func TestCallTimeout(t *testing.T) {
+	hub, l, _ := labHub(t, hubOpts{noGone: true})
+	for _, p := range adapters.Providers() {
+		t.Run(p.String(), func(t *testing.T) {
+			listing := listFor(t, hub, p)
+			response := script(p,
+				scripted{id: "call_sleep", name: "lab__sleep", args: map[string]any{}},
+				scripted{id: "call_echo", name: "lab__echo", args: map[string]any{"message": "quick"}})
+			start := time.Now()
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 150 * time.Millisecond})
+			if el := time.Since(start); el > 2*time.Second {
+				t.Errorf("took %v", el)
+			}
+			if !errors.Is(exec.Errors[0], conduit.ErrTimeout) || !errors.Is(exec.Errors[0], context.DeadlineExceeded) {
+				t.Errorf("sleep: %v, want a timeout", exec.Errors[0])
+			}
+			if got := resultText(p, exec.Results[0]); !strings.Contains(got, "lab__sleep timed out after 150ms") {
+				t.Errorf("sleep answered %q", got)
+			}
+			if exec.Errors[1] != nil {
+				t.Errorf("echo: %v", exec.Errors[1])
+			}
+			select {
+			case <-l.cancelled:
+			case <-time.After(5 * time.Second):
+				t.Error("the server's handler context was not cancelled")
+			}
+		})
+	}
+}
+
+// An approver that ignores its context cannot hold a call past CallTimeout.
+func TestCallTimeoutApproverIgnoresContext(t *testing.T) {
+	stuck := make(chan struct{})
+	defer close(stuck)
+	hub, l, _ := labHub(t, hubOpts{noGone: true, approver: func(context.Context, conduit.ApprovalRequest) conduit.Approval {
+		<-stuck
+		return conduit.Approve()
+	}})
+	for _, p := range adapters.Providers() {
+		t.Run(p.String(), func(t *testing.T) {
+			listing := listFor(t, hub, p)
+			before := len(l.sent())
+			response := script(p, scripted{id: "call_deploy", name: "lab__deploy", args: map[string]any{}})
+			start := time.Now()
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 100 * time.Millisecond})
+			if el := time.Since(start); el > time.Second {
+				t.Errorf("took %v", el)
+			}
+			if !errors.Is(exec.Errors[0], conduit.ErrTimeout) {
+				t.Errorf("got %v, want a timeout", exec.Errors[0])
+			}
+			if len(l.sent()) != before {
+				t.Error("the call was sent")
+			}
+		})
+	}
+}
+
+// A Source that ignores its context entirely is still bounded.
+type stuckSource struct {
+	conduit.Source
+	release chan struct{}
+}
+
+func (s stuckSource) CallTool(ctx context.Context, name string, args any, o *conduit.CallOptions) (*mcp.CallToolResult, error) {
+	<-s.release
+	return text("late"), nil
+}
+
+func TestCallTimeoutSourceIgnoresContext(t *testing.T) {
+	hub, _, _ := labHub(t, hubOpts{noGone: true})
+	src := stuckSource{hub, make(chan struct{})}
+	defer close(src.release)
+	listing := listFor(t, hub, adapters.OpenAIChat)
+	response := script(adapters.OpenAIChat, scripted{id: "call_1", name: "lab__echo", args: map[string]any{"message": "x"}})
+	start := time.Now()
+	exec := run(t, src, adapters.OpenAIChat, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 50 * time.Millisecond})
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("took %v", el)
+	}
+	if got := exec.Results[0]["content"]; got != "Error: The call to lab__echo timed out after 50ms." {
+		t.Errorf("answered %q", got)
+	}
+}
+
+func TestCanceledContext(t *testing.T) {
+	hub, l, _ := labHub(t, hubOpts{noGone: true})
+	listing := listFor(t, hub, adapters.Gemini)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	before := len(l.sent())
+	exec, err := adapters.ExecuteToolCalls(ctx, hub, adapters.Gemini,
+		script(adapters.Gemini, scripted{name: "lab__echo", args: map[string]any{"message": "x"}}),
+		&adapters.ExecOptions{ToolSet: listing.ToolSet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(exec.Errors[0], conduit.ErrCanceled) {
+		t.Errorf("got %v, want canceled", exec.Errors[0])
+	}
+	if len(l.sent()) != before {
+		t.Error("a call was sent under a canceled context")
+	}
+}
+
+func TestDenyAndHalt(t *testing.T) {
+	halter := func(_ context.Context, r conduit.ApprovalRequest) conduit.Approval {
+		return conduit.RejectAndHalt("the user stopped the run")
+	}
+	for _, p := range adapters.Providers() {
+		t.Run(p.String(), func(t *testing.T) {
+			hub, l, _ := labHub(t, hubOpts{noGone: true, approver: halter})
+			listing := listFor(t, hub, p)
+			response := script(p,
+				scripted{id: "call_deploy", name: "lab__deploy", args: map[string]any{}},
+				scripted{id: "call_echo", name: "lab__echo", args: map[string]any{"message": "after"}},
+				scripted{id: "call_unknown", name: "lab__nope", args: map[string]any{}},
+				scripted{id: "call_text", name: "lab__text", args: map[string]any{}})
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, MaxConcurrency: 1})
+			if !exec.Halted {
+				t.Error("not Halted")
+			}
+			if got := l.sent(); len(got) != 0 {
+				t.Errorf("the server received %v after the halt", got)
+			}
+			if len(exec.Results) != 4 {
+				t.Fatalf("%d results", len(exec.Results))
+			}
+			wantKinds := []conduit.ErrorKind{conduit.KindDenied, conduit.KindHalted, conduit.KindUnknownTool, conduit.KindHalted}
+			for i, want := range wantKinds {
+				if k, _ := conduit.KindOf(exec.Errors[i]); k != want {
+					t.Errorf("call %d: %v, want %v", i, exec.Errors[i], want)
+				}
+			}
+			if got := resultText(p, exec.Results[0]); !strings.Contains(got, "the user stopped the run") {
+				t.Errorf("the halting denial says %q", got)
+			}
+			if got := resultText(p, exec.Results[1]); !strings.Contains(got, "halted") {
+				t.Errorf("a halted call says %q", got)
+			}
+		})
+	}
+}
+
+// With concurrency, a call already under way when another halts the batch
+// completes; the calls still queued are answered without being sent.
+func TestDenyAndHaltConcurrent(t *testing.T) {
+	var inflight atomic.Pointer[atomic.Int64]
+	halter := func(ctx context.Context, r conduit.ApprovalRequest) conduit.Approval {
+		// Halt once the slow call is under way at the server.
+		for inflight.Load().Load() == 0 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		return conduit.RejectAndHalt("stop")
+	}
+	hub, l, _ := labHub(t, hubOpts{noGone: true, approver: halter})
+	inflight.Store(&l.inflight)
+	p := adapters.OpenAIResponses
+	listing := listFor(t, hub, p)
+	response := script(p,
+		scripted{id: "call_slow", name: "lab__slow", args: map[string]any{"ms": 100}},
+		scripted{id: "call_deploy", name: "lab__deploy", args: map[string]any{}},
+		scripted{id: "call_a", name: "lab__echo", args: map[string]any{"message": "a"}},
+		scripted{id: "call_b", name: "lab__echo", args: map[string]any{"message": "b"}})
+	exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, MaxConcurrency: 2})
+	if !exec.Halted {
+		t.Error("not Halted")
+	}
+	if got := l.sent(); !slices.Equal(got, []string{"slow"}) {
+		t.Errorf("the server received %v, want [slow]", got)
+	}
+	for i, want := range []error{nil, conduit.ErrDenied, conduit.ErrHalted, conduit.ErrHalted} {
+		if got := exec.Errors[i]; (want == nil) != (got == nil) || (want != nil && !errors.Is(got, want)) {
+			t.Errorf("call %d: %v, want %v", i, got, want)
+		}
+	}
+	if got := exec.Results[0]["output"]; got != "slept 100ms" {
+		t.Errorf("the call under way answered %v", got)
+	}
+}
+
+func TestPipelineOptionsPassThrough(t *testing.T) {
+	var mu sync.Mutex
+	var seen []conduit.Call
+	hook := conduit.Hook{Name: "record", Before: func(_ context.Context, c *conduit.Call) error {
+		mu.Lock()
+		seen = append(seen, *c)
+		mu.Unlock()
+		return nil
+	}}
+	hub, _, _ := labHub(t, hubOpts{noGone: true, hooks: []conduit.Hook{hook}})
+	for _, p := range adapters.Providers() {
+		t.Run(p.String(), func(t *testing.T) {
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			listing := listFor(t, hub, p)
+			var progress atomic.Int64
+			var progressCall atomic.Value
+			response := script(p,
+				scripted{id: "call_progress", name: "lab__progress", args: map[string]any{}},
+				scripted{id: "call_meta", name: "lab__meta", args: map[string]any{}})
+			exec := run(t, hub, p, response, &adapters.ExecOptions{
+				ToolSet: listing.ToolSet, Principal: "ada", Assigns: map[string]any{"tenant": "acme"}, Taint: []string{"mail"},
+				Timeout: 5 * time.Second, Meta: mcp.Meta{"trace": "t-1"},
+				Progress: func(c toolcall.Call, pr conduit.Progress) {
+					progress.Add(1)
+					progressCall.Store(c.Name)
+				},
+			})
+			if got := resultText(p, exec.Results[1]); got != `{"trace":"t-1"}` {
+				t.Errorf("the server saw _meta %s", got)
+			}
+			if n := progress.Load(); n != 3 {
+				t.Errorf("%d progress notifications", n)
+			}
+			if got, _ := progressCall.Load().(string); got != "lab__progress" {
+				t.Errorf("progress for %q", got)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(seen) != 2 {
+				t.Fatalf("the hook saw %d calls", len(seen))
+			}
+			for _, c := range seen {
+				if c.Principal != "ada" || c.Assigns["tenant"] != "acme" || !slices.Equal(c.Taint, []string{"mail"}) {
+					t.Errorf("the hook saw %+v", c)
+				}
+			}
+		})
+	}
+}
+
+// recordingSource records the options of each call.
+type recordingSource struct {
+	conduit.Source
+	mu   sync.Mutex
+	opts []conduit.CallOptions
+}
+
+func (s *recordingSource) CallTool(ctx context.Context, name string, args any, o *conduit.CallOptions) (*mcp.CallToolResult, error) {
+	s.mu.Lock()
+	s.opts = append(s.opts, *o)
+	s.mu.Unlock()
+	return text("ok"), nil
+}
+
+func TestShapeAndTimeoutOptions(t *testing.T) {
+	hub, _, _ := labHub(t, hubOpts{noGone: true})
+	listing := listFor(t, hub, adapters.Anthropic)
+	src := &recordingSource{Source: hub}
+	response := script(adapters.Anthropic, scripted{id: "a", name: "lab__echo", args: map[string]any{"message": "x"}})
+	run(t, src, adapters.Anthropic, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, Timeout: time.Second})
+	run(t, src, adapters.Anthropic, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, NoShape: true})
+	if len(src.opts) != 2 {
+		t.Fatal(len(src.opts))
+	}
+	if o := src.opts[0]; o.Shape != conduit.ShapeLLM || o.Timeout != time.Second || o.ToolSet != listing.ToolSet || o.Halt == nil {
+		t.Errorf("first call options %+v", o)
+	}
+	if o := src.opts[1]; o.Shape != conduit.ShapeNone {
+		t.Errorf("NoShape sent Shape %v", o.Shape)
+	}
+}
+
+func TestTaintAcrossTurns(t *testing.T) {
+	hub, l, _ := labHub(t, hubOpts{policy: conduit.NewPolicy(
+		conduit.Deny("lab/secret").When(conduit.Tainted("gone")),
+		conduit.Allow("*"),
+	)})
+	p := adapters.Anthropic
+	listing := listFor(t, hub, p)
+	// Turn 1: the model reads from the gone server and from lab.
+	turn1 := run(t, hub, p, script(p,
+		scripted{id: "t1a", name: "gone__ping", args: map[string]any{}},
+		scripted{id: "t1b", name: "lab__echo", args: map[string]any{"message": "x"}},
+		scripted{id: "t1c", name: "lab__nope", args: map[string]any{}},
+	), &adapters.ExecOptions{ToolSet: listing.ToolSet})
+	var servers []string
+	for _, c := range turn1.Calls {
+		servers = append(servers, c.Server)
+	}
+	if !slices.Equal(servers, []string{"gone", "lab"}) {
+		t.Errorf("Calls resolved to servers %v", servers)
+	}
+	taint := turn1.Taint(nil)
+	if !slices.Equal(taint, []string{"gone", "lab"}) {
+		t.Errorf("Taint = %v", taint)
+	}
+	// Turn 2: with gone's output in context, lab/secret is denied.
+	turn2 := run(t, hub, p, script(p, scripted{id: "t2", name: "lab__secret", args: map[string]any{}}),
+		&adapters.ExecOptions{ToolSet: listing.ToolSet, Taint: taint})
+	if !errors.Is(turn2.Errors[0], conduit.ErrDenied) {
+		t.Errorf("turn 2: %v, want denied", turn2.Errors[0])
+	}
+	if slices.Contains(l.sent(), "secret") {
+		t.Error("secret was sent")
+	}
+	if got := turn2.Taint(taint); !slices.Equal(got, []string{"gone", "lab"}) {
+		t.Errorf("Taint after turn 2 = %v", got)
+	}
+}
+
+// The response is never modified: not by null stripping (nested paths
+// included), not by hooks that rewrite arguments in place.
+func TestResponseNotModified(t *testing.T) {
+	rewrite := conduit.Hook{Name: "rewrite", Before: func(_ context.Context, c *conduit.Call) error {
+		c.Args["injected"] = true
+		if f, ok := c.Args["filter"].(map[string]any); ok {
+			f["tag"] = "rewritten"
+			delete(f, "note")
+		}
+		if items, ok := c.Args["items"].([]any); ok && len(items) > 0 {
+			items[0] = "rewritten"
+		}
+		return nil
+	}}
+	l := newLab()
+	schema := map[string]any{"type": "object", "properties": map[string]any{
+		"q":     str,
+		"items": map[string]any{"type": "array", "items": str},
+		"filter": map[string]any{"type": "object", "properties": map[string]any{
+			"tag": str, "note": str}, "required": []any{"tag"}},
+	}, "required": []any{"q"}}
+	l.srv.AddTool(&mcp.Tool{Name: "nested", InputSchema: schema}, l.handler(toolDef{name: "nested",
+		handle: func(_ context.Context, _ *mcp.CallToolRequest, a map[string]any) *mcp.CallToolResult {
+			return text(canon(a))
+		}}))
+	tr, _ := connect(t, l.srv)
+	hub, err := conduit.NewHub(context.Background(), conduit.HubOptions{
+		Servers: []conduit.Server{{ID: "lab", Transport: tr}}, Policy: conduit.AllowAll(), Hooks: []conduit.Hook{rewrite}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	args := map[string]any{"q": "x", "items": []any{"a", "b"}, "filter": map[string]any{"tag": "t", "note": nil}}
+	for _, p := range adapters.Providers() {
+		t.Run(p.String(), func(t *testing.T) {
+			listing := listFor(t, hub, p)
+			if p == adapters.OpenAIChat || p == adapters.OpenAIResponses {
+				if np := listing.NullPaths["lab__nested"]; !slices.ContainsFunc(np, func(n openai.NullPath) bool {
+					return slices.Equal(n, openai.NullPath{"filter", "note"})
+				}) {
+					t.Fatalf("null paths %v", np)
+				}
+			}
+			response := script(p, scripted{id: "call_1", name: "lab__nested", args: args})
+			// For OpenAI the arguments are a JSON string, decoded afresh;
+			// a response with decoded arguments (as some compatible
+			// servers send) must be safe too.
+			if p == adapters.OpenAIChat {
+				fn := response["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)["function"].(map[string]any)
+				fn["arguments"] = deepCopy(t, args)
+			}
+			if p == adapters.OpenAIResponses {
+				response["output"].([]any)[1].(map[string]any)["arguments"] = deepCopy(t, args)
+			}
+			before := deepCopy(t, response)
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths})
+			if !reflect.DeepEqual(any(response), before) {
+				t.Errorf("the response was modified:\n%s\n%s", canon(before), canon(response))
+			}
+			if exec.Errors[0] != nil {
+				t.Fatal(exec.Errors[0])
+			}
+			var got map[string]any
+			json.Unmarshal([]byte(resultText(p, exec.Results[0])), &got)
+			f, _ := got["filter"].(map[string]any)
+			if got["injected"] != true || f["tag"] != "rewritten" {
+				t.Errorf("the hook's rewrite did not reach the server: %v", got)
+			}
+			// Calls report the arguments as resolved (nulls stripped for
+			// OpenAI), untouched by hooks.
+			ca := exec.Calls[0].Args
+			if _, ok := ca["injected"]; ok {
+				t.Errorf("Calls saw the hook's rewrite: %v", ca)
+			}
+			_, hasNote := ca["filter"].(map[string]any)["note"]
+			if strip := p == adapters.OpenAIChat || p == adapters.OpenAIResponses; hasNote == strip {
+				t.Errorf("%v: Calls args %v", p, ca)
+			}
+		})
+	}
+}
+
+func TestNullStripping(t *testing.T) {
+	hub, l, _ := labHub(t, hubOpts{noGone: true})
+	for _, p := range []adapters.Provider{adapters.OpenAIChat, adapters.OpenAIResponses} {
+		t.Run(p.String(), func(t *testing.T) {
+			listing := listFor(t, hub, p)
+			response := script(p, scripted{id: "c", name: "lab__search", args: map[string]any{"q": "go", "limit": nil}})
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths})
+			if got := resultText(p, exec.Results[0]); got != `search {"q":"go"}` {
+				t.Errorf("with null paths the server got %s", got)
+			}
+			// Without the listing's null paths the null goes through.
+			exec = run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet})
+			if got := resultText(p, exec.Results[0]); got != `search {"limit":null,"q":"go"}` {
+				t.Errorf("without null paths the server got %s", got)
+			}
+		})
+	}
+	// Other providers never strip.
+	listing := listFor(t, hub, adapters.Anthropic)
+	exec := run(t, hub, adapters.Anthropic, script(adapters.Anthropic, scripted{id: "c", name: "lab__search", args: map[string]any{"q": "go", "limit": nil}}),
+		&adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: map[string][]openai.NullPath{"lab__search": {{"limit"}}}})
+	if got := resultText(adapters.Anthropic, exec.Results[0]); got != `search {"limit":null,"q":"go"}` {
+		t.Errorf("anthropic: the server got %s", got)
+	}
+	_ = l
+}
+
+func TestErrorPrefix(t *testing.T) {
+	hub, _, _ := labHub(t, hubOpts{noGone: true})
+	for _, p := range []adapters.Provider{adapters.OpenAIChat, adapters.OpenAIResponses} {
+		listing := listFor(t, hub, p)
+		response := script(p,
+			scripted{id: "a", name: "lab__fail", args: map[string]any{}},
+			scripted{id: "b", name: "lab__nope", args: map[string]any{}},
+			scripted{id: "c", name: "lab__echo", args: map[string]any{"message": "fine"}})
+		prefix := "TOOL ERROR - "
+		exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, ErrorPrefix: &prefix})
+		want := []string{"TOOL ERROR - disk full", `TOOL ERROR - Unknown tool "lab__nope": it is not among the tools offered.`, "Echo: fine"}
+		for i, w := range want {
+			if got := resultText(p, exec.Results[i]); got != w {
+				t.Errorf("%v %d: %q, want %q", p, i, got, w)
+			}
+		}
+		empty := ""
+		exec = run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, ErrorPrefix: &empty})
+		if got := resultText(p, exec.Results[0]); got != "disk full" {
+			t.Errorf("%v: empty prefix gives %q", p, got)
+		}
+	}
+}
+
+func TestNoToolCalls(t *testing.T) {
+	hub, l, _ := labHub(t, hubOpts{noGone: true})
+	responses := map[adapters.Provider]string{
+		adapters.Anthropic:       `{"content":[{"type":"text","text":"Hello!"}],"stop_reason":"end_turn"}`,
+		adapters.OpenAIChat:      `{"choices":[{"message":{"role":"assistant","content":"Hello!"},"finish_reason":"stop"}]}`,
+		adapters.OpenAIResponses: `{"output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello!"}]}]}`,
+		adapters.Gemini:          `{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello!"}]},"finishReason":"STOP"}]}`,
+	}
+	for p, r := range responses {
+		exec, err := adapters.ExecuteToolCalls(context.Background(), hub, p, r, nil)
+		if err != nil || len(exec.Results) != 0 || exec.Halted {
+			t.Errorf("%v: %v, %+v", p, err, exec)
+		}
+		if _, err := adapters.ExecuteToolCalls(context.Background(), hub, p, `{"error":{"type":"x","message":"overloaded"}}`, nil); err == nil {
+			t.Errorf("%v: an API error is not reported", p)
+		}
+		if _, err := adapters.ExecuteToolCalls(context.Background(), hub, p, "not json", nil); err == nil {
+			t.Errorf("%v: garbage is not reported", p)
+		}
+	}
+	if len(l.sent()) != 0 {
+		t.Error("calls were sent")
+	}
+}
+
+// Without ExecOptions.ToolSet the source is listed at call time, with the
+// options' principal and taint.
+func TestExecuteWithoutToolSet(t *testing.T) {
+	hub, _, _ := labHub(t, hubOpts{noGone: true})
+	p := adapters.Gemini
+	exec := run(t, hub, p, script(p,
+		scripted{name: "lab__echo", args: map[string]any{"message": "x"}},
+		scripted{name: "lab__secret", args: map[string]any{}}), &adapters.ExecOptions{Taint: []string{"web"}})
+	if exec.Errors[0] != nil {
+		t.Error(exec.Errors[0])
+	}
+	// Denied outright under that taint, lab/secret is not in the tool set.
+	if !errors.Is(exec.Errors[1], conduit.ErrUnknownTool) {
+		t.Errorf("secret: %v", exec.Errors[1])
+	}
+}
+
+// An SDK's response struct, anything that marshals to the provider JSON,
+// is accepted.
+func TestResponseAsStruct(t *testing.T) {
+	type fn struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	type toolCall struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function fn     `json:"function"`
+	}
+	type message struct {
+		Role      string     `json:"role"`
+		ToolCalls []toolCall `json:"tool_calls"`
+	}
+	type choice struct {
+		Message message `json:"message"`
+	}
+	type completion struct {
+		Choices []choice `json:"choices"`
+	}
+	hub, _, _ := labHub(t, hubOpts{noGone: true})
+	listing := listFor(t, hub, adapters.OpenAIChat)
+	resp := &completion{Choices: []choice{{Message: message{Role: "assistant",
+		ToolCalls: []toolCall{{ID: "call_1", Type: "function", Function: fn{Name: "lab__echo", Arguments: `{"message":"typed"}`}}}}}}}
+	exec := run(t, hub, adapters.OpenAIChat, resp, &adapters.ExecOptions{ToolSet: listing.ToolSet})
+	if got := exec.Results[0]["content"]; got != "Echo: typed" {
+		t.Errorf("got %v", got)
+	}
+	raw := json.RawMessage(canon(resp))
+	exec = run(t, hub, adapters.OpenAIChat, raw, &adapters.ExecOptions{ToolSet: listing.ToolSet})
+	if got := exec.Results[0]["content"]; got != "Echo: typed" {
+		t.Errorf("json.RawMessage: got %v", got)
+	}
+}
+
+// Calls to unknown names and calls with arguments that are not an object
+// are answered with the provider's error answer, and no server receives
+// anything: both servers count every tools/call request they get.
+func TestRejectedCallsSendNothing(t *testing.T) {
+	labs := []*lab{newLab(), newLab()}
+	var servers []conduit.Server
+	for i, l := range labs {
+		tr, _ := connect(t, l.srv)
+		servers = append(servers, conduit.Server{ID: fmt.Sprintf("lab%d", i+1), Transport: tr})
+	}
+	hub, err := conduit.NewHub(context.Background(), conduit.HubOptions{Servers: servers, Policy: conduit.AllowAll()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	for _, p := range adapters.Providers() {
+		t.Run(p.String(), func(t *testing.T) {
+			listing := listFor(t, hub, p)
+			turn := []scripted{
+				{id: "u1", name: "lab1__nope", args: map[string]any{}},
+				{id: "u2", name: "echo", args: map[string]any{"message": "x"}}, // a tool's own name, not its exposed one
+				{id: "u3", name: "", args: map[string]any{}},
+				{id: "u4", name: "lab2__echo ", args: map[string]any{"message": "x"}},
+				{id: "a1", name: "lab1__echo", args: []any{"x"}},
+				{id: "a2", name: "lab2__echo", args: "x"},
+				{id: "a3", name: "lab2__echo", args: 42},
+				{id: "a4", name: "lab1__echo", args: true},
+			}
+			if p == adapters.OpenAIChat || p == adapters.OpenAIResponses {
+				turn = append(turn,
+					scripted{id: "j1", name: "lab1__echo", raw: rawArgs(`{"message":`)},
+					scripted{id: "j2", name: "lab2__echo", raw: rawArgs(`message=x`)},
+					scripted{id: "j3", name: "lab2__echo", raw: rawArgs(`null`)}) // null is no arguments: allowed
+			}
+			exec := run(t, hub, p, script(p, turn...), &adapters.ExecOptions{ToolSet: listing.ToolSet})
+			for i, c := range turn {
+				want := conduit.ErrInvalidArguments
+				if c.id[0] == 'u' {
+					want = conduit.ErrUnknownTool
+				}
+				if c.id == "j3" {
+					if exec.Errors[i] != nil {
+						t.Errorf("%s: %v", c.id, exec.Errors[i])
+					}
+					continue
+				}
+				if !errors.Is(exec.Errors[i], want) {
+					t.Errorf("%s: %v, want %v", c.id, exec.Errors[i], want)
+				}
+				if p != adapters.Gemini && answerID(p, exec.Results[i]) != c.id {
+					t.Errorf("%s: answer keyed by %q", c.id, answerID(p, exec.Results[i]))
+				}
+			}
+			wantSent := int64(0)
+			if p == adapters.OpenAIChat || p == adapters.OpenAIResponses {
+				wantSent = 1 // j3
+			}
+			if got := labs[0].requests.Load() + labs[1].requests.Load(); got != wantSent {
+				t.Errorf("the servers received %d tools/call requests, want %d", got, wantSent)
+			}
+			labs[0].requests.Store(0)
+			labs[1].requests.Store(0)
+		})
+	}
+}
+
+// A before-hook that ignores its context cannot hold a call past
+// CallTimeout either; and ExecOptions.Timeout, which bounds the request to
+// the server, times a call out in the pipeline's own words.
+func TestCallTimeoutHookAndRequestTimeout(t *testing.T) {
+	stuck := make(chan struct{})
+	defer close(stuck)
+	hook := conduit.Hook{Name: "stuck", Before: func(_ context.Context, c *conduit.Call) error {
+		if c.Tool == "text" {
+			<-stuck
+		}
+		return nil
+	}}
+	hub, l, _ := labHub(t, hubOpts{noGone: true, hooks: []conduit.Hook{hook}})
+	p := adapters.Gemini
+	listing := listFor(t, hub, p)
+	before := len(l.sent())
+	start := time.Now()
+	exec := run(t, hub, p, script(p, scripted{id: "h", name: "lab__text", args: map[string]any{}}),
+		&adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 100 * time.Millisecond})
+	if el := time.Since(start); el > time.Second {
+		t.Errorf("took %v", el)
+	}
+	if !errors.Is(exec.Errors[0], conduit.ErrTimeout) || !strings.Contains(resultText(p, exec.Results[0]), "timed out after 100ms") {
+		t.Errorf("hook: %v", exec.Errors[0])
+	}
+	if len(l.sent()) != before {
+		t.Error("the call was sent")
+	}
+
+	exec = run(t, hub, p, script(p, scripted{id: "r", name: "lab__sleep", args: map[string]any{}}),
+		&adapters.ExecOptions{ToolSet: listing.ToolSet, Timeout: 80 * time.Millisecond, CallTimeout: 10 * time.Second})
+	if !errors.Is(exec.Errors[0], conduit.ErrTimeout) {
+		t.Fatalf("request timeout: %v", exec.Errors[0])
+	}
+	if got := resultText(p, exec.Results[0]); strings.Contains(got, "10s") {
+		t.Errorf("the request timeout is reported as the call timeout: %q", got)
+	}
+	select {
+	case <-l.cancelled:
+	case <-time.After(5 * time.Second):
+		t.Error("the server's handler context was not cancelled")
+	}
+}

@@ -1,0 +1,192 @@
+package gemini_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/gemini"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func lights() *conduit.ToolSet {
+	return conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "home", Tools: []*mcp.Tool{
+		{Name: "set_light_values", Description: "Sets the brightness\u200b and color temperature of a light.", InputSchema: map[string]any{
+			"type": "object", "properties": map[string]any{
+				"brightness": map[string]any{"type": "integer"},
+				"color_temp": map[string]any{"type": "string", "enum": []any{"daylight", "cool", "warm"}}},
+			"required": []any{"brightness", "color_temp"}, "$defs": map[string]any{}, "additionalProperties": false}},
+		{Name: "dim_lights", InputSchema: &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"brightness": {Type: "number"}}}},
+	}})
+}
+
+func gJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}
+
+func TestTools(t *testing.T) {
+	tools := gemini.Tools(lights())
+	want := `[{"description":"","name":"dim_lights","parametersJsonSchema":{"properties":{"brightness":{"type":"number"}},"type":"object"}},` +
+		`{"description":"Sets the brightness and color temperature of a light.","name":"set_light_values","parametersJsonSchema":{"$defs":{},"additionalProperties":false,"properties":{"brightness":{"type":"integer"},"color_temp":{"enum":["daylight","cool","warm"],"type":"string"}},"required":["brightness","color_temp"],"type":"object"}}]`
+	if got := gJSON(tools); got != want {
+		t.Errorf("\n got %s\nwant %s", got, want)
+	}
+	if ws := gemini.Check(lights()); ws != nil {
+		t.Errorf("warnings %v", ws)
+	}
+}
+
+func TestParse(t *testing.T) {
+	raws, err := gemini.Parse(`{"candidates":[{"content":{"role":"model","parts":[
+		{"text":"ok"},
+		{"functionCall":{"id":"a","name":"set_light_values","args":{"brightness":25,"color_temp":"warm"}},"thoughtSignature":"sig"},
+		{"functionCall":{"name":"dim_lights","args":{"brightness":0.5}}},
+		{"functionCall":{"name":"dim_lights"}},
+		{"functionCall":{"name":"dim_lights","args":[1]}},
+		{"executableCode":{"language":"PYTHON","code":"print(1)"}}
+	]}},{"content":{"parts":[{"functionCall":{"name":"second candidate"}}]}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raws) != 4 || raws[0].ID != "a" || raws[1].ID != "" || raws[2].Args != nil {
+		t.Errorf("%+v", raws)
+	}
+	// A Content parses as well; a blocked prompt or candidate has no calls.
+	for _, ok := range []string{`{"role":"model","parts":[]}`, `{"promptFeedback":{"blockReason":"SAFETY"}}`,
+		`{"candidates":[{"finishReason":"SAFETY"}]}`, `{"candidates":[]}`} {
+		if raws, err := gemini.Parse(ok); err != nil || len(raws) != 0 {
+			t.Errorf("%s: %v %v", ok, raws, err)
+		}
+	}
+	for _, bad := range []string{`{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}`,
+		`{"candidates":[{"content":{"parts":{}}}]}`, `{}`} {
+		if _, err := gemini.Parse(bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestFunctionCalls(t *testing.T) {
+	calls, rejected, err := gemini.FunctionCalls(`{"candidates":[{"content":{"parts":[
+		{"functionCall":{"id":"a","name":"set_light_values","args":{"brightness":25,"color_temp":"warm"}}},
+		{"functionCall":{"name":"nope","args":{}}},
+		{"functionCall":{"id":"c","name":"dim_lights","args":"dim"}}]}}]}`, lights())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0].Tool != "set_light_values" {
+		t.Errorf("%+v", calls)
+	}
+	want := `[{"functionResponse":{"name":"nope","response":{"error":"Unknown tool \"nope\": it is not among the tools offered."}}},` +
+		`{"functionResponse":{"id":"c","name":"dim_lights","response":{"error":"Invalid arguments for dim_lights: the arguments must be a JSON object."}}}]`
+	if got := gJSON(rejected); got != want {
+		t.Errorf("\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestFunctionResponse(t *testing.T) {
+	sc := map[string]any{"brightness": 25.0}
+	tests := []struct {
+		name string
+		c    toolcall.Call
+		res  *mcp.CallToolResult
+		err  error
+		o    *toolcall.AnswerOptions
+		want string
+	}{
+		{"structured prefers the object", toolcall.Call{ID: "a", Name: "set"}, &mcp.CallToolResult{
+			Content: []mcp.Content{&mcp.TextContent{Text: "done"}}, StructuredContent: sc}, nil, nil,
+			`{"functionResponse":{"id":"a","name":"set","response":{"output":{"brightness":25}}}}`},
+		{"text, no id", toolcall.Call{Name: "set"}, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil,
+			`{"functionResponse":{"name":"set","response":{"output":"done"}}}`},
+		{"ignore", toolcall.Call{Name: "set"}, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}, StructuredContent: sc}, nil,
+			&toolcall.AnswerOptions{Structured: toolcall.StructuredIgnore},
+			`{"functionResponse":{"name":"set","response":{"output":"done"}}}`},
+		{"isError shows its words", toolcall.Call{Name: "set"}, &mcp.CallToolResult{IsError: true,
+			Content: []mcp.Content{&mcp.TextContent{Text: "bulb missing"}}, StructuredContent: sc}, nil, nil,
+			`{"functionResponse":{"name":"set","response":{"error":"bulb missing"}}}`},
+		{"isError structured only", toolcall.Call{Name: "set"}, &mcp.CallToolResult{IsError: true, StructuredContent: sc}, nil, nil,
+			`{"functionResponse":{"name":"set","response":{"error":"{\"brightness\":25}"}}}`},
+		{"empty isError", toolcall.Call{Name: "set"}, &mcp.CallToolResult{IsError: true}, nil, nil,
+			`{"functionResponse":{"name":"set","response":{"error":"The tool reported an error without details."}}}`},
+		{"failure", toolcall.Call{ID: "x", Name: "set"}, nil, &conduit.Error{Message: "Denied."}, nil,
+			`{"functionResponse":{"id":"x","name":"set","response":{"error":"Denied."}}}`},
+		{"plain error", toolcall.Call{Name: "set"}, nil, errors.New("boom"), nil,
+			`{"functionResponse":{"name":"set","response":{"error":"boom"}}}`},
+	}
+	for _, tt := range tests {
+		if got := gJSON(gemini.FunctionResponse(tt.c, tt.res, tt.err, tt.o)); got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
+	}
+	// The structuredContent value is handed over as plain JSON.
+	type light struct {
+		Brightness int `json:"brightness"`
+	}
+	fr := gemini.FunctionResponse(toolcall.Call{Name: "set"}, &mcp.CallToolResult{StructuredContent: light{7}}, nil, nil)
+	if got := fr["functionResponse"].(map[string]any)["response"].(map[string]any)["output"]; !reflect.DeepEqual(got, map[string]any{"brightness": 7.0}) {
+		t.Errorf("%#v", got)
+	}
+}
+
+// FuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
+// call it finds is answered, under every outcome, by a functionResponse
+// part that marshals and carries the call's id (when it has one) and name.
+func FuzzParse(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", "gemini", "*.json"))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var g struct {
+			Response json.RawMessage `json:"response"`
+		}
+		if json.Unmarshal(data, &g) == nil && len(g.Response) > 0 {
+			data = g.Response
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"id":"a","name":"dim_lights","args":{"brightness":1}}}]}}]}`))
+	f.Add([]byte(`{"parts":[{"functionCall":{"name":3,"args":null}}]}`))
+	ts := lights()
+	outcomes := []struct {
+		res  *mcp.CallToolResult
+		err  error
+		mode toolcall.Structured
+	}{
+		{res: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "t"}}, StructuredContent: map[string]any{"k": 1.0}}},
+		{res: &mcp.CallToolResult{StructuredContent: json.RawMessage(`{"k":[1]}`)}, mode: toolcall.StructuredAuto},
+		{res: &mcp.CallToolResult{IsError: true}, mode: toolcall.StructuredAppend},
+		{err: errors.New("x")}, {},
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raws, err := gemini.Parse(data)
+		if err != nil {
+			return
+		}
+		for _, c := range toolcall.Resolve(raws, ts) {
+			for _, o := range outcomes {
+				ans := gemini.FunctionResponse(c, o.res, o.err, &toolcall.AnswerOptions{Structured: o.mode})
+				if _, err := json.Marshal(ans); err != nil {
+					t.Fatalf("answer does not marshal: %v", err)
+				}
+				fr := ans["functionResponse"].(map[string]any)
+				id, hasID := fr["id"]
+				if fr["name"] != c.Name || hasID != (c.ID != "") || (hasID && id != c.ID) {
+					t.Fatalf("answer %v for call %q %q", fr, c.ID, c.Name)
+				}
+			}
+		}
+	})
+}

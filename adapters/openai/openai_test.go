@@ -1,0 +1,284 @@
+package openai_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func oaTools() *conduit.ToolSet {
+	return conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "notes", Tools: []*mcp.Tool{
+		{Name: "search", Description: "Searches\u00ad the notes.", InputSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"q": map[string]any{"type": "string"}, "limit": map[string]any{"type": "integer"}}, "required": []any{"q"}}},
+		{Name: "pick", InputSchema: map[string]any{"type": "object", "oneOf": []any{
+			map[string]any{"properties": map[string]any{"id": map[string]any{"type": "string"}}}}}},
+		{Name: "ping", InputSchema: map[string]any{"type": "object"}},
+	}})
+}
+
+func oaJSON(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}
+
+func TestToolsShapes(t *testing.T) {
+	ts := oaTools()
+	chat, rep := openai.Tools(openai.Chat, ts, nil)
+	want := `[{"function":{"name":"pick","parameters":{"oneOf":[{"properties":{"id":{"type":"string"}}}],"type":"object"},"strict":false},"type":"function"},` +
+		`{"function":{"name":"ping","parameters":{"additionalProperties":false,"properties":{},"required":[],"type":"object"},"strict":true},"type":"function"},` +
+		`{"function":{"description":"Searches the notes.","name":"search","parameters":{"additionalProperties":false,"properties":{"limit":{"type":["integer","null"]},"q":{"type":"string"}},"required":["limit","q"],"type":"object"},"strict":true},"type":"function"}]`
+	if got := oaJSON(chat); got != want {
+		t.Errorf("chat:\n got %s\nwant %s", got, want)
+	}
+	if len(rep.Fallbacks) != 1 || rep.Fallbacks[0].Tool != "pick" || !errors.Is(rep.Fallbacks[0].Err, openai.ErrNotStrict) {
+		t.Errorf("fallbacks %+v", rep.Fallbacks)
+	}
+	if !reflect.DeepEqual(rep.NullPaths, map[string][]openai.NullPath{"search": {{"limit"}}}) || rep.Excluded != nil {
+		t.Errorf("report %+v", rep)
+	}
+	responses, _ := openai.Tools(openai.Responses, ts, nil)
+	for i, r := range responses {
+		fn := chat[i]["function"].(map[string]any)
+		if r["type"] != "function" || r["name"] != fn["name"] || !reflect.DeepEqual(r["parameters"], fn["parameters"]) || r["strict"] != fn["strict"] {
+			t.Errorf("responses tool %d: %v", i, r)
+		}
+		if _, ok := r["function"]; ok {
+			t.Errorf("responses tool %d is nested", i)
+		}
+	}
+}
+
+func TestToolsStrictTable(t *testing.T) {
+	ts := oaTools()
+	on, rep := openai.Tools(openai.Responses, ts, &openai.ToolsOptions{Strict: openai.StrictOn})
+	if len(on) != 2 || !reflect.DeepEqual(rep.Excluded, []string{"pick"}) || rep.Fallbacks != nil {
+		t.Errorf("strict on: %d tools, %+v", len(on), rep)
+	}
+	for _, tool := range on {
+		if tool["strict"] != true {
+			t.Errorf("strict on: %v", tool)
+		}
+	}
+	off, rep := openai.Tools(openai.Responses, ts, &openai.ToolsOptions{Strict: openai.StrictOff})
+	if len(off) != 3 || rep.Excluded != nil || rep.Fallbacks != nil || len(rep.NullPaths) != 0 {
+		t.Errorf("strict off: %d tools, %+v", len(off), rep)
+	}
+	for _, tool := range off {
+		if tool["strict"] != false {
+			t.Errorf("strict off: %v", tool)
+		}
+	}
+	// The original schema, with "type": "object" filled in.
+	if got := oaJSON(off[1]["parameters"]); got != `{"type":"object"}` {
+		t.Errorf("strict off ping: %s", got)
+	}
+	// Memoized per API and choice: a listing after another gets the same.
+	again, _ := openai.Tools(openai.Responses, ts, &openai.ToolsOptions{Strict: openai.StrictOn})
+	if !reflect.DeepEqual(on, again) {
+		t.Error("listings differ")
+	}
+	again[0]["strict"] = "vandalized"
+	if third, _ := openai.Tools(openai.Responses, ts, &openai.ToolsOptions{Strict: openai.StrictOn}); third[0]["strict"] != true {
+		t.Error("a listing's top-level map is shared with the memo")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	if ws := openai.Check(openai.MaxTools); ws != nil {
+		t.Errorf("%v", ws)
+	}
+	var tools []*mcp.Tool
+	for i := range openai.MaxTools + 1 {
+		tools = append(tools, &mcp.Tool{Name: fmt.Sprintf("t%03d", i), InputSchema: map[string]any{"type": "object"}})
+	}
+	ts := conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "s", Tools: tools})
+	listed, _ := openai.Tools(openai.Chat, ts, nil)
+	if ws := openai.Check(len(listed)); len(ws) != 1 || ws[0].Tool != "" {
+		t.Errorf("%v", ws)
+	}
+}
+
+func TestParseChat(t *testing.T) {
+	raws, err := openai.Parse(openai.Chat, `{"choices":[{"message":{"role":"assistant","tool_calls":[
+		{"id":"a","type":"function","function":{"name":"search","arguments":"{\"q\":\"x\"}"}},
+		{"id":"b","type":"function","function":{"name":"search","arguments":"{\"q\":"}},
+		{"id":"c","type":"function","function":{"name":"ping","arguments":""}},
+		{"id":"d","type":"function","function":{"name":"ping","arguments":{"already":"decoded"}}},
+		{"id":"e","type":"custom","custom":{"name":"grammar","input":"x"}},
+		{"id":"f","type":"function"},
+		7
+	]}},{"message":{"tool_calls":[{"id":"second choice"}]}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raws) != 6 {
+		t.Fatalf("%d calls", len(raws))
+	}
+	if raws[0].Args.(map[string]any)["q"] != "x" || raws[1].ArgsErr == nil || raws[2].Args != nil || raws[2].ArgsErr != nil ||
+		raws[3].Args.(map[string]any)["already"] != "decoded" || raws[4].ArgsErr == nil || raws[4].Name != "grammar" || raws[5].ArgsErr == nil {
+		t.Errorf("%+v", raws)
+	}
+	// A message on its own parses too; so does a response without calls.
+	if raws, err := openai.Parse(openai.Chat, `{"role":"assistant","content":"hi"}`); err != nil || len(raws) != 0 {
+		t.Errorf("%v %v", raws, err)
+	}
+	if raws, err := openai.Parse(openai.Chat, `{"choices":[]}`); err != nil || len(raws) != 0 {
+		t.Errorf("%v %v", raws, err)
+	}
+	for _, bad := range []string{`{"error":{"message":"Rate limit reached","type":"requests"}}`, `{"choices":[{}]}`, `{"id":"x"}`} {
+		if _, err := openai.Parse(openai.Chat, bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+}
+
+func TestParseResponses(t *testing.T) {
+	raws, err := openai.Parse(openai.Responses, `{"output":[
+		{"type":"reasoning","id":"rs_1","summary":[]},
+		{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]},
+		{"type":"function_call","id":"fc_1","call_id":"call_1","name":"search","arguments":"{\"q\":\"x\"}"},
+		{"type":"web_search_call","id":"ws_1","status":"completed"},
+		{"type":"function_call","id":"fc_2","call_id":"call_2","name":"search","arguments":"[1]"}
+	]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raws) != 2 || raws[0].ID != "call_1" || raws[1].ID != "call_2" {
+		t.Errorf("%+v", raws)
+	}
+	for _, bad := range []string{`{"error":{"message":"bad","code":"server_error"}}`, `{"output":{}}`, `{}`} {
+		if _, err := openai.Parse(openai.Responses, bad); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+	}
+	if _, err := openai.Parse(openai.API(9), `{}`); err == nil {
+		t.Error("unknown API")
+	}
+}
+
+func TestToolCalls(t *testing.T) {
+	calls, rejected, err := openai.ToolCalls(openai.Responses, `{"output":[
+		{"type":"function_call","call_id":"a","name":"search","arguments":"{\"q\":\"x\"}"},
+		{"type":"function_call","call_id":"b","name":"nope","arguments":"{}"},
+		{"type":"function_call","call_id":"c","name":"search","arguments":"{oops"}]}`, oaTools())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 1 || calls[0].Args["q"] != "x" {
+		t.Errorf("%+v", calls)
+	}
+	want := `[{"call_id":"b","output":"Error: Unknown tool \"nope\": it is not among the tools offered.","type":"function_call_output"},` +
+		`{"call_id":"c","output":"Error: Invalid arguments for search: the arguments are not valid JSON (invalid character 'o' looking for beginning of object key string).","type":"function_call_output"}]`
+	if got := oaJSON(rejected); got != want {
+		t.Errorf("rejected:\n got %s\nwant %s", got, want)
+	}
+}
+
+func TestToolOutput(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	img := &mcp.ImageContent{MIMEType: "image/png", Data: png}
+	c := toolcall.Call{ID: "call_1"}
+	prefix := "ERR "
+	tests := []struct {
+		name string
+		api  openai.API
+		res  *mcp.CallToolResult
+		err  error
+		o    *toolcall.AnswerOptions
+		want string
+	}{
+		{"chat text", openai.Chat, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.TextContent{Text: "b"}}}, nil, nil,
+			`{"content":"a\nb","role":"tool","tool_call_id":"call_1"}`},
+		{"chat image placeholder", openai.Chat, &mcp.CallToolResult{Content: []mcp.Content{img}}, nil, nil,
+			`{"content":"[image: image/png, 16 bytes]","role":"tool","tool_call_id":"call_1"}`},
+		{"chat failure", openai.Chat, nil, &conduit.Error{Message: "Denied."}, nil,
+			`{"content":"Error: Denied.","role":"tool","tool_call_id":"call_1"}`},
+		{"chat isError", openai.Chat, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk full"}}}, nil, nil,
+			`{"content":"Error: disk full","role":"tool","tool_call_id":"call_1"}`},
+		{"chat empty isError", openai.Chat, &mcp.CallToolResult{IsError: true}, nil, nil,
+			`{"content":"Error: The tool reported an error without details.","role":"tool","tool_call_id":"call_1"}`},
+		{"chat prefix", openai.Chat, nil, errors.New("x"), &toolcall.AnswerOptions{ErrorPrefix: &prefix},
+			`{"content":"ERR x","role":"tool","tool_call_id":"call_1"}`},
+		{"responses text", openai.Responses, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}}}, nil, nil,
+			`{"call_id":"call_1","output":"a","type":"function_call_output"}`},
+		{"responses image", openai.Responses, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "see"}, img, &mcp.TextContent{Text: ""}}}, nil, nil,
+			`{"call_id":"call_1","output":[{"text":"see","type":"input_text"},{"detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==","type":"input_image"}],"type":"function_call_output"}`},
+		{"responses isError with image", openai.Responses, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad render"}, img}}, nil, nil,
+			`{"call_id":"call_1","output":[{"text":"Error: bad render","type":"input_text"},{"detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==","type":"input_image"}],"type":"function_call_output"}`},
+		{"responses isError image first", openai.Responses, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{img}}, nil, nil,
+			`{"call_id":"call_1","output":[{"text":"Error:","type":"input_text"},{"detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==","type":"input_image"}],"type":"function_call_output"}`},
+		{"responses failure", openai.Responses, nil, &conduit.Error{Message: "Timed out."}, nil,
+			`{"call_id":"call_1","output":"Error: Timed out.","type":"function_call_output"}`},
+	}
+	for _, tt := range tests {
+		if got := oaJSON(openai.ToolOutput(tt.api, c, tt.res, tt.err, tt.o)); got != tt.want {
+			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func FuzzParseChat(f *testing.F)      { fuzzParse(f, openai.Chat, "openai-chat") }
+func FuzzParseResponses(f *testing.F) { fuzzParse(f, openai.Responses, "openai-responses") }
+
+// fuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
+// call it finds is answered, under every outcome, by an answer that
+// marshals and is keyed by the call's id.
+func fuzzParse(f *testing.F, api openai.API, dir string) {
+	files, _ := filepath.Glob(filepath.Join("..", "testdata", dir, "*.json"))
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		var g struct {
+			Response json.RawMessage `json:"response"`
+		}
+		if json.Unmarshal(data, &g) == nil && len(g.Response) > 0 {
+			data = g.Response
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"search","arguments":"{\"q\":1}"}}]}}]}`))
+	f.Add([]byte(`{"output":[{"type":"function_call","call_id":"a","name":"search","arguments":"\"s\""}]}`))
+	ts := oaTools()
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	full := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: png}, &mcp.TextContent{Text: "t"}},
+		StructuredContent: map[string]any{"k": 1.0}}
+	outcomes := []struct {
+		res *mcp.CallToolResult
+		err error
+	}{{res: full}, {res: &mcp.CallToolResult{}}, {err: errors.New("x")}, {}}
+	key := "tool_call_id"
+	if api == openai.Responses {
+		key = "call_id"
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		raws, err := openai.Parse(api, data)
+		if err != nil {
+			return
+		}
+		for _, c := range toolcall.Resolve(raws, ts) {
+			for _, o := range outcomes {
+				ans := openai.ToolOutput(api, c, o.res, o.err, &toolcall.AnswerOptions{Structured: toolcall.StructuredAppend})
+				if _, err := json.Marshal(ans); err != nil {
+					t.Fatalf("answer does not marshal: %v", err)
+				}
+				if ans[key] != c.ID {
+					t.Fatalf("answer keyed by %v, want %q", ans[key], c.ID)
+				}
+			}
+		}
+	})
+}

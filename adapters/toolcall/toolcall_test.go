@@ -1,0 +1,232 @@
+package toolcall_test
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func TestDescription(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"plain", "Gets the weather.", "Gets the weather."},
+		{"whitespace kept", "Line one.\n\tLine two.\r\nLine  three.\u00a0Non-breaking.", "Line one.\n\tLine two.\r\nLine  three.\u00a0Non-breaking."},
+		{"zero width", "a\u200bb\u200cc\u200dd\u2060e\ufeff", "abcde"},
+		{"bidi controls", "safe\u202edangerous\u202c \u2066x\u2069 \u200e\u200f\u061c", "safedangerous x "},
+		{"tag characters", "hi\U000E0001\U000E0049\U000E0047\U000E004E\U000E007F there", "hi there"},
+		{"unassigned tags", "a\U000E0000\U000E0002b", "ab"},
+		{"variation selectors", "star\ufe0f\ufe00 \U000E0100\U000E01EFend", "star end"},
+		{"soft hyphen", "in\u00advisible", "invisible"},
+		{"other format characters", "a\u180eb\u2064c\ufff9d\U0001D173e", "abcde"},
+		{"controls", "a\x00b\x07c\x1bd\x7fe\u0085f", "abcdef"},
+		{"line separators", "a\u2028b\u2029c", "abc"},
+		{"hangul fillers and joiner", "a\u115fb\u3164c\u034fd", "abcd"},
+		{"invalid utf-8", "a\xffb", "a\ufffdb"},
+		{"emoji kept", "ok 👍 ✓", "ok 👍 ✓"},
+		{"empty", "", ""},
+	}
+	for _, tt := range tests {
+		if got := toolcall.Description(tt.in); got != tt.want {
+			t.Errorf("%s: Description(%q) = %q, want %q", tt.name, tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestDescriptionCap(t *testing.T) {
+	for _, s := range []string{
+		strings.Repeat("a", 5000),
+		"x" + strings.Repeat("é", 3000),       // 2-byte
+		"xy" + strings.Repeat("€", 2000),      // 3-byte
+		"xyz" + strings.Repeat("😀", 2000),     // 4-byte
+		strings.Repeat("a\u200b", 3000),       // shrinks to 3000 bytes: no cut
+		strings.Repeat("\u200b", 2000) + "ok", // long, but all invisible
+	} {
+		got := toolcall.Description(s)
+		if len(got) > toolcall.MaxDescription {
+			t.Errorf("%d bytes", len(got))
+		}
+		if !utf8.ValidString(got) {
+			t.Errorf("cut inside a character")
+		}
+		if len(got) < toolcall.MaxDescription-3 && len(toolcall.Description(strings.ReplaceAll(s, "\u200b", ""))) != len(got) {
+			t.Errorf("cut too short: %d bytes", len(got))
+		}
+	}
+	if got := toolcall.Description(strings.Repeat("a\u200b", 3000)); got != strings.Repeat("a", 3000) {
+		t.Errorf("got %d bytes", len(got))
+	}
+	if got := toolcall.Description(strings.Repeat("\u200b", 2000) + "ok"); got != "ok" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestSchemaMap(t *testing.T) {
+	if got := toolcall.SchemaMap(nil); !reflect.DeepEqual(got, map[string]any{"type": "object", "properties": map[string]any{}}) {
+		t.Errorf("nil: %v", got)
+	}
+	in := map[string]any{"properties": map[string]any{"a": map[string]any{"type": "string"}}}
+	got := toolcall.SchemaMap(in)
+	if got["type"] != "object" || in["type"] != nil {
+		t.Errorf("got %v, input %v", got, in)
+	}
+	typed := struct {
+		Type string `json:"type"`
+	}{"object"}
+	if got := toolcall.SchemaMap(typed); got["type"] != "object" {
+		t.Errorf("typed: %v", got)
+	}
+}
+
+func toolSet(names ...string) *conduit.ToolSet {
+	var tools []*mcp.Tool
+	for _, n := range names {
+		tools = append(tools, &mcp.Tool{Name: n, InputSchema: map[string]any{"type": "object"}})
+	}
+	return conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "s", Tools: tools})
+}
+
+func TestResolve(t *testing.T) {
+	ts := toolSet("echo")
+	calls := toolcall.Resolve([]toolcall.Raw{
+		{ID: "1", Name: "echo", Args: map[string]any{"a": 1.0}},
+		{ID: "2", Name: "nope", Args: map[string]any{}},
+		{ID: "3", Name: "echo", Args: []any{1.0}},
+		{ID: "4", Name: "echo", Args: "str"},
+		{ID: "5", Name: "echo"},
+		{ID: "6", Name: "echo", ArgsErr: errors.New("the arguments are not valid JSON")},
+		{ID: "7", Name: "echo", Args: json.RawMessage(`{"b":2}`)},
+		{ID: "8", Name: "echo", Args: json.RawMessage(`[1]`)},
+		{ID: "9", Name: "nope", ArgsErr: errors.New("bad")},
+	}, ts)
+	want := []conduit.ErrorKind{-1, conduit.KindUnknownTool, conduit.KindInvalidArguments, conduit.KindInvalidArguments,
+		-1, conduit.KindInvalidArguments, -1, conduit.KindInvalidArguments, conduit.KindUnknownTool}
+	for i, c := range calls {
+		if c.Index != i || c.ID != calls[i].ID {
+			t.Errorf("call %d: index %d", i, c.Index)
+		}
+		if want[i] < 0 {
+			if c.Err != nil || c.Args == nil || c.Server != "s" || c.Tool != "echo" || c.Def == nil {
+				t.Errorf("call %d: %+v", i, c)
+			}
+			continue
+		}
+		if c.Err == nil || c.Err.Kind != want[i] {
+			t.Errorf("call %d: %v, want %v", i, c.Err, want[i])
+		}
+	}
+	if calls[6].Args["b"] != 2.0 {
+		t.Errorf("raw args: %v", calls[6].Args)
+	}
+	ok, rejected := toolcall.Split(calls, func(c toolcall.Call) map[string]any { return map[string]any{"id": c.ID} })
+	if len(ok) != 3 || len(rejected) != 6 || rejected[0]["id"] != "2" {
+		t.Errorf("Split: %d ok, %v rejected", len(ok), rejected)
+	}
+}
+
+func TestCloneJSON(t *testing.T) {
+	in := map[string]any{"a": []any{map[string]any{"b": 1.0}, "x"}, "c": map[string]any{"d": nil}, "e": "s"}
+	out := toolcall.CloneArgs(in)
+	if !reflect.DeepEqual(in, out) {
+		t.Fatal("not equal")
+	}
+	out["a"].([]any)[0].(map[string]any)["b"] = 2.0
+	out["c"].(map[string]any)["z"] = true
+	if in["a"].([]any)[0].(map[string]any)["b"] != 1.0 || len(in["c"].(map[string]any)) != 1 {
+		t.Error("the copy shares with the original")
+	}
+	if toolcall.CloneArgs(nil) != nil {
+		t.Error("nil")
+	}
+}
+
+func TestDecode(t *testing.T) {
+	want := map[string]any{"a": 1.0}
+	type typed struct {
+		A int `json:"a"`
+	}
+	raw := json.RawMessage(`{"a":1}`)
+	for _, in := range []any{[]byte(`{"a":1}`), raw, &raw, `{"a":1}`, want, typed{1}, &typed{1}} {
+		got, err := toolcall.Decode(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%T: %v, %v", in, got, err)
+		}
+	}
+	var nilRaw *json.RawMessage
+	for _, in := range []any{nil, nilRaw, []byte("null"), []byte("[1]"), []byte("{"), "", make(chan int)} {
+		if _, err := toolcall.Decode(in); err == nil {
+			t.Errorf("%T %v: no error", in, in)
+		}
+	}
+}
+
+func TestRender(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	res := &mcp.CallToolResult{
+		Content: []mcp.Content{
+			&mcp.TextContent{Text: "t"},
+			&mcp.ImageContent{MIMEType: "image/png", Data: png},
+			&mcp.ImageContent{MIMEType: "image/png", Data: []byte("<svg/>")}, // declared PNG, is not
+			&mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF")},
+			&mcp.ResourceLink{URI: "u://x", Title: "Title only"},
+			&mcp.ResourceLink{URI: "u://y"},
+			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "u://b", Blob: []byte{1, 2}}},
+			&mcp.EmbeddedResource{},
+		},
+		StructuredContent: map[string]any{"k": "v"},
+	}
+	r := toolcall.Render(res, toolcall.RenderOptions{Mode: toolcall.StructuredAppend, Images: true})
+	var texts []string
+	for _, p := range r.Parts {
+		if p.Kind == toolcall.PartImage {
+			texts = append(texts, "IMAGE "+p.MediaType)
+		} else {
+			texts = append(texts, p.Text)
+		}
+	}
+	want := []string{"t", "IMAGE image/png", "[image: image/png, 6 bytes]", "[audio: audio/wav, 4 bytes]",
+		"[resource] Title only <u://x>", "[resource] <u://y>", "[resource: u://b, unknown type, 2 bytes]", "[resource]", `{"k":"v"}`}
+	if !reflect.DeepEqual(texts, want) {
+		t.Errorf("got  %q\nwant %q", texts, want)
+	}
+	// StructuredValue hands over a plain JSON value, whatever the
+	// structuredContent was.
+	type weather struct {
+		Temp int `json:"temp"`
+	}
+	for _, sc := range []any{weather{22}, json.RawMessage(`{"temp":22}`), map[string]any{"temp": 22.0}} {
+		r := toolcall.Render(&mcp.CallToolResult{StructuredContent: sc}, toolcall.RenderOptions{Mode: toolcall.StructuredPrefer, StructuredValue: true})
+		if !reflect.DeepEqual(r.Structured, map[string]any{"temp": 22.0}) {
+			t.Errorf("%T: %#v", sc, r.Structured)
+		}
+	}
+}
+
+func TestParseStructured(t *testing.T) {
+	for s, want := range map[string]toolcall.Structured{"": toolcall.StructuredDefault, "auto": toolcall.StructuredAuto,
+		"prefer": toolcall.StructuredPrefer, "append": toolcall.StructuredAppend, "ignore": toolcall.StructuredIgnore} {
+		if got, err := toolcall.ParseStructured(s); err != nil || got != want {
+			t.Errorf("%q: %v %v", s, got, err)
+		}
+	}
+	if _, err := toolcall.ParseStructured("always"); err == nil {
+		t.Error("no error")
+	}
+}
+
+func TestErrorText(t *testing.T) {
+	if got := toolcall.ErrorText(&conduit.Error{Kind: conduit.KindDenied, Message: "No."}); got != "No." {
+		t.Error(got)
+	}
+	if got := toolcall.ErrorText(errors.New("boom")); got != "boom" {
+		t.Error(got)
+	}
+	if got := toolcall.ErrorText(nil); got != toolcall.NoResult {
+		t.Error(got)
+	}
+}
