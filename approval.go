@@ -9,6 +9,7 @@ type Approver func(ctx context.Context, req ApprovalRequest) Approval
 
 // ApprovalRequest is what an approver is asked to decide.
 type ApprovalRequest struct {
+	// Call is the call to decide; the approver must not change it.
 	Call *Call
 	// Rule is the policy rule that asked for approval.
 	Rule Rule

@@ -23,7 +23,9 @@ type Call struct {
 	Exposed string // the name the model used
 	Def     *Tool  // the offered definition
 	// Args are the arguments, a JSON object; before-hooks may change them.
-	Args      map[string]any
+	Args map[string]any
+	// Principal, Assigns and Taint are the call's [CallOptions] of the
+	// same names.
 	Principal string
 	Assigns   map[string]any
 	Taint     []string
@@ -31,9 +33,9 @@ type Call struct {
 
 // Progress is one progress notification of a running call.
 type Progress struct {
-	Progress float64
+	Progress float64 // how far the call is, in the server's units
 	Total    float64 // zero when unknown
-	Message  string
+	Message  string  // optional, from the server
 }
 
 // CallOptions are the options of one call. The zero value is fine.
@@ -49,9 +51,10 @@ type CallOptions struct {
 	// Taint lists the servers whose output is already in the model's
 	// context; Tainted conditions react to it.
 	Taint []string
-	// Timeout bounds the request to the server; on expiry the request is
-	// cancelled on the server too. Zero means the hub's RequestTimeout. The
-	// whole pipeline is bounded by ctx.
+	// Timeout bounds the request to the server; on expiry the call is
+	// answered with KindTimeout and the SDK sends the server
+	// notifications/cancelled. Zero means the hub's RequestTimeout. The
+	// whole pipeline, approval and hooks included, is bounded by ctx.
 	Timeout time.Duration
 	// Meta is sent as the request's _meta.
 	Meta mcp.Meta
@@ -73,6 +76,11 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 	if opts != nil {
 		o = *opts
 	}
+	call := &Call{Exposed: name, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
+	if t := c.trace; t != nil && t.CallDone != nil {
+		start := time.Now()
+		defer func() { t.CallDone(call, res, err, time.Since(start)) }()
+	}
 	ts := o.ToolSet
 	if ts == nil {
 		if ts, err = c.listTools(ctx); err != nil {
@@ -80,17 +88,13 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 		}
 	}
 	tool, ok := ts.Lookup(name)
-	if !ok {
+	if !ok || c.byID[tool.Server] == nil {
 		return nil, newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown tool %q: it is not among the tools offered.", name), nil)
 	}
-	call := &Call{Server: tool.Server, Tool: tool.Name, Exposed: tool.Exposed, Def: tool,
-		Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
+	call.Server, call.Tool, call.Def = tool.Server, tool.Name, tool
 	if call.Args, err = objectArgs(args); err != nil {
-		return nil, newError(KindInvalidArguments, tool.Server, tool.Name, err.Error(), err)
-	}
-	if t := c.trace; t != nil && t.CallDone != nil {
-		start := time.Now()
-		defer func() { t.CallDone(call, res, err, time.Since(start)) }()
+		return nil, newError(KindInvalidArguments, tool.Server, tool.Name,
+			"Invalid arguments for "+tool.Exposed+": "+err.Error()+".", err)
 	}
 	if err := c.authorize(ctx, call, o.Halt); err != nil {
 		return nil, err
@@ -99,10 +103,19 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 		if h.Before == nil {
 			continue
 		}
-		herr, err := bounded(ctx, func() error { return h.Before(ctx, call) })
+		// A hook that overruns ctx keeps running with call; from then on
+		// the pipeline uses a copy.
+		snap := *call
+		snap.Args = maps.Clone(call.Args)
+		hc := call
+		herr, err := bounded(ctx, func() error { return h.Before(ctx, hc) })
 		if err != nil {
-			return nil, callbackError(ctx, call, "hook "+h.Name, err)
+			call = &snap
+			return nil, callbackError(ctx, call, hookName(h), err)
 		}
+		// Hooks may change the arguments only: the call goes where the
+		// policy saw it going.
+		call.Server, call.Tool, call.Exposed, call.Def = tool.Server, tool.Name, tool.Exposed, tool
 		if herr != nil {
 			return nil, hookError(call, h.Name, herr)
 		}
@@ -113,14 +126,13 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 	if c.Validate {
 		if verr := tool.validate(call.Args); verr != nil {
 			return nil, newError(KindInvalidArguments, call.Server, call.Tool,
-				"Invalid arguments for "+call.Exposed+": "+verr.Error(), verr)
+				"Invalid arguments for "+call.Exposed+": "+verr.Error()+".", verr)
 		}
 	}
 	if halted(o.Halt) {
 		return nil, haltedError(call)
 	}
-	res, err = c.send(ctx, call, &o)
-	if err != nil {
+	if res, err = c.send(ctx, call, &o); err != nil {
 		return nil, err
 	}
 	for _, h := range c.Hooks {
@@ -131,9 +143,13 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 			res *mcp.CallToolResult
 			err error
 		}
-		r, err := bounded(ctx, func() out { r, err := h.After(ctx, call, res); return out{r, err} })
+		snap := *call
+		snap.Args = maps.Clone(call.Args)
+		hc, cur := call, res
+		r, err := bounded(ctx, func() out { r, err := h.After(ctx, hc, cur); return out{r, err} })
 		if err != nil {
-			return nil, callbackError(ctx, call, "hook "+h.Name, err)
+			call = &snap
+			return nil, callbackError(ctx, call, hookName(h), err)
 		}
 		if r.err != nil {
 			return nil, hookError(call, h.Name, r.err)
@@ -148,12 +164,22 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 	return res, nil
 }
 
+func hookName(h Hook) string {
+	if h.Name == "" {
+		return "a hook"
+	}
+	return "hook " + h.Name
+}
+
 // authorize applies the policy and, for "ask", the approver.
 func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}) error {
 	if c.Policy == nil {
 		return nil
 	}
-	d, rule, matched := c.Policy.Decide(call)
+	d, rule, matched, err := decide(c.Policy, call)
+	if err != nil {
+		return newError(KindInternal, call.Server, call.Tool, "The policy could not decide on "+call.Exposed+".", err)
+	}
 	if t := c.trace; t != nil && t.Decided != nil {
 		t.Decided(call, d, rule)
 	}
@@ -183,12 +209,17 @@ func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}) 
 	}
 	msg := "The call to " + call.Exposed + " was denied"
 	if r := strings.TrimSpace(a.Reason); r != "" {
-		msg += ": " + r
+		msg += ": " + strings.TrimSuffix(r, ".")
 	}
 	e := newError(KindDenied, call.Server, call.Tool, msg+".", nil)
 	e.Halt = a.Halt
 	return e
 }
+
+// probeTimeout bounds the ping that tells a lost session from a live one
+// after a call failed in a way the SDK does not classify. A variable for
+// tests.
+var probeTimeout = 5 * time.Second
 
 func (c *core) send(ctx context.Context, call *Call, o *CallOptions) (*mcp.CallToolResult, error) {
 	cn := c.byID[call.Server]
@@ -203,6 +234,7 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions) (*mcp.CallT
 	}
 	params := &mcp.CallToolParams{Name: call.Tool, Arguments: call.Args}
 	if len(o.Meta) > 0 {
+		// The SDK adds its own keys to the request's _meta.
 		params.Meta = maps.Clone(o.Meta)
 	}
 	if o.Progress != nil {
@@ -215,37 +247,115 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions) (*mcp.CallT
 	if timeout <= 0 {
 		timeout = c.requestTimeout
 	}
-	rctx := ctx
+	// The request ends with the caller's ctx, with the timeout and with
+	// Close; the SDK then tells the server with notifications/cancelled.
+	rctx, cancel := c.bound(ctx)
+	defer cancel()
+	tctx := rctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(ctx, timeout)
+		tctx, cancel = context.WithTimeout(rctx, timeout)
 		defer cancel()
 	}
-	res, err := sess.CallTool(rctx, params)
+	res, err := sess.CallTool(tctx, params)
 	if err == nil {
 		if res == nil {
 			return nil, newError(KindServerError, call.Server, call.Tool, "The server sent an empty result.", nil)
 		}
 		return res, nil
 	}
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		return nil, contextError(ctx, call.Server, call.Tool, err)
-	}
-	if rctx.Err() != nil {
+	case c.ctx.Err() != nil:
+		return nil, newError(KindUnavailable, call.Server, call.Tool,
+			"The call to "+call.Exposed+" was ended: the tools were closed.", errors.Join(errClosed, err))
+	case tctx.Err() != nil:
 		return nil, newError(KindTimeout, call.Server, call.Tool,
 			fmt.Sprintf("The call to %s timed out after %v.", call.Exposed, timeout), errors.Join(context.DeadlineExceeded, err))
 	}
-	var werr *jsonrpc.Error
-	if errors.As(err, &werr) {
+	rpcErr, rejected := wireErrors(err)
+	if rpcErr != nil && rpcErr.Code != jsonrpc.CodeInvalidRequest {
 		return nil, newError(KindServerError, call.Server, call.Tool,
-			"The server of "+call.Exposed+" answered with an error: "+werr.Message, err)
+			"The server of "+call.Exposed+" answered with an error: "+rpcErr.Message, err)
 	}
-	if _, serr := cn.current(); serr != nil || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) {
+	if c.lost(ctx, cn, sess, err) {
 		return nil, newError(KindUnavailable, call.Server, call.Tool,
 			"The server of "+call.Exposed+" became unavailable during the call.", err)
 	}
+	switch {
+	case rpcErr != nil:
+		return nil, newError(KindServerError, call.Server, call.Tool,
+			"The server of "+call.Exposed+" answered with an error: "+rpcErr.Message, err)
+	case rejected:
+		return nil, newError(KindUnavailable, call.Server, call.Tool,
+			"The request to the server of "+call.Exposed+" failed; it may succeed if tried again.", err)
+	}
 	return nil, newError(KindServerError, call.Server, call.Tool,
-		"The call to "+call.Exposed+" failed: "+err.Error(), err)
+		"The server of "+call.Exposed+" sent an answer that could not be read.", err)
+}
+
+// codeRejected is the code of the SDK's jsonrpc2.ErrRejected (internal to
+// the SDK): the transport did not deliver the request, as when an HTTP
+// request fails, without the session being over.
+const codeRejected = -32005
+
+// wireErrors finds the *jsonrpc.Errors in err's tree. rpcErr is the first
+// that is not the transport's rejection: a JSON-RPC error from the server,
+// except that the SDK's reader also fails with one (CodeInvalidRequest) on
+// a line of stdout that is JSON but not a message. rejected reports a
+// rejection.
+func wireErrors(err error) (rpcErr *jsonrpc.Error, rejected bool) {
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		if w, ok := err.(*jsonrpc.Error); ok {
+			if w.Code == codeRejected {
+				rejected = true
+			} else if rpcErr == nil {
+				rpcErr = w
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return rpcErr, rejected
+}
+
+// lost reports whether err, a failed request's error, means that the
+// session is gone, and if so makes sure that it is dropped. The SDK ends a
+// session itself when its transport fails (a child that died, garbage on
+// stdout), but the failed request may return before the end is visible; and
+// it keeps an HTTP session whose requests fail to be sent. A ping settles
+// it.
+func (c *core) lost(ctx context.Context, cn *conn, sess *mcp.ClientSession, err error) bool {
+	if !cn.live(sess) {
+		return true
+	}
+	gone := errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	if !gone {
+		pctx, cancel := c.bound(ctx)
+		defer cancel()
+		pctx, cancel2 := context.WithTimeout(pctx, probeTimeout)
+		defer cancel2()
+		gone = sess.Ping(pctx, nil) != nil
+	}
+	// An HTTP request can fail with EOF while the SDK keeps the session,
+	// so a session found gone is dropped here in any case; dropping one
+	// that is already ending is harmless.
+	if gone && ctx.Err() == nil && c.ctx.Err() == nil {
+		cn.drop(sess, err)
+	}
+	return gone
 }
 
 // objectArgs turns the model's arguments into a JSON object.
@@ -255,7 +365,11 @@ func objectArgs(args any) (map[string]any, error) {
 	case nil:
 		return map[string]any{}, nil
 	case map[string]any:
-		return a, nil
+		if a == nil {
+			return map[string]any{}, nil
+		}
+		// A copy, so that hooks rewriting arguments leave the caller's alone.
+		return maps.Clone(a), nil
 	case json.RawMessage:
 		data = a
 	case []byte:

@@ -93,5 +93,6 @@ func (cl *Client) CallTool(ctx context.Context, name string, args any, opts *Cal
 // Status reports the server's state.
 func (cl *Client) Status() ServerStatus { return cl.c.status()[0] }
 
-// Close ends the session and stops the server process, if one was started.
+// Close ends the session and stops the server process, if one was started,
+// as [Hub.Close] does.
 func (cl *Client) Close() error { return cl.c.close() }

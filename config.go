@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -52,6 +53,30 @@ func LoadConfig(path string) (*Config, error) {
 // servers, or true for any taint) and "principal" (a list of ids). Unknown
 // keys are errors, so a misspelt rule never passes silently.
 func ParseConfig(data []byte) (*Config, error) {
+	// Syntax first, over the whole input: only json.Unmarshal reports the
+	// offset of a syntax error from the start of the input.
+	var raw json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) && se.Offset > 0 && int(se.Offset) <= len(data) {
+			line, col := position(data, se.Offset)
+			return nil, fmt.Errorf("config: %w (line %d, column %d)", err, line, col)
+		}
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return parseConfig(data)
+}
+
+// position turns a byte offset into a 1-based line and column.
+func position(data []byte, offset int64) (line, col int) {
+	offset = min(max(offset, 0), int64(len(data)))
+	before := data[:offset]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
+	return line, max(col, 1)
+}
+
+func parseConfig(data []byte) (*Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -78,7 +103,11 @@ func ParseConfig(data []byte) (*Config, error) {
 		case "policy":
 			var rules []json.RawMessage
 			if err := dec.Decode(&rules); err != nil {
-				return nil, fmt.Errorf("config: policy must be a list of rules: %w", err)
+				var te *json.UnmarshalTypeError
+				if errors.As(err, &te) {
+					return nil, fmt.Errorf(`config: "policy" must be a list of rules, not %s`, jsonKind(te.Value))
+				}
+				return nil, fmt.Errorf("config: policy: %w", err)
 			}
 			if cfg.Policy, err = parsePolicy(rules); err != nil {
 				return nil, fmt.Errorf("config: policy: %w", err)
@@ -89,13 +118,13 @@ func ParseConfig(data []byte) (*Config, error) {
 				return nil, fmt.Errorf("config: %w", err)
 			}
 		default:
-			return nil, fmt.Errorf("config: unknown key %q (expected \"mcpServers\" and \"policy\")", key)
+			return nil, fmt.Errorf(`config: unknown key %q (expected "mcpServers" or "servers", and "policy")`, key)
 		}
 	}
 	if _, err := dec.Token(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	if _, err := dec.Token(); err == nil {
+	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("config: unexpected data after the top-level object")
 	}
 	if len(cfg.Servers) == 0 {
@@ -140,9 +169,7 @@ func parseServers(dec *json.Decoder) ([]Server, error) {
 		}
 		ids[id] = true
 		var e serverEntry
-		d := json.NewDecoder(bytes.NewReader(raw))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&e); err != nil {
+		if err := decodeStrict(raw, &e); err != nil {
 			return nil, fmt.Errorf("server %q: %w", id, err)
 		}
 		if e.Disabled {
@@ -152,17 +179,30 @@ func parseServers(dec *json.Decoder) ([]Server, error) {
 			return nil, fmt.Errorf("server %q: envFile is not supported; put the variables under \"env\"", id)
 		}
 		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers}
+		switch {
+		case e.Command != "" && e.URL != "":
+			return nil, fmt.Errorf(`server %q: has both "command" and "url"; a server is one or the other`, id)
+		case e.Command == "" && e.URL == "":
+			return nil, fmt.Errorf(`server %q: needs a "command" (stdio) or a "url" (HTTP)`, id)
+		case e.URL != "" && (e.Args != nil || e.Env != nil || e.Cwd != ""):
+			return nil, fmt.Errorf(`server %q: "args", "env" and "cwd" are for a "command", not a "url"`, id)
+		case e.Command != "" && e.Headers != nil:
+			return nil, fmt.Errorf(`server %q: "headers" are for a "url", not a "command"`, id)
+		}
 		switch strings.ToLower(e.Type) {
 		case "":
 		case "stdio":
 			if e.Command == "" {
-				return nil, fmt.Errorf("server %q: type stdio needs a command", id)
+				return nil, fmt.Errorf(`server %q: type "stdio" needs a "command"`, id)
 			}
 		case "http", "streamable-http", "streamablehttp":
 			if e.URL == "" {
-				return nil, fmt.Errorf("server %q: type %s needs a url", id, e.Type)
+				return nil, fmt.Errorf(`server %q: type %q needs a "url"`, id, e.Type)
 			}
 		case "sse":
+			if e.URL == "" {
+				return nil, fmt.Errorf(`server %q: type "sse" needs a "url"`, id)
+			}
 			s.SSE = true
 		default:
 			return nil, fmt.Errorf("server %q: unknown type %q (stdio, http or sse)", id, e.Type)
@@ -188,9 +228,7 @@ func parsePolicy(raw []json.RawMessage) (*Policy, error) {
 	var rules []Rule
 	for i, r := range raw {
 		var e ruleEntry
-		d := json.NewDecoder(bytes.NewReader(r))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&e); err != nil {
+		if err := decodeStrict(r, &e); err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i+1, err)
 		}
 		var rule Rule
@@ -211,10 +249,10 @@ func parsePolicy(raw []json.RawMessage) (*Policy, error) {
 			return nil, fmt.Errorf("rule %d: %w", i+1, rule.err)
 		}
 		if len(e.Tainted) > 0 {
-			var any bool
+			var anyTaint bool
 			var servers []string
 			switch {
-			case json.Unmarshal(e.Tainted, &any) == nil && any:
+			case json.Unmarshal(e.Tainted, &anyTaint) == nil && anyTaint:
 				rule = rule.When(Tainted())
 			case json.Unmarshal(e.Tainted, &servers) == nil && len(servers) > 0:
 				rule = rule.When(Tainted(servers...))
@@ -223,11 +261,64 @@ func parsePolicy(raw []json.RawMessage) (*Policy, error) {
 			}
 		}
 		if e.Principal != nil {
+			if len(e.Principal) == 0 {
+				return nil, fmt.Errorf(`rule %d: "principal" is an empty list, which no call matches`, i+1)
+			}
 			rule = rule.When(Principal(e.Principal...))
 		}
 		rules = append(rules, rule)
 	}
 	return NewPolicy(rules...), nil
+}
+
+// decodeStrict decodes one JSON object into v, refusing unknown keys, with
+// errors that name the key at fault.
+func decodeStrict(raw json.RawMessage, v any) error {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.DisallowUnknownFields()
+	err := d.Decode(v)
+	if err == nil {
+		return nil
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Errorf("must be an object, not %s", jsonKind(te.Value))
+		}
+		return fmt.Errorf("%q must be %s, not %s", te.Field, describeType(te.Type.String()), jsonKind(te.Value))
+	}
+	if key, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("unknown key %s", key)
+	}
+	return err
+}
+
+func describeType(goType string) string {
+	switch goType {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "[]string":
+		return "a list of strings"
+	case "map[string]string":
+		return "an object of strings"
+	}
+	return goType
+}
+
+func jsonKind(v string) string {
+	switch {
+	case v == "object", v == "array":
+		return "an " + v
+	case v == "bool":
+		return "a boolean"
+	case strings.HasPrefix(v, "number"):
+		return "a number"
+	case v == "string":
+		return "a string"
+	}
+	return v
 }
 
 func expectDelim(dec *json.Decoder, want json.Delim) error {

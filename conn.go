@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -19,6 +21,9 @@ type conn struct {
 	client *mcp.Client
 	stderr tailBuffer
 	ready  chan struct{} // closed after the first connection attempt
+	// kick asks run to drop a session that a failed call showed to be
+	// unusable although the SDK has not noticed (an HTTP server gone away).
+	kick chan kick
 
 	mu       sync.Mutex
 	session  *mcp.ClientSession
@@ -35,20 +40,33 @@ type conn struct {
 	listMu sync.Mutex // one tools/list in flight per server
 }
 
+// kick asks to drop a session, saying why.
+type kick struct {
+	sess *mcp.ClientSession
+	err  error
+}
+
 func newConn(c *core, srv Server) *conn {
-	cn := &conn{core: c, srv: srv, ready: make(chan struct{}), state: StateConnecting, since: time.Now()}
+	cn := &conn{core: c, srv: srv, ready: make(chan struct{}), kick: make(chan kick, 1),
+		state: StateConnecting, since: time.Now()}
 	cn.client = mcp.NewClient(c.impl, &mcp.ClientOptions{
-		Logger:                      c.sdkLogger,
+		Logger: c.sdkLogger,
+		// No roots: conduit has none to offer, and a server that asks for
+		// them right after initialize may not exit promptly on stdin EOF.
 		Capabilities:                &mcp.ClientCapabilities{},
-		ToolListChangedHandler:      func(context.Context, *mcp.ToolListChangedRequest) { cn.toolsChanged() },
+		ToolListChangedHandler:      func(_ context.Context, req *mcp.ToolListChangedRequest) { cn.toolsChanged(req) },
 		ProgressNotificationHandler: c.onProgress,
 		ElicitationHandler:          c.elicit,
 	})
 	return cn
 }
 
-func (cn *conn) toolsChanged() {
+func (cn *conn) toolsChanged(req *mcp.ToolListChangedRequest) {
 	cn.mu.Lock()
+	if req != nil && req.Session != nil && req.Session != cn.session {
+		cn.mu.Unlock() // a late notification of a session already replaced
+		return
+	}
 	cn.stale = true
 	cn.changes++
 	cn.mu.Unlock()
@@ -63,25 +81,29 @@ func (cn *conn) run(ctx context.Context) {
 	delay := lo
 	first := true
 	for {
-		sess, err := cn.connect(ctx)
+		sess, release, err := cn.connect(ctx)
+		if err != nil {
+			cn.down(nil, err)
+		}
 		if first {
+			// After down: NewHub and NewClient read the first attempt's
+			// outcome from the status.
 			close(cn.ready)
 			first = false
 		}
 		if err == nil {
 			delay = lo
-			werr := sess.Wait()
-			if werr == nil {
-				werr = errors.New("session closed by the server")
-			}
+			werr := cn.await(sess)
+			// Close even a session that ended on its own: the SDK keeps a
+			// goroutine per subscriptions/listen stream until Close.
+			sess.Close()
+			release()
 			cn.down(sess, werr)
-		} else {
-			cn.down(nil, err)
 		}
 		if ctx.Err() != nil || !cn.srv.reconnectable() || cn.core.backoff.Disabled {
 			return
 		}
-		// Full jitter keeps many hubs from reconnecting in step.
+		// Jitter keeps many hubs from reconnecting in step.
 		sleep := delay/2 + rand.N(delay/2+1)
 		t := time.NewTimer(sleep)
 		select {
@@ -99,33 +121,80 @@ func (cn *conn) run(ctx context.Context) {
 	}
 }
 
-func (cn *conn) connect(ctx context.Context) (*mcp.ClientSession, error) {
-	cn.stderr.reset()
-	cctx, cancel := context.WithTimeout(ctx, cn.core.connectTimeout)
-	defer cancel()
-	sess, err := cn.client.Connect(cctx, cn.srv.transport(&cn.stderr), nil)
-	if err != nil {
-		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-			err = fmt.Errorf("no answer to initialize within %v: %w", cn.core.connectTimeout, err)
+// await returns when sess ends, or when a call found it unusable.
+func (cn *conn) await(sess *mcp.ClientSession) error {
+	done := make(chan error, 1)
+	go func() { done <- sess.Wait() }()
+	for {
+		select {
+		case err := <-done:
+			if err == nil {
+				err = errors.New("the session was closed by the server")
+			}
+			return err
+		case k := <-cn.kick:
+			if k.sess != sess {
+				continue
+			}
+			sess.Close()
+			// The session's own end, when it had one, says more (a child's
+			// exit status) than the failed request.
+			if err := <-done; err != nil {
+				return err
+			}
+			return fmt.Errorf("the session was dropped after a failed request: %w", k.err)
 		}
-		return nil, errServerStderr(err, cn.stderr.String())
+	}
+}
+
+// connect makes one connection attempt. release must be called once the
+// session is over.
+func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func(), _ error) {
+	cn.stderr.reset()
+	// The connect timeout bounds Connect only. It must not be a context
+	// that is canceled when Connect returns: the legacy SSE transport keeps
+	// the context of Connect for its event stream, which would then end.
+	sctx, cancel := context.WithCancel(ctx)
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(cn.core.connectTimeout, func() { timedOut.Store(true); cancel() })
+	sess, err := cn.client.Connect(sctx, cn.srv.transport(&cn.stderr), nil)
+	if !timer.Stop() && err == nil {
+		// The timer fired just as Connect succeeded: the session's context
+		// is gone, so the session cannot be trusted.
+		sess.Close()
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		cancel()
+		if timedOut.Load() && ctx.Err() == nil {
+			// The timer cancels rather than expires the context: say what
+			// happened.
+			err = fmt.Errorf("no answer to initialize within %v: %w", cn.core.connectTimeout, context.DeadlineExceeded)
+		}
+		return nil, nil, errServerStderr(err, cn.stderr.String())
 	}
 	cn.mu.Lock()
 	if cn.closed {
 		cn.mu.Unlock()
 		sess.Close()
-		return nil, errClosed
+		cancel()
+		return nil, nil, errClosed
 	}
 	cn.session = sess
 	cn.state, cn.since, cn.lastErr, cn.attempts = StateUp, time.Now(), nil, 0
 	cn.tools, cn.stale = nil, true
 	cn.gen++
 	cn.mu.Unlock()
+	// A kick meant for an earlier session must not end this one.
+	select {
+	case <-cn.kick:
+	default:
+	}
 	if t := cn.core.trace; t != nil && t.ServerUp != nil {
 		t.ServerUp(cn.srv.ID)
 	}
 	cn.core.logger.Debug("conduit: server up", "server", cn.srv.ID)
-	return sess, nil
+	return sess, cancel, nil
 }
 
 // down records that sess (or, when nil, a connection attempt) ended.
@@ -154,6 +223,14 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 	cn.core.logger.Warn("conduit: server down", "server", cn.srv.ID, "err", err)
 }
 
+// drop asks run to end sess, which a request found unusable.
+func (cn *conn) drop(sess *mcp.ClientSession, err error) {
+	select {
+	case cn.kick <- kick{sess, err}:
+	default:
+	}
+}
+
 func (cn *conn) close() {
 	cn.mu.Lock()
 	cn.closed = true
@@ -173,6 +250,13 @@ func (cn *conn) current() (*mcp.ClientSession, error) {
 		return nil, cn.downErr()
 	}
 	return cn.session, nil
+}
+
+// live reports whether sess is still the server's current session.
+func (cn *conn) live(sess *mcp.ClientSession) bool {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	return cn.session == sess && sess != nil
 }
 
 // downErr must be called with mu held.
@@ -231,6 +315,10 @@ func (cn *conn) listTools(ctx context.Context) ([]*mcp.Tool, uint64, error) {
 				if ctx.Err() != nil {
 					return nil, 0, ctx.Err()
 				}
+				if rpcErr, _ := wireErrors(err); rpcErr == nil || rpcErr.Code == jsonrpc.CodeInvalidRequest {
+					cn.core.lost(ctx, cn, sess, err) // drops a session that is gone
+				}
+				// A failed listing is not cached: the next one asks again.
 				return nil, 0, fmt.Errorf("listing the tools of %s: %w", cn.srv.ID, err)
 			}
 			tools = append(tools, t)
@@ -239,7 +327,10 @@ func (cn *conn) listTools(ctx context.Context) ([]*mcp.Tool, uint64, error) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	if cn.session != sess {
-		return nil, cn.gen, cn.downErr()
+		if cn.session == nil {
+			return nil, cn.gen, cn.downErr()
+		}
+		return nil, 0, fmt.Errorf("the session with %s was replaced during the listing", cn.srv.ID)
 	}
 	cn.tools = tools
 	cn.stale = cn.changes != changes // a change during the listing lists again next time

@@ -28,8 +28,8 @@ type Source interface {
 
 // ListOptions are the options of ListToolsFor.
 type ListOptions struct {
-	Principal string
-	Taint     []string
+	Principal string   // who the listing is for, as in [CallOptions]
+	Taint     []string // the servers whose output the model has seen
 }
 
 // governance is what hubs and clients share of their options.
@@ -150,13 +150,27 @@ func newCore(ctx context.Context, servers []Server, o commonOptions, namespace b
 
 func (c *core) close() error {
 	c.once.Do(func() {
+		// Canceling c.ctx first ends the requests in flight (their contexts
+		// derive from it), without which closing a session would wait for
+		// them, and stops connection attempts and backoff sleeps.
 		c.cancel()
+		// Sessions close concurrently: a stdio server that ignores stdin
+		// EOF costs its TerminateDuration once, not once per server.
+		var wg sync.WaitGroup
 		for _, cn := range c.conns {
-			cn.close()
+			wg.Go(cn.close)
 		}
+		wg.Wait()
 		c.wg.Wait()
 	})
 	return nil
+}
+
+// bound returns ctx, also canceled when the hub or client is closed.
+func (c *core) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 func (c *core) status() []ServerStatus {
@@ -174,38 +188,42 @@ func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
 	lists := make([]ServerTools, len(c.conns))
 	key := make([]uint64, len(c.conns))
 	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var ctxErr error
+	asking := false
 	for i, cn := range c.conns {
 		tools, gen, err, ok := cn.snapshot()
 		if ok {
 			lists[i], key[i] = ServerTools{Server: cn.srv.ID, Tools: tools, Down: err}, gen
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		if !asking {
+			// Only a listing that must ask a server pays for this.
+			asking = true
+			var cancel context.CancelFunc
+			ctx, cancel = c.bound(ctx)
+			defer cancel()
+		}
+		wg.Go(func() {
+			// A server whose listing fails is reported as down in this
+			// tool set; key 0 matches no session, so it is asked again.
 			tools, gen, err := cn.listTools(ctx)
-			if err != nil && ctx.Err() != nil {
-				errMu.Lock()
-				ctxErr = ctx.Err()
-				errMu.Unlock()
-			}
 			lists[i], key[i] = ServerTools{Server: cn.srv.ID, Tools: tools, Down: err}, gen
-		}()
+		})
 	}
 	wg.Wait()
-	if ctxErr != nil {
-		return nil, ctxErr
+	if c.ctx.Err() != nil {
+		return nil, errClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	c.tsMu.Lock()
 	defer c.tsMu.Unlock()
 	if c.ts != nil && slices.Equal(c.tsKey, key) {
 		return c.ts, nil
 	}
-	c.ts = NewToolSet(ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix, Filter: c.Filter}, lists...)
-	c.tsKey = key
-	return c.ts, nil
+	ts := NewToolSet(ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix, Filter: c.Filter}, lists...)
+	c.ts, c.tsKey = ts, key
+	return ts, nil
 }
 
 func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, error) {
@@ -218,8 +236,11 @@ func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, e
 		o = *opts
 	}
 	return ts.Filter(SkipPolicy, func(t *Tool) bool {
-		d, _, _ := c.Policy.Decide(&Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint})
-		return d != DecisionDeny
+		call := &Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint}
+		d, _, _, err := decide(c.Policy, call)
+		// A condition that panics hides nothing here; the call itself is
+		// then answered with the error.
+		return err != nil || d != DecisionDeny
 	}), nil
 }
 

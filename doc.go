@@ -38,4 +38,20 @@
 // backoff, as is a server whose session is lost. A server's
 // notifications/tools/list_changed makes the next listing ask it again;
 // otherwise a listing costs no round trip.
+//
+// A session is over when the SDK ends it (a stdio child that exits or
+// writes something other than JSON-RPC to stdout; the error then carries
+// the child's exit status and the tail of its stderr), or when a failed
+// request is followed by a failed ping (an HTTP server that went away,
+// which the SDK reports per request without ending the session).
+//
+// # Errors
+//
+// A request that fails is answered by kind: the caller's ctx ending is
+// KindTimeout or KindCanceled (errors.Is reaches context.DeadlineExceeded
+// or context.Canceled); CallOptions.Timeout is KindTimeout; a JSON-RPC
+// error from the server is KindServerError; a lost session, a transport
+// that could not deliver the request, or a hub closed during the call is
+// KindUnavailable; an answer that cannot be decoded on a session that still
+// answers pings is KindServerError.
 package conduit

@@ -65,10 +65,10 @@ func (k ErrorKind) String() string {
 // errors.Is reaches the cause through Unwrap, so a timeout also matches
 // context.DeadlineExceeded.
 type Error struct {
-	Kind    ErrorKind
-	Server  string // server id, when known
-	Tool    string // the tool's own name on its server, when known
-	Message string // fit to show a model
+	Kind    ErrorKind // why the call produced no result
+	Server  string    // server id, when known
+	Tool    string    // the tool's own name on its server, when known
+	Message string    // fit to show a model
 	// Halt reports that an approver denied the call and asked to stop the
 	// agent loop.
 	Halt bool
@@ -89,6 +89,7 @@ var (
 	ErrServerError      = &Error{Kind: KindServerError}
 )
 
+// Error returns the message with the kind, server and tool, for logs.
 func (e *Error) Error() string {
 	where := e.Server
 	if e.Tool != "" {

@@ -13,8 +13,9 @@ type Hook struct {
 	// Name identifies the hook in errors and logs.
 	Name string
 	// Before runs after approval and before validation. It may change
-	// c.Args. An error denies the call: an *Error is answered as it is, any
-	// other error as a denial with its message.
+	// c.Args, and nothing else: the call goes to the server and tool the
+	// policy decided on. An error denies the call: an *Error is answered
+	// as it is, any other error as a denial with its message.
 	Before func(ctx context.Context, c *Call) error
 	// After runs when the server answered with a result (isError included).
 	// It may return a replacement. An error withholds the result, answered

@@ -94,5 +94,8 @@ func (h *Hub) CallTool(ctx context.Context, name string, args any, opts *CallOpt
 func (h *Hub) Status() []ServerStatus { return h.c.status() }
 
 // Close ends every session and stops every server process the hub started;
-// no goroutine of the hub outlives it.
+// no goroutine of the hub outlives it. Calls in flight are ended and
+// answered with KindUnavailable. Sessions close concurrently; a stdio
+// server that does not exit when its stdin closes is sent SIGTERM after
+// two seconds.
 func (h *Hub) Close() error { return h.c.close() }

@@ -19,6 +19,7 @@ const (
 	DecisionAsk
 )
 
+// String returns "allow", "ask" or "deny".
 func (d Decision) String() string {
 	switch d {
 	case DecisionAllow:
@@ -66,7 +67,7 @@ func Not(cond Condition) Condition { return func(c *Call) bool { return !cond(c)
 // A pattern is "server/tool", each part a [path.Match] glob: "github/get_*",
 // "*/read_*". A pattern without "/" names servers: "github" is "github/*",
 // and "*" matches every tool. Tool parts match the tool's own name on its
-// server, not its exposed name.
+// server, not its exposed name; in them '*' matches '/' too.
 type Rule struct {
 	decision Decision
 	patterns []pattern
@@ -96,12 +97,15 @@ func newRule(d Decision, patterns []string) Rule {
 		if !ok {
 			tool = "*"
 		}
+		if server == "" || tool == "" {
+			r.err = fmt.Errorf("conduit: policy pattern %q: want \"server/tool\" or \"server\", each part non-empty", p)
+		}
 		for _, part := range []string{server, tool} {
 			if _, err := path.Match(part, ""); err != nil {
 				r.err = fmt.Errorf("conduit: policy pattern %q: %w", p, err)
 			}
 		}
-		r.patterns = append(r.patterns, pattern{server, tool})
+		r.patterns = append(r.patterns, pattern{server, slashless(tool)})
 	}
 	return r
 }
@@ -125,7 +129,7 @@ func (r *Rule) matches(c *Call) bool {
 	}
 	hit := false
 	for _, p := range r.patterns {
-		if globMatch(p.server, c.Server) && globMatch(p.tool, c.Tool) {
+		if globMatch(p.server, c.Server) && globMatch(p.tool, slashless(c.Tool)) {
 			hit = true
 			break
 		}
@@ -148,6 +152,10 @@ func globMatch(pattern, name string) bool {
 	ok, _ := path.Match(pattern, name)
 	return ok
 }
+
+// slashless hides '/' from path.Match, whose '*' stops at it: tool names
+// may hold '/', and "fs/*" must match them all.
+func slashless(s string) string { return strings.ReplaceAll(s, "/", "\x00") }
 
 // Policy is an ordered list of rules: the first rule that matches a call
 // decides, and a call that no rule matches is denied. A Policy is immutable
@@ -188,4 +196,16 @@ func (p *Policy) Decide(c *Call) (d Decision, rule Rule, ok bool) {
 		}
 	}
 	return DecisionDeny, Rule{}, false
+}
+
+// decide is p.Decide for the pipeline: a condition that panics is an error,
+// never a decision.
+func decide(p *Policy, c *Call) (d Decision, rule Rule, ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d, rule, ok, err = DecisionDeny, Rule{}, false, fmt.Errorf("policy condition panicked: %v", r)
+		}
+	}()
+	d, rule, ok = p.Decide(c)
+	return d, rule, ok, nil
 }

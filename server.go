@@ -83,7 +83,10 @@ func (s Server) transport(stderr *tailBuffer) mcp.Transport {
 			}
 		}
 		cmd.Stderr = stderr
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
+		// A grandchild that inherited stderr (npx starts node) must not keep
+		// Wait, and so Close, from returning once the child has exited.
+		cmd.WaitDelay = time.Second
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateDuration}
 	default:
 		hc := s.HTTPClient
 		if hc == nil {
@@ -158,3 +161,8 @@ func errServerStderr(err error, stderr string) error {
 }
 
 var errClosed = errors.New("conduit: closed")
+
+// terminateDuration is how long closing a stdio session waits for the child
+// to exit after its stdin is closed, before it is sent SIGTERM. Servers
+// close concurrently, so a hub's Close waits this long at most once.
+const terminateDuration = 2 * time.Second

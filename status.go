@@ -23,6 +23,7 @@ const (
 	StateClosed
 )
 
+// String returns the state's name, such as "up" or "reconnecting".
 func (s State) String() string {
 	switch s {
 	case StateConnecting:
@@ -41,8 +42,8 @@ func (s State) String() string {
 
 // ServerStatus is a snapshot of one server's state.
 type ServerStatus struct {
-	ID    string
-	State State
+	ID    string // the server's id
+	State State  // the session's state
 	// Err is the last connection error, kept while the server is down or
 	// reconnecting.
 	Err error
@@ -51,13 +52,16 @@ type ServerStatus struct {
 	Tools int
 	// Since is when the server entered State.
 	Since time.Time
-	// Attempts counts failed connection attempts since the last success.
+	// Attempts counts the failures since the server was last up: a lost
+	// session, then each failed connection attempt.
 	Attempts int
 }
 
 // Backoff configures reconnection after a server is lost. The zero value
 // retries after 250ms, doubling up to 30s, with jitter.
 type Backoff struct {
+	// Min is the first delay and Max the longest; the delay doubles after
+	// each failed attempt, and a successful connection resets it.
 	Min, Max time.Duration
 	// Disabled leaves a lost server down.
 	Disabled bool

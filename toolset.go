@@ -98,6 +98,7 @@ const (
 	SkipPolicy
 )
 
+// String returns the reason's snake_case name, such as "server_down".
 func (r SkipReason) String() string {
 	switch r {
 	case SkipFiltered:
@@ -117,17 +118,17 @@ func (r SkipReason) String() string {
 // Skipped reports one tool (or, for SkipServerDown, one whole server) left
 // out of a tool set.
 type Skipped struct {
-	Server  string
-	Tool    string // empty for SkipServerDown
-	Exposed string // the name it would have had, when there is one
-	Reason  SkipReason
-	Detail  string
+	Server  string     // the server's id
+	Tool    string     // the tool's own name; empty for SkipServerDown
+	Exposed string     // the name it would have had, when there is one
+	Reason  SkipReason // why it was left out
+	Detail  string     // the reason in words, such as the server's error
 }
 
 // ServerTools is one server's tool list, an input of [NewToolSet].
 type ServerTools struct {
-	Server string
-	Tools  []*mcp.Tool
+	Server string      // the server's id
+	Tools  []*mcp.Tool // as the server listed them, in any order
 	// Down, when set, says why the server is unavailable; its tools are left
 	// out and reported.
 	Down error
@@ -171,15 +172,22 @@ func NewToolSet(opts ToolSetOptions, servers ...ServerTools) *ToolSet {
 		sorted := slices.Clone(st.Tools)
 		sorted = slices.DeleteFunc(sorted, func(t *mcp.Tool) bool { return t == nil })
 		slices.SortStableFunc(sorted, func(a, b *mcp.Tool) int { return strings.Compare(a.Name, b.Name) })
-		for i, t := range sorted {
+		listed := make(map[string]int, len(sorted))
+		for _, t := range sorted {
+			listed[t.Name]++
+		}
+		for _, t := range sorted {
 			switch {
 			case t.Name == "" || !utf8.ValidString(t.Name):
 				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: SkipInvalidName,
 					Detail: "the server listed a tool name that is empty or not valid UTF-8"})
 				continue
-			case i > 0 && sorted[i-1].Name == t.Name:
-				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: SkipCollision,
-					Detail: "the server listed this name more than once; only its first definition is kept"})
+			case listed[t.Name] > 1:
+				// Which definition the server would run is unknown, so none
+				// is offered.
+				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name,
+					Exposed: exposedName(opts.Namespace, st.Server, opts.Prefix, t.Name), Reason: SkipCollision,
+					Detail: fmt.Sprintf("the server listed this name %d times; none of them is offered", listed[t.Name])})
 				continue
 			case opts.Filter != nil && !opts.Filter(st.Server, t):
 				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: SkipFiltered,
@@ -272,6 +280,9 @@ func (ts *ToolSet) Skipped() []Skipped {
 // Filter returns a tool set of the tools for which keep returns true; each
 // tool left out is reported with reason.
 func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {
+	if ts == nil {
+		return NewToolSet(ToolSetOptions{})
+	}
 	out := &ToolSet{
 		byName:  make(map[string]*Tool, len(ts.tools)),
 		byOrig:  make(map[serverTool]*Tool, len(ts.tools)),

@@ -1,0 +1,253 @@
+package conduit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type issueArgs struct {
+	Number int `json:"number"`
+}
+
+// startServer runs an in-process MCP server and returns the client's end
+// of its transport. Real programs name a command or a URL instead.
+func startServer(name string, setup func(*mcp.Server)) mcp.Transport {
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1.0.0"}, nil)
+	setup(s)
+	clientT, serverT := mcp.NewInMemoryTransports()
+	if _, err := s.Connect(context.Background(), serverT, nil); err != nil {
+		log.Fatal(err)
+	}
+	return clientT
+}
+
+func github() mcp.Transport {
+	return startServer("github", func(s *mcp.Server) {
+		mcp.AddTool(s, &mcp.Tool{Name: "get_issue", Description: "Get an issue."},
+			func(_ context.Context, _ *mcp.CallToolRequest, in issueArgs) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Issue #%d: It crashes", in.Number)}}}, nil, nil
+			})
+		mcp.AddTool(s, &mcp.Tool{Name: "delete_repo", Description: "Delete the repository."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "deleted"}}}, nil, nil
+			})
+	})
+}
+
+func files() mcp.Transport {
+	return startServer("files", func(s *mcp.Server) {
+		mcp.AddTool(s, &mcp.Tool{Name: "read.file", Description: "Read a file."},
+			func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil, nil
+			})
+	})
+}
+
+func ExampleNewHub() {
+	ctx := context.Background()
+	hub, err := conduit.NewHub(ctx, conduit.HubOptions{
+		Servers: []conduit.Server{
+			{ID: "github", Transport: github()},
+			{ID: "files", Transport: files()},
+			// A server that cannot start does not stop the hub.
+			{ID: "broken", Command: "/nonexistent/mcp-server"},
+		},
+		Policy:    conduit.NewPolicy(conduit.Allow("github/get_*", "files/*"), conduit.Ask("github/*")),
+		Reconnect: conduit.Backoff{Disabled: true},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer hub.Close()
+
+	ts, err := hub.ListTools(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for t := range ts.All() {
+		fmt.Printf("%s: %s\n", t.Exposed, t.Description)
+	}
+	for _, s := range ts.Skipped() {
+		fmt.Printf("left out: %s (%s)\n", s.Server, s.Reason)
+	}
+	for _, st := range hub.Status() {
+		fmt.Println(st.ID, st.State)
+	}
+	// Output:
+	// github__delete_repo: Delete the repository.
+	// github__get_issue: Get an issue.
+	// files__read_file: Read a file.
+	// left out: broken (server_down)
+	// github up
+	// files up
+	// broken down
+}
+
+func ExampleNewClient() {
+	ctx := context.Background()
+	cl, err := conduit.NewClient(ctx, conduit.ClientOptions{
+		Server: conduit.Server{ID: "github", Transport: github()},
+		Prefix: "gh_",
+		// Without a policy (or any other governance) a client sends the
+		// model's calls as asked; give one to any client a model uses.
+		Policy: conduit.NewPolicy(conduit.Allow("github/get_*")),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cl.Close()
+
+	// The listing for a principal leaves out what the policy denies.
+	ts, err := cl.ListToolsFor(ctx, &conduit.ListOptions{Principal: "alice"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for t := range ts.All() {
+		server, tool := t.Server, t.Name
+		fmt.Println(t.Exposed, "is", server+"/"+tool)
+	}
+	res, err := cl.CallTool(ctx, "gh_get_issue", map[string]any{"number": 7}, &conduit.CallOptions{ToolSet: ts})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	// Output:
+	// gh_get_issue is github/get_issue
+	// Issue #7: It crashes
+}
+
+func ExampleHub_CallTool() {
+	ctx := context.Background()
+	hub, err := conduit.NewHub(ctx, conduit.HubOptions{
+		Servers: []conduit.Server{{ID: "github", Transport: github()}},
+		Policy:  conduit.NewPolicy(conduit.Allow("github/get_*"), conduit.Ask("github/*")),
+		Approver: func(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
+			return conduit.Reject("deleting needs a human")
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer hub.Close()
+
+	res, err := hub.CallTool(ctx, "github__get_issue", `{"number": 42}`, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+
+	_, err = hub.CallTool(ctx, "github__delete_repo", nil, nil)
+	var e *conduit.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Kind, errors.Is(err, conduit.ErrDenied))
+		fmt.Println(e.Message) // fit to show the model
+	}
+
+	_, err = hub.CallTool(ctx, "github__nope", nil, nil)
+	fmt.Println(err)
+	// Output:
+	// Issue #42: It crashes
+	// denied true
+	// The call to github__delete_repo was denied: deleting needs a human.
+	// conduit: unknown_tool: Unknown tool "github__nope": it is not among the tools offered.
+}
+
+func ExampleNewPolicy() {
+	p := conduit.NewPolicy(
+		// Once a web page is in the model's context, nothing may write.
+		conduit.Deny("*/write_*", "*/delete_*").When(conduit.Tainted("web")),
+		conduit.Allow("files/read_*", "web/fetch"),
+		conduit.Allow("files/*").When(conduit.Principal("admin")),
+		conduit.Ask("files/*"),
+	)
+	if err := p.Err(); err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range []conduit.Call{
+		{Server: "files", Tool: "read_file"},
+		{Server: "files", Tool: "write_file"},
+		{Server: "files", Tool: "write_file", Principal: "admin"},
+		{Server: "files", Tool: "write_file", Principal: "admin", Taint: []string{"web"}},
+		{Server: "mail", Tool: "send"},
+	} {
+		d, rule, _ := p.Decide(&c)
+		fmt.Printf("%s/%s %q %v: %v (%v)\n", c.Server, c.Tool, c.Principal, c.Taint, d, rule)
+	}
+	// Output:
+	// files/read_file "" []: allow (allow files/read_*,web/fetch)
+	// files/write_file "" []: ask (ask files/*)
+	// files/write_file "admin" []: allow (allow files/* (when ...))
+	// files/write_file "admin" [web]: deny (deny */write_*,*/delete_* (when ...))
+	// mail/send "" []: deny ()
+}
+
+func ExampleParseConfig() {
+	cfg, err := conduit.ParseConfig([]byte(`{
+	  "mcpServers": {
+	    "files": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]},
+	    "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer t0ken"}}
+	  },
+	  "policy": [
+	    {"deny": ["remote/*"], "tainted": ["files"]},
+	    {"allow": ["*"]}
+	  ]
+	}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range cfg.Servers {
+		fmt.Printf("%s: command %q args %q url %q\n", s.ID, s.Command, s.Args, s.URL)
+	}
+	d, _, _ := cfg.Policy.Decide(&conduit.Call{Server: "remote", Tool: "post", Taint: []string{"files"}})
+	fmt.Println(d)
+
+	_, err = conduit.ParseConfig([]byte(`{"mcpServers": {"files": {"comand": "npx"}}}`))
+	fmt.Println(err)
+	// Output:
+	// files: command "npx" args ["-y" "@modelcontextprotocol/server-filesystem" "/tmp"] url ""
+	// remote: command "" args [] url "https://mcp.example.com/mcp"
+	// deny
+	// config: mcpServers: server "files": unknown key "comand"
+}
+
+func ExampleSanitizeName() {
+	for _, name := range []string{"get_issue", "files.read", "fs/list dir", "9lives", "日本"} {
+		fmt.Println(conduit.SanitizeName(name))
+	}
+	long := conduit.SanitizeName("a_very_long_tool_name_that_goes_on_and_on_well_past_the_limit_of_64")
+	fmt.Println(long, len(long))
+	// Output:
+	// get_issue
+	// files_read
+	// fs_list_dir
+	// _9lives
+	// ___
+	// a_very_long_tool_name_that_goes_on_and_on_well_past_the_313c2da4 64
+}
+
+func ExampleShapeForModel() {
+	res := &mcp.CallToolResult{Content: []mcp.Content{
+		&mcp.TextContent{Text: "Here is the chart:"},
+		&mcp.ImageContent{MIMEType: "image/svg+xml", Data: make([]byte, 1024)},
+		&mcp.AudioContent{MIMEType: "audio/aac", Data: make([]byte, 300)},
+		&mcp.ResourceLink{URI: "file:///report.pdf", Name: "report"},
+	}}
+	for _, c := range conduit.ShapeForModel(res).Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			fmt.Println("text:", c.Text)
+		case *mcp.ResourceLink:
+			fmt.Println("link:", c.URI) // never fetched
+		}
+	}
+	// Output:
+	// text: Here is the chart:
+	// text: [image: image/svg+xml, 1024 bytes]
+	// text: [audio: audio/aac, 300 bytes]
+	// link: file:///report.pdf
+}

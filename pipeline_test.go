@@ -1,0 +1,738 @@
+package conduit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// recorder collects pipeline events in order.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *recorder) add(format string, args ...any) {
+	r.mu.Lock()
+	r.events = append(r.events, fmt.Sprintf(format, args...))
+	r.mu.Unlock()
+}
+
+func (r *recorder) get() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+var svgBytes = []byte(`<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"></svg>`)
+
+func TestPipelineOrder(t *testing.T) {
+	rec := &recorder{}
+	srv := newTestServer(t, "s")
+	srv.AddTool(&mcp.Tool{Name: "write", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"],"additionalProperties":false}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			rec.add("server %s", req.Params.Arguments)
+			return textResult("written"), nil
+		})
+	h := newHub(t, HubOptions{
+		Servers:  []Server{srv.server("s")},
+		Policy:   NewPolicy(Ask("s/*")),
+		Validate: true,
+		Approver: func(_ context.Context, req ApprovalRequest) Approval {
+			rec.add("approver %s rule=%q", req.Call.Exposed, req.Rule)
+			return Approve()
+		},
+		Hooks: []Hook{
+			{
+				Name: "first",
+				Before: func(_ context.Context, c *Call) error {
+					rec.add("before first %v", c.Args)
+					return nil
+				},
+				After: func(_ context.Context, c *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+					rec.add("after first %s", resultText(res))
+					// An SVG: shaping, which comes last, must replace it.
+					return &mcp.CallToolResult{Content: append(res.Content, &mcp.ImageContent{MIMEType: "image/svg+xml", Data: svgBytes})}, nil
+				},
+			},
+			{
+				Name: "second",
+				Before: func(_ context.Context, c *Call) error {
+					rec.add("before second %v", c.Args)
+					// Rewrite the arguments: the original ones would fail
+					// validation, which runs after the hooks.
+					c.Args = map[string]any{"path": c.Args["file"]}
+					return nil
+				},
+				After: func(_ context.Context, c *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+					rec.add("after second %d", len(res.Content))
+					return nil, nil // keep res
+				},
+			},
+		},
+		Trace: &Trace{
+			Decided: func(c *Call, d Decision, rule Rule) { rec.add("policy %s %v", c.Exposed, d) },
+			CallDone: func(c *Call, res *mcp.CallToolResult, err error, _ time.Duration) {
+				rec.add("done %s err=%v", c.Exposed, err)
+			},
+		},
+	})
+	args := map[string]any{"file": "/tmp/x"}
+	res, err := h.CallTool(context.Background(), "s__write", args, &CallOptions{Shape: ShapeLLM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"policy s__write ask",
+		`approver s__write rule="ask s/*"`,
+		"before first map[file:/tmp/x]",
+		"before second map[file:/tmp/x]",
+		`server {"path":"/tmp/x"}`,
+		"after first written",
+		"after second 2",
+		"done s__write err=<nil>",
+	}
+	if got := rec.get(); !slices.Equal(got, want) {
+		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if got := resultText(res); got != "written"+Placeholder("image", "image/svg+xml", len(svgBytes)) {
+		t.Fatalf("result = %q: not shaped after the after-hooks", got)
+	}
+	if _, ok := args["path"]; ok || args["file"] != "/tmp/x" {
+		t.Fatalf("the caller's arguments changed: %v", args)
+	}
+
+	// An unknown name and non-object arguments stop before the policy.
+	rec.events = nil
+	_, err = h.CallTool(context.Background(), "s__nope", nil, nil)
+	wantKind(t, err, KindUnknownTool)
+	_, err = h.CallTool(context.Background(), "s__write", []any{1}, nil)
+	wantKind(t, err, KindInvalidArguments)
+	if got := rec.get(); !slices.Equal(got, []string{"done s__nope err=" + errString(h, "s__nope"), "done s__write err=" + errString(h, "s__write")}) {
+		t.Fatalf("events = %q", got)
+	}
+}
+
+// errString is the error a call to name with array arguments gets; it keeps
+// TestPipelineOrder's expectations readable.
+func errString(h *Hub, name string) string {
+	if name == "s__nope" {
+		return `conduit: unknown_tool: Unknown tool "s__nope": it is not among the tools offered.`
+	}
+	return "conduit: invalid_arguments (s/write): Invalid arguments for s__write: the arguments must be a JSON object."
+}
+
+func TestPipelineArguments(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("t")
+	cl := newClient(t, ClientOptions{Server: srv.server("s")})
+	ctx := context.Background()
+	type params struct {
+		Path string `json:"path"`
+	}
+	ok := []any{nil, map[string]any(nil), map[string]any{"path": "p"}, json.RawMessage(`{"path":"p"}`), []byte(`{"path":"p"}`),
+		`{"path":"p"}`, "", "  ", params{Path: "p"}, &params{Path: "p"}}
+	for _, a := range ok {
+		if _, err := cl.CallTool(ctx, "t", a, nil); err != nil {
+			t.Errorf("args %#v: %v", a, err)
+		}
+	}
+	if n := srv.called("t"); n != len(ok) {
+		t.Fatalf("server got %d calls, want %d", n, len(ok))
+	}
+	bad := []any{[]any{1}, "[1]", `"str"`, "null", 42, json.RawMessage(`nope`), []string{"a"}, func() {}}
+	for _, a := range bad {
+		_, err := cl.CallTool(ctx, "t", a, nil)
+		e := wantKind(t, err, KindInvalidArguments)
+		if e.Server != "s" || e.Tool != "t" {
+			t.Errorf("args %#v: %+v", a, e)
+		}
+	}
+	if n := srv.called("t"); n != len(ok) {
+		t.Fatal("a call with bad arguments was sent")
+	}
+}
+
+func TestUngovernedClientSendsAsAsked(t *testing.T) {
+	srv := newTestServer(t, "s")
+	srv.AddTool(&mcp.Tool{Name: "strict", InputSchema: json.RawMessage(`{"type":"object","required":["x"]}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult(string(req.Params.Arguments)), nil
+		})
+	srv.echoTools("danger.zone")
+	cl := newClient(t, ClientOptions{Server: srv.server("s")})
+	if cl.Governed() {
+		t.Fatal("a bare client is governed")
+	}
+	ctx := context.Background()
+	// No validation: arguments the schema refuses are sent as they are.
+	res, err := cl.CallTool(ctx, "strict", map[string]any{"y": 1}, nil)
+	if err != nil || resultText(res) != `{"y":1}` {
+		t.Fatalf("res = %q, err = %v", resultText(res), err)
+	}
+	// Sanitized names resolve to the tool's own name.
+	if _, err := cl.CallTool(ctx, "danger_zone", nil, nil); err != nil || srv.called("danger.zone") != 1 {
+		t.Fatalf("err = %v, calls = %d", err, srv.called("danger.zone"))
+	}
+	// Any governance makes a client governed; without a policy it allows.
+	for _, o := range []ClientOptions{
+		{Policy: AllowAll()}, {Approver: func(context.Context, ApprovalRequest) Approval { return Approval{} }},
+		{Hooks: []Hook{{}}}, {Filter: func(string, *mcp.Tool) bool { return true }}, {Validate: true},
+	} {
+		o.Server = srv.server("s")
+		g := newClient(t, o)
+		if !g.Governed() {
+			t.Errorf("%+v is not governed", o)
+		}
+		if o.Approver != nil {
+			// An approver without a policy is never asked.
+			if _, err := g.CallTool(ctx, "danger_zone", nil, nil); err != nil {
+				t.Errorf("approver without policy: %v", err)
+			}
+		}
+	}
+}
+
+func TestClientPrefix(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("get", "list.all")
+	cl := newClient(t, ClientOptions{Server: srv.server("gh"), Prefix: "gh_"})
+	ts, err := cl.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := exposed(ts); !slices.Equal(got, []string{"gh_get", "gh_list_all"}) {
+		t.Fatalf("exposed = %v", got)
+	}
+	if _, err := cl.CallTool(context.Background(), "gh_list_all", nil, nil); err != nil || srv.called("list.all") != 1 {
+		t.Fatal(err)
+	}
+	if st := cl.Status(); st.ID != "gh" || st.State != StateUp || st.Tools != 2 {
+		t.Fatalf("status = %+v", st)
+	}
+}
+
+func TestHooks(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("t")
+	ctx := context.Background()
+	t.Run("denial", func(t *testing.T) {
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{
+			{Name: "guard", Before: func(context.Context, *Call) error { return errors.New("no writes on Sundays") }},
+		}})
+		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		e := wantKind(t, err, KindDenied)
+		if !strings.Contains(e.Message, "guard") || !strings.Contains(e.Message, "no writes on Sundays") {
+			t.Fatalf("message = %q", e.Message)
+		}
+		if !errors.Is(err, ErrDenied) || errors.Is(err, ErrTimeout) {
+			t.Fatal("errors.Is")
+		}
+	})
+	t.Run("own error passed through", func(t *testing.T) {
+		mine := &Error{Kind: KindInvalidArguments, Message: "path must be absolute"}
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{
+			{Before: func(context.Context, *Call) error { return fmt.Errorf("wrapped: %w", mine) }},
+		}})
+		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		var e *Error
+		if !errors.As(err, &e) || e != mine {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("after-hook error withholds the result", func(t *testing.T) {
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{
+			{Name: "dlp", After: func(context.Context, *Call, *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+				return nil, errors.New("secret in output")
+			}},
+		}})
+		res, err := h.CallTool(ctx, "s__t", nil, nil)
+		if res != nil || !strings.Contains(wantKind(t, err, KindDenied).Message, "secret in output") {
+			t.Fatalf("res = %v, err = %v", res, err)
+		}
+	})
+	t.Run("panic", func(t *testing.T) {
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{
+			{Name: "buggy", Before: func(context.Context, *Call) error { panic("oops") }},
+		}})
+		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		if e := wantKind(t, err, KindInternal); !strings.Contains(e.Err.Error(), "oops") || !strings.Contains(e.Message, "hook buggy") {
+			t.Fatalf("err = %+v", e)
+		}
+	})
+	t.Run("cannot redirect the call", func(t *testing.T) {
+		srv2 := newTestServer(t, "s").echoTools("safe", "dangerous")
+		h := newHub(t, HubOptions{Servers: []Server{srv2.server("s")}, Policy: NewPolicy(Allow("s/safe")), Hooks: []Hook{
+			{Before: func(_ context.Context, c *Call) error { c.Tool, c.Server = "dangerous", "x"; return nil }},
+		}})
+		if _, err := h.CallTool(ctx, "s__safe", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if srv2.called("dangerous") != 0 || srv2.called("safe") != 1 {
+			t.Fatal("a hook redirected the call")
+		}
+	})
+	// Only the after-hook's call was sent.
+	if n := srv.called("t"); n != 1 {
+		t.Fatalf("%d calls reached the server", n)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	srv := newTestServer(t, "s")
+	srv.AddTool(&mcp.Tool{Name: "read", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"limit":{"type":"integer","minimum":1}},"required":["path"]}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
+	h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Validate: true})
+	ctx := context.Background()
+	ts, err := h.ListTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args map[string]any
+		want []string
+	}{
+		{map[string]any{}, []string{"Invalid arguments for s__read", "path"}},
+		{map[string]any{"path": 3}, []string{"path", "string"}},
+		{map[string]any{"path": "p", "limit": 0}, []string{"limit", "minimum"}},
+		{map[string]any{"path": "p", "limit": 1.5}, []string{"limit", "integer"}},
+	} {
+		_, err := h.CallTool(ctx, "s__read", tt.args, &CallOptions{ToolSet: ts})
+		e := wantKind(t, err, KindInvalidArguments)
+		for _, w := range tt.want {
+			if !strings.Contains(e.Message, w) {
+				t.Errorf("%v: message %q lacks %q", tt.args, e.Message, w)
+			}
+		}
+	}
+	if srv.called("read") != 0 {
+		t.Fatal("an invalid call was sent")
+	}
+	if _, err := h.CallTool(ctx, "s__read", map[string]any{"path": "p", "limit": 2}, &CallOptions{ToolSet: ts}); err != nil {
+		t.Fatal(err)
+	}
+	// The schema is compiled once per tool set.
+	tool, _ := ts.Lookup("s__read")
+	v := tool.validator
+	if v == nil {
+		t.Fatal("no compiled schema")
+	}
+	h.CallTool(ctx, "s__read", map[string]any{}, &CallOptions{ToolSet: ts})
+	if tool.validator != v {
+		t.Fatal("the schema was compiled again")
+	}
+	// A schema the validator cannot compile is left to the server.
+	bad := &Tool{Tool: &mcp.Tool{Name: "x", InputSchema: map[string]any{"type": "object", "$ref": "https://example.com/remote.json"}}}
+	if err := bad.validate(map[string]any{}); err != nil {
+		t.Fatalf("uncompilable schema: %v", err)
+	}
+}
+
+func TestApproval(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("t")
+	ctx := context.Background()
+	answer := Approve()
+	var asked []*Call
+	h := newHub(t, HubOptions{
+		Servers: []Server{srv.server("s")},
+		Policy:  NewPolicy(Ask("*")),
+		Approver: func(_ context.Context, req ApprovalRequest) Approval {
+			asked = append(asked, req.Call)
+			return answer
+		},
+	})
+	call := func() error {
+		_, err := h.CallTool(ctx, "s__t", map[string]any{"a": 1}, &CallOptions{Principal: "alice", Taint: []string{"web"}, Assigns: map[string]any{"k": "v"}})
+		return err
+	}
+	if err := call(); err != nil || srv.called("t") != 1 {
+		t.Fatalf("allow: %v", err)
+	}
+	c := asked[0]
+	if c.Principal != "alice" || !slices.Equal(c.Taint, []string{"web"}) || c.Assigns["k"] != "v" || c.Args["a"] != 1 || c.Def == nil || c.Server != "s" || c.Tool != "t" {
+		t.Fatalf("the approver saw %+v", c)
+	}
+
+	answer = Reject("not during the freeze")
+	e := wantKind(t, call(), KindDenied)
+	if e.Halt || e.Message != "The call to s__t was denied: not during the freeze." {
+		t.Fatalf("deny: %+v", e)
+	}
+	answer = Approval{} // the zero value denies, without a reason
+	if e := wantKind(t, call(), KindDenied); e.Message != "The call to s__t was denied." {
+		t.Fatalf("zero approval: %q", e.Message)
+	}
+	answer = RejectAndHalt("stop everything")
+	e = wantKind(t, call(), KindDenied)
+	if !e.Halt || !strings.Contains(e.Message, "stop everything") || !errors.Is(e, ErrDenied) {
+		t.Fatalf("halt: %+v", e)
+	}
+	if srv.called("t") != 1 {
+		t.Fatal("a denied call was sent")
+	}
+
+	t.Run("no approver", func(t *testing.T) {
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Policy: NewPolicy(Ask("*"))})
+		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		e := wantKind(t, err, KindApprovalRequired)
+		if !strings.Contains(e.Message, "needs approval") || !errors.Is(err, ErrApprovalRequired) {
+			t.Fatalf("%+v", e)
+		}
+	})
+	t.Run("policy deny", func(t *testing.T) {
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Policy: NewPolicy(Deny("s/t"), Allow("*"))})
+		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		if e := wantKind(t, err, KindDenied); e.Message != "The policy does not allow calling s__t." {
+			t.Fatalf("%q", e.Message)
+		}
+		h2 := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Policy: NewPolicy(Allow("other"))})
+		_, err = h2.CallTool(ctx, "s__t", nil, nil)
+		if e := wantKind(t, err, KindDenied); !strings.Contains(e.Message, "no rule allows it") {
+			t.Fatalf("%q", e.Message)
+		}
+	})
+	t.Run("panicking approver", func(t *testing.T) {
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Policy: NewPolicy(Ask("*")),
+			Approver: func(context.Context, ApprovalRequest) Approval { panic("approver bug") }})
+		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		wantKind(t, err, KindInternal)
+	})
+	if srv.called("t") != 1 {
+		t.Fatal("a denied call was sent")
+	}
+}
+
+func TestHalt(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("t")
+	halt := make(chan struct{})
+	close(halt)
+	approverCalled := false
+	for _, p := range []*Policy{AllowAll(), NewPolicy(Ask("*"))} {
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Policy: p,
+			Approver: func(context.Context, ApprovalRequest) Approval { approverCalled = true; return Approve() }})
+		_, err := h.CallTool(context.Background(), "s__t", nil, &CallOptions{Halt: halt})
+		if e := wantKind(t, err, KindHalted); !errors.Is(e, ErrHalted) || !strings.Contains(e.Message, "halted") {
+			t.Fatalf("%+v", e)
+		}
+	}
+	if srv.totalCalls() != 0 || approverCalled {
+		t.Fatal("a halted call went on")
+	}
+	// An open channel does not halt.
+	h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}})
+	if _, err := h.CallTool(context.Background(), "s__t", nil, &CallOptions{Halt: make(chan struct{})}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestProgressAndMeta(t *testing.T) {
+	srv := newTestServer(t, "s")
+	got := make(chan Progress, 10)
+	var token any
+	srv.AddTool(&mcp.Tool{Name: "long", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			token = req.Params.GetProgressToken()
+			for i := 1; i <= 3; i++ {
+				err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3, Message: fmt.Sprintf("step %d", i)})
+				if err != nil {
+					return nil, err
+				}
+			}
+			// Wait until the client has seen them: notifications are
+			// handled apart from the response, which could overtake them.
+			if token != nil {
+				deadline := time.Now().Add(5 * time.Second)
+				for len(got) < 3 && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			return textResult("done"), nil
+		})
+	h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}})
+	res, err := h.CallTool(context.Background(), "s__long", nil, &CallOptions{
+		Meta:     mcp.Meta{"trace_id": "abc123"},
+		Progress: func(p Progress) { got <- p },
+	})
+	if err != nil || resultText(res) != "done" {
+		t.Fatalf("res = %v, err = %v", res, err)
+	}
+	if s, ok := token.(string); !ok || !strings.HasPrefix(s, "conduit-") {
+		t.Fatalf("progress token %#v", token)
+	}
+	close(got)
+	var ps []Progress
+	for p := range got {
+		ps = append(ps, p)
+	}
+	want := []Progress{{1, 3, "step 1"}, {2, 3, "step 2"}, {3, 3, "step 3"}}
+	if !slices.Equal(ps, want) {
+		t.Fatalf("progress = %v, want %v", ps, want)
+	}
+	srv.mu.Lock()
+	meta := srv.lastMeta
+	srv.mu.Unlock()
+	if meta["trace_id"] != "abc123" {
+		t.Fatalf("_meta = %v", meta)
+	}
+	// A call without Progress sends no token, and the caller's Meta map is
+	// not changed by the SDK's own keys.
+	m := mcp.Meta{"k": "v"}
+	token = nil
+	h.CallTool(context.Background(), "s__long", nil, &CallOptions{Meta: m, Timeout: 20 * time.Millisecond})
+	if token != nil || len(m) != 1 {
+		t.Fatalf("token = %v, meta = %v", token, m)
+	}
+}
+
+func TestTimeoutAndCancel(t *testing.T) {
+	srv := newTestServer(t, "s")
+	canceled := make(chan error, 10)
+	started := make(chan struct{}, 10)
+	srv.AddTool(&mcp.Tool{Name: "hang", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			canceled <- ctx.Err()
+			return nil, ctx.Err()
+		})
+	srv.AddTool(&mcp.Tool{Name: "rpcerr", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return nil, jsonRPCError(-32000, "the database is on fire")
+		})
+	srv.AddTool(&mcp.Tool{Name: "iserr", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "file not found"}}}, nil
+		})
+	h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, RequestTimeout: time.Minute})
+	ctx := context.Background()
+
+	t.Run("request timeout", func(t *testing.T) {
+		start := time.Now()
+		_, err := h.CallTool(ctx, "s__hang", nil, &CallOptions{Timeout: 100 * time.Millisecond})
+		e := wantKind(t, err, KindTimeout)
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the timeout did not end the call")
+		}
+		if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrTimeout) || errors.Is(err, ErrCanceled) {
+			t.Fatalf("errors.Is on %v", err)
+		}
+		if !strings.Contains(e.Message, "timed out after 100ms") {
+			t.Fatalf("message %q", e.Message)
+		}
+		select {
+		case err := <-canceled:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("server ctx err = %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server never saw notifications/cancelled")
+		}
+	})
+	t.Run("hub default timeout", func(t *testing.T) {
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, RequestTimeout: 50 * time.Millisecond})
+		_, err := h.CallTool(ctx, "s__hang", nil, nil)
+		wantKind(t, err, KindTimeout)
+		waitCanceled(t, canceled)
+	})
+	t.Run("caller deadline", func(t *testing.T) {
+		dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		_, err := h.CallTool(dctx, "s__hang", nil, nil)
+		wantKind(t, err, KindTimeout)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatal(err)
+		}
+		waitCanceled(t, canceled)
+	})
+	t.Run("caller cancel", func(t *testing.T) {
+		for len(started) > 0 {
+			<-started // the earlier subtests' calls
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		go func() { <-started; cancel() }()
+		_, err := h.CallTool(cctx, "s__hang", nil, nil)
+		wantKind(t, err, KindCanceled)
+		if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCanceled) {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-canceled:
+			if !errors.Is(err, context.Canceled) {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server never saw notifications/cancelled")
+		}
+	})
+	t.Run("JSON-RPC error", func(t *testing.T) {
+		_, err := h.CallTool(ctx, "s__rpcerr", nil, nil)
+		e := wantKind(t, err, KindServerError)
+		if !strings.Contains(e.Message, "the database is on fire") || !errors.Is(err, ErrServerError) {
+			t.Fatalf("%+v", e)
+		}
+		// The session survives a JSON-RPC error.
+		if st := h.Status()[0]; st.State != StateUp {
+			t.Fatalf("status %+v", st)
+		}
+	})
+	t.Run("isError result", func(t *testing.T) {
+		res, err := h.CallTool(ctx, "s__iserr", nil, nil)
+		if err != nil || !res.IsError || resultText(res) != "file not found" {
+			t.Fatalf("res = %+v, err = %v", res, err)
+		}
+	})
+	t.Run("unknown to the server", func(t *testing.T) {
+		ts := NewToolSet(ToolSetOptions{Namespace: true}, ServerTools{Server: "s", Tools: tools("ghost")})
+		_, err := h.CallTool(ctx, "s__ghost", nil, &CallOptions{ToolSet: ts})
+		// The hub's listing does not hold it: answered without asking.
+		wantKind(t, err, KindUnknownTool)
+	})
+	t.Run("tool set of another source", func(t *testing.T) {
+		ts := NewToolSet(ToolSetOptions{Namespace: true}, ServerTools{Server: "elsewhere", Tools: tools("t")})
+		_, err := h.CallTool(ctx, "elsewhere__t", nil, &CallOptions{ToolSet: ts})
+		wantKind(t, err, KindUnknownTool)
+	})
+}
+
+func TestCallbacksIgnoringContext(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("t")
+	release := make(chan struct{})
+	defer close(release)
+	sleepy := func(ctx context.Context) {
+		select {
+		case <-release:
+		case <-time.After(10 * time.Second):
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		opts HubOptions
+		who  string
+	}{
+		{"approver", HubOptions{Policy: NewPolicy(Ask("*")), Approver: func(ctx context.Context, _ ApprovalRequest) Approval { sleepy(ctx); return Approve() }}, "the approver"},
+		{"before hook", HubOptions{Hooks: []Hook{{Name: "slow", Before: func(ctx context.Context, _ *Call) error { sleepy(ctx); return nil }}}}, "hook slow"},
+		{"after hook", HubOptions{Hooks: []Hook{{Name: "slow", After: func(ctx context.Context, _ *Call, r *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+			sleepy(ctx)
+			return r, nil
+		}}}}, "hook slow"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Servers = []Server{srv.server("s")}
+			h := newHub(t, tt.opts)
+			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err := h.CallTool(ctx, "s__t", nil, nil)
+			elapsed := time.Since(start)
+			e := wantKind(t, err, KindTimeout)
+			if elapsed > 2*time.Second {
+				t.Fatalf("answered after %v", elapsed)
+			}
+			if !strings.Contains(e.Message, "waiting for "+tt.who) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("%+v", e)
+			}
+		})
+	}
+}
+
+func TestErrorFormatting(t *testing.T) {
+	e := &Error{Kind: KindDenied, Server: "gh", Tool: "delete", Message: "No."}
+	if e.Error() != "conduit: denied (gh/delete): No." {
+		t.Fatal(e.Error())
+	}
+	if (&Error{Kind: KindUnknownTool, Message: "x"}).Error() != "conduit: unknown_tool: x" {
+		t.Fatal("no server")
+	}
+	if (&Error{Kind: KindUnavailable, Server: "gh", Err: errors.New("boom")}).Error() != "conduit: unavailable (gh): boom" {
+		t.Fatal("message from cause")
+	}
+	wrapped := fmt.Errorf("ctx: %w", e)
+	if k, ok := KindOf(wrapped); !ok || k != KindDenied {
+		t.Fatal("KindOf")
+	}
+	if _, ok := KindOf(errors.New("x")); ok {
+		t.Fatal("KindOf on a plain error")
+	}
+	if !errors.Is(wrapped, ErrDenied) || errors.Is(wrapped, ErrTimeout) {
+		t.Fatal("errors.Is")
+	}
+	// Only sentinels match by kind.
+	if errors.Is(e, &Error{Kind: KindDenied, Server: "gh"}) {
+		t.Fatal("a non-sentinel matched")
+	}
+	for k := KindInternal; k <= KindServerError; k++ {
+		if strings.HasPrefix(k.String(), "ErrorKind(") {
+			t.Errorf("kind %d has no name", k)
+		}
+	}
+	if ErrorKind(99).String() != "ErrorKind(99)" {
+		t.Fatal("unknown kind")
+	}
+}
+
+func TestClosedHub(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("t")
+	h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}})
+	ts, _ := h.ListTools(context.Background())
+	h.Close()
+	h.Close() // idempotent
+	if _, err := h.ListTools(context.Background()); err == nil {
+		t.Fatal("ListTools on a closed hub")
+	}
+	_, err := h.CallTool(context.Background(), "s__t", nil, nil)
+	wantKind(t, err, KindUnavailable)
+	_, err = h.CallTool(context.Background(), "s__t", nil, &CallOptions{ToolSet: ts})
+	wantKind(t, err, KindUnavailable)
+	if st := h.Status()[0]; st.State != StateClosed {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestCloseWithCallInFlight(t *testing.T) {
+	srv := newTestServer(t, "s")
+	started := make(chan struct{})
+	srv.AddTool(&mcp.Tool{Name: "hang", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			close(started)
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	h, err := NewHub(context.Background(), HubOptions{Servers: []Server{srv.server("s")}, Policy: AllowAll()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := h.CallTool(context.Background(), "s__hang", nil, nil)
+		errc <- err
+	}()
+	<-started
+	done := make(chan struct{})
+	go func() { h.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waits for a call that never ends")
+	}
+	e := wantKind(t, <-errc, KindUnavailable)
+	if !strings.Contains(e.Message, "closed") {
+		t.Fatalf("%q", e.Message)
+	}
+}
+
+func waitCanceled(t *testing.T, canceled <-chan error) {
+	t.Helper()
+	select {
+	case err := <-canceled:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("server ctx err = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server never saw notifications/cancelled")
+	}
+}

@@ -1,0 +1,218 @@
+package conduit
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestPolicyGlobs(t *testing.T) {
+	p := NewPolicy(
+		Deny("github/delete_*"),
+		Allow("github/get_*", "github/list_*"),
+		Ask("github/*"),
+		Allow("*/read_?"),
+		Allow("fs"),
+		Deny("*/dir/*"),
+		Allow("web/dir*"),
+	)
+	if err := p.Err(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		server, tool string
+		want         Decision
+		rule         string // "" when nothing matched
+	}{
+		{"github", "delete_repo", DecisionDeny, "deny github/delete_*"},
+		{"github", "get_issue", DecisionAllow, "allow github/get_*,github/list_*"},
+		{"github", "list_prs", DecisionAllow, "allow github/get_*,github/list_*"},
+		{"github", "create_issue", DecisionAsk, "ask github/*"},
+		{"other", "read_a", DecisionAllow, "allow */read_?"},
+		{"other", "read_ab", DecisionDeny, ""},
+		{"fs", "anything", DecisionAllow, "allow fs"},
+		{"fs", "with/slash", DecisionAllow, "allow fs"},
+		{"web", "dir/list", DecisionDeny, "deny */dir/*"},
+		{"web", "dirlist", DecisionAllow, "allow web/dir*"},
+		{"nomatch", "x", DecisionDeny, ""},
+		{"githubx", "get_issue", DecisionDeny, ""}, // globs are anchored
+	}
+	for _, tt := range tests {
+		d, rule, ok := p.Decide(&Call{Server: tt.server, Tool: tt.tool})
+		if d != tt.want || ok != (tt.rule != "") || rule.String() != tt.rule {
+			t.Errorf("%s/%s: %v %q %v, want %v %q", tt.server, tt.tool, d, rule, ok, tt.want, tt.rule)
+		}
+		if ok && rule.Decision() != d {
+			t.Errorf("%s/%s: rule decision %v != %v", tt.server, tt.tool, rule.Decision(), d)
+		}
+	}
+}
+
+func TestPolicyFirstMatchWins(t *testing.T) {
+	c := &Call{Server: "s", Tool: "t"}
+	for _, tt := range []struct {
+		p    *Policy
+		want Decision
+	}{
+		{NewPolicy(Allow("s/t"), Deny("*")), DecisionAllow},
+		{NewPolicy(Deny("*"), Allow("s/t")), DecisionDeny},
+		{NewPolicy(Ask("s"), Allow("s/t")), DecisionAsk},
+		{NewPolicy(), DecisionDeny},
+		{AllowAll(), DecisionAllow},
+	} {
+		if d, _, _ := tt.p.Decide(c); d != tt.want {
+			t.Errorf("%v: got %v, want %v", tt.p.rules, d, tt.want)
+		}
+	}
+}
+
+func TestPolicyConditions(t *testing.T) {
+	isWrite := func(c *Call) bool { return strings.HasPrefix(c.Tool, "write") }
+	p := NewPolicy(
+		Deny("*").When(Tainted("web")),
+		Ask("fs/write*").When(Tainted()),
+		Allow("fs/*").When(Principal("alice", "bob")),
+		Allow("admin/*").When(Principal("root"), Not(Tainted())),
+		Deny("custom/*").When(isWrite),
+		Allow("custom/*"),
+	)
+	tests := []struct {
+		name string
+		call Call
+		want Decision
+	}{
+		{"tainted by web denies everything", Call{Server: "fs", Tool: "read", Principal: "alice", Taint: []string{"gh", "web"}}, DecisionDeny},
+		{"any taint asks for writes", Call{Server: "fs", Tool: "write", Principal: "alice", Taint: []string{"gh"}}, DecisionAsk},
+		{"no taint, known principal", Call{Server: "fs", Tool: "write", Principal: "bob"}, DecisionAllow},
+		{"no taint, unknown principal", Call{Server: "fs", Tool: "write", Principal: "eve"}, DecisionDeny},
+		{"no principal", Call{Server: "fs", Tool: "read"}, DecisionDeny},
+		{"Tainted() ignores an empty taint list", Call{Server: "fs", Tool: "write", Principal: "alice", Taint: []string{}}, DecisionAllow},
+		{"all conditions must hold", Call{Server: "admin", Tool: "x", Principal: "root"}, DecisionAllow},
+		{"Not", Call{Server: "admin", Tool: "x", Principal: "root", Taint: []string{"gh"}}, DecisionDeny},
+		{"custom predicate holds", Call{Server: "custom", Tool: "write_x"}, DecisionDeny},
+		{"custom predicate fails, next rule", Call{Server: "custom", Tool: "read_x"}, DecisionAllow},
+	}
+	for _, tt := range tests {
+		if d, _, _ := p.Decide(&tt.call); d != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, d, tt.want)
+		}
+	}
+	// When returns a copy: the unconditioned rule is unchanged.
+	base := Allow("x")
+	_ = base.When(Principal("a"))
+	if d, _, _ := NewPolicy(base).Decide(&Call{Server: "x", Tool: "t"}); d != DecisionAllow {
+		t.Error("When changed its receiver")
+	}
+	// Tainted and Principal copy their arguments.
+	servers := []string{"web"}
+	cond := Tainted(servers...)
+	servers[0] = "other"
+	if !cond(&Call{Taint: []string{"web"}}) {
+		t.Error("Tainted kept the caller's slice")
+	}
+}
+
+func TestPolicyBadPatterns(t *testing.T) {
+	for _, r := range []Rule{Allow("a/[x"), Deny("[", "ok"), Ask(), Allow(""), Allow("/tool"), Allow("srv/")} {
+		p := NewPolicy(Allow("fine/*"), r)
+		if p.Err() == nil {
+			t.Errorf("%q: no error", r.String())
+			continue
+		}
+		if d, _, _ := p.Decide(&Call{Server: "fine", Tool: "x"}); d != DecisionAllow {
+			t.Errorf("%q: good rules stopped working", r.String())
+		}
+		// A malformed rule matches nothing.
+		if _, rule, ok := p.Decide(&Call{Server: "a", Tool: "[x"}); ok {
+			t.Errorf("%q: a malformed rule matched (%v)", r.String(), rule)
+		}
+	}
+	srv := newTestServer(t, "s").echoTools("x")
+	bad := NewPolicy(Allow("a/[x"))
+	if _, err := NewHub(context.Background(), HubOptions{Servers: []Server{srv.server("s")}, Policy: bad}); err == nil || !strings.Contains(err.Error(), "a/[x") {
+		t.Fatalf("NewHub accepted a bad policy: %v", err)
+	}
+	if _, err := NewClient(context.Background(), ClientOptions{Server: srv.server("s"), Policy: bad}); err == nil {
+		t.Fatal("NewClient accepted a bad policy")
+	}
+	if _, err := NewHub(context.Background(), HubOptions{Servers: []Server{srv.server("s")}}); err == nil || !strings.Contains(err.Error(), "AllowAll") {
+		t.Fatalf("NewHub without a policy: %v", err)
+	}
+}
+
+func TestDecisionString(t *testing.T) {
+	if DecisionAllow.String() != "allow" || DecisionAsk.String() != "ask" || DecisionDeny.String() != "deny" {
+		t.Fatal("Decision.String")
+	}
+	var zero Decision
+	if zero != DecisionDeny {
+		t.Fatal("the zero Decision must deny")
+	}
+}
+
+func TestListToolsForLeavesOutDenied(t *testing.T) {
+	fs := newTestServer(t, "fs").echoTools("read", "write", "delete")
+	web := newTestServer(t, "web").echoTools("fetch")
+	h := newHub(t, HubOptions{
+		Servers: []Server{fs.server("fs"), web.server("web")},
+		Policy: NewPolicy(
+			Deny("fs/delete"),
+			Deny("fs/write").When(Tainted("web")),
+			Allow("fs/*").When(Principal("alice")),
+			Ask("fs/*"),
+			Allow("web/*"),
+		),
+	})
+	ctx := context.Background()
+	all, err := h.ListTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := exposed(all); !slices.Equal(got, []string{"fs__delete", "fs__read", "fs__write", "web__fetch"}) {
+		t.Fatalf("ListTools = %v", got)
+	}
+	for _, tt := range []struct {
+		opts *ListOptions
+		want []string
+	}{
+		{nil, []string{"fs__read", "fs__write", "web__fetch"}}, // ask stays listed
+		{&ListOptions{Principal: "alice"}, []string{"fs__read", "fs__write", "web__fetch"}},
+		{&ListOptions{Principal: "alice", Taint: []string{"web"}}, []string{"fs__read", "web__fetch"}},
+	} {
+		ts, err := h.ListToolsFor(ctx, tt.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := exposed(ts); !slices.Equal(got, tt.want) {
+			t.Errorf("%+v: %v, want %v", tt.opts, got, tt.want)
+		}
+		for _, s := range ts.Skipped() {
+			if s.Reason != SkipPolicy {
+				t.Errorf("skip reason %v", s.Reason)
+			}
+		}
+	}
+	// The listing's tools are resolvable for calls, and the left-out ones
+	// are not.
+	ts, _ := h.ListToolsFor(ctx, &ListOptions{Principal: "alice", Taint: []string{"web"}})
+	if _, err := h.CallTool(ctx, "fs__write", nil, &CallOptions{ToolSet: ts, Principal: "alice"}); err == nil {
+		t.Fatal("a left-out tool was called")
+	} else {
+		wantKind(t, err, KindUnknownTool)
+	}
+	if fs.totalCalls() != 0 {
+		t.Fatal("a call reached the server")
+	}
+	// A condition that panics leaves the tool listed; the call answers.
+	h2 := newHub(t, HubOptions{Servers: []Server{fs.server("fs")},
+		Policy: NewPolicy(Deny("*").When(func(c *Call) bool { panic("boom") }))})
+	ts2, err := h2.ListToolsFor(ctx, nil)
+	if err != nil || ts2.Len() != 3 {
+		t.Fatalf("ListToolsFor with a panicking condition: %v %v", exposed(ts2), err)
+	}
+	_, err = h2.CallTool(ctx, "fs__read", nil, nil)
+	if e := wantKind(t, err, KindInternal); !strings.Contains(e.Err.Error(), "boom") {
+		t.Fatalf("err = %v", e.Err)
+	}
+}

@@ -1,0 +1,176 @@
+package conduit
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// headerCheck counts the requests that lack the Authorization header.
+type headerCheck struct {
+	next    http.Handler
+	missing atomic.Int64
+	seen    atomic.Int64
+}
+
+func (h *headerCheck) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.seen.Add(1)
+	if r.Header.Get("Authorization") != "Bearer secret" {
+		h.missing.Add(1)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	h.next.ServeHTTP(w, r)
+}
+
+type countingTransport struct{ n atomic.Int64 }
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func TestHTTPTransports(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, "web").echoTools("fetch")
+	getServer := func(*http.Request) *mcp.Server { return srv.Server }
+	for _, tt := range []struct {
+		name    string
+		handler http.Handler
+		sse     bool
+	}{
+		{"streamable", mcp.NewStreamableHTTPHandler(getServer, nil), false},
+		{"stateless streamable", mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{Stateless: true}), false},
+		{"sse", mcp.NewSSEHandler(getServer, nil), true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			check := &headerCheck{next: tt.handler}
+			hs := httptest.NewServer(check)
+			defer hs.Close()
+			rt := &countingTransport{}
+			h := newHub(t, HubOptions{
+				Servers: []Server{{ID: "web", URL: hs.URL, SSE: tt.sse, Headers: map[string]string{"Authorization": "Bearer secret"},
+					HTTPClient: &http.Client{Transport: rt}}},
+				ConnectTimeout: 300 * time.Millisecond,
+			})
+			defer h.Close() // before hs.Close, which waits for open streams
+			ctx := context.Background()
+			if st := h.Status()[0]; st.State != StateUp {
+				t.Fatalf("%+v", st)
+			}
+			// Past the connect timeout, the session still works: the
+			// timeout's context must not be the session's.
+			time.Sleep(500 * time.Millisecond)
+			res, err := h.CallTool(ctx, "web__fetch", map[string]any{"u": 1}, nil)
+			if err != nil || !strings.HasPrefix(resultText(res), "fetch ") {
+				t.Fatalf("res = %q, err = %v", resultText(res), err)
+			}
+			if st := h.Status()[0]; st.State != StateUp {
+				t.Fatalf("%+v", st)
+			}
+			if check.missing.Load() != 0 || check.seen.Load() == 0 {
+				t.Fatalf("headers: %d of %d requests lacked them", check.missing.Load(), check.seen.Load())
+			}
+			if rt.n.Load() == 0 {
+				t.Fatal("the HTTPClient was not used")
+			}
+		})
+	}
+}
+
+func TestHTTPHeadersRequired(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, "web").echoTools("fetch")
+	check := &headerCheck{next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.Server }, nil)}
+	hs := httptest.NewServer(check)
+	defer hs.Close()
+	_, err := NewClient(context.Background(), ClientOptions{Server: Server{ID: "web", URL: hs.URL}, Reconnect: Backoff{Disabled: true}})
+	e := wantKind(t, err, KindUnavailable)
+	if !strings.Contains(e.Err.Error(), "Unauthorized") && !strings.Contains(e.Err.Error(), "401") {
+		t.Fatalf("%v", e.Err)
+	}
+}
+
+// TestHTTPReconnect stops an HTTP server under a hub and starts it again
+// on the same address.
+func TestHTTPReconnect(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, "web").echoTools("fetch")
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.Server }, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	hs := &http.Server{Handler: handler}
+	go hs.Serve(ln)
+	ev := &events{}
+	h := newHub(t, HubOptions{Servers: []Server{{ID: "web", URL: "http://" + addr}}, Reconnect: fastReconnect, Trace: ev.trace()})
+	ctx := context.Background()
+	ts, err := h.ListTools(ctx)
+	if err != nil || ts.Len() != 1 {
+		t.Fatal(err)
+	}
+	hs.Close()
+	_, err = h.CallTool(ctx, "web__fetch", nil, &CallOptions{ToolSet: ts})
+	wantKind(t, err, KindUnavailable)
+	eventually(t, 10*time.Second, func() bool { return ev.count("down web") >= 1 }, "web down")
+
+	var ln2 net.Listener
+	eventually(t, 5*time.Second, func() bool { ln2, err = net.Listen("tcp", addr); return err == nil }, "listening again on %s", addr)
+	hs2 := &http.Server{Handler: handler}
+	go hs2.Serve(ln2)
+	defer hs2.Close()
+	eventually(t, 10*time.Second, func() bool { return h.Status()[0].State == StateUp }, "web up")
+	if _, err := h.CallTool(ctx, "web__fetch", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServerValidation(t *testing.T) {
+	for _, tt := range []struct {
+		s    Server
+		want string
+	}{
+		{Server{ID: "a"}, "exactly one of Command, URL or Transport"},
+		{Server{ID: "a", Command: "x", URL: "http://x"}, "exactly one"},
+		{Server{ID: "a", Command: "x", SSE: true}, "SSE needs a URL"},
+		{Server{ID: "a.b", Command: "x"}, "must match"},
+	} {
+		_, err := NewHub(context.Background(), HubOptions{Servers: []Server{tt.s}, Policy: AllowAll()})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: %v", tt.s, err)
+		}
+	}
+	_, err := NewHub(context.Background(), HubOptions{Servers: []Server{{ID: "a", Command: "x"}, {ID: "a", Command: "y"}}, Policy: AllowAll()})
+	if err == nil || !strings.Contains(err.Error(), "used twice") {
+		t.Fatal(err)
+	}
+	if _, err := NewHub(context.Background(), HubOptions{Policy: AllowAll()}); err == nil {
+		t.Fatal("a hub without servers")
+	}
+}
+
+func TestStateAndBackoff(t *testing.T) {
+	for s, want := range map[State]string{StateConnecting: "connecting", StateUp: "up", StateDown: "down",
+		StateReconnecting: "reconnecting", StateClosed: "closed", State(9): "State(9)"} {
+		if s.String() != want {
+			t.Errorf("%d: %q", s, s.String())
+		}
+	}
+	lo, hi := Backoff{}.bounds()
+	if lo != 250*time.Millisecond || hi != 30*time.Second {
+		t.Fatal(lo, hi)
+	}
+	if lo, hi := (Backoff{Min: time.Second, Max: time.Millisecond}).bounds(); lo != time.Second || hi != time.Second {
+		t.Fatal(lo, hi)
+	}
+}
