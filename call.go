@@ -59,6 +59,7 @@ type CallOptions struct {
 	// Meta is sent as the request's _meta.
 	Meta mcp.Meta
 	// Progress, when set, receives the server's progress notifications.
+	// Notifications that arrive after the result are dropped.
 	Progress func(Progress)
 	// Shape says how the result is prepared; ShapeLLM for a model.
 	Shape Shape
@@ -98,6 +99,10 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 	}
 	if err := c.authorize(ctx, call, o.Halt); err != nil {
 		return nil, err
+	}
+	// A halted batch runs no hooks for the calls it has not sent.
+	if halted(o.Halt) {
+		return nil, haltedError(call)
 	}
 	for _, h := range c.Hooks {
 		if h.Before == nil {

@@ -33,6 +33,7 @@ type conn struct {
 	attempts int
 	closed   bool
 	tools    []*mcp.Tool
+	listed   bool   // tools holds a listing of the current session
 	stale    bool   // the tool list must be fetched again
 	changes  uint64 // list_changed notifications seen
 	gen      uint64 // bumped whenever tools or session change
@@ -182,7 +183,7 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	}
 	cn.session = sess
 	cn.state, cn.since, cn.lastErr, cn.attempts = StateUp, time.Now(), nil, 0
-	cn.tools, cn.stale = nil, true
+	cn.tools, cn.stale, cn.listed = nil, true, false
 	cn.gen++
 	cn.mu.Unlock()
 	// A kick meant for an earlier session must not end this one.
@@ -214,7 +215,7 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 	cn.session = nil
 	cn.state, cn.since, cn.lastErr = StateDown, time.Now(), err
 	cn.attempts++
-	cn.tools, cn.stale = nil, true
+	cn.tools, cn.stale, cn.listed = nil, true, false
 	cn.gen++
 	cn.mu.Unlock()
 	if t := cn.core.trace; t != nil && t.ServerDown != nil {
@@ -274,7 +275,8 @@ func (cn *conn) status() ServerStatus {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	st := ServerStatus{ID: cn.srv.ID, State: cn.state, Err: cn.lastErr, Tools: -1, Since: cn.since, Attempts: cn.attempts}
-	if cn.session != nil && !cn.stale {
+	// A list_changed keeps the last count until the next listing.
+	if cn.session != nil && cn.listed {
 		st.Tools = len(cn.tools)
 	}
 	return st
@@ -332,7 +334,7 @@ func (cn *conn) listTools(ctx context.Context) ([]*mcp.Tool, uint64, error) {
 		}
 		return nil, 0, fmt.Errorf("the session with %s was replaced during the listing", cn.srv.ID)
 	}
-	cn.tools = tools
+	cn.tools, cn.listed = tools, true
 	cn.stale = cn.changes != changes // a change during the listing lists again next time
 	cn.gen++
 	return tools, cn.gen, nil

@@ -47,7 +47,8 @@ type ServerStatus struct {
 	// Err is the last connection error, kept while the server is down or
 	// reconnecting.
 	Err error
-	// Tools is the number of tools in the server's last listing, or -1
+	// Tools is the number of tools in the server's last listing (kept
+	// after a list_changed until the next listing), or -1
 	// when it has not been listed in its current session.
 	Tools int
 	// Since is when the server entered State.
