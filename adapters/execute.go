@@ -253,28 +253,35 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 		res *mcp.CallToolResult
 		err error
 	}
-	done := make(chan outcome, 1)
-	go func() {
-		var out outcome
+	call := func() (out outcome) {
 		defer func() {
 			if p := recover(); p != nil {
 				out = outcome{err: &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool,
 					Message: "The call to " + c.Name + " failed.", Err: fmt.Errorf("panic: %v", p)}}
 			}
-			done <- out
 		}()
 		out.res, out.err = r.src.CallTool(cctx, c.Name, args, copts)
-	}()
+		return out
+	}
 	var out outcome
-	select {
-	case out = <-done:
-	case <-cctx.Done():
+	switch r.src.(type) {
+	case *conduit.Hub, *conduit.Client:
+		// conduit's own sources end a call, approval and hooks included,
+		// when its context ends: a goroutine to bound them is not needed.
+		out = call()
+	default:
+		done := make(chan outcome, 1)
+		go func() { done <- call() }()
 		select {
 		case out = <-done:
-		default:
-			// The source did not return when its context ended; it is
-			// left to finish on its own, and its late answer is dropped.
-			return nil, ctxError(ctx, c, cctx.Err(), r.timeout)
+		case <-cctx.Done():
+			select {
+			case out = <-done:
+			default:
+				// The source did not return when its context ended; it is
+				// left to finish on its own, and its late answer is dropped.
+				return nil, ctxError(ctx, c, cctx.Err(), r.timeout)
+			}
 		}
 	}
 	if out.err != nil {
