@@ -9,6 +9,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -72,15 +73,21 @@ type CallOptions struct {
 // call is the governed pipeline of one call: resolve, object arguments,
 // policy, approval, before-hooks, validation, the request, after-hooks,
 // shaping.
+//
+// The callbacks (approver, hooks) are the user's code and may ignore ctx,
+// yet the call must be answered when ctx ends. So a call with callbacks to
+// run runs them, and the rest of its pipeline, on one goroutine of its own
+// while the caller waits for it or for ctx; a call without runs inline.
 func (c *core) call(ctx context.Context, name string, args any, opts *CallOptions) (res *mcp.CallToolResult, err error) {
 	var o CallOptions
 	if opts != nil {
 		o = *opts
 	}
 	call := &Call{Exposed: name, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
+	traced := call // what Trace.CallDone is given
 	if t := c.trace; t != nil && t.CallDone != nil {
 		start := time.Now()
-		defer func() { t.CallDone(call, res, err, time.Since(start)) }()
+		defer func() { t.CallDone(traced, res, err, time.Since(start)) }()
 	}
 	ts := o.ToolSet
 	if ts == nil {
@@ -93,12 +100,61 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 		return nil, newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown tool %q: it is not among the tools offered.", name), nil)
 	}
 	call.Server, call.Tool, call.Def = tool.Server, tool.Name, tool
-	if call.Args, err = objectArgs(args); err != nil {
+	// The caller's map is copied only when a callback could change it.
+	if call.Args, err = objectArgs(args, len(c.Hooks) > 0 || c.Approver != nil); err != nil {
 		return nil, newError(KindInvalidArguments, tool.Server, tool.Name,
 			"Invalid arguments for "+tool.Exposed+": "+err.Error()+".", err)
 	}
-	if err := c.authorize(ctx, call, o.Halt); err != nil {
+	ask, rule, err := c.authorize(call, o.Halt)
+	if err != nil {
 		return nil, err
+	}
+	if !ask && len(c.Hooks) == 0 || ctx.Done() == nil {
+		return c.pipeline(ctx, call, &o, ask, rule, nil)
+	}
+	var snap *Call
+	if c.trace != nil && c.trace.CallDone != nil {
+		// A callback that overruns ctx keeps running with call; the trace
+		// is then given the call as it was before the callbacks.
+		s := *call
+		s.Args = maps.Clone(call.Args)
+		snap = &s
+	}
+	st := &stage{}
+	type result struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		res, err := c.pipeline(ctx, call, &o, ask, rule, st)
+		ch <- result{res, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.res, r.err
+	case <-ctx.Done():
+		if who := st.callback(); who != "" {
+			if snap != nil {
+				traced = snap
+			}
+			return nil, callbackError(ctx, tool, who, ctx.Err())
+		}
+		// The pipeline is in conduit's own code or in the SDK's request,
+		// which both end with ctx, and no callback starts after it.
+		r := <-ch
+		return r.res, r.err
+	}
+}
+
+// pipeline is the pipeline from approval on. st, when not nil, tells the
+// caller which callback is running.
+func (c *core) pipeline(ctx context.Context, call *Call, o *CallOptions, ask bool, rule Rule, st *stage) (*mcp.CallToolResult, error) {
+	tool := call.Def
+	if ask {
+		if err := c.approve(ctx, call, rule, st); err != nil {
+			return nil, err
+		}
 	}
 	// A halted batch runs no hooks for the calls it has not sent.
 	if halted(o.Halt) {
@@ -108,15 +164,9 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 		if h.Before == nil {
 			continue
 		}
-		// A hook that overruns ctx keeps running with call; from then on
-		// the pipeline uses a copy.
-		snap := *call
-		snap.Args = maps.Clone(call.Args)
-		hc := call
-		herr, err := bounded(ctx, func() error { return h.Before(ctx, hc) })
+		herr, err := runCallback(ctx, st, hookName(h), func() error { return h.Before(ctx, call) })
 		if err != nil {
-			call = &snap
-			return nil, callbackError(ctx, call, hookName(h), err)
+			return nil, callbackError(ctx, tool, hookName(h), err)
 		}
 		// Hooks may change the arguments only: the call goes where the
 		// policy saw it going.
@@ -137,7 +187,12 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 	if halted(o.Halt) {
 		return nil, haltedError(call)
 	}
-	if res, err = c.send(ctx, call, &o); err != nil {
+	// A callback that returned after ctx ended must not get the call sent.
+	if ctx.Err() != nil {
+		return nil, contextError(ctx, call.Server, call.Tool, ctx.Err())
+	}
+	res, err := c.send(ctx, call, o)
+	if err != nil {
 		return nil, err
 	}
 	for _, h := range c.Hooks {
@@ -148,13 +203,10 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 			res *mcp.CallToolResult
 			err error
 		}
-		snap := *call
-		snap.Args = maps.Clone(call.Args)
-		hc, cur := call, res
-		r, err := bounded(ctx, func() out { r, err := h.After(ctx, hc, cur); return out{r, err} })
+		cur := res
+		r, err := runCallback(ctx, st, hookName(h), func() out { r, err := h.After(ctx, call, cur); return out{r, err} })
 		if err != nil {
-			call = &snap
-			return nil, callbackError(ctx, call, hookName(h), err)
+			return nil, callbackError(ctx, tool, hookName(h), err)
 		}
 		if r.err != nil {
 			return nil, hookError(call, h.Name, r.err)
@@ -176,38 +228,44 @@ func hookName(h Hook) string {
 	return "hook " + h.Name
 }
 
-// authorize applies the policy and, for "ask", the approver.
-func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}) error {
+// authorize applies the policy. ask reports that the approver must be
+// asked; it is true only when an approver is configured.
+func (c *core) authorize(call *Call, halt <-chan struct{}) (ask bool, rule Rule, err error) {
 	if c.Policy == nil {
-		return nil
+		return false, Rule{}, nil
 	}
 	d, rule, matched, err := decide(c.Policy, call)
 	if err != nil {
-		return newError(KindInternal, call.Server, call.Tool, "The policy could not decide on "+call.Exposed+".", err)
+		return false, rule, newError(KindInternal, call.Server, call.Tool, "The policy could not decide on "+call.Exposed+".", err)
 	}
 	if t := c.trace; t != nil && t.Decided != nil {
 		t.Decided(call, d, rule)
 	}
 	switch d {
 	case DecisionAllow:
-		return nil
+		return false, rule, nil
 	case DecisionDeny:
 		msg := "The policy does not allow calling " + call.Exposed + "."
 		if !matched {
 			msg = "The policy does not allow calling " + call.Exposed + " (no rule allows it)."
 		}
-		return newError(KindDenied, call.Server, call.Tool, msg, nil)
+		return false, rule, newError(KindDenied, call.Server, call.Tool, msg, nil)
 	}
 	if halted(halt) {
-		return haltedError(call)
+		return false, rule, haltedError(call)
 	}
 	if c.Approver == nil {
-		return newError(KindApprovalRequired, call.Server, call.Tool,
+		return false, rule, newError(KindApprovalRequired, call.Server, call.Tool,
 			"Calling "+call.Exposed+" needs approval, and no approver is configured.", nil)
 	}
-	a, err := bounded(ctx, func() Approval { return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule}) })
+	return true, rule, nil
+}
+
+// approve asks the approver about a call the policy sent to it.
+func (c *core) approve(ctx context.Context, call *Call, rule Rule, st *stage) error {
+	a, err := runCallback(ctx, st, "the approver", func() Approval { return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule}) })
 	if err != nil {
-		return callbackError(ctx, call, "the approver", err)
+		return callbackError(ctx, call.Def, "the approver", err)
 	}
 	if a.Allow {
 		return nil
@@ -363,8 +421,9 @@ func (c *core) lost(ctx context.Context, cn *conn, sess *mcp.ClientSession, err 
 	return gone
 }
 
-// objectArgs turns the model's arguments into a JSON object.
-func objectArgs(args any) (map[string]any, error) {
+// objectArgs turns the model's arguments into a JSON object. A map is
+// copied when copyMap is set, so that callbacks leave the caller's alone.
+func objectArgs(args any, copyMap bool) (map[string]any, error) {
 	var data []byte
 	switch a := args.(type) {
 	case nil:
@@ -373,8 +432,10 @@ func objectArgs(args any) (map[string]any, error) {
 		if a == nil {
 			return map[string]any{}, nil
 		}
-		// A copy, so that hooks rewriting arguments leave the caller's alone.
-		return maps.Clone(a), nil
+		if copyMap {
+			return maps.Clone(a), nil
+		}
+		return a, nil
 	case json.RawMessage:
 		data = a
 	case []byte:
@@ -414,45 +475,44 @@ func haltedError(call *Call) *Error {
 		"The call to "+call.Exposed+" was not made: the run was halted by an approver.", nil)
 }
 
-// bounded runs a user callback so that one which ignores ctx cannot hold
-// the call past ctx's end; a panic becomes an error.
-func bounded[T any](ctx context.Context, f func() T) (T, error) {
-	run := func() (v T, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("panic: %v", p)
-			}
-		}()
-		return f(), nil
+// stage is which callback a call's pipeline goroutine is running.
+type stage struct{ who atomic.Pointer[string] }
+
+// callback returns the callback running, or "".
+func (s *stage) callback() string {
+	if p := s.who.Load(); p != nil {
+		return *p
 	}
-	if ctx.Done() == nil {
-		return run()
-	}
-	type result struct {
-		v   T
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := run()
-		ch <- result{v, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.v, r.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
+	return ""
 }
 
-func callbackError(ctx context.Context, call *Call, who string, err error) *Error {
+// runCallback runs a user callback; a panic becomes an error. With st, it
+// first marks the callback as running, then starts it only if ctx has not
+// ended: a caller that finds ctx ended and no callback running can rely on
+// none starting.
+func runCallback[T any](ctx context.Context, st *stage, who string, f func() T) (v T, err error) {
+	if st != nil {
+		st.who.Store(&who)
+		defer st.who.Store(nil)
+		if err := ctx.Err(); err != nil {
+			return v, err
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f(), nil
+}
+
+func callbackError(ctx context.Context, t *Tool, who string, err error) *Error {
 	if ctx.Err() != nil {
-		e := contextError(ctx, call.Server, call.Tool, err)
-		e.Message = "The call to " + call.Exposed + " ran out of time waiting for " + who + "."
+		e := contextError(ctx, t.Server, t.Name, err)
+		e.Message = "The call to " + t.Exposed + " ran out of time waiting for " + who + "."
 		return e
 	}
-	return newError(KindInternal, call.Server, call.Tool, "The call to "+call.Exposed+" failed in "+who+".", err)
+	return newError(KindInternal, t.Server, t.Name, "The call to "+t.Exposed+" failed in "+who+".", err)
 }
 
 func hookError(call *Call, hook string, err error) *Error {

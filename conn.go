@@ -158,7 +158,7 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	sctx, cancel := context.WithCancel(ctx)
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(cn.core.connectTimeout, func() { timedOut.Store(true); cancel() })
-	sess, err := cn.client.Connect(sctx, cn.srv.transport(&cn.stderr), nil)
+	sess, err := cn.client.Connect(sctx, cn.srv.transport(&cn.stderr, cn.core.httpClient), nil)
 	if !timer.Stop() && err == nil {
 		// The timer fired just as Connect succeeded: the session's context
 		// is gone, so the session cannot be trusted.

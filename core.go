@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -59,8 +60,9 @@ type core struct {
 	requestTimeout time.Duration
 	elicit         func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 
-	conns []*conn
-	byID  map[string]*conn
+	conns      []*conn
+	byID       map[string]*conn
+	httpClient *http.Client // for servers without their own
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -117,6 +119,7 @@ func newCore(ctx context.Context, servers []Server, o commonOptions, namespace b
 		c.connectTimeout = 30 * time.Second
 	}
 	c.sdkLogger = c.logger.With("component", "mcp")
+	c.httpClient = newHTTPClient()
 	for _, s := range servers {
 		if err := s.validate(); err != nil {
 			return nil, fmt.Errorf("conduit: %w", err)
@@ -162,8 +165,26 @@ func (c *core) close() error {
 		}
 		wg.Wait()
 		c.wg.Wait()
+		c.httpClient.CloseIdleConnections()
 	})
 	return nil
+}
+
+// maxIdlePerHost is how many idle connections the hub's HTTP client keeps
+// to one host: enough for a batch of parallel calls to one server to reuse
+// its connections instead of opening new ones.
+const maxIdlePerHost = 64
+
+func newHTTPClient() *http.Client {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		// Someone replaced the default; it is theirs to tune.
+		return &http.Client{Transport: http.DefaultTransport}
+	}
+	t = t.Clone()
+	t.MaxIdleConnsPerHost = maxIdlePerHost
+	t.MaxIdleConns = max(t.MaxIdleConns, maxIdlePerHost)
+	return &http.Client{Transport: t}
 }
 
 // bound returns ctx, also canceled when the hub or client is closed.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -734,5 +735,42 @@ func waitCanceled(t *testing.T, canceled <-chan error) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server never saw notifications/cancelled")
+	}
+}
+
+// A before-hook that returns after the call was answered on ctx's end must
+// not get the call sent, and the trace must not see its late rewrites.
+func TestLateHookSendsNothing(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("t")
+	release := make(chan struct{})
+	returned := make(chan struct{})
+	var traced atomic.Pointer[Call]
+	h := newHub(t, HubOptions{
+		Servers: []Server{srv.server("s")},
+		Trace:   &Trace{CallDone: func(c *Call, _ *mcp.CallToolResult, _ error, _ time.Duration) { traced.Store(c) }},
+		Hooks: []Hook{{Name: "late", Before: func(_ context.Context, c *Call) error {
+			defer close(returned)
+			<-release
+			c.Args["rewritten"] = true
+			return nil
+		}}},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := h.CallTool(ctx, "s__t", map[string]any{"a": 1}, nil)
+	wantKind(t, err, KindTimeout)
+	c := traced.Load()
+	if c == nil || c.Args["a"] != 1 {
+		t.Fatalf("traced %+v", c)
+	}
+	close(release)
+	<-returned
+	// A sent call would be counted before Close returns.
+	h.Close()
+	if n := srv.called("t"); n != 0 {
+		t.Fatalf("the server got %d calls", n)
+	}
+	if _, ok := c.Args["rewritten"]; ok {
+		t.Fatal("the trace saw the late rewrite")
 	}
 }

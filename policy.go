@@ -124,19 +124,25 @@ func (r Rule) Decision() Decision { return r.decision }
 func (r Rule) String() string { return r.text }
 
 func (r *Rule) matches(c *Call) bool {
+	return r.matchesName(c.Server, c.Tool) && r.holds(c)
+}
+
+// matchesName reports whether one of r's patterns matches server/tool.
+func (r *Rule) matchesName(server, tool string) bool {
 	if r.err != nil {
 		return false
 	}
-	hit := false
+	tool = slashless(tool)
 	for _, p := range r.patterns {
-		if globMatch(p.server, c.Server) && globMatch(p.tool, slashless(c.Tool)) {
-			hit = true
-			break
+		if globMatch(p.server, server) && globMatch(p.tool, tool) {
+			return true
 		}
 	}
-	if !hit {
-		return false
-	}
+	return false
+}
+
+// holds reports whether all of r's conditions hold for c.
+func (r *Rule) holds(c *Call) bool {
 	for _, cond := range r.conds {
 		if cond != nil && !cond(c) {
 			return false
@@ -199,13 +205,40 @@ func (p *Policy) Decide(c *Call) (d Decision, rule Rule, ok bool) {
 }
 
 // decide is p.Decide for the pipeline: a condition that panics is an error,
-// never a decision.
+// never a decision. Which rules' patterns match a tool of c.Def's tool set
+// is worked out once, and only conditions are evaluated per call.
 func decide(p *Policy, c *Call) (d Decision, rule Rule, ok bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			d, rule, ok, err = DecisionDeny, Rule{}, false, fmt.Errorf("policy condition panicked: %v", r)
 		}
 	}()
+	if t := c.Def; t != nil && t.Server == c.Server && t.Name == c.Tool {
+		for _, i := range p.matching(t) {
+			if p.rules[i].holds(c) {
+				return p.rules[i].decision, p.rules[i], true, nil
+			}
+		}
+		return DecisionDeny, Rule{}, false, nil
+	}
 	d, rule, ok = p.Decide(c)
 	return d, rule, ok, nil
+}
+
+// policyMemo is the key under which a tool keeps which of a policy's rules
+// match its name.
+type policyMemo struct{ p *Policy }
+
+// matching returns the indexes of the rules whose patterns match t, in
+// order.
+func (p *Policy) matching(t *Tool) []int {
+	return t.Memo(policyMemo{p}, func() any {
+		var idx []int
+		for i := range p.rules {
+			if p.rules[i].matchesName(t.Server, t.Name) {
+				idx = append(idx, i)
+			}
+		}
+		return idx
+	}).([]int)
 }

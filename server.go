@@ -32,7 +32,10 @@ type Server struct {
 
 	// URL is a Streamable HTTP endpoint (or, with SSE, a legacy SSE
 	// endpoint). Headers are sent with every request; HTTPClient, when set,
-	// sends them.
+	// sends them. Without one, the hub's own client is used: a copy of
+	// http.DefaultTransport that keeps up to 64 idle connections per host
+	// (the default's 2 would reopen connections under parallel calls),
+	// closed with the hub.
 	URL        string
 	Headers    map[string]string
 	HTTPClient *http.Client
@@ -68,8 +71,8 @@ func (s Server) validate() error {
 func (s Server) reconnectable() bool { return s.Transport == nil }
 
 // transport makes a fresh transport for one session. stderr receives a
-// child process's standard error.
-func (s Server) transport(stderr *tailBuffer) mcp.Transport {
+// child process's standard error; hc is the HTTP client when s has none.
+func (s Server) transport(stderr *tailBuffer, hc *http.Client) mcp.Transport {
 	switch {
 	case s.Transport != nil:
 		return s.Transport
@@ -88,9 +91,8 @@ func (s Server) transport(stderr *tailBuffer) mcp.Transport {
 		cmd.WaitDelay = time.Second
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateDuration}
 	default:
-		hc := s.HTTPClient
-		if hc == nil {
-			hc = http.DefaultClient
+		if s.HTTPClient != nil {
+			hc = s.HTTPClient
 		}
 		if len(s.Headers) > 0 {
 			cp := *hc

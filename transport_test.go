@@ -2,10 +2,12 @@ package conduit
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -172,5 +174,47 @@ func TestStateAndBackoff(t *testing.T) {
 	}
 	if lo, hi := (Backoff{Min: time.Second, Max: time.Millisecond}).bounds(); lo != time.Second || hi != time.Second {
 		t.Fatal(lo, hi)
+	}
+}
+
+// TestHTTPParallelCallsReuseConnections: the hub's default HTTP client
+// keeps the connections a batch of parallel calls opened, so the next
+// batch opens (nearly) none. http.DefaultClient keeps 2 per host.
+func TestHTTPParallelCallsReuseConnections(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, "web")
+	srv.AddTool(&mcp.Tool{Name: "slow", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			time.Sleep(50 * time.Millisecond)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	var opened atomic.Int64
+	hs := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.Server }, nil))
+	hs.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	hs.Start()
+	defer hs.Close()
+	h := newHub(t, HubOptions{Servers: []Server{{ID: "web", URL: hs.URL}}})
+	defer h.Close()
+	const n = 16
+	batch := func() {
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				if _, err := h.CallTool(context.Background(), "web__slow", nil, nil); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	batch()
+	first := opened.Load()
+	batch()
+	if again := opened.Load() - first; again > n/4 {
+		t.Fatalf("the second batch opened %d connections (the first %d)", again, first)
 	}
 }
