@@ -75,9 +75,11 @@ type CallOptions struct {
 // shaping.
 //
 // The callbacks (approver, hooks) are the user's code and may ignore ctx,
-// yet the call must be answered when ctx ends. So a call with callbacks to
-// run runs them, and the rest of its pipeline, on one goroutine of its own
-// while the caller waits for it or for ctx; a call without runs inline.
+// yet the call must be answered when ctx ends; so the callbacks before the
+// request run together on one goroutine, and the after-hooks on another,
+// while the caller waits for them or for ctx. The request itself stays on
+// the caller's goroutine: the SDK's deep call path would grow a fresh
+// goroutine's stack on every call.
 func (c *core) call(ctx context.Context, name string, args any, opts *CallOptions) (res *mcp.CallToolResult, err error) {
 	var o CallOptions
 	if opts != nil {
@@ -109,73 +111,11 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 	if err != nil {
 		return nil, err
 	}
-	if !ask && len(c.Hooks) == 0 || ctx.Done() == nil {
-		return c.pipeline(ctx, call, &o, ask, rule, nil)
-	}
-	var snap *Call
-	if c.trace != nil && c.trace.CallDone != nil {
-		// A callback that overruns ctx keeps running with call; the trace
-		// is then given the call as it was before the callbacks.
-		s := *call
-		s.Args = maps.Clone(call.Args)
-		snap = &s
-	}
-	st := &stage{}
-	type result struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		res, err := c.pipeline(ctx, call, &o, ask, rule, st)
-		ch <- result{res, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.res, r.err
-	case <-ctx.Done():
-		if who := st.callback(); who != "" {
-			if snap != nil {
-				traced = snap
-			}
-			return nil, callbackError(ctx, tool, who, ctx.Err())
-		}
-		// The pipeline is in conduit's own code or in the SDK's request,
-		// which both end with ctx, and no callback starts after it.
-		r := <-ch
-		return r.res, r.err
-	}
-}
-
-// pipeline is the pipeline from approval on. st, when not nil, tells the
-// caller which callback is running.
-func (c *core) pipeline(ctx context.Context, call *Call, o *CallOptions, ask bool, rule Rule, st *stage) (*mcp.CallToolResult, error) {
-	tool := call.Def
-	if ask {
-		if err := c.approve(ctx, call, rule, st); err != nil {
+	if ask || c.before {
+		if _, err := guard(ctx, c, call, &traced, func(st *stage) (struct{}, error) {
+			return struct{}{}, c.beforeHooks(ctx, call, o.Halt, ask, rule, st)
+		}); err != nil {
 			return nil, err
-		}
-	}
-	// A halted batch runs no hooks for the calls it has not sent.
-	if halted(o.Halt) {
-		return nil, haltedError(call)
-	}
-	for _, h := range c.Hooks {
-		if h.Before == nil {
-			continue
-		}
-		herr, err := runCallback(ctx, st, hookName(h), func() error { return h.Before(ctx, call) })
-		if err != nil {
-			return nil, callbackError(ctx, tool, hookName(h), err)
-		}
-		// Hooks may change the arguments only: the call goes where the
-		// policy saw it going.
-		call.Server, call.Tool, call.Exposed, call.Def = tool.Server, tool.Name, tool.Exposed, tool
-		if herr != nil {
-			return nil, hookError(call, h.Name, herr)
-		}
-		if call.Args == nil {
-			call.Args = map[string]any{}
 		}
 	}
 	if c.Validate {
@@ -187,14 +127,104 @@ func (c *core) pipeline(ctx context.Context, call *Call, o *CallOptions, ask boo
 	if halted(o.Halt) {
 		return nil, haltedError(call)
 	}
-	// A callback that returned after ctx ended must not get the call sent.
-	if ctx.Err() != nil {
-		return nil, contextError(ctx, call.Server, call.Tool, ctx.Err())
-	}
-	res, err := c.send(ctx, call, o)
-	if err != nil {
+	if res, err = c.send(ctx, call, &o); err != nil {
 		return nil, err
 	}
+	if c.after {
+		cur := res
+		if res, err = guard(ctx, c, call, &traced, func(st *stage) (*mcp.CallToolResult, error) {
+			return c.afterHooks(ctx, call, cur, st)
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if o.Shape == ShapeLLM {
+		res = ShapeForModel(res)
+	}
+	return res, nil
+}
+
+// guard runs f, a stretch of the pipeline that calls callbacks, so that the
+// call is answered when ctx ends even if a callback ignores it. While
+// conduit's own code runs in f, an ended ctx is waited out: f then stops
+// before the next callback. traced is pointed at a copy of call when a
+// callback overruns, since the callback still holds call.
+func guard[T any](ctx context.Context, c *core, call *Call, traced **Call, f func(*stage) (T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return f(nil)
+	}
+	var snap *Call
+	if c.trace != nil && c.trace.CallDone != nil {
+		s := *call
+		s.Args = maps.Clone(call.Args)
+		snap = &s
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	st := &stage{}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f(st)
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		if who := st.callback(); who != "" {
+			if snap != nil {
+				*traced = snap
+			}
+			var zero T
+			return zero, callbackError(ctx, call.Def, who, ctx.Err())
+		}
+		r := <-ch
+		return r.v, r.err
+	}
+}
+
+// beforeHooks asks the approver, when the policy said ask, and runs the
+// before-hooks.
+func (c *core) beforeHooks(ctx context.Context, call *Call, halt <-chan struct{}, ask bool, rule Rule, st *stage) error {
+	tool := call.Def
+	if ask {
+		if err := c.approve(ctx, call, rule, st); err != nil {
+			return err
+		}
+	}
+	// A halted batch runs no hooks for the calls it has not sent.
+	if halted(halt) {
+		return haltedError(call)
+	}
+	for _, h := range c.Hooks {
+		if h.Before == nil {
+			continue
+		}
+		herr, err := runCallback(ctx, st, hookName(h), func() error { return h.Before(ctx, call) })
+		if err != nil {
+			return callbackError(ctx, tool, hookName(h), err)
+		}
+		// Hooks may change the arguments only: the call goes where the
+		// policy saw it going.
+		call.Server, call.Tool, call.Exposed, call.Def = tool.Server, tool.Name, tool.Exposed, tool
+		if herr != nil {
+			return hookError(call, h.Name, herr)
+		}
+		if call.Args == nil {
+			call.Args = map[string]any{}
+		}
+	}
+	// A callback that returned after ctx ended must not get the call sent.
+	if err := ctx.Err(); err != nil {
+		return contextError(ctx, call.Server, call.Tool, err)
+	}
+	return nil
+}
+
+// afterHooks runs the after-hooks over the server's result.
+func (c *core) afterHooks(ctx context.Context, call *Call, res *mcp.CallToolResult, st *stage) (*mcp.CallToolResult, error) {
 	for _, h := range c.Hooks {
 		if h.After == nil {
 			continue
@@ -206,7 +236,7 @@ func (c *core) pipeline(ctx context.Context, call *Call, o *CallOptions, ask boo
 		cur := res
 		r, err := runCallback(ctx, st, hookName(h), func() out { r, err := h.After(ctx, call, cur); return out{r, err} })
 		if err != nil {
-			return nil, callbackError(ctx, tool, hookName(h), err)
+			return nil, callbackError(ctx, call.Def, hookName(h), err)
 		}
 		if r.err != nil {
 			return nil, hookError(call, h.Name, r.err)
@@ -214,9 +244,6 @@ func (c *core) pipeline(ctx context.Context, call *Call, o *CallOptions, ask boo
 		if r.res != nil {
 			res = r.res
 		}
-	}
-	if o.Shape == ShapeLLM {
-		res = ShapeForModel(res)
 	}
 	return res, nil
 }

@@ -52,7 +52,7 @@ var _ Source = (*Client)(nil)
 // attempt fails; after that, a lost session is reconnected with backoff.
 func NewClient(ctx context.Context, opts ClientOptions) (*Client, error) {
 	c, err := newCore(ctx, []Server{opts.Server}, commonOptions{
-		governance:     governance{opts.Policy, opts.Approver, opts.Hooks, opts.Filter, opts.Validate},
+		governance:     governance{Policy: opts.Policy, Approver: opts.Approver, Hooks: opts.Hooks, Filter: opts.Filter, Validate: opts.Validate},
 		Implementation: opts.Implementation,
 		Logger:         opts.Logger,
 		Trace:          opts.Trace,

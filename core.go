@@ -40,6 +40,8 @@ type governance struct {
 	Hooks    []Hook
 	Filter   func(server string, tool *mcp.Tool) bool
 	Validate bool
+
+	before, after bool // some hook has a Before, an After
 }
 
 func (g governance) governed() bool {
@@ -95,6 +97,10 @@ func newCore(ctx context.Context, servers []Server, o commonOptions, namespace b
 	}
 	if o.Policy != nil && o.Policy.Err() != nil {
 		return nil, o.Policy.Err()
+	}
+	for _, h := range o.Hooks {
+		o.before = o.before || h.Before != nil
+		o.after = o.after || h.After != nil
 	}
 	c := &core{
 		governance:     o.governance,

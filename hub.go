@@ -60,7 +60,7 @@ func NewHub(ctx context.Context, opts HubOptions) (*Hub, error) {
 		return nil, errors.New("conduit: a hub needs a Policy (conduit.AllowAll() allows every call)")
 	}
 	c, err := newCore(ctx, opts.Servers, commonOptions{
-		governance:     governance{opts.Policy, opts.Approver, opts.Hooks, opts.Filter, opts.Validate},
+		governance:     governance{Policy: opts.Policy, Approver: opts.Approver, Hooks: opts.Hooks, Filter: opts.Filter, Validate: opts.Validate},
 		Implementation: opts.Implementation,
 		Logger:         opts.Logger,
 		Trace:          opts.Trace,

@@ -3,6 +3,8 @@ package bench
 import (
 	"testing"
 
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/bench/internal/fixture"
 	"github.com/conduitmcp/conduit/bench/internal/samples"
 )
 
@@ -54,6 +56,50 @@ func BenchmarkRatio(b *testing.B) {
 			// The fairer floor of ExecuteToolCalls: the raw call plus the
 			// glue a hand-written program needs around it.
 			b.Run("adapters-vs-glue", func(b *testing.B) { samples.Pair(b, must(b, e.glueCall), must(b, e.adaptersCall)) })
+		})
+	}
+}
+
+// BenchmarkParts is BenchmarkRatio's in-memory Hub.CallTool with the
+// governance added one piece at a time, each against the raw call: what
+// the governed call's cost is made of. none is a hub with no governance
+// but conduit.AllowAll(); policy adds the four-rule policy and approver (the call is
+// allowed, so the approver is not asked); validate adds argument
+// validation; before adds the audit hook's Before, after the whole hook,
+// Before and After (the full governance of BenchmarkRatio); shape adds ShapeLLM.
+func BenchmarkParts(b *testing.B) {
+	p, a, hooks := fixture.Governance()
+	audit := hooks[0]
+	for _, part := range []struct {
+		name  string
+		edit  func(*conduit.HubOptions)
+		shape bool
+	}{
+		{"none", func(o *conduit.HubOptions) {
+			*o = conduit.HubOptions{Servers: o.Servers, Logger: o.Logger, Policy: conduit.AllowAll()}
+		}, false},
+		{"policy", func(o *conduit.HubOptions) {
+			*o = conduit.HubOptions{Servers: o.Servers, Logger: o.Logger, Policy: p, Approver: a}
+		}, false},
+		{"validate", func(o *conduit.HubOptions) {
+			*o = conduit.HubOptions{Servers: o.Servers, Logger: o.Logger, Policy: p, Approver: a, Validate: true}
+		}, false},
+		{"before", func(o *conduit.HubOptions) {
+			*o = conduit.HubOptions{Servers: o.Servers, Logger: o.Logger, Policy: p, Approver: a, Validate: true,
+				Hooks: []conduit.Hook{{Name: audit.Name, Before: audit.Before}}}
+		}, false},
+		{"after", func(o *conduit.HubOptions) {
+			*o = conduit.HubOptions{Servers: o.Servers, Logger: o.Logger, Policy: p, Approver: a, Validate: true,
+				Hooks: hooks}
+		}, false},
+		{"shape", nil, true},
+	} {
+		b.Run(part.name, func(b *testing.B) {
+			e := newEnvWith(b, inMemory, part.edit)
+			if !part.shape {
+				e.copts.Shape = conduit.ShapeNone
+			}
+			samples.Pair(b, must(b, e.rawCall), must(b, e.hubCall))
 		})
 	}
 }

@@ -49,6 +49,12 @@ var targets = []target{
 	{"(floor) Hub listing, 50 servers × 1 tool", "List/one/ratio-raw", "x-p50", "", 0, "50 raw sessions listed concurrently"},
 	{"New stdio session per call (spawn, initialize, call, close)", "Stdio/ratio", "x-p50", ">=", 20, "conduit's persistent session"},
 	{"mark3labs/mcp-go raw call, loopback HTTP", "MCPGo/ratio", "x-p50", "", 0, "conduit's governed call"},
+	{"(parts) Hub.CallTool, in memory, AllowAll only", "Parts/none", "x-p50", "", 0, "raw ClientSession.CallTool"},
+	{"(parts) + four-rule policy and approver", "Parts/policy", "x-p50", "", 0, "raw ClientSession.CallTool"},
+	{"(parts) + argument validation", "Parts/validate", "x-p50", "", 0, "raw ClientSession.CallTool"},
+	{"(parts) + a Before hook", "Parts/before", "x-p50", "", 0, "raw ClientSession.CallTool"},
+	{"(parts) + its After hook", "Parts/after", "x-p50", "", 0, "raw ClientSession.CallTool"},
+	{"(parts) + ShapeLLM (= Ratio/InMemory/hub)", "Parts/shape", "x-p50", "", 0, "raw ClientSession.CallTool"},
 }
 
 var suffix = regexp.MustCompile(`-\d+$`)
