@@ -21,9 +21,6 @@ type conn struct {
 	client *mcp.Client
 	stderr tailBuffer
 	ready  chan struct{} // closed after the first connection attempt
-	// kick asks run to drop a session that a failed call showed to be
-	// unusable although the SDK has not noticed (an HTTP server gone away).
-	kick chan kick
 
 	mu       sync.Mutex
 	session  *mcp.ClientSession
@@ -37,18 +34,16 @@ type conn struct {
 	stale    bool   // the tool list must be fetched again
 	changes  uint64 // list_changed notifications seen
 	gen      uint64 // bumped whenever tools or session change
+	// dropped is why the current session was dropped after a failed call
+	// showed it unusable although the SDK had not noticed (an HTTP server
+	// gone away).
+	dropped error
 
 	listMu sync.Mutex // one tools/list in flight per server
 }
 
-// kick asks to drop a session, saying why.
-type kick struct {
-	sess *mcp.ClientSession
-	err  error
-}
-
 func newConn(c *core, srv Server) *conn {
-	cn := &conn{core: c, srv: srv, ready: make(chan struct{}), kick: make(chan kick, 1),
+	cn := &conn{core: c, srv: srv, ready: make(chan struct{}),
 		state: StateConnecting, since: time.Now()}
 	cn.client = mcp.NewClient(c.impl, &mcp.ClientOptions{
 		Logger: c.sdkLogger,
@@ -124,28 +119,22 @@ func (cn *conn) run(ctx context.Context) {
 
 // await returns when sess ends, or when a call found it unusable.
 func (cn *conn) await(sess *mcp.ClientSession) error {
-	done := make(chan error, 1)
-	go func() { done <- sess.Wait() }()
-	for {
-		select {
-		case err := <-done:
-			if err == nil {
-				err = errors.New("the session was closed by the server")
-			}
-			return err
-		case k := <-cn.kick:
-			if k.sess != sess {
-				continue
-			}
-			sess.Close()
-			// The session's own end, when it had one, says more (a child's
-			// exit status) than the failed request.
-			if err := <-done; err != nil {
-				return err
-			}
-			return fmt.Errorf("the session was dropped after a failed request: %w", k.err)
-		}
+	err := sess.Wait()
+	cn.mu.Lock()
+	dropped := cn.dropped
+	if cn.session != sess {
+		dropped = nil
 	}
+	cn.mu.Unlock()
+	switch {
+	case err != nil:
+		// The session's own end, when it had one, says more (a child's
+		// exit status) than the failed request that dropped it.
+		return err
+	case dropped != nil:
+		return fmt.Errorf("the session was dropped after a failed request: %w", dropped)
+	}
+	return errors.New("the session was closed by the server")
 }
 
 // connect makes one connection attempt. release must be called once the
@@ -183,14 +172,9 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	}
 	cn.session = sess
 	cn.state, cn.since, cn.lastErr, cn.attempts = StateUp, time.Now(), nil, 0
-	cn.tools, cn.stale, cn.listed = nil, true, false
+	cn.tools, cn.stale, cn.listed, cn.dropped = nil, true, false, nil
 	cn.gen++
 	cn.mu.Unlock()
-	// A kick meant for an earlier session must not end this one.
-	select {
-	case <-cn.kick:
-	default:
-	}
 	if t := cn.core.trace; t != nil && t.ServerUp != nil {
 		t.ServerUp(cn.srv.ID)
 	}
@@ -215,7 +199,7 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 	cn.session = nil
 	cn.state, cn.since, cn.lastErr = StateDown, time.Now(), err
 	cn.attempts++
-	cn.tools, cn.stale, cn.listed = nil, true, false
+	cn.tools, cn.stale, cn.listed, cn.dropped = nil, true, false, nil
 	cn.gen++
 	cn.mu.Unlock()
 	if t := cn.core.trace; t != nil && t.ServerDown != nil {
@@ -226,10 +210,16 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 
 // drop asks run to end sess, which a request found unusable.
 func (cn *conn) drop(sess *mcp.ClientSession, err error) {
-	select {
-	case cn.kick <- kick{sess, err}:
-	default:
+	cn.mu.Lock()
+	if cn.session != sess || cn.dropped != nil {
+		cn.mu.Unlock()
+		return
 	}
+	cn.dropped = err
+	cn.mu.Unlock()
+	// Closing may wait out a child's TerminateDuration; the failed call is
+	// answered meanwhile. run's await then sees the session end.
+	go sess.Close()
 }
 
 func (cn *conn) close() {
