@@ -179,7 +179,7 @@ func TestStateAndBackoff(t *testing.T) {
 
 // TestHTTPParallelCallsReuseConnections: the hub's default HTTP client
 // keeps the connections a batch of parallel calls opened, so the next
-// batch opens (nearly) none. http.DefaultClient keeps 2 per host.
+// batches open (nearly) none. http.DefaultClient keeps 2 per host.
 func TestHTTPParallelCallsReuseConnections(t *testing.T) {
 	t.Parallel()
 	srv := newTestServer(t, "web")
@@ -213,8 +213,14 @@ func TestHTTPParallelCallsReuseConnections(t *testing.T) {
 	}
 	batch()
 	first := opened.Load()
-	batch()
-	if again := opened.Load() - first; again > n/4 {
-		t.Fatalf("the second batch opened %d connections (the first %d)", again, first)
+	// A call can return before its response body is closed and its
+	// connection idle again, so a batch may find a few still busy; with
+	// 2 kept per host, each batch would open about n-2.
+	const more = 4
+	for range more {
+		batch()
+	}
+	if again := opened.Load() - first; again >= n {
+		t.Fatalf("%d more batches opened %d connections (the first %d)", more, again, first)
 	}
 }
