@@ -112,7 +112,7 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 		return nil, err
 	}
 	if ask || c.before {
-		if _, err := guard(ctx, c, call, &traced, func(st *stage) (struct{}, error) {
+		if _, err := guard(ctx, c, call, &traced, !ask && c.beforeInline, func(st *stage) (struct{}, error) {
 			return struct{}{}, c.beforeHooks(ctx, call, o.Halt, ask, rule, st)
 		}); err != nil {
 			return nil, err
@@ -132,7 +132,7 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 	}
 	if c.after {
 		cur := res
-		if res, err = guard(ctx, c, call, &traced, func(st *stage) (*mcp.CallToolResult, error) {
+		if res, err = guard(ctx, c, call, &traced, c.afterInline, func(st *stage) (*mcp.CallToolResult, error) {
 			return c.afterHooks(ctx, call, cur, st)
 		}); err != nil {
 			return nil, err
@@ -148,10 +148,15 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 // call is answered when ctx ends even if a callback ignores it. While
 // conduit's own code runs in f, an ended ctx is waited out: f then stops
 // before the next callback. traced is pointed at a copy of call when a
-// callback overruns, since the callback still holds call.
-func guard[T any](ctx context.Context, c *core, call *Call, traced **Call, f func(*stage) (T, error)) (T, error) {
+// callback overruns, since the callback still holds call. Inline
+// callbacks are trusted to return: f runs on the caller's goroutine, and
+// still starts no callback once ctx has ended.
+func guard[T any](ctx context.Context, c *core, call *Call, traced **Call, inline bool, f func(*stage) (T, error)) (T, error) {
 	if ctx.Done() == nil {
 		return f(nil)
+	}
+	if inline {
+		return f(&stage{})
 	}
 	var snap *Call
 	if c.trace != nil && c.trace.CallDone != nil {

@@ -42,6 +42,8 @@ type governance struct {
 	Validate bool
 
 	before, after bool // some hook has a Before, an After
+	// every Before, every After is of an Inline hook
+	beforeInline, afterInline bool
 }
 
 func (g governance) governed() bool {
@@ -98,9 +100,12 @@ func newCore(ctx context.Context, servers []Server, o commonOptions, namespace b
 	if o.Policy != nil && o.Policy.Err() != nil {
 		return nil, o.Policy.Err()
 	}
+	o.beforeInline, o.afterInline = true, true
 	for _, h := range o.Hooks {
 		o.before = o.before || h.Before != nil
 		o.after = o.after || h.After != nil
+		o.beforeInline = o.beforeInline && (h.Before == nil || h.Inline)
+		o.afterInline = o.afterInline && (h.After == nil || h.Inline)
 	}
 	c := &core{
 		governance:     o.governance,

@@ -774,3 +774,69 @@ func TestLateHookSendsNothing(t *testing.T) {
 		t.Fatal("the trace saw the late rewrite")
 	}
 }
+
+// Inline hooks run on the caller's goroutine: one that overruns ctx holds
+// the call until it returns, and still gets nothing sent. A stretch with any
+// hook that is not inline stays guarded.
+func TestInlineHooks(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("t")
+	t.Run("results", func(t *testing.T) {
+		var before, after atomic.Int32
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{{
+			Name: "count", Inline: true,
+			Before: func(_ context.Context, c *Call) error { before.Add(1); c.Args["seen"] = true; return nil },
+			After: func(_ context.Context, _ *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+				after.Add(1)
+				return textResult("replaced"), nil
+			},
+		}}})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		args := map[string]any{"a": 1}
+		res, err := h.CallTool(ctx, "s__t", args, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Content[0].(*mcp.TextContent).Text; got != "replaced" || before.Load() != 1 || after.Load() != 1 {
+			t.Fatalf("result %q, before %d, after %d", got, before.Load(), after.Load())
+		}
+		if _, ok := args["seen"]; ok {
+			t.Fatal("an inline hook changed the caller's map")
+		}
+	})
+	t.Run("overrun holds the call", func(t *testing.T) {
+		var returned atomic.Bool
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{{
+			Name: "slow", Inline: true,
+			Before: func(context.Context, *Call) error {
+				time.Sleep(200 * time.Millisecond)
+				returned.Store(true)
+				return nil
+			},
+		}}})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		wantKind(t, err, KindTimeout)
+		if !returned.Load() {
+			t.Fatal("the call was answered before its inline hook returned")
+		}
+	})
+	t.Run("mixed stays guarded", func(t *testing.T) {
+		release := make(chan struct{})
+		defer close(release)
+		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{
+			{Name: "fast", Inline: true, Before: func(context.Context, *Call) error { return nil }},
+			{Name: "stuck", Before: func(context.Context, *Call) error { <-release; return nil }},
+		}})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		if e := wantKind(t, err, KindTimeout); !strings.Contains(e.Message, "hook stuck") {
+			t.Fatalf("%q", e.Message)
+		}
+	})
+	if n := srv.called("t"); n != 1 {
+		t.Fatalf("%d calls reached the server, want the first subtest's", n)
+	}
+}

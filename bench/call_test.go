@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/conduitmcp/conduit"
@@ -66,7 +67,8 @@ func BenchmarkRatio(b *testing.B) {
 // but conduit.AllowAll(); policy adds the four-rule policy and approver (the call is
 // allowed, so the approver is not asked); validate adds argument
 // validation; before adds the audit hook's Before, after the whole hook,
-// Before and After (the full governance of BenchmarkRatio); shape adds ShapeLLM.
+// Before and After (the full governance of BenchmarkRatio); shape adds
+// ShapeLLM; inline is shape with the hook marked Inline.
 func BenchmarkParts(b *testing.B) {
 	p, a, hooks := fixture.Governance()
 	audit := hooks[0]
@@ -93,6 +95,12 @@ func BenchmarkParts(b *testing.B) {
 				Hooks: hooks}
 		}, false},
 		{"shape", nil, true},
+		{"inline", func(o *conduit.HubOptions) {
+			o.Hooks = slices.Clone(o.Hooks)
+			for i := range o.Hooks {
+				o.Hooks[i].Inline = true
+			}
+		}, true},
 	} {
 		b.Run(part.name, func(b *testing.B) {
 			e := newEnvWith(b, inMemory, part.edit)

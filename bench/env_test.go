@@ -89,6 +89,12 @@ func newEnvWith(tb testing.TB, kind transportKind, edit func(*conduit.HubOptions
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { raw.Close() })
+	// A program that hands the tools to a model has listed them, and the
+	// SDK uses the list on every call after (over HTTP, for the headers a
+	// tool's schema asks for): the raw floor lists them too.
+	if _, err := raw.ListTools(ctx, nil); err != nil {
+		tb.Fatal(err)
+	}
 	e.raw = raw
 
 	hopts := fixture.HubOptions(hubSrv)

@@ -55,6 +55,7 @@ var targets = []target{
 	{"(parts) + a Before hook", "Parts/before", "x-p50", "", 0, "raw ClientSession.CallTool"},
 	{"(parts) + its After hook", "Parts/after", "x-p50", "", 0, "raw ClientSession.CallTool"},
 	{"(parts) + ShapeLLM (= Ratio/InMemory/hub)", "Parts/shape", "x-p50", "", 0, "raw ClientSession.CallTool"},
+	{"(parts) the same, its hook Inline", "Parts/inline", "x-p50", "", 0, "raw ClientSession.CallTool"},
 }
 
 var suffix = regexp.MustCompile(`-\d+$`)
