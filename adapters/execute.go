@@ -137,6 +137,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	calls := toolcall.Resolve(raws, ts)
 	answerOpts := &toolcall.AnswerOptions{Structured: o.Structured, ErrorPrefix: o.ErrorPrefix}
 	strip := p == OpenAIChat || p == OpenAIResponses
+	_, shared := response.(map[string]any)
 
 	var pending []int
 	for i := range calls {
@@ -146,10 +147,14 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 			exec.Results[i] = p.answer(*c, nil, c.Err, answerOpts)
 			continue
 		}
-		// The model's arguments belong to the caller's response: Calls
-		// get a deep copy, stripped of strict mode's nulls, and the
-		// pipeline, whose hooks may rewrite them, another.
-		c.Args = toolcall.CloneArgs(c.Args)
+		// The model's arguments belong to the caller when it handed over a
+		// decoded response: Calls get a deep copy, stripped of strict
+		// mode's nulls (a response given as bytes or a struct was decoded
+		// here, so its arguments are already Calls' own), and the pipeline,
+		// whose hooks may rewrite them, another.
+		if shared {
+			c.Args = toolcall.CloneArgs(c.Args)
+		}
 		if np := o.NullPaths[c.Name]; strip && len(np) > 0 {
 			c.Args = openai.StripNulls(c.Args, np)
 		}

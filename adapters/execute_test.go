@@ -489,28 +489,39 @@ func TestResponseNotModified(t *testing.T) {
 				response["output"].([]any)[1].(map[string]any)["arguments"] = deepCopy(t, args)
 			}
 			before := deepCopy(t, response)
-			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths})
-			if !reflect.DeepEqual(any(response), before) {
-				t.Errorf("the response was modified:\n%s\n%s", canon(before), canon(response))
+			body, err := json.Marshal(response)
+			if err != nil {
+				t.Fatal(err)
 			}
-			if exec.Errors[0] != nil {
-				t.Fatal(exec.Errors[0])
-			}
-			var got map[string]any
-			json.Unmarshal([]byte(resultText(p, exec.Results[0])), &got)
-			f, _ := got["filter"].(map[string]any)
-			if got["injected"] != true || f["tag"] != "rewritten" {
-				t.Errorf("the hook's rewrite did not reach the server: %v", got)
-			}
-			// Calls report the arguments as resolved (nulls stripped for
-			// OpenAI), untouched by hooks.
-			ca := exec.Calls[0].Args
-			if _, ok := ca["injected"]; ok {
-				t.Errorf("Calls saw the hook's rewrite: %v", ca)
-			}
-			_, hasNote := ca["filter"].(map[string]any)["note"]
-			if strip := p == adapters.OpenAIChat || p == adapters.OpenAIResponses; hasNote == strip {
-				t.Errorf("%v: Calls args %v", p, ca)
+			// A decoded response is the caller's; a body given as bytes is
+			// decoded here, and its arguments are Calls' own.
+			for _, resp := range []any{response, body} {
+				exec := run(t, hub, p, resp, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths})
+				if !reflect.DeepEqual(any(response), before) {
+					t.Errorf("the response was modified:\n%s\n%s", canon(before), canon(response))
+				}
+				if exec.Errors[0] != nil {
+					t.Fatal(exec.Errors[0])
+				}
+				var got map[string]any
+				json.Unmarshal([]byte(resultText(p, exec.Results[0])), &got)
+				f, _ := got["filter"].(map[string]any)
+				if got["injected"] != true || f["tag"] != "rewritten" {
+					t.Errorf("the hook's rewrite did not reach the server: %v", got)
+				}
+				// Calls report the arguments as resolved (nulls stripped
+				// for OpenAI), untouched by hooks.
+				ca := exec.Calls[0].Args
+				if _, ok := ca["injected"]; ok {
+					t.Errorf("%T: Calls saw the hook's rewrite: %v", resp, ca)
+				}
+				if ca["items"].([]any)[0] != "a" {
+					t.Errorf("%T: Calls saw the hook's rewrite of a nested value: %v", resp, ca)
+				}
+				_, hasNote := ca["filter"].(map[string]any)["note"]
+				if strip := p == adapters.OpenAIChat || p == adapters.OpenAIResponses; hasNote == strip {
+					t.Errorf("%v, %T: Calls args %v", p, resp, ca)
+				}
 			}
 		})
 	}
