@@ -1,6 +1,7 @@
 package adapters_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -495,10 +496,14 @@ func TestResponseNotModified(t *testing.T) {
 			}
 			// A decoded response is the caller's; a body given as bytes is
 			// decoded here, and its arguments are Calls' own.
+			bodyBefore := bytes.Clone(body)
 			for _, resp := range []any{response, body} {
 				exec := run(t, hub, p, resp, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths})
 				if !reflect.DeepEqual(any(response), before) {
 					t.Errorf("the response was modified:\n%s\n%s", canon(before), canon(response))
+				}
+				if !bytes.Equal(body, bodyBefore) {
+					t.Errorf("the body was modified:\n%s\n%s", bodyBefore, body)
 				}
 				if exec.Errors[0] != nil {
 					t.Fatal(exec.Errors[0])

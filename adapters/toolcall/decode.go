@@ -9,7 +9,9 @@ import (
 // Decode turns a provider response, given as []byte, json.RawMessage, a
 // string of JSON, a decoded map[string]any, or any value that marshals to
 // the provider's JSON (an official SDK's response struct), into a decoded
-// JSON object. A map is used as it is, not copied.
+// JSON object. A map is used as it is, not copied; anything else is
+// decoded afresh, so the result shares nothing with the caller
+// (ExecuteToolCalls relies on it to copy arguments only from a map).
 func Decode(response any) (map[string]any, error) {
 	var data []byte
 	switch r := response.(type) {
