@@ -45,14 +45,14 @@ type conn struct {
 func newConn(c *core, srv Server) *conn {
 	cn := &conn{core: c, srv: srv, ready: make(chan struct{}),
 		state: StateConnecting, since: time.Now()}
-	cn.client = mcp.NewClient(c.impl, &mcp.ClientOptions{
+	cn.client = mcp.NewClient(c.Implementation, &mcp.ClientOptions{
 		Logger: c.sdkLogger,
 		// No roots: conduit has none to offer, and a server that asks for
 		// them right after initialize may not exit promptly on stdin EOF.
 		Capabilities:                &mcp.ClientCapabilities{},
 		ToolListChangedHandler:      func(_ context.Context, req *mcp.ToolListChangedRequest) { cn.toolsChanged(req) },
 		ProgressNotificationHandler: c.onProgress,
-		ElicitationHandler:          c.elicit,
+		ElicitationHandler:          c.Elicitation,
 	})
 	return cn
 }
@@ -66,14 +66,14 @@ func (cn *conn) toolsChanged(req *mcp.ToolListChangedRequest) {
 	cn.stale = true
 	cn.changes++
 	cn.mu.Unlock()
-	if t := cn.core.trace; t != nil && t.ToolsChanged != nil {
-		t.ToolsChanged(cn.srv.ID)
+	if t := cn.core.Trace; t != nil && t.ToolsChanged != nil {
+		t.ToolsChanged(ToolsChangedInfo{Server: cn.srv.ID})
 	}
 }
 
 // run connects and reconnects until ctx ends.
 func (cn *conn) run(ctx context.Context) {
-	lo, hi := cn.core.backoff.bounds()
+	lo, hi := cn.core.Reconnect.bounds()
 	delay := lo
 	first := true
 	for {
@@ -96,7 +96,7 @@ func (cn *conn) run(ctx context.Context) {
 			release()
 			cn.down(sess, werr)
 		}
-		if ctx.Err() != nil || !cn.srv.reconnectable() || cn.core.backoff.Disabled {
+		if ctx.Err() != nil || !cn.srv.reconnectable() || cn.core.Reconnect.Disabled {
 			return
 		}
 		// Jitter keeps many hubs from reconnecting in step.
@@ -146,7 +146,7 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	// the context of Connect for its event stream, which would then end.
 	sctx, cancel := context.WithCancel(ctx)
 	var timedOut atomic.Bool
-	timer := time.AfterFunc(cn.core.connectTimeout, func() { timedOut.Store(true); cancel() })
+	timer := time.AfterFunc(cn.core.ConnectTimeout, func() { timedOut.Store(true); cancel() })
 	sess, err := cn.client.Connect(sctx, cn.srv.transport(&cn.stderr, cn.core.httpClient), nil)
 	if !timer.Stop() && err == nil {
 		// The timer fired just as Connect succeeded: the session's context
@@ -159,7 +159,7 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 		if timedOut.Load() && ctx.Err() == nil {
 			// The timer cancels rather than expires the context: say what
 			// happened.
-			err = fmt.Errorf("no answer to initialize within %v: %w", cn.core.connectTimeout, context.DeadlineExceeded)
+			err = fmt.Errorf("no answer to initialize within %v: %w", cn.core.ConnectTimeout, context.DeadlineExceeded)
 		}
 		return nil, nil, errServerStderr(err, cn.stderr.String())
 	}
@@ -175,10 +175,10 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	cn.tools, cn.stale, cn.listed, cn.dropped = nil, true, false, nil
 	cn.gen++
 	cn.mu.Unlock()
-	if t := cn.core.trace; t != nil && t.ServerUp != nil {
-		t.ServerUp(cn.srv.ID)
+	if t := cn.core.Trace; t != nil && t.ServerUp != nil {
+		t.ServerUp(ServerUpInfo{Server: cn.srv.ID})
 	}
-	cn.core.logger.Debug("conduit: server up", "server", cn.srv.ID)
+	cn.core.Logger.Debug("conduit: server up", "server", cn.srv.ID)
 	return sess, cancel, nil
 }
 
@@ -202,10 +202,10 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 	cn.tools, cn.stale, cn.listed, cn.dropped = nil, true, false, nil
 	cn.gen++
 	cn.mu.Unlock()
-	if t := cn.core.trace; t != nil && t.ServerDown != nil {
-		t.ServerDown(cn.srv.ID, err)
+	if t := cn.core.Trace; t != nil && t.ServerDown != nil {
+		t.ServerDown(ServerDownInfo{Server: cn.srv.ID, Err: err})
 	}
-	cn.core.logger.Warn("conduit: server down", "server", cn.srv.ID, "err", err)
+	cn.core.Logger.Warn("conduit: server down", "server", cn.srv.ID, "err", err)
 }
 
 // drop asks run to end sess, which a request found unusable.

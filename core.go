@@ -33,36 +33,18 @@ type ListOptions struct {
 	Taint     []string // the servers whose output the model has seen
 }
 
-// governance is what hubs and clients share of their options.
-type governance struct {
-	Policy   *Policy
-	Approver Approver
-	Hooks    []Hook
-	Filter   func(server string, tool *mcp.Tool) bool
-	Validate bool
-
-	before, after bool // some hook has a Before, an After
-	// every Before, every After is of an Inline hook
-	beforeInline, afterInline bool
-}
-
-func (g governance) governed() bool {
-	return g.Policy != nil || g.Approver != nil || len(g.Hooks) > 0 || g.Filter != nil || g.Validate
-}
-
-// core is the one implementation behind Hub and Client.
+// core is the one implementation behind Hub and Client: a Client is a
+// hub of one server without namespacing.
 type core struct {
-	governance
-	namespace      bool
-	prefix         string
-	impl           *mcp.Implementation
-	logger         *slog.Logger
-	sdkLogger      *slog.Logger
-	trace          *Trace
-	backoff        Backoff
-	connectTimeout time.Duration
-	requestTimeout time.Duration
-	elicit         func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	Options   // a copy of the caller's, with defaults filled in
+	namespace bool
+	prefix    string
+	sdkLogger *slog.Logger
+
+	// Which hooks exist, and whether every Before and every After is
+	// Inline: the pipeline skips what is not there.
+	before, after             bool
+	beforeInline, afterInline bool
 
 	conns      []*conn
 	byID       map[string]*conn
@@ -81,55 +63,41 @@ type core struct {
 	tsKey []uint64
 }
 
-// commonOptions are the options Hub and Client have alike.
-type commonOptions struct {
-	governance
-	Implementation *mcp.Implementation
-	Logger         *slog.Logger
-	Trace          *Trace
-	Reconnect      Backoff
-	ConnectTimeout time.Duration
-	RequestTimeout time.Duration
-	Elicitation    func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
-}
-
-func newCore(ctx context.Context, servers []Server, o commonOptions, namespace bool, prefix string) (*core, error) {
+func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, prefix string) (*core, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("conduit: no servers")
 	}
 	if o.Policy != nil && o.Policy.Err() != nil {
 		return nil, o.Policy.Err()
 	}
-	o.beforeInline, o.afterInline = true, true
-	for _, h := range o.Hooks {
-		o.before = o.before || h.Before != nil
-		o.after = o.after || h.After != nil
-		o.beforeInline = o.beforeInline && (h.Before == nil || h.Inline)
-		o.afterInline = o.afterInline && (h.After == nil || h.Inline)
-	}
 	c := &core{
-		governance:     o.governance,
-		namespace:      namespace,
-		prefix:         prefix,
-		impl:           o.Implementation,
-		logger:         o.Logger,
-		trace:          o.Trace,
-		backoff:        o.Reconnect,
-		connectTimeout: o.ConnectTimeout,
-		requestTimeout: o.RequestTimeout,
-		elicit:         o.Elicitation,
-		byID:           map[string]*conn{},
+		Options:      *o,
+		namespace:    namespace,
+		prefix:       prefix,
+		byID:         map[string]*conn{},
+		beforeInline: true,
+		afterInline:  true,
 	}
-	if c.impl == nil {
-		c.impl = &mcp.Implementation{Name: "conduit", Version: Version}
+	c.Hooks = slices.Clone(o.Hooks)
+	for _, h := range c.Hooks {
+		c.before = c.before || h.Before != nil
+		c.after = c.after || h.After != nil
+		c.beforeInline = c.beforeInline && (h.Before == nil || h.Inline)
+		c.afterInline = c.afterInline && (h.After == nil || h.Inline)
 	}
-	if c.logger == nil {
-		c.logger = slog.New(slog.DiscardHandler)
+	if c.Implementation == nil {
+		c.Implementation = &mcp.Implementation{Name: "conduit", Version: Version}
 	}
-	if c.connectTimeout <= 0 {
-		c.connectTimeout = 30 * time.Second
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	c.sdkLogger = c.logger.With("component", "mcp")
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 30 * time.Second
+	}
+	if c.CallTimeout == 0 {
+		c.CallTimeout = DefaultCallTimeout
+	}
+	c.sdkLogger = c.Logger.With("component", "mcp")
 	c.httpClient = newHTTPClient()
 	for _, s := range servers {
 		if err := s.validate(); err != nil {

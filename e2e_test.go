@@ -34,7 +34,7 @@ func TestE2EEverything(t *testing.T) {
 func testEverything(t *testing.T, srv Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	h, err := NewHub(ctx, HubOptions{Servers: []Server{srv}, Policy: AllowAll(), Validate: true})
+	h, err := NewHub(ctx, []Server{srv}, &HubOptions{Options: Options{Policy: AllowAll(), Validate: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func testEverything(t *testing.T, srv Server) {
 		t.Errorf("structured content = %#v", res.StructuredContent)
 	}
 
-	res = call("get-tiny-image", nil, &CallOptions{Shape: ShapeLLM})
+	res = ShapeForModel(call("get-tiny-image", nil, nil))
 	var img *mcp.ImageContent
 	for _, c := range res.Content {
 		if ic, ok := c.(*mcp.ImageContent); ok {
@@ -101,7 +101,7 @@ func testEverything(t *testing.T, srv Server) {
 		t.Errorf("tiny image = %#v", res.Content)
 	}
 
-	res = call("get-resource-links", map[string]any{"count": 2}, &CallOptions{Shape: ShapeLLM})
+	res = ShapeForModel(call("get-resource-links", map[string]any{"count": 2}, nil))
 	links := 0
 	for _, c := range res.Content {
 		if l, ok := c.(*mcp.ResourceLink); ok {
@@ -128,7 +128,7 @@ func testEverything(t *testing.T, srv Server) {
 
 	var progress atomic.Int64
 	res = call("trigger-long-running-operation", map[string]any{"duration": 1, "steps": 3}, &CallOptions{
-		Progress: func(p Progress) {
+		Progress: func(_ *Call, p Progress) {
 			progress.Add(1)
 			if p.Total != 3 {
 				t.Errorf("progress %+v", p)
@@ -142,7 +142,7 @@ func testEverything(t *testing.T, srv Server) {
 	eventually(t, 5*time.Second, func() bool { return progress.Load() >= 2 }, "progress notifications")
 
 	// A tool error is a result, not an *Error.
-	h2, err := NewHub(ctx, HubOptions{Servers: []Server{srv}, Policy: AllowAll()})
+	h2, err := NewHub(ctx, []Server{srv}, &HubOptions{Options: Options{Policy: AllowAll()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +178,9 @@ func TestE2EFilesystem(t *testing.T) {
 	command, args := testenv.Filesystem(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	h, err := NewHub(ctx, HubOptions{
-		Servers: []Server{{ID: "fs", Command: command, Args: args}},
-		Policy:  NewPolicy(Allow("fs/read_*", "fs/list_*"), Deny("fs/*")),
-	})
+	h, err := NewHub(ctx, []Server{{ID: "fs", Command: command, Args: args}}, &HubOptions{Options: Options{
+		Policy: NewPolicy(Allow("fs/read_*", "fs/list_*"), Deny("fs/*")),
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

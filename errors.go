@@ -1,8 +1,11 @@
 package conduit
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 )
 
 // ErrorKind classifies why a governed call did not produce a tool result.
@@ -130,4 +133,77 @@ func KindOf(err error) (ErrorKind, bool) {
 
 func newError(kind ErrorKind, server, tool, msg string, cause error) *Error {
 	return &Error{Kind: kind, Server: server, Tool: tool, Message: msg, Err: cause}
+}
+
+// The texts a model reads when conduit answers a call itself, without a
+// result: each is written here once, for the pipeline and the adapters
+// alike.
+
+func unknownToolError(name string) *Error {
+	return newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown tool %q: it is not among the tools offered.", name), nil)
+}
+
+// InvalidArgumentsError is the error of a call to t whose arguments cannot
+// be sent, for reason: they are not a JSON object, or not what the input
+// schema asks for. Nothing is sent.
+func InvalidArgumentsError(t *Tool, reason error) *Error {
+	msg := "Invalid arguments for " + t.Exposed
+	if reason != nil {
+		msg += ": " + reason.Error()
+	}
+	return newError(KindInvalidArguments, t.Server, t.Name, sentence(msg), reason)
+}
+
+// HaltedError is the error of a call to t that was not sent because an
+// approver halted its batch.
+func HaltedError(t *Tool) *Error {
+	return newError(KindHalted, t.Server, t.Name,
+		"The call to "+t.Exposed+" was not made: the run was halted by an approver.", nil)
+}
+
+// ContextError is the error of a call to t (nil when the call had not
+// resolved to a tool yet) whose context ctx ended: KindTimeout when its
+// deadline passed, KindCanceled otherwise, with cause, if any, kept. The
+// message names the call's time limit when that is what ended ctx: limit,
+// when not zero, or the limit the pipeline set on ctx itself.
+func ContextError(ctx context.Context, t *Tool, limit time.Duration, cause error) *Error {
+	var server, tool, what string
+	what = "The call"
+	if t != nil {
+		server, tool, what = t.Server, t.Name, "The call to "+t.Exposed
+	}
+	var le *limitError
+	if limit == 0 && errors.As(context.Cause(ctx), &le) {
+		limit = le.limit
+	}
+	switch {
+	case ctx.Err() == nil && limit == 0:
+		// Not a context's end after all: a caller's mistake, said plainly.
+		return newError(KindInternal, server, tool, what+" failed.", cause)
+	case errors.Is(ctx.Err(), context.Canceled) && limit == 0:
+		return newError(KindCanceled, server, tool, what+" was canceled.", errors.Join(context.Canceled, cause))
+	case limit > 0:
+		return newError(KindTimeout, server, tool, fmt.Sprintf("%s timed out after %v.", what, limit), errors.Join(context.DeadlineExceeded, cause))
+	}
+	return newError(KindTimeout, server, tool, what+" ran out of time.", errors.Join(context.DeadlineExceeded, cause))
+}
+
+// listingError is the error of a call whose tool set could not be listed.
+func listingError(ctx context.Context, err error) *Error {
+	if ctx.Err() != nil {
+		return ContextError(ctx, nil, 0, err)
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return newError(KindUnavailable, "", "", "The tools are unavailable: "+err.Error(), err)
+}
+
+// sentence ends s with a full stop.
+func sentence(s string) string {
+	if strings.HasSuffix(s, ".") {
+		return s
+	}
+	return s + "."
 }

@@ -2,6 +2,7 @@ package conduit_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -50,16 +51,15 @@ func files() mcp.Transport {
 
 func ExampleNewHub() {
 	ctx := context.Background()
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{
-		Servers: []conduit.Server{
-			{ID: "github", Transport: github()},
-			{ID: "files", Transport: files()},
-			// A server that cannot start does not stop the hub.
-			{ID: "broken", Command: "/nonexistent/mcp-server"},
-		},
+	hub, err := conduit.NewHub(ctx, []conduit.Server{
+		{ID: "github", Transport: github()},
+		{ID: "files", Transport: files()},
+		// A server that cannot start does not stop the hub.
+		{ID: "broken", Command: "/nonexistent/mcp-server"},
+	}, &conduit.HubOptions{Options: conduit.Options{
 		Policy:    conduit.NewPolicy(conduit.Allow("github/get_*", "files/*"), conduit.Ask("github/*")),
 		Reconnect: conduit.Backoff{Disabled: true},
-	})
+	}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -90,13 +90,11 @@ func ExampleNewHub() {
 
 func ExampleNewClient() {
 	ctx := context.Background()
-	cl, err := conduit.NewClient(ctx, conduit.ClientOptions{
-		Server: conduit.Server{ID: "github", Transport: github()},
-		Prefix: "gh_",
+	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "github", Transport: github()}, &conduit.ClientOptions{Options: conduit.Options{
 		// Without a policy (or any other governance) a client sends the
 		// model's calls as asked; give one to any client a model uses.
 		Policy: conduit.NewPolicy(conduit.Allow("github/get_*")),
-	})
+	}, Prefix: "gh_"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -123,13 +121,12 @@ func ExampleNewClient() {
 
 func ExampleHub_CallTool() {
 	ctx := context.Background()
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{
-		Servers: []conduit.Server{{ID: "github", Transport: github()}},
-		Policy:  conduit.NewPolicy(conduit.Allow("github/get_*"), conduit.Ask("github/*")),
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "github", Transport: github()}}, &conduit.HubOptions{Options: conduit.Options{
+		Policy: conduit.NewPolicy(conduit.Allow("github/get_*"), conduit.Ask("github/*")),
 		Approver: func(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
 			return conduit.Reject("deleting needs a human")
 		},
-	})
+	}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -250,4 +247,24 @@ func ExampleShapeForModel() {
 	// text: [image: image/svg+xml, 1024 bytes]
 	// text: [audio: audio/aac, 300 bytes]
 	// link: file:///report.pdf
+}
+
+func ExampleToolSet_Resolve() {
+	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, conduit.ServerTools{
+		Server: "github", Tools: []*mcp.Tool{{Name: "get_issue", InputSchema: map[string]any{"type": "object"}}},
+	})
+	// A call as the model wrote it: arguments as JSON text, as OpenAI
+	// sends them.
+	tool, args, err := ts.Resolve("github__get_issue", json.RawMessage(`{"number": 7}`))
+	fmt.Println(tool.Server, tool.Name, args, err)
+	// What must be answered, not sent: JSON null is not an object, and a
+	// name the model was not offered resolves to nothing.
+	_, _, err = ts.Resolve("github__get_issue", json.RawMessage(`null`))
+	fmt.Println(err)
+	_, _, err = ts.Resolve("github__delete_repo", nil)
+	fmt.Println(errors.Is(err, conduit.ErrUnknownTool), err)
+	// Output:
+	// github get_issue map[number:7] <nil>
+	// conduit: invalid_arguments (github/get_issue): Invalid arguments for github__get_issue: the arguments must be a JSON object.
+	// true conduit: unknown_tool: Unknown tool "github__delete_repo": it is not among the tools offered.
 }

@@ -50,9 +50,9 @@ type events struct {
 func (e *events) trace() *Trace {
 	add := func(s string) { e.mu.Lock(); e.log = append(e.log, s); e.mu.Unlock() }
 	return &Trace{
-		ServerUp:     func(id string) { add("up " + id) },
-		ServerDown:   func(id string, err error) { add("down " + id) },
-		ToolsChanged: func(id string) { add("changed " + id) },
+		ServerUp:     func(i ServerUpInfo) { add("up " + i.Server) },
+		ServerDown:   func(i ServerDownInfo) { add("down " + i.Server) },
+		ToolsChanged: func(i ToolsChangedInfo) { add("changed " + i.Server) },
 	}
 }
 
@@ -77,7 +77,7 @@ func TestFaultKilledMidCall(t *testing.T) {
 	kid, marker := childServer(t, "kid", "basic")
 	mem := newTestServer(t, "mem").echoTools("t")
 	ev := &events{}
-	h := newHub(t, HubOptions{Servers: []Server{kid, mem.server("mem")}, Reconnect: fastReconnect, Trace: ev.trace()})
+	h := newHub(t, []Server{kid, mem.server("mem")}, &HubOptions{Options: Options{Reconnect: fastReconnect, Trace: ev.trace()}})
 	ctx := context.Background()
 	pid := callPID(t, h, "kid__pid")
 
@@ -137,7 +137,7 @@ func TestFaultKilledMidCall(t *testing.T) {
 func TestFaultChildExitsMidCall(t *testing.T) {
 	t.Parallel()
 	kid, _ := childServer(t, "kid", "basic")
-	h := newHub(t, HubOptions{Servers: []Server{kid}, Reconnect: Backoff{Disabled: true}})
+	h := newHub(t, []Server{kid}, &HubOptions{Options: Options{Reconnect: Backoff{Disabled: true}}})
 	offered, err := h.ListTools(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +164,7 @@ func TestFaultChildExitsMidCall(t *testing.T) {
 func TestFaultNeverAnswers(t *testing.T) {
 	t.Parallel()
 	kid, marker := childServer(t, "kid", "basic")
-	h := newHub(t, HubOptions{Servers: []Server{kid}})
+	h := newHub(t, []Server{kid}, &HubOptions{})
 	start := time.Now()
 	_, err := h.CallTool(context.Background(), "kid__block", nil, &CallOptions{Timeout: 300 * time.Millisecond})
 	e := wantKind(t, err, KindTimeout)
@@ -189,7 +189,7 @@ func TestFaultGarbage(t *testing.T) {
 			t.Parallel()
 			kid, _ := childServer(t, "kid", "basic")
 			ev := &events{}
-			h := newHub(t, HubOptions{Servers: []Server{kid}, Reconnect: fastReconnect, Trace: ev.trace()})
+			h := newHub(t, []Server{kid}, &HubOptions{Options: Options{Reconnect: fastReconnect, Trace: ev.trace()}})
 			start := time.Now()
 			_, err := h.CallTool(context.Background(), "kid__"+tool, nil, &CallOptions{Timeout: 20 * time.Second})
 			e := wantKind(t, err, KindUnavailable)
@@ -212,8 +212,8 @@ func TestFaultGarbage(t *testing.T) {
 		var mu sync.Mutex
 		tr := ev.trace()
 		down := tr.ServerDown
-		tr.ServerDown = func(id string, err error) { mu.Lock(); downErr = err; mu.Unlock(); down(id, err) }
-		h := newHub(t, HubOptions{Servers: []Server{kid}, Reconnect: fastReconnect, Trace: tr})
+		tr.ServerDown = func(i ServerDownInfo) { mu.Lock(); downErr = i.Err; mu.Unlock(); down(i) }
+		h := newHub(t, []Server{kid}, &HubOptions{Options: Options{Reconnect: fastReconnect, Trace: tr}})
 		ts, err := h.ListTools(context.Background())
 		if err != nil || ts.Len() == 0 {
 			t.Fatalf("ListTools = %v, %v", exposed(ts), err)
@@ -233,7 +233,7 @@ func TestFaultToolListChanges(t *testing.T) {
 	t.Parallel()
 	srv := newTestServer(t, "s").echoTools("a", "b")
 	changed := make(chan string, 10)
-	h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Trace: &Trace{ToolsChanged: func(id string) { changed <- id }}})
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Trace: &Trace{ToolsChanged: func(i ToolsChangedInfo) { changed <- i.Server }}}})
 	ctx := context.Background()
 	ts1, err := h.ListTools(ctx)
 	if err != nil {
@@ -314,14 +314,13 @@ func TestFaultServersFailToStart(t *testing.T) {
 	t.Parallel()
 	quits, _ := childServer(t, "quits", "exit")
 	mem := newTestServer(t, "mem").echoTools("t")
-	h := newHub(t, HubOptions{
-		Servers: []Server{
-			{ID: "missing", Command: "/nonexistent/conduit-test-server"},
-			quits,
-			mem.server("mem"),
-		},
+	h := newHub(t, []Server{
+		{ID: "missing", Command: "/nonexistent/conduit-test-server"},
+		quits,
+		mem.server("mem"),
+	}, &HubOptions{Options: Options{
 		Reconnect: Backoff{Min: 50 * time.Millisecond, Max: 100 * time.Millisecond},
-	})
+	}})
 	ctx := context.Background()
 	st := h.Status()
 	if st[0].ID != "missing" || st[0].State == StateUp || st[0].Err == nil || !strings.Contains(st[0].Err.Error(), "no such file") {
@@ -349,11 +348,16 @@ func TestFaultServersFailToStart(t *testing.T) {
 	// They are retried with backoff.
 	eventually(t, 10*time.Second, func() bool { return statusOf(h, "quits").Attempts >= 3 }, "retries")
 
-	// A client whose only server cannot start fails to be made.
-	_, err = NewClient(ctx, ClientOptions{Server: quits})
-	if e := wantKind(t, err, KindUnavailable); !strings.Contains(e.Err.Error(), "refuses to start") {
-		t.Fatalf("NewClient: %v", e.Err)
+	// A client whose only server cannot start is made, as a hub of one:
+	// down, retried, and offering nothing.
+	cl := newClient(t, quits, &ClientOptions{Options: Options{Reconnect: fastReconnect}})
+	if st := cl.Status()[0]; st.State == StateUp || st.Err == nil || !strings.Contains(st.Err.Error(), "refuses to start") {
+		t.Fatalf("client status %+v", st)
 	}
+	if ts, err := cl.ListTools(ctx); err != nil || ts.Len() != 0 {
+		t.Fatalf("client tools = %v, %v", exposed(ts), err)
+	}
+	eventually(t, 10*time.Second, func() bool { return cl.Status()[0].Attempts >= 3 }, "client retries")
 }
 
 func TestFaultConnectTimeout(t *testing.T) {
@@ -361,7 +365,7 @@ func TestFaultConnectTimeout(t *testing.T) {
 	silent, _ := childServer(t, "silent", "silent")
 	mem := newTestServer(t, "mem").echoTools("t")
 	start := time.Now()
-	h := newHub(t, HubOptions{Servers: []Server{silent, mem.server("mem")}, ConnectTimeout: 300 * time.Millisecond, Reconnect: Backoff{Disabled: true}})
+	h := newHub(t, []Server{silent, mem.server("mem")}, &HubOptions{Options: Options{ConnectTimeout: 300 * time.Millisecond, Reconnect: Backoff{Disabled: true}}})
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("NewHub took %v", d)
 	}
@@ -373,7 +377,7 @@ func TestFaultConnectTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	silent2, _ := childServer(t, "silent", "silent")
-	if _, err := NewHub(ctx, HubOptions{Servers: []Server{silent2}, Policy: AllowAll()}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := NewHub(ctx, []Server{silent2}, &HubOptions{Options: Options{Policy: AllowAll()}}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("NewHub with an expired ctx: %v", err)
 	}
 }
@@ -385,7 +389,7 @@ func TestStdioCloseIsFast(t *testing.T) {
 		s, _ := childServer(t, id, "basic")
 		servers = append(servers, s)
 	}
-	h, err := NewHub(context.Background(), HubOptions{Servers: servers, Policy: AllowAll()})
+	h, err := NewHub(context.Background(), servers, &HubOptions{Options: Options{Policy: AllowAll()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +413,7 @@ func TestStdioCloseIsFast(t *testing.T) {
 func TestSessionOutlivesConnectTimeout(t *testing.T) {
 	t.Parallel()
 	kid, _ := childServer(t, "kid", "basic")
-	h := newHub(t, HubOptions{Servers: []Server{kid}, ConnectTimeout: 2 * time.Second})
+	h := newHub(t, []Server{kid}, &HubOptions{Options: Options{ConnectTimeout: 2 * time.Second}})
 	time.Sleep(2500 * time.Millisecond) // past the connect timeout
 	if st := statusOf(h, "kid"); st.State != StateUp {
 		t.Fatalf("%+v", st)
@@ -425,7 +429,7 @@ func TestStdioServerOptions(t *testing.T) {
 	kid.Args = []string{"one", "two words"}
 	kid.Env["CONDUIT_TEST_VALUE"] = "v=1"
 	kid.Dir = t.TempDir()
-	cl := newClient(t, ClientOptions{Server: kid})
+	cl := newClient(t, kid, &ClientOptions{})
 	ctx := context.Background()
 	res, err := cl.CallTool(ctx, "getenv", map[string]any{"name": "CONDUIT_TEST_VALUE"}, nil)
 	if err != nil || resultText(res) != "v=1" {
@@ -434,7 +438,7 @@ func TestStdioServerOptions(t *testing.T) {
 	// The child gets this process's environment too.
 	os.Setenv("CONDUIT_TEST_INHERITED", "yes") //nolint: the child is started below
 	kid2, _ := childServer(t, "kid", "basic")
-	cl2 := newClient(t, ClientOptions{Server: kid2})
+	cl2 := newClient(t, kid2, &ClientOptions{})
 	if res, _ := cl2.CallTool(ctx, "getenv", map[string]any{"name": "CONDUIT_TEST_INHERITED"}, nil); resultText(res) != "yes" {
 		t.Fatalf("inherited env: %q", resultText(res))
 	}
@@ -459,7 +463,7 @@ func TestUndecodableResult(t *testing.T) {
 	t.Parallel()
 	srv := newTestServer(t, "s").echoTools("t")
 	tr := &tamper{Transport: srv.transport()}
-	h := newHub(t, HubOptions{Servers: []Server{{ID: "s", Transport: tr}}})
+	h := newHub(t, []Server{{ID: "s", Transport: tr}}, &HubOptions{})
 	ctx := context.Background()
 	tr.set(true, false)
 	_, err := h.CallTool(ctx, "s__t", nil, nil)
@@ -483,7 +487,7 @@ func TestUnusableSessionIsDropped(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
 	tr := &tamper{Transport: srv.transport()}
 	ev := &events{}
-	h := newHub(t, HubOptions{Servers: []Server{{ID: "s", Transport: tr}}, Trace: ev.trace()})
+	h := newHub(t, []Server{{ID: "s", Transport: tr}}, &HubOptions{Options: Options{Trace: ev.trace()}})
 	tr.set(true, true)
 	_, err := h.CallTool(context.Background(), "s__t", nil, nil)
 	wantKind(t, err, KindUnavailable)

@@ -275,12 +275,15 @@ func (ts *testServer) transport() mcp.Transport {
 // server returns a Server of this test server under id.
 func (ts *testServer) server(id string) Server { return Server{ID: id, Transport: ts.transport()} }
 
-func newHub(t testing.TB, opts HubOptions) *Hub {
+func newHub(t testing.TB, servers []Server, opts *HubOptions) *Hub {
 	t.Helper()
+	if opts == nil {
+		opts = &HubOptions{}
+	}
 	if opts.Policy == nil {
 		opts.Policy = AllowAll()
 	}
-	h, err := NewHub(context.Background(), opts)
+	h, err := NewHub(context.Background(), servers, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,9 +291,9 @@ func newHub(t testing.TB, opts HubOptions) *Hub {
 	return h
 }
 
-func newClient(t testing.TB, opts ClientOptions) *Client {
+func newClient(t testing.TB, server Server, opts *ClientOptions) *Client {
 	t.Helper()
-	cl, err := NewClient(context.Background(), opts)
+	cl, err := NewClient(context.Background(), server, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

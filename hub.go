@@ -3,47 +3,9 @@ package conduit
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// HubOptions configures a [Hub]. Policy is required.
-type HubOptions struct {
-	// Servers, in the order their tools are listed.
-	Servers []Server
-	// Policy decides every call. A hub must have one; AllowAll() is an
-	// explicit choice.
-	Policy *Policy
-	// Approver decides the calls the policy asks about. Without one, an
-	// "ask" is answered as a denial saying that approval was needed.
-	Approver Approver
-	// Hooks run around every call, in order.
-	Hooks []Hook
-	// Filter, when set, keeps only the tools for which it returns true.
-	Filter func(server string, tool *mcp.Tool) bool
-	// Validate checks arguments against each tool's input schema before a
-	// call is sent. Schemas are compiled once per tool set.
-	Validate bool
-
-	// Implementation is sent to servers as the client's identity.
-	Implementation *mcp.Implementation
-	// Logger receives conduit's and the MCP SDK's logs; nil discards them.
-	Logger *slog.Logger
-	// Trace, when set, is told of server and call events.
-	Trace *Trace
-	// Reconnect configures reconnection after a server is lost.
-	Reconnect Backoff
-	// ConnectTimeout bounds each connection attempt (default 30s).
-	ConnectTimeout time.Duration
-	// RequestTimeout is the default CallOptions.Timeout (zero: none beyond
-	// the call's context).
-	RequestTimeout time.Duration
-	// Elicitation, when set, answers servers' elicitation requests and
-	// makes the hub advertise the elicitation capability.
-	Elicitation func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
-}
 
 // Hub is a governed source over many servers. Its tools are exposed as
 // server__tool. A hub starts even when some servers are down: their tools
@@ -54,21 +16,13 @@ type Hub struct{ c *core }
 var _ Source = (*Hub)(nil)
 
 // NewHub connects to every server concurrently and returns when each has
-// been tried once. ctx bounds that first attempt only.
-func NewHub(ctx context.Context, opts HubOptions) (*Hub, error) {
-	if opts.Policy == nil {
+// been tried once; ctx bounds that first attempt only. opts must carry a
+// Policy.
+func NewHub(ctx context.Context, servers []Server, opts *HubOptions) (*Hub, error) {
+	if opts == nil || opts.Policy == nil {
 		return nil, errors.New("conduit: a hub needs a Policy (conduit.AllowAll() allows every call)")
 	}
-	c, err := newCore(ctx, opts.Servers, commonOptions{
-		governance:     governance{Policy: opts.Policy, Approver: opts.Approver, Hooks: opts.Hooks, Filter: opts.Filter, Validate: opts.Validate},
-		Implementation: opts.Implementation,
-		Logger:         opts.Logger,
-		Trace:          opts.Trace,
-		Reconnect:      opts.Reconnect,
-		ConnectTimeout: opts.ConnectTimeout,
-		RequestTimeout: opts.RequestTimeout,
-		Elicitation:    opts.Elicitation,
-	}, true, "")
+	c, err := newCore(ctx, servers, &opts.Options, true, "")
 	if err != nil {
 		return nil, err
 	}

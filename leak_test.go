@@ -55,13 +55,12 @@ func TestNoGoroutineOutlivesClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := &events{}
-	h, err := NewHub(context.Background(), HubOptions{
-		Servers:   []Server{kid1, kid2, {ID: "mem", Transport: memT}, {ID: "web", URL: hs.URL}},
+	h, err := NewHub(context.Background(), []Server{kid1, kid2, {ID: "mem", Transport: memT}, {ID: "web", URL: hs.URL}}, &HubOptions{Options: Options{
 		Policy:    AllowAll(),
 		Reconnect: fastReconnect,
 		Trace:     ev.trace(),
 		Hooks:     []Hook{{Before: func(context.Context, *Call) error { return nil }}},
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +69,7 @@ func TestNoGoroutineOutlivesClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range []string{"kid1__echo", "kid2__echo", "mem__t", "web__fetch"} {
-		if _, err := h.CallTool(ctx, name, nil, &CallOptions{Progress: func(Progress) {}}); err != nil {
+		if _, err := h.CallTool(ctx, name, nil, &CallOptions{Progress: func(*Call, Progress) {}}); err != nil {
 			t.Fatal(name, err)
 		}
 	}

@@ -43,8 +43,7 @@ func TestPipelineOrder(t *testing.T) {
 			rec.add("server %s", req.Params.Arguments)
 			return textResult("written"), nil
 		})
-	h := newHub(t, HubOptions{
-		Servers:  []Server{srv.server("s")},
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
 		Policy:   NewPolicy(Ask("s/*")),
 		Validate: true,
 		Approver: func(_ context.Context, req ApprovalRequest) Approval {
@@ -60,7 +59,7 @@ func TestPipelineOrder(t *testing.T) {
 				},
 				After: func(_ context.Context, c *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 					rec.add("after first %s", resultText(res))
-					// An SVG: shaping, which comes last, must replace it.
+					// An SVG: results are not shaped, so it stays.
 					return &mcp.CallToolResult{Content: append(res.Content, &mcp.ImageContent{MIMEType: "image/svg+xml", Data: svgBytes})}, nil
 				},
 			},
@@ -80,14 +79,14 @@ func TestPipelineOrder(t *testing.T) {
 			},
 		},
 		Trace: &Trace{
-			Decided: func(c *Call, d Decision, rule Rule) { rec.add("policy %s %v", c.Exposed, d) },
-			CallDone: func(c *Call, res *mcp.CallToolResult, err error, _ time.Duration) {
-				rec.add("done %s err=%v", c.Exposed, err)
+			Decided: func(i DecidedInfo) { rec.add("policy %s %v", i.Call.Exposed, i.Decision) },
+			CallDone: func(i CallDoneInfo) {
+				rec.add("done %s err=%v", i.Call.Exposed, i.Err)
 			},
 		},
-	})
+	}})
 	args := map[string]any{"file": "/tmp/x"}
-	res, err := h.CallTool(context.Background(), "s__write", args, &CallOptions{Shape: ShapeLLM})
+	res, err := h.CallTool(context.Background(), "s__write", args, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +103,11 @@ func TestPipelineOrder(t *testing.T) {
 	if got := rec.get(); !slices.Equal(got, want) {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if got := resultText(res); got != "written"+Placeholder("image", "image/svg+xml", len(svgBytes)) {
-		t.Fatalf("result = %q: not shaped after the after-hooks", got)
+	if len(res.Content) != 2 || resultText(res) != "written" {
+		t.Fatalf("result = %q, %d blocks: not the after-hooks' result", resultText(res), len(res.Content))
+	}
+	if img, ok := res.Content[1].(*mcp.ImageContent); !ok || img.MIMEType != "image/svg+xml" {
+		t.Fatalf("result[1] = %#v: changed after the after-hooks", res.Content[1])
 	}
 	if _, ok := args["path"]; ok || args["file"] != "/tmp/x" {
 		t.Fatalf("the caller's arguments changed: %v", args)
@@ -133,7 +135,7 @@ func errString(h *Hub, name string) string {
 
 func TestPipelineArguments(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
-	cl := newClient(t, ClientOptions{Server: srv.server("s")})
+	cl := newClient(t, srv.server("s"), &ClientOptions{})
 	ctx := context.Background()
 	type params struct {
 		Path string `json:"path"`
@@ -168,10 +170,7 @@ func TestUngovernedClientSendsAsAsked(t *testing.T) {
 			return textResult(string(req.Params.Arguments)), nil
 		})
 	srv.echoTools("danger.zone")
-	cl := newClient(t, ClientOptions{Server: srv.server("s")})
-	if cl.Governed() {
-		t.Fatal("a bare client is governed")
-	}
+	cl := newClient(t, srv.server("s"), &ClientOptions{})
 	ctx := context.Background()
 	// No validation: arguments the schema refuses are sent as they are.
 	res, err := cl.CallTool(ctx, "strict", map[string]any{"y": 1}, nil)
@@ -182,28 +181,31 @@ func TestUngovernedClientSendsAsAsked(t *testing.T) {
 	if _, err := cl.CallTool(ctx, "danger_zone", nil, nil); err != nil || srv.called("danger.zone") != 1 {
 		t.Fatalf("err = %v, calls = %d", err, srv.called("danger.zone"))
 	}
-	// Any governance makes a client governed; without a policy it allows.
-	for _, o := range []ClientOptions{
-		{Policy: AllowAll()}, {Approver: func(context.Context, ApprovalRequest) Approval { return Approval{} }},
+	// Governance without a policy allows every call, and the rest of it
+	// still applies: an approver is never asked, validation refuses what
+	// the schema refuses.
+	asked := false
+	for _, o := range []Options{
+		{Policy: AllowAll()}, {Approver: func(context.Context, ApprovalRequest) Approval { asked = true; return Approval{} }},
 		{Hooks: []Hook{{}}}, {Filter: func(string, *mcp.Tool) bool { return true }}, {Validate: true},
 	} {
-		o.Server = srv.server("s")
-		g := newClient(t, o)
-		if !g.Governed() {
-			t.Errorf("%+v is not governed", o)
+		g := newClient(t, srv.server("s"), &ClientOptions{Options: o})
+		if _, err := g.CallTool(ctx, "danger_zone", nil, nil); err != nil {
+			t.Errorf("%+v: %v", o, err)
 		}
-		if o.Approver != nil {
-			// An approver without a policy is never asked.
-			if _, err := g.CallTool(ctx, "danger_zone", nil, nil); err != nil {
-				t.Errorf("approver without policy: %v", err)
-			}
+		_, err := g.CallTool(ctx, "strict", map[string]any{"y": 1}, nil)
+		if k, _ := KindOf(err); o.Validate != (k == KindInvalidArguments) {
+			t.Errorf("%+v: strict call: %v", o, err)
 		}
+	}
+	if asked {
+		t.Error("an approver without a policy was asked")
 	}
 }
 
 func TestClientPrefix(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("get", "list.all")
-	cl := newClient(t, ClientOptions{Server: srv.server("gh"), Prefix: "gh_"})
+	cl := newClient(t, srv.server("gh"), &ClientOptions{Prefix: "gh_"})
 	ts, err := cl.ListTools(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +216,7 @@ func TestClientPrefix(t *testing.T) {
 	if _, err := cl.CallTool(context.Background(), "gh_list_all", nil, nil); err != nil || srv.called("list.all") != 1 {
 		t.Fatal(err)
 	}
-	if st := cl.Status(); st.ID != "gh" || st.State != StateUp || st.Tools != 2 {
+	if st := cl.Status(); len(st) != 1 || st[0].ID != "gh" || st[0].State != StateUp || st[0].Tools != 2 {
 		t.Fatalf("status = %+v", st)
 	}
 }
@@ -223,8 +225,10 @@ func TestHooks(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
 	ctx := context.Background()
 	t.Run("denial", func(t *testing.T) {
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{
-			{Name: "guard", Before: func(context.Context, *Call) error { return errors.New("no writes on Sundays") }},
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+			Hooks: []Hook{
+				{Name: "guard", Before: func(context.Context, *Call) error { return errors.New("no writes on Sundays") }},
+			},
 		}})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		e := wantKind(t, err, KindDenied)
@@ -237,8 +241,10 @@ func TestHooks(t *testing.T) {
 	})
 	t.Run("own error passed through", func(t *testing.T) {
 		mine := &Error{Kind: KindInvalidArguments, Message: "path must be absolute"}
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{
-			{Before: func(context.Context, *Call) error { return fmt.Errorf("wrapped: %w", mine) }},
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+			Hooks: []Hook{
+				{Before: func(context.Context, *Call) error { return fmt.Errorf("wrapped: %w", mine) }},
+			},
 		}})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		var e *Error
@@ -247,10 +253,12 @@ func TestHooks(t *testing.T) {
 		}
 	})
 	t.Run("after-hook error withholds the result", func(t *testing.T) {
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{
-			{Name: "dlp", After: func(context.Context, *Call, *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-				return nil, errors.New("secret in output")
-			}},
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+			Hooks: []Hook{
+				{Name: "dlp", After: func(context.Context, *Call, *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+					return nil, errors.New("secret in output")
+				}},
+			},
 		}})
 		res, err := h.CallTool(ctx, "s__t", nil, nil)
 		if res != nil || !strings.Contains(wantKind(t, err, KindDenied).Message, "secret in output") {
@@ -258,8 +266,10 @@ func TestHooks(t *testing.T) {
 		}
 	})
 	t.Run("panic", func(t *testing.T) {
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{
-			{Name: "buggy", Before: func(context.Context, *Call) error { panic("oops") }},
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+			Hooks: []Hook{
+				{Name: "buggy", Before: func(context.Context, *Call) error { panic("oops") }},
+			},
 		}})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		if e := wantKind(t, err, KindInternal); !strings.Contains(e.Err.Error(), "oops") || !strings.Contains(e.Message, "hook buggy") {
@@ -268,8 +278,11 @@ func TestHooks(t *testing.T) {
 	})
 	t.Run("cannot redirect the call", func(t *testing.T) {
 		srv2 := newTestServer(t, "s").echoTools("safe", "dangerous")
-		h := newHub(t, HubOptions{Servers: []Server{srv2.server("s")}, Policy: NewPolicy(Allow("s/safe")), Hooks: []Hook{
-			{Before: func(_ context.Context, c *Call) error { c.Tool, c.Server = "dangerous", "x"; return nil }},
+		h := newHub(t, []Server{srv2.server("s")}, &HubOptions{Options: Options{
+			Policy: NewPolicy(Allow("s/safe")),
+			Hooks: []Hook{
+				{Before: func(_ context.Context, c *Call) error { c.Tool, c.Server = "dangerous", "x"; return nil }},
+			},
 		}})
 		if _, err := h.CallTool(ctx, "s__safe", nil, nil); err != nil {
 			t.Fatal(err)
@@ -288,7 +301,7 @@ func TestValidation(t *testing.T) {
 	srv := newTestServer(t, "s")
 	srv.AddTool(&mcp.Tool{Name: "read", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"limit":{"type":"integer","minimum":1}},"required":["path"]}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
-	h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Validate: true})
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Validate: true}})
 	ctx := context.Background()
 	ts, err := h.ListTools(ctx)
 	if err != nil {
@@ -339,14 +352,13 @@ func TestApproval(t *testing.T) {
 	ctx := context.Background()
 	answer := Approve()
 	var asked []*Call
-	h := newHub(t, HubOptions{
-		Servers: []Server{srv.server("s")},
-		Policy:  NewPolicy(Ask("*")),
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+		Policy: NewPolicy(Ask("*")),
 		Approver: func(_ context.Context, req ApprovalRequest) Approval {
 			asked = append(asked, req.Call)
 			return answer
 		},
-	})
+	}})
 	call := func() error {
 		_, err := h.CallTool(ctx, "s__t", map[string]any{"a": 1}, &CallOptions{Principal: "alice", Taint: []string{"web"}, Assigns: map[string]any{"k": "v"}})
 		return err
@@ -378,7 +390,7 @@ func TestApproval(t *testing.T) {
 	}
 
 	t.Run("no approver", func(t *testing.T) {
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Policy: NewPolicy(Ask("*"))})
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Policy: NewPolicy(Ask("*"))}})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		e := wantKind(t, err, KindApprovalRequired)
 		if !strings.Contains(e.Message, "needs approval") || !errors.Is(err, ErrApprovalRequired) {
@@ -386,20 +398,22 @@ func TestApproval(t *testing.T) {
 		}
 	})
 	t.Run("policy deny", func(t *testing.T) {
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Policy: NewPolicy(Deny("s/t"), Allow("*"))})
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Policy: NewPolicy(Deny("s/t"), Allow("*"))}})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		if e := wantKind(t, err, KindDenied); e.Message != "The policy does not allow calling s__t." {
 			t.Fatalf("%q", e.Message)
 		}
-		h2 := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Policy: NewPolicy(Allow("other"))})
+		h2 := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Policy: NewPolicy(Allow("other"))}})
 		_, err = h2.CallTool(ctx, "s__t", nil, nil)
 		if e := wantKind(t, err, KindDenied); !strings.Contains(e.Message, "no rule allows it") {
 			t.Fatalf("%q", e.Message)
 		}
 	})
 	t.Run("panicking approver", func(t *testing.T) {
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Policy: NewPolicy(Ask("*")),
-			Approver: func(context.Context, ApprovalRequest) Approval { panic("approver bug") }})
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+			Policy:   NewPolicy(Ask("*")),
+			Approver: func(context.Context, ApprovalRequest) Approval { panic("approver bug") },
+		}})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		wantKind(t, err, KindInternal)
 	})
@@ -414,8 +428,10 @@ func TestHalt(t *testing.T) {
 	close(halt)
 	approverCalled := false
 	for _, p := range []*Policy{AllowAll(), NewPolicy(Ask("*"))} {
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Policy: p,
-			Approver: func(context.Context, ApprovalRequest) Approval { approverCalled = true; return Approve() }})
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+			Policy:   p,
+			Approver: func(context.Context, ApprovalRequest) Approval { approverCalled = true; return Approve() },
+		}})
 		_, err := h.CallTool(context.Background(), "s__t", nil, &CallOptions{Halt: halt})
 		if e := wantKind(t, err, KindHalted); !errors.Is(e, ErrHalted) || !strings.Contains(e.Message, "halted") {
 			t.Fatalf("%+v", e)
@@ -425,7 +441,7 @@ func TestHalt(t *testing.T) {
 		t.Fatal("a halted call went on")
 	}
 	// An open channel does not halt.
-	h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}})
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{})
 	if _, err := h.CallTool(context.Background(), "s__t", nil, &CallOptions{Halt: make(chan struct{})}); err != nil {
 		t.Fatal(err)
 	}
@@ -454,10 +470,10 @@ func TestProgressAndMeta(t *testing.T) {
 			}
 			return textResult("done"), nil
 		})
-	h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}})
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{})
 	res, err := h.CallTool(context.Background(), "s__long", nil, &CallOptions{
 		Meta:     mcp.Meta{"trace_id": "abc123"},
-		Progress: func(p Progress) { got <- p },
+		Progress: func(_ *Call, p Progress) { got <- p },
 	})
 	if err != nil || resultText(res) != "done" {
 		t.Fatalf("res = %v, err = %v", res, err)
@@ -509,7 +525,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "file not found"}}}, nil
 		})
-	h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, RequestTimeout: time.Minute})
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{RequestTimeout: time.Minute}})
 	ctx := context.Background()
 
 	t.Run("request timeout", func(t *testing.T) {
@@ -535,7 +551,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 		}
 	})
 	t.Run("hub default timeout", func(t *testing.T) {
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, RequestTimeout: 50 * time.Millisecond})
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{RequestTimeout: 50 * time.Millisecond}})
 		_, err := h.CallTool(ctx, "s__hang", nil, nil)
 		wantKind(t, err, KindTimeout)
 		waitCanceled(t, canceled)
@@ -612,19 +628,18 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 	}
 	for _, tt := range []struct {
 		name string
-		opts HubOptions
+		opts Options
 		who  string
 	}{
-		{"approver", HubOptions{Policy: NewPolicy(Ask("*")), Approver: func(ctx context.Context, _ ApprovalRequest) Approval { sleepy(ctx); return Approve() }}, "the approver"},
-		{"before hook", HubOptions{Hooks: []Hook{{Name: "slow", Before: func(ctx context.Context, _ *Call) error { sleepy(ctx); return nil }}}}, "hook slow"},
-		{"after hook", HubOptions{Hooks: []Hook{{Name: "slow", After: func(ctx context.Context, _ *Call, r *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+		{"approver", Options{Policy: NewPolicy(Ask("*")), Approver: func(ctx context.Context, _ ApprovalRequest) Approval { sleepy(ctx); return Approve() }}, "the approver"},
+		{"before hook", Options{Hooks: []Hook{{Name: "slow", Before: func(ctx context.Context, _ *Call) error { sleepy(ctx); return nil }}}}, "hook slow"},
+		{"after hook", Options{Hooks: []Hook{{Name: "slow", After: func(ctx context.Context, _ *Call, r *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 			sleepy(ctx)
 			return r, nil
 		}}}}, "hook slow"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.opts.Servers = []Server{srv.server("s")}
-			h := newHub(t, tt.opts)
+			h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: tt.opts})
 			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 			defer cancel()
 			start := time.Now()
@@ -638,6 +653,60 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 				t.Fatalf("%+v", e)
 			}
 		})
+		// The call's own time limit bounds it the same way, and its
+		// message says how long the call had; so does the hub's default.
+		for _, limit := range []struct {
+			name      string
+			call, hub time.Duration
+		}{{"CallOptions", 150 * time.Millisecond, 0}, {"Options", 0, 150 * time.Millisecond}} {
+			t.Run(tt.name+"/"+limit.name, func(t *testing.T) {
+				o := tt.opts
+				o.CallTimeout = limit.hub
+				h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: o})
+				_, err := h.CallTool(context.Background(), "s__t", nil, &CallOptions{CallTimeout: limit.call})
+				e := wantKind(t, err, KindTimeout)
+				want := "The call to s__t timed out after 150ms, waiting for " + tt.who + "."
+				if e.Message != want || !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("%q, want %q", e.Message, want)
+				}
+			})
+		}
+	}
+}
+
+// ContextError tells a call's own limit from the caller's deadline and
+// from a cancellation.
+func TestContextError(t *testing.T) {
+	tool := &Tool{Tool: &mcp.Tool{Name: "t"}, Server: "s", Exposed: "s__t"}
+	limited, cancel := withLimit(context.Background(), time.Nanosecond)
+	defer cancel()
+	<-limited.Done()
+	deadline, cancel2 := context.WithTimeout(context.Background(), time.Nanosecond)
+	defer cancel2()
+	<-deadline.Done()
+	canceled, cancel3 := context.WithCancel(context.Background())
+	cancel3()
+	for _, tc := range []struct {
+		ctx   context.Context
+		t     *Tool
+		limit time.Duration
+		kind  ErrorKind
+		msg   string
+	}{
+		{limited, tool, 0, KindTimeout, "The call to s__t timed out after 1ns."},
+		{deadline, tool, 0, KindTimeout, "The call to s__t ran out of time."},
+		{deadline, tool, time.Minute, KindTimeout, "The call to s__t timed out after 1m0s."},
+		{canceled, tool, 0, KindCanceled, "The call to s__t was canceled."},
+		{canceled, nil, 0, KindCanceled, "The call was canceled."},
+		{context.Background(), tool, 0, KindInternal, "The call to s__t failed."},
+	} {
+		e := ContextError(tc.ctx, tc.t, tc.limit, errors.New("cause"))
+		if e.Kind != tc.kind || e.Message != tc.msg {
+			t.Errorf("%v: %v %q, want %v %q", tc.ctx, e.Kind, e.Message, tc.kind, tc.msg)
+		}
+		if tc.kind == KindTimeout && !errors.Is(e, context.DeadlineExceeded) || tc.kind == KindCanceled && !errors.Is(e, context.Canceled) {
+			t.Errorf("%q does not match its context error", e.Message)
+		}
 	}
 }
 
@@ -678,7 +747,7 @@ func TestErrorFormatting(t *testing.T) {
 
 func TestClosedHub(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
-	h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}})
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{})
 	ts, _ := h.ListTools(context.Background())
 	h.Close()
 	h.Close() // idempotent
@@ -703,7 +772,7 @@ func TestCloseWithCallInFlight(t *testing.T) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
-	h, err := NewHub(context.Background(), HubOptions{Servers: []Server{srv.server("s")}, Policy: AllowAll()})
+	h, err := NewHub(context.Background(), []Server{srv.server("s")}, &HubOptions{Options: Options{Policy: AllowAll()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -745,16 +814,15 @@ func TestLateHookSendsNothing(t *testing.T) {
 	release := make(chan struct{})
 	returned := make(chan struct{})
 	var traced atomic.Pointer[Call]
-	h := newHub(t, HubOptions{
-		Servers: []Server{srv.server("s")},
-		Trace:   &Trace{CallDone: func(c *Call, _ *mcp.CallToolResult, _ error, _ time.Duration) { traced.Store(c) }},
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+		Trace: &Trace{CallDone: func(i CallDoneInfo) { traced.Store(i.Call) }},
 		Hooks: []Hook{{Name: "late", Before: func(_ context.Context, c *Call) error {
 			defer close(returned)
 			<-release
 			c.Args["rewritten"] = true
 			return nil
 		}}},
-	})
+	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	_, err := h.CallTool(ctx, "s__t", map[string]any{"a": 1}, nil)
@@ -782,14 +850,16 @@ func TestInlineHooks(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
 	t.Run("results", func(t *testing.T) {
 		var before, after atomic.Int32
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{{
-			Name: "count", Inline: true,
-			Before: func(_ context.Context, c *Call) error { before.Add(1); c.Args["seen"] = true; return nil },
-			After: func(_ context.Context, _ *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-				after.Add(1)
-				return textResult("replaced"), nil
-			},
-		}}})
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+			Hooks: []Hook{{
+				Name: "count", Inline: true,
+				Before: func(_ context.Context, c *Call) error { before.Add(1); c.Args["seen"] = true; return nil },
+				After: func(_ context.Context, _ *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+					after.Add(1)
+					return textResult("replaced"), nil
+				},
+			}},
+		}})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		args := map[string]any{"a": 1}
@@ -806,14 +876,16 @@ func TestInlineHooks(t *testing.T) {
 	})
 	t.Run("overrun holds the call", func(t *testing.T) {
 		var returned atomic.Bool
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{{
-			Name: "slow", Inline: true,
-			Before: func(context.Context, *Call) error {
-				time.Sleep(200 * time.Millisecond)
-				returned.Store(true)
-				return nil
-			},
-		}}})
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+			Hooks: []Hook{{
+				Name: "slow", Inline: true,
+				Before: func(context.Context, *Call) error {
+					time.Sleep(200 * time.Millisecond)
+					returned.Store(true)
+					return nil
+				},
+			}},
+		}})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
@@ -825,9 +897,11 @@ func TestInlineHooks(t *testing.T) {
 	t.Run("mixed stays guarded", func(t *testing.T) {
 		release := make(chan struct{})
 		defer close(release)
-		h := newHub(t, HubOptions{Servers: []Server{srv.server("s")}, Hooks: []Hook{
-			{Name: "fast", Inline: true, Before: func(context.Context, *Call) error { return nil }},
-			{Name: "stuck", Before: func(context.Context, *Call) error { <-release; return nil }},
+		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+			Hooks: []Hook{
+				{Name: "fast", Inline: true, Before: func(context.Context, *Call) error { return nil }},
+				{Name: "stuck", Before: func(context.Context, *Call) error { <-release; return nil }},
+			},
 		}})
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 		defer cancel()

@@ -9,16 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Shape says how a result is prepared before it is returned.
-type Shape int
-
-const (
-	// ShapeNone returns the server's result as it is.
-	ShapeNone Shape = iota
-	// ShapeLLM prepares the result for a model with [ShapeForModel].
-	ShapeLLM
-)
-
 // The media types every provider accepts as inline images and audio.
 var (
 	modelImageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}

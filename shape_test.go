@@ -139,11 +139,12 @@ func TestShapeOverTheWire(t *testing.T) {
 			&mcp.ResourceLink{URI: "https://example.com/never-fetched", Name: "x"},
 		}}, nil
 	})
-	cl := newClient(t, ClientOptions{Server: srv.server("s")})
-	res, err := cl.CallTool(context.Background(), "media", nil, &CallOptions{Shape: ShapeLLM})
+	cl := newClient(t, srv.server("s"), &ClientOptions{})
+	res, err := cl.CallTool(context.Background(), "media", nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	res = ShapeForModel(res)
 	// The size is of the decoded bytes, not of the base64 on the wire.
 	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "[image: image/svg+xml, 1024 bytes]" {
 		t.Fatalf("content[0] = %#v", res.Content[0])

@@ -7,18 +7,51 @@ import (
 )
 
 // Trace is a set of hooks for watching a hub or client, in the manner of
-// net/http/httptrace: every field is optional, and each is called
+// net/http/httptrace: every field is optional, each takes an info struct
+// (so that a field added later breaks no caller), and each is called
 // synchronously, so it must be quick and safe for concurrent use.
 type Trace struct {
 	// ServerUp is called when a session with a server is established.
-	ServerUp func(server string)
+	ServerUp func(ServerUpInfo)
 	// ServerDown is called when a server could not be reached or its
 	// session was lost.
-	ServerDown func(server string, err error)
+	ServerDown func(ServerDownInfo)
 	// ToolsChanged is called when a server says its tool list changed.
-	ToolsChanged func(server string)
+	ToolsChanged func(ToolsChangedInfo)
 	// Decided is called with the policy's decision for a call.
-	Decided func(c *Call, d Decision, rule Rule)
+	Decided func(DecidedInfo)
 	// CallDone is called when a call is answered, with its result or error.
-	CallDone func(c *Call, res *mcp.CallToolResult, err error, elapsed time.Duration)
+	CallDone func(CallDoneInfo)
+}
+
+// ServerUpInfo is the argument of [Trace.ServerUp].
+type ServerUpInfo struct {
+	Server string // the server's id
+}
+
+// ServerDownInfo is the argument of [Trace.ServerDown].
+type ServerDownInfo struct {
+	Server string // the server's id
+	Err    error  // why it is down
+}
+
+// ToolsChangedInfo is the argument of [Trace.ToolsChanged].
+type ToolsChangedInfo struct {
+	Server string // the server's id
+}
+
+// DecidedInfo is the argument of [Trace.Decided].
+type DecidedInfo struct {
+	Call     *Call    // the call; it must not be modified
+	Decision Decision // what the policy decided
+	Rule     Rule     // the rule that decided, when Matched
+	Matched  bool     // false when no rule matched (the call is denied)
+}
+
+// CallDoneInfo is the argument of [Trace.CallDone].
+type CallDoneInfo struct {
+	Call    *Call               // the call; it must not be modified
+	Result  *mcp.CallToolResult // the result, when there is one
+	Err     error               // the *Error, when there is no result
+	Elapsed time.Duration       // from the start of the pipeline
 }

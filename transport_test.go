@@ -58,11 +58,10 @@ func TestHTTPTransports(t *testing.T) {
 			hs := httptest.NewServer(check)
 			defer hs.Close()
 			rt := &countingTransport{}
-			h := newHub(t, HubOptions{
-				Servers: []Server{{ID: "web", URL: hs.URL, SSE: tt.sse, Headers: map[string]string{"Authorization": "Bearer secret"},
-					HTTPClient: &http.Client{Transport: rt}}},
+			h := newHub(t, []Server{{ID: "web", URL: hs.URL, SSE: tt.sse, Headers: map[string]string{"Authorization": "Bearer secret"},
+				HTTPClient: &http.Client{Transport: rt}}}, &HubOptions{Options: Options{
 				ConnectTimeout: 300 * time.Millisecond,
-			})
+			}})
 			defer h.Close() // before hs.Close, which waits for open streams
 			ctx := context.Background()
 			if st := h.Status()[0]; st.State != StateUp {
@@ -94,11 +93,14 @@ func TestHTTPHeadersRequired(t *testing.T) {
 	check := &headerCheck{next: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.Server }, nil)}
 	hs := httptest.NewServer(check)
 	defer hs.Close()
-	_, err := NewClient(context.Background(), ClientOptions{Server: Server{ID: "web", URL: hs.URL}, Reconnect: Backoff{Disabled: true}})
-	e := wantKind(t, err, KindUnavailable)
-	if !strings.Contains(e.Err.Error(), "Unauthorized") && !strings.Contains(e.Err.Error(), "401") {
-		t.Fatalf("%v", e.Err)
+	// A client starts with its server down, as a hub does.
+	cl := newClient(t, Server{ID: "web", URL: hs.URL}, &ClientOptions{Options: Options{Reconnect: Backoff{Disabled: true}}})
+	st := cl.Status()[0]
+	if st.State != StateDown || st.Err == nil || (!strings.Contains(st.Err.Error(), "Unauthorized") && !strings.Contains(st.Err.Error(), "401")) {
+		t.Fatalf("status %+v", st)
 	}
+	_, err := cl.CallTool(context.Background(), "fetch", nil, nil)
+	wantKind(t, err, KindUnknownTool) // a down server offers no tools
 }
 
 // TestHTTPReconnect stops an HTTP server under a hub and starts it again
@@ -115,7 +117,7 @@ func TestHTTPReconnect(t *testing.T) {
 	hs := &http.Server{Handler: handler}
 	go hs.Serve(ln)
 	ev := &events{}
-	h := newHub(t, HubOptions{Servers: []Server{{ID: "web", URL: "http://" + addr}}, Reconnect: fastReconnect, Trace: ev.trace()})
+	h := newHub(t, []Server{{ID: "web", URL: "http://" + addr}}, &HubOptions{Options: Options{Reconnect: fastReconnect, Trace: ev.trace()}})
 	ctx := context.Background()
 	ts, err := h.ListTools(ctx)
 	if err != nil || ts.Len() != 1 {
@@ -147,16 +149,16 @@ func TestServerValidation(t *testing.T) {
 		{Server{ID: "a", Command: "x", SSE: true}, "SSE needs a URL"},
 		{Server{ID: "a.b", Command: "x"}, "must match"},
 	} {
-		_, err := NewHub(context.Background(), HubOptions{Servers: []Server{tt.s}, Policy: AllowAll()})
+		_, err := NewHub(context.Background(), []Server{tt.s}, &HubOptions{Options: Options{Policy: AllowAll()}})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: %v", tt.s, err)
 		}
 	}
-	_, err := NewHub(context.Background(), HubOptions{Servers: []Server{{ID: "a", Command: "x"}, {ID: "a", Command: "y"}}, Policy: AllowAll()})
+	_, err := NewHub(context.Background(), []Server{{ID: "a", Command: "x"}, {ID: "a", Command: "y"}}, &HubOptions{Options: Options{Policy: AllowAll()}})
 	if err == nil || !strings.Contains(err.Error(), "used twice") {
 		t.Fatal(err)
 	}
-	if _, err := NewHub(context.Background(), HubOptions{Policy: AllowAll()}); err == nil {
+	if _, err := NewHub(context.Background(), nil, &HubOptions{Options: Options{Policy: AllowAll()}}); err == nil {
 		t.Fatal("a hub without servers")
 	}
 }
@@ -197,7 +199,7 @@ func TestHTTPParallelCallsReuseConnections(t *testing.T) {
 	}
 	hs.Start()
 	defer hs.Close()
-	h := newHub(t, HubOptions{Servers: []Server{{ID: "web", URL: hs.URL}}})
+	h := newHub(t, []Server{{ID: "web", URL: hs.URL}}, &HubOptions{})
 	defer h.Close()
 	const n = 16
 	batch := func() {

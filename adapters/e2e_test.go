@@ -11,7 +11,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
-	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/testenv"
 )
 
@@ -48,17 +48,16 @@ func TestEndToEnd(t *testing.T) {
 	// The subtests run in parallel, after this function returns.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{
-		Servers: []conduit.Server{
-			{ID: "every", Command: everyCmd, Args: everyArgs},
-			{ID: "fs", Command: fsCmd, Args: fsArgs},
-		},
+	hub, err := conduit.NewHub(ctx, []conduit.Server{
+		{ID: "every", Command: everyCmd, Args: everyArgs},
+		{ID: "fs", Command: fsCmd, Args: fsArgs},
+	}, &conduit.HubOptions{Options: conduit.Options{
 		Policy: conduit.NewPolicy(
 			conduit.Ask("fs/write_file", "fs/move_file", "fs/edit_file"),
 			conduit.Allow("every/*", "fs/*"),
 		),
 		Approver: approver,
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,10 +100,7 @@ func TestEndToEnd(t *testing.T) {
 			response := script(p, turn...)
 			before := deepCopy(t, response)
 			start := time.Now()
-			exec, err := adapters.ExecuteToolCalls(ctx, hub, p, response, &adapters.ExecOptions{
-				ToolSet: listing.ToolSet, NullPaths: listing.NullPaths,
-				CallTimeout: 2 * time.Second, MaxConcurrency: 4,
-			})
+			exec, err := adapters.ExecuteToolCalls(ctx, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 2 * time.Second}, NullPaths: listing.NullPaths, MaxConcurrency: 4})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +116,7 @@ func TestEndToEnd(t *testing.T) {
 			answer := map[string]string{}
 			for i, c := range turn {
 				if p != adapters.Gemini || c.id != "" {
-					if got := answerID(p, exec.Results[i]); got != c.id {
+					if got := answerIDs(p, exec.Results)[i]; got != c.id {
 						t.Errorf("result %d is keyed by %q, want %q", i, got, c.id)
 					}
 				}
@@ -163,8 +159,8 @@ func TestEndToEnd(t *testing.T) {
 					t.Error("errors are not marked is_error")
 				}
 				var kinds []string
-				for _, b := range toolcall.List(img["content"]) {
-					kinds = append(kinds, toolcall.String(toolcall.Object(b)["type"]))
+				for _, b := range jsonv.List(img["content"]) {
+					kinds = append(kinds, jsonv.String(jsonv.Object(b)["type"]))
 				}
 				if strings.Join(kinds, ",") != "text,image,text" {
 					t.Errorf("the tiny image answered %v", kinds)
@@ -174,17 +170,17 @@ func TestEndToEnd(t *testing.T) {
 				expect("call_image", "[image: image/png, ")
 			case adapters.OpenAIResponses:
 				expect("call_long", "Error: ")
-				items := toolcall.List(img["output"])
-				if len(items) != 3 || toolcall.Object(items[1])["type"] != "input_image" ||
-					!strings.HasPrefix(toolcall.String(toolcall.Object(items[1])["image_url"]), "data:image/png;base64,") {
+				items := jsonv.List(img["output"])
+				if len(items) != 3 || jsonv.Object(items[1])["type"] != "input_image" ||
+					!strings.HasPrefix(jsonv.String(jsonv.Object(items[1])["image_url"]), "data:image/png;base64,") {
 					t.Errorf("the tiny image answered %v", canon(img["output"]))
 				}
 			case adapters.Gemini:
-				fr := toolcall.Object(exec.Results[3]["functionResponse"])
-				if _, ok := toolcall.Object(fr["response"])["error"]; !ok || fr["name"] != "every__does-not-exist" {
+				fr := jsonv.Object(exec.Results[3]["functionResponse"])
+				if _, ok := jsonv.Object(fr["response"])["error"]; !ok || fr["name"] != "every__does-not-exist" {
 					t.Errorf("the unknown tool answered %v", fr)
 				}
-				out := toolcall.Object(toolcall.Object(toolcall.Object(exec.Results[10]["functionResponse"])["response"])["output"])
+				out := jsonv.Object(jsonv.Object(jsonv.Object(exec.Results[10]["functionResponse"])["response"])["output"])
 				if _, ok := out["temperature"]; !ok {
 					t.Errorf("structured content is not the output object: %v", out)
 				}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -42,13 +43,12 @@ func weatherHub() *conduit.Hub {
 	if _, err := srv.Connect(context.Background(), serverEnd, nil); err != nil {
 		log.Fatal(err)
 	}
-	hub, err := conduit.NewHub(context.Background(), conduit.HubOptions{
-		Servers: []conduit.Server{{ID: "weather", Transport: clientEnd}},
-		Policy:  conduit.NewPolicy(conduit.Allow("weather/get_*"), conduit.Ask("weather/*")),
+	hub, err := conduit.NewHub(context.Background(), []conduit.Server{{ID: "weather", Transport: clientEnd}}, &conduit.HubOptions{Options: conduit.Options{
+		Policy: conduit.NewPolicy(conduit.Allow("weather/get_*"), conduit.Ask("weather/*")),
 		Approver: func(context.Context, conduit.ApprovalRequest) conduit.Approval {
 			return conduit.Reject("alerts are set by the on-call team")
 		},
-	})
+	}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func ExampleTools() {
 
 	// The tool list of an Anthropic Messages request, the last tool marked
 	// so that the whole list is cached as a prompt prefix.
-	listing, err := adapters.Tools(context.Background(), hub, adapters.Anthropic, &adapters.ToolsOptions{CacheLast: true})
+	listing, err := adapters.Tools(context.Background(), hub, adapters.Anthropic, &adapters.ToolsOptions{ListingOptions: adapters.ListingOptions{CacheLast: true}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -146,11 +146,7 @@ func ExampleExecuteToolCalls() {
 	    }
 	  }]
 	}`)
-	exec, err := adapters.ExecuteToolCalls(ctx, hub, adapters.OpenAIChat, response, &adapters.ExecOptions{
-		ToolSet:     listing.ToolSet,
-		NullPaths:   listing.NullPaths,
-		CallTimeout: 30 * time.Second,
-	})
+	exec, err := adapters.ExecuteToolCalls(ctx, hub, adapters.OpenAIChat, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 30 * time.Second}, NullPaths: listing.NullPaths})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -183,4 +179,123 @@ func ExampleParseProvider() {
 	p, err := adapters.ParseProvider("openai-responses")
 	fmt.Println(p, err, p == adapters.OpenAIResponses)
 	// Output: openai-responses <nil> true
+}
+
+func ExampleNewConversation() {
+	hub := weatherHub()
+	defer hub.Close()
+	ctx := context.Background()
+
+	// One conversation per chat: it lists the tools once and keeps the tool
+	// set, strict mode's null paths, the principal and the taint.
+	conv, err := adapters.NewConversation(ctx, hub, adapters.Anthropic, &adapters.ConversationOptions{
+		CallOptions:    conduit.CallOptions{Principal: "ada"},
+		ListingOptions: adapters.ListingOptions{CacheLast: true},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Each turn: send conv.Tools() with the messages (your HTTP client),
+	// then answer the response's tool calls.
+	fmt.Println(len(conv.Tools()), "tools")
+	response := `{"role": "assistant", "stop_reason": "tool_use", "content": [
+	  {"type": "text", "text": "Let me check."},
+	  {"type": "tool_use", "id": "toolu_1", "name": "weather__get_forecast", "input": {"city": "Oslo"}},
+	  {"type": "tool_use", "id": "toolu_2", "name": "weather__set_alert", "input": {"city": "Oslo"}}
+	]}`
+	exec, err := conv.Execute(ctx, response)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// The tool_result blocks go first in the next user message.
+	printJSON(exec.Results)
+	// The forecast reached the model: weather taints the next turns. The
+	// denied alert sent nothing, so it would have added nothing.
+	fmt.Println("halted:", exec.Halted, "taint:", conv.Taint())
+	// Output:
+	// 2 tools
+	// [
+	//   {
+	//     "content": [
+	//       {
+	//         "text": "Sunny in Oslo, 22°C.",
+	//         "type": "text"
+	//       }
+	//     ],
+	//     "tool_use_id": "toolu_1",
+	//     "type": "tool_result"
+	//   },
+	//   {
+	//     "content": [
+	//       {
+	//         "text": "The call to weather__set_alert was denied: alerts are set by the on-call team.",
+	//         "type": "text"
+	//       }
+	//     ],
+	//     "is_error": true,
+	//     "tool_use_id": "toolu_2",
+	//     "type": "tool_result"
+	//   }
+	// ]
+	// halted: false taint: [weather]
+}
+
+func ExampleProvider_Wire() {
+	// What a loop that sends its own requests needs, for any provider.
+	for _, p := range adapters.Providers() {
+		w := p.Wire()
+		fmt.Println(p, w.Endpoint(w.BaseURL, "gemini-2.5-flash"), w.KeyEnv)
+	}
+	w := adapters.OpenAIChat.Wire()
+	conv := []any{w.Prompt("What's the weather in Oslo?")}
+	body := w.Request(toolcall.Request{Model: "gpt-4.1", Conversation: conv})
+	printJSON(body)
+	// Output:
+	// anthropic https://api.anthropic.com/v1/messages ANTHROPIC_API_KEY
+	// openai-chat https://api.openai.com/v1/chat/completions OPENAI_API_KEY
+	// openai-responses https://api.openai.com/v1/responses OPENAI_API_KEY
+	// gemini https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent GEMINI_API_KEY
+	// {
+	//   "messages": [
+	//     {
+	//       "content": "What's the weather in Oslo?",
+	//       "role": "user"
+	//     }
+	//   ],
+	//   "model": "gpt-4.1"
+	// }
+}
+
+func ExampleProvider_ToolCalls() {
+	hub := weatherHub()
+	defer hub.Close()
+	ts, err := hub.ListTools(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	// For programs that drive the pipeline themselves: the calls to send,
+	// and the answers of those that must not be sent.
+	calls, rejected, err := adapters.Gemini.ToolCalls(`{"candidates": [{"content": {"role": "model", "parts": [
+	  {"functionCall": {"name": "weather__get_forecast", "args": {"city": "Rome"}}},
+	  {"functionCall": {"name": "weather__get_forecast", "args": null}}
+	]}}]}`, ts)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, c := range calls {
+		fmt.Println(c.Server, c.Tool, c.Args)
+	}
+	printJSON(rejected)
+	// Output:
+	// weather get_forecast map[city:Rome]
+	// [
+	//   {
+	//     "functionResponse": {
+	//       "name": "weather__get_forecast",
+	//       "response": {
+	//         "error": "Invalid arguments for weather__get_forecast: the arguments must be a JSON object."
+	//       }
+	//     }
+	//   }
+	// ]
 }

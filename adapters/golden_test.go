@@ -15,8 +15,6 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
-	"github.com/conduitmcp/conduit/adapters/anthropic"
-	"github.com/conduitmcp/conduit/adapters/gemini"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -133,34 +131,16 @@ func record(exec *adapters.Execution) outcome {
 	return o
 }
 
-// toolCalls runs the provider's pure ToolCalls function.
-func toolCalls(p adapters.Provider, response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
-	switch p {
-	case adapters.Anthropic:
-		return anthropic.ToolCalls(response, ts)
-	case adapters.OpenAIChat:
-		return openai.ToolCalls(openai.Chat, response, ts)
-	case adapters.OpenAIResponses:
-		return openai.ToolCalls(openai.Responses, response, ts)
-	default:
-		return gemini.FunctionCalls(response, ts)
+// answerIDs returns the ids the answers are keyed by, read back from the
+// conversation they join; an answer without one (Gemini) reads as its
+// name.
+func answerIDs(p adapters.Provider, results []map[string]any) []string {
+	w := p.Wire()
+	var ids []string
+	for _, a := range w.Answered(w.Answers(results)) {
+		ids = append(ids, a.ID)
 	}
-}
-
-// answerID returns the id an answer is keyed by, and the call id of an
-// answer for the provider.
-func answerID(p adapters.Provider, answer map[string]any) string {
-	switch p {
-	case adapters.Anthropic:
-		return answer["tool_use_id"].(string)
-	case adapters.OpenAIChat:
-		return answer["tool_call_id"].(string)
-	case adapters.OpenAIResponses:
-		return answer["call_id"].(string)
-	default:
-		id, _ := answer["functionResponse"].(map[string]any)["id"].(string)
-		return id
-	}
+	return ids
 }
 
 // execute runs ExecuteToolCalls and checks what holds for every
@@ -184,7 +164,7 @@ func execute(t *testing.T, src conduit.Source, p adapters.Provider, response map
 		t.Errorf("ExecuteToolCalls modified the response")
 	}
 	ts := o.ToolSet
-	calls, rejected, err := toolCalls(p, response, ts)
+	calls, rejected, err := p.ToolCalls(response, ts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,10 +172,18 @@ func execute(t *testing.T, src conduit.Source, p adapters.Provider, response map
 		t.Fatalf("%d results for %d calls and %d rejected", len(exec.Results), len(calls), len(rejected))
 	}
 	// The ids, in order, as the model wrote them.
-	raws, _ := parse(p, response)
+	raws, _ := p.Parse(response)
+	ids := answerIDs(p, exec.Results)
+	if len(ids) != len(raws) {
+		t.Fatalf("%d answers read back for %d calls", len(ids), len(raws))
+	}
 	for i, r := range raws {
-		if got := answerID(p, exec.Results[i]); got != r.ID {
-			t.Errorf("result %d is keyed by %q, want %q", i, got, r.ID)
+		want := r.ID
+		if want == "" {
+			want = r.Name
+		}
+		if ids[i] != want {
+			t.Errorf("result %d is keyed by %q, want %q", i, ids[i], want)
 		}
 	}
 	j := 0
@@ -229,19 +217,6 @@ func isRejected(exec *adapters.Execution, i int) bool {
 	return true
 }
 
-func parse(p adapters.Provider, response any) ([]toolcall.Raw, error) {
-	switch p {
-	case adapters.Anthropic:
-		return anthropic.Parse(response)
-	case adapters.OpenAIChat:
-		return openai.Parse(openai.Chat, response)
-	case adapters.OpenAIResponses:
-		return openai.Parse(openai.Responses, response)
-	default:
-		return gemini.Parse(response)
-	}
-}
-
 func sortStrings(s []string) {
 	for i := 1; i < len(s); i++ {
 		for j := i; j > 0 && s[j] < s[j-1]; j-- {
@@ -261,63 +236,21 @@ type scripted struct {
 
 func rawArgs(s string) *string { return &s }
 
-// script writes calls as a response of provider p, as json.Unmarshal
-// would have decoded it.
+// script writes calls as a response of provider p, as the provider's fake
+// (Wire.Response) writes it and json.Unmarshal would have decoded it.
 func script(p adapters.Provider, calls ...scripted) map[string]any {
+	raws := make([]toolcall.Raw, len(calls))
+	for i, c := range calls {
+		raws[i] = toolcall.Raw{ID: c.id, Name: c.name, Args: c.args}
+		if c.raw != nil {
+			raws[i].Args = *c.raw
+		}
+	}
 	var out map[string]any
-	if err := json.Unmarshal([]byte(canon(scriptValue(p, calls))), &out); err != nil {
+	if err := json.Unmarshal([]byte(canon(p.Wire().Response("I'll run these.", raws...))), &out); err != nil {
 		panic(err)
 	}
 	return out
-}
-
-func scriptValue(p adapters.Provider, calls []scripted) map[string]any {
-	switch p {
-	case adapters.Anthropic:
-		content := []any{map[string]any{"type": "text", "text": "I'll run these."}}
-		for _, c := range calls {
-			content = append(content, map[string]any{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args})
-		}
-		return map[string]any{"id": "msg_scripted", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-			"content": content, "stop_reason": "tool_use"}
-	case adapters.OpenAIChat:
-		var tcs []any
-		for _, c := range calls {
-			tcs = append(tcs, map[string]any{"id": c.id, "type": "function",
-				"function": map[string]any{"name": c.name, "arguments": openaiArgs(c)}})
-		}
-		return map[string]any{"id": "chatcmpl-scripted", "object": "chat.completion", "model": "gpt-4.1",
-			"choices": []any{map[string]any{"index": 0, "finish_reason": "tool_calls",
-				"message": map[string]any{"role": "assistant", "content": nil, "tool_calls": tcs}}}}
-	case adapters.OpenAIResponses:
-		output := []any{map[string]any{"type": "reasoning", "id": "rs_scripted", "summary": []any{}}}
-		for _, c := range calls {
-			output = append(output, map[string]any{"type": "function_call", "id": "fc_" + c.id, "call_id": c.id,
-				"name": c.name, "arguments": openaiArgs(c), "status": "completed"})
-		}
-		return map[string]any{"id": "resp_scripted", "object": "response", "status": "completed", "model": "gpt-4.1", "output": output}
-	default:
-		var parts []any
-		for _, c := range calls {
-			fc := map[string]any{"name": c.name, "args": c.args}
-			if c.id != "" {
-				fc["id"] = c.id
-			}
-			parts = append(parts, map[string]any{"functionCall": fc})
-		}
-		return map[string]any{"candidates": []any{map[string]any{"index": 0, "finishReason": "STOP",
-			"content": map[string]any{"role": "model", "parts": parts}}}, "modelVersion": "gemini-2.5-flash"}
-	}
-}
-
-func openaiArgs(c scripted) string {
-	if c.raw != nil {
-		return *c.raw
-	}
-	if c.args == nil {
-		return "{}"
-	}
-	return canon(c.args)
 }
 
 // docsServer offers the functions of the providers' documented examples,
@@ -346,7 +279,7 @@ func docsServer(t testing.TB) (*conduit.Client, func() []string) {
 	tr, _ := connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl, err := conduit.NewClient(ctx, conduit.ClientOptions{Server: conduit.Server{ID: "docs", Transport: tr}})
+	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "docs", Transport: tr}, &conduit.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +307,7 @@ func TestGoldenDocs(t *testing.T) {
 					t.Fatal(err)
 				}
 				response := readJSON(t, f)
-				exec, out := execute(t, cl, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths}, sent)
+				exec, out := execute(t, cl, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, NullPaths: listing.NullPaths}, sent)
 				for i, e := range exec.Errors {
 					if e != nil {
 						t.Errorf("documented call %d failed: %v", i, e)
@@ -383,7 +316,7 @@ func TestGoldenDocs(t *testing.T) {
 				// The same response as bytes, as the SDK's raw body, gives
 				// the same answers.
 				data, _ := os.ReadFile(f)
-				exec2, err := adapters.ExecuteToolCalls(context.Background(), cl, p, data, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths})
+				exec2, err := adapters.ExecuteToolCalls(context.Background(), cl, p, data, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, NullPaths: listing.NullPaths})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -397,7 +330,7 @@ func TestGoldenDocs(t *testing.T) {
 }
 
 // resultsScript is the Results table of the spec, as one model turn.
-func resultsScript(p adapters.Provider) []scripted {
+func resultsScript() []scripted {
 	calls := []scripted{
 		{id: "call_unknown", name: "lab__nope", args: map[string]any{}},
 		{id: "call_notobject", name: "lab__echo", args: []any{"not", "an", "object"}},
@@ -408,15 +341,11 @@ func resultsScript(p adapters.Provider) []scripted {
 		{id: "call_denied_approver", name: "lab__deploy", args: map[string]any{}},
 		{id: "call_timeout", name: "lab__sleep", args: map[string]any{}},
 		{id: "call_unavailable", name: "gone__ping", args: map[string]any{}},
-	}
-	switch p {
-	case adapters.OpenAIChat, adapters.OpenAIResponses:
-		calls = append(calls, scripted{id: "call_badjson", name: "lab__echo", raw: rawArgs(`{"message": "hi`)})
-	case adapters.Anthropic:
-		calls = append(calls, scripted{id: "call_string_input", name: "lab__echo", args: "hi"})
-	case adapters.Gemini:
-		// Gemini may send no id: the answer is matched by name and place.
-		calls = append(calls, scripted{name: "lab__text", args: map[string]any{}})
+		// Arguments as text: OpenAI's arguments string (here, invalid
+		// JSON); a JSON string in the others' input and args.
+		{id: "call_badjson", name: "lab__echo", raw: rawArgs(`{"message": "hi`)},
+		// JSON null in every provider's shape: not an object either.
+		{id: "call_null", name: "lab__echo"},
 	}
 	return calls
 }
@@ -434,21 +363,18 @@ func TestGoldenResults(t *testing.T) {
 				t.Fatal(err)
 			}
 			takeDown(t, hub, gone)
-			response := script(p, resultsScript(p)...)
-			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{
-				ToolSet: listing.ToolSet, NullPaths: listing.NullPaths,
-				CallTimeout: 300 * time.Millisecond,
+			response := script(p, resultsScript()...)
+			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 300 * time.Millisecond,
 				// Web output is in the model's context: lab/secret is denied.
-				Taint: []string{"web"},
-			}, l.sent)
+				Taint: []string{"web"}}, NullPaths: listing.NullPaths}, l.sent)
 			out.Response = response
 			wantKinds := map[string]conduit.ErrorKind{
 				"call_unknown": conduit.KindUnknownTool, "call_notobject": conduit.KindInvalidArguments,
 				"call_denied_policy": conduit.KindDenied, "call_denied_approver": conduit.KindDenied,
 				"call_timeout": conduit.KindTimeout, "call_unavailable": conduit.KindUnavailable,
-				"call_badjson": conduit.KindInvalidArguments, "call_string_input": conduit.KindInvalidArguments,
+				"call_badjson": conduit.KindInvalidArguments, "call_null": conduit.KindInvalidArguments,
 			}
-			for i, c := range resultsScript(p) {
+			for i, c := range resultsScript() {
 				k, isErr := conduit.KindOf(exec.Errors[i])
 				want, wantErr := wantKinds[c.id]
 				if isErr != wantErr || k != want {
@@ -457,7 +383,7 @@ func TestGoldenResults(t *testing.T) {
 			}
 			// Only the calls that resolved and were allowed reach the
 			// server: echo, fail, fail_empty and sleep.
-			if got := strings.Join(out.Sent, ","); got != "echo,fail,fail_empty,sleep"+map[bool]string{true: ",text"}[p == adapters.Gemini] {
+			if got := strings.Join(out.Sent, ","); got != "echo,fail,fail_empty,sleep" {
 				t.Errorf("the lab server received %s", got)
 			}
 			select {
@@ -489,7 +415,7 @@ func TestGoldenMedia(t *testing.T) {
 				calls = append(calls, scripted{id: "call_" + name, name: "lab__" + name, args: map[string]any{}})
 			}
 			response := script(p, calls...)
-			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet}, l.sent)
+			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}}, l.sent)
 			for i, e := range exec.Errors {
 				if e != nil {
 					t.Errorf("%s: %v", mediaTools[i], e)
@@ -497,14 +423,6 @@ func TestGoldenMedia(t *testing.T) {
 			}
 			out.Response = response
 			golden(t, p, "media.golden.json", out)
-
-			// NoShape sends the result to the adapter as the server wrote
-			// it; what the model sees is the same, since content a model
-			// cannot take becomes a placeholder either way.
-			exec2, _ := execute(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, NoShape: true}, nil)
-			if !reflect.DeepEqual(exec.Results, exec2.Results) {
-				t.Errorf("NoShape answers differ:\n%s\n%s", canon(exec.Results), canon(exec2.Results))
-			}
 		})
 	}
 }
@@ -531,7 +449,7 @@ func TestGoldenStructured(t *testing.T) {
 			)
 			byMode := map[string][]map[string]any{}
 			for _, m := range modes {
-				exec, _ := execute(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, Structured: m.mode}, nil)
+				exec, _ := execute(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, AnswerOptions: toolcall.AnswerOptions{Structured: m.mode}}, nil)
 				byMode[m.name] = exec.Results
 			}
 			golden(t, p, "structured.golden.json", map[string]any{"response": response, "results": byMode})
@@ -561,18 +479,17 @@ func TestGoldenTools(t *testing.T) {
 				}
 				return listed{l.Tools, l.Fallbacks, l.Excluded, l.NullPaths, l.Warnings}
 			}
+			// Every listing option for every provider: one a provider
+			// does not use leaves its listing as the default one.
 			out := map[string]listed{}
-			switch p {
-			case adapters.Anthropic:
-				out["default"] = list(nil)
-				out["cache_last"] = list(&adapters.ToolsOptions{CacheLast: true})
-				out["cache_last_ttl"] = list(&adapters.ToolsOptions{CacheLast: true, CacheTTL: "1h"})
-			case adapters.OpenAIChat, adapters.OpenAIResponses:
-				out["strict_auto"] = list(nil)
-				out["strict_on"] = list(&adapters.ToolsOptions{Strict: openai.StrictOn})
-				out["strict_off"] = list(&adapters.ToolsOptions{Strict: openai.StrictOff})
-			default:
-				out["default"] = list(nil)
+			for name, o := range map[string]adapters.ListingOptions{
+				"default":        {},
+				"cache_last":     {CacheLast: true},
+				"cache_last_ttl": {CacheLast: true, CacheTTL: "1h"},
+				"strict_on":      {Strict: openai.StrictOn},
+				"strict_off":     {Strict: openai.StrictOff},
+			} {
+				out[name] = list(&adapters.ToolsOptions{ListingOptions: o})
 			}
 			golden(t, p, "tools.golden.json", out)
 		})

@@ -9,45 +9,84 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The one place that dispatches to the provider packages.
+// The provider table: the one place that tells providers apart. Adding a
+// provider is a package under adapters/, a Provider constant, a row here,
+// and its goldens.
+var table = [...]driver{
+	Anthropic:       anthropicDriver{},
+	OpenAIChat:      openaiDriver{openai.Chat},
+	OpenAIResponses: openaiDriver{openai.Responses},
+	Gemini:          geminiDriver{},
+}
 
-func (p Provider) list(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, openai.Report, []toolcall.Warning) {
-	switch p {
-	case Anthropic:
-		return anthropic.Tools(ts, &anthropic.ToolsOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL}), openai.Report{}, anthropic.Check(ts)
-	case OpenAIChat, OpenAIResponses:
-		tools, rep := openai.Tools(p.openaiAPI(), ts, &openai.ToolsOptions{Strict: o.Strict})
-		return tools, rep, openai.Check(len(tools))
-	default:
-		return gemini.Tools(ts), openai.Report{}, gemini.Check(ts)
+type anthropicDriver struct{}
+
+func (anthropicDriver) name() string { return "anthropic" }
+
+func (anthropicDriver) tools(ts *conduit.ToolSet, o *ListingOptions) ([]map[string]any, openai.Report) {
+	return anthropic.Tools(ts, &anthropic.ToolsOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL}), openai.Report{}
+}
+
+func (anthropicDriver) check(ts *conduit.ToolSet) []toolcall.Warning { return anthropic.Check(ts) }
+func (anthropicDriver) parse(r any) ([]toolcall.Raw, error)          { return anthropic.Parse(r) }
+
+func (anthropicDriver) answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
+	return anthropic.ToolResult(c, res, err, o)
+}
+
+func (anthropicDriver) wire() Wire {
+	return Wire{
+		BaseURL: anthropic.BaseURL, KeyEnv: anthropic.KeyEnv,
+		Endpoint: anthropic.Endpoint, Authorize: anthropic.Authorize,
+		Prompt: anthropic.Prompt, Request: anthropic.Request, Turn: anthropic.Turn, Answers: anthropic.Answers,
+		Conversation: anthropic.Conversation, Answered: anthropic.Answered, Response: anthropic.Response,
 	}
 }
 
-func (p Provider) parse(response any) ([]toolcall.Raw, error) {
-	switch p {
-	case Anthropic:
-		return anthropic.Parse(response)
-	case OpenAIChat, OpenAIResponses:
-		return openai.Parse(p.openaiAPI(), response)
-	default:
-		return gemini.Parse(response)
+type openaiDriver struct{ api openai.API }
+
+func (d openaiDriver) name() string { return "openai-" + d.api.String() }
+
+func (d openaiDriver) tools(ts *conduit.ToolSet, o *ListingOptions) ([]map[string]any, openai.Report) {
+	return d.api.Tools(ts, &openai.ToolsOptions{Strict: o.Strict})
+}
+
+func (openaiDriver) check(ts *conduit.ToolSet) []toolcall.Warning { return openai.Check(ts) }
+func (d openaiDriver) parse(r any) ([]toolcall.Raw, error)        { return d.api.Parse(r) }
+
+func (d openaiDriver) answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
+	return d.api.ToolOutput(c, res, err, o)
+}
+
+func (d openaiDriver) wire() Wire {
+	return Wire{
+		BaseURL: openai.BaseURL, KeyEnv: openai.KeyEnv,
+		Endpoint: d.api.Endpoint, Authorize: openai.Authorize,
+		Prompt: d.api.Prompt, Request: d.api.Request, Turn: d.api.Turn, Answers: d.api.Answers,
+		Conversation: d.api.Conversation, Answered: d.api.Answered, Response: d.api.Response,
 	}
 }
 
-func (p Provider) answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
-	switch p {
-	case Anthropic:
-		return anthropic.ToolResult(c, res, err, o)
-	case OpenAIChat, OpenAIResponses:
-		return openai.ToolOutput(p.openaiAPI(), c, res, err, o)
-	default:
-		return gemini.FunctionResponse(c, res, err, o)
-	}
+type geminiDriver struct{}
+
+func (geminiDriver) name() string { return "gemini" }
+
+func (geminiDriver) tools(ts *conduit.ToolSet, _ *ListingOptions) ([]map[string]any, openai.Report) {
+	return gemini.Tools(ts), openai.Report{}
 }
 
-func (p Provider) openaiAPI() openai.API {
-	if p == OpenAIResponses {
-		return openai.Responses
+func (geminiDriver) check(ts *conduit.ToolSet) []toolcall.Warning { return gemini.Check(ts) }
+func (geminiDriver) parse(r any) ([]toolcall.Raw, error)          { return gemini.Parse(r) }
+
+func (geminiDriver) answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
+	return gemini.FunctionResponse(c, res, err, o)
+}
+
+func (geminiDriver) wire() Wire {
+	return Wire{
+		BaseURL: gemini.BaseURL, KeyEnv: gemini.KeyEnv,
+		Endpoint: gemini.Endpoint, Authorize: gemini.Authorize,
+		Prompt: gemini.Prompt, Request: gemini.Request, Turn: gemini.Turn, Answers: gemini.Answers,
+		Conversation: gemini.Conversation, Answered: gemini.Answered, Response: gemini.Response,
 	}
-	return openai.Chat
 }

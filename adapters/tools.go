@@ -15,6 +15,12 @@ type ToolsOptions struct {
 	// for them.
 	Principal string
 	Taint     []string
+	ListingOptions
+}
+
+// ListingOptions say how a provider's tool definitions are written. The
+// zero value is fine.
+type ListingOptions struct {
 	// CacheLast, for Anthropic, marks the last tool with cache_control so
 	// that the whole tool list is cached as a prompt prefix; CacheTTL
 	// optionally sets its ttl ("5m", "1h").
@@ -29,11 +35,17 @@ type ToolsOptions struct {
 }
 
 // Trace is a set of optional hooks for adapter events, in the manner of
-// net/http/httptrace.
+// net/http/httptrace; each takes an info struct.
 type Trace struct {
 	// StrictFallback is called for each tool that OpenAIChat or
 	// OpenAIResponses sends with "strict": false under openai.StrictAuto.
-	StrictFallback func(tool string, err error)
+	StrictFallback func(StrictFallbackInfo)
+}
+
+// StrictFallbackInfo is the argument of [Trace.StrictFallback].
+type StrictFallbackInfo struct {
+	Tool string // the exposed name
+	Err  error  // why its schema does not convert
 }
 
 // Listing is a source's tools in a provider's format.
@@ -42,10 +54,10 @@ type Listing struct {
 	// for Anthropic and OpenAI the request's "tools"; for Gemini the
 	// functionDeclarations, to wrap as {"functionDeclarations": Tools}.
 	Tools []map[string]any
-	// ToolSet is what the model was offered; pass it to ExecuteToolCalls.
+	// ToolSet is what the model was offered; calls resolve against it.
 	ToolSet *conduit.ToolSet
-	// NullPaths are OpenAI strict mode's null paths; pass them to
-	// ExecuteToolCalls.
+	// NullPaths are OpenAI strict mode's null paths, by exposed name: the
+	// nulls strict mode makes the model send, removed before a call.
 	NullPaths map[string][]openai.NullPath
 	// Fallbacks are tools sent with "strict": false under StrictAuto, and
 	// Excluded the tools left out under StrictOn (exposed names).
@@ -55,10 +67,12 @@ type Listing struct {
 	Warnings []toolcall.Warning
 }
 
-// Tools lists src's tools for provider p. Only tools in the tool set are
-// listed, in its order, so the list is stable between turns.
+// Tools lists src's tools for provider p, less those the policy denies
+// outright for o's principal and taint. Only tools in the tool set are
+// listed, in its order, so the list is stable between turns. o may be
+// nil. A [Conversation] lists once and keeps the listing for its turns.
 func Tools(ctx context.Context, src conduit.Source, p Provider, o *ToolsOptions) (*Listing, error) {
-	if err := p.valid(); err != nil {
+	if _, err := p.valid(); err != nil {
 		return nil, err
 	}
 	if o == nil {
@@ -68,23 +82,24 @@ func Tools(ctx context.Context, src conduit.Source, p Provider, o *ToolsOptions)
 	if err != nil {
 		return nil, err
 	}
-	return ListToolSet(ts, p, o)
+	return ListToolSet(ts, p, &o.ListingOptions)
 }
 
-// ListToolSet is Tools over a tool set already at hand.
-func ListToolSet(ts *conduit.ToolSet, p Provider, o *ToolsOptions) (*Listing, error) {
-	if err := p.valid(); err != nil {
+// ListToolSet is Tools over a tool set already at hand. o may be nil.
+func ListToolSet(ts *conduit.ToolSet, p Provider, o *ListingOptions) (*Listing, error) {
+	d, err := p.valid()
+	if err != nil {
 		return nil, err
 	}
 	if o == nil {
-		o = &ToolsOptions{}
+		o = &ListingOptions{}
 	}
-	tools, rep, warnings := p.list(ts, o)
-	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded, Warnings: warnings}
+	tools, rep := d.tools(ts, o)
+	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded, Warnings: d.check(ts)}
 	for _, f := range rep.Fallbacks {
 		l.Fallbacks = append(l.Fallbacks, f.Tool)
 		if o.Trace != nil && o.Trace.StrictFallback != nil {
-			o.Trace.StrictFallback(f.Tool, f.Err)
+			o.Trace.StrictFallback(StrictFallbackInfo{Tool: f.Tool, Err: f.Err})
 		}
 		if o.Logger != nil {
 			o.Logger.Info("conduit: strict mode fallback", "tool", f.Tool, "err", f.Err)

@@ -76,15 +76,12 @@ func TestStrictFallbackEvent(t *testing.T) {
 	hub, _, _ := labHub(t, hubOpts{noGone: true})
 	var events []string
 	var logs bytes.Buffer
-	o := &adapters.ToolsOptions{
-		Trace: &adapters.Trace{StrictFallback: func(tool string, err error) {
-			if !errors.Is(err, openai.ErrNotStrict) {
-				t.Errorf("fallback error %v", err)
-			}
-			events = append(events, tool)
-		}},
-		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-	}
+	o := &adapters.ToolsOptions{ListingOptions: adapters.ListingOptions{Trace: &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
+		if !errors.Is(f.Err, openai.ErrNotStrict) {
+			t.Errorf("fallback error %v", f.Err)
+		}
+		events = append(events, f.Tool)
+	}}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
 	for _, p := range []adapters.Provider{adapters.OpenAIChat, adapters.OpenAIResponses} {
 		events = nil
 		l, err := adapters.Tools(context.Background(), hub, p, o)

@@ -78,20 +78,20 @@ func BenchmarkParts(b *testing.B) {
 		shape bool
 	}{
 		{"none", func(o *conduit.HubOptions) {
-			*o = conduit.HubOptions{Servers: o.Servers, Logger: o.Logger, Policy: conduit.AllowAll()}
+			o.Options = conduit.Options{Logger: o.Logger, Policy: conduit.AllowAll()}
 		}, false},
 		{"policy", func(o *conduit.HubOptions) {
-			*o = conduit.HubOptions{Servers: o.Servers, Logger: o.Logger, Policy: p, Approver: a}
+			o.Options = conduit.Options{Logger: o.Logger, Policy: p, Approver: a}
 		}, false},
 		{"validate", func(o *conduit.HubOptions) {
-			*o = conduit.HubOptions{Servers: o.Servers, Logger: o.Logger, Policy: p, Approver: a, Validate: true}
+			o.Options = conduit.Options{Logger: o.Logger, Policy: p, Approver: a, Validate: true}
 		}, false},
 		{"before", func(o *conduit.HubOptions) {
-			*o = conduit.HubOptions{Servers: o.Servers, Logger: o.Logger, Policy: p, Approver: a, Validate: true,
+			o.Options = conduit.Options{Logger: o.Logger, Policy: p, Approver: a, Validate: true,
 				Hooks: []conduit.Hook{{Name: audit.Name, Before: audit.Before}}}
 		}, false},
 		{"after", func(o *conduit.HubOptions) {
-			*o = conduit.HubOptions{Servers: o.Servers, Logger: o.Logger, Policy: p, Approver: a, Validate: true,
+			o.Options = conduit.Options{Logger: o.Logger, Policy: p, Approver: a, Validate: true,
 				Hooks: hooks}
 		}, false},
 		{"shape", nil, true},
@@ -104,9 +104,7 @@ func BenchmarkParts(b *testing.B) {
 	} {
 		b.Run(part.name, func(b *testing.B) {
 			e := newEnvWith(b, inMemory, part.edit)
-			if !part.shape {
-				e.copts.Shape = conduit.ShapeNone
-			}
+			e.shape = part.shape
 			samples.Pair(b, must(b, e.rawCall), must(b, e.hubCall))
 		})
 	}

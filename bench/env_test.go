@@ -38,6 +38,7 @@ type env struct {
 	url     string // the HTTP endpoint, for loopbackHTTP
 	resp    []byte // an OpenAI Chat response with one call of the tool
 	copts   *conduit.CallOptions
+	shape   bool // hubCall shapes its result for a model
 	eopts   *adapters.ExecOptions
 }
 
@@ -97,13 +98,13 @@ func newEnvWith(tb testing.TB, kind transportKind, edit func(*conduit.HubOptions
 	}
 	e.raw = raw
 
-	hopts := fixture.HubOptions(hubSrv)
+	hopts := fixture.HubOptions()
 	governed := true
 	if edit != nil {
-		edit(&hopts)
+		edit(hopts)
 		governed = len(hopts.Hooks) > 0
 	}
-	hub, err := conduit.NewHub(ctx, hopts)
+	hub, err := conduit.NewHub(ctx, []conduit.Server{hubSrv}, hopts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -121,8 +122,10 @@ func newEnvWith(tb testing.TB, kind transportKind, edit func(*conduit.HubOptions
 	}
 	// A strict-mode model sends every property, null for those it leaves out.
 	e.resp = chatResponse(e.exposed, `{"path":"/srv/project/docs/notes.md","head":20,"tail":null}`, 1)
-	e.copts = &conduit.CallOptions{ToolSet: e.listing.ToolSet, Principal: principal, Shape: conduit.ShapeLLM}
-	e.eopts = &adapters.ExecOptions{ToolSet: e.listing.ToolSet, NullPaths: e.listing.NullPaths, Principal: principal}
+	// The governed call shapes its result for a model, as a program that
+	// hands it to one does (0.1 did it in the pipeline).
+	e.copts, e.shape = &conduit.CallOptions{ToolSet: e.listing.ToolSet, Principal: principal}, true
+	e.eopts = &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: e.listing.ToolSet, Principal: principal}, NullPaths: e.listing.NullPaths}
 
 	// Both paths must work, and the governance must run, before anything
 	// is timed.
@@ -158,6 +161,9 @@ func (e *env) hubCall() error {
 	res, err := e.hub.CallTool(e.ctx, e.exposed, fixture.Args(), e.copts)
 	if err != nil {
 		return err
+	}
+	if e.shape {
+		res = conduit.ShapeForModel(res)
 	}
 	if res.IsError || len(res.Content) != 1 {
 		return fmt.Errorf("unexpected result %+v", res)

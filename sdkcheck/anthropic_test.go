@@ -21,8 +21,8 @@ func TestAnthropicToolDefinitions(t *testing.T) {
 	k := newKit(t)
 	for _, o := range []*adapters.ToolsOptions{
 		{},
-		{CacheLast: true},
-		{CacheLast: true, CacheTTL: "1h"},
+		{ListingOptions: adapters.ListingOptions{CacheLast: true}},
+		{ListingOptions: adapters.ListingOptions{CacheLast: true, CacheTTL: "1h"}},
 	} {
 		t.Run(fmt.Sprintf("CacheLast=%v,CacheTTL=%q", o.CacheLast, o.CacheTTL), func(t *testing.T) {
 			l := k.list(t, adapters.Anthropic, o)
@@ -113,7 +113,7 @@ func TestAnthropicToolCalls(t *testing.T) {
 		t.Fatalf("the SDK decoded %d tool_use blocks, want %d", len(uses), len(calls))
 	}
 
-	listing, exec := runAll(t, adapters.Anthropic, &adapters.ToolsOptions{CacheLast: true}, calls, body, msg, &msg, msg.ToParam())
+	listing, exec := runAll(t, adapters.Anthropic, &adapters.ToolsOptions{ListingOptions: adapters.ListingOptions{CacheLast: true}}, calls, body, msg, &msg, msg.ToParam())
 
 	for i, c := range calls {
 		res := exec.Results[i]

@@ -211,8 +211,7 @@ func newKit(t *testing.T) *kit {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{
-		Servers: []conduit.Server{{ID: serverID, Transport: ct}},
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: serverID, Transport: ct}}, &conduit.HubOptions{Options: conduit.Options{
 		Policy: conduit.NewPolicy(
 			conduit.Deny(serverID+"/forbidden").When(conduit.Tainted("web")),
 			conduit.Ask(serverID+"/deploy"),
@@ -222,7 +221,7 @@ func newKit(t *testing.T) *kit {
 			return conduit.RejectAndHalt("deploys are frozen")
 		},
 		ConnectTimeout: 10 * time.Second,
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,13 +254,7 @@ func (k *kit) list(t *testing.T, p adapters.Provider, o *adapters.ToolsOptions) 
 // at a time, so that the halt of deploy, the last call, cannot overtake
 // another call and the answers are the same on every run.
 func execOptions(l *adapters.Listing) *adapters.ExecOptions {
-	return &adapters.ExecOptions{
-		ToolSet:        l.ToolSet,
-		NullPaths:      l.NullPaths,
-		Taint:          []string{"web"},
-		MaxConcurrency: 1,
-		CallTimeout:    30 * time.Second,
-	}
+	return &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: l.ToolSet, Taint: []string{"web"}, CallTimeout: 30 * time.Second}, NullPaths: l.NullPaths, MaxConcurrency: 1}
 }
 
 // part is one piece of an expected answer's content.

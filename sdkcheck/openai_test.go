@@ -44,7 +44,7 @@ func checkOpenAIFunction(t *testing.T, what string, fn map[string]any, name stri
 	}
 }
 
-var openaiListings = []*adapters.ToolsOptions{{}, {Strict: copenai.StrictOff}}
+var openaiListings = []*adapters.ToolsOptions{{}, {ListingOptions: adapters.ListingOptions{Strict: copenai.StrictOff}}}
 
 func strictName(o *adapters.ToolsOptions) string {
 	if o.Strict == copenai.StrictOff {
@@ -445,7 +445,7 @@ func TestOpenAIResponsesSDKOutputItems(t *testing.T) {
 	items := struct {
 		Output []responses.ResponseOutputItemUnion `json:"output"`
 	}{r.Output}
-	raws, err := copenai.Parse(copenai.Responses, items)
+	raws, err := copenai.Responses.Parse(items)
 	if err != nil {
 		t.Fatalf("openai.Parse: %v", err)
 	}
@@ -461,9 +461,15 @@ func TestOpenAIResponsesSDKOutputItems(t *testing.T) {
 		if raws[i].ID != r.Output[i+1].CallID || raws[i].Name != c.name {
 			t.Errorf("call %d: id, name = %q, %q; want %q, %q", i, raws[i].ID, raws[i].Name, r.Output[i+1].CallID, c.name)
 		}
-		if raws[i].ArgsErr != nil || canon(raws[i].Args) != canon(want) {
-			wrong = append(wrong, fmt.Sprintf("call %d (%s): arguments %s (err %v), the model wrote %s",
-				i, c.name, canon(raws[i].Args), raws[i].ArgsErr, canon(want)))
+		// Arguments come as the JSON text the model wrote.
+		got := raws[i].Args
+		var jerr error
+		if text, ok := got.(json.RawMessage); ok {
+			jerr = json.Unmarshal(text, &got)
+		}
+		if raws[i].Err != nil || jerr != nil || canon(got) != canon(want) {
+			wrong = append(wrong, fmt.Sprintf("call %d (%s): arguments %s (err %v, %v), the model wrote %s",
+				i, c.name, canon(got), raws[i].Err, jerr, canon(want)))
 		}
 	}
 	if n := len(wrong); n > 0 {
@@ -537,7 +543,7 @@ func TestOpenAIResponsesSDKResponseParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, response := range []any{r, &r} {
-		raws, err := copenai.Parse(copenai.Responses, response)
+		raws, err := copenai.Responses.Parse(response)
 		if err != nil {
 			t.Errorf("openai.Parse(%T): %v (the SDK value marshals \"error\" as %s)", response, err,
 				canon(lookup(jsonValue(t, response), "error")))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -100,9 +101,11 @@ func check(t *conduit.Tool) []toolcall.Warning {
 // Parse returns the tool_use blocks of a Messages API response (or of an
 // assistant message: anything with a "content" list), in order. Server
 // tool blocks (server_tool_use, mcp_tool_use, web search results, ...) are
-// the API's own and are ignored.
+// the API's own and are ignored. An "input" of null is not an object, so
+// its call is answered, not sent; a block without "input" is a call
+// without arguments.
 func Parse(response any) ([]toolcall.Raw, error) {
-	m, err := toolcall.Decode(response)
+	m, err := jsonv.Decode(response)
 	if err != nil {
 		return nil, err
 	}
@@ -115,13 +118,14 @@ func Parse(response any) ([]toolcall.Raw, error) {
 	}
 	var raws []toolcall.Raw
 	for _, b := range content {
-		block := toolcall.Object(b)
+		block := jsonv.Object(b)
 		if block == nil || block["type"] != "tool_use" {
 			continue
 		}
-		r := toolcall.Raw{ID: toolcall.String(block["id"]), Name: toolcall.String(block["name"]), Args: block["input"]}
+		in, has := block["input"]
+		r := toolcall.Raw{ID: jsonv.String(block["id"]), Name: jsonv.String(block["name"]), Args: toolcall.DecodedArgs(in, has)}
 		if r.ID == "" {
-			r.ArgsErr = fmt.Errorf("the tool_use block has no id")
+			r.Err = fmt.Errorf("the tool_use block has no id")
 		}
 		raws = append(raws, r)
 	}
@@ -129,7 +133,7 @@ func Parse(response any) ([]toolcall.Raw, error) {
 }
 
 func apiError(m map[string]any) string {
-	if e := toolcall.Object(m["error"]); e != nil {
+	if e := jsonv.Object(m["error"]); e != nil {
 		return fmt.Sprintf(" (the API answered an error: %v: %v)", e["type"], e["message"])
 	}
 	return ""

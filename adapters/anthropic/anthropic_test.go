@@ -82,7 +82,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(raws) != 3 || raws[0].ID != "a" || raws[1].ArgsErr == nil || raws[2].Args != nil {
+	if len(raws) != 3 || raws[0].ID != "a" || raws[1].Err == nil || raws[2].Args != nil {
 		t.Errorf("%+v", raws)
 	}
 	// An assistant message parses as well.

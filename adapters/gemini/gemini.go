@@ -15,6 +15,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -97,9 +98,11 @@ func check(t *conduit.Tool) []toolcall.Warning {
 
 // Parse returns the functionCall parts of a generateContent response's
 // first candidate (or of a Content: anything with a "parts" list), in
-// order.
+// order. A call without "args" (Gemini leaves them out for a function
+// without parameters) has none; "args" of null is not an object, so its
+// call is answered, not sent.
 func Parse(response any) ([]toolcall.Raw, error) {
-	m, err := toolcall.Decode(response)
+	m, err := jsonv.Decode(response)
 	if err != nil {
 		return nil, err
 	}
@@ -108,13 +111,13 @@ func Parse(response any) ([]toolcall.Raw, error) {
 		if len(cands) == 0 {
 			return nil, nil
 		}
-		content = toolcall.Object(toolcall.Object(cands[0])["content"])
+		content = jsonv.Object(jsonv.Object(cands[0])["content"])
 		if content == nil {
 			// A candidate stopped for safety or recitation has no content.
 			return nil, nil
 		}
 	} else if _, ok := m["parts"]; !ok {
-		if e := toolcall.Object(m["error"]); e != nil {
+		if e := jsonv.Object(m["error"]); e != nil {
 			return nil, fmt.Errorf("gemini: the API answered an error: %v: %v", e["status"], e["message"])
 		}
 		if _, ok := m["promptFeedback"]; ok {
@@ -128,11 +131,12 @@ func Parse(response any) ([]toolcall.Raw, error) {
 	}
 	var raws []toolcall.Raw
 	for _, p := range parts {
-		fc := toolcall.Object(toolcall.Object(p)["functionCall"])
+		fc := jsonv.Object(jsonv.Object(p)["functionCall"])
 		if fc == nil {
 			continue
 		}
-		raws = append(raws, toolcall.Raw{ID: toolcall.String(fc["id"]), Name: toolcall.String(fc["name"]), Args: fc["args"]})
+		args, has := fc["args"]
+		raws = append(raws, toolcall.Raw{ID: jsonv.String(fc["id"]), Name: jsonv.String(fc["name"]), Args: toolcall.DecodedArgs(args, has)})
 	}
 	return raws, nil
 }

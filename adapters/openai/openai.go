@@ -16,10 +16,12 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// API is one of OpenAI's two APIs with tool calling.
+// API is one of OpenAI's two APIs with tool calling; the functions that
+// differ between them are its methods.
 type API int
 
 const (
@@ -29,6 +31,7 @@ const (
 	Responses
 )
 
+// String returns "chat" or "responses".
 func (a API) String() string {
 	switch a {
 	case Chat:
@@ -135,14 +138,14 @@ func definition(api API, strict Strict, t *conduit.Tool) toolDef {
 	return d
 }
 
-// Tools returns the tool set as function tools of api, in the tool set's
+// Tools returns the tool set as function tools of the API, in the tool set's
 // order, and what strict mode did: Chat tools are {"type": "function",
 // "function": {"name", "description", "parameters", "strict"}}, Responses
 // tools {"type": "function", "name", "description", "parameters",
 // "strict"}; "strict" is always there. Each tool's definition is built
 // once per tool set and kept in the tool's memo; every listing gets fresh
 // top-level maps, whose nested values are shared and must not be modified.
-func Tools(api API, ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Report) {
+func (api API) Tools(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Report) {
 	if o == nil {
 		o = &ToolsOptions{}
 	}
@@ -176,27 +179,28 @@ func Tools(api API, ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Rep
 // MaxTools is the most tools OpenAI accepts in one request.
 const MaxTools = 128
 
-// Check reports what OpenAI is known to reject in a listing of n tools:
-// more than MaxTools. (Exposed names always fit OpenAI's
-// ^[A-Za-z0-9_-]{1,64}$.)
-func Check(n int) []toolcall.Warning {
-	if n > MaxTools {
+// Check reports what OpenAI is known to reject in the tool set: more than
+// MaxTools. (Exposed names always fit OpenAI's ^[A-Za-z0-9_-]{1,64}$.)
+func Check(ts *conduit.ToolSet) []toolcall.Warning {
+	if n := ts.Len(); n > MaxTools {
 		return []toolcall.Warning{{Message: fmt.Sprintf("%d tools are listed; OpenAI accepts at most %d in one request", n, MaxTools)}}
 	}
 	return nil
 }
 
-// Parse returns the function calls of a response of api, in order: a Chat
-// Completions response's first choice's message.tool_calls (or a message's
-// tool_calls), or a Responses response's function_call output items.
-// Arguments arrive as JSON strings; one that does not decode is a call to
-// reject, not an error of the whole response.
-func Parse(api API, response any) ([]toolcall.Raw, error) {
-	m, err := toolcall.Decode(response)
+// Parse returns the function calls of a response of the API, in order: a
+// Chat Completions response's first choice's message.tool_calls (or a
+// message's tool_calls), or a Responses response's function_call output
+// items. Arguments arrive as JSON strings, resolved by
+// [conduit.ToolSet.Resolve]: one that does not decode to an object
+// ("null" among them) is a call to reject, not an error of the whole
+// response, and an empty string is a call without arguments.
+func (api API) Parse(response any) ([]toolcall.Raw, error) {
+	m, err := jsonv.Decode(response)
 	if err != nil {
 		return nil, err
 	}
-	if e := toolcall.Object(m["error"]); e != nil && (toolcall.String(e["message"]) != "" || toolcall.String(e["code"]) != "") {
+	if e := jsonv.Object(m["error"]); e != nil && (jsonv.String(e["message"]) != "" || jsonv.String(e["code"]) != "") {
 		return nil, fmt.Errorf("openai: the API answered an error: %v", e["message"])
 	}
 	switch api {
@@ -214,7 +218,7 @@ func parseChat(m map[string]any) ([]toolcall.Raw, error) {
 		if len(choices) == 0 {
 			return nil, nil
 		}
-		msg = toolcall.Object(toolcall.Object(choices[0])["message"])
+		msg = jsonv.Object(jsonv.Object(choices[0])["message"])
 		if msg == nil {
 			return nil, fmt.Errorf("openai: the first choice has no message")
 		}
@@ -224,25 +228,25 @@ func parseChat(m map[string]any) ([]toolcall.Raw, error) {
 		}
 	}
 	var raws []toolcall.Raw
-	for _, v := range toolcall.List(msg["tool_calls"]) {
-		tc := toolcall.Object(v)
+	for _, v := range jsonv.List(msg["tool_calls"]) {
+		tc := jsonv.Object(v)
 		if tc == nil {
 			continue
 		}
-		r := toolcall.Raw{ID: toolcall.String(tc["id"])}
-		fn := toolcall.Object(tc["function"])
-		custom := toolcall.Object(tc["custom"])
+		r := toolcall.Raw{ID: jsonv.String(tc["id"])}
+		fn := jsonv.Object(tc["function"])
+		custom := jsonv.Object(tc["custom"])
 		switch {
 		// "type" first: an SDK struct marshaled by encoding/json carries an
 		// empty "function" on custom calls too.
-		case tc["type"] == "custom" || (custom != nil && toolcall.String(custom["name"]) != ""):
-			r.Name = toolcall.String(toolcall.Object(tc["custom"])["name"])
-			r.ArgsErr = fmt.Errorf("a custom tool call cannot be answered; only function tools are offered")
+		case tc["type"] == "custom" || (custom != nil && jsonv.String(custom["name"]) != ""):
+			r.Name = jsonv.String(jsonv.Object(tc["custom"])["name"])
+			r.Err = fmt.Errorf("a custom tool call cannot be answered; only function tools are offered")
 		case fn != nil:
-			r.Name = toolcall.String(fn["name"])
-			r.Args, r.ArgsErr = jsonArgs(fn["arguments"])
+			r.Name = jsonv.String(fn["name"])
+			r.Args = jsonArgs(fn["arguments"])
 		default:
-			r.ArgsErr = fmt.Errorf("the tool call has no function")
+			r.Err = fmt.Errorf("the tool call has no function")
 		}
 		raws = append(raws, r)
 	}
@@ -256,42 +260,34 @@ func parseResponses(m map[string]any) ([]toolcall.Raw, error) {
 	}
 	var raws []toolcall.Raw
 	for _, v := range output {
-		item := toolcall.Object(v)
+		item := jsonv.Object(v)
 		if item == nil || item["type"] != "function_call" {
 			continue
 		}
-		r := toolcall.Raw{ID: toolcall.String(item["call_id"]), Name: toolcall.String(item["name"])}
-		r.Args, r.ArgsErr = jsonArgs(item["arguments"])
+		r := toolcall.Raw{ID: jsonv.String(item["call_id"]), Name: jsonv.String(item["name"])}
+		r.Args = jsonArgs(item["arguments"])
 		raws = append(raws, r)
 	}
 	return raws, nil
 }
 
-// jsonArgs decodes arguments sent as a JSON string; a decoded object (as
-// some compatible servers send) is taken as it is.
-func jsonArgs(v any) (any, error) {
+// jsonArgs returns arguments sent as a JSON string as JSON text, for
+// conduit.ToolSet.Resolve to decode; a decoded object (as some compatible
+// servers send) is taken as it is.
+func jsonArgs(v any) any {
 	switch a := v.(type) {
-	case nil:
-		return nil, nil
 	case string:
-		if strings.TrimSpace(a) == "" {
-			return nil, nil
-		}
-		var out any
-		if err := json.Unmarshal([]byte(a), &out); err != nil {
-			return nil, fmt.Errorf("the arguments are not valid JSON (%v)", err)
-		}
-		return out, nil
+		return json.RawMessage(a)
 	case map[string]any:
 		// openai-go's union of the arguments string, marshaled by
 		// encoding/json (an SDK output item outside its Response, which has
 		// no RawJSON to read), shows as {"OfString": "..."}.
 		if s, ok := a["OfString"].(string); ok && sdkUnion(a) {
-			return jsonArgs(s)
+			return json.RawMessage(s)
 		}
-		return a, nil
+		return a
 	default:
-		return a, nil
+		return a
 	}
 }
 
@@ -308,13 +304,13 @@ func sdkUnion(m map[string]any) bool {
 // ToolCalls resolves the response's function calls against ts: the calls
 // to send, and the answers of those that must not be sent (unknown names,
 // arguments that are not a JSON object).
-func ToolCalls(api API, response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
-	raws, err := Parse(api, response)
+func (api API) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
+	raws, err := api.Parse(response)
 	if err != nil {
 		return nil, nil, err
 	}
 	ok, rejected := toolcall.Split(toolcall.Resolve(raws, ts), func(c toolcall.Call) map[string]any {
-		return ToolOutput(api, c, nil, c.Err, nil)
+		return api.ToolOutput(c, nil, c.Err, nil)
 	})
 	return ok, rejected, nil
 }
@@ -325,16 +321,13 @@ func ToolCalls(api API, response any, ts *conduit.ToolSet) ([]toolcall.Call, []m
 // "output"} item whose output is a string, or a list of input_text and
 // input_image items (data URIs) when the result carries an image. OpenAI
 // has no error flag: the text of a failure or an isError result starts
-// with "Error: " (AnswerOptions.ErrorPrefix), and an isError result with
-// no content says [toolcall.EmptyError].
-func ToolOutput(api API, c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
+// with "Error: " (see [toolcall.AnswerOptions.ErrorPrefix]), and an
+// isError result with no content says [toolcall.EmptyError].
+func (api API) ToolOutput(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	if o == nil {
 		o = &toolcall.AnswerOptions{}
 	}
-	prefix := "Error: "
-	if o.ErrorPrefix != nil {
-		prefix = *o.ErrorPrefix
-	}
+	prefix := o.Prefix()
 	var output any
 	if err != nil || res == nil {
 		output = prefix + toolcall.ErrorText(err)

@@ -28,8 +28,8 @@ func exampleToolSet() *conduit.ToolSet {
 	}}})
 }
 
-func ExampleTools() {
-	tools, report := openai.Tools(openai.Responses, exampleToolSet(), nil)
+func ExampleAPI_Tools() {
+	tools, report := openai.Responses.Tools(exampleToolSet(), nil)
 	printJSON(tools)
 	fmt.Println(report.NullPaths)
 	// Output:
@@ -68,7 +68,7 @@ func ExampleTools() {
 	// map[get_weather:[[units]]]
 }
 
-func ExampleToolCalls() {
+func ExampleAPI_ToolCalls() {
 	response := `{
 	  "output": [
 	    {"type": "reasoning", "id": "rs_1", "summary": []},
@@ -76,12 +76,12 @@ func ExampleToolCalls() {
 	    {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "get_weather", "arguments": "{\"location\":"}
 	  ]
 	}`
-	calls, rejected, err := openai.ToolCalls(openai.Responses, response, exampleToolSet())
+	calls, rejected, err := openai.Responses.ToolCalls(response, exampleToolSet())
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	_, report := openai.Tools(openai.Responses, exampleToolSet(), nil)
+	_, report := openai.Responses.Tools(exampleToolSet(), nil)
 	for _, c := range calls {
 		// Strict mode's nulls are removed before the call is sent.
 		fmt.Println(c.ID, c.Tool, openai.StripNulls(c.Args, report.NullPaths[c.Name]))
@@ -98,17 +98,17 @@ func ExampleToolCalls() {
 	// ]
 }
 
-func ExampleToolOutput() {
-	calls, _, _ := openai.ToolCalls(openai.Chat, `{"choices": [{"message": {"role": "assistant", "tool_calls": [
+func ExampleAPI_ToolOutput() {
+	calls, _, _ := openai.Chat.ToolCalls(`{"choices": [{"message": {"role": "assistant", "tool_calls": [
 	  {"id": "call_abc123", "type": "function", "function": {"name": "get_weather", "arguments": "{\"location\": \"Boston, MA\"}"}}]}}]}`,
 		exampleToolSet())
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "12°C, light rain"}}}
-	printJSON(openai.ToolOutput(openai.Chat, calls[0], res, nil, nil))
+	printJSON(openai.Chat.ToolOutput(calls[0], res, nil, nil))
 
 	// OpenAI has no error flag: an isError result, or a failure, starts
 	// with "Error: ".
 	failed := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "station offline"}}}
-	printJSON(openai.ToolOutput(openai.Responses, calls[0], failed, nil, nil))
+	printJSON(openai.Responses.ToolOutput(calls[0], failed, nil, nil))
 	// Output:
 	// {
 	//   "content": "12°C, light rain",

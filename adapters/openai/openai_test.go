@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/conduitmcp/conduit"
@@ -35,7 +36,7 @@ func oaJSON(v any) string {
 
 func TestToolsShapes(t *testing.T) {
 	ts := oaTools()
-	chat, rep := openai.Tools(openai.Chat, ts, nil)
+	chat, rep := openai.Chat.Tools(ts, nil)
 	want := `[{"function":{"name":"pick","parameters":{"oneOf":[{"properties":{"id":{"type":"string"}}}],"type":"object"},"strict":false},"type":"function"},` +
 		`{"function":{"name":"ping","parameters":{"additionalProperties":false,"properties":{},"required":[],"type":"object"},"strict":true},"type":"function"},` +
 		`{"function":{"description":"Searches the notes.","name":"search","parameters":{"additionalProperties":false,"properties":{"limit":{"type":["integer","null"]},"q":{"type":"string"}},"required":["limit","q"],"type":"object"},"strict":true},"type":"function"}]`
@@ -48,7 +49,7 @@ func TestToolsShapes(t *testing.T) {
 	if !reflect.DeepEqual(rep.NullPaths, map[string][]openai.NullPath{"search": {{"limit"}}}) || rep.Excluded != nil {
 		t.Errorf("report %+v", rep)
 	}
-	responses, _ := openai.Tools(openai.Responses, ts, nil)
+	responses, _ := openai.Responses.Tools(ts, nil)
 	for i, r := range responses {
 		fn := chat[i]["function"].(map[string]any)
 		if r["type"] != "function" || r["name"] != fn["name"] || !reflect.DeepEqual(r["parameters"], fn["parameters"]) || r["strict"] != fn["strict"] {
@@ -62,7 +63,7 @@ func TestToolsShapes(t *testing.T) {
 
 func TestToolsStrictTable(t *testing.T) {
 	ts := oaTools()
-	on, rep := openai.Tools(openai.Responses, ts, &openai.ToolsOptions{Strict: openai.StrictOn})
+	on, rep := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: openai.StrictOn})
 	if len(on) != 2 || !reflect.DeepEqual(rep.Excluded, []string{"pick"}) || rep.Fallbacks != nil {
 		t.Errorf("strict on: %d tools, %+v", len(on), rep)
 	}
@@ -71,7 +72,7 @@ func TestToolsStrictTable(t *testing.T) {
 			t.Errorf("strict on: %v", tool)
 		}
 	}
-	off, rep := openai.Tools(openai.Responses, ts, &openai.ToolsOptions{Strict: openai.StrictOff})
+	off, rep := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: openai.StrictOff})
 	if len(off) != 3 || rep.Excluded != nil || rep.Fallbacks != nil || len(rep.NullPaths) != 0 {
 		t.Errorf("strict off: %d tools, %+v", len(off), rep)
 	}
@@ -85,33 +86,33 @@ func TestToolsStrictTable(t *testing.T) {
 		t.Errorf("strict off ping: %s", got)
 	}
 	// Memoized per API and choice: a listing after another gets the same.
-	again, _ := openai.Tools(openai.Responses, ts, &openai.ToolsOptions{Strict: openai.StrictOn})
+	again, _ := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: openai.StrictOn})
 	if !reflect.DeepEqual(on, again) {
 		t.Error("listings differ")
 	}
 	again[0]["strict"] = "vandalized"
-	if third, _ := openai.Tools(openai.Responses, ts, &openai.ToolsOptions{Strict: openai.StrictOn}); third[0]["strict"] != true {
+	if third, _ := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: openai.StrictOn}); third[0]["strict"] != true {
 		t.Error("a listing's top-level map is shared with the memo")
 	}
 }
 
 func TestCheck(t *testing.T) {
-	if ws := openai.Check(openai.MaxTools); ws != nil {
-		t.Errorf("%v", ws)
-	}
 	var tools []*mcp.Tool
 	for i := range openai.MaxTools + 1 {
 		tools = append(tools, &mcp.Tool{Name: fmt.Sprintf("t%03d", i), InputSchema: map[string]any{"type": "object"}})
 	}
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "s", Tools: tools})
-	listed, _ := openai.Tools(openai.Chat, ts, nil)
-	if ws := openai.Check(len(listed)); len(ws) != 1 || ws[0].Tool != "" {
+	ts := conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "s", Tools: tools[:openai.MaxTools]})
+	if ws := openai.Check(ts); ws != nil {
+		t.Errorf("%v", ws)
+	}
+	ts = conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "s", Tools: tools})
+	if ws := openai.Check(ts); len(ws) != 1 || ws[0].Tool != "" {
 		t.Errorf("%v", ws)
 	}
 }
 
 func TestParseChat(t *testing.T) {
-	raws, err := openai.Parse(openai.Chat, `{"choices":[{"message":{"role":"assistant","tool_calls":[
+	raws, err := openai.Chat.Parse(`{"choices":[{"message":{"role":"assistant","tool_calls":[
 		{"id":"a","type":"function","function":{"name":"search","arguments":"{\"q\":\"x\"}"}},
 		{"id":"b","type":"function","function":{"name":"search","arguments":"{\"q\":"}},
 		{"id":"c","type":"function","function":{"name":"ping","arguments":""}},
@@ -126,26 +127,38 @@ func TestParseChat(t *testing.T) {
 	if len(raws) != 6 {
 		t.Fatalf("%d calls", len(raws))
 	}
-	if raws[0].Args.(map[string]any)["q"] != "x" || raws[1].ArgsErr == nil || raws[2].Args != nil || raws[2].ArgsErr != nil ||
-		raws[3].Args.(map[string]any)["already"] != "decoded" || raws[4].ArgsErr == nil || raws[4].Name != "grammar" || raws[5].ArgsErr == nil {
-		t.Errorf("%+v", raws)
+	// Arguments are resolved with the tool set: invalid JSON and a custom
+	// call are answered, an empty string is no arguments.
+	ts := conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "s", Tools: []*mcp.Tool{
+		{Name: "search", InputSchema: map[string]any{"type": "object"}},
+		{Name: "ping", InputSchema: map[string]any{"type": "object"}},
+		{Name: "grammar", InputSchema: map[string]any{"type": "object"}},
+	}})
+	calls := toolcall.Resolve(raws, ts)
+	if calls[0].Err != nil || calls[0].Args["q"] != "x" || calls[1].Err == nil ||
+		calls[2].Err != nil || len(calls[2].Args) != 0 || calls[3].Err != nil || calls[3].Args["already"] != "decoded" ||
+		calls[4].Err == nil || raws[4].Name != "grammar" || calls[5].Err == nil {
+		t.Errorf("%+v", calls)
+	}
+	if !strings.Contains(calls[1].Err.Message, "not valid JSON") || !strings.Contains(calls[4].Err.Message, "custom tool call") {
+		t.Errorf("%q, %q", calls[1].Err.Message, calls[4].Err.Message)
 	}
 	// A message on its own parses too; so does a response without calls.
-	if raws, err := openai.Parse(openai.Chat, `{"role":"assistant","content":"hi"}`); err != nil || len(raws) != 0 {
+	if raws, err := openai.Chat.Parse(`{"role":"assistant","content":"hi"}`); err != nil || len(raws) != 0 {
 		t.Errorf("%v %v", raws, err)
 	}
-	if raws, err := openai.Parse(openai.Chat, `{"choices":[]}`); err != nil || len(raws) != 0 {
+	if raws, err := openai.Chat.Parse(`{"choices":[]}`); err != nil || len(raws) != 0 {
 		t.Errorf("%v %v", raws, err)
 	}
 	for _, bad := range []string{`{"error":{"message":"Rate limit reached","type":"requests"}}`, `{"choices":[{}]}`, `{"id":"x"}`} {
-		if _, err := openai.Parse(openai.Chat, bad); err == nil {
+		if _, err := openai.Chat.Parse(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
 }
 
 func TestParseResponses(t *testing.T) {
-	raws, err := openai.Parse(openai.Responses, `{"output":[
+	raws, err := openai.Responses.Parse(`{"output":[
 		{"type":"reasoning","id":"rs_1","summary":[]},
 		{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]},
 		{"type":"function_call","id":"fc_1","call_id":"call_1","name":"search","arguments":"{\"q\":\"x\"}"},
@@ -159,17 +172,17 @@ func TestParseResponses(t *testing.T) {
 		t.Errorf("%+v", raws)
 	}
 	for _, bad := range []string{`{"error":{"message":"bad","code":"server_error"}}`, `{"output":{}}`, `{}`} {
-		if _, err := openai.Parse(openai.Responses, bad); err == nil {
+		if _, err := openai.Responses.Parse(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
-	if _, err := openai.Parse(openai.API(9), `{}`); err == nil {
+	if _, err := (openai.API(9)).Parse(`{}`); err == nil {
 		t.Error("unknown API")
 	}
 }
 
 func TestToolCalls(t *testing.T) {
-	calls, rejected, err := openai.ToolCalls(openai.Responses, `{"output":[
+	calls, rejected, err := openai.Responses.ToolCalls(`{"output":[
 		{"type":"function_call","call_id":"a","name":"search","arguments":"{\"q\":\"x\"}"},
 		{"type":"function_call","call_id":"b","name":"nope","arguments":"{}"},
 		{"type":"function_call","call_id":"c","name":"search","arguments":"{oops"}]}`, oaTools())
@@ -209,7 +222,7 @@ func TestToolOutput(t *testing.T) {
 			`{"content":"Error: disk full","role":"tool","tool_call_id":"call_1"}`},
 		{"chat empty isError", openai.Chat, &mcp.CallToolResult{IsError: true}, nil, nil,
 			`{"content":"Error: The tool reported an error without details.","role":"tool","tool_call_id":"call_1"}`},
-		{"chat prefix", openai.Chat, nil, errors.New("x"), &toolcall.AnswerOptions{ErrorPrefix: &prefix},
+		{"chat prefix", openai.Chat, nil, errors.New("x"), &toolcall.AnswerOptions{ErrorPrefix: prefix},
 			`{"content":"ERR x","role":"tool","tool_call_id":"call_1"}`},
 		{"responses text", openai.Responses, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}}}, nil, nil,
 			`{"call_id":"call_1","output":"a","type":"function_call_output"}`},
@@ -223,7 +236,7 @@ func TestToolOutput(t *testing.T) {
 			`{"call_id":"call_1","output":"Error: Timed out.","type":"function_call_output"}`},
 	}
 	for _, tt := range tests {
-		if got := oaJSON(openai.ToolOutput(tt.api, c, tt.res, tt.err, tt.o)); got != tt.want {
+		if got := oaJSON(tt.api.ToolOutput(c, tt.res, tt.err, tt.o)); got != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
 		}
 	}
@@ -265,13 +278,13 @@ func fuzzParse(f *testing.F, api openai.API, dir string) {
 		key = "call_id"
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		raws, err := openai.Parse(api, data)
+		raws, err := api.Parse(data)
 		if err != nil {
 			return
 		}
 		for _, c := range toolcall.Resolve(raws, ts) {
 			for _, o := range outcomes {
-				ans := openai.ToolOutput(api, c, o.res, o.err, &toolcall.AnswerOptions{Structured: toolcall.StructuredAppend})
+				ans := api.ToolOutput(c, o.res, o.err, &toolcall.AnswerOptions{Structured: toolcall.StructuredAppend})
 				if _, err := json.Marshal(ans); err != nil {
 					t.Fatalf("answer does not marshal: %v", err)
 				}

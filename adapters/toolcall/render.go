@@ -51,9 +51,26 @@ func ParseStructured(s string) (Structured, error) {
 type AnswerOptions struct {
 	// Structured says how structuredContent is used.
 	Structured Structured
-	// ErrorPrefix, for OpenAI, starts the text of an error answer; nil
-	// means "Error: ".
-	ErrorPrefix *string
+	// ErrorPrefix, for OpenAI, which has no error flag, starts the text of
+	// an error answer: DefaultErrorPrefix when empty, nothing at all with
+	// NoErrorPrefix.
+	ErrorPrefix   string
+	NoErrorPrefix bool
+}
+
+// DefaultErrorPrefix starts OpenAI error answers unless
+// AnswerOptions.ErrorPrefix says otherwise.
+const DefaultErrorPrefix = "Error: "
+
+// Prefix returns the error prefix o asks for.
+func (o *AnswerOptions) Prefix() string {
+	switch {
+	case o == nil || (o.ErrorPrefix == "" && !o.NoErrorPrefix):
+		return DefaultErrorPrefix
+	case o.NoErrorPrefix:
+		return ""
+	}
+	return o.ErrorPrefix
 }
 
 // PartKind is the kind of a rendered part.

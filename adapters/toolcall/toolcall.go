@@ -1,14 +1,13 @@
 // Package toolcall holds what every provider package shares: a model's tool
 // call resolved against a tool set, the provider-neutral rendering of a
-// result's content, and the cleaning of tool descriptions. Provider packages
-// turn these into their wire shapes; they know nothing of MCP sessions.
+// result's content, the cleaning of tool descriptions, and the shapes of a
+// conversation's turns. Provider packages turn these into their wire
+// shapes; they know nothing of MCP sessions.
 package toolcall
 
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
 
 	"github.com/conduitmcp/conduit"
 )
@@ -19,10 +18,13 @@ type Raw struct {
 	ID string
 	// Name is the exposed name the model used.
 	Name string
-	// Args is the decoded arguments value.
+	// Args are the arguments as the response holds them: a decoded value,
+	// or JSON text (json.RawMessage) for providers that send a string.
+	// They are resolved to an object by [conduit.ToolSet.Resolve].
 	Args any
-	// ArgsErr, when set, says why the arguments could not be decoded.
-	ArgsErr error
+	// Err, when set, says why the call cannot be made as written (a
+	// tool_use block without an id); it is answered, not sent.
+	Err error
 }
 
 // Call is a tool call resolved against the tool set the model was offered.
@@ -45,61 +47,28 @@ type Call struct {
 	Err *conduit.Error
 }
 
-// Resolve resolves raw calls against ts, in order. A call with an unknown
-// name or non-object arguments gets Err and must not be sent.
+// Resolve resolves raw calls against ts, in order, with
+// [conduit.ToolSet.Resolve]. A call with an unknown name or non-object
+// arguments gets Err and must not be sent.
 func Resolve(raws []Raw, ts *conduit.ToolSet) []Call {
 	calls := make([]Call, len(raws))
 	for i, r := range raws {
 		c := Call{Index: i, ID: r.ID, Name: r.Name}
-		t, ok := ts.Lookup(r.Name)
-		if !ok {
-			c.Err = &conduit.Error{Kind: conduit.KindUnknownTool,
-				Message: fmt.Sprintf("Unknown tool %q: it is not among the tools offered.", r.Name)}
-			calls[i] = c
-			continue
+		t, args, err := ts.Resolve(r.Name, r.Args)
+		if t != nil {
+			c.Server, c.Tool, c.Def = t.Server, t.Name, t
 		}
-		c.Server, c.Tool, c.Def = t.Server, t.Name, t
-		err := r.ArgsErr
-		if err == nil {
-			c.Args, err = ArgsObject(r.Args)
+		if err == nil && r.Err != nil {
+			err = conduit.InvalidArgumentsError(t, r.Err)
 		}
 		if err != nil {
-			c.Args = nil
-			c.Err = &conduit.Error{Kind: conduit.KindInvalidArguments, Server: t.Server, Tool: t.Name,
-				Message: sentence("Invalid arguments for " + r.Name + ": " + err.Error()), Err: err}
+			c.Err = asError(err)
+		} else {
+			c.Args = args
 		}
 		calls[i] = c
 	}
 	return calls
-}
-
-// sentence ends s with a full stop.
-func sentence(s string) string {
-	if strings.HasSuffix(s, ".") {
-		return s
-	}
-	return s + "."
-}
-
-var errNotObject = errors.New("the arguments must be a JSON object")
-
-// ArgsObject returns a call's arguments as an object; nil (absent, or a
-// JSON null, as a model may write for a tool without parameters) is the
-// empty object, and anything else that is not an object is an error.
-func ArgsObject(v any) (map[string]any, error) {
-	switch a := v.(type) {
-	case nil:
-		return map[string]any{}, nil
-	case map[string]any:
-		return a, nil
-	case json.RawMessage:
-		var m map[string]any
-		if err := json.Unmarshal(a, &m); err != nil || m == nil {
-			return nil, errNotObject
-		}
-		return m, nil
-	}
-	return nil, errNotObject
 }
 
 // Warning is something a provider is known to reject or mishandle, found
@@ -122,4 +91,33 @@ func Split(calls []Call, answer func(Call) map[string]any) (ok []Call, rejected 
 		}
 	}
 	return ok, rejected
+}
+
+// asError returns err, from conduit.ToolSet.Resolve, as the *conduit.Error
+// it always is.
+func asError(err error) *conduit.Error {
+	var e *conduit.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &conduit.Error{Kind: conduit.KindInternal, Message: ErrorText(err), Err: err}
+}
+
+// DecodedArgs returns arguments as a decoded response holds them (present
+// reports that the call had the field at all) in the form [Raw.Args]
+// takes: an absent field is no arguments; JSON null and a JSON string are
+// JSON text, so that resolution refuses them as not an object rather than
+// take null for no arguments or a string for JSON text.
+func DecodedArgs(v any, present bool) any {
+	switch a := v.(type) {
+	case nil:
+		if present {
+			return json.RawMessage("null")
+		}
+		return nil
+	case string:
+		data, _ := json.Marshal(a)
+		return json.RawMessage(data)
+	}
+	return v
 }

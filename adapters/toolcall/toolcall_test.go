@@ -99,13 +99,18 @@ func TestResolve(t *testing.T) {
 		{ID: "3", Name: "echo", Args: []any{1.0}},
 		{ID: "4", Name: "echo", Args: "str"},
 		{ID: "5", Name: "echo"},
-		{ID: "6", Name: "echo", ArgsErr: errors.New("the arguments are not valid JSON")},
+		{ID: "6", Name: "echo", Err: errors.New("the tool_use block has no id")},
 		{ID: "7", Name: "echo", Args: json.RawMessage(`{"b":2}`)},
 		{ID: "8", Name: "echo", Args: json.RawMessage(`[1]`)},
-		{ID: "9", Name: "nope", ArgsErr: errors.New("bad")},
+		{ID: "9", Name: "nope", Err: errors.New("bad")},
+		// JSON null is not an object; an empty arguments string is none.
+		{ID: "10", Name: "echo", Args: json.RawMessage(`null`)},
+		{ID: "11", Name: "echo", Args: json.RawMessage(` `)},
+		{ID: "12", Name: "echo", Args: json.RawMessage(`{"b":`)},
 	}, ts)
 	want := []conduit.ErrorKind{-1, conduit.KindUnknownTool, conduit.KindInvalidArguments, conduit.KindInvalidArguments,
-		-1, conduit.KindInvalidArguments, -1, conduit.KindInvalidArguments, conduit.KindUnknownTool}
+		-1, conduit.KindInvalidArguments, -1, conduit.KindInvalidArguments, conduit.KindUnknownTool,
+		conduit.KindInvalidArguments, -1, conduit.KindInvalidArguments}
 	for i, c := range calls {
 		if c.Index != i || c.ID != calls[i].ID {
 			t.Errorf("call %d: index %d", i, c.Index)
@@ -124,44 +129,11 @@ func TestResolve(t *testing.T) {
 		t.Errorf("raw args: %v", calls[6].Args)
 	}
 	ok, rejected := toolcall.Split(calls, func(c toolcall.Call) map[string]any { return map[string]any{"id": c.ID} })
-	if len(ok) != 3 || len(rejected) != 6 || rejected[0]["id"] != "2" {
+	if calls[9].Err.Message != "Invalid arguments for echo: the arguments must be a JSON object." {
+		t.Errorf("null: %q", calls[9].Err.Message)
+	}
+	if len(ok) != 4 || len(rejected) != 8 || rejected[0]["id"] != "2" {
 		t.Errorf("Split: %d ok, %v rejected", len(ok), rejected)
-	}
-}
-
-func TestCloneJSON(t *testing.T) {
-	in := map[string]any{"a": []any{map[string]any{"b": 1.0}, "x"}, "c": map[string]any{"d": nil}, "e": "s"}
-	out := toolcall.CloneArgs(in)
-	if !reflect.DeepEqual(in, out) {
-		t.Fatal("not equal")
-	}
-	out["a"].([]any)[0].(map[string]any)["b"] = 2.0
-	out["c"].(map[string]any)["z"] = true
-	if in["a"].([]any)[0].(map[string]any)["b"] != 1.0 || len(in["c"].(map[string]any)) != 1 {
-		t.Error("the copy shares with the original")
-	}
-	if toolcall.CloneArgs(nil) != nil {
-		t.Error("nil")
-	}
-}
-
-func TestDecode(t *testing.T) {
-	want := map[string]any{"a": 1.0}
-	type typed struct {
-		A int `json:"a"`
-	}
-	raw := json.RawMessage(`{"a":1}`)
-	for _, in := range []any{[]byte(`{"a":1}`), raw, &raw, `{"a":1}`, want, typed{1}, &typed{1}} {
-		got, err := toolcall.Decode(in)
-		if err != nil || !reflect.DeepEqual(got, want) {
-			t.Errorf("%T: %v, %v", in, got, err)
-		}
-	}
-	var nilRaw *json.RawMessage
-	for _, in := range []any{nil, nilRaw, []byte("null"), []byte("[1]"), []byte("{"), "", make(chan int)} {
-		if _, err := toolcall.Decode(in); err == nil {
-			t.Errorf("%T %v: no error", in, in)
-		}
 	}
 }
 

@@ -14,7 +14,6 @@ import (
 	"unsafe"
 
 	"github.com/conduitmcp/conduit/adapters"
-	"github.com/conduitmcp/conduit/internal/agent"
 	"github.com/conduitmcp/conduit/internal/agent/agenttest"
 )
 
@@ -228,7 +227,7 @@ func TestAgentHaltOnTerminal(t *testing.T) {
 	f := agenttest.New(t, p, model,
 		agenttest.ToolTurn(p, agenttest.Call{ID: "c1", Name: "notes__add_note", Args: map[string]any{"title": "t", "body": "b"}}),
 		agenttest.TextTurn(p, "never asked for"))
-	tm := startTerminal(t, demoDir(t), true, nil, []string{agent.KeyEnv(p) + "=" + agenttest.Key},
+	tm := startTerminal(t, demoDir(t), true, nil, []string{p.Wire().KeyEnv + "=" + agenttest.Key},
 		"agent", "--provider", "anthropic", "--model", model, "--base-url", f.URL, "save a note")
 	tm.answerPrompts(1, map[string]string{"notes__add_note": "h"})
 	r := tm.wait()

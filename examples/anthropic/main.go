@@ -45,7 +45,7 @@ func main() {
 	if cfg.Policy == nil {
 		log.Fatalf("%s has no policy: add one, such as \"policy\": [{\"ask\": [\"*\"]}]", *config)
 	}
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{Servers: cfg.Servers, Policy: cfg.Policy, Approver: askOnStdin})
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{Policy: cfg.Policy, Approver: askOnStdin}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -64,22 +64,24 @@ var errHalted = errors.New("halted: a call was denied and the loop stopped")
 // maxTurns bounds the requests to the model.
 const maxTurns = 10
 
-// run is the loop: list the tools once (the list stays byte-identical between
-// turns, and cache_control on the last tool caches it as a prompt prefix),
-// send the conversation, and answer each turn's tool calls, carrying the
-// taint of the results into the next turn.
+// run is the loop, over one conversation: it lists the tools once (the list
+// stays byte-identical between turns, and cache_control on the last tool
+// caches it as a prompt prefix), and answers each turn's tool calls, with
+// the taint of the results that reached the model carried into the next.
 func run(ctx context.Context, baseURL string, hc *http.Client, key, model string, src conduit.Source, user, prompt string) (string, error) {
-	listing, err := adapters.Tools(ctx, src, adapters.Anthropic, &adapters.ToolsOptions{CacheLast: true, Principal: user})
+	conv, err := adapters.NewConversation(ctx, src, adapters.Anthropic, &adapters.ConversationOptions{
+		CallOptions:    conduit.CallOptions{Principal: user},
+		ListingOptions: adapters.ListingOptions{CacheLast: true},
+	})
 	if err != nil {
 		return "", err
 	}
 	messages := []any{map[string]any{"role": "user", "content": prompt}}
-	var taint []string
 	for range maxTurns {
 		raw, err := post(ctx, hc, baseURL+"/v1/messages", key, map[string]any{
 			"model":      model,
 			"max_tokens": 4096,
-			"tools":      listing.Tools,
+			"tools":      conv.Tools(),
 			"messages":   messages,
 		})
 		if err != nil {
@@ -96,14 +98,10 @@ func run(ctx context.Context, baseURL string, hc *http.Client, key, model string
 		if resp.StopReason != "tool_use" {
 			return text(resp.Content), nil
 		}
-		exec, err := adapters.ExecuteToolCalls(ctx, src, adapters.Anthropic, raw, &adapters.ExecOptions{
-			ToolSet: listing.ToolSet, Principal: user, Taint: taint,
-		})
+		exec, err := conv.Execute(ctx, raw)
 		if err != nil {
 			return "", err
 		}
-		// The results are about to enter the model's context.
-		taint = exec.Taint(taint)
 		if exec.Halted {
 			return "", errHalted
 		}

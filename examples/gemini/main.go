@@ -45,7 +45,7 @@ func main() {
 	if cfg.Policy == nil {
 		log.Fatalf("%s has no policy: add one, such as \"policy\": [{\"ask\": [\"*\"]}]", *config)
 	}
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{Servers: cfg.Servers, Policy: cfg.Policy, Approver: askOnStdin})
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{Policy: cfg.Policy, Approver: askOnStdin}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -64,22 +64,24 @@ var errHalted = errors.New("halted: a call was denied and the loop stopped")
 // maxTurns bounds the requests to the model.
 const maxTurns = 10
 
-// run is the loop: list the function declarations once, send the contents,
-// append the model's content as it came (thought signatures included), and
-// answer each turn's function calls with a user content of functionResponse
-// parts, carrying the taint of the results into the next turn.
+// run is the loop, over one conversation: it lists the function
+// declarations once, appends the model's content as it came (thought
+// signatures included), and answers each turn's function calls with a user
+// content of functionResponse parts, with the taint of the results that
+// reached the model carried into the next turn.
 func run(ctx context.Context, baseURL string, hc *http.Client, key, model string, src conduit.Source, user, prompt string) (string, error) {
-	listing, err := adapters.Tools(ctx, src, adapters.Gemini, &adapters.ToolsOptions{Principal: user})
+	conv, err := adapters.NewConversation(ctx, src, adapters.Gemini, &adapters.ConversationOptions{
+		CallOptions: conduit.CallOptions{Principal: user},
+	})
 	if err != nil {
 		return "", err
 	}
 	contents := []any{map[string]any{"role": "user", "parts": []any{map[string]any{"text": prompt}}}}
 	url := baseURL + "/models/" + model + ":generateContent"
-	var taint []string
 	for range maxTurns {
 		raw, err := post(ctx, hc, url, key, map[string]any{
 			"contents": contents,
-			"tools":    []any{map[string]any{"functionDeclarations": listing.Tools}},
+			"tools":    []any{map[string]any{"functionDeclarations": conv.Tools()}},
 		})
 		if err != nil {
 			return "", err
@@ -98,16 +100,13 @@ func run(ctx context.Context, baseURL string, hc *http.Client, key, model string
 		content := resp.Candidates[0].Content
 		contents = append(contents, content)
 
-		exec, err := adapters.ExecuteToolCalls(ctx, src, adapters.Gemini, raw, &adapters.ExecOptions{
-			ToolSet: listing.ToolSet, Principal: user, Taint: taint,
-		})
+		exec, err := conv.Execute(ctx, raw)
 		if err != nil {
 			return "", err
 		}
 		if len(exec.Results) == 0 {
 			return text(content), nil
 		}
-		taint = exec.Taint(taint)
 		if exec.Halted {
 			return "", errHalted
 		}

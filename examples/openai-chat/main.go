@@ -45,7 +45,7 @@ func main() {
 	if cfg.Policy == nil {
 		log.Fatalf("%s has no policy: add one, such as \"policy\": [{\"ask\": [\"*\"]}]", *config)
 	}
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{Servers: cfg.Servers, Policy: cfg.Policy, Approver: askOnStdin})
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{Policy: cfg.Policy, Approver: askOnStdin}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -64,22 +64,23 @@ var errHalted = errors.New("halted: a call was denied and the loop stopped")
 // maxTurns bounds the requests to the model.
 const maxTurns = 10
 
-// run is the loop: list the tools once, send the conversation, and answer
-// each turn's tool calls, carrying the taint of the results into the next
-// turn. The listing's null paths go to ExecuteToolCalls: strict mode made
-// optional properties nullable, and the nulls the model sends for them are
-// removed before a call reaches its server.
+// run is the loop, over one conversation: it lists the tools once and
+// answers each turn's tool calls, with the taint of the results that
+// reached the model carried into the next. Strict mode made optional
+// properties nullable; the conversation removes the nulls the model sends
+// for them before a call reaches its server.
 func run(ctx context.Context, baseURL string, hc *http.Client, key, model string, src conduit.Source, user, prompt string) (string, error) {
-	listing, err := adapters.Tools(ctx, src, adapters.OpenAIChat, &adapters.ToolsOptions{Principal: user})
+	conv, err := adapters.NewConversation(ctx, src, adapters.OpenAIChat, &adapters.ConversationOptions{
+		CallOptions: conduit.CallOptions{Principal: user},
+	})
 	if err != nil {
 		return "", err
 	}
 	messages := []any{map[string]any{"role": "user", "content": prompt}}
-	var taint []string
 	for range maxTurns {
 		raw, err := post(ctx, hc, baseURL+"/chat/completions", key, map[string]any{
 			"model":    model,
-			"tools":    listing.Tools,
+			"tools":    conv.Tools(),
 			"messages": messages,
 		})
 		if err != nil {
@@ -99,9 +100,7 @@ func run(ctx context.Context, baseURL string, hc *http.Client, key, model string
 		message := resp.Choices[0].Message
 		messages = append(messages, message)
 
-		exec, err := adapters.ExecuteToolCalls(ctx, src, adapters.OpenAIChat, raw, &adapters.ExecOptions{
-			ToolSet: listing.ToolSet, NullPaths: listing.NullPaths, Principal: user, Taint: taint,
-		})
+		exec, err := conv.Execute(ctx, raw)
 		if err != nil {
 			return "", err
 		}
@@ -109,7 +108,6 @@ func run(ctx context.Context, baseURL string, hc *http.Client, key, model string
 			content, _ := message["content"].(string)
 			return content, nil
 		}
-		taint = exec.Taint(taint)
 		if exec.Halted {
 			return "", errHalted
 		}

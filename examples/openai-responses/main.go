@@ -45,7 +45,7 @@ func main() {
 	if cfg.Policy == nil {
 		log.Fatalf("%s has no policy: add one, such as \"policy\": [{\"ask\": [\"*\"]}]", *config)
 	}
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{Servers: cfg.Servers, Policy: cfg.Policy, Approver: askOnStdin})
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{Policy: cfg.Policy, Approver: askOnStdin}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -64,21 +64,22 @@ var errHalted = errors.New("halted: a call was denied and the loop stopped")
 // maxTurns bounds the requests to the model.
 const maxTurns = 10
 
-// run is the loop: list the tools once, send the input, append the output
-// items (function calls, reasoning, messages) to it as they came, and answer
-// each turn's function calls, carrying the taint of the results into the
-// next turn.
+// run is the loop, over one conversation: it lists the tools once, appends
+// the output items (function calls, reasoning, messages) to the input as
+// they came, and answers each turn's function calls, with the taint of the
+// results that reached the model carried into the next.
 func run(ctx context.Context, baseURL string, hc *http.Client, key, model string, src conduit.Source, user, prompt string) (string, error) {
-	listing, err := adapters.Tools(ctx, src, adapters.OpenAIResponses, &adapters.ToolsOptions{Principal: user})
+	conv, err := adapters.NewConversation(ctx, src, adapters.OpenAIResponses, &adapters.ConversationOptions{
+		CallOptions: conduit.CallOptions{Principal: user},
+	})
 	if err != nil {
 		return "", err
 	}
 	input := []any{map[string]any{"role": "user", "content": prompt}}
-	var taint []string
 	for range maxTurns {
 		raw, err := post(ctx, hc, baseURL+"/responses", key, map[string]any{
 			"model": model,
-			"tools": listing.Tools,
+			"tools": conv.Tools(),
 			"input": input,
 		})
 		if err != nil {
@@ -94,16 +95,13 @@ func run(ctx context.Context, baseURL string, hc *http.Client, key, model string
 			input = append(input, item)
 		}
 
-		exec, err := adapters.ExecuteToolCalls(ctx, src, adapters.OpenAIResponses, raw, &adapters.ExecOptions{
-			ToolSet: listing.ToolSet, NullPaths: listing.NullPaths, Principal: user, Taint: taint,
-		})
+		exec, err := conv.Execute(ctx, raw)
 		if err != nil {
 			return "", err
 		}
 		if len(exec.Results) == 0 {
 			return outputText(resp.Output), nil
 		}
-		taint = exec.Taint(taint)
 		if exec.Halted {
 			return "", errHalted
 		}

@@ -47,7 +47,7 @@ func main() {
 	}
 	// No approver: the policy's "ask" rules are answered as denials that
 	// say approval was needed.
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{Servers: cfg.Servers, Policy: cfg.Policy})
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{Policy: cfg.Policy}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -71,16 +71,17 @@ const maxTurns = 10
 func run(ctx context.Context, baseURL string, hc *http.Client, model string, src conduit.Source, user, prompt string, opts ...option.RequestOption) (string, error) {
 	client := openai.NewClient(append([]option.RequestOption{option.WithBaseURL(baseURL), option.WithHTTPClient(hc)}, opts...)...)
 
-	listing, err := adapters.Tools(ctx, src, adapters.OpenAIChat, &adapters.ToolsOptions{Principal: user})
+	conv, err := adapters.NewConversation(ctx, src, adapters.OpenAIChat, &adapters.ConversationOptions{
+		CallOptions: conduit.CallOptions{Principal: user},
+	})
 	if err != nil {
 		return "", err
 	}
 	var tools []openai.ChatCompletionToolUnionParam
-	if err := convert(listing.Tools, &tools); err != nil {
+	if err := convert(conv.Tools(), &tools); err != nil {
 		return "", fmt.Errorf("tools: %w", err)
 	}
 	messages := []openai.ChatCompletionMessageParamUnion{openai.UserMessage(prompt)}
-	var taint []string
 	for range maxTurns {
 		completion, err := client.Chat.Completions.New(ctx, openai.ChatCompletionNewParams{
 			Model:    model,
@@ -98,16 +99,13 @@ func run(ctx context.Context, baseURL string, hc *http.Client, model string, src
 
 		// The SDK's response struct goes in as it is: conduit reads it
 		// through its JSON.
-		exec, err := adapters.ExecuteToolCalls(ctx, src, adapters.OpenAIChat, completion, &adapters.ExecOptions{
-			ToolSet: listing.ToolSet, NullPaths: listing.NullPaths, Principal: user, Taint: taint,
-		})
+		exec, err := conv.Execute(ctx, completion)
 		if err != nil {
 			return "", err
 		}
 		if len(exec.Results) == 0 {
 			return message.Content, nil
 		}
-		taint = exec.Taint(taint)
 		if exec.Halted {
 			return "", errHalted
 		}

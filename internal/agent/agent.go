@@ -24,70 +24,21 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
 // DefaultMaxTurns is the default Options.MaxTurns.
 const DefaultMaxTurns = 10
 
-// DefaultMaxTokens is Anthropic's max_tokens when Options.MaxTokens is zero.
-const DefaultMaxTokens = 4096
-
-// AnthropicVersion is the anthropic-version header sent to the Messages API.
-const AnthropicVersion = "2023-06-01"
-
 // maxBody bounds a provider response read into memory.
 const maxBody = 32 << 20
-
-// DefaultBaseURL returns the provider's public API base URL, to which
-// Endpoint adds the path: Anthropic's without a version (as its SDKs take
-// it), OpenAI's with /v1 and Gemini's with /v1beta.
-func DefaultBaseURL(p adapters.Provider) string {
-	switch p {
-	case adapters.Anthropic:
-		return "https://api.anthropic.com"
-	case adapters.OpenAIChat, adapters.OpenAIResponses:
-		return "https://api.openai.com/v1"
-	case adapters.Gemini:
-		return "https://generativelanguage.googleapis.com/v1beta"
-	}
-	return ""
-}
-
-// KeyEnv returns the environment variable that holds the provider's API key.
-func KeyEnv(p adapters.Provider) string {
-	switch p {
-	case adapters.Anthropic:
-		return "ANTHROPIC_API_KEY"
-	case adapters.OpenAIChat, adapters.OpenAIResponses:
-		return "OPENAI_API_KEY"
-	case adapters.Gemini:
-		return "GEMINI_API_KEY"
-	}
-	return ""
-}
-
-// Endpoint returns the URL a request for model goes to under base.
-func Endpoint(p adapters.Provider, base, model string) string {
-	base = strings.TrimRight(base, "/")
-	switch p {
-	case adapters.Anthropic:
-		return base + "/v1/messages"
-	case adapters.OpenAIChat:
-		return base + "/chat/completions"
-	case adapters.OpenAIResponses:
-		return base + "/responses"
-	case adapters.Gemini:
-		return base + "/models/" + model + ":generateContent"
-	}
-	return base
-}
 
 // Options configure Run.
 type Options struct {
 	Provider adapters.Provider
 	Model    string
 	// BaseURL is any endpoint compatible with the provider's API; empty
-	// means DefaultBaseURL.
+	// means the provider's Wire().BaseURL.
 	BaseURL string
 	// APIKey is sent as the provider expects (x-api-key, a bearer token
 	// or x-goog-api-key); empty sends none, for local endpoints.
@@ -96,14 +47,15 @@ type Options struct {
 	HTTPClient *http.Client
 	// MaxTurns bounds the requests to the model (default DefaultMaxTurns).
 	MaxTurns int
-	// MaxTokens is Anthropic's max_tokens (default DefaultMaxTokens).
+	// MaxTokens is Anthropic's max_tokens (default
+	// toolcall.DefaultMaxTokens).
 	MaxTokens int
 	// Principal is who the calls are made for.
 	Principal string
 	// Strict is the OpenAI strict-mode choice of the listing.
 	Strict openai.Strict
 	// CallTimeout bounds each tool call, approval included (default
-	// adapters.DefaultCallTimeout).
+	// conduit.DefaultCallTimeout).
 	CallTimeout time.Duration
 	// OnTurn, when set, is told of each turn's tool calls once they are
 	// answered.
@@ -166,15 +118,15 @@ func (e *APIError) Error() string {
 // loop early (HTTP, the provider, a response the adapters cannot read); a
 // halt or MaxTurns is a Result, not an error.
 func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Result, error) {
-	d, err := dialectFor(o.Provider)
-	if err != nil {
-		return nil, err
+	w := o.Provider.Wire()
+	if w.Endpoint == nil {
+		return nil, fmt.Errorf("agent: unknown provider %v", o.Provider)
 	}
 	if o.Model == "" {
 		return nil, errors.New("agent: no model")
 	}
 	if o.BaseURL == "" {
-		o.BaseURL = DefaultBaseURL(o.Provider)
+		o.BaseURL = w.BaseURL
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = http.DefaultClient
@@ -182,88 +134,80 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	if o.MaxTurns <= 0 {
 		o.MaxTurns = DefaultMaxTurns
 	}
-	if o.MaxTokens <= 0 {
-		o.MaxTokens = DefaultMaxTokens
-	}
-	// One listing for the whole run keeps the tool list byte-identical
-	// between turns, which prompt caching needs.
-	listing, err := adapters.Tools(ctx, src, o.Provider, &adapters.ToolsOptions{
-		Principal: o.Principal, CacheLast: o.Provider == adapters.Anthropic, Strict: o.Strict,
+	// One conversation for the whole run: the tool list stays
+	// byte-identical between turns, which prompt caching needs, and the
+	// taint grows with every result that reaches the model.
+	conv, err := adapters.NewConversation(ctx, src, o.Provider, &adapters.ConversationOptions{
+		CallOptions:    conduit.CallOptions{Principal: o.Principal, CallTimeout: o.CallTimeout},
+		ListingOptions: adapters.ListingOptions{CacheLast: true, Strict: o.Strict},
 	})
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Taint: []string{}, Messages: d.first(prompt)}
+	res := &Result{Taint: []string{}, Messages: []any{w.Prompt(prompt)}}
 	for res.Turns < o.MaxTurns {
 		res.Turns++
-		resp, err := post(ctx, o, d.body(o, listing.Tools, res.Messages))
+		body := w.Request(toolcall.Request{Model: o.Model, MaxTokens: o.MaxTokens, Tools: conv.Tools(), Conversation: res.Messages})
+		resp, err := post(ctx, o, w, body)
 		if err != nil {
 			return res, err
 		}
-		var wants bool
-		res.Messages, res.Text, wants, err = d.absorb(res.Messages, resp)
+		turn, err := w.Turn(resp)
 		if err != nil {
 			return res, err
 		}
-		if !wants {
+		res.Messages = append(res.Messages, turn.Items...)
+		res.Text = turn.Text
+		if !turn.ToolUse {
 			res.Stop = StopDone
 			return res, nil
 		}
 		if res.Turns == o.MaxTurns {
 			break
 		}
-		exec, err := adapters.ExecuteToolCalls(ctx, src, o.Provider, resp, &adapters.ExecOptions{
-			ToolSet: listing.ToolSet, NullPaths: listing.NullPaths,
-			Principal: o.Principal, Taint: res.Taint, CallTimeout: o.CallTimeout,
-		})
+		taint := conv.Taint()
+		exec, err := conv.Execute(ctx, resp)
 		if err != nil {
 			return res, err
 		}
 		if o.OnTurn != nil {
-			raws, _ := ParseCalls(o.Provider, resp)
-			o.OnTurn(Turn{N: res.Turns, Calls: raws, Exec: exec, Taint: res.Taint})
+			raws, _ := o.Provider.Parse(resp)
+			o.OnTurn(Turn{N: res.Turns, Calls: raws, Exec: exec, Taint: taint})
 		}
 		if len(exec.Results) == 0 {
 			// Anthropic said tool_use but sent no tool_use block.
 			res.Stop = StopDone
 			return res, nil
 		}
-		// The results are now in the model's context: their servers taint
-		// every later call.
-		res.Taint = exec.Taint(res.Taint)
+		res.Taint = nonNil(conv.Taint())
 		if exec.Halted {
 			res.Stop = StopHalted
 			return res, nil
 		}
-		res.Messages = d.answer(res.Messages, exec.Results)
+		res.Messages = append(res.Messages, w.Answers(exec.Results)...)
 	}
 	res.Stop = StopMaxTurns
 	return res, nil
 }
 
-func post(ctx context.Context, o Options, body map[string]any) (map[string]any, error) {
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func post(ctx context.Context, o Options, w adapters.Wire, body map[string]any) (map[string]any, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, Endpoint(o.Provider, o.BaseURL, o.Model), bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.Endpoint(o.BaseURL, o.Model), bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if o.APIKey != "" {
-		switch o.Provider {
-		case adapters.Anthropic:
-			req.Header.Set("x-api-key", o.APIKey)
-		case adapters.Gemini:
-			req.Header.Set("x-goog-api-key", o.APIKey)
-		default:
-			req.Header.Set("Authorization", "Bearer "+o.APIKey)
-		}
-	}
-	if o.Provider == adapters.Anthropic {
-		req.Header.Set("anthropic-version", AnthropicVersion)
-	}
+	w.Authorize(req.Header, o.APIKey)
 	resp, err := o.HTTPClient.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Provider, err)
@@ -285,8 +229,8 @@ func post(ctx context.Context, o Options, body map[string]any) (map[string]any, 
 }
 
 func errorMessage(m map[string]any, raw []byte) string {
-	if e := toolcall.Object(m["error"]); e != nil {
-		if msg := toolcall.String(e["message"]); msg != "" {
+	if e := jsonv.Object(m["error"]); e != nil {
+		if msg := jsonv.String(e["message"]); msg != "" {
 			return msg
 		}
 	}

@@ -32,7 +32,7 @@ func newHub(t *testing.T, approver conduit.Approver) *conduit.Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{Servers: srvs, Policy: cfg.Policy, Approver: approver})
+	hub, err := conduit.NewHub(ctx, srvs, &conduit.HubOptions{Options: conduit.Options{Policy: cfg.Policy, Approver: approver}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestRunToolTurnThenText(t *testing.T) {
 				t.Fatalf("%d requests", len(reqs))
 			}
 			for i, r := range reqs {
-				if got := agenttest.ToolNames(p, r.Body); !slices.Equal(got, wantTools) {
+				if got := agenttest.ToolNames(r.Body); !slices.Equal(got, wantTools) {
 					t.Errorf("request %d tools %v", i, got)
 				}
 			}
@@ -179,7 +179,8 @@ func TestEndpoint(t *testing.T) {
 		{adapters.OpenAIResponses, "https://api.openai.com/v1/responses"},
 		{adapters.Gemini, "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"},
 	} {
-		if got := agent.Endpoint(tc.p, agent.DefaultBaseURL(tc.p)+"/", "gemini-2.5-flash"); got != tc.want {
+		w := tc.p.Wire()
+		if got := w.Endpoint(w.BaseURL+"/", "gemini-2.5-flash"); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.p, got, tc.want)
 		}
 	}

@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/agent"
 )
 
@@ -36,11 +37,11 @@ halted, ran out of --max-turns, or the API failed.`)
 	h.register(fs)
 	l.register(fs, true)
 	c.approve.register(fs)
-	fs.DurationVar(&c.timeout, "timeout", adapters.DefaultCallTimeout, "how long one call may take in all, approval included")
+	fs.DurationVar(&c.timeout, "timeout", conduit.DefaultCallTimeout, "how long one call may take in all, approval included")
 	model := fs.String("model", "", "the `model` to ask, such as claude-sonnet-4-5, gpt-4.1 or gemini-2.5-flash")
 	baseURL := fs.String("base-url", "", "the API's base `URL`, for any compatible endpoint (default: the provider's)")
 	maxTurns := fs.Int("max-turns", agent.DefaultMaxTurns, "the most requests to the model")
-	maxTokens := fs.Int("max-tokens", agent.DefaultMaxTokens, "anthropic: max_tokens of each request")
+	maxTokens := fs.Int("max-tokens", toolcall.DefaultMaxTokens, "anthropic: max_tokens of each request")
 	asJSON := fs.Bool("json", false, "print the result as JSON: stop reason, text, turns, taint and the conversation")
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -60,9 +61,9 @@ halted, ran out of --max-turns, or the API failed.`)
 	if *maxTurns < 1 {
 		return usageError("agent", "--max-turns must be at least 1")
 	}
-	key := env.Getenv(agent.KeyEnv(p))
+	key := env.Getenv(p.Wire().KeyEnv)
 	if key == "" && *baseURL == "" {
-		return usageError("agent", "set %s to your %s API key (or use --base-url for an endpoint that needs none)", agent.KeyEnv(p), p)
+		return usageError("agent", "set %s to your %s API key (or use --base-url for an endpoint that needs none)", p.Wire().KeyEnv, p)
 	}
 	approver, release, err := c.approve.approver("agent", env)
 	if err != nil {
@@ -87,7 +88,7 @@ halted, ran out of --max-turns, or the API failed.`)
 	if err != nil {
 		var ae *agent.APIError
 		if errors.As(err, &ae) && (ae.Status == 401 || ae.Status == 403) {
-			return failure("%v (check %s)", err, agent.KeyEnv(p))
+			return failure("%v (check %s)", err, p.Wire().KeyEnv)
 		}
 		return failure("%v", err)
 	}

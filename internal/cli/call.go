@@ -81,16 +81,15 @@ isError is printed and is exit status 1 too.`)
 	}
 
 	pr := newProgressLine(env)
-	opts := &conduit.CallOptions{ToolSet: ts, Principal: *principal, Taint: taint, Progress: pr.show}
-	if !*raw {
-		opts.Shape = conduit.ShapeLLM
-	}
-	cctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	res, err := hub.CallTool(cctx, name, callArgs, opts)
+	opts := &conduit.CallOptions{ToolSet: ts, Principal: *principal, Taint: taint, CallTimeout: c.timeout,
+		Progress: func(_ *conduit.Call, p conduit.Progress) { pr.show(p) }}
+	res, err := hub.CallTool(ctx, name, callArgs, opts)
 	pr.done()
 	if err != nil {
 		return failure("%s", describe(err))
+	}
+	if !*raw {
+		res = conduit.ShapeForModel(res)
 	}
 	if err := writeJSON(env.Stdout, res); err != nil {
 		return err

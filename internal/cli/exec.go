@@ -11,7 +11,6 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
-	"github.com/conduitmcp/conduit/internal/agent"
 )
 
 // callFlags are the flags of commands that make calls.
@@ -24,7 +23,7 @@ type callFlags struct {
 func (c *callFlags) register(fs *flagSet) {
 	c.approve.register(fs)
 	fs.StringVar(&c.taint, "taint", "", "the `servers`, comma-separated, whose output is already in the model's context, for the policy's tainted rules")
-	fs.DurationVar(&c.timeout, "timeout", adapters.DefaultCallTimeout, "how long one call may take in all, approval included")
+	fs.DurationVar(&c.timeout, "timeout", conduit.DefaultCallTimeout, "how long one call may take in all, approval included")
 }
 
 // taintList parses --taint, which must name configured servers.
@@ -95,7 +94,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	if err != nil {
 		return err
 	}
-	raws, err := agent.ParseCalls(p, data)
+	raws, err := p.Parse(data)
 	if err != nil {
 		return inputError("the response cannot be read as %s: %v; pass the JSON body the API returned", p, err)
 	}
@@ -112,14 +111,14 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 		return err
 	}
 	defer hub.Close()
-	listing, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{Principal: l.principal, Strict: strict})
+	conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
+		CallOptions:    conduit.CallOptions{Principal: l.principal, Taint: taint, CallTimeout: c.timeout},
+		ListingOptions: adapters.ListingOptions{Strict: strict},
+	})
 	if err != nil {
 		return failure("listing tools: %v", err)
 	}
-	exec, err := adapters.ExecuteToolCalls(ctx, hub, p, json.RawMessage(data), &adapters.ExecOptions{
-		ToolSet: listing.ToolSet, NullPaths: listing.NullPaths,
-		Principal: l.principal, Taint: taint, CallTimeout: c.timeout,
-	})
+	exec, err := conv.Execute(ctx, json.RawMessage(data))
 	if err != nil {
 		return inputError("the response: %v", err)
 	}
@@ -131,7 +130,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 		Results []map[string]any `json:"results"`
 		Halted  bool             `json:"halted"`
 		Taint   []string         `json:"taint"`
-	}{nonNil(exec.Results), exec.Halted, nonNil(exec.Taint(taint))})
+	}{nonNil(exec.Results), exec.Halted, nonNil(conv.Taint())})
 }
 
 // reportCalls writes one line per call to stderr: its name and outcome.

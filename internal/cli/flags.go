@@ -153,14 +153,13 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 	if h.verbose {
 		logger = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{
-		Servers:        cfg.Servers,
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{
 		Policy:         policy,
 		Approver:       o.approver,
 		Trace:          o.trace,
 		Logger:         logger,
 		ConnectTimeout: h.connectTimeout,
-	})
+	}})
 	if err != nil {
 		return nil, inputError("%s: %v", h.config, err)
 	}
@@ -187,11 +186,8 @@ func providerNames() string {
 	return strings.Join(names, ", ")
 }
 
-// parseStrict parses --strict for provider p.
-func parseStrict(cmd, s string, set bool, p adapters.Provider) (openai.Strict, error) {
-	if set && p != adapters.OpenAIChat && p != adapters.OpenAIResponses {
-		return 0, usageError(cmd, "--strict applies to openai-chat and openai-responses only")
-	}
+// parseStrict parses --strict, which providers other than OpenAI's ignore.
+func parseStrict(cmd, s string) (openai.Strict, error) {
 	switch strings.ToLower(s) {
 	case "auto", "":
 		return openai.StrictAuto, nil
@@ -201,13 +197,6 @@ func parseStrict(cmd, s string, set bool, p adapters.Provider) (openai.Strict, e
 		return openai.StrictOff, nil
 	}
 	return 0, usageError(cmd, "--strict is auto, true or false, not %q", s)
-}
-
-// isSet reports whether the flag was given.
-func isSet(fs *flagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }
 
 // splitList parses a comma-separated list flag.

@@ -32,7 +32,7 @@ func (l *listFlags) parse(fs *flagSet) (adapters.Provider, openai.Strict, error)
 	if err != nil {
 		return 0, 0, err
 	}
-	s, err := parseStrict(fs.cmd, l.strict, isSet(fs, "strict"), p)
+	s, err := parseStrict(fs.cmd, l.strict)
 	return p, s, err
 }
 
@@ -69,9 +69,6 @@ outright for that principal are left out.`)
 	if err != nil {
 		return err
 	}
-	if *cacheLast && p != adapters.Anthropic {
-		return usageError("tools", "--cache-last applies to anthropic only")
-	}
 	hub, _, err := h.openHub(ctx, env, nil, hubOptions{})
 	if err != nil {
 		return err
@@ -80,10 +77,11 @@ outright for that principal are left out.`)
 
 	var fallbacks []strictNote
 	listing, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{
-		Principal: l.principal, CacheLast: *cacheLast, Strict: strict,
-		Trace: &adapters.Trace{StrictFallback: func(tool string, err error) {
-			fallbacks = append(fallbacks, strictNote{tool, reason(err)})
-		}},
+		Principal: l.principal,
+		ListingOptions: adapters.ListingOptions{CacheLast: *cacheLast, Strict: strict,
+			Trace: &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
+				fallbacks = append(fallbacks, strictNote{f.Tool, reason(f.Err)})
+			}}},
 	})
 	if err != nil {
 		return failure("listing tools: %v", err)

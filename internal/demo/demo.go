@@ -17,7 +17,6 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
-	"github.com/conduitmcp/conduit/internal/agent"
 )
 
 // Config is the demo's mcp.json: the two servers, as a file would start them
@@ -136,9 +135,8 @@ func Play(ctx context.Context) (*Report, error) {
 	var mu sync.Mutex
 	script := map[string]string{}
 	decisions := map[string]CallReport{}
-	hub, err := conduit.NewHub(ctx, conduit.HubOptions{
-		Servers: srvs,
-		Policy:  cfg.Policy,
+	hub, err := conduit.NewHub(ctx, srvs, &conduit.HubOptions{Options: conduit.Options{
+		Policy: cfg.Policy,
 		Approver: func(_ context.Context, req conduit.ApprovalRequest) conduit.Approval {
 			mu.Lock()
 			defer mu.Unlock()
@@ -154,19 +152,19 @@ func Play(ctx context.Context) (*Report, error) {
 			}
 			return conduit.Reject("The user declined this call.")
 		},
-		Trace: &conduit.Trace{Decided: func(c *conduit.Call, d conduit.Decision, rule conduit.Rule) {
+		Trace: &conduit.Trace{Decided: func(di conduit.DecidedInfo) {
 			mu.Lock()
 			defer mu.Unlock()
-			r := decisions[c.Exposed]
-			r.Decision, r.Rule = d.String(), rule.String()
-			if rule.String() == "" {
+			r := decisions[di.Call.Exposed]
+			r.Decision, r.Rule = di.Decision.String(), di.Rule.String()
+			if !di.Matched {
 				r.Rule = "no rule matched"
 			}
-			r.Sent = maps.Clone(c.Args)
-			decisions[c.Exposed] = r
+			r.Sent = maps.Clone(di.Call.Args)
+			decisions[di.Call.Exposed] = r
 		}},
 		ConnectTimeout: 10 * time.Second,
-	})
+	}})
 	if err != nil {
 		return nil, err
 	}
@@ -192,10 +190,11 @@ func Play(ctx context.Context) (*Report, error) {
 		}
 		var fallbacks []Fallback
 		listing, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{
-			Principal: Principal, CacheLast: p == adapters.Anthropic,
-			Trace: &adapters.Trace{StrictFallback: func(tool string, err error) {
-				fallbacks = append(fallbacks, Fallback{tool, strictReason(err)})
-			}},
+			Principal: Principal,
+			ListingOptions: adapters.ListingOptions{CacheLast: true,
+				Trace: &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
+					fallbacks = append(fallbacks, Fallback{f.Tool, strictReason(f.Err)})
+				}}},
 		})
 		if err != nil {
 			return nil, err
@@ -205,14 +204,15 @@ func Play(ctx context.Context) (*Report, error) {
 		clear(decisions)
 		mu.Unlock()
 		exec, err := adapters.ExecuteToolCalls(ctx, hub, p, []byte(tf.Response), &adapters.ExecOptions{
-			ToolSet: listing.ToolSet, NullPaths: listing.NullPaths, Principal: Principal, Taint: taint,
+			CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, Principal: Principal, Taint: taint},
+			NullPaths:   listing.NullPaths,
 			// One at a time, so the story reads in the model's order.
 			MaxConcurrency: 1,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("turn %s: %w", tf.Provider, err)
 		}
-		raws, _ := agent.ParseCalls(p, []byte(tf.Response))
+		raws, _ := p.Parse([]byte(tf.Response))
 		turn := Turn{
 			Provider: tf.Provider, Title: tf.Title, Tools: listing.Tools, Fallbacks: fallbacks,
 			Warnings: listing.Warnings, Response: tf.Response, Approver: tf.Approver,
@@ -230,7 +230,7 @@ func Play(ctx context.Context) (*Report, error) {
 		for i, r := range raws {
 			c := decisions[r.Name]
 			c.ID, c.Name = r.ID, r.Name
-			c.Args, _ = r.Args.(map[string]any)
+			c.Args = argsObject(r.Args)
 			if c.Sent != nil && reflect.DeepEqual(c.Sent, c.Args) {
 				c.Sent = nil
 			}
@@ -293,4 +293,17 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return slices.Clone(s)
+}
+
+// argsObject is a call's arguments as the model wrote them, decoded.
+func argsObject(v any) map[string]any {
+	switch a := v.(type) {
+	case map[string]any:
+		return a
+	case json.RawMessage:
+		var m map[string]any
+		_ = json.Unmarshal(a, &m)
+		return m
+	}
+	return nil
 }

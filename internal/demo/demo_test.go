@@ -36,7 +36,7 @@ func TestFetchProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	cl, err := conduit.NewClient(ctx, conduit.ClientOptions{Server: srvs[0], Policy: conduit.AllowAll()})
+	cl, err := conduit.NewClient(ctx, srvs[0], &conduit.ClientOptions{Options: conduit.Options{Policy: conduit.AllowAll()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestFetchProgress(t *testing.T) {
 	var mu sync.Mutex
 	var got []conduit.Progress
 	res, err := cl.CallTool(ctx, "fetch", map[string]any{"url": RecipeURL}, &conduit.CallOptions{
-		Progress: func(p conduit.Progress) { mu.Lock(); got = append(got, p); mu.Unlock() },
+		Progress: func(_ *conduit.Call, p conduit.Progress) { mu.Lock(); got = append(got, p); mu.Unlock() },
 	})
 	if err != nil || res.IsError {
 		t.Fatalf("fetch: %v %v", res, err)

@@ -49,19 +49,21 @@ func main() {
 }
 
 func run(ctx context.Context, url string, sc scenario) error {
-	cl, err := conduit.NewClient(ctx, conduit.ClientOptions{
-		Server: conduit.Server{ID: "conformance", URL: url},
+	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "conformance", URL: url}, &conduit.ClientOptions{Options: conduit.Options{
 		Policy: conduit.AllowAll(),
 		// Accepting with no content lets the SDK fill the requested
 		// schema's defaults, which is what SEP-1034 checks.
 		Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 		},
-	})
+	}})
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	if st := cl.Status()[0]; st.State != conduit.StateUp {
+		return fmt.Errorf("could not connect: %v", st.Err)
+	}
 	ts, err := cl.ListTools(ctx)
 	if err != nil {
 		return fmt.Errorf("listing tools: %w", err)

@@ -1,4 +1,8 @@
-package toolcall
+// Package jsonv holds helpers over decoded JSON values (map[string]any,
+// []any, ...) that conduit's packages share: reading a provider response
+// whatever form it comes in, reading its fields without panics, and deep
+// copies.
+package jsonv
 
 import (
 	"bytes"
@@ -10,14 +14,17 @@ import (
 // string of JSON, a decoded map[string]any, or any value that marshals to
 // the provider's JSON (an official SDK's response struct), into a decoded
 // JSON object. A map is used as it is, not copied; anything else is
-// decoded afresh, so the result shares nothing with the caller
-// (ExecuteToolCalls relies on it to copy arguments only from a map).
+// decoded afresh, so the result shares nothing with the caller (Shared
+// tells which).
 func Decode(response any) (map[string]any, error) {
 	var data []byte
 	switch r := response.(type) {
 	case nil:
 		return nil, fmt.Errorf("the response is nil")
 	case map[string]any:
+		if r == nil {
+			return nil, fmt.Errorf("the response is nil")
+		}
 		return r, nil
 	case []byte:
 		data = r
@@ -59,6 +66,13 @@ func Decode(response any) (map[string]any, error) {
 	return m, nil
 }
 
+// Shared reports whether Decode(response) returns the caller's own map,
+// whose values must then be copied before they are changed.
+func Shared(response any) bool {
+	_, ok := response.(map[string]any)
+	return ok
+}
+
 // rawJSONer is the method the Anthropic and OpenAI Go SDKs' response types
 // have, returning the JSON they were decoded from.
 type rawJSONer interface{ RawJSON() string }
@@ -79,4 +93,37 @@ func List(v any) []any {
 func String(v any) string {
 	s, _ := v.(string)
 	return s
+}
+
+// Clone returns a deep copy of a decoded JSON value: maps and slices are
+// copied all the way down, other values are shared (strings, numbers,
+// booleans and nil are immutable; any other value is taken as it is).
+func Clone(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return CloneObject(x)
+	case []any:
+		if x == nil {
+			return x
+		}
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = Clone(e)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// CloneObject returns a deep copy of a JSON object.
+func CloneObject(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, e := range m {
+		out[k] = Clone(e)
+	}
+	return out
 }

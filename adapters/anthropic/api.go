@@ -1,0 +1,140 @@
+package anthropic
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
+)
+
+// The Messages API over HTTP, for loops that send their own requests
+// (conduit sends none): where a request goes, how it is authenticated and
+// built, and how a response and its answers join the conversation.
+
+const (
+	// BaseURL is the public API's base URL, without a version, as the
+	// Anthropic SDKs take it.
+	BaseURL = "https://api.anthropic.com"
+	// KeyEnv is the environment variable that conventionally holds the
+	// API key.
+	KeyEnv = "ANTHROPIC_API_KEY"
+	// Version is the anthropic-version header sent with every request.
+	Version = "2023-06-01"
+)
+
+// Endpoint returns the URL of the Messages API under base.
+func Endpoint(base, _ string) string { return strings.TrimRight(base, "/") + "/v1/messages" }
+
+// Authorize sets the headers a request needs: the key, when there is one,
+// and the API version.
+func Authorize(h http.Header, key string) {
+	if key != "" {
+		h.Set("x-api-key", key)
+	}
+	h.Set("anthropic-version", Version)
+}
+
+// Prompt is a user message of text.
+func Prompt(text string) map[string]any {
+	return map[string]any{"role": "user", "content": text}
+}
+
+// Request is a Messages API request body; tools are left out when there
+// are none.
+func Request(r toolcall.Request) map[string]any {
+	max := r.MaxTokens
+	if max <= 0 {
+		max = toolcall.DefaultMaxTokens
+	}
+	b := map[string]any{"model": r.Model, "max_tokens": max, "messages": nonNil(r.Conversation)}
+	if len(r.Tools) > 0 {
+		b["tools"] = r.Tools
+	}
+	return b
+}
+
+// Turn reads a response as the assistant's turn: its message, whose
+// content is kept whole (server tool blocks included, which the API wants
+// back as they were), its text, and whether it stopped for tool use.
+func Turn(response map[string]any) (toolcall.Turn, error) {
+	content, ok := response["content"].([]any)
+	if !ok {
+		return toolcall.Turn{}, fmt.Errorf("anthropic: the response has no content list%s", apiError(response))
+	}
+	var text []string
+	for _, b := range content {
+		if blk := jsonv.Object(b); blk["type"] == "text" {
+			text = append(text, jsonv.String(blk["text"]))
+		}
+	}
+	return toolcall.Turn{
+		Items:   []any{map[string]any{"role": "assistant", "content": content}},
+		Text:    strings.Join(text, "\n"),
+		ToolUse: response["stop_reason"] == "tool_use",
+	}, nil
+}
+
+// Answers are a turn's tool_result blocks as they join the conversation:
+// first in one user message.
+func Answers(results []map[string]any) []any {
+	return []any{map[string]any{"role": "user", "content": anys(results)}}
+}
+
+// Conversation returns the messages of a request body.
+func Conversation(request map[string]any) []any { return jsonv.List(request["messages"]) }
+
+// Answered returns the tool_result blocks that end a conversation: those
+// of its last message, when it is a user message.
+func Answered(conversation []any) []toolcall.Answered {
+	if len(conversation) == 0 {
+		return nil
+	}
+	last := jsonv.Object(conversation[len(conversation)-1])
+	if last["role"] != "user" {
+		return nil
+	}
+	var out []toolcall.Answered
+	for _, b := range jsonv.List(last["content"]) {
+		blk := jsonv.Object(b)
+		if blk["type"] == "tool_result" {
+			out = append(out, toolcall.Answered{ID: jsonv.String(blk["tool_use_id"]), Error: blk["is_error"] == true})
+		}
+	}
+	return out
+}
+
+// Response is a Messages API response in which the model says text and
+// calls tools, in order, as the API would send it: for fakes of the API in
+// tests.
+func Response(text string, calls ...toolcall.Raw) map[string]any {
+	var content []any
+	if text != "" {
+		content = append(content, textBlock(text))
+	}
+	for _, c := range calls {
+		content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": c.Args})
+	}
+	stop := "end_turn"
+	if len(calls) > 0 {
+		stop = "tool_use"
+	}
+	return map[string]any{"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
+		"content": nonNil(content), "stop_reason": stop}
+}
+
+func anys(ms []map[string]any) []any {
+	out := make([]any, len(ms))
+	for i, m := range ms {
+		out[i] = m
+	}
+	return out
+}
+
+func nonNil(l []any) []any {
+	if l == nil {
+		return []any{}
+	}
+	return l
+}

@@ -1,0 +1,126 @@
+package adapters
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+)
+
+// ConversationOptions configure a [Conversation]. The zero value is fine.
+type ConversationOptions struct {
+	// CallOptions are every call's (see conduit.CallOptions). Principal is
+	// who the conversation is for: its listing leaves out what the policy
+	// denies them. Taint is the taint the conversation starts with.
+	// ToolSet, when set, is offered instead of the source's listing. ID
+	// and Halt are each call's and each turn's own, and are ignored here.
+	conduit.CallOptions
+	// ListingOptions say how the tools are written for the provider.
+	ListingOptions
+	// AnswerOptions say how answers are written.
+	toolcall.AnswerOptions
+	// MaxConcurrency is how many calls of a turn run at once (default
+	// runtime.GOMAXPROCS(0)).
+	MaxConcurrency int
+}
+
+// Conversation is one conversation with a model over one source and one
+// provider: an agent loop is two calls a turn, Tools for the request and
+// Execute for the answers. It carries what would otherwise be threaded by
+// hand from turn to turn: the tool set the model was offered (listed once,
+// so the tool list is byte-identical between turns and prompt caching
+// works), strict mode's null paths, the principal, and the taint.
+//
+// After Execute, the servers whose output reached the model (results,
+// isError results and servers' error messages) are in the taint of every
+// later turn, so Tainted policy rules react to them; a call that was
+// denied, halted, never sent, timed out or found its server unavailable
+// adds nothing.
+//
+// A Conversation is safe for concurrent use, though a conversation's turns
+// are sequential by nature: concurrent Execute calls each run with the
+// taint as it was when they began, and each adds its own when it ends.
+type Conversation struct {
+	src     conduit.Source
+	p       Provider
+	o       ExecOptions
+	listing *Listing
+
+	mu    sync.Mutex
+	taint []string
+}
+
+// NewConversation lists src's tools for provider p and the options'
+// principal and taint (or takes the options' ToolSet), and returns the
+// conversation that offers them. o may be nil.
+func NewConversation(ctx context.Context, src conduit.Source, p Provider, o *ConversationOptions) (*Conversation, error) {
+	if _, err := p.valid(); err != nil {
+		return nil, err
+	}
+	if o == nil {
+		o = &ConversationOptions{}
+	}
+	ts := o.ToolSet
+	if ts == nil {
+		var err error
+		if ts, err = src.ListToolsFor(ctx, &conduit.ListOptions{Principal: o.Principal, Taint: o.Taint}); err != nil {
+			return nil, err
+		}
+	}
+	listing, err := ListToolSet(ts, p, &o.ListingOptions)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conversation{src: src, p: p, listing: listing, taint: slices.Clone(o.Taint)}
+	c.o = ExecOptions{CallOptions: o.CallOptions, AnswerOptions: o.AnswerOptions, NullPaths: listing.NullPaths, MaxConcurrency: o.MaxConcurrency}
+	c.o.ToolSet, c.o.ID, c.o.Halt = ts, "", nil
+	return c, nil
+}
+
+// Provider returns the conversation's provider.
+func (c *Conversation) Provider() Provider { return c.p }
+
+// Tools returns the tool definitions to send with the next request, in
+// the provider's shape (for Gemini, the functionDeclarations). The slice
+// is the caller's; the definitions are shared and must not be modified.
+func (c *Conversation) Tools() []map[string]any { return slices.Clone(c.listing.Tools) }
+
+// Listing returns the listing behind Tools: the tool set offered, strict
+// mode's report, the provider's warnings. It is shared and must not be
+// modified.
+func (c *Conversation) Listing() *Listing { return c.listing }
+
+// Taint returns the servers whose output has reached the model so far.
+func (c *Conversation) Taint() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.taint)
+}
+
+// Execute runs the tool calls of a response of the conversation's
+// provider, as [ExecuteToolCalls] does, against the tool set the model was
+// offered and with the conversation's taint, then adds to the taint the
+// servers whose output the answers carry. Send Execution.Results in the
+// next request (Wire.Answers puts them in the conversation); when
+// Execution.Halted, end the loop.
+func (c *Conversation) Execute(ctx context.Context, response any) (*Execution, error) {
+	o := c.o
+	o.Taint = c.Taint()
+	exec, err := ExecuteToolCalls(ctx, c.src, c.p, response, &o)
+	if err != nil {
+		return nil, err
+	}
+	added := exec.Taint(nil)
+	if len(added) > 0 {
+		c.mu.Lock()
+		for _, s := range added {
+			if !slices.Contains(c.taint, s) {
+				c.taint = append(c.taint, s)
+			}
+		}
+		c.mu.Unlock()
+	}
+	return exec, nil
+}

@@ -1,0 +1,144 @@
+package gemini
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
+)
+
+// generateContent over HTTP, for loops that send their own requests
+// (conduit sends none): where a request goes, how it is authenticated and
+// built, and how a response and its answers join the conversation.
+
+const (
+	// BaseURL is the public API's base URL, with its version.
+	BaseURL = "https://generativelanguage.googleapis.com/v1beta"
+	// KeyEnv is the environment variable that conventionally holds the
+	// API key.
+	KeyEnv = "GEMINI_API_KEY"
+)
+
+// Endpoint returns the generateContent URL of model under base.
+func Endpoint(base, model string) string {
+	return strings.TrimRight(base, "/") + "/models/" + model + ":generateContent"
+}
+
+// Authorize sets the header that carries the key, when there is one.
+func Authorize(h http.Header, key string) {
+	if key != "" {
+		h.Set("x-goog-api-key", key)
+	}
+}
+
+// Prompt is a user content of text.
+func Prompt(text string) map[string]any {
+	return map[string]any{"role": "user", "parts": []any{map[string]any{"text": text}}}
+}
+
+// Request is a generateContent request body: the model is in the URL, and
+// the declarations are wrapped as {"functionDeclarations": tools}.
+func Request(r toolcall.Request) map[string]any {
+	b := map[string]any{"contents": nonNil(r.Conversation)}
+	if len(r.Tools) > 0 {
+		b["tools"] = []any{map[string]any{"functionDeclarations": r.Tools}}
+	}
+	return b
+}
+
+// Turn reads a response as the model's turn: its first candidate's
+// content, its text (thoughts left out), and whether it called functions.
+func Turn(response map[string]any) (toolcall.Turn, error) {
+	cands := jsonv.List(response["candidates"])
+	if len(cands) == 0 {
+		if fb := jsonv.Object(response["promptFeedback"]); fb != nil {
+			return toolcall.Turn{}, fmt.Errorf("gemini: the prompt was blocked: %v", fb["blockReason"])
+		}
+		if e := jsonv.Object(response["error"]); e != nil {
+			return toolcall.Turn{}, fmt.Errorf("gemini: the API answered an error: %v: %v", e["status"], e["message"])
+		}
+		return toolcall.Turn{}, fmt.Errorf("gemini: the response has no candidates")
+	}
+	cand := jsonv.Object(cands[0])
+	content := jsonv.Object(cand["content"])
+	if content == nil {
+		return toolcall.Turn{}, fmt.Errorf("gemini: the candidate has no content (finishReason %v)", cand["finishReason"])
+	}
+	var text []string
+	calls := false
+	for _, p := range jsonv.List(content["parts"]) {
+		part := jsonv.Object(p)
+		if part["functionCall"] != nil {
+			calls = true
+		} else if t, ok := part["text"].(string); ok && part["thought"] != true {
+			text = append(text, t)
+		}
+	}
+	return toolcall.Turn{Items: []any{content}, Text: strings.Join(text, ""), ToolUse: calls}, nil
+}
+
+// Answers are a turn's functionResponse parts as they join the
+// conversation: one user content.
+func Answers(results []map[string]any) []any {
+	parts := make([]any, len(results))
+	for i, r := range results {
+		parts[i] = r
+	}
+	return []any{map[string]any{"role": "user", "parts": parts}}
+}
+
+// Conversation returns the contents of a request body.
+func Conversation(request map[string]any) []any { return jsonv.List(request["contents"]) }
+
+// Answered returns the functionResponse parts that end a conversation:
+// those of its last content, when it is the user's.
+func Answered(conversation []any) []toolcall.Answered {
+	if len(conversation) == 0 {
+		return nil
+	}
+	last := jsonv.Object(conversation[len(conversation)-1])
+	if last["role"] != "user" {
+		return nil
+	}
+	var out []toolcall.Answered
+	for _, p := range jsonv.List(last["parts"]) {
+		fr := jsonv.Object(jsonv.Object(p)["functionResponse"])
+		if fr == nil {
+			continue
+		}
+		id := jsonv.String(fr["id"])
+		if id == "" {
+			id = jsonv.String(fr["name"])
+		}
+		out = append(out, toolcall.Answered{ID: id, Error: jsonv.Object(fr["response"])["error"] != nil})
+	}
+	return out
+}
+
+// Response is a generateContent response in which the model says text and
+// calls functions, in order, as the API would send it: for fakes of the
+// API in tests.
+func Response(text string, calls ...toolcall.Raw) map[string]any {
+	var parts []any
+	if text != "" {
+		parts = append(parts, map[string]any{"text": text})
+	}
+	for _, c := range calls {
+		fc := map[string]any{"name": c.Name, "args": c.Args}
+		if c.ID != "" {
+			fc["id"] = c.ID
+		}
+		parts = append(parts, map[string]any{"functionCall": fc})
+	}
+	return map[string]any{"candidates": []any{map[string]any{
+		"content": map[string]any{"role": "model", "parts": nonNil(parts)}, "finishReason": "STOP", "index": 0}}}
+}
+
+func nonNil(l []any) []any {
+	if l == nil {
+		return []any{}
+	}
+	return l
+}

@@ -1,0 +1,146 @@
+package adapters
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Provider is an LLM API whose tool calling conduit speaks. Each is one
+// row of the table in providers.go, the only place that tells providers
+// apart.
+type Provider int
+
+// The providers.
+const (
+	// Anthropic is the Anthropic Messages API.
+	Anthropic Provider = iota + 1
+	// OpenAIChat is OpenAI's Chat Completions API.
+	OpenAIChat
+	// OpenAIResponses is OpenAI's Responses API.
+	OpenAIResponses
+	// Gemini is the Gemini API's generateContent (experimental: its shapes
+	// come from the API reference, not from end-to-end runs).
+	Gemini
+)
+
+// driver is what differs between providers: one value per provider, in
+// the table.
+type driver interface {
+	// name is the provider's name, as String returns it.
+	name() string
+	// tools lists ts; rep is strict mode's report, for OpenAI only.
+	tools(ts *conduit.ToolSet, o *ListingOptions) (tools []map[string]any, rep openai.Report)
+	// check reports what the provider is known to reject in ts.
+	check(ts *conduit.ToolSet) []toolcall.Warning
+	// parse returns a response's tool calls as the model wrote them.
+	parse(response any) ([]toolcall.Raw, error)
+	// answer answers one call.
+	answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any
+	// wire is the provider's HTTP API.
+	wire() Wire
+}
+
+// Providers lists every provider, in a stable order.
+func Providers() []Provider {
+	out := make([]Provider, 0, len(table)-1)
+	for p := range table {
+		if table[p] != nil {
+			out = append(out, Provider(p))
+		}
+	}
+	return out
+}
+
+func (p Provider) driver() driver {
+	if p <= 0 || int(p) >= len(table) {
+		return nil
+	}
+	return table[p]
+}
+
+// String returns the provider's name: anthropic, openai-chat,
+// openai-responses or gemini.
+func (p Provider) String() string {
+	if d := p.driver(); d != nil {
+		return d.name()
+	}
+	return fmt.Sprintf("Provider(%d)", int(p))
+}
+
+// ParseProvider parses a provider's name, as String returns it.
+func ParseProvider(s string) (Provider, error) {
+	var names []string
+	for _, p := range Providers() {
+		if strings.EqualFold(s, p.String()) {
+			return p, nil
+		}
+		names = append(names, p.String())
+	}
+	return 0, fmt.Errorf("unknown provider %q (%s)", s, strings.Join(names, ", "))
+}
+
+func (p Provider) valid() (driver, error) {
+	d := p.driver()
+	if d == nil {
+		return nil, fmt.Errorf("adapters: invalid provider %v", p)
+	}
+	return d, nil
+}
+
+// Parse returns the tool calls of a provider response as the model wrote
+// them, in order: one for each answer that ExecuteToolCalls makes of the
+// same response, so it is how a caller learns the name the model used
+// for a call that did not resolve. The response is as ExecuteToolCalls
+// takes it; the error is for a response that cannot be read.
+func (p Provider) Parse(response any) ([]toolcall.Raw, error) {
+	d, err := p.valid()
+	if err != nil {
+		return nil, err
+	}
+	return d.parse(response)
+}
+
+// ToolCalls resolves a response's tool calls against ts: the calls to
+// send, and the answers of those that must not be sent (unknown names,
+// arguments that are not an object), for programs that drive the
+// pipeline themselves.
+func (p Provider) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
+	d, err := p.valid()
+	if err != nil {
+		return nil, nil, err
+	}
+	raws, err := d.parse(response)
+	if err != nil {
+		return nil, nil, err
+	}
+	ok, rejected := toolcall.Split(toolcall.Resolve(raws, ts), func(c toolcall.Call) map[string]any {
+		return d.answer(c, nil, c.Err, nil)
+	})
+	return ok, rejected, nil
+}
+
+// Answer answers one call in the provider's shape, keyed by the call's id:
+// with res, or with err when the call failed (err's message is what the
+// model reads). o may be nil.
+func (p Provider) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
+	d, verr := p.valid()
+	if verr != nil {
+		return nil
+	}
+	return d.answer(c, res, err, o)
+}
+
+// Wire describes the provider's HTTP API (see [Wire]); its zero value for
+// an invalid provider.
+func (p Provider) Wire() Wire {
+	d := p.driver()
+	if d == nil {
+		return Wire{}
+	}
+	return d.wire()
+}

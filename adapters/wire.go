@@ -1,0 +1,51 @@
+package adapters
+
+import (
+	"net/http"
+
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+)
+
+// Wire is how a provider's HTTP API is spoken, for loops that send the
+// requests with their own client (conduit sends none): where a request
+// goes and how it is authenticated, how it is built, and how a response
+// and its answers join the conversation. conduit's own agent loop (`conduit
+// agent`) is written against it, as are the fakes of the providers' APIs
+// in its tests, so that they work for every provider alike.
+//
+// Every field is set for every provider. The functions are pure and safe
+// for concurrent use.
+type Wire struct {
+	// BaseURL is the public API's base URL; KeyEnv the environment
+	// variable that conventionally holds its key.
+	BaseURL string
+	KeyEnv  string
+	// Endpoint returns the URL that answers a request for model under
+	// base (BaseURL, or any compatible endpoint).
+	Endpoint func(base, model string) string
+	// Authorize sets the headers that carry key (none when it is empty)
+	// and any other the API requires.
+	Authorize func(h http.Header, key string)
+
+	// Prompt is a user message of text, as the conversation holds it.
+	Prompt func(text string) map[string]any
+	// Request is a request body: the model, the tools as [Tools] lists
+	// them, and the conversation so far.
+	Request func(r toolcall.Request) map[string]any
+	// Turn reads a response as one turn of the conversation: the items to
+	// append to it, the model's text, and whether it asked for tools.
+	Turn func(response map[string]any) (toolcall.Turn, error)
+	// Answers are the items that carry a turn's answers
+	// (Execution.Results) into the conversation.
+	Answers func(results []map[string]any) []any
+
+	// For fakes of the API, in tests.
+
+	// Conversation returns the conversation a request body carries.
+	Conversation func(request map[string]any) []any
+	// Answered returns the answers that end a conversation.
+	Answered func(conversation []any) []toolcall.Answered
+	// Response is a response of the API in which the model says text and
+	// makes calls, in order.
+	Response func(text string, calls ...toolcall.Raw) map[string]any
+}

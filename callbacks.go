@@ -1,0 +1,204 @@
+package conduit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The callback runtime: approvers and hooks are the user's code, which may
+// block, ignore ctx or panic, and the call must still be answered on time.
+
+// guard runs f, a stretch of the pipeline that calls callbacks, so that the
+// call is answered when ctx ends even if a callback ignores it. While
+// conduit's own code runs in f, an ended ctx is waited out: f then stops
+// before the next callback. traced is pointed at a copy of call when a
+// callback overruns, since the callback still holds call. Inline
+// callbacks are trusted to return: f runs on the caller's goroutine, and
+// still starts no callback once ctx has ended.
+func guard[T any](ctx context.Context, c *core, call *Call, traced **Call, inline bool, f func(*stage) (T, error)) (T, error) {
+	if ctx.Done() == nil {
+		return f(nil)
+	}
+	if inline {
+		return f(&stage{})
+	}
+	var snap *Call
+	if c.Trace != nil && c.Trace.CallDone != nil {
+		s := *call
+		s.Args = maps.Clone(call.Args)
+		snap = &s
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	st := &stage{}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f(st)
+		ch <- result{v, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		if who := st.callback(); who != "" {
+			if snap != nil {
+				*traced = snap
+			}
+			var zero T
+			return zero, callbackError(ctx, call.Def, who, ctx.Err())
+		}
+		r := <-ch
+		return r.v, r.err
+	}
+}
+
+// beforeHooks asks the approver, when the policy said ask, and runs the
+// before-hooks.
+func (c *core) beforeHooks(ctx context.Context, call *Call, halt <-chan struct{}, ask bool, rule Rule, st *stage) error {
+	tool := call.Def
+	if ask {
+		if err := c.approve(ctx, call, rule, st); err != nil {
+			return err
+		}
+	}
+	// A halted batch runs no hooks for the calls it has not sent.
+	if halted(halt) {
+		return HaltedError(tool)
+	}
+	for _, h := range c.Hooks {
+		if h.Before == nil {
+			continue
+		}
+		herr, err := runCallback(ctx, st, hookName(h), func() error { return h.Before(ctx, call) })
+		if err != nil {
+			return callbackError(ctx, tool, hookName(h), err)
+		}
+		// Hooks may change the arguments only: the call goes where the
+		// policy saw it going.
+		call.Server, call.Tool, call.Exposed, call.Def = tool.Server, tool.Name, tool.Exposed, tool
+		if herr != nil {
+			return hookError(call, h.Name, herr)
+		}
+		if call.Args == nil {
+			call.Args = map[string]any{}
+		}
+	}
+	// A callback that returned after ctx ended must not get the call sent.
+	if ctx.Err() != nil {
+		return ContextError(ctx, tool, 0, nil)
+	}
+	return nil
+}
+
+// afterHooks runs the after-hooks over the server's result.
+func (c *core) afterHooks(ctx context.Context, call *Call, res *mcp.CallToolResult, st *stage) (*mcp.CallToolResult, error) {
+	for _, h := range c.Hooks {
+		if h.After == nil {
+			continue
+		}
+		type out struct {
+			res *mcp.CallToolResult
+			err error
+		}
+		cur := res
+		r, err := runCallback(ctx, st, hookName(h), func() out { r, err := h.After(ctx, call, cur); return out{r, err} })
+		if err != nil {
+			return nil, callbackError(ctx, call.Def, hookName(h), err)
+		}
+		if r.err != nil {
+			return nil, hookError(call, h.Name, r.err)
+		}
+		if r.res != nil {
+			res = r.res
+		}
+	}
+	return res, nil
+}
+
+func hookName(h Hook) string {
+	if h.Name == "" {
+		return "a hook"
+	}
+	return "hook " + h.Name
+}
+
+// approve asks the approver about a call the policy sent to it.
+func (c *core) approve(ctx context.Context, call *Call, rule Rule, st *stage) error {
+	a, err := runCallback(ctx, st, "the approver", func() Approval { return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule}) })
+	if err != nil {
+		return callbackError(ctx, call.Def, "the approver", err)
+	}
+	if a.Allow {
+		return nil
+	}
+	msg := "The call to " + call.Exposed + " was denied"
+	if r := strings.TrimSpace(a.Reason); r != "" {
+		msg += ": " + strings.TrimSuffix(r, ".")
+	}
+	e := newError(KindDenied, call.Server, call.Tool, msg+".", nil)
+	e.Halt = a.Halt
+	return e
+}
+
+// stage is which callback a call's pipeline goroutine is running.
+type stage struct{ who atomic.Pointer[string] }
+
+// callback returns the callback running, or "".
+func (s *stage) callback() string {
+	if p := s.who.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// runCallback runs a user callback; a panic becomes an error. With st, it
+// first marks the callback as running, then starts it only if ctx has not
+// ended: a caller that finds ctx ended and no callback running can rely on
+// none starting.
+func runCallback[T any](ctx context.Context, st *stage, who string, f func() T) (v T, err error) {
+	if st != nil {
+		st.who.Store(&who)
+		defer st.who.Store(nil)
+		if err := ctx.Err(); err != nil {
+			return v, err
+		}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return f(), nil
+}
+
+// callbackError is the error of a call whose callback who failed with err,
+// or overran ctx.
+func callbackError(ctx context.Context, t *Tool, who string, err error) *Error {
+	if ctx.Err() != nil {
+		e := ContextError(ctx, t, 0, err)
+		e.Message = strings.TrimSuffix(e.Message, ".") + ", waiting for " + who + "."
+		return e
+	}
+	return newError(KindInternal, t.Server, t.Name, "The call to "+t.Exposed+" failed in "+who+".", err)
+}
+
+// hookError is the error of a call that hook refused with err.
+func hookError(call *Call, hook string, err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	msg := "The call to " + call.Exposed + " was refused"
+	if hook != "" {
+		msg += " by " + hook
+	}
+	return newError(KindDenied, call.Server, call.Tool, msg+": "+err.Error(), err)
+}

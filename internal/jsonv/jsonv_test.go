@@ -1,0 +1,49 @@
+package jsonv
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestClone(t *testing.T) {
+	in := map[string]any{"a": []any{map[string]any{"b": 1.0}, "x"}, "c": map[string]any{"d": nil}, "e": "s"}
+	out := CloneObject(in)
+	if !reflect.DeepEqual(in, out) {
+		t.Fatal("not equal")
+	}
+	out["a"].([]any)[0].(map[string]any)["b"] = 2.0
+	out["c"].(map[string]any)["z"] = true
+	if in["a"].([]any)[0].(map[string]any)["b"] != 1.0 || len(in["c"].(map[string]any)) != 1 {
+		t.Error("the copy shares with the original")
+	}
+	if CloneObject(nil) != nil {
+		t.Error("nil")
+	}
+}
+
+func TestDecode(t *testing.T) {
+	want := map[string]any{"a": 1.0}
+	type typed struct {
+		A int `json:"a"`
+	}
+	raw := json.RawMessage(`{"a":1}`)
+	for _, in := range []any{[]byte(`{"a":1}`), raw, &raw, `{"a":1}`, want, typed{1}, &typed{1}} {
+		got, err := Decode(in)
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%T: %v, %v", in, got, err)
+		}
+	}
+	var nilRaw *json.RawMessage
+	for _, in := range []any{nil, nilRaw, []byte("null"), []byte("[1]"), []byte("{"), "", make(chan int)} {
+		if _, err := Decode(in); err == nil {
+			t.Errorf("%T %v: no error", in, in)
+		}
+	}
+}
+
+func TestShared(t *testing.T) {
+	if !Shared(map[string]any{}) || Shared([]byte("{}")) || Shared(json.RawMessage("{}")) {
+		t.Error("only a map is shared")
+	}
+}

@@ -1,0 +1,167 @@
+package conduit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The request of a governed call, and what its failures mean: the SDK
+// reports a lost session, an undelivered request and a server's JSON-RPC
+// error in different ways, and a model must be told which.
+
+// probeTimeout bounds the ping that tells a lost session from a live one
+// after a call failed in a way the SDK does not classify. A variable for
+// tests.
+var probeTimeout = 5 * time.Second
+
+func (c *core) send(ctx context.Context, call *Call, o *CallOptions) (*mcp.CallToolResult, error) {
+	cn := c.byID[call.Server]
+	if has, known := cn.has(call.Tool); known && !has {
+		return nil, newError(KindUnknownTool, call.Server, call.Tool,
+			"The tool "+call.Exposed+" is no longer offered by its server.", nil)
+	}
+	sess, err := cn.current()
+	if err != nil {
+		return nil, newError(KindUnavailable, call.Server, call.Tool,
+			"The server of "+call.Exposed+" is unavailable.", err)
+	}
+	params := &mcp.CallToolParams{Name: call.Tool, Arguments: call.Args}
+	if len(o.Meta) > 0 {
+		// The SDK adds its own keys to the request's _meta.
+		params.Meta = maps.Clone(o.Meta)
+	}
+	if o.Progress != nil {
+		token := "conduit-" + strconv.FormatUint(c.tokens.Add(1), 10)
+		f := o.Progress
+		c.progress.Store(token, func(p Progress) { f(call, p) })
+		defer c.progress.Delete(token)
+		params.SetProgressToken(token)
+	}
+	timeout := o.Timeout
+	if timeout <= 0 {
+		timeout = c.RequestTimeout
+	}
+	// The request ends with the caller's ctx, with the timeout and with
+	// Close; the SDK then tells the server with notifications/cancelled.
+	rctx, cancel := c.bound(ctx)
+	defer cancel()
+	tctx := rctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		tctx, cancel = context.WithTimeout(rctx, timeout)
+		defer cancel()
+	}
+	res, err := sess.CallTool(tctx, params)
+	if err == nil {
+		if res == nil {
+			return nil, newError(KindServerError, call.Server, call.Tool, "The server sent an empty result.", nil)
+		}
+		return res, nil
+	}
+	switch {
+	case ctx.Err() != nil:
+		return nil, ContextError(ctx, call.Def, 0, err)
+	case c.ctx.Err() != nil:
+		return nil, newError(KindUnavailable, call.Server, call.Tool,
+			"The call to "+call.Exposed+" was ended: the tools were closed.", errors.Join(errClosed, err))
+	case tctx.Err() != nil:
+		return nil, newError(KindTimeout, call.Server, call.Tool,
+			fmt.Sprintf("The request to the server of %s timed out after %v.", call.Exposed, timeout), errors.Join(context.DeadlineExceeded, err))
+	}
+	rpcErr, rejected := wireErrors(err)
+	if rpcErr != nil && rpcErr.Code != jsonrpc.CodeInvalidRequest {
+		return nil, serverError(call, rpcErr, err)
+	}
+	if c.lost(ctx, cn, sess, err) {
+		return nil, newError(KindUnavailable, call.Server, call.Tool,
+			"The server of "+call.Exposed+" became unavailable during the call.", err)
+	}
+	switch {
+	case rpcErr != nil:
+		return nil, serverError(call, rpcErr, err)
+	case rejected:
+		return nil, newError(KindUnavailable, call.Server, call.Tool,
+			"The request to the server of "+call.Exposed+" failed; it may succeed if tried again.", err)
+	}
+	return nil, newError(KindServerError, call.Server, call.Tool,
+		"The server of "+call.Exposed+" sent an answer that could not be read.", err)
+}
+
+// serverError is a JSON-RPC error from the server: its message reaches the
+// model, so the server's output does too.
+func serverError(call *Call, rpcErr *jsonrpc.Error, err error) *Error {
+	return newError(KindServerError, call.Server, call.Tool,
+		"The server of "+call.Exposed+" answered with an error: "+rpcErr.Message, err)
+}
+
+// codeRejected is the code of the SDK's jsonrpc2.ErrRejected (internal to
+// the SDK): the transport did not deliver the request, as when an HTTP
+// request fails, without the session being over. TestSDKRejectionCode
+// fails if the SDK changes it.
+const codeRejected = -32005
+
+// wireErrors finds the *jsonrpc.Errors in err's tree. rpcErr is the first
+// that is not the transport's rejection: a JSON-RPC error from the server,
+// except that the SDK's reader also fails with one (CodeInvalidRequest) on
+// a line of stdout that is JSON but not a message. rejected reports a
+// rejection.
+func wireErrors(err error) (rpcErr *jsonrpc.Error, rejected bool) {
+	var walk func(error)
+	walk = func(err error) {
+		if err == nil {
+			return
+		}
+		if w, ok := err.(*jsonrpc.Error); ok {
+			if w.Code == codeRejected {
+				rejected = true
+			} else if rpcErr == nil {
+				rpcErr = w
+			}
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walk(e)
+			}
+		}
+	}
+	walk(err)
+	return rpcErr, rejected
+}
+
+// lost reports whether err, a failed request's error, means that the
+// session is gone, and if so makes sure that it is dropped. The SDK ends a
+// session itself when its transport fails (a child that died, garbage on
+// stdout), but the failed request may return before the end is visible; and
+// it keeps an HTTP session whose requests fail to be sent. A ping settles
+// it.
+func (c *core) lost(ctx context.Context, cn *conn, sess *mcp.ClientSession, err error) bool {
+	if !cn.live(sess) {
+		return true
+	}
+	gone := errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+	if !gone {
+		pctx, cancel := c.bound(ctx)
+		defer cancel()
+		pctx, cancel2 := context.WithTimeout(pctx, probeTimeout)
+		defer cancel2()
+		gone = sess.Ping(pctx, nil) != nil
+	}
+	// An HTTP request can fail with EOF while the SDK keeps the session,
+	// so a session found gone is dropped here in any case; dropping one
+	// that is already ending is harmless.
+	if gone && ctx.Err() == nil && c.ctx.Err() == nil {
+		cn.drop(sess, err)
+	}
+	return gone
+}
