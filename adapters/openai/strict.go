@@ -132,7 +132,7 @@ var validTypes = map[string]bool{
 
 // StrictSchema converts an MCP tool input schema into an OpenAI strict-mode
 // schema, and returns the paths of the properties it made nullable (sorted;
-// nil when there are none), to give to [StripNulls] or [CompileNullPaths].
+// nil when there are none), to give to [StripNulls].
 //
 // Every object gets "additionalProperties": false and lists all its
 // properties, sorted, in "required"; an optional property becomes nullable

@@ -35,13 +35,13 @@ func ExampleStripNulls() {
 	// map[q:golang]
 }
 
-func ExampleNullPaths_Strip() {
-	paths := openai.CompileNullPaths([]openai.NullPath{{"tags", openai.AnyItem, "note"}})
+func ExampleStripNulls_arrayItems() {
+	paths := []openai.NullPath{{"tags", openai.AnyItem, "note"}}
 	args := map[string]any{"tags": []any{
 		map[string]any{"name": "a", "note": nil},
 		map[string]any{"name": "b", "note": "kept"},
 	}}
-	fmt.Println(paths.Strip(args))
+	fmt.Println(openai.StripNulls(args, paths))
 	// Output:
 	// map[tags:[map[name:a] map[name:b note:kept]]]
 }

@@ -179,8 +179,11 @@ func (rt *roundTrip) check(t *testing.T, choices []byte) bool {
 		t.Fatalf("a value the strict schema allows, stripped, fails the original schema\nschema   %s\nstrict   %s\npaths    %q\nvalue    %s\nstripped %s\nerror    %v",
 			rt.schemaJSON, rt.strictJSON, rt.paths, canonical(t, v), canonical(t, stripped), err)
 	}
-	if c := openai.CompileNullPaths(rt.paths).Strip(deepCopy(v).(map[string]any)); !reflect.DeepEqual(c, stripped) {
-		t.Fatalf("NullPaths.Strip = %s, StripNulls = %s", canonical(t, c), canonical(t, stripped))
+	if c := openai.CompiledStrip(rt.paths)(deepCopy(v).(map[string]any)); !reflect.DeepEqual(c, stripped) {
+		t.Fatalf("the trie strips to %s, StripNulls to %s", canonical(t, c), canonical(t, stripped))
+	}
+	if would, changed := openai.WouldStrip(rt.paths, v), !reflect.DeepEqual(v, stripped); would != changed {
+		t.Fatalf("WouldStrip = %t, but StripNulls changed the value: %t\npaths %q\nvalue %s", would, changed, rt.paths, canonical(t, v))
 	}
 	return true
 }

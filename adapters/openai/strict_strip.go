@@ -11,8 +11,9 @@ import (
 // be null keeps its null), and a value whose shape differs from the schema
 // is left alone. It returns args.
 //
-// It allocates nothing. With many paths, or for repeated calls, a
-// [NullPaths] from [CompileNullPaths] shares the walk of common prefixes.
+// It allocates nothing. Each path is walked on its own: on the argument
+// maps of real tools (a few paths, a few levels deep) that beats compiling
+// the paths into a trie on every call, which BenchmarkStripNulls measures.
 func StripNulls(args map[string]any, nullPaths []NullPath) map[string]any {
 	for _, p := range nullPaths {
 		if len(p) > 0 {
@@ -51,29 +52,8 @@ func stripPath(v any, p NullPath) {
 	}
 }
 
-// NullPaths is a compiled set of null paths: a trie that strips all of them
-// in one walk of the arguments. Build it once per tool with
-// [CompileNullPaths]; it is safe for concurrent use. A nil *NullPaths strips
-// nothing.
-type NullPaths struct {
-	t *trie
-}
-
-// CompileNullPaths compiles paths (as returned by [StrictSchema]) for
-// [NullPaths.Strip]. Empty paths are ignored.
-func CompileNullPaths(paths []NullPath) *NullPaths {
-	return &NullPaths{t: compile(paths)}
-}
-
-// Strip does what [StripNulls] does, with the compiled paths, and returns
-// args.
-func (np *NullPaths) Strip(args map[string]any) map[string]any {
-	if np != nil && np.t != nil && args != nil {
-		np.t.strip(args)
-	}
-	return args
-}
-
+// trie is a compiled set of null paths. The conversion asks it what
+// StripNulls would strip, to find nulls the schema requires elsewhere.
 type trie struct {
 	terminal bool // a null here is removed
 	kids     []trieKid
@@ -107,32 +87,7 @@ func compile(paths []NullPath) *trie {
 	return root
 }
 
-func (t *trie) strip(v any) {
-	switch x := v.(type) {
-	case map[string]any:
-		for _, k := range t.kids {
-			cv, ok := x[k.name]
-			if !ok {
-				continue
-			}
-			if cv == nil {
-				if k.node.terminal {
-					delete(x, k.name)
-				}
-			} else if len(k.node.kids) > 0 {
-				k.node.strip(cv)
-			}
-		}
-	case []any:
-		if it := t.item; it != nil && len(it.kids) > 0 {
-			for _, e := range x {
-				it.strip(e)
-			}
-		}
-	}
-}
-
-// wouldStrip reports whether strip would change v.
+// wouldStrip reports whether StripNulls with the paths of t would change v.
 func (t *trie) wouldStrip(v any) bool {
 	switch x := v.(type) {
 	case map[string]any:
