@@ -8,18 +8,30 @@
 //
 // # The pipeline
 //
-// [Hub.CallTool] and [Client.CallTool] run, in order: resolution of the
-// exposed name against the offered tool set (an unknown name is answered
-// without sending anything); the arguments must be a JSON object; the
-// [Policy] (first matching rule decides, no match denies); for "ask", the
-// [Approver] (none configured: denied, saying approval was needed);
-// before-hooks, which may rewrite the arguments or deny; validation against
-// the input schema, when enabled, with each schema compiled once per tool
-// set; the request, with its timeout, _meta, progress and cancellation;
-// after-hooks; and shaping for a model. The whole pipeline is bounded by
-// the call's context, even when an approver or hook ignores it. Every
+// [Hub.CallTool] and [Client.CallTool] run, in order: [ToolSet.Resolve],
+// the exposed name against the offered tool set and the arguments to a
+// JSON object (an unknown name, or arguments that are not an object, are
+// answered without sending anything); the [Policy] (first matching rule
+// decides, no match denies); for "ask", the [Approver] (none configured:
+// denied, saying approval was needed); before-hooks, which may rewrite the
+// arguments or deny; validation against the input schema, when enabled,
+// with each schema compiled once per tool set; the request, with its
+// timeout, _meta, progress and cancellation; and after-hooks. The whole
+// pipeline is bounded by the call's context and its CallTimeout (default
+// [DefaultCallTimeout]), even when an approver or hook ignores them. Every
 // failure is an [*Error] whose Kind tells a policy denial from a timeout, a
 // lost server or a JSON-RPC error; a result with isError is a result.
+//
+// Results are returned as the server sent them, never shaped: a program
+// that hands them to a model itself calls [ShapeForModel]; the adapters
+// render results for their provider, placeholders included.
+//
+// # Hubs and clients
+//
+// A [Client] is a hub of one server whose tools keep their own names:
+// both take the same [Options], start with their servers down if they
+// must, and reconnect them. A hub needs a Policy; a client without any
+// governance sends the model's calls as asked.
 //
 // # Names
 //

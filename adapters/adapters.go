@@ -1,21 +1,46 @@
 // Package adapters connects a governed MCP source (a conduit.Hub or
-// conduit.Client) to an LLM's tool calling: [Tools] lists the source's tools
-// in a provider's format, and [ExecuteToolCalls] runs the calls a model made
-// through the governed pipeline and answers every one in the same format.
-// It makes no LLM HTTP calls: send the requests with your own client.
+// conduit.Client) to an LLM's tool calling: it lists the source's tools in
+// a provider's format and answers the model's tool calls, run through the
+// governed pipeline, in the same format. It makes no LLM HTTP calls: send
+// the requests with your own client.
 //
-// The wire shapes of each provider live in its own package (anthropic,
-// openai, gemini), as pure functions for programs that drive the pipeline
-// themselves; what every provider shares lives here and in toolcall.
+// A [Conversation] is the way in: one per chat, over one source and one
+// provider, an agent loop is two calls a turn,
+//
+//	conv, err := adapters.NewConversation(ctx, hub, adapters.Anthropic, &adapters.ConversationOptions{
+//		CallOptions: conduit.CallOptions{Principal: userID},
+//	})
+//	// each turn: send conv.Tools() with the messages, then
+//	exec, err := conv.Execute(ctx, responseBody)
+//	// append exec.Results to the messages; stop when exec.Halted
+//
+// and it carries the offered tool set, strict mode's null paths, the
+// principal and the taint from turn to turn. [Tools] and
+// [ExecuteToolCalls] are the same steps as functions, for callers that
+// keep those themselves.
+//
+// Each [Provider] is one row of a table (providers.go); what differs
+// between providers (definitions, parsing, answers, the HTTP API of
+// [Wire]) lives in its package under adapters/ (anthropic, openai,
+// gemini) as pure functions, and what every provider shares lives here
+// and in toolcall.
 //
 // # Choices
 //
 // Every call of a response is answered, in the model's order: the answers
 // of a turn are meant to be sent together, and a model that gets fewer
-// answers than it made calls is refused by Anthropic and OpenAI. Answers never
-// share state with the response they answer, which is never modified.
-// Tool definitions are built once per tool (in [conduit.Tool.Memo]) and
-// each listing costs little more than a map copy per tool.
+// answers than it made calls is refused by Anthropic and OpenAI. Answers
+// never share state with the response they answer, which is never
+// modified. Tool definitions are built once per tool (in
+// [conduit.Tool.Memo]) and each listing costs little more than a map copy
+// per tool. Listing options a provider does not use (CacheLast outside
+// Anthropic, Strict outside OpenAI) are ignored.
+//
+// Arguments that are not a JSON object are answered, not sent: JSON null
+// among them (Anthropic's "input": null, OpenAI's "arguments": "null").
+// An empty OpenAI arguments string, and a Gemini call without "args", are
+// a call without arguments, as those APIs send them for a tool without
+// parameters.
 //
 // The Anthropic adapter never builds a tool_choice of type "any" or
 // "tool": current Claude models reject forced tool use. Leave tool_choice

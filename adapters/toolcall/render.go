@@ -157,7 +157,7 @@ func part(c mcp.Content, images bool) Part {
 	case *mcp.AudioContent:
 		return Part{Kind: PartText, Text: conduit.Placeholder("audio", c.MIMEType, len(c.Data))}
 	case *mcp.ResourceLink:
-		return Part{Kind: PartText, Text: LinkText(c)}
+		return Part{Kind: PartText, Text: linkText(c)}
 	case *mcp.EmbeddedResource:
 		rc := c.Resource
 		switch {
@@ -191,8 +191,8 @@ func image(kind, declared string, data []byte, images bool) Part {
 	return Part{Kind: PartText, Text: conduit.Placeholder(kind, declared, len(data))}
 }
 
-// LinkText is a resource_link as a model sees it.
-func LinkText(l *mcp.ResourceLink) string {
+// linkText is a resource_link as a model sees it.
+func linkText(l *mcp.ResourceLink) string {
 	name := l.Name
 	if name == "" {
 		name = l.Title

@@ -59,6 +59,7 @@ func TestBadUsage(t *testing.T) {
 		{[]string{"servers", "extra"}, `unexpected argument "extra"`},
 		{[]string{"exec", "--provider", "anthropic", "--approve", "sometimes"}, "--approve is ask, allow or deny"},
 		{[]string{"exec", "--provider", "anthropic", "--approve", "ask"}, "--approve ask needs a terminal"},
+		{[]string{"exec", "--provider", "anthropic", "--structured", "always"}, `--structured: unknown structured mode "always"`},
 		{[]string{"call"}, "name the tool"},
 		{[]string{"call", "a", "{}", "c"}, "too many arguments"},
 		{[]string{"call", "web__fetch", "--taint", "nowhere"}, `--taint names "nowhere"`},

@@ -69,6 +69,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	l.register(fs, true)
 	c.register(fs)
 	respFile := fs.String("response", "", "the provider response `file` (default: stdin)")
+	structured := fs.String("structured", "", "how results' structuredContent is answered: `auto`, prefer, append or ignore (default: the provider's)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -79,6 +80,10 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	p, strict, err := l.parse(fs)
 	if err != nil {
 		return err
+	}
+	mode, err := toolcall.ParseStructured(*structured)
+	if err != nil {
+		return usageError("exec", "--structured: %v", err)
 	}
 	approver, release, err := c.approve.approver("exec", env)
 	if err != nil {
@@ -114,6 +119,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
 		CallOptions:    conduit.CallOptions{Principal: l.principal, Taint: taint, CallTimeout: c.timeout},
 		ListingOptions: adapters.ListingOptions{Strict: strict},
+		AnswerOptions:  toolcall.AnswerOptions{Structured: mode},
 	})
 	if err != nil {
 		return failure("listing tools: %v", err)
