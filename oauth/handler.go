@@ -39,8 +39,8 @@ type Handler struct {
 	stepUps []time.Time // recent step-up authorizations
 
 	tsMu    sync.Mutex
-	loaded  bool   // the store was read
-	fresh   bool   // stored tokens are not used (Login)
+	loaded  bool // the store was read
+	fresh   bool // stored tokens are not used (Login)
 	ts      *tokenSource
 	dead    string // the access token whose refresh was refused
 	changed chan struct{}
