@@ -128,6 +128,10 @@ func (h *Handler) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*aut
 	if res == nil {
 		return nil, errors.New("oauth: the Authorize callback returned no result")
 	}
+	if u, err := url.Parse(args.URL); err != nil || res.State != u.Query().Get("state") {
+		// The SDK checks this too; checking here gives both flows one error.
+		return nil, ErrStateMismatch
+	}
 	h.red.add(res.Code)
 	h.tsMu.Lock()
 	h.asked = true
@@ -162,15 +166,19 @@ func (h *Handler) prmCandidates(cs []oauthex.Challenge) []prmCandidate {
 }
 
 // findPRM returns the server's protected resource metadata, or nil when
-// it publishes none. Metadata that names another resource is not the
-// server's and is skipped, as the SDK does (so tokens are never asked for
-// on its behalf).
+// it publishes none. Metadata that the SDK refuses (it names another
+// resource, or an authorization server that is not HTTPS) ends discovery:
+// the server is not a 2025-03-26 one to fall back for, and no token is
+// asked for on the strength of metadata that is not the server's.
 func (h *Handler) findPRM(ctx context.Context, cs []oauthex.Challenge) (*oauthex.ProtectedResourceMetadata, error) {
 	for _, c := range h.prmCandidates(cs) {
 		prm, err := oauthex.GetProtectedResourceMetadata(ctx, c.url, c.resource, h.hc)
 		if err != nil || prm == nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if err != nil && h.peek(ctx, c.url, nil) {
+				return nil, fmt.Errorf("oauth: the protected resource metadata of %s is refused: %w", h.endpoint, err)
 			}
 			continue
 		}
@@ -251,25 +259,39 @@ func (h *Handler) legacyMetadata(ctx context.Context) (*oauthex.AuthServerMeta, 
 
 // peekIssuer returns the issuer a metadata document claims, or "".
 func (h *Handler) peekIssuer(ctx context.Context, metaURL string) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metaURL, nil)
-	if err != nil {
-		return ""
-	}
-	resp, err := h.hc.Do(req)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || mt != "application/json" {
-		return ""
-	}
 	var doc struct {
 		Issuer string `json:"issuer"`
 	}
-	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&doc) != nil {
-		return ""
-	}
+	h.peek(ctx, metaURL, &doc)
 	return doc.Issuer
+}
+
+// peek reports whether u serves a JSON document, decoding it into v when v
+// is not nil. It runs on URLs the SDK has just fetched, to tell a missing
+// document from one the SDK refused, and only on the server's own origin
+// or the configured metadata URL: the SDK's discovery client refuses
+// private addresses, which this plain request would not.
+func (h *Handler) peek(ctx context.Context, u string, v any) bool {
+	if origin(u) != origin(h.endpoint) && u != h.cfg.MetadataURL {
+		return false
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := h.hc.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode != http.StatusOK || mt != "application/json" {
+		return false
+	}
+	var doc any = &json.RawMessage{}
+	if v != nil {
+		doc = v
+	}
+	return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(doc) == nil
 }
 
 // legacyAuthorizationCode is the authorization code grant with PKCE for a
