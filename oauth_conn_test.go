@@ -41,7 +41,7 @@ func TestOAuthNeedsLogin(t *testing.T) {
 	cl, err := NewHub(ctx, HubOptions{
 		Servers: []Server{srv},
 		Policy:  AllowAll(),
-		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:  slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Trace: &Trace{ServerDown: func(id string, err error) {
 			mu.Lock()
 			traced = append(traced, fmt.Sprint(err))

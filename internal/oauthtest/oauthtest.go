@@ -130,15 +130,15 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 		issuer = "https://attacker.example"
 	}
 	writeJSON(w, http.StatusOK, &oauthex.AuthServerMeta{
-		Issuer:                            issuer,
-		AuthorizationEndpoint:             s.URL + "/authorize",
-		TokenEndpoint:                     s.URL + "/token",
-		RegistrationEndpoint:              s.URL + "/register",
-		ResponseTypesSupported:            []string{"code"},
-		GrantTypesSupported:               []string{"authorization_code", "refresh_token"},
-		CodeChallengeMethodsSupported:     []string{"S256"},
-		TokenEndpointAuthMethodsSupported: []string{"none", "client_secret_post"},
-		ScopesSupported:                   []string{"tools", "offline_access"},
+		Issuer:                                     issuer,
+		AuthorizationEndpoint:                      s.URL + "/authorize",
+		TokenEndpoint:                              s.URL + "/token",
+		RegistrationEndpoint:                       s.URL + "/register",
+		ResponseTypesSupported:                     []string{"code"},
+		GrantTypesSupported:                        []string{"authorization_code", "refresh_token"},
+		CodeChallengeMethodsSupported:              []string{"S256"},
+		TokenEndpointAuthMethodsSupported:          []string{"none", "client_secret_post"},
+		ScopesSupported:                            []string{"tools", "offline_access"},
 		AuthorizationResponseIssParameterSupported: s.opts.WrongIss,
 	})
 }
