@@ -33,6 +33,9 @@ func (e *LoginError) Error() string {
 // Is makes a LoginError match [ErrNeedsLogin].
 func (e *LoginError) Is(target error) bool { return target == ErrNeedsLogin }
 
+// maxSecrets bounds what a redactor remembers.
+const maxSecrets = 256
+
 // redactor removes secrets from error messages.
 type redactor struct {
 	mu      sync.Mutex
@@ -47,6 +50,10 @@ func (r *redactor) add(s ...string) {
 		if len(v) >= 8 && !slices.Contains(r.secrets, v) {
 			r.secrets = append(r.secrets, v)
 		}
+	}
+	// Access tokens come and go; the oldest ones can no longer appear.
+	if n := len(r.secrets) - maxSecrets; n > 0 {
+		r.secrets = slices.Delete(r.secrets, 0, n)
 	}
 }
 

@@ -371,10 +371,13 @@ func (h *Handler) allowStepUp(required []string) error {
 // needsLogin is the error of a login that cannot be had.
 func (h *Handler) needsLogin(forbidden bool, challenges []oauthex.Challenge) error {
 	reason := "it asks for an OAuth authorization and nothing here can ask the user for one"
+	h.tsMu.Lock()
+	dead := h.dead != ""
+	h.tsMu.Unlock()
 	switch {
 	case forbidden:
 		reason = "it asks for more scopes (" + strings.Join(scopesFrom(challenges), " ") + ") and nothing here can ask the user for them"
-	case h.dead != "":
+	case dead:
 		reason = "its refresh token was refused (expired or revoked)"
 	}
 	return &LoginError{Server: h.server, Reason: reason}
