@@ -77,7 +77,9 @@ type Config struct {
 
 	// Scopes are asked for in addition to those the server names (in its
 	// WWW-Authenticate challenge, or else in its protected resource
-	// metadata), which the MCP specification says to ask for.
+	// metadata), which the MCP specification says to ask for. The client
+	// credentials grant with a secret (the SDK's extauth handler) asks for
+	// the server's scopes only.
 	Scopes []string
 
 	// RedirectURL is where the authorization server sends the browser back

@@ -34,7 +34,7 @@ func (e *LoginError) Error() string {
 func (e *LoginError) Is(target error) bool { return target == ErrNeedsLogin }
 
 // maxSecrets bounds what a redactor remembers.
-const maxSecrets = 256
+const maxSecrets, pinnedSecrets = 256, 8
 
 // redactor removes secrets from error messages.
 type redactor struct {
@@ -52,8 +52,9 @@ func (r *redactor) add(s ...string) {
 		}
 	}
 	// Access tokens come and go; the oldest ones can no longer appear.
+	// The first ones (the configured secrets) are kept.
 	if n := len(r.secrets) - maxSecrets; n > 0 {
-		r.secrets = slices.Delete(r.secrets, 0, n)
+		r.secrets = slices.Delete(r.secrets, pinnedSecrets, pinnedSecrets+n)
 	}
 }
 
