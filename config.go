@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/conduitmcp/conduit/oauth"
 )
 
 // Config is an MCP configuration file: servers in the standard mcpServers
@@ -141,6 +143,7 @@ type serverEntry struct {
 	Cwd     string            `json:"cwd"`
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers"`
+	OAuth   json.RawMessage   `json:"oauth"`
 	// Accepted and ignored: editors' own settings.
 	Disabled    bool            `json:"disabled"`
 	EnvFile     string          `json:"envFile"`
@@ -206,6 +209,11 @@ func parseServers(dec *json.Decoder) ([]Server, error) {
 			s.SSE = true
 		default:
 			return nil, fmt.Errorf("server %q: unknown type %q (stdio, http or sse)", id, e.Type)
+		}
+		if e.OAuth != nil {
+			if s.OAuth, err = oauth.ParseConfig(e.OAuth, e.URL); err != nil {
+				return nil, fmt.Errorf("server %q: oauth: %w", id, err)
+			}
 		}
 		if err := s.validate(); err != nil {
 			return nil, err

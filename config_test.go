@@ -244,6 +244,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{"mcpServers": {"a.b": {"command": "x"}}}`,
 		`{"policy": [{"ask": ["[" ]}]}`,
 		`[]`, `{`, `null`, `{"mcpServers": {"a": null}}`, `{"mcpServers": {"a": {}}} 1`,
+		`{"mcpServers": {"r": {"url": "https://x/mcp", "oauth": {"clientId": "c", "clientSecretEnv": "S", "scopes": ["a"]}}}}`,
+		`{"mcpServers": {"r": {"url": "https://x/mcp", "oauth": {"clientSecret": "leaked"}}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -18,6 +19,7 @@ import (
 type conn struct {
 	core   *core
 	srv    Server
+	oauth  *oauth.Handler // nil without an OAuth setting
 	client *mcp.Client
 	stderr tailBuffer
 	ready  chan struct{} // closed after the first connection attempt
@@ -96,7 +98,7 @@ func (cn *conn) run(ctx context.Context) {
 			release()
 			cn.down(sess, werr)
 		}
-		if ctx.Err() != nil || !cn.srv.reconnectable() || cn.core.Reconnect.Disabled {
+		if ctx.Err() != nil || !cn.srv.reconnectable() || cn.core.Reconnect.Disabled || !cn.awaitLogin(ctx) {
 			return
 		}
 		// Jitter keeps many hubs from reconnecting in step.
@@ -127,9 +129,11 @@ func (cn *conn) await(sess *mcp.ClientSession) error {
 	}
 	cn.mu.Unlock()
 	switch {
+	case dropped != nil && err != nil:
+		// Closing a dropped session may end it with an error of its own,
+		// which can say more (a child's exit status): both are told.
+		return fmt.Errorf("the session was dropped after a failed request: %w (it ended with: %w)", dropped, err)
 	case err != nil:
-		// The session's own end, when it had one, says more (a child's
-		// exit status) than the failed request that dropped it.
 		return err
 	case dropped != nil:
 		return fmt.Errorf("the session was dropped after a failed request: %w", dropped)
@@ -147,7 +151,11 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	sctx, cancel := context.WithCancel(ctx)
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(cn.core.ConnectTimeout, func() { timedOut.Store(true); cancel() })
-	sess, err := cn.client.Connect(sctx, cn.srv.transport(&cn.stderr, cn.core.httpClient), nil)
+	tr := cn.srv.transport(&cn.stderr, cn.core.httpClient)
+	if st, ok := tr.(*mcp.StreamableClientTransport); ok && cn.oauth != nil {
+		st.OAuthHandler = cn.oauth
+	}
+	sess, err := cn.client.Connect(sctx, tr, nil)
 	if !timer.Stop() && err == nil {
 		// The timer fired just as Connect succeeded: the session's context
 		// is gone, so the session cannot be trusted.
@@ -198,6 +206,9 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 	}
 	cn.session = nil
 	cn.state, cn.since, cn.lastErr = StateDown, time.Now(), err
+	if login, lerr := needsLogin(err); login {
+		cn.state, cn.lastErr, err = StateNeedsLogin, lerr, lerr
+	}
 	cn.attempts++
 	cn.tools, cn.stale, cn.listed, cn.dropped = nil, true, false, nil
 	cn.gen++
@@ -255,6 +266,8 @@ func (cn *conn) downErr() error {
 	switch {
 	case cn.closed:
 		return errClosed
+	case cn.state == StateNeedsLogin && cn.lastErr != nil:
+		return cn.lastErr // it names the server and the reason
 	case cn.lastErr != nil:
 		return fmt.Errorf("server %s is %s: %w", cn.srv.ID, cn.state, cn.lastErr)
 	}

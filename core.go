@@ -107,6 +107,10 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, 
 			return nil, fmt.Errorf("conduit: server id %q is used twice", s.ID)
 		}
 		cn := newConn(c, s)
+		var err error
+		if cn.oauth, err = s.newOAuth(c.httpClient); err != nil {
+			return nil, fmt.Errorf("conduit: %w", err)
+		}
 		c.conns = append(c.conns, cn)
 		c.byID[s.ID] = cn
 	}

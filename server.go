@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,6 +42,12 @@ type Server struct {
 	HTTPClient *http.Client
 	SSE        bool
 
+	// OAuth, for a Streamable HTTP URL, authorizes with OAuth 2.1: on the
+	// server's 401 conduit discovers its authorization server, gets tokens
+	// (see the oauth package), stores and refreshes them. A server that
+	// needs a login that cannot be had is StateNeedsLogin.
+	OAuth *oauth.Config
+
 	// Transport is any MCP transport, such as an in-memory one for tests.
 	// Most transports connect once, so a server given this way is not
 	// reconnected after its session is lost.
@@ -63,7 +70,7 @@ func (s Server) validate() error {
 	if s.SSE && s.URL == "" {
 		return fmt.Errorf("server %q: SSE needs a URL", s.ID)
 	}
-	return nil
+	return s.validateOAuth()
 }
 
 // reconnectable reports whether a new transport can be made after the

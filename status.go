@@ -21,6 +21,12 @@ const (
 	StateReconnecting
 	// StateClosed: the hub or client was closed.
 	StateClosed
+	// StateNeedsLogin: the server asks for an OAuth login that cannot be
+	// had here (no Authorize callback, or a refresh token that was
+	// refused). It is not reconnected until new tokens are stored (by
+	// conduit login, or a login in this process); ServerStatus.Err says
+	// why.
+	StateNeedsLogin
 )
 
 // String returns the state's name, such as "up" or "reconnecting".
@@ -36,6 +42,8 @@ func (s State) String() string {
 		return "reconnecting"
 	case StateClosed:
 		return "closed"
+	case StateNeedsLogin:
+		return "needs login"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }

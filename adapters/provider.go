@@ -115,13 +115,7 @@ func (p Provider) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call,
 		return nil, nil, err
 	}
 	raws, err := d.parse(response)
-	if err != nil {
-		return nil, nil, err
-	}
-	ok, rejected := toolcall.Split(toolcall.Resolve(raws, ts), func(c toolcall.Call) map[string]any {
-		return d.answer(c, nil, c.Err, nil)
-	})
-	return ok, rejected, nil
+	return toolcall.ToolCalls(raws, err, ts, d.answer)
 }
 
 // Answer answers one call in the provider's shape, keyed by the call's id:

@@ -75,11 +75,7 @@ func definition(t *conduit.Tool) map[string]any {
 // that are not objects. (Exposed names always fit the API's
 // ^[A-Za-z0-9_-]{1,128}$.) The findings are computed once per tool.
 func Check(ts *conduit.ToolSet) []toolcall.Warning {
-	var ws []toolcall.Warning
-	for t := range ts.All() {
-		ws = append(ws, t.Memo(checkKey{}, func() any { return check(t) }).([]toolcall.Warning)...)
-	}
-	return ws
+	return toolcall.CheckEach(ts, checkKey{}, check)
 }
 
 func check(t *conduit.Tool) []toolcall.Warning {
@@ -144,13 +140,7 @@ func apiError(m map[string]any) string {
 // (unknown names, non-object input).
 func ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
 	raws, err := Parse(response)
-	if err != nil {
-		return nil, nil, err
-	}
-	ok, rejected := toolcall.Split(toolcall.Resolve(raws, ts), func(c toolcall.Call) map[string]any {
-		return ToolResult(c, nil, c.Err, nil)
-	})
-	return ok, rejected, nil
+	return toolcall.ToolCalls(raws, err, ts, ToolResult)
 }
 
 // ToolResult answers one call with a tool_result block keyed by the

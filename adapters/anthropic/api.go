@@ -88,15 +88,8 @@ func Conversation(request map[string]any) []any { return jsonv.List(request["mes
 // Answered returns the tool_result blocks that end a conversation: those
 // of its last message, when it is a user message.
 func Answered(conversation []any) []toolcall.Answered {
-	if len(conversation) == 0 {
-		return nil
-	}
-	last := jsonv.Object(conversation[len(conversation)-1])
-	if last["role"] != "user" {
-		return nil
-	}
 	var out []toolcall.Answered
-	for _, b := range jsonv.List(last["content"]) {
+	for _, b := range toolcall.LastOf(conversation, "user", "content") {
 		blk := jsonv.Object(b)
 		if blk["type"] == "tool_result" {
 			out = append(out, toolcall.Answered{ID: jsonv.String(blk["tool_use_id"]), Error: blk["is_error"] == true})

@@ -95,15 +95,8 @@ func Conversation(request map[string]any) []any { return jsonv.List(request["con
 // Answered returns the functionResponse parts that end a conversation:
 // those of its last content, when it is the user's.
 func Answered(conversation []any) []toolcall.Answered {
-	if len(conversation) == 0 {
-		return nil
-	}
-	last := jsonv.Object(conversation[len(conversation)-1])
-	if last["role"] != "user" {
-		return nil
-	}
 	var out []toolcall.Answered
-	for _, p := range jsonv.List(last["parts"]) {
+	for _, p := range toolcall.LastOf(conversation, "user", "parts") {
 		fr := jsonv.Object(jsonv.Object(p)["functionResponse"])
 		if fr == nil {
 			continue

@@ -81,11 +81,7 @@ var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$`)
 // to fit, so this finds only tool sets built by hand). The findings are
 // computed once per tool.
 func Check(ts *conduit.ToolSet) []toolcall.Warning {
-	var ws []toolcall.Warning
-	for t := range ts.All() {
-		ws = append(ws, t.Memo(checkKey{}, func() any { return check(t) }).([]toolcall.Warning)...)
-	}
-	return ws
+	return toolcall.CheckEach(ts, checkKey{}, check)
 }
 
 func check(t *conduit.Tool) []toolcall.Warning {
@@ -146,13 +142,7 @@ func Parse(response any) ([]toolcall.Raw, error) {
 // sent (unknown names, non-object args).
 func FunctionCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
 	raws, err := Parse(response)
-	if err != nil {
-		return nil, nil, err
-	}
-	ok, rejected := toolcall.Split(toolcall.Resolve(raws, ts), func(c toolcall.Call) map[string]any {
-		return FunctionResponse(c, nil, c.Err, nil)
-	})
-	return ok, rejected, nil
+	return toolcall.ToolCalls(raws, err, ts, FunctionResponse)
 }
 
 // FunctionResponse answers one call with a functionResponse part: the

@@ -306,13 +306,7 @@ func sdkUnion(m map[string]any) bool {
 // arguments that are not a JSON object).
 func (api API) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
 	raws, err := api.Parse(response)
-	if err != nil {
-		return nil, nil, err
-	}
-	ok, rejected := toolcall.Split(toolcall.Resolve(raws, ts), func(c toolcall.Call) map[string]any {
-		return api.ToolOutput(c, nil, c.Err, nil)
-	})
-	return ok, rejected, nil
+	return toolcall.ToolCalls(raws, err, ts, api.ToolOutput)
 }
 
 // ToolOutput answers one call, keyed by the call's id. For Chat it is a

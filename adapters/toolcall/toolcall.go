@@ -10,6 +10,7 @@ import (
 	"errors"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Raw is a tool call as the model wrote it, before resolution.
@@ -79,18 +80,37 @@ type Warning struct {
 	Message string `json:"message"`
 }
 
-// Split returns the calls that may be sent and the answers of those that
-// may not, each made by answer; it is how the provider packages' ToolCalls
-// functions are built.
-func Split(calls []Call, answer func(Call) map[string]any) (ok []Call, rejected []map[string]any) {
-	for _, c := range calls {
+// CheckEach returns check's warnings for every tool of ts, in order, each
+// tool's computed once per tool set and kept in its memo under key.
+func CheckEach(ts *conduit.ToolSet, key any, check func(*conduit.Tool) []Warning) []Warning {
+	var ws []Warning
+	for t := range ts.All() {
+		ws = append(ws, t.Memo(key, func() any { return check(t) }).([]Warning)...)
+	}
+	return ws
+}
+
+// AnswerFunc is a provider package's answer to one call: with a result,
+// or with the error that stands for one.
+type AnswerFunc func(c Call, res *mcp.CallToolResult, err error, o *AnswerOptions) map[string]any
+
+// ToolCalls resolves raws, a response's calls as a provider package parsed
+// them (with its parse error, err), against ts: the calls that may be
+// sent, and answer's answers to those that may not (unknown names,
+// arguments that are not an object). It is every provider package's
+// ToolCalls function.
+func ToolCalls(raws []Raw, err error, ts *conduit.ToolSet, answer AnswerFunc) (ok []Call, rejected []map[string]any, _ error) {
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, c := range Resolve(raws, ts) {
 		if c.Err != nil {
-			rejected = append(rejected, answer(c))
+			rejected = append(rejected, answer(c, nil, c.Err, nil))
 		} else {
 			ok = append(ok, c)
 		}
 	}
-	return ok, rejected
+	return ok, rejected, nil
 }
 
 // asError returns err, from conduit.ToolSet.Resolve, as the *conduit.Error

@@ -93,7 +93,7 @@ func toolSet(names ...string) *conduit.ToolSet {
 
 func TestResolve(t *testing.T) {
 	ts := toolSet("echo")
-	calls := toolcall.Resolve([]toolcall.Raw{
+	raws := []toolcall.Raw{
 		{ID: "1", Name: "echo", Args: map[string]any{"a": 1.0}},
 		{ID: "2", Name: "nope", Args: map[string]any{}},
 		{ID: "3", Name: "echo", Args: []any{1.0}},
@@ -107,7 +107,8 @@ func TestResolve(t *testing.T) {
 		{ID: "10", Name: "echo", Args: json.RawMessage(`null`)},
 		{ID: "11", Name: "echo", Args: json.RawMessage(` `)},
 		{ID: "12", Name: "echo", Args: json.RawMessage(`{"b":`)},
-	}, ts)
+	}
+	calls := toolcall.Resolve(raws, ts)
 	want := []conduit.ErrorKind{-1, conduit.KindUnknownTool, conduit.KindInvalidArguments, conduit.KindInvalidArguments,
 		-1, conduit.KindInvalidArguments, -1, conduit.KindInvalidArguments, conduit.KindUnknownTool,
 		conduit.KindInvalidArguments, -1, conduit.KindInvalidArguments}
@@ -128,12 +129,20 @@ func TestResolve(t *testing.T) {
 	if calls[6].Args["b"] != 2.0 {
 		t.Errorf("raw args: %v", calls[6].Args)
 	}
-	ok, rejected := toolcall.Split(calls, func(c toolcall.Call) map[string]any { return map[string]any{"id": c.ID} })
+	ok, rejected, err := toolcall.ToolCalls(raws, nil, ts, func(c toolcall.Call, res *mcp.CallToolResult, err error, _ *toolcall.AnswerOptions) map[string]any {
+		if res != nil || err != c.Err {
+			t.Errorf("answer of %s: %v, %v", c.ID, res, err)
+		}
+		return map[string]any{"id": c.ID}
+	})
 	if calls[9].Err.Message != "Invalid arguments for echo: the arguments must be a JSON object." {
 		t.Errorf("null: %q", calls[9].Err.Message)
 	}
 	if len(ok) != 4 || len(rejected) != 8 || rejected[0]["id"] != "2" {
-		t.Errorf("Split: %d ok, %v rejected", len(ok), rejected)
+		t.Errorf("ToolCalls: %d ok, %v rejected, %v", len(ok), rejected, err)
+	}
+	if _, _, err := toolcall.ToolCalls(nil, errors.New("unreadable"), ts, nil); err == nil {
+		t.Error("ToolCalls dropped the parse error")
 	}
 }
 

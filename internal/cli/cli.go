@@ -44,6 +44,9 @@ type Env struct {
 	OpenTTY func() (io.ReadWriteCloser, error)
 	// HTTPClient sends the agent's requests; nil means http.DefaultClient.
 	HTTPClient *http.Client
+	// OpenURL opens a URL in a browser (conduit login); nil means there is
+	// no browser.
+	OpenURL func(url string) error
 }
 
 // OSEnv returns the process's own Env.
@@ -58,6 +61,12 @@ func OSEnv() *Env {
 			// the response being executed.
 			return os.OpenFile("/dev/tty", os.O_RDWR, 0)
 		},
+		OpenURL: func() func(string) error {
+			if hasBrowser(os.Getenv) {
+				return openBrowser
+			}
+			return nil
+		}(),
 	}
 }
 
@@ -105,6 +114,8 @@ func commands() []command {
 		{"tools", "--provider P [--strict auto|true|false] [--cache-last] [--principal ID]", "the tools in a provider's format", runTools, false},
 		{"exec", "--provider P [--response FILE] [--approve ask|allow|deny] [--taint S,...] [--principal ID]", "run a provider response's tool calls through the policy", runExec, false},
 		{"call", "SERVER__TOOL [JSON|-]", "one governed call; the shaped result on stdout", runCall, false},
+		{"login", "SERVER [--timeout D] [--no-browser]", "log in to an OAuth-protected server in a browser", runLogin, false},
+		{"logout", "SERVER", "forget a server's stored OAuth tokens", runLogout, false},
 		{"strict", "[FILE]", "convert a JSON schema to OpenAI strict mode", runStrict, false},
 		{"agent", "--provider P --model M [--base-url URL] PROMPT", "a real agent loop against the provider's API", runAgent, false},
 		{"demo-server", "notes|web", "serve one of the demo's MCP servers over stdio", runDemoServer, true},

@@ -131,6 +131,10 @@ func (h *hubFlags) openHub(ctx context.Context, env *Env, cfg *conduit.Config, o
 			continue
 		}
 		down++
+		if st.State == conduit.StateNeedsLogin {
+			fmt.Fprintf(env.Stderr, "conduit: server %s needs a login: run '%s'\n", st.ID, loginHint(h.config, st.ID))
+			continue
+		}
 		fmt.Fprintf(env.Stderr, "conduit: server %s is down: %v\n", st.ID, st.Err)
 	}
 	if up == 0 {
@@ -148,6 +152,9 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 		if o.needPolicy {
 			fmt.Fprintf(env.Stderr, "conduit: %s has no \"policy\": every call asks for approval\n", h.config)
 		}
+	}
+	if err := prepareOAuth(env, cfg); err != nil {
+		return nil, err
 	}
 	var logger *slog.Logger
 	if h.verbose {

@@ -12,6 +12,7 @@ type serverJSON struct {
 	Tools    int    `json:"tools"`
 	Error    string `json:"error,omitempty"`
 	Attempts int    `json:"attempts,omitempty"`
+	Login    string `json:"login,omitempty"` // the command to run, for a server that needs a login
 }
 
 func runServers(ctx context.Context, env *Env, args []string) error {
@@ -62,6 +63,9 @@ The exit status is 1 when any server is down.`)
 				s.Error = st.Err.Error()
 			}
 			s.Attempts = st.Attempts
+			if st.State == conduit.StateNeedsLogin {
+				s.Status, s.Login, s.Attempts = st.State.String(), loginHint(h.config, st.ID), 0
+			}
 		}
 		out = append(out, s)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,7 +94,15 @@ func ConformanceClient(t testing.TB, scenario, clientCommand string) *Conformanc
 		t.Fatalf("testenv: running the conformance suite: %v", err)
 	}
 	res.Passed = res.ExitCode == 0
-	matches, _ := filepath.Glob(filepath.Join(dir, "*", "checks.json"))
+	// The suite writes DIR/<scenario>-<time>/checks.json, and a scenario
+	// named auth/x makes that DIR/auth/x-<time>/checks.json.
+	var matches []string
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "checks.json" {
+			matches = append(matches, path)
+		}
+		return nil
+	})
 	if len(matches) != 1 {
 		if strings.Contains(res.Output, "Unknown scenario") {
 			t.Fatalf("testenv: conformance suite has no client scenario %q; output:\n%s", scenario, res.Output)

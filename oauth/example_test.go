@@ -1,0 +1,53 @@
+package oauth_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/conduitmcp/conduit/oauth"
+	"golang.org/x/oauth2"
+)
+
+// The "oauth" object of an mcpServers entry: secrets are named by
+// environment variable, never written in the file.
+func ExampleParseConfig() {
+	cfg, err := oauth.ParseConfig([]byte(`{"clientId": "conduit", "clientSecretEnv": "LINEAR_SECRET", "scopes": ["read"]}`), "https://mcp.linear.app/mcp")
+	fmt.Println(cfg, err)
+	_, err = oauth.ParseConfig([]byte(`{"clientSecret": "s3cr3t"}`), "https://mcp.linear.app/mcp")
+	fmt.Println(err)
+	// Output:
+	// oauth.Config{Grant: authorization_code, ClientID: "conduit", ClientSecretEnv: "LINEAR_SECRET"} <nil>
+	// "clientSecret" holds a secret, which a configuration file must not: use clientSecretEnv
+}
+
+// A file store keeps one 0600 file per server in a 0700 directory.
+func ExampleFileStore() {
+	dir, _ := os.MkdirTemp("", "tokens")
+	defer os.RemoveAll(dir)
+	store := &oauth.FileStore{Dir: filepath.Join(dir, "oauth")}
+	ctx := context.Background()
+	key := oauth.Key{Server: "linear"}
+	store.Save(ctx, key, &oauth.Record{Resource: "https://mcp.linear.app/mcp", Token: &oauth2.Token{AccessToken: "a", RefreshToken: "r"}})
+	rec, _ := store.Load(ctx, key)
+	fi, _ := os.Stat(filepath.Join(dir, "oauth", "linear.json"))
+	fmt.Println(rec.Resource, fi.Mode().Perm())
+	// Output: https://mcp.linear.app/mcp -rw-------
+}
+
+// A program on the user's machine logs in with a browser and a loopback
+// redirect; the tokens land in the store, where every later connection
+// finds them.
+func ExampleLogin() {
+	lb, err := oauth.NewLoopback("", &oauth.LoopbackOptions{Show: func(u string) { fmt.Println("open", u) }})
+	if err != nil {
+		panic(err)
+	}
+	defer lb.Close()
+	dir, _ := oauth.DefaultDir()
+	cfg := &oauth.Config{Store: &oauth.FileStore{Dir: dir}, RedirectURL: lb.RedirectURL(), Authorize: lb.Authorize}
+	if _, err := oauth.Login(context.Background(), "linear", "https://mcp.linear.app/mcp", cfg); err != nil {
+		fmt.Println(err)
+	}
+}
