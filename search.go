@@ -536,24 +536,46 @@ type searchScratch struct {
 
 func newIndex(tools []*Tool) *index {
 	idx := &index{tools: tools, terms: map[string]int32{}, stems: stemCache{}}
-	stems := idx.stems
 	docs := make([]*searchDoc, len(tools))
 	var avg [numFields]float64
+	var df []int32 // by term id
+	idx.nameLen = make([]uint8, len(tools))
 	for i, t := range tools {
-		docs[i] = t.searchDoc(stems)
-		for f, l := range docs[i].lens {
+		d := t.searchDoc(idx.stems)
+		docs[i] = d
+		for f, l := range d.lens {
 			avg[f] += l
 		}
+		names := 0
+		for _, dt := range d.terms {
+			id, ok := idx.terms[dt.term]
+			if !ok {
+				id = int32(len(df))
+				idx.terms[dt.term] = id
+				df = append(df, 0)
+			}
+			df[id]++
+			if dt.tf[fieldName] > 0 {
+				names++
+			}
+		}
+		idx.nameLen[i] = uint8(min(names, math.MaxUint8))
 	}
 	for f := range avg {
 		avg[f] /= float64(len(tools))
 	}
-	type raw struct {
-		doc    int32
-		tf     float64 // the field-weighted, length-normalized frequency
-		inName bool    // the term is in the tool's name
+	// One array of postings, each term's a slice of it, in doc order.
+	idx.postings = make([][]posting, len(df))
+	var total int
+	for _, n := range df {
+		total += int(n)
 	}
-	var lists [][]raw
+	flat := make([]posting, 0, total)
+	for id, n := range df {
+		idx.postings[id] = flat[len(flat) : len(flat) : len(flat)+int(n)]
+		flat = flat[:len(flat)+int(n)]
+	}
+	n := float64(len(tools))
 	for i, d := range docs {
 		var norm [numFields]float64
 		for f := range norm {
@@ -564,40 +586,16 @@ func newIndex(tools []*Tool) *index {
 		}
 		for _, dt := range d.terms {
 			var tf float64
-			for f, n := range dt.tf {
-				if n > 0 {
-					tf += bm25f.weight[f] * float64(n) / norm[f]
+			for f, c := range dt.tf {
+				if c > 0 {
+					tf += bm25f.weight[f] * float64(c) / norm[f]
 				}
 			}
-			id, ok := idx.terms[dt.term]
-			if !ok {
-				id = int32(len(lists))
-				idx.terms[dt.term] = id
-				lists = append(lists, nil)
-			}
-			lists[id] = append(lists[id], raw{int32(i), tf, dt.tf[fieldName] > 0})
+			id := idx.terms[dt.term]
+			k := float64(df[id])
+			idf := math.Log(1 + (n-k+0.5)/(k+0.5))
+			idx.postings[id] = append(idx.postings[id], posting{int32(i), float32(idf * tf / (bm25f.k1 + tf)), dt.tf[fieldName] > 0})
 		}
-	}
-	n := float64(len(tools))
-	idx.postings = make([][]posting, len(lists))
-	for id, list := range lists {
-		df := float64(len(list))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		ps := make([]posting, len(list))
-		for j, r := range list {
-			ps[j] = posting{r.doc, float32(idf * r.tf / (bm25f.k1 + r.tf)), r.inName}
-		}
-		idx.postings[id] = ps
-	}
-	idx.nameLen = make([]uint8, len(tools))
-	for i, d := range docs {
-		n := 0
-		for _, dt := range d.terms {
-			if dt.tf[fieldName] > 0 {
-				n++
-			}
-		}
-		idx.nameLen[i] = uint8(min(n, 255))
 	}
 	idx.scratch.New = func() any {
 		return &searchScratch{acc: make([]float64, len(tools)), hits: make([]uint8, len(tools))}
