@@ -105,6 +105,7 @@ func commands() []command {
 		{"tools", "--provider P [--strict auto|true|false] [--cache-last] [--principal ID]", "the tools in a provider's format", runTools, false},
 		{"exec", "--provider P [--response FILE] [--approve ask|allow|deny] [--taint S,...] [--principal ID]", "run a provider response's tool calls through the policy", runExec, false},
 		{"call", "SERVER__TOOL [JSON|-]", "one governed call; the shaped result on stdout", runCall, false},
+		{"search", "[--limit N] [--principal ID] QUERY", "the tools that best match a query, with their scores", runSearch, false},
 		{"strict", "[FILE]", "convert a JSON schema to OpenAI strict mode", runStrict, false},
 		{"agent", "--provider P --model M [--base-url URL] PROMPT", "a real agent loop against the provider's API", runAgent, false},
 		{"demo-server", "notes|web", "serve one of the demo's MCP servers over stdio", runDemoServer, true},
