@@ -52,7 +52,7 @@ func main() {
 	}
 	fmt.Printf("%d queries over %d tools of %d servers\n\n", len(qs), ts.Len(), len(index))
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight|tabwriter.Debug)
-	fmt.Fprintln(w, "ranker\tqueries\tqueries\trecall@1\trecall@3\trecall@5\trecall@10\tMRR\t")
+	fmt.Fprintln(w, "ranker\tsubset\tqueries\trecall@1\trecall@3\trecall@5\trecall@10\tMRR\t")
 	subsets := []struct {
 		label string
 		keep  func(retrieval.Query) bool
