@@ -156,6 +156,7 @@ type ToolSet struct {
 	byName  map[string]*Tool
 	byOrig  map[serverTool]*Tool
 	skipped []Skipped
+	search  searchState // built by the first Search
 }
 
 // NewToolSet builds a tool set from servers' tool lists, in the order given.

@@ -36,6 +36,8 @@ group '^BenchmarkBatch$' 20x
 group '^BenchmarkTools$' 40x
 group '^BenchmarkList$' 10x
 group '^BenchmarkMemory$' 1x
+group '^BenchmarkSearch$' 20000x
+group '^BenchmarkSearchIndex$' 20x
 
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT"
 if command -v benchstat >/dev/null 2>&1; then

@@ -116,6 +116,7 @@ func commands() []command {
 		{"call", "SERVER__TOOL [JSON|-]", "one governed call; the shaped result on stdout", runCall, false},
 		{"login", "SERVER [--timeout D] [--no-browser]", "log in to an OAuth-protected server in a browser", runLogin, false},
 		{"logout", "SERVER", "forget a server's stored OAuth tokens", runLogout, false},
+		{"search", "[--limit N] [--principal ID] QUERY", "the tools that best match a query, with their scores", runSearch, false},
 		{"strict", "[FILE]", "convert a JSON schema to OpenAI strict mode", runStrict, false},
 		{"agent", "--provider P --model M [--base-url URL] PROMPT", "a real agent loop against the provider's API", runAgent, false},
 		{"demo-server", "notes|web", "serve one of the demo's MCP servers over stdio", runDemoServer, true},
