@@ -14,7 +14,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Source is what the adapters drive: a [Hub] or a [Client].
+// Source is what the adapters drive: a [Hub] or a [Client], or a type of
+// one's own (wrapping a hub, say). One's own CallTool must return when its
+// ctx ends and send nothing once opts.Halt is closed; the adapters still
+// answer a call that overruns its CallTimeout, and drop its late answer.
 type Source interface {
 	// ListTools returns the current tool set. It asks a server for its
 	// tools only when its session is new or it said they changed.
