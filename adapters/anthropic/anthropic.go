@@ -1,6 +1,7 @@
 // Package anthropic maps MCP tools and results to the Anthropic Messages
-// API: tool definitions, tool_use blocks into calls, and tool_result blocks.
-// Its functions are pure, over the API's JSON as map[string]any.
+// API: tool definitions (and the tool search tool's listing, SearchTools),
+// tool_use blocks into calls, and tool_result blocks. Its functions are
+// pure, over the API's JSON as map[string]any.
 //
 // The adapter never builds a tool_choice of type "any" or "tool": current
 // Claude models reject forced tool use with HTTP 400 in the configurations

@@ -1,6 +1,7 @@
 // Package openai maps MCP tools and results to OpenAI's Chat Completions
-// and Responses APIs: function tools with strict-mode schemas, tool calls
-// into calls, and tool answers. Its functions are pure, over the APIs' JSON
+// and Responses APIs: function tools with strict-mode schemas (and the
+// Responses tool search's listing, API.SearchTools), tool calls into
+// calls, and tool answers. Its functions are pure, over the APIs' JSON
 // as map[string]any.
 //
 // "strict" is always sent: when it is omitted, the Responses API tries
