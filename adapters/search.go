@@ -252,7 +252,7 @@ func (c *Conversation) listNative(ts *conduit.ToolSet, d driver, o *Conversation
 	for _, f := range s.rep.Fallbacks {
 		l.Fallbacks = append(l.Fallbacks, f.Tool)
 	}
-	traceFallbacks(&o.ListingOptions, s.rep.Fallbacks, nil)
+	traceFallbacks(&o.ListingOptions, s.rep.Fallbacks)
 	c.setListing(l)
 	return nil
 }
@@ -276,34 +276,36 @@ func (c *Conversation) listConduit(ts *conduit.ToolSet, d driver, o *Conversatio
 	s.loaded = append(slices.Clip(loaded), tool)
 	c.search = s
 	c.o.local = s.tool
-	c.setListing(s.listing())
+	l, fallbacks := s.listing()
+	c.setListing(l)
+	traceFallbacks(&s.lo, fallbacks)
 	return nil
 }
 
-// listing lists what is offered now. The caller holds the Conversation's
-// mu (or owns it, while it is made).
-func (s *searcher) listing() *Listing {
+// listing lists what is offered now, and the strict-mode fallbacks not
+// traced before, to trace once the Conversation's mu is released (a
+// Trace may call the Conversation). The caller holds mu (or owns the
+// Conversation, while it is made).
+func (s *searcher) listing() (*Listing, []openai.Fallback) {
 	ts := conduit.ToolSetOf(s.loaded...)
 	tools, rep := s.d.tools(ts, &s.lo)
 	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded, Warnings: s.d.check(ts),
 		SearchTool: SearchToolName, Deferred: deferredNames(s.all, ts)}
+	var fresh []openai.Fallback
 	for _, f := range rep.Fallbacks {
 		l.Fallbacks = append(l.Fallbacks, f.Tool)
+		if !s.reported[f.Tool] {
+			s.reported[f.Tool] = true
+			fresh = append(fresh, f)
+		}
 	}
-	traceFallbacks(&s.lo, rep.Fallbacks, s.reported)
-	return l
+	return l, fresh
 }
 
 // traceFallbacks tells the listing's Trace and Logger of strict-mode
-// fallbacks, each once when reported keeps track.
-func traceFallbacks(o *ListingOptions, fallbacks []openai.Fallback, reported map[string]bool) {
+// fallbacks.
+func traceFallbacks(o *ListingOptions, fallbacks []openai.Fallback) {
 	for _, f := range fallbacks {
-		if reported != nil {
-			if reported[f.Tool] {
-				continue
-			}
-			reported[f.Tool] = true
-		}
 		if o.Trace != nil && o.Trace.StrictFallback != nil {
 			o.Trace.StrictFallback(StrictFallbackInfo{Tool: f.Tool, Err: f.Err})
 		}
@@ -351,12 +353,15 @@ func (c *Conversation) answerSearch(call *conduit.Call) (*mcp.CallToolResult, er
 			added++
 		}
 	}
+	var fallbacks []openai.Fallback
 	if added > 0 {
-		l := s.listing()
+		var l *Listing
+		l, fallbacks = s.listing()
 		c.listing = l
 		c.o.ToolSet, c.o.NullPaths = l.ToolSet, l.NullPaths
 	}
 	c.mu.Unlock()
+	traceFallbacks(&s.lo, fallbacks)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchAnswer(query, found)}}}, nil
 }
 

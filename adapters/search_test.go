@@ -657,3 +657,29 @@ func TestSearchAnswerShape(t *testing.T) {
 		}
 	}
 }
+
+// Strict mode's fallbacks are traced once, as the tools that fall back
+// are found, and a Trace may call the Conversation.
+func TestSearchTracesFallbacks(t *testing.T) {
+	hub, _, _ := labHub(t, hubOpts{noGone: true, policy: conduit.AllowAll()})
+	var conv *adapters.Conversation
+	var traced []string
+	o := &adapters.ConversationOptions{
+		ListingOptions: adapters.ListingOptions{Trace: &adapters.Trace{StrictFallback: func(i adapters.StrictFallbackInfo) {
+			traced = append(traced, i.Tool)
+			if conv != nil {
+				conv.Tools() // must not deadlock
+			}
+		}}},
+		Search: adapters.SearchOptions{Mode: adapters.SearchOn}}
+	conv = newConv(t, hub, adapters.OpenAIChat, o)
+	for i := range 2 {
+		if _, err := conv.Execute(context.Background(), script(adapters.OpenAIChat,
+			scripted{id: fmt.Sprint(i), name: "search_tools", args: map[string]any{"query": "picks an item by id or by name", "limit": 1}})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(traced, []string{"lab__pick"}) || !slices.Equal(conv.Listing().Fallbacks, []string{"lab__pick"}) {
+		t.Errorf("traced %v, listing's fallbacks %v", traced, conv.Listing().Fallbacks)
+	}
+}
