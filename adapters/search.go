@@ -106,6 +106,7 @@ const (
 // SearchOptions say when and how a Conversation offers tool search. The
 // zero value is SearchAuto with the defaults.
 type SearchOptions struct {
+	// Mode says when: SearchAuto (the default), SearchOn or SearchOff.
 	Mode SearchMode
 	// Threshold and Budget are SearchAuto's: it searches when more than
 	// Threshold tools are offered (default DefaultSearchThreshold) or
