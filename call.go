@@ -85,6 +85,12 @@ type CallOptions struct {
 // itself stays on the caller's goroutine: the SDK's deep call path would
 // grow a fresh goroutine's stack on every call.
 func (c *core) call(ctx context.Context, name string, args any, opts *CallOptions) (res *mcp.CallToolResult, err error) {
+	return c.pipeline(ctx, name, args, opts, nil)
+}
+
+// pipeline is call; a local tool (CallLocal) takes the place of the
+// resolution and of the request.
+func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOptions, local *LocalTool) (res *mcp.CallToolResult, err error) {
 	var o CallOptions
 	if opts != nil {
 		o = *opts
@@ -107,16 +113,16 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 		defer cancel()
 	}
 	ts := o.ToolSet
-	if ts == nil {
+	if ts == nil && local == nil {
 		if ts, err = c.listTools(ctx); err != nil {
 			return nil, listingError(ctx, err)
 		}
 	}
-	tool, argsObj, err := ts.Resolve(name, args)
+	tool, argsObj, err := resolveCall(ts, local, name, args)
 	if err != nil {
 		return nil, err
 	}
-	if c.byID[tool.Server] == nil {
+	if local == nil && c.byID[tool.Server] == nil {
 		// A tool set of another hub's.
 		return nil, unknownToolError(name)
 	}
@@ -145,7 +151,12 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 	if halted(o.Halt) {
 		return nil, HaltedError(tool)
 	}
-	if res, err = c.send(ctx, call, &o); err != nil {
+	if local != nil {
+		res, err = local.answer(ctx, call)
+	} else {
+		res, err = c.send(ctx, call, &o)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if c.after {

@@ -15,7 +15,9 @@
 //	// append exec.Results to the messages; stop when exec.Halted
 //
 // and it carries the offered tool set, strict mode's null paths, the
-// principal and the taint from turn to turn. [Tools] and
+// principal and the taint from turn to turn. Past a size it offers tool
+// search instead of every tool ([SearchOptions]): the provider's own where
+// it has one, conduit's search_tools elsewhere. [Tools] and
 // [ExecuteToolCalls] are the same steps as functions, for callers that
 // keep those themselves.
 //

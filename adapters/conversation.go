@@ -24,6 +24,10 @@ type ConversationOptions struct {
 	// MaxConcurrency is how many calls of a turn run at once (default
 	// runtime.GOMAXPROCS(0)).
 	MaxConcurrency int
+	// Search says when the conversation offers tool search instead of
+	// every tool (by default past DefaultSearchThreshold tools or
+	// DefaultSearchBudget bytes), and how; see SearchOptions.
+	Search SearchOptions
 }
 
 // Conversation is one conversation with a model over one source and one
@@ -39,24 +43,32 @@ type ConversationOptions struct {
 // denied, halted, never sent, timed out or found its server unavailable
 // adds nothing.
 //
+// Past a size (ConversationOptions.Search), a Conversation offers tool
+// search instead of every tool: the provider's own where it has one, where
+// every tool is sent deferred and the list never changes, or conduit's
+// search_tools, which the Conversation answers itself and whose finds
+// join the list of the next turn, after everything offered before.
+//
 // A Conversation is safe for concurrent use, though a conversation's turns
 // are sequential by nature: concurrent Execute calls each run with the
 // taint as it was when they began, and each adds its own when it ends.
 type Conversation struct {
-	src     conduit.Source
-	p       Provider
-	o       ExecOptions
-	listing *Listing
+	src    conduit.Source
+	p      Provider
+	search *searcher // conduit's own search, when offered
 
-	mu    sync.Mutex
-	taint []string
+	mu      sync.Mutex
+	o       ExecOptions // ToolSet and NullPaths change as search reveals tools
+	listing *Listing
+	taint   []string
 }
 
 // NewConversation lists src's tools for provider p and the options'
 // principal and taint (or takes the options' ToolSet), and returns the
-// conversation that offers them. o may be nil.
+// conversation that offers them, or search over them. o may be nil.
 func NewConversation(ctx context.Context, src conduit.Source, p Provider, o *ConversationOptions) (*Conversation, error) {
-	if _, err := p.valid(); err != nil {
+	d, err := p.valid()
+	if err != nil {
 		return nil, err
 	}
 	if o == nil {
@@ -69,13 +81,12 @@ func NewConversation(ctx context.Context, src conduit.Source, p Provider, o *Con
 			return nil, err
 		}
 	}
-	listing, err := ListToolSet(ts, p, &o.ListingOptions)
-	if err != nil {
+	c := &Conversation{src: src, p: p, taint: slices.Clone(o.Taint)}
+	c.o = ExecOptions{CallOptions: o.CallOptions, AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency}
+	c.o.ID, c.o.Halt = "", nil
+	if err := c.list(ts, d, o); err != nil {
 		return nil, err
 	}
-	c := &Conversation{src: src, p: p, listing: listing, taint: slices.Clone(o.Taint)}
-	c.o = ExecOptions{CallOptions: o.CallOptions, AnswerOptions: o.AnswerOptions, NullPaths: listing.NullPaths, MaxConcurrency: o.MaxConcurrency}
-	c.o.ToolSet, c.o.ID, c.o.Halt = ts, "", nil
 	return c, nil
 }
 
@@ -85,12 +96,19 @@ func (c *Conversation) Provider() Provider { return c.p }
 // Tools returns the tool definitions to send with the next request, in
 // the provider's shape (for Gemini, the functionDeclarations). The slice
 // is the caller's; the definitions are shared and must not be modified.
-func (c *Conversation) Tools() []map[string]any { return slices.Clone(c.listing.Tools) }
+// With conduit's search, the tools found so far follow those offered
+// before.
+func (c *Conversation) Tools() []map[string]any { return slices.Clone(c.Listing().Tools) }
 
 // Listing returns the listing behind Tools: the tool set offered, strict
-// mode's report, the provider's warnings. It is shared and must not be
-// modified.
-func (c *Conversation) Listing() *Listing { return c.listing }
+// mode's report, the provider's warnings, the search tool and what it can
+// find. It is shared and must not be modified; with conduit's search, a
+// search that finds new tools replaces it with another.
+func (c *Conversation) Listing() *Listing {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.listing
+}
 
 // Taint returns the servers whose output has reached the model so far.
 func (c *Conversation) Taint() []string {
@@ -102,12 +120,17 @@ func (c *Conversation) Taint() []string {
 // Execute runs the tool calls of a response of the conversation's
 // provider, as [ExecuteToolCalls] does, against the tool set the model was
 // offered and with the conversation's taint, then adds to the taint the
-// servers whose output the answers carry. Send Execution.Results in the
+// servers whose output the answers carry. A call of conduit's
+// search_tools is answered by the conversation itself, through the
+// source's governance (as conduit/search_tools), and the tools it finds
+// are offered from the next turn on. Send Execution.Results in the
 // next request (Wire.Answers puts them in the conversation); when
 // Execution.Halted, end the loop.
 func (c *Conversation) Execute(ctx context.Context, response any) (*Execution, error) {
+	c.mu.Lock()
 	o := c.o
-	o.Taint = c.Taint()
+	o.Taint = slices.Clone(c.taint)
+	c.mu.Unlock()
 	exec, err := ExecuteToolCalls(ctx, c.src, c.p, response, &o)
 	if err != nil {
 		return nil, err

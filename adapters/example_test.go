@@ -18,6 +18,11 @@ import (
 // two tools: get_forecast (allowed) and set_alert (asks for approval,
 // which this hub's approver refuses).
 func weatherHub() *conduit.Hub {
+	return weatherHubWith(conduit.NewPolicy(conduit.Allow("weather/get_*"), conduit.Ask("weather/*")))
+}
+
+// weatherHubWith is weatherHub with another policy.
+func weatherHubWith(policy *conduit.Policy) *conduit.Hub {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "1.0.0"}, nil)
 	srv.AddTool(&mcp.Tool{
 		Name:        "get_forecast",
@@ -44,7 +49,7 @@ func weatherHub() *conduit.Hub {
 		log.Fatal(err)
 	}
 	hub, err := conduit.NewHub(context.Background(), []conduit.Server{{ID: "weather", Transport: clientEnd}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.NewPolicy(conduit.Allow("weather/get_*"), conduit.Ask("weather/*")),
+		Policy: policy,
 		Approver: func(context.Context, conduit.ApprovalRequest) conduit.Approval {
 			return conduit.Reject("alerts are set by the on-call team")
 		},

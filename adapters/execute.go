@@ -33,6 +33,10 @@ type ExecOptions struct {
 	// MaxConcurrency is how many calls run at once (default
 	// runtime.GOMAXPROCS(0)).
 	MaxConcurrency int
+
+	// local, in a Conversation with conduit's search, is its search tool,
+	// answered by the Conversation.
+	local *conduit.LocalTool
 }
 
 // Execution is the outcome of a model's tool calls.
@@ -55,6 +59,8 @@ type Execution struct {
 	// Errors holds each call's failure, by position in Results (nil for a
 	// call that completed, even with an isError result).
 	Errors []error
+
+	local *conduit.Tool // conduit's search tool, whose output taints nothing
 }
 
 // Taint returns prev plus the servers whose output reached the model in
@@ -66,6 +72,9 @@ type Execution struct {
 func (e *Execution) Taint(prev []string) []string {
 	out := slices.Clone(prev)
 	for _, c := range e.Calls {
+		if e.local != nil && c.Def == e.local {
+			continue
+		}
 		if reached(e.Errors[c.Index]) && !slices.Contains(out, c.Server) {
 			out = append(out, c.Server)
 		}
@@ -117,6 +126,9 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		return nil, err
 	}
 	exec := &Execution{Results: make([]map[string]any, len(raws)), Errors: make([]error, len(raws))}
+	if o.local != nil {
+		exec.local = o.local.Tool
+	}
 	if len(raws) == 0 {
 		return exec, nil
 	}
@@ -240,6 +252,9 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 					Message: "The call to " + c.Name + " failed.", Err: fmt.Errorf("panic: %v", p)}
 			}
 		}()
+		if l := r.o.local; l != nil && c.Def == l.Tool {
+			return callLocal(ctx, r.src, l, args, &copts)
+		}
 		return r.src.CallTool(ctx, c.Name, args, &copts)
 	}
 	var res *mcp.CallToolResult

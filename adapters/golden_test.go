@@ -269,6 +269,7 @@ func docsServer(t testing.TB) (*conduit.Client, func() []string) {
 		"power_disco_ball":    obj(map[string]any{"power": map[string]any{"type": "boolean"}}, "power"),
 		"start_music":         obj(map[string]any{"energetic": map[string]any{"type": "boolean"}, "loud": map[string]any{"type": "boolean"}}, "energetic", "loud"),
 		"dim_lights":          obj(map[string]any{"brightness": map[string]any{"type": "number"}}, "brightness"),
+		"get_temp_data":       obj(map[string]any{"location": str, "unit": map[string]any{"type": "string", "enum": []any{"celsius", "fahrenheit"}}}, "location"),
 	}
 	for name, schema := range tools {
 		srv.AddTool(&mcp.Tool{Name: name, Description: "The documentation's " + name + ".", InputSchema: schema},

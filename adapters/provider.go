@@ -43,6 +43,19 @@ type driver interface {
 	answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any
 	// wire is the provider's HTTP API.
 	wire() Wire
+	// hasSearch reports whether the provider searches deferred tools
+	// itself; search lists loaded from the start, its search tool, and
+	// the rest of all deferred.
+	hasSearch() bool
+	search(loaded, all *conduit.ToolSet, o *ListingOptions, regex bool) searchListing
+}
+
+// searchListing is a listing for the provider's own tool search.
+type searchListing struct {
+	tools    []map[string]any
+	rep      openai.Report
+	name     string // the search tool's
+	warnings []toolcall.Warning
 }
 
 // Providers lists every provider, in a stable order.

@@ -24,7 +24,19 @@ type anthropicDriver struct{}
 func (anthropicDriver) name() string { return "anthropic" }
 
 func (anthropicDriver) tools(ts *conduit.ToolSet, o *ListingOptions) ([]map[string]any, openai.Report) {
-	return anthropic.Tools(ts, &anthropic.ToolsOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL}), openai.Report{}
+	return anthropic.Tools(ts, &anthropic.ToolsOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL, CacheTool: o.cacheTool}), openai.Report{}
+}
+
+func (anthropicDriver) hasSearch() bool { return true }
+
+func (anthropicDriver) search(loaded, all *conduit.ToolSet, o *ListingOptions, regex bool) searchListing {
+	name := anthropic.SearchBM25Name
+	if regex {
+		name = anthropic.SearchRegexName
+	}
+	tools := anthropic.SearchTools(loaded, all, &anthropic.SearchOptions{
+		ToolsOptions: anthropic.ToolsOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL}, Regex: regex})
+	return searchListing{tools: tools, name: name, warnings: anthropic.Check(all)}
 }
 
 func (anthropicDriver) check(ts *conduit.ToolSet) []toolcall.Warning { return anthropic.Check(ts) }
@@ -52,7 +64,17 @@ func (d openaiDriver) tools(ts *conduit.ToolSet, o *ListingOptions) ([]map[strin
 }
 
 func (openaiDriver) check(ts *conduit.ToolSet) []toolcall.Warning { return openai.Check(ts) }
-func (d openaiDriver) parse(r any) ([]toolcall.Raw, error)        { return d.api.Parse(r) }
+
+func (d openaiDriver) hasSearch() bool { return d.api == openai.Responses }
+
+func (d openaiDriver) search(loaded, all *conduit.ToolSet, o *ListingOptions, _ bool) searchListing {
+	tools, rep, err := d.api.SearchTools(loaded, all, &openai.ToolsOptions{Strict: o.Strict})
+	if err != nil {
+		return searchListing{}
+	}
+	return searchListing{tools: tools, rep: rep, name: "tool_search", warnings: openai.Check(loaded)}
+}
+func (d openaiDriver) parse(r any) ([]toolcall.Raw, error) { return d.api.Parse(r) }
 
 func (d openaiDriver) answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	return d.api.ToolOutput(c, res, err, o)
@@ -76,7 +98,13 @@ func (geminiDriver) tools(ts *conduit.ToolSet, _ *ListingOptions) ([]map[string]
 }
 
 func (geminiDriver) check(ts *conduit.ToolSet) []toolcall.Warning { return gemini.Check(ts) }
-func (geminiDriver) parse(r any) ([]toolcall.Raw, error)          { return gemini.Parse(r) }
+
+func (geminiDriver) hasSearch() bool { return false }
+
+func (geminiDriver) search(_, _ *conduit.ToolSet, _ *ListingOptions, _ bool) searchListing {
+	return searchListing{}
+}
+func (geminiDriver) parse(r any) ([]toolcall.Raw, error) { return gemini.Parse(r) }
 
 func (geminiDriver) answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	return gemini.FunctionResponse(c, res, err, o)

@@ -32,6 +32,9 @@ type ListingOptions struct {
 	Trace *Trace
 	// Logger, when set, logs listing events.
 	Logger *slog.Logger
+
+	// cacheTool is where CacheLast's mark goes instead of the last tool.
+	cacheTool string
 }
 
 // Trace is a set of optional hooks for adapter events, in the manner of
@@ -65,6 +68,12 @@ type Listing struct {
 	Excluded  []string
 	// Warnings are what the provider is known to reject or mishandle.
 	Warnings []toolcall.Warning
+	// SearchTool, in a Conversation's search mode, is the name of the
+	// search tool offered (search_tools, or the provider's own), and
+	// Deferred the tools that can be found but are not loaded yet, in the
+	// tool set's order (exposed names). Both are empty otherwise.
+	SearchTool string
+	Deferred   []string
 }
 
 // Tools lists src's tools for provider p, less those the policy denies

@@ -215,7 +215,7 @@ func newKit(t *testing.T) *kit {
 		Policy: conduit.NewPolicy(
 			conduit.Deny(serverID+"/forbidden").When(conduit.Tainted("web")),
 			conduit.Ask(serverID+"/deploy"),
-			conduit.Allow(serverID+"/*"),
+			conduit.Allow(serverID+"/*", "conduit/search_tools"),
 		),
 		Approver: func(context.Context, conduit.ApprovalRequest) conduit.Approval {
 			return conduit.RejectAndHalt("deploys are frozen")

@@ -1,6 +1,7 @@
 // Package anthropic maps MCP tools and results to the Anthropic Messages
-// API: tool definitions, tool_use blocks into calls, and tool_result blocks.
-// Its functions are pure, over the API's JSON as map[string]any.
+// API: tool definitions (and the tool search tool's listing, SearchTools),
+// tool_use blocks into calls, and tool_result blocks. Its functions are
+// pure, over the API's JSON as map[string]any.
 //
 // The adapter never builds a tool_choice of type "any" or "tool": current
 // Claude models reject forced tool use with HTTP 400 in the configurations
@@ -27,6 +28,10 @@ type ToolsOptions struct {
 	// CacheTTL is the cache_control ttl ("5m" or "1h"); empty leaves the
 	// API's default.
 	CacheTTL string
+	// CacheTool, with CacheLast, marks the tool of that exposed name
+	// instead of the last one: the end of the part of a list that never
+	// changes, when tools are appended to it (conduit's tool search).
+	CacheTool string
 }
 
 type (
@@ -53,13 +58,28 @@ func Tools(ts *conduit.ToolSet, o *ToolsOptions) []map[string]any {
 		out = append(out, cp)
 	}
 	if o.CacheLast && len(out) > 0 {
-		cc := map[string]any{"type": "ephemeral"}
-		if o.CacheTTL != "" {
-			cc["ttl"] = o.CacheTTL
+		at := len(out) - 1
+		if o.CacheTool != "" {
+			at = -1
+			for i, def := range out {
+				if def["name"] == o.CacheTool {
+					at = i
+				}
+			}
 		}
-		out[len(out)-1]["cache_control"] = cc
+		if at >= 0 {
+			out[at]["cache_control"] = cacheControl(o.CacheTTL)
+		}
 	}
 	return out
+}
+
+func cacheControl(ttl string) map[string]any {
+	cc := map[string]any{"type": "ephemeral"}
+	if ttl != "" {
+		cc["ttl"] = ttl
+	}
+	return cc
 }
 
 func definition(t *conduit.Tool) map[string]any {
@@ -96,8 +116,9 @@ func check(t *conduit.Tool) []toolcall.Warning {
 
 // Parse returns the tool_use blocks of a Messages API response (or of an
 // assistant message: anything with a "content" list), in order. Server
-// tool blocks (server_tool_use, mcp_tool_use, web search results, ...) are
-// the API's own and are ignored. An "input" of null is not an object, so
+// tool blocks (server_tool_use, mcp_tool_use, web search results, the tool
+// search tool's tool_search_tool_result, ...) are the API's own and are
+// ignored: the API ran them, and wants them back as they were. An "input" of null is not an object, so
 // its call is answered, not sent; a block without "input" is a call
 // without arguments.
 func Parse(response any) ([]toolcall.Raw, error) {

@@ -162,8 +162,12 @@ func (api API) Response(text string, calls ...toolcall.Raw) map[string]any {
 				"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}})
 		}
 		for i, c := range calls {
-			out = append(out, map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", i), "call_id": c.ID,
-				"name": c.Name, "arguments": argsText(c.Args), "status": "completed"})
+			fc := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", i), "call_id": c.ID,
+				"name": c.Name, "arguments": argsText(c.Args), "status": "completed"}
+			if c.Namespace != "" {
+				fc["namespace"] = c.Namespace
+			}
+			out = append(out, fc)
 		}
 		if out == nil {
 			out = []any{}

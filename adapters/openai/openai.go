@@ -1,6 +1,7 @@
 // Package openai maps MCP tools and results to OpenAI's Chat Completions
-// and Responses APIs: function tools with strict-mode schemas, tool calls
-// into calls, and tool answers. Its functions are pure, over the APIs' JSON
+// and Responses APIs: function tools with strict-mode schemas (and the
+// Responses tool search's listing, API.SearchTools), tool calls into
+// calls, and tool answers. Its functions are pure, over the APIs' JSON
 // as map[string]any.
 //
 // "strict" is always sent: when it is omitted, the Responses API tries
@@ -191,7 +192,9 @@ func Check(ts *conduit.ToolSet) []toolcall.Warning {
 // Parse returns the function calls of a response of the API, in order: a
 // Chat Completions response's first choice's message.tool_calls (or a
 // message's tool_calls), or a Responses response's function_call output
-// items. Arguments arrive as JSON strings, resolved by
+// items (with their "namespace", for functions of a namespace; tool search's
+// tool_search_call and tool_search_output items are the API's own and are
+// skipped). Arguments arrive as JSON strings, resolved by
 // [conduit.ToolSet.Resolve]: one that does not decode to an object
 // ("null" among them) is a call to reject, not an error of the whole
 // response, and an empty string is a call without arguments.
@@ -264,7 +267,8 @@ func parseResponses(m map[string]any) ([]toolcall.Raw, error) {
 		if item == nil || item["type"] != "function_call" {
 			continue
 		}
-		r := toolcall.Raw{ID: jsonv.String(item["call_id"]), Name: jsonv.String(item["name"])}
+		// A function of a namespace (tool search's) is named in it.
+		r := toolcall.Raw{ID: jsonv.String(item["call_id"]), Name: jsonv.String(item["name"]), Namespace: jsonv.String(item["namespace"])}
 		r.Args = jsonArgs(item["arguments"])
 		raws = append(raws, r)
 	}

@@ -19,6 +19,10 @@ type Raw struct {
 	ID string
 	// Name is the exposed name the model used.
 	Name string
+	// Namespace, when set, is the namespace the call names its function
+	// in (OpenAI Responses' namespaces, one per server): Name is then the
+	// function's name there (see [Resolve]).
+	Namespace string
 	// Args are the arguments as the response holds them: a decoded value,
 	// or JSON text (json.RawMessage) for providers that send a string.
 	// They are resolved to an object by [conduit.ToolSet.Resolve].
@@ -51,9 +55,17 @@ type Call struct {
 // Resolve resolves raw calls against ts, in order, with
 // [conduit.ToolSet.Resolve]. A call with an unknown name or non-object
 // arguments gets Err and must not be sent.
+//
+// A call in a namespace (Raw.Namespace) names a tool of the server of that
+// id: the one exposed as Name, or else as namespace__Name (the exposed
+// name a hub gives it, which a namespace's listing may shorten); the
+// call's Name is then that exposed name. Any other is an unknown tool.
 func Resolve(raws []Raw, ts *conduit.ToolSet) []Call {
 	calls := make([]Call, len(raws))
 	for i, r := range raws {
+		if r.Namespace != "" {
+			r.Name = InNamespace(ts, r.Namespace, r.Name)
+		}
 		c := Call{Index: i, ID: r.ID, Name: r.Name}
 		t, args, err := ts.Resolve(r.Name, r.Args)
 		if t != nil {
@@ -70,6 +82,22 @@ func Resolve(raws []Raw, ts *conduit.ToolSet) []Call {
 		calls[i] = c
 	}
 	return calls
+}
+
+// InNamespace returns the exposed name of the tool that a call of function
+// name in namespace ns names (see [Resolve]): a tool of server ns exposed
+// as name, or else as ns__name; when there is none, ns__name, which
+// resolves to no tool.
+func InNamespace(ts *conduit.ToolSet, ns, name string) string {
+	if t, ok := ts.Lookup(name); ok && t.Server == ns {
+		return name
+	}
+	joined := ns + "__" + name
+	if t, ok := ts.Lookup(joined); ok && t.Server != ns {
+		// A tool of another server whose exposed name happens to read so.
+		return ns + "." + name
+	}
+	return joined
 }
 
 // Warning is something a provider is known to reject or mishandle, found

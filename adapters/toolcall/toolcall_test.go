@@ -211,3 +211,30 @@ func TestErrorText(t *testing.T) {
 		t.Error(got)
 	}
 }
+
+func TestResolveNamespace(t *testing.T) {
+	hub := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true},
+		conduit.ServerTools{Server: "github", Tools: []*mcp.Tool{{Name: "create_issue"}}},
+		conduit.ServerTools{Server: "slack", Tools: []*mcp.Tool{{Name: "post"}}})
+	raws := []toolcall.Raw{
+		{ID: "1", Namespace: "github", Name: "create_issue"},         // shortened in its namespace
+		{ID: "2", Namespace: "github", Name: "github__create_issue"}, // or not
+		{ID: "3", Namespace: "slack", Name: "create_issue"},          // another server's
+		{ID: "4", Namespace: "slack", Name: "github__create_issue"},  // another server's, by its exposed name
+		{ID: "5", Namespace: "nope", Name: "post"},
+		{ID: "6", Name: "slack__post"},
+	}
+	calls := toolcall.Resolve(raws, hub)
+	for i, want := range []string{"github__create_issue", "github__create_issue", "", "", "", "slack__post"} {
+		c := calls[i]
+		if want == "" {
+			if c.Err == nil || c.Err.Kind != conduit.KindUnknownTool || c.Def != nil {
+				t.Errorf("call %s: %+v, want an unknown tool", c.ID, c)
+			}
+			continue
+		}
+		if c.Err != nil || c.Name != want || c.Def == nil {
+			t.Errorf("call %s: %+v, want %s", c.ID, c, want)
+		}
+	}
+}

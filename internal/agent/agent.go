@@ -1,9 +1,9 @@
 // Package agent runs a model's tool-calling loop against a provider's HTTP
 // API with net/http only, following the loops of the adapters spec: list the
-// tools once, send the conversation, run the model's tool calls through the
-// governed pipeline, answer them, carry the taint into the next turn, and stop
-// when the model answers without tools, when an approver halts, or after
-// MaxTurns requests.
+// tools once (past a size, a search over them), send the conversation, run
+// the model's tool calls through the governed pipeline, answer them, carry
+// the taint into the next turn, and stop when the model answers without
+// tools, when an approver halts, or after MaxTurns requests.
 //
 // It is the loop behind `conduit agent`; the programs under examples/ are
 // the same loops written out one provider at a time.
@@ -57,6 +57,10 @@ type Options struct {
 	// CallTimeout bounds each tool call, approval included (default
 	// conduit.DefaultCallTimeout).
 	CallTimeout time.Duration
+	// Search says when the tools are searched instead of all listed (by
+	// default past adapters.DefaultSearchThreshold tools or
+	// adapters.DefaultSearchBudget bytes), as for a Conversation.
+	Search adapters.SearchOptions
 	// OnTurn, when set, is told of each turn's tool calls once they are
 	// answered.
 	OnTurn func(Turn)
@@ -135,11 +139,13 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 		o.MaxTurns = DefaultMaxTurns
 	}
 	// One conversation for the whole run: the tool list stays
-	// byte-identical between turns, which prompt caching needs, and the
-	// taint grows with every result that reaches the model.
+	// byte-identical between turns (with conduit's search, it only grows
+	// at its end), which prompt caching needs, and the taint grows with
+	// every result that reaches the model.
 	conv, err := adapters.NewConversation(ctx, src, o.Provider, &adapters.ConversationOptions{
 		CallOptions:    conduit.CallOptions{Principal: o.Principal, CallTimeout: o.CallTimeout},
 		ListingOptions: adapters.ListingOptions{CacheLast: true, Strict: o.Strict},
+		Search:         o.Search,
 	})
 	if err != nil {
 		return nil, err

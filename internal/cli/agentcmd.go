@@ -17,7 +17,10 @@ Run an agent loop against the provider's HTTP API: send PROMPT with the
 servers' tools, run the model's tool calls through the policy, answer them,
 and repeat until the model answers without tools. The taint of each turn's
 results is carried into the next, so "tainted" rules apply; a halt from the
-approver ends the loop.
+approver ends the loop. Past a size (--search auto), the model searches the
+tools instead of getting them all: with the provider's own search (anthropic,
+openai-responses; --conduit-search for conduit's) or conduit's search_tools,
+which the policy governs as conduit/search_tools.
 
 The API key comes from ANTHROPIC_API_KEY (anthropic), OPENAI_API_KEY
 (openai-chat, openai-responses) or GEMINI_API_KEY (gemini). --base-url sends
@@ -34,8 +37,10 @@ halted, ran out of --max-turns, or the API failed.`)
 	var h hubFlags
 	var l listFlags
 	var c callFlags
+	var sf searchFlags
 	h.register(fs)
 	l.register(fs, true)
+	sf.register(fs)
 	c.approve.register(fs)
 	fs.DurationVar(&c.timeout, "timeout", conduit.DefaultCallTimeout, "how long one call may take in all, approval included")
 	model := fs.String("model", "", "the `model` to ask, such as claude-sonnet-4-5, gpt-4.1 or gemini-2.5-flash")
@@ -48,6 +53,10 @@ halted, ran out of --max-turns, or the API failed.`)
 		return err
 	}
 	p, strict, err := l.parse(fs)
+	if err != nil {
+		return err
+	}
+	search, err := sf.parse(fs)
 	if err != nil {
 		return err
 	}
@@ -79,7 +88,7 @@ halted, ran out of --max-turns, or the API failed.`)
 	res, err := agent.Run(ctx, hub, prompt, agent.Options{
 		Provider: p, Model: *model, BaseURL: *baseURL, APIKey: key, HTTPClient: env.HTTPClient,
 		MaxTurns: *maxTurns, MaxTokens: *maxTokens, Principal: l.principal, Strict: strict,
-		CallTimeout: c.timeout,
+		CallTimeout: c.timeout, Search: search,
 		OnTurn: func(t agent.Turn) {
 			fmt.Fprintf(env.Stderr, "conduit: turn %d: %d tool call(s)\n", t.N, len(t.Exec.Results))
 			reportCalls(env, t.Calls, t.Exec)

@@ -52,11 +52,18 @@ wrap in {"functionDeclarations": tools}). "fallbacks" are tools OpenAI strict
 mode could not take, sent with "strict": false (--strict auto); "excluded"
 are those left out (--strict true); each says why. "warnings" are what the
 provider is known to reject. With --principal, tools the policy denies
-outright for that principal are left out.`)
+outright for that principal are left out.
+
+Past a size (--search auto) the list is the first turn's of a tool search, as
+conduit agent sends it: the always-loaded tools and a search tool, conduit's
+search_tools or the provider's own (anthropic, openai-responses), which
+finds the others; "search" then names it and counts the tools it can find.`)
 	var h hubFlags
 	var l listFlags
+	var sf searchFlags
 	h.register(fs)
 	l.register(fs, true)
+	sf.register(fs)
 	cacheLast := fs.Bool("cache-last", false, "anthropic: mark the last tool with cache_control, caching the whole list as a prompt prefix")
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -69,6 +76,10 @@ outright for that principal are left out.`)
 	if err != nil {
 		return err
 	}
+	search, err := sf.parse(fs)
+	if err != nil {
+		return err
+	}
 	hub, _, err := h.openHub(ctx, env, nil, hubOptions{})
 	if err != nil {
 		return err
@@ -76,16 +87,18 @@ outright for that principal are left out.`)
 	defer hub.Close()
 
 	var fallbacks []strictNote
-	listing, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{
-		Principal: l.principal,
+	conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
+		CallOptions: conduit.CallOptions{Principal: l.principal},
 		ListingOptions: adapters.ListingOptions{CacheLast: *cacheLast, Strict: strict,
 			Trace: &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
 				fallbacks = append(fallbacks, strictNote{f.Tool, reason(f.Err)})
 			}}},
+		Search: search,
 	})
 	if err != nil {
 		return failure("listing tools: %v", err)
 	}
+	listing := conv.Listing()
 	excluded := []strictNote{}
 	for _, name := range listing.Excluded {
 		excluded = append(excluded, strictNote{name, strictReason(ctx, hub, name)})
@@ -96,7 +109,8 @@ outright for that principal are left out.`)
 		Fallbacks []strictNote       `json:"fallbacks"`
 		Excluded  []strictNote       `json:"excluded"`
 		Warnings  []toolcall.Warning `json:"warnings"`
-	}{nonNil(listing.Tools), nonNil(fallbacks), excluded, nonNil(listing.Warnings)})
+		Search    *searchNote        `json:"search,omitempty"`
+	}{nonNil(listing.Tools), nonNil(fallbacks), excluded, nonNil(listing.Warnings), searchOf(listing)})
 }
 
 // strictReason says why a tool left out under --strict true did not

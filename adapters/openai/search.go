@@ -1,0 +1,120 @@
+package openai
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+)
+
+// The Responses API's tool search: the model searches the definitions of
+// deferred functions ("defer_loading": true) and the API loads those it
+// finds, in one response (a tool_search_call and a tool_search_output
+// item, then function_call items that call what was found, answered as
+// any other; Turn keeps every item, as the API wants them back). Deferred
+// functions are grouped in namespaces, one per server, as OpenAI
+// recommends: the model then sees only each namespace's name and
+// description up front.
+
+// ToolSearch is the tool search tool's definition: {"type":
+// "tool_search"}, searched by OpenAI.
+func ToolSearch() map[string]any { return map[string]any{"type": "tool_search"} }
+
+// ErrNoToolSearch is SearchTools' error for the Chat Completions API,
+// which has no tool search.
+var ErrNoToolSearch = errors.New("openai: the Chat Completions API has no tool search")
+
+// SearchTools returns a Responses tool list in which the model searches
+// for the functions it needs: loaded's tools as [API.Tools] lists them,
+// offered from the start; the tool_search tool; and deferred's tools, each
+// with "defer_loading": true, in one namespace per server ({"type":
+// "namespace", "name": the server id, "description", "tools"}), which the
+// model sees only once a search found them. In its namespace a tool of a
+// hub is named without its server__ prefix (github__create_issue is
+// create_issue in namespace github) unless that name is taken, and a call
+// of it resolves to its exposed name (see toolcall.Resolve). The report
+// covers both sets, deferred functions' null paths included. A tool in
+// both sets is listed once, loaded. For the Chat API, the error is
+// ErrNoToolSearch.
+func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Report, error) {
+	if api != Responses {
+		return nil, Report{}, ErrNoToolSearch
+	}
+	if o == nil {
+		o = &ToolsOptions{}
+	}
+	out, rep := api.Tools(loaded, o)
+	out = append(out, ToolSearch())
+	key := defKey{api, o.Strict}
+	type namespace struct {
+		name  string
+		tools []map[string]any
+	}
+	var spaces []*namespace
+	byName := map[string]*namespace{}
+	for t := range deferred.All() {
+		if _, ok := loaded.Lookup(t.Exposed); ok {
+			continue
+		}
+		d := t.Memo(key, func() any { return definition(api, o.Strict, t) }).(toolDef)
+		switch {
+		case d.def == nil:
+			rep.Excluded = append(rep.Excluded, t.Exposed)
+			continue
+		case d.fallback != nil:
+			rep.Fallbacks = append(rep.Fallbacks, Fallback{Tool: t.Exposed, Err: d.fallback})
+		}
+		if len(d.nullPaths) > 0 {
+			rep.NullPaths[t.Exposed] = d.nullPaths
+		}
+		cp := make(map[string]any, len(d.def)+1)
+		for k, v := range d.def {
+			cp[k] = v
+		}
+		cp["name"] = FunctionName(t, loaded, deferred)
+		cp["defer_loading"] = true
+		ns := byName[t.Server]
+		if ns == nil {
+			ns = &namespace{name: t.Server}
+			byName[t.Server] = ns
+			spaces = append(spaces, ns)
+		}
+		ns.tools = append(ns.tools, cp)
+	}
+	for _, ns := range spaces {
+		out = append(out, map[string]any{
+			"type":        "namespace",
+			"name":        ns.name,
+			"description": NamespaceDescription(ns.name, len(ns.tools)),
+			"tools":       ns.tools,
+		})
+	}
+	return out, rep, nil
+}
+
+// NamespaceDescription is the description of a server's namespace: what
+// the model reads before it searches.
+func NamespaceDescription(server string, tools int) string {
+	if tools == 1 {
+		return fmt.Sprintf("The tool of the MCP server %s.", server)
+	}
+	return fmt.Sprintf("The %d tools of the MCP server %s.", tools, server)
+}
+
+// FunctionName is the name of t in its server's namespace: its exposed
+// name without the server__ prefix a hub gives it, unless no prefix is
+// there, or a tool of the same server in any of sets is exposed under the
+// shortened name (a call of it would resolve to that one instead).
+func FunctionName(t *conduit.Tool, sets ...*conduit.ToolSet) string {
+	short, ok := strings.CutPrefix(t.Exposed, t.Server+"__")
+	if !ok || short == "" {
+		return t.Exposed
+	}
+	for _, ts := range sets {
+		if other, taken := ts.Lookup(short); taken && other.Server == t.Server {
+			return t.Exposed
+		}
+	}
+	return short
+}

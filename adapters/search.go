@@ -1,0 +1,484 @@
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tool search: past a size, a Conversation does not offer every tool up
+// front. It offers the tools SearchOptions.AlwaysLoaded names and a search
+// tool, and the model finds the rest by what they do:
+//
+//   - with the provider's own search, where it has one (Anthropic's tool
+//     search tool, OpenAI Responses' tool_search), every tool is sent,
+//     deferred, and the provider searches and loads them itself; the tool
+//     list never changes;
+//   - elsewhere (OpenAI Chat, Gemini), or with SearchOptions.Conduit,
+//     conduit's own: one function, search_tools (a query and a limit),
+//     answered by the Conversation with ToolSet.Search over the tools it
+//     was listed for, nothing sent to any server; the tools found are
+//     appended to the next request's list, after everything offered
+//     before, so the list of turn n is a prefix of the list of turn n+1
+//     and a prompt cache of the tools keeps working. A call of a tool not
+//     yet found is answered as an unknown tool, and nothing is sent.
+//
+// Either way the search covers only the tools the Conversation was listed
+// for, so a tool the policy denies the principal outright, or the tool
+// filter hides, is never found.
+
+// SearchMode says when a Conversation offers tool search.
+type SearchMode int
+
+const (
+	// SearchAuto (the default) searches when the tools the Conversation
+	// offers are more than SearchOptions.Threshold or their definitions
+	// more than SearchOptions.Budget bytes.
+	SearchAuto SearchMode = iota
+	// SearchOn always searches.
+	SearchOn
+	// SearchOff never does: every tool is listed.
+	SearchOff
+)
+
+// String returns "auto", "on" or "off".
+func (m SearchMode) String() string {
+	switch m {
+	case SearchAuto:
+		return "auto"
+	case SearchOn:
+		return "on"
+	case SearchOff:
+		return "off"
+	}
+	return fmt.Sprintf("SearchMode(%d)", int(m))
+}
+
+// ParseSearchMode parses "auto", "on" or "off".
+func ParseSearchMode(s string) (SearchMode, error) {
+	for _, m := range []SearchMode{SearchAuto, SearchOn, SearchOff} {
+		if strings.EqualFold(s, m.String()) {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown search mode %q (auto, on, off)", s)
+}
+
+const (
+	// DefaultSearchThreshold is SearchOptions.Threshold's default: past
+	// 40 tools a Conversation searches. It is well below OpenAI's limit of
+	// 128 tools a request (openai.MaxTools), and within the 30 to 50
+	// tools past which Anthropic documents that Claude picks the right
+	// tool markedly less often; a single server of a typical size (GitHub's
+	// 26, Playwright's 25) is still offered whole.
+	DefaultSearchThreshold = 40
+	// DefaultSearchBudget is SearchOptions.Budget's default: 64 KiB of
+	// definitions, about 16,000 tokens at 4 bytes a token, 8% of a
+	// 200,000-token context, spent on every request. A few servers pass it
+	// with few tools (Notion's 24 take 75 KB).
+	DefaultSearchBudget = 64 << 10
+	// DefaultSearchLimit is how many tools a search_tools call returns
+	// when the model gives no limit; MaxSearchLimit the most it may ask
+	// for.
+	DefaultSearchLimit = 5
+	MaxSearchLimit     = 20
+)
+
+// The name of conduit's search function, and the server id the policy,
+// approvers, hooks and Trace see it under: the pattern
+// "conduit/search_tools" matches it (as does a server of a hub whose id is
+// conduit, if there is one).
+const (
+	SearchToolName   = "search_tools"
+	SearchToolServer = "conduit"
+)
+
+// SearchOptions say when and how a Conversation offers tool search. The
+// zero value is SearchAuto with the defaults.
+type SearchOptions struct {
+	// Mode says when: SearchAuto (the default), SearchOn or SearchOff.
+	Mode SearchMode
+	// Threshold and Budget are SearchAuto's: it searches when more than
+	// Threshold tools are offered (default DefaultSearchThreshold) or
+	// when their definitions, as the provider's JSON, take more than
+	// Budget bytes (default DefaultSearchBudget). Negative disables
+	// either test.
+	Threshold int
+	Budget    int
+	// AlwaysLoaded are patterns of the tools offered from the first turn,
+	// as the policy writes them ("github/get_*": server id, '/', the
+	// tool's own name); by default only the search tool is.
+	AlwaysLoaded []string
+	// Conduit uses conduit's search_tools even where the provider has a
+	// search of its own (Anthropic, OpenAI Responses): for models that
+	// do not support the provider's (it needs Claude Sonnet 4.5, Opus 4.5
+	// or Haiku 4.5 and later; gpt-5.4 and later), and to govern searches
+	// with the policy.
+	Conduit bool
+	// Regex, for Anthropic's own search, offers its regex variant instead
+	// of BM25.
+	Regex bool
+	// Limit is how many tools a search_tools call returns when the model
+	// gives no limit (default DefaultSearchLimit; at most MaxSearchLimit).
+	Limit int
+}
+
+// localSource is a source that runs conduit's own tools through its
+// governance: a Hub or a Client.
+type localSource interface {
+	CallLocal(ctx context.Context, t *conduit.LocalTool, args any, opts *conduit.CallOptions) (*mcp.CallToolResult, error)
+	OffersLocal(t *conduit.Tool, opts *conduit.ListOptions) bool
+}
+
+// searcher is the state of conduit's own search in a Conversation.
+type searcher struct {
+	d     driver
+	lo    ListingOptions   // the conversation's, marking the search tool for Anthropic's cache
+	all   *conduit.ToolSet // what can be found
+	tool  *conduit.LocalTool
+	limit int
+
+	// Guarded by the Conversation's mu.
+	loaded   []*conduit.Tool // offered, in order: always loaded, the search tool, then as found
+	shown    map[*conduit.Tool]bool
+	reported map[string]bool // strict fallbacks already traced
+}
+
+// list makes the Conversation's first listing of ts, with or without
+// search as o says.
+func (c *Conversation) list(ts *conduit.ToolSet, d driver, o *ConversationOptions) error {
+	so := o.Search
+	if so.Mode != SearchAuto && so.Mode != SearchOn && so.Mode != SearchOff {
+		return fmt.Errorf("adapters: invalid search mode %v", so.Mode)
+	}
+	loaded, err := alwaysLoaded(ts, so.AlwaysLoaded)
+	if err != nil {
+		return err
+	}
+	var why string
+	search := so.Mode == SearchOn || (so.Mode == SearchAuto && exceeds(ts, d, &o.ListingOptions, so))
+	if search && (so.Conduit || !d.hasSearch()) {
+		// conduit's own search, when it can be offered.
+		tool := newSearchTool()
+		if _, taken := ts.Lookup(SearchToolName); taken {
+			why = "a tool of the servers is exposed as " + SearchToolName + ", the name of conduit's search tool"
+		} else if ls, ok := c.src.(localSource); ok && !ls.OffersLocal(tool, &conduit.ListOptions{Principal: o.Principal, Taint: o.Taint}) {
+			why = "the policy denies " + SearchToolServer + "/" + SearchToolName + " (allow it to search)"
+		}
+		if why != "" && so.Mode == SearchOn {
+			return fmt.Errorf("adapters: conduit's tool search cannot be offered: %s", why)
+		}
+		if why == "" {
+			return c.listConduit(ts, d, o, loaded, tool)
+		}
+	}
+	if search && why == "" {
+		return c.listNative(ts, d, o, loaded)
+	}
+	listing, err := ListToolSet(ts, c.p, &o.ListingOptions)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		listing.Warnings = append(listing.Warnings, toolcall.Warning{Message: "every tool is listed, without search: " + why})
+	}
+	c.setListing(listing)
+	return nil
+}
+
+// alwaysLoaded returns the tools of ts that patterns name, in ts's order.
+func alwaysLoaded(ts *conduit.ToolSet, patterns []string) ([]*conduit.Tool, error) {
+	if len(patterns) == 0 {
+		return nil, nil
+	}
+	p := conduit.NewPolicy(conduit.Allow(patterns...))
+	if err := p.Err(); err != nil {
+		return nil, fmt.Errorf("adapters: SearchOptions.AlwaysLoaded: %w", err)
+	}
+	var out []*conduit.Tool
+	for t := range ts.All() {
+		if _, _, ok := p.Decide(&conduit.Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed}); ok {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// exceeds reports whether ts is past SearchAuto's threshold or budget.
+func exceeds(ts *conduit.ToolSet, d driver, lo *ListingOptions, so SearchOptions) bool {
+	threshold, budget := so.Threshold, so.Budget
+	if threshold == 0 {
+		threshold = DefaultSearchThreshold
+	}
+	if budget == 0 {
+		budget = DefaultSearchBudget
+	}
+	if threshold > 0 && ts.Len() > threshold {
+		return true
+	}
+	if budget < 0 {
+		return false
+	}
+	quiet := *lo
+	quiet.Trace, quiet.Logger = nil, nil
+	tools, _ := d.tools(ts, &quiet)
+	return jsonSize(tools) > budget
+}
+
+func jsonSize(v any) int {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(data)
+}
+
+// listNative lists ts for the provider's own search: loaded from the
+// start, every other tool deferred. Calls resolve against all of ts.
+func (c *Conversation) listNative(ts *conduit.ToolSet, d driver, o *ConversationOptions, loaded []*conduit.Tool) error {
+	lts := conduit.ToolSetOf(loaded...)
+	s := d.search(lts, ts, &o.ListingOptions, o.Search.Regex)
+	l := &Listing{Tools: s.tools, ToolSet: ts, NullPaths: s.rep.NullPaths, Excluded: s.rep.Excluded, Warnings: s.warnings,
+		SearchTool: s.name, Deferred: deferredNames(ts, lts)}
+	for _, f := range s.rep.Fallbacks {
+		l.Fallbacks = append(l.Fallbacks, f.Tool)
+	}
+	traceFallbacks(&o.ListingOptions, s.rep.Fallbacks)
+	c.setListing(l)
+	return nil
+}
+
+// listConduit lists the loaded tools and conduit's search tool, and keeps
+// what the search needs.
+func (c *Conversation) listConduit(ts *conduit.ToolSet, d driver, o *ConversationOptions, loaded []*conduit.Tool, tool *conduit.Tool) error {
+	limit := o.Search.Limit
+	if limit <= 0 {
+		limit = DefaultSearchLimit
+	}
+	s := &searcher{d: d, lo: o.ListingOptions, all: ts, limit: min(limit, MaxSearchLimit),
+		shown: map[*conduit.Tool]bool{}, reported: map[string]bool{}}
+	s.lo.cacheTool = SearchToolName
+	s.tool = &conduit.LocalTool{Tool: tool, Answer: func(ctx context.Context, call *conduit.Call) (*mcp.CallToolResult, error) {
+		return c.answerSearch(call)
+	}}
+	for _, t := range loaded {
+		s.shown[t] = true
+	}
+	s.loaded = append(slices.Clip(loaded), tool)
+	c.search = s
+	c.o.local = s.tool
+	l, fallbacks := s.listing()
+	c.setListing(l)
+	traceFallbacks(&s.lo, fallbacks)
+	return nil
+}
+
+// listing lists what is offered now, and the strict-mode fallbacks not
+// traced before, to trace once the Conversation's mu is released (a
+// Trace may call the Conversation). The caller holds mu (or owns the
+// Conversation, while it is made).
+func (s *searcher) listing() (*Listing, []openai.Fallback) {
+	ts := conduit.ToolSetOf(s.loaded...)
+	tools, rep := s.d.tools(ts, &s.lo)
+	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded, Warnings: s.d.check(ts),
+		SearchTool: SearchToolName, Deferred: deferredNames(s.all, ts)}
+	var fresh []openai.Fallback
+	for _, f := range rep.Fallbacks {
+		l.Fallbacks = append(l.Fallbacks, f.Tool)
+		if !s.reported[f.Tool] {
+			s.reported[f.Tool] = true
+			fresh = append(fresh, f)
+		}
+	}
+	return l, fresh
+}
+
+// traceFallbacks tells the listing's Trace and Logger of strict-mode
+// fallbacks.
+func traceFallbacks(o *ListingOptions, fallbacks []openai.Fallback) {
+	for _, f := range fallbacks {
+		if o.Trace != nil && o.Trace.StrictFallback != nil {
+			o.Trace.StrictFallback(StrictFallbackInfo{Tool: f.Tool, Err: f.Err})
+		}
+		if o.Logger != nil {
+			o.Logger.Info("conduit: strict mode fallback", "tool", f.Tool, "err", f.Err)
+		}
+	}
+}
+
+// deferredNames are the exposed names of all's tools not in listed.
+func deferredNames(all, listed *conduit.ToolSet) []string {
+	out := make([]string, 0, max(all.Len()-listed.Len(), 0))
+	for t := range all.All() {
+		if _, ok := listed.Lookup(t.Exposed); !ok {
+			out = append(out, t.Exposed)
+		}
+	}
+	return out
+}
+
+// setListing makes l the listing offered from now on.
+func (c *Conversation) setListing(l *Listing) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.listing = l
+	c.o.ToolSet, c.o.NullPaths = l.ToolSet, l.NullPaths
+}
+
+// answerSearch answers a search_tools call that the governance let
+// through: the matches, each with its exposed name and its description's
+// first line, are added to the listing of the next turn.
+func (c *Conversation) answerSearch(call *conduit.Call) (*mcp.CallToolResult, error) {
+	s := c.search
+	query, limit, err := searchArgs(call.Args, s.limit)
+	if err != nil {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+	}
+	found := s.all.Search(query, limit)
+	c.mu.Lock()
+	added := 0
+	for _, t := range found {
+		if !s.shown[t] {
+			s.shown[t] = true
+			s.loaded = append(s.loaded, t)
+			added++
+		}
+	}
+	var fallbacks []openai.Fallback
+	if added > 0 {
+		var l *Listing
+		l, fallbacks = s.listing()
+		c.listing = l
+		c.o.ToolSet, c.o.NullPaths = l.ToolSet, l.NullPaths
+	}
+	c.mu.Unlock()
+	traceFallbacks(&s.lo, fallbacks)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchAnswer(query, found)}}}, nil
+}
+
+// searchArgs reads a search_tools call's query and limit.
+func searchArgs(args map[string]any, def int) (string, int, error) {
+	q, ok := args["query"].(string)
+	if _, has := args["query"]; has && !ok {
+		return "", 0, errors.New(`"query" must be a string: the words to search the tools' names and descriptions for.`)
+	}
+	if strings.TrimSpace(q) == "" {
+		return "", 0, errors.New(`"query" is empty: give the words to search the tools' names and descriptions for.`)
+	}
+	limit := def
+	if v, has := args["limit"]; has && v != nil {
+		n, ok := wholeNumber(v)
+		if !ok || n < 1 {
+			return "", 0, fmt.Errorf(`"limit" must be a whole number from 1 to %d.`, MaxSearchLimit)
+		}
+		limit = int(min(n, MaxSearchLimit))
+	}
+	return q, limit, nil
+}
+
+// wholeNumber reads a JSON number that is a whole number.
+func wholeNumber(v any) (int64, bool) {
+	switch n := v.(type) {
+	case float64:
+		if n != math.Trunc(n) || math.Abs(n) > 1<<53 {
+			return 0, false
+		}
+		return int64(n), true
+	case int:
+		return int64(n), true
+	case int64:
+		return n, true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
+	}
+	return 0, false
+}
+
+// searchAnswer is what the model reads of a search: each match's exposed
+// name and the first line of its description.
+func searchAnswer(query string, found []*conduit.Tool) string {
+	if len(found) == 0 {
+		return fmt.Sprintf("No tool matches %q. Try other words, or fewer.", query)
+	}
+	var b strings.Builder
+	if len(found) == 1 {
+		fmt.Fprintf(&b, "1 tool matches %q; it can be called from now on:\n", query)
+	} else {
+		fmt.Fprintf(&b, "%d tools match %q, best first; they can be called from now on:\n", len(found), query)
+	}
+	for _, t := range found {
+		b.WriteString(t.Exposed)
+		if d := firstLine(toolcall.Description(t.Description)); d != "" {
+			b.WriteString(": ")
+			b.WriteString(d)
+		}
+		b.WriteByte('\n')
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// maxSummary bounds a match's one-line description, in bytes.
+const maxSummary = 200
+
+// firstLine is a description's first line, cut at maxSummary bytes on a
+// character boundary.
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = strings.TrimSpace(s[:i])
+	}
+	if len(s) <= maxSummary {
+		return s
+	}
+	cut := maxSummary - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// newSearchTool is conduit's search function, for one Conversation.
+func newSearchTool() *conduit.Tool {
+	return &conduit.Tool{
+		Tool: &mcp.Tool{
+			Name: SearchToolName,
+			Description: "Search the tools you can use by what they do. Few tools are listed at first: find the others here " +
+				"by a few words of what you need (\"create a pull request\", \"list kubernetes pods\"). " +
+				"The tools found can be called from the next step on.",
+			InputSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"query": map[string]any{"type": "string", "description": "What the tool should do, in a few words."},
+					"limit": map[string]any{"type": "integer", "minimum": 1, "maximum": MaxSearchLimit,
+						"description": fmt.Sprintf("At most this many tools (default %d).", DefaultSearchLimit)},
+				},
+				"required":             []any{"query"},
+				"additionalProperties": false,
+			},
+		},
+		Exposed: SearchToolName,
+		Server:  SearchToolServer,
+	}
+}
+
+// callLocal runs a call of the Conversation's own tool: through src's
+// governance when it has one (a Hub or a Client); a source of the
+// caller's own cannot govern it, and it is answered as it is.
+func callLocal(ctx context.Context, src conduit.Source, t *conduit.LocalTool, args map[string]any, o *conduit.CallOptions) (*mcp.CallToolResult, error) {
+	if ls, ok := src.(localSource); ok {
+		return ls.CallLocal(ctx, t, args, o)
+	}
+	return t.Answer(ctx, &conduit.Call{ID: o.ID, Server: t.Tool.Server, Tool: t.Tool.Name, Exposed: t.Tool.Exposed, Def: t.Tool,
+		Args: args, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint})
+}

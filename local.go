@@ -1,0 +1,141 @@
+package conduit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// LocalTool is a tool that the program answers itself, where a server
+// would: the adapters' search_tools is one. [Hub.CallLocal] runs its calls
+// through the same governance as a server's tools (policy, approval, hooks,
+// argument validation, the call's time limit, Trace), and Answer takes the
+// place of the request: nothing is sent to any server.
+type LocalTool struct {
+	// Tool is the definition: Exposed is the name a model calls it by,
+	// and Server and Name are what the policy's patterns, approvers and
+	// hooks see (the pattern server/name matches it). Server need not be
+	// one of the hub's servers.
+	Tool *Tool
+	// Answer answers a call that the governance let through; c carries
+	// its arguments as the before-hooks left them. Its result is answered
+	// as a server's would be (a failure the model should read is an
+	// isError result); an error that is not an *Error, and a panic, are
+	// answered as an internal error. It should honour ctx: when it does
+	// not, the call is still answered when ctx ends, and its late answer
+	// is dropped.
+	Answer func(ctx context.Context, c *Call) (*mcp.CallToolResult, error)
+}
+
+// CallLocal runs one call of a tool the program answers itself through the
+// governed pipeline, as CallTool runs a server's: args are the model's
+// arguments (as CallTool takes them), opts the call's options (ToolSet is
+// not used: the call names t). The error, if any, is an *Error.
+func (h *Hub) CallLocal(ctx context.Context, t *LocalTool, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	return h.c.callLocal(ctx, t, args, opts)
+}
+
+// CallLocal runs one call of a tool the program answers itself, as
+// [Hub.CallLocal] does.
+func (cl *Client) CallLocal(ctx context.Context, t *LocalTool, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	return cl.c.callLocal(ctx, t, args, opts)
+}
+
+// OffersLocal reports whether a listing for opts' principal and taint
+// would offer t, a tool the program answers itself: false when the policy
+// denies it outright, as ListToolsFor leaves out such tools of the
+// servers. opts may be nil.
+func (h *Hub) OffersLocal(t *Tool, opts *ListOptions) bool { return h.c.offersLocal(t, opts) }
+
+// OffersLocal reports whether a listing would offer t, as
+// [Hub.OffersLocal] does.
+func (cl *Client) OffersLocal(t *Tool, opts *ListOptions) bool { return cl.c.offersLocal(t, opts) }
+
+var errNoLocalTool = errors.New("the local tool has no definition or no answer")
+
+func (c *core) callLocal(ctx context.Context, t *LocalTool, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	if t == nil || t.Tool == nil || t.Answer == nil {
+		return nil, &Error{Kind: KindInternal, Message: "The tool could not be called.", Err: errNoLocalTool}
+	}
+	return c.pipeline(ctx, t.Tool.Exposed, args, opts, t)
+}
+
+func (c *core) offersLocal(t *Tool, opts *ListOptions) bool {
+	if t == nil {
+		return false
+	}
+	if c.Policy == nil {
+		return true
+	}
+	var o ListOptions
+	if opts != nil {
+		o = *opts
+	}
+	call := &Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint}
+	d, _, _, err := decide(c.Policy, call)
+	// As in listToolsFor: a condition that panics hides nothing; the call
+	// is then answered with the error.
+	return err != nil || d != DecisionDeny
+}
+
+// resolveCall is the first step of the pipeline: the name against the
+// tool set, or, for a local tool, the tool itself; and the arguments as
+// an object.
+func resolveCall(ts *ToolSet, local *LocalTool, name string, args any) (*Tool, map[string]any, error) {
+	if local == nil {
+		return ts.Resolve(name, args)
+	}
+	m, err := objectArgs(args)
+	if err != nil {
+		return local.Tool, nil, InvalidArgumentsError(local.Tool, err)
+	}
+	return local.Tool, m, nil
+}
+
+// answer runs the local tool's Answer in the place of the request. It is
+// the program's code, which may ignore ctx: it runs on a goroutine of its
+// own, and the call is answered when ctx ends.
+func (t *LocalTool) answer(ctx context.Context, call *Call) (*mcp.CallToolResult, error) {
+	if ctx.Done() == nil {
+		return t.run(ctx, call)
+	}
+	type outcome struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := t.run(ctx, call)
+		done <- outcome{res, err}
+	}()
+	select {
+	case out := <-done:
+		return out.res, out.err
+	case <-ctx.Done():
+		select {
+		case out := <-done:
+			return out.res, out.err
+		default:
+		}
+		return nil, ContextError(ctx, call.Def, 0, nil)
+	}
+}
+
+func (t *LocalTool) run(ctx context.Context, call *Call) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, newError(KindInternal, call.Server, call.Tool, "The call to "+call.Exposed+" failed.", fmt.Errorf("panic: %v", p))
+		}
+	}()
+	res, err = t.Answer(ctx, call)
+	var ce *Error
+	if err != nil && !errors.As(err, &ce) {
+		err = newError(KindInternal, call.Server, call.Tool, "The call to "+call.Exposed+" failed.", err)
+	}
+	if err == nil && res == nil {
+		err = newError(KindInternal, call.Server, call.Tool, "The call to "+call.Exposed+" returned no result.", nil)
+	}
+	return res, err
+}
