@@ -78,49 +78,154 @@ func ruleSeverity(id string) Severity {
 // Patterns run over prose cleaned by clean: invisible characters removed,
 // whitespace one space, typographic apostrophes plain.
 var (
-	overridePatterns = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)\b(ignore|disregard|forget|override|bypass|discard)\s+(all\s+|any\s+|the\s+)?(of\s+)?(your\s+|the\s+)?(previous|prior|above|earlier|preceding|former|original|system|safety|other|your|user'?s?)\s+(\w+\s+)?(instructions?|prompts?|rules|directives|guidelines|guardrails|constraints|messages)\b`),
-		regexp.MustCompile(`(?i)\b(ignore|disregard|forget)\s+(all|any|everything)\s+(instructions|rules|you\s+(were|have\s+been)\s+told|above|else)\b`),
-		regexp.MustCompile(`(?i)\byou\s+are\s+now\s+(a|an|in|the)\b|\bnew\s+(system\s+)?instructions\s*:`),
-		regexp.MustCompile(`(?i)\b(reveal|print|repeat|output|show|send|leak|return)\s+(\w+\s+){0,3}?(system\s+prompt|system\s+message|developer\s+message|(your|the)\s+(instructions|initial\s+prompt))\b`),
+	overridePatterns = []pattern{
+		pat([]string{"ignore", "disregard", "forget", "override", "bypass", "discard"}, `(?i)\b(ignore|disregard|forget|override|bypass|discard)\s+(all\s+|any\s+|the\s+)?(of\s+)?(your\s+|the\s+)?(previous|prior|above|earlier|preceding|former|original|system|safety|other|your|user'?s?)\s+(\w+\s+)?(instructions?|prompts?|rules|directives|guidelines|guardrails|constraints|messages)\b`),
+		pat([]string{"ignore", "disregard", "forget"}, `(?i)\b(ignore|disregard|forget)\s+(all|any|everything)\s+(instructions|rules|you\s+(were|have\s+been)\s+told|above|else)\b`),
+		pat([]string{"you are now", "instructions"}, `(?i)\byou\s+are\s+now\s+(a|an|in|the)\b|\bnew\s+(system\s+)?instructions\s*:`),
+		pat([]string{"system", "developer", "instructions", "initial"}, `(?i)\b(reveal|print|repeat|output|show|send|leak|return)\s+(\w+\s+){0,3}?(system\s+prompt|system\s+message|developer\s+message|(your|the)\s+(instructions|initial\s+prompt))\b`),
 	}
-	concealPatterns = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)\b(do\s+not|don't|never|must\s+not|should\s+not|shouldn't|no\s+need\s+to)\s+(tell|inform|mention|reveal|notify|alert|disclose)\b`),
-		regexp.MustCompile(`(?i)\b(do\s+not|don't|never|must\s+not|should\s+not|shouldn't)\s+(show|explain|let)\b[^.!?\n]{0,30}?\b(the\s+)?users?\b`),
-		regexp.MustCompile(`(?i)\bwithout\s+(telling|informing|notifying|alerting|letting|mentioning)\b[^.!?]{0,20}?\busers?\b`),
-		regexp.MustCompile(`(?i)\b(hide|conceal|keep)\b[^.!?]{0,30}?\bfrom\s+the\s+users?\b`),
-		regexp.MustCompile(`(?i)\b(the\s+)?users?\s+(must|should|need|needs)\s+(not|never)\s+(know|see|be\s+told|find\s+out|notice|learn)\b`),
+	concealPatterns = []pattern{
+		pat([]string{"not", "don't", "never", "shouldn't"}, `(?i)\b(do\s+not|don't|never|must\s+not|should\s+not|shouldn't|no\s+need\s+to)\s+(tell|inform|mention|reveal|notify|alert|disclose)\b`),
+		pat([]string{"user"}, `(?i)\b(do\s+not|don't|never|must\s+not|should\s+not|shouldn't)\s+(show|explain|let)\b[^.!?\n]{0,30}?\b(the\s+)?users?\b`),
+		pat([]string{"without"}, `(?i)\bwithout\s+(telling|informing|notifying|alerting|letting|mentioning)\b[^.!?]{0,20}?\busers?\b`),
+		pat([]string{"from the user"}, `(?i)\b(hide|conceal|keep)\b[^.!?]{0,30}?\bfrom\s+the\s+users?\b`),
+		pat([]string{"user"}, `(?i)\b(the\s+)?users?\s+(must|should|need|needs)\s+(not|never)\s+(know|see|be\s+told|find\s+out|notice|learn)\b`),
 	}
-	tagPattern = regexp.MustCompile(`(?i)<\s*/?\s*(important|system|system[-_ ]?prompt|instructions?|secret|hidden|admin|override|critical|sys)\s*>|\[/?(SYSTEM|INST)\]|<\|(im_start|im_end|system|endoftext)\|>`)
+	tagPattern = pat([]string{"<", "["}, `(?i)<\s*/?\s*(important|system|system[-_ ]?prompt|instructions?|secret|hidden|admin|override|critical|sys)\s*>|\[/?(SYSTEM|INST)\]|<\|(im_start|im_end|system|endoftext)\|>`)
 	// Files no tool has business reading for a model: named anywhere, they
 	// are reported, unless their sentence says they are refused.
-	filePattern = regexp.MustCompile(`(?i)~/\.ssh\b|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|\bauthorized_keys\b|\.aws/(credentials|config)\b|\.config/gcloud\b|\bapplication_default_credentials\b|\.azure/|\.npmrc\b|\.pypirc\b|\.netrc\b|\.pgpass\b|\.git-credentials\b|\.docker/config\.json\b|\.kube/config\b|/etc/(passwd|shadow|sudoers)\b|\.gnupg\b|\bwallet\.dat\b|\bclaude_desktop_config\.json\b|\.cursor/mcp\.json\b|\bmcp\.json\b`)
+	filePattern = pat([]string{".ssh", "id_", "authorized_keys", ".aws/", "gcloud", "application_default", ".azure/", ".npmrc", ".pypirc", ".netrc", ".pgpass", ".git-credentials", ".docker/", ".kube/", "/etc/", ".gnupg", "wallet.dat", "claude_desktop", "mcp.json"}, `(?i)~/\.ssh\b|\.ssh/|\bid_(rsa|dsa|ecdsa|ed25519)\b|\bauthorized_keys\b|\.aws/(credentials|config)\b|\.config/gcloud\b|\bapplication_default_credentials\b|\.azure/|\.npmrc\b|\.pypirc\b|\.netrc\b|\.pgpass\b|\.git-credentials\b|\.docker/config\.json\b|\.kube/config\b|/etc/(passwd|shadow|sudoers)\b|\.gnupg\b|\bwallet\.dat\b|\bclaude_desktop_config\.json\b|\.cursor/mcp\.json\b|\bmcp\.json\b`)
 	// A .env file is a common search target ("config files: .env,
 	// tsconfig.json"): reported only when the sentence reads or sends it.
-	envFile            = regexp.MustCompile(`(^|[\s'"` + "`" + `(/~])\.env(\.\w+)?\b`)
+	envFile            = pat([]string{".env"}, `(^|[\s'"`+"`"+`(/~])\.env(\.\w+)?\b`)
 	readOrSend         = regexp.MustCompile(`(?i)\b(read|cat|open|send|upload|attach|copy|paste|include|pass|forward|share|extract|collect|dump)\b`)
 	refused            = regexp.MustCompile(`(?i)\b(rejected|refused|denied|blocked|forbidden|excluded|disallowed|prohibited|not\s+(allowed|permitted|accessible|readable))\b`)
-	credentialRequest  = regexp.MustCompile(`(?i)\b(read|cat|open|send|upload|attach|copy|paste|include|pass|provide|forward|share|extract|collect|dump)\s+(\w+\s+){0,4}?(the|your|user's|users'|all|any|their|every)\s+(\w+\s+)?(private\s+keys?|ssh\s+keys?|api\s*[-_]?keys?|credentials|passwords?|secrets|access\s+tokens?|session\s+(cookies|tokens?)|cookies|env(ironment)?\s+variables)\b`)
-	sideChannelPattern = regexp.MustCompile(`(?i)\b(system\s+prompt|system\s+message|developer\s+message|(your|the\s+model's|the\s+assistant's|the\s+ai's)\s+(instructions|prompt|rules|guidelines|context|memory)|(previous|prior|earlier|preceding)\s+(messages|turns|instructions|prompts)|(entire|full|whole|complete|current)\s+(conversation|chat|context|dialog(ue)?)|conversation\s+(history|so\s+far|messages|context|transcript)|chat\s+(history|transcript|log)|(all|other|available)\s+tools'?\s+(descriptions?|definitions?|names)|tool\s+(descriptions|definitions)|everything\s+(you\s+know|the\s+user\s+(said|told))|context\s+window)\b`)
+	credentialRequest  = pat([]string{"key", "credential", "password", "secret", "token", "cookie", "variables"}, `(?i)\b(read|cat|open|send|upload|attach|copy|paste|include|pass|provide|forward|share|extract|collect|dump)\s+(\w+\s+){0,4}?(the|your|user's|users'|all|any|their|every)\s+(\w+\s+)?(private\s+keys?|ssh\s+keys?|api\s*[-_]?keys?|credentials|passwords?|secrets|access\s+tokens?|session\s+(cookies|tokens?)|cookies|env(ironment)?\s+variables)\b`)
+	sideChannelPattern = pat([]string{"prompt", "message", "instruction", "rules", "guideline", "context", "memory", "turns", "conversation", "chat", "dialog", "tool", "everything"}, `(?i)\b(system\s+prompt|system\s+message|developer\s+message|(your|the\s+model's|the\s+assistant's|the\s+ai's)\s+(instructions|prompt|rules|guidelines|context|memory)|(previous|prior|earlier|preceding)\s+(messages|turns|instructions|prompts)|(entire|full|whole|complete|current)\s+(conversation|chat|context|dialog(ue)?)|conversation\s+(history|so\s+far|messages|context|transcript)|chat\s+(history|transcript|log)|(all|other|available)\s+tools'?\s+(descriptions?|definitions?|names)|tool\s+(descriptions|definitions)|everything\s+(you\s+know|the\s+user\s+(said|told))|context\s+window)\b`)
 	sideChannelNames   = []string{"systemprompt", "systemmessage", "conversation", "conversationhistory", "chathistory", "previousmessages", "contextwindow", "fullcontext", "modelcontext", "sidenote"}
-	secretDescription  = regexp.MustCompile(`(?i)\b(user's|your|their|the\s+user's|account)\s+(\w+\s+)?(password|passphrase|api\s*[-_]?key|private\s+key|access\s+token|secret\s+key|credentials)\b`)
+	secretDescription  = pat([]string{"password", "passphrase", "key", "token", "credential"}, `(?i)\b(user's|your|their|the\s+user's|account)\s+(\w+\s+)?(password|passphrase|api\s*[-_]?key|private\s+key|access\s+token|secret\s+key|credentials)\b`)
 	secretNameSuffixes = []string{"password", "passwd", "passphrase", "secret", "apikey", "apisecret", "clientsecret", "privatekey", "accesstoken", "authtoken", "bearertoken", "sessiontoken", "sessioncookie", "credentials", "credential"}
 	negation           = regexp.MustCompile(`(?i)\b(not|never|don't|avoid|without|no)\b`)
-	tokenPattern       = regexp.MustCompile(`[A-Za-z0-9][A-Za-z0-9_./-]*[A-Za-z0-9]`)
 )
+
+// pattern is a regular expression and the words (lower case) one of which
+// any text it matches holds: most texts hold none, and are not searched.
+type pattern struct {
+	re      *regexp.Regexp
+	anchors []string
+}
+
+func pat(anchors []string, expr string) pattern {
+	return pattern{re: regexp.MustCompile(expr), anchors: anchors}
+}
+
+// may reports whether l, a text in lower case, holds an anchor.
+func (p pattern) may(l string) bool {
+	for _, a := range p.anchors {
+		if strings.Contains(l, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// all returns the matches in c, whose lower case is l.
+func (p pattern) all(c, l string) [][]int {
+	if !p.may(l) {
+		return nil
+	}
+	return p.re.FindAllStringIndex(c, -1)
+}
+
+// first returns the first match in c, whose lower case is l.
+func (p pattern) first(c, l string) []int {
+	if !p.may(l) {
+		return nil
+	}
+	return p.re.FindStringIndex(c)
+}
+
+// namesParameter reports whether a sentence designates the parameter
+// name: quoted, or "the context parameter" (a bare word is often prose:
+// "this command").
+func namesParameter(s, name string) bool {
+	for _, q := range []string{"'", `"`, "`"} {
+		if strings.Contains(s, q+name+q) {
+			return true
+		}
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], name)
+		if j < 0 {
+			return false
+		}
+		start := i + j
+		i = start + len(name)
+		if start > 0 && isWordByte(s[start-1]) {
+			continue
+		}
+		rest := strings.TrimLeft(s[i:], " ")
+		if len(rest) == len(s[i:]) {
+			continue // no space after the name
+		}
+		for _, w := range []string{"parameter", "param", "field", "argument"} {
+			if strings.HasPrefix(rest, w) && (len(rest) == len(w) || !isWordByte(rest[len(w)]) || rest[len(w)] == 's') {
+				return true
+			}
+		}
+	}
+}
+
+func isWordByte(b byte) bool {
+	return b == '_' || b >= '0' && b <= '9' || b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z'
+}
+
+// tokens returns the spans of c that may name a tool: runs of letters,
+// digits and _ . / -, less the . / - they begin or end with.
+func tokens(c string) [][]int {
+	var out [][]int
+	start := -1
+	flush := func(end int) {
+		for end > start && strings.IndexByte("./-", c[end-1]) >= 0 {
+			end--
+		}
+		for start < end && strings.IndexByte("./-", c[start]) >= 0 {
+			start++
+		}
+		if end-start >= 2 {
+			out = append(out, []int{start, end})
+		}
+		start = -1
+	}
+	for i := 0; i < len(c); i++ {
+		if isWordByte(c[i]) || strings.IndexByte("./-", c[i]) >= 0 {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			flush(i)
+		}
+	}
+	if start >= 0 {
+		flush(len(c))
+	}
+	return out
+}
 
 // auditor holds what the cross-server rule compares with.
 type auditor struct {
 	tools  map[string]map[string]bool // server -> its tools' names
 	owners map[string][]string        // a distinctive tool name -> the servers that list it
-	ids    []string
-	prose  map[string]*regexp.Regexp // a server id written in prose: "gmail server"
+	// byWords holds the ids long enough to be looked for in prose ("the
+	// gmail server"), by their letters and digits in lower case.
+	byWords map[string][]string
 }
 
 func newAuditor(servers []conduit.ServerTools) *auditor {
-	a := &auditor{tools: map[string]map[string]bool{}, owners: map[string][]string{}, prose: map[string]*regexp.Regexp{}}
+	a := &auditor{tools: map[string]map[string]bool{}, owners: map[string][]string{}, byWords: map[string][]string{}}
 	for _, st := range servers {
-		a.ids = append(a.ids, st.Server)
 		names := map[string]bool{}
 		for _, t := range st.Tools {
 			if t == nil {
@@ -132,12 +237,94 @@ func newAuditor(servers []conduit.ServerTools) *auditor {
 			}
 		}
 		a.tools[st.Server] = names
-		if len(st.Server) >= minProseServerLen {
-			words := regexp.MustCompile(`[_-]+`).Split(regexp.QuoteMeta(st.Server), -1)
-			a.prose[st.Server] = regexp.MustCompile(`(?i)\b` + strings.Join(words, `[ _-]?`) + `[ _-]?(mcp|server|tools?)\b`)
+		if w := wordsOf(st.Server); len(st.Server) >= minProseServerLen && !slices.Contains(a.byWords[w], st.Server) {
+			a.byWords[w] = append(a.byWords[w], st.Server)
 		}
 	}
 	return a
+}
+
+// wordsOf is s in lower case without what is not a letter or a digit.
+func wordsOf(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// serverWords are the words after a server's name in prose.
+var serverWords = []string{"mcp", "server", "servers", "tool", "tools"}
+
+// proseMention returns the first server id of a written in c the way
+// prose names a server ("the Gmail server", "gmail-mcp", "Brave Search
+// tools") other than server (or one related to it), and its span.
+func (a *auditor) proseMention(server, c string) (string, []int) {
+	if len(a.byWords) == 0 {
+		return "", nil
+	}
+	// The words of c: runs of letters and digits, and whether each is
+	// joined to the one before by at most one space, _ or -.
+	type word struct {
+		start, end int
+		joined     bool
+	}
+	var words []word
+	for i := 0; i < len(c); {
+		r, size := utf8.DecodeRuneInString(c[i:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			i += size
+			continue
+		}
+		start := i
+		for i < len(c) {
+			r, size := utf8.DecodeRuneInString(c[i:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+				break
+			}
+			i += size
+		}
+		joined := len(words) > 0 && start-words[len(words)-1].end == 1 && strings.IndexByte(" _-", c[start-1]) >= 0
+		words = append(words, word{start, i, joined})
+	}
+	match := func(letters string, span []int) (string, []int) {
+		for _, id := range a.byWords[letters] {
+			if id != server && !related(id, server) {
+				return id, span
+			}
+		}
+		return "", nil
+	}
+	for i, w := range words {
+		lw := strings.ToLower(c[w.start:w.end])
+		for _, sw := range serverWords {
+			if !strings.HasSuffix(lw, sw) {
+				continue
+			}
+			// The name within the word ("CircleCIMCP"), then with up to
+			// three words before it ("Brave Search server").
+			prefix := lw[:len(lw)-len(sw)]
+			if prefix != "" {
+				if id, span := match(prefix, []int{w.start, w.end}); id != "" {
+					return id, span
+				}
+			}
+			name := prefix
+			for k := i; k > 0 && k > i-3; k-- {
+				if !words[k].joined {
+					break
+				}
+				prev := words[k-1]
+				name = strings.ToLower(c[prev.start:prev.end]) + name
+				if id, span := match(name, []int{prev.start, w.end}); id != "" {
+					return id, span
+				}
+			}
+		}
+	}
+	return "", nil
 }
 
 // distinctive reports whether a tool name is unlikely to be a word of
@@ -206,18 +393,19 @@ func (a *auditor) tool(server string, t *mcp.Tool) []Finding {
 			continue
 		}
 		c := clean(tx.s)
-		if m := firstMatch(c, overridePatterns, true); m != nil {
+		l := strings.ToLower(c)
+		if m := firstMatch(c, l, overridePatterns, true); m != nil {
 			add(RuleOverride, tx.field, "tells the model to set its instructions aside", excerpt(c, m))
 		}
-		if m := firstMatch(c, concealPatterns, false); m != nil {
+		if m := firstMatch(c, l, concealPatterns, false); m != nil {
 			add(RuleConceal, tx.field, "tells the model to keep something from the user", excerpt(c, m))
 		}
-		if m := tagPattern.FindStringIndex(c); m != nil {
+		if m := tagPattern.first(c, l); m != nil {
 			add(RuleHiddenTags, tx.field, "marks a block for the model with "+c[m[0]:m[1]], excerpt(c, m))
 		}
-		if m := sensitiveFile(c); m != nil {
+		if m := sensitiveFile(c, l); m != nil {
 			add(RuleSensitive, tx.field, "names a credential file: "+strings.TrimLeft(c[m[0]:m[1]], " '\"`(/~"), excerpt(c, m))
-		} else if m := firstMatch(c, []*regexp.Regexp{credentialRequest}, true); m != nil {
+		} else if m := firstMatch(c, l, []pattern{credentialRequest}, true); m != nil {
 			add(RuleSensitive, tx.field, "asks for the user's credentials to be read or passed on", excerpt(c, m))
 		}
 		if msg, m := a.shadowing(server, c); m != nil {
@@ -353,14 +541,14 @@ func checkParam(name string, p map[string]any, field string, add func(rule, fiel
 	if kind == "string" || kind == "array" {
 		if slices.Contains(sideChannelNames, norm) {
 			add(RuleSideChannel, field, fmt.Sprintf("the parameter %q is named for the model's context", name), excerpt(c, []int{0, 0}))
-		} else if m := firstMatch(c, []*regexp.Regexp{sideChannelPattern}, true); m != nil {
+		} else if m := firstMatch(c, strings.ToLower(c), []pattern{sideChannelPattern}, true); m != nil {
 			add(RuleSideChannel, field, fmt.Sprintf("the parameter %q asks for the model's %s", name, strings.ToLower(c[m[0]:m[1]])), excerpt(c, m))
 		}
 	}
 	if kind == "string" {
 		if suffixed(norm, secretNameSuffixes) {
 			add(RuleSecretParam, field, fmt.Sprintf("the parameter %q is named for a secret", name), excerpt(c, []int{0, 0}))
-		} else if m := firstMatch(c, []*regexp.Regexp{secretDescription}, true); m != nil {
+		} else if m := firstMatch(c, strings.ToLower(c), []pattern{secretDescription}, true); m != nil {
 			add(RuleSecretParam, field, fmt.Sprintf("the parameter %q asks for %s", name, strings.ToLower(c[m[0]:m[1]])), excerpt(c, m))
 		}
 	}
@@ -380,20 +568,20 @@ func describedSideChannels(desc string, schema map[string]any, add func(rule, fi
 		names = append(names, n)
 	}
 	slices.Sort(names)
+	matches := sideChannelPattern.all(desc, strings.ToLower(desc))
+	if len(matches) == 0 {
+		return
+	}
 	for _, name := range names {
 		p, _ := props[name].(map[string]any)
 		if k := paramKind(p); (k != "string" && k != "array") || len(name) < 3 {
 			continue
 		}
-		// Named as a parameter: quoted, or "the context parameter" (a bare
-		// word is often prose: "this command").
-		q := regexp.QuoteMeta(name)
-		named := regexp.MustCompile(`['"` + "`" + `]` + q + `['"` + "`" + `]|\b` + q + `\s+(parameter|param|field|argument)\b`)
-		for _, m := range sideChannelPattern.FindAllStringIndex(desc, -1) {
+		for _, m := range matches {
 			if negated(desc, m[0]) {
 				continue
 			}
-			if named.MatchString(sentence(desc, m)) {
+			if namesParameter(sentence(desc, m), name) {
 				add(RuleSideChannel, "inputSchema.properties."+name,
 					fmt.Sprintf("the description asks for the model's %s in the parameter %q", strings.ToLower(desc[m[0]:m[1]]), name), excerpt(desc, m))
 				break
@@ -473,17 +661,10 @@ func suffixed(s string, suffixes []string) bool {
 // shadowing reports the first mention in c (prose of server's) of
 // another configured server or of a tool only another server lists.
 func (a *auditor) shadowing(server, c string) (string, []int) {
-	for _, id := range a.ids {
-		if id == server || related(id, server) {
-			continue
-		}
-		if re := a.prose[id]; re != nil {
-			if m := re.FindStringIndex(c); m != nil {
-				return "names another server, " + id, m
-			}
-		}
+	if id, m := a.proseMention(server, c); id != "" {
+		return "names another server, " + id, m
 	}
-	for _, m := range tokenPattern.FindAllStringIndex(c, -1) {
+	for _, m := range tokens(c) {
 		tok := c[m[0]:m[1]]
 		if other, tool, ok := a.exposedMention(server, tok); ok {
 			return fmt.Sprintf("names the tool %s of another server, %s", tool, other), m
@@ -530,13 +711,13 @@ func candidates(tok string) []string {
 
 // sensitiveFile returns the first mention of a credential file that its
 // sentence does not say is refused.
-func sensitiveFile(c string) []int {
-	for _, m := range filePattern.FindAllStringIndex(c, -1) {
+func sensitiveFile(c, l string) []int {
+	for _, m := range filePattern.all(c, l) {
 		if !refused.MatchString(sentence(c, m)) {
 			return m
 		}
 	}
-	for _, m := range envFile.FindAllStringIndex(c, -1) {
+	for _, m := range envFile.all(c, l) {
 		if s := sentence(c, m); readOrSend.MatchString(s) && !refused.MatchString(s) {
 			return m
 		}
@@ -567,9 +748,9 @@ func sentence(c string, m []int) string {
 
 // firstMatch returns the first match of any pattern; with negatable, a
 // match whose sentence says not, never, avoid... before it is skipped.
-func firstMatch(c string, patterns []*regexp.Regexp, negatable bool) []int {
-	for _, re := range patterns {
-		for _, m := range re.FindAllStringIndex(c, -1) {
+func firstMatch(c, l string, patterns []pattern, negatable bool) []int {
+	for _, p := range patterns {
+		for _, m := range p.all(c, l) {
 			if negatable && negated(c, m[0]) {
 				continue
 			}
