@@ -45,10 +45,11 @@ func LockPath(config string) string { return filepath.Join(filepath.Dir(config),
 var ErrNotPinned = errors.New("conduit: the tool's definition is not pinned")
 
 // Pins is a set of pinned tool definitions: per server id and tool name,
-// the digest and canonical JSON of one definition. The zero value is not
-// usable; make one with [NewPins], [ParsePins] or [LoadPins]. A Pins is
-// safe for concurrent use, and a hub or client that has it checks its
-// next listing against a change made by [Pins.Pin] or [Pins.Forget].
+// the digest and canonical JSON of one definition. The zero value is an
+// empty set, as [NewPins] returns; [ParsePins] and [LoadPins] read a lock
+// file. A Pins is safe for concurrent use (and must not be copied), and a
+// hub or client that has it checks its next listing against a change made
+// by [Pins.Pin] or [Pins.Forget].
 type Pins struct {
 	mu      sync.RWMutex
 	servers map[string]map[string]pinnedDef
@@ -89,6 +90,9 @@ func (p *Pins) Pin(server string, tools []*mcp.Tool) error {
 		defs[t.Name] = pinnedDef{digest: digestOf(c), canonical: c}
 	}
 	p.mu.Lock()
+	if p.servers == nil {
+		p.servers = map[string]map[string]pinnedDef{}
+	}
 	p.servers[server] = defs
 	p.mu.Unlock()
 	p.gen.Add(1)

@@ -623,6 +623,10 @@ func TestPinsCheck(t *testing.T) {
 	if pins.Has("s") || len(pins.Servers()) != 0 {
 		t.Error("Forget kept the server")
 	}
+	var zero Pins // an empty set
+	if len(zero.Check("s", []*mcp.Tool{defTool("a", "A.")})) != 1 || zero.Pin("s", []*mcp.Tool{defTool("a", "A.")}) != nil || !zero.Has("s") {
+		t.Error("the zero Pins is not an empty set")
+	}
 }
 
 func TestLockFile(t *testing.T) {
@@ -770,5 +774,66 @@ func TestLineDiff(t *testing.T) {
 	}
 	if got := escapeHidden("a\u200bb\U000e0041\u202e\t"); got != `a\u200bb\udb40\udc41\u202e\u0009` {
 		t.Errorf("escapeHidden = %s", got)
+	}
+}
+
+// Trace.PinDrift is called with no lock held: it may call back into the
+// hub.
+func TestPinDriftTraceCallsBack(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, "mem").echoTools("a", "b")
+	var h *Hub
+	var mu sync.Mutex
+	var seen []string
+	trace := &Trace{PinDrift: func(i PinDriftInfo) {
+		mu.Lock()
+		hub := h
+		mu.Unlock()
+		st := hub.Status()
+		ts, err := hub.ListTools(context.Background())
+		mu.Lock()
+		seen = append(seen, fmt.Sprintf("%s %s %d %d %v", i.Drift.Tool, i.Drift.Kind, len(st[0].Drift), ts.Len(), err))
+		mu.Unlock()
+	}}
+	pins := NewPins()
+	pins.Pin("mem", []*mcp.Tool{{Name: "a", Description: "the a tool", InputSchema: json.RawMessage(`{"type":"object"}`)}})
+	mu.Lock()
+	h = newHub(t, []Server{srv.server("mem")}, &HubOptions{Options: Options{Pins: pins, Trace: trace}})
+	mu.Unlock()
+	ts, err := h.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := exposed(ts); !slices.Equal(got, []string{"mem__a"}) || !slices.Equal(seen, []string{"b new 1 1 <nil>"}) {
+		t.Errorf("offered %v; traced %q", got, seen)
+	}
+}
+
+// The cost of the pin check of a call: the server's listing looked up and
+// the tool's digest, remembered, compared.
+func BenchmarkPinnedCall(b *testing.B) {
+	for _, pinned := range []bool{false, true} {
+		b.Run(map[bool]string{false: "unpinned", true: "pinned"}[pinned], func(b *testing.B) {
+			srv := newTestServer(b, "mem").echoTools("a")
+			var pins *Pins
+			if pinned {
+				pins = NewPins()
+				pins.Pin("mem", []*mcp.Tool{{Name: "a", Description: "the a tool", InputSchema: json.RawMessage(`{"type":"object"}`)}})
+			}
+			h := newHub(b, []Server{srv.server("mem")}, &HubOptions{Options: Options{Pins: pins}})
+			ctx := context.Background()
+			ts, err := h.ListTools(ctx)
+			if err != nil || ts.Len() != 1 {
+				b.Fatal(err, ts.Len())
+			}
+			opts := &CallOptions{ToolSet: ts}
+			for b.Loop() {
+				if _, err := h.CallTool(ctx, "mem__a", nil, opts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -84,7 +84,9 @@ per server and tool, the SHA-256 of the definition's canonical JSON (name,
 title, description, input and output schema, annotations) and the definition
 itself. While the lock file exists, every conduit command offers only the
 tools whose listed definition is the pinned one; a changed or new tool is left
-out, and a call to it is refused, nothing sent.
+out, and a call to it is refused, nothing sent. A server the lock file does
+not have (added to the configuration since, or down when it was written)
+offers nothing until it is pinned.
 
   conduit pin                  write the lock file; when it exists, pin the
                                servers it does not have yet and leave the
