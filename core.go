@@ -61,9 +61,13 @@ type core struct {
 	tokens   atomic.Uint64
 	progress sync.Map // progress token -> func(Progress)
 
-	tsMu  sync.Mutex
-	ts    *ToolSet
-	tsKey []uint64
+	tsMu   sync.Mutex
+	ts     *ToolSet
+	tsKey  []uint64
+	tsPins uint64             // the pins' generation the tool set was checked against
+	drift  map[string][]Drift // by server, in the last tool set
+	// digests of the tools listed, for checking pins
+	digests digestCache
 }
 
 func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, prefix string) (*core, error) {
@@ -185,6 +189,7 @@ func (c *core) status() []ServerStatus {
 	for i, cn := range c.conns {
 		out[i] = cn.status()
 	}
+	c.statusDrift(out)
 	return out
 }
 
@@ -223,13 +228,24 @@ func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var report func() // drift, told after the lock is released
+	defer func() {
+		if report != nil {
+			report()
+		}
+	}()
+	pins := c.Pins.generation()
 	c.tsMu.Lock()
 	defer c.tsMu.Unlock()
-	if c.ts != nil && slices.Equal(c.tsKey, key) {
+	if c.ts != nil && slices.Equal(c.tsKey, key) && c.tsPins == pins {
 		return c.ts, nil
 	}
-	ts := NewToolSet(ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix, Filter: c.Filter}, lists...)
-	c.ts, c.tsKey = ts, key
+	ts := NewToolSet(ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix, Filter: c.Filter, Pins: c.Pins, digests: &c.digests}, lists...)
+	if c.Pins != nil {
+		report = c.driftReport(ts, c.tsKey, key, c.ts != nil && c.tsPins != pins)
+		c.digests.keep(lists)
+	}
+	c.ts, c.tsKey, c.tsPins = ts, key, pins
 	return ts, nil
 }
 

@@ -42,6 +42,8 @@ func TestMain(m *testing.M) {
 //	                   stdout shortly after answering tools/list
 //	exit               writes to stderr and exits with status 3 at once
 //	silent             reads stdin and never answers
+//	defs               tools read from files, differing between runs and
+//	                   within one (see runDefsChild)
 func runChild(mode string) int {
 	marker := os.Getenv(childMarkerEnv)
 	mark := func(s string) {
@@ -63,6 +65,8 @@ func runChild(mode string) int {
 		for sc.Scan() {
 		}
 		return 0
+	case "defs":
+		return runDefsChild(mark)
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "child", Version: "1"}, nil)
 	addTool(s, "echo", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

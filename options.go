@@ -34,6 +34,10 @@ type Options struct {
 	// Validate checks arguments against each tool's input schema before a
 	// call is sent. Schemas are compiled once per tool set.
 	Validate bool
+	// Pins, when set, offers only the tools whose listed definition is the
+	// pinned one (see [Pins]): a changed or new tool is left out of every
+	// tool set and a call to it is refused, nothing sent.
+	Pins *Pins
 
 	// CallTimeout bounds each call in all, approval and hooks included,
 	// when the call's own CallOptions.CallTimeout is zero (default

@@ -33,6 +33,11 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions) (*mcp.CallT
 		return nil, newError(KindUnavailable, call.Server, call.Tool,
 			"The server of "+call.Exposed+" is unavailable.", err)
 	}
+	if c.Pins != nil {
+		if sess, err = c.checkPinned(ctx, cn, call); err != nil {
+			return nil, err
+		}
+	}
 	params := &mcp.CallToolParams{Name: call.Tool, Arguments: call.Args}
 	if len(o.Meta) > 0 {
 		// The SDK adds its own keys to the request's _meta.

@@ -64,6 +64,10 @@ type ServerStatus struct {
 	// Attempts counts the failures since the server was last up: a lost
 	// session, then each failed connection attempt.
 	Attempts int
+	// Drift, with pins configured, lists the tools of the server's last
+	// listing in its current session that were left out because their
+	// definitions are changed or new, with their diffs.
+	Drift []Drift
 }
 
 // Backoff configures reconnection after a server is lost. The zero value

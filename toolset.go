@@ -96,6 +96,11 @@ const (
 	// SkipPolicy: the policy denies the tool outright for the principal and
 	// taint of the listing.
 	SkipPolicy
+	// SkipPinChanged: the tool's definition is not the pinned one (see
+	// [ToolSet.Drift] for the diff).
+	SkipPinChanged
+	// SkipPinNew: pins are configured and the tool has none.
+	SkipPinNew
 )
 
 // String returns the reason's snake_case name, such as "server_down".
@@ -111,6 +116,10 @@ func (r SkipReason) String() string {
 		return "server_down"
 	case SkipPolicy:
 		return "policy"
+	case SkipPinChanged:
+		return "pin_changed"
+	case SkipPinNew:
+		return "pin_new"
 	}
 	return fmt.Sprintf("SkipReason(%d)", int(r))
 }
@@ -143,6 +152,10 @@ type ToolSetOptions struct {
 	Prefix string
 	// Filter, when set, keeps only the tools for which it returns true.
 	Filter func(server string, tool *mcp.Tool) bool
+	// Pins, when set, keeps only the tools whose definition is pinned.
+	Pins *Pins
+
+	digests *digestCache // a hub's, kept between its tool sets
 }
 
 type serverTool struct{ server, tool string }
@@ -157,13 +170,15 @@ type ToolSet struct {
 	byOrig  map[serverTool]*Tool
 	skipped []Skipped
 	search  searchState // built by the first Search
+	drift   []Drift
+	listed  []ServerTools
 }
 
 // NewToolSet builds a tool set from servers' tool lists, in the order given.
 // Most programs get tool sets from [Hub.ListTools] or [Client.ListTools];
 // NewToolSet serves tests and programs that drive the pipeline themselves.
 func NewToolSet(opts ToolSetOptions, servers ...ServerTools) *ToolSet {
-	ts := &ToolSet{byName: map[string]*Tool{}, byOrig: map[serverTool]*Tool{}}
+	ts := &ToolSet{byName: map[string]*Tool{}, byOrig: map[serverTool]*Tool{}, listed: slices.Clone(servers)}
 	var candidates []*Tool
 	for _, st := range servers {
 		if st.Down != nil {
@@ -193,6 +208,12 @@ func NewToolSet(opts ToolSetOptions, servers ...ServerTools) *ToolSet {
 			case opts.Filter != nil && !opts.Filter(st.Server, t):
 				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: SkipFiltered,
 					Detail: "left out by the tool filter"})
+				continue
+			}
+			if d := opts.Pins.drift(st.Server, t, opts.digests); d != nil {
+				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: d.skipReason(),
+					Exposed: exposedName(opts.Namespace, st.Server, opts.Prefix, t.Name), Detail: d.Message()})
+				ts.drift = append(ts.drift, *d)
 				continue
 			}
 			candidates = append(candidates, &Tool{
@@ -288,6 +309,8 @@ func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {
 		byName:  make(map[string]*Tool, len(ts.tools)),
 		byOrig:  make(map[serverTool]*Tool, len(ts.tools)),
 		skipped: slices.Clone(ts.skipped),
+		drift:   ts.drift,
+		listed:  ts.listed,
 	}
 	for _, t := range ts.tools {
 		if keep(t) {
@@ -297,4 +320,14 @@ func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {
 		}
 	}
 	return out
+}
+
+// Listings returns the servers' tool lists the set was made of, as they
+// were listed: the tools left out (filtered, unpinned, colliding) are
+// there too. The lists are shared and must not be modified.
+func (ts *ToolSet) Listings() []ServerTools {
+	if ts == nil {
+		return nil
+	}
+	return slices.Clone(ts.listed)
 }

@@ -22,6 +22,9 @@ type Trace struct {
 	Decided func(DecidedInfo)
 	// CallDone is called when a call is answered, with its result or error.
 	CallDone func(CallDoneInfo)
+	// PinDrift is called, with pins configured, for each tool a new
+	// listing leaves out because its definition is changed or new.
+	PinDrift func(PinDriftInfo)
 }
 
 // ServerUpInfo is the argument of [Trace.ServerUp].
@@ -54,4 +57,9 @@ type CallDoneInfo struct {
 	Result  *mcp.CallToolResult // the result, when there is one
 	Err     error               // the *Error, when there is no result
 	Elapsed time.Duration       // from the start of the pipeline
+}
+
+// PinDriftInfo is the argument of [Trace.PinDrift].
+type PinDriftInfo struct {
+	Drift Drift // the tool, how it differs from its pin, and the diff
 }

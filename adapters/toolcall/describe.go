@@ -49,6 +49,12 @@ func clean(s string) bool {
 	return true
 }
 
+// Invisible reports whether r is one of the characters Description
+// removes: a control character other than tab, newline and carriage
+// return, or a character that shows as nothing (zero width, bidi
+// controls, tags, variation selectors, fillers, other format characters).
+func Invisible(r rune) bool { return invisible(r) }
+
 func invisible(r rune) bool {
 	switch {
 	case r == '\n' || r == '\t' || r == '\r':

@@ -117,6 +117,8 @@ func commands() []command {
 		{"login", "SERVER [--timeout D] [--no-browser]", "log in to an OAuth-protected server in a browser", runLogin, false},
 		{"logout", "SERVER", "forget a server's stored OAuth tokens", runLogout, false},
 		{"search", "[--limit N] [--principal ID] QUERY", "the tools that best match a query, with their scores", runSearch, false},
+		{"pin", "[--check | --update [SERVER...]] [--json]", "pin the tools' definitions in mcp.lock.json, or check them", runPin, false},
+		{"audit", "[--json] [--severity S]", "report what the servers' tool definitions tell the model", runAudit, false},
 		{"strict", "[FILE]", "convert a JSON schema to OpenAI strict mode", runStrict, false},
 		{"agent", "--provider P --model M [--base-url URL] PROMPT", "a real agent loop against the provider's API", runAgent, false},
 		{"demo-server", "notes|web", "serve one of the demo's MCP servers over stdio", runDemoServer, true},
@@ -153,7 +155,8 @@ Providers: anthropic, openai-chat, openai-responses, gemini.
 
 Every command but demo, strict and version reads an mcpServers configuration
 (Claude Desktop / Cursor / VS Code shape) with an optional "policy" list,
-from --config FILE (default ./mcp.json).
+from --config FILE (default ./mcp.json). When mcp.lock.json is beside it
+(conduit pin), only the tools whose definitions it pins are offered.
 
 Output meant for programs is JSON on stdout; messages go to stderr.
 Exit status: 0 success, 1 the work failed, 2 bad usage or bad input.

@@ -109,6 +109,9 @@ type hubOptions struct {
 	// needPolicy says the command makes calls, so a missing policy is
 	// worth a word.
 	needPolicy bool
+	// noPins leaves the lock file unread: the command reads what the
+	// servers list, pinned or not.
+	noPins bool
 }
 
 // openHub loads the configuration, unless cfg is given, and connects to its servers. Servers that
@@ -160,12 +163,20 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 	if h.verbose {
 		logger = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	var pins *conduit.Pins
+	if !o.noPins {
+		var err error
+		if pins, err = h.loadPins(); err != nil {
+			return nil, err
+		}
+	}
 	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{
 		Policy:         policy,
 		Approver:       o.approver,
-		Trace:          o.trace,
+		Trace:          h.pinTrace(env, pins, o.trace),
 		Logger:         logger,
 		ConnectTimeout: h.connectTimeout,
+		Pins:           pins,
 	}})
 	if err != nil {
 		return nil, inputError("%s: %v", h.config, err)

@@ -13,6 +13,9 @@ type serverJSON struct {
 	Error    string `json:"error,omitempty"`
 	Attempts int    `json:"attempts,omitempty"`
 	Login    string `json:"login,omitempty"` // the command to run, for a server that needs a login
+	// Unpinned counts the tools left out because mcp.lock.json does not
+	// pin their definitions.
+	Unpinned int `json:"unpinned,omitempty"`
 }
 
 func runServers(ctx context.Context, env *Env, args []string) error {
@@ -55,7 +58,7 @@ The exit status is 1 when any server is down.`)
 	out := []serverJSON{}
 	down := 0
 	for _, st := range hub.Status() {
-		s := serverJSON{ID: st.ID, Status: st.State.String(), Tools: counts[st.ID]}
+		s := serverJSON{ID: st.ID, Status: st.State.String(), Tools: counts[st.ID], Unpinned: len(st.Drift)}
 		if st.State != conduit.StateUp {
 			down++
 			s.Status = "down"

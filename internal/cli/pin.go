@@ -1,0 +1,258 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+)
+
+// loadPins reads the lock file beside the configuration, or returns nil
+// when there is none: then nothing is pinned.
+func (h *hubFlags) loadPins() (*conduit.Pins, error) {
+	path := conduit.LockPath(h.config)
+	pins, err := conduit.LoadPins(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, inputError("%v; fix it, or remove it and run 'conduit pin' to pin what the servers list now", err)
+	}
+	return pins, nil
+}
+
+// pinTrace adds to trace a note on stderr for each tool left out because
+// its definition is not pinned.
+func (h *hubFlags) pinTrace(env *Env, pins *conduit.Pins, trace *conduit.Trace) *conduit.Trace {
+	if pins == nil {
+		return trace
+	}
+	var t conduit.Trace
+	if trace != nil {
+		t = *trace
+	}
+	if t.PinDrift == nil {
+		t.PinDrift = func(i conduit.PinDriftInfo) {
+			fmt.Fprintf(env.Stderr, "conduit: left out %s (%s); 'conduit pin --check%s' shows the diff\n",
+				i.Drift.Message(), conduit.LockFile, h.configArg())
+		}
+	}
+	return &t
+}
+
+// configArg is the --config flag to repeat in a hint, when it is not the
+// default.
+func (h *hubFlags) configArg() string {
+	if h.config == "mcp.json" {
+		return ""
+	}
+	return " --config " + h.config
+}
+
+type driftJSON struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	Drift  string `json:"drift"`
+	Pinned string `json:"pinned,omitempty"`
+	Listed string `json:"listed,omitempty"`
+	Diff   string `json:"diff"`
+}
+
+type pinServerJSON struct {
+	ID    string `json:"id"`
+	Tools int    `json:"tools"`
+	Error string `json:"error,omitempty"`
+}
+
+type pinJSON struct {
+	Lock    string          `json:"lock"`
+	Servers []pinServerJSON `json:"servers"`
+	// Drift is what differs from the lock file (--check), what was
+	// accepted (--update), or what was left as it is (no flag).
+	Drift []driftJSON `json:"drift"`
+}
+
+func runPin(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "pin", `
+Pin the servers' tool definitions in mcp.lock.json, beside the configuration:
+per server and tool, the SHA-256 of the definition's canonical JSON (name,
+title, description, input and output schema, annotations) and the definition
+itself. While the lock file exists, every conduit command offers only the
+tools whose listed definition is the pinned one; a changed or new tool is left
+out, and a call to it is refused, nothing sent. A server the lock file does
+not have (added to the configuration since, or down when it was written)
+offers nothing until it is pinned.
+
+  conduit pin                  write the lock file; when it exists, pin the
+                               servers it does not have yet and leave the
+                               others as they are
+  conduit pin --check          exit 1 when any tool is changed, new or gone,
+                               printing each diff
+  conduit pin --update [SERVER...]
+                               accept what the servers (all by default) list
+                               now
+
+The diffs go to stdout (with --json, {"lock", "servers", "drift"}); characters
+a terminal would not show are written as \uXXXX.`)
+	var h hubFlags
+	h.register(fs)
+	check := fs.Bool("check", false, "compare the servers' tools with the lock file; exit 1 on any difference")
+	update := fs.Bool("update", false, "accept the named servers' (default: every server's) current tools")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if *check && *update {
+		return usageError("pin", "use one of --check and --update")
+	}
+	if len(pos) > 0 && !*update {
+		return usageError("pin", "servers are named only with --update: unexpected argument %q", pos[0])
+	}
+	cfg, err := h.loadConfig()
+	if err != nil {
+		return err
+	}
+	for _, id := range pos {
+		if !slices.ContainsFunc(cfg.Servers, func(s conduit.Server) bool { return s.ID == id }) {
+			return usageError("pin", "no server %q in %s", id, h.config)
+		}
+	}
+	lock := conduit.LockPath(h.config)
+	pins, err := h.loadPins()
+	if err != nil {
+		return err
+	}
+	if pins == nil && *check {
+		return failure("no lock file %s: run 'conduit pin%s' to write one", lock, h.configArg())
+	}
+	if pins == nil {
+		pins = conduit.NewPins()
+	}
+
+	hub, err := h.connect(ctx, env, cfg, hubOptions{noPins: true})
+	if err != nil {
+		return err
+	}
+	defer hub.Close()
+	ts, err := hub.ListTools(ctx)
+	if err != nil {
+		return failure("listing tools: %v", err)
+	}
+
+	out := pinJSON{Lock: lock, Servers: []pinServerJSON{}, Drift: []driftJSON{}}
+	var down []string
+	var drift []conduit.Drift
+	changed := false
+	for _, l := range ts.Listings() {
+		s := pinServerJSON{ID: l.Server, Tools: len(l.Tools)}
+		if l.Down != nil {
+			s.Error = l.Down.Error()
+			down = append(down, l.Server)
+			out.Servers = append(out.Servers, s)
+			continue
+		}
+		out.Servers = append(out.Servers, s)
+		d := pins.Check(l.Server, l.Tools)
+		accept := false
+		switch {
+		case *update:
+			accept = len(pos) == 0 || slices.Contains(pos, l.Server)
+		case !*check:
+			accept = !pins.Has(l.Server)
+		}
+		if accept {
+			had := pins.Has(l.Server)
+			if err := pins.Pin(l.Server, l.Tools); err != nil {
+				return failure("%v", err)
+			}
+			changed = changed || len(d) > 0 || !had
+			if !*update {
+				continue // a first pin is no drift
+			}
+		} else if *update {
+			continue
+		}
+		drift = append(drift, d...)
+	}
+	if *update && len(pos) == 0 {
+		// Servers no longer configured lose their pins.
+		for _, id := range pins.Servers() {
+			if !slices.ContainsFunc(cfg.Servers, func(s conduit.Server) bool { return s.ID == id }) {
+				pins.Forget(id)
+				changed = true
+			}
+		}
+	}
+	for _, d := range drift {
+		out.Drift = append(out.Drift, driftJSON{Server: d.Server, Tool: d.Tool, Drift: d.Kind.String(), Pinned: d.Pinned, Listed: d.Listed, Diff: d.Diff})
+	}
+	if changed && !*check {
+		if err := pins.Save(lock); err != nil {
+			return failure("writing the lock file: %v", err)
+		}
+	}
+	if *asJSON {
+		if err := writeJSON(env.Stdout, out); err != nil {
+			return err
+		}
+	} else if *check {
+		writeDrift(env.Stdout, drift)
+	}
+	for _, id := range down {
+		fmt.Fprintf(env.Stderr, "conduit: server %s is down; its tools were not %s\n", id, map[bool]string{true: "checked", false: "pinned"}[*check])
+	}
+
+	switch {
+	case *check && len(drift) > 0:
+		return failure("%d %s differ from %s; review the diffs, then accept them with 'conduit pin --update%s [SERVER...]'",
+			len(drift), plural(len(drift), "tool", "tools"), lock, h.configArg())
+	case *update:
+		for _, d := range drift {
+			fmt.Fprintf(env.Stderr, "conduit: accepted %s\n", d.Message())
+		}
+		if changed {
+			fmt.Fprintf(env.Stderr, "conduit: wrote %s\n", lock)
+		} else {
+			fmt.Fprintf(env.Stderr, "conduit: %s is up to date\n", lock)
+		}
+	case !*check:
+		if changed {
+			fmt.Fprintf(env.Stderr, "conduit: wrote %s\n", lock)
+		}
+		if len(drift) > 0 {
+			fmt.Fprintf(env.Stderr, "conduit: %d pinned %s differ from what the servers list, left as pinned; 'conduit pin --check%s' shows the diffs\n",
+				len(drift), plural(len(drift), "tool", "tools"), h.configArg())
+		}
+	}
+	if len(down) > 0 {
+		return failure("%d of %d servers down", len(down), len(out.Servers))
+	}
+	return nil
+}
+
+// writeDrift writes each drift's account and diff.
+func writeDrift(w io.Writer, drift []conduit.Drift) {
+	for i, d := range drift {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		fmt.Fprintln(w, d.Message())
+		fmt.Fprint(w, d.Diff)
+		if !strings.HasSuffix(d.Diff, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
