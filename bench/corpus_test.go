@@ -54,13 +54,9 @@ func loadCorpus(tb testing.TB) *corpus.Corpus {
 // mcpTools returns every tool of the corpus, by server.
 func mcpTools(tb testing.TB, c *corpus.Corpus) []conduit.ServerTools {
 	tb.Helper()
-	var out []conduit.ServerTools
-	for _, s := range c.Servers {
-		tools, err := s.MCPTools()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, conduit.ServerTools{Server: s.ID, Tools: tools})
+	out, err := c.ServerTools()
+	if err != nil {
+		tb.Fatal(err)
 	}
 	return out
 }

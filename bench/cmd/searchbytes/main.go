@@ -24,13 +24,9 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	var servers []conduit.ServerTools
-	for _, s := range c.Servers {
-		tools, err := s.MCPTools()
-		if err != nil {
-			log.Fatal(err)
-		}
-		servers = append(servers, conduit.ServerTools{Server: s.ID, Tools: tools})
+	servers, err := c.ServerTools()
+	if err != nil {
+		log.Fatal(err)
 	}
 	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, servers...)
 	rows, err := footprint.Measure(ts, footprint.Queries)

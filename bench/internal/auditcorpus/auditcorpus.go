@@ -15,6 +15,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/audit"
+	"github.com/conduitmcp/conduit/bench/internal/corpus"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,7 +42,11 @@ func Load(testdata string) ([]Set, error) {
 	var sets []Set
 	dir := filepath.Join(testdata, "servers")
 	if _, err := os.Stat(filepath.Join(dir, "index.json")); err == nil {
-		servers, err := loadServers(dir)
+		c, _, err := corpus.LoadServers(dir)
+		if err != nil {
+			return nil, err
+		}
+		servers, err := c.ServerTools()
 		if err != nil {
 			return nil, err
 		}
@@ -65,36 +70,6 @@ func Load(testdata string) ([]Set, error) {
 		corpus.Servers = append(corpus.Servers, conduit.ServerTools{Server: s.ID, Tools: s.Tools})
 	}
 	return append(sets, corpus), nil
-}
-
-// loadServers reads testdata/servers: index.json's order, one ID.json
-// ({"tools": [...]}) per server.
-func loadServers(dir string) ([]conduit.ServerTools, error) {
-	data, err := os.ReadFile(filepath.Join(dir, "index.json"))
-	if err != nil {
-		return nil, err
-	}
-	var index []struct {
-		ID string `json:"id"`
-	}
-	if err := json.Unmarshal(data, &index); err != nil {
-		return nil, fmt.Errorf("index.json: %w", err)
-	}
-	var out []conduit.ServerTools
-	for _, e := range index {
-		data, err := os.ReadFile(filepath.Join(dir, e.ID+".json"))
-		if err != nil {
-			return nil, err
-		}
-		var list struct {
-			Tools []*mcp.Tool `json:"tools"`
-		}
-		if err := json.Unmarshal(data, &list); err != nil {
-			return nil, fmt.Errorf("%s.json: %w", e.ID, err)
-		}
-		out = append(out, conduit.ServerTools{Server: e.ID, Tools: list.Tools})
-	}
-	return out, nil
 }
 
 // Begin and End mark a set's section in SECURITY.md.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/conduitmcp/conduit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -25,6 +26,20 @@ type Corpus struct {
 type Server struct {
 	ID    string           `json:"id"`
 	Tools []map[string]any `json:"tools"`
+}
+
+// ServerTools returns every server's tools as the MCP SDK decodes them,
+// in order, ready for conduit.NewToolSet.
+func (c *Corpus) ServerTools() ([]conduit.ServerTools, error) {
+	out := make([]conduit.ServerTools, 0, len(c.Servers))
+	for _, s := range c.Servers {
+		tools, err := s.MCPTools()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", s.ID, err)
+		}
+		out = append(out, conduit.ServerTools{Server: s.ID, Tools: tools})
+	}
+	return out, nil
 }
 
 // Len is the number of tools.

@@ -17,13 +17,9 @@ func realToolSet(t *testing.T) *conduit.ToolSet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var servers []conduit.ServerTools
-	for _, s := range c.Servers {
-		tools, err := s.MCPTools()
-		if err != nil {
-			t.Fatal(err)
-		}
-		servers = append(servers, conduit.ServerTools{Server: s.ID, Tools: tools})
+	servers, err := c.ServerTools()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, servers...)
 }
