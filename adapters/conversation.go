@@ -69,7 +69,7 @@ func NewConversation(ctx context.Context, src conduit.Source, p Provider, o *Con
 			return nil, err
 		}
 	}
-	listing, err := ListToolSet(ts, p, &o.ListingOptions)
+	listing, err := listToolSet(ctx, ts, p, &o.ListingOptions)
 	if err != nil {
 		return nil, err
 	}
