@@ -157,7 +157,11 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 	if halted(o.Halt) {
 		return nil, HaltedError(tool)
 	}
-	if res, err = c.send(ctx, call, &o, req); err != nil {
+	res, err = c.send(ctx, call, &o, req)
+	if req != nil {
+		req.Err = err
+	}
+	if err != nil {
 		return nil, err
 	}
 	if c.after {

@@ -92,6 +92,10 @@ type RequestInfo struct {
 	ProtocolVersion string
 	// Elapsed is from sending the request to its answer.
 	Elapsed time.Duration
+	// Err is the request's own failure (the *Error of a timeout, a lost
+	// session, a server's JSON-RPC error, ...); nil when the server
+	// answered with a result, which an after-hook may still withhold.
+	Err error
 
 	sent bool
 }
@@ -205,7 +209,7 @@ func (cn *conn) traceList(ctx context.Context, sess *mcp.ClientSession) (context
 	req := new(RequestInfo)
 	start := req.start(cn.peer, sess)
 	return ctx, params, func(n int, err error) {
-		req.Elapsed = time.Since(start)
+		req.Elapsed, req.Err = time.Since(start), err
 		t.ListDone(ListDoneInfo{Context: ctx, Server: cn.srv.ID, Tools: n, Err: err, Request: req})
 	}
 }

@@ -1,0 +1,402 @@
+package otelconduit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of the tracer and meter.
+const ScopeName = "github.com/conduitmcp/conduit/otelconduit"
+
+// Options configure the bridge. The zero value is fine: the global
+// providers and propagator, nothing opted in.
+type Options struct {
+	// TracerProvider makes the spans (default otel.GetTracerProvider()).
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the metric (default otel.GetMeterProvider()).
+	MeterProvider metric.MeterProvider
+	// Propagator injects trace context into each request's _meta
+	// (default otel.GetTextMapPropagator(), which injects nothing until
+	// one is set with otel.SetTextMapPropagator).
+	Propagator propagation.TextMapPropagator
+
+	// RecordArguments records each call's arguments, as the model wrote
+	// them (after-hooks' changes included), as gen_ai.tool.call.arguments:
+	// the conventions make it opt-in, since arguments may hold anything.
+	RecordArguments bool
+	// RecordResults records each successful call's result, as
+	// gen_ai.tool.call.result (opt-in, likewise).
+	RecordResults bool
+	// RecordMessages records the texts that may quote arguments or carry
+	// a person's words: the message a model is shown for a failed call
+	// (as the status description), a validation failure's reason, a
+	// hook's error and an approver's reason (as event attributes).
+	RecordMessages bool
+}
+
+// Telemetry is the bridge: its Trace and AdaptersTrace report to
+// OpenTelemetry. It is safe for concurrent use, and one Telemetry may
+// serve any number of hubs and clients.
+type Telemetry struct {
+	o        Options
+	tracer   trace.Tracer
+	duration metric.Float64Histogram
+	prop     propagation.TextMapPropagator
+}
+
+// durationBuckets are the bucket boundaries the conventions give
+// mcp.client.operation.duration, in seconds.
+var durationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+
+// New returns a bridge configured by o, which may be nil.
+func New(o *Options) (*Telemetry, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.TracerProvider == nil {
+		opts.TracerProvider = otel.GetTracerProvider()
+	}
+	if opts.MeterProvider == nil {
+		opts.MeterProvider = otel.GetMeterProvider()
+	}
+	t := &Telemetry{o: opts, prop: opts.Propagator}
+	t.tracer = opts.TracerProvider.Tracer(ScopeName,
+		trace.WithInstrumentationVersion(conduit.Version), trace.WithSchemaURL(semconv.SchemaURL))
+	meter := opts.MeterProvider.Meter(ScopeName,
+		metric.WithInstrumentationVersion(conduit.Version), metric.WithSchemaURL(semconv.SchemaURL))
+	var err error
+	t.duration, err = meter.Float64Histogram("mcp.client.operation.duration",
+		metric.WithDescription("The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received."),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Trace returns the hooks to set as a hub's or client's Options.Trace.
+func (t *Telemetry) Trace() *conduit.Trace {
+	return &conduit.Trace{
+		CallStart:        t.callStart,
+		Decided:          t.decided,
+		Approved:         t.approved,
+		HookDenied:       t.hookDenied,
+		ValidationFailed: t.validationFailed,
+		CallDone:         t.callDone,
+		ListStart:        t.listStart,
+		ListDone:         t.listDone,
+		RequestMeta:      t.requestMeta,
+	}
+}
+
+// AdaptersTrace returns the hooks to set as a listing's
+// adapters.ListingOptions.Trace: a strict-mode fallback becomes an event
+// of the span in the listing's context (the caller's own, such as an agent
+// turn's).
+func (t *Telemetry) AdaptersTrace() *adapters.Trace {
+	return &adapters.Trace{StrictFallback: t.strictFallback}
+}
+
+// Attribute keys of conduit's own; the conventions' come from semconv.
+const (
+	keyServer         = attribute.Key("conduit.server")
+	keyTools          = attribute.Key("conduit.tools")
+	keyDecision       = attribute.Key("conduit.policy.decision")
+	keyRule           = attribute.Key("conduit.policy.rule")
+	keyMatched        = attribute.Key("conduit.policy.matched")
+	keyAllowed        = attribute.Key("conduit.approval.allowed")
+	keyHalt           = attribute.Key("conduit.approval.halt")
+	keyApprovalTime   = attribute.Key("conduit.approval.duration")
+	keyReason         = attribute.Key("conduit.reason")
+	keyHook           = attribute.Key("conduit.hook.name")
+	keyStage          = attribute.Key("conduit.hook.stage")
+	keyStrictReason   = attribute.Key("conduit.strict.reason")
+	methodCall        = "tools/call"
+	methodList        = "tools/list"
+	errTypeToolError  = "tool_error"
+	errTypeOther      = "_OTHER"
+	eventDecision     = "conduit.policy.decision"
+	eventApproval     = "conduit.approval"
+	eventHookDenial   = "conduit.hook.denial"
+	eventValidation   = "conduit.validation.failure"
+	eventStrictFallbk = "conduit.strict_fallback"
+)
+
+var (
+	attrCall    = semconv.McpMethodNameKey.String(methodCall)
+	attrList    = semconv.McpMethodNameKey.String(methodList)
+	attrExecute = semconv.GenAIOperationNameExecuteTool
+)
+
+func (t *Telemetry) callStart(i conduit.CallStartInfo) context.Context {
+	attrs := []attribute.KeyValue{attrCall, attrExecute}
+	if i.Call.ID != "" {
+		attrs = append(attrs, semconv.GenAIToolCallID(i.Call.ID))
+	}
+	ctx, _ := t.tracer.Start(i.Context, methodCall,
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return ctx
+}
+
+func (t *Telemetry) decided(i conduit.DecidedInfo) {
+	span := trace.SpanFromContext(i.Context)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{keyDecision.String(i.Decision.String()), keyMatched.Bool(i.Matched)}
+	if i.Matched {
+		attrs = append(attrs, keyRule.String(i.Rule.String()))
+	}
+	span.AddEvent(eventDecision, trace.WithAttributes(attrs...))
+}
+
+func (t *Telemetry) approved(i conduit.ApprovedInfo) {
+	span := trace.SpanFromContext(i.Context)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{
+		keyAllowed.Bool(i.Approval.Allow), keyHalt.Bool(i.Approval.Halt),
+		keyApprovalTime.Float64(i.Elapsed.Seconds()),
+	}
+	if t.o.RecordMessages && i.Approval.Reason != "" {
+		attrs = append(attrs, keyReason.String(i.Approval.Reason))
+	}
+	span.AddEvent(eventApproval, trace.WithAttributes(attrs...))
+}
+
+func (t *Telemetry) hookDenied(i conduit.HookDeniedInfo) {
+	span := trace.SpanFromContext(i.Context)
+	if !span.IsRecording() {
+		return
+	}
+	stage := "before"
+	if i.After {
+		stage = "after"
+	}
+	attrs := []attribute.KeyValue{keyHook.String(i.Hook), keyStage.String(stage)}
+	if t.o.RecordMessages && i.Err != nil {
+		attrs = append(attrs, keyReason.String(i.Err.Error()))
+	}
+	span.AddEvent(eventHookDenial, trace.WithAttributes(attrs...))
+}
+
+func (t *Telemetry) validationFailed(i conduit.ValidationFailedInfo) {
+	span := trace.SpanFromContext(i.Context)
+	if !span.IsRecording() {
+		return
+	}
+	var attrs []attribute.KeyValue
+	if t.o.RecordMessages && i.Err != nil {
+		attrs = append(attrs, keyReason.String(i.Err.Error()))
+	}
+	span.AddEvent(eventValidation, trace.WithAttributes(attrs...))
+}
+
+func (t *Telemetry) strictFallback(i adapters.StrictFallbackInfo) {
+	if i.Context == nil {
+		return
+	}
+	span := trace.SpanFromContext(i.Context)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{semconv.GenAIToolName(i.Tool)}
+	if i.Err != nil {
+		attrs = append(attrs, keyStrictReason.String(i.Err.Error()))
+	}
+	span.AddEvent(eventStrictFallbk, trace.WithAttributes(attrs...))
+}
+
+func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
+	span := trace.SpanFromContext(i.Context)
+	recording := span.IsRecording()
+	measuring := i.Request != nil && t.duration.Enabled(i.Context)
+	if !recording && !measuring {
+		span.End()
+		return
+	}
+	call := i.Call
+	tool := call.Tool
+	if tool == "" {
+		tool = call.Exposed // not resolved: the name as the model wrote it
+	}
+	errType, code, desc := classify(i.Err, i.Result)
+	if measuring {
+		// The operation's outcome is the request's, not an after-hook's.
+		rType, rCode, _ := classify(i.Request.Err, i.Result)
+		attrs := make([]attribute.KeyValue, 0, 12)
+		attrs = append(attrs, attrCall, attrExecute, semconv.GenAIToolName(tool))
+		attrs = appendOutcome(attrs, rType, rCode)
+		attrs = appendPeer(attrs, i.Request, false)
+		t.duration.Record(i.Context, i.Request.Elapsed.Seconds(), metric.WithAttributes(attrs...))
+	}
+	if !recording {
+		span.End()
+		return
+	}
+	if call.Tool != "" {
+		span.SetName(methodCall + " " + call.Tool)
+	}
+	attrs := make([]attribute.KeyValue, 0, 16)
+	attrs = append(attrs, semconv.GenAIToolName(tool))
+	if call.Server != "" {
+		attrs = append(attrs, keyServer.String(call.Server))
+	}
+	attrs = appendOutcome(attrs, errType, code)
+	if i.Request != nil {
+		attrs = appendPeer(attrs, i.Request, true)
+	}
+	if t.o.RecordArguments && call.Args != nil {
+		if b, err := json.Marshal(call.Args); err == nil {
+			attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(string(b)))
+		}
+	}
+	if t.o.RecordResults && i.Err == nil && i.Result != nil && !i.Result.IsError {
+		if b, err := json.Marshal(i.Result); err == nil {
+			attrs = append(attrs, semconv.GenAIToolCallResultKey.String(string(b)))
+		}
+	}
+	span.SetAttributes(attrs...)
+	if errType != "" {
+		if desc == "" && t.o.RecordMessages {
+			var e *conduit.Error
+			if errors.As(i.Err, &e) {
+				desc = e.Message
+			}
+		}
+		span.SetStatus(codes.Error, desc)
+	}
+	span.End()
+}
+
+func (t *Telemetry) listStart(i conduit.ListStartInfo) context.Context {
+	ctx, _ := t.tracer.Start(i.Context, methodList, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attrList, keyServer.String(i.Server)))
+	return ctx
+}
+
+func (t *Telemetry) listDone(i conduit.ListDoneInfo) {
+	span := trace.SpanFromContext(i.Context)
+	errType, code, desc := classify(i.Err, nil)
+	if i.Request != nil && t.duration.Enabled(i.Context) {
+		attrs := make([]attribute.KeyValue, 0, 10)
+		attrs = append(attrs, attrList)
+		attrs = appendOutcome(attrs, errType, code)
+		attrs = appendPeer(attrs, i.Request, false)
+		t.duration.Record(i.Context, i.Request.Elapsed.Seconds(), metric.WithAttributes(attrs...))
+	}
+	if span.IsRecording() {
+		attrs := make([]attribute.KeyValue, 0, 12)
+		attrs = append(attrs, keyTools.Int(i.Tools))
+		attrs = appendOutcome(attrs, errType, code)
+		if i.Request != nil {
+			attrs = appendPeer(attrs, i.Request, true)
+		}
+		span.SetAttributes(attrs...)
+		if errType != "" {
+			span.SetStatus(codes.Error, desc)
+		}
+	}
+	span.End()
+}
+
+func (t *Telemetry) requestMeta(i conduit.RequestMetaInfo) map[string]any {
+	prop := t.prop
+	if prop == nil {
+		prop = otel.GetTextMapPropagator()
+	}
+	carrier := propagation.MapCarrier{}
+	prop.Inject(i.Context, carrier)
+	if len(carrier) == 0 {
+		return nil
+	}
+	out := make(map[string]any, len(carrier))
+	for k, v := range carrier {
+		out[k] = v
+	}
+	return out
+}
+
+// classify is the conventions' error.type of an outcome: the JSON-RPC
+// error code when the server sent one (also the code returned), and then
+// the error's message as the status description; "tool_error" for a
+// result with isError; conduit's ErrorKind otherwise.
+func classify(err error, res *mcp.CallToolResult) (errType, code, desc string) {
+	if err == nil {
+		if res != nil && res.IsError {
+			return errTypeToolError, "", ""
+		}
+		return "", "", ""
+	}
+	var e *conduit.Error
+	if errors.As(err, &e) && e.Kind != conduit.KindServerError {
+		return e.Kind.String(), "", ""
+	}
+	// A server's error, or a listing's, whose errors are the SDK's.
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.As(err, &rpcErr):
+		code := strconv.FormatInt(rpcErr.Code, 10)
+		return code, code, rpcErr.Message
+	case errors.Is(err, context.DeadlineExceeded):
+		return conduit.KindTimeout.String(), "", ""
+	case errors.Is(err, context.Canceled):
+		return conduit.KindCanceled.String(), "", ""
+	case e != nil:
+		return e.Kind.String(), "", ""
+	}
+	return errTypeOther, "", ""
+}
+
+// appendOutcome adds error.type and rpc.response.status_code, when set.
+func appendOutcome(attrs []attribute.KeyValue, errType, code string) []attribute.KeyValue {
+	if errType != "" {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+	}
+	if code != "" {
+		attrs = append(attrs, semconv.RPCResponseStatusCode(code))
+	}
+	return attrs
+}
+
+// appendPeer adds what the conventions say of the session and server; the
+// session id only to spans (withSession), since it would make a metric's
+// series per session.
+func appendPeer(attrs []attribute.KeyValue, r *conduit.RequestInfo, withSession bool) []attribute.KeyValue {
+	if withSession && r.SessionID != "" {
+		attrs = append(attrs, semconv.McpSessionID(r.SessionID))
+	}
+	if r.ProtocolVersion != "" {
+		attrs = append(attrs, semconv.McpProtocolVersion(r.ProtocolVersion))
+	}
+	switch r.Transport {
+	case "stdio":
+		attrs = append(attrs, semconv.NetworkTransportPipe)
+	case "streamable-http", "sse":
+		attrs = append(attrs, semconv.NetworkTransportTCP, semconv.NetworkProtocolName("http"))
+	}
+	if r.Address != "" {
+		attrs = append(attrs, semconv.ServerAddress(r.Address))
+		if r.Port > 0 {
+			attrs = append(attrs, semconv.ServerPort(r.Port))
+		}
+	}
+	return attrs
+}
