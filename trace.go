@@ -55,8 +55,9 @@ type Trace struct {
 	// RequestMeta, when set, contributes to the _meta of each request
 	// sent to a server (tools/call, tools/list), given the request's
 	// context: trace context, for one. Keys the call's CallOptions.Meta
-	// already has are kept as the caller set them. It is the only hook
-	// that changes what is sent.
+	// already has are kept as the caller set them. The map returned is the
+	// request's to keep (and add to): return a new one each time. It is
+	// the only hook that changes what is sent.
 	RequestMeta func(RequestMetaInfo) map[string]any
 }
 

@@ -180,8 +180,11 @@ func (c *core) requestMeta(ctx context.Context, method, server string, call *Cal
 		return meta
 	}
 	add := t.RequestMeta(RequestMetaInfo{Context: ctx, Method: method, Server: server, Call: call})
-	if len(add) == 0 {
+	switch {
+	case len(add) == 0:
 		return meta
+	case len(meta) == 0:
+		return add
 	}
 	out := make(mcp.Meta, len(meta)+len(add))
 	maps.Copy(out, add)

@@ -82,8 +82,8 @@ func ExampleNew() {
 	//   conduit.tools=1
 	// tools/call search client
 	//   mcp.method.name=tools/call
-	//   gen_ai.tool.call.id=toolu_01
 	//   gen_ai.tool.name=search
+	//   gen_ai.tool.call.id=toolu_01
 	//   conduit.server=notes
 	//   event conduit.policy.decision
 }

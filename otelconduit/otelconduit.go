@@ -144,13 +144,14 @@ var (
 	attrExecute = semconv.GenAIOperationNameExecuteTool
 )
 
+// callStartOptions start every call's span. The rest of its attributes
+// are set when it ends, in one go.
+var callStartOptions = []trace.SpanStartOption{
+	trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrCall, attrExecute),
+}
+
 func (t *Telemetry) callStart(i conduit.CallStartInfo) context.Context {
-	attrs := []attribute.KeyValue{attrCall, attrExecute}
-	if i.Call.ID != "" {
-		attrs = append(attrs, semconv.GenAIToolCallID(i.Call.ID))
-	}
-	ctx, _ := t.tracer.Start(i.Context, methodCall,
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	ctx, _ := t.tracer.Start(i.Context, methodCall, callStartOptions...)
 	return ctx
 }
 
@@ -256,6 +257,9 @@ func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
 	}
 	attrs := make([]attribute.KeyValue, 0, 16)
 	attrs = append(attrs, semconv.GenAIToolName(tool))
+	if call.ID != "" {
+		attrs = append(attrs, semconv.GenAIToolCallID(call.ID))
+	}
 	if call.Server != "" {
 		attrs = append(attrs, keyServer.String(call.Server))
 	}
@@ -322,16 +326,33 @@ func (t *Telemetry) requestMeta(i conduit.RequestMetaInfo) map[string]any {
 	if prop == nil {
 		prop = otel.GetTextMapPropagator()
 	}
-	carrier := propagation.MapCarrier{}
-	prop.Inject(i.Context, carrier)
-	if len(carrier) == 0 {
-		return nil
+	var carrier metaCarrier
+	prop.Inject(i.Context, &carrier)
+	return carrier.m
+}
+
+// metaCarrier is a request's _meta as a propagation carrier, made only
+// when a propagator sets a key.
+type metaCarrier struct{ m map[string]any }
+
+func (c *metaCarrier) Get(key string) string {
+	s, _ := c.m[key].(string)
+	return s
+}
+
+func (c *metaCarrier) Set(key, value string) {
+	if c.m == nil {
+		c.m = make(map[string]any, 2)
 	}
-	out := make(map[string]any, len(carrier))
-	for k, v := range carrier {
-		out[k] = v
+	c.m[key] = value
+}
+
+func (c *metaCarrier) Keys() []string {
+	keys := make([]string, 0, len(c.m))
+	for k := range c.m {
+		keys = append(keys, k)
 	}
-	return out
+	return keys
 }
 
 // classify is the conventions' error.type of an outcome: the JSON-RPC

@@ -60,6 +60,8 @@ type Options struct {
 	// OnTurn, when set, is told of each turn's tool calls once they are
 	// answered.
 	OnTurn func(Turn)
+	// ListingTrace, when set, is told of the listing's events.
+	ListingTrace *adapters.Trace
 }
 
 // Turn is one turn's tool calls, for OnTurn.
@@ -139,7 +141,7 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	// taint grows with every result that reaches the model.
 	conv, err := adapters.NewConversation(ctx, src, o.Provider, &adapters.ConversationOptions{
 		CallOptions:    conduit.CallOptions{Principal: o.Principal, CallTimeout: o.CallTimeout},
-		ListingOptions: adapters.ListingOptions{CacheLast: true, Strict: o.Strict},
+		ListingOptions: adapters.ListingOptions{CacheLast: true, Strict: o.Strict, Trace: o.ListingTrace},
 	})
 	if err != nil {
 		return nil, err

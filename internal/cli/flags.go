@@ -163,7 +163,7 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{
 		Policy:         policy,
 		Approver:       o.approver,
-		Trace:          o.trace,
+		Trace:          env.hubTrace(o.trace),
 		Logger:         logger,
 		ConnectTimeout: h.connectTimeout,
 	}})

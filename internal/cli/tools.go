@@ -79,9 +79,9 @@ outright for that principal are left out.`)
 	listing, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{
 		Principal: l.principal,
 		ListingOptions: adapters.ListingOptions{CacheLast: *cacheLast, Strict: strict,
-			Trace: &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
+			Trace: env.listingTrace(&adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
 				fallbacks = append(fallbacks, strictNote{f.Tool, reason(f.Err)})
-			}}},
+			}})},
 	})
 	if err != nil {
 		return failure("listing tools: %v", err)
