@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
@@ -56,6 +57,55 @@ type Telemetry struct {
 	tracer   trace.Tracer
 	duration metric.Float64Histogram
 	prop     propagation.TextMapPropagator
+
+	// A call's metric attributes and its decision event's, made once for
+	// each distinct set: building an attribute set is most of what
+	// recording costs.
+	ops       cache[opKey, metric.RecordOption]
+	decisions cache[decisionKey, trace.EventOption]
+}
+
+// opKey is what mcp.client.operation.duration's attributes are made of.
+type opKey struct {
+	list                                           bool
+	tool, errType, code, protocol, transport, host string
+	port                                           int
+}
+
+type decisionKey struct {
+	decision conduit.Decision
+	rule     string
+	matched  bool
+}
+
+// cache is a map of values made once per key, up to maxCached keys
+// (beyond, values are made each time), safe for concurrent use.
+type cache[K comparable, V any] struct {
+	mu sync.RWMutex
+	m  map[K]V
+}
+
+// maxCached bounds a cache: the keys are few (tools, servers, rules and
+// outcomes), but they come from outside.
+const maxCached = 4096
+
+func (c *cache[K, V]) get(k K, make func() V) V {
+	c.mu.RLock()
+	v, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v = make()
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[K]V{}
+	}
+	if len(c.m) < maxCached {
+		c.m[k] = v
+	}
+	c.mu.Unlock()
+	return v
 }
 
 // durationBuckets are the bucket boundaries the conventions give
@@ -144,11 +194,9 @@ var (
 	attrExecute = semconv.GenAIOperationNameExecuteTool
 )
 
-// callStartOptions start every call's span. The rest of its attributes
-// are set when it ends, in one go.
-var callStartOptions = []trace.SpanStartOption{
-	trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrCall, attrExecute),
-}
+// callStartOptions start every call's span. Its attributes are set when
+// it ends, in one go: a sampler sees the span's name and kind.
+var callStartOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 
 func (t *Telemetry) callStart(i conduit.CallStartInfo) context.Context {
 	ctx, _ := t.tracer.Start(i.Context, methodCall, callStartOptions...)
@@ -160,11 +208,14 @@ func (t *Telemetry) decided(i conduit.DecidedInfo) {
 	if !span.IsRecording() {
 		return
 	}
-	attrs := []attribute.KeyValue{keyDecision.String(i.Decision.String()), keyMatched.Bool(i.Matched)}
-	if i.Matched {
-		attrs = append(attrs, keyRule.String(i.Rule.String()))
-	}
-	span.AddEvent(eventDecision, trace.WithAttributes(attrs...))
+	k := decisionKey{i.Decision, i.Rule.String(), i.Matched}
+	span.AddEvent(eventDecision, t.decisions.get(k, func() trace.EventOption {
+		attrs := []attribute.KeyValue{keyDecision.String(k.decision.String()), keyMatched.Bool(k.matched)}
+		if k.matched {
+			attrs = append(attrs, keyRule.String(k.rule))
+		}
+		return trace.WithAttributes(attrs...)
+	}))
 }
 
 func (t *Telemetry) approved(i conduit.ApprovedInfo) {
@@ -242,11 +293,7 @@ func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
 	if measuring {
 		// The operation's outcome is the request's, not an after-hook's.
 		rType, rCode, _ := classify(i.Request.Err, i.Result)
-		attrs := make([]attribute.KeyValue, 0, 12)
-		attrs = append(attrs, attrCall, attrExecute, semconv.GenAIToolName(tool))
-		attrs = appendOutcome(attrs, rType, rCode)
-		attrs = appendPeer(attrs, i.Request, false)
-		t.duration.Record(i.Context, i.Request.Elapsed.Seconds(), metric.WithAttributes(attrs...))
+		t.record(i.Context, i.Request, opKey{tool: tool, errType: rType, code: rCode})
 	}
 	if !recording {
 		span.End()
@@ -256,7 +303,7 @@ func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
 		span.SetName(methodCall + " " + call.Tool)
 	}
 	attrs := make([]attribute.KeyValue, 0, 16)
-	attrs = append(attrs, semconv.GenAIToolName(tool))
+	attrs = append(attrs, attrCall, attrExecute, semconv.GenAIToolName(tool))
 	if call.ID != "" {
 		attrs = append(attrs, semconv.GenAIToolCallID(call.ID))
 	}
@@ -300,11 +347,7 @@ func (t *Telemetry) listDone(i conduit.ListDoneInfo) {
 	span := trace.SpanFromContext(i.Context)
 	errType, code, desc := classify(i.Err, nil)
 	if i.Request != nil && t.duration.Enabled(i.Context) {
-		attrs := make([]attribute.KeyValue, 0, 10)
-		attrs = append(attrs, attrList)
-		attrs = appendOutcome(attrs, errType, code)
-		attrs = appendPeer(attrs, i.Request, false)
-		t.duration.Record(i.Context, i.Request.Elapsed.Seconds(), metric.WithAttributes(attrs...))
+		t.record(i.Context, i.Request, opKey{list: true, errType: errType, code: code})
 	}
 	if span.IsRecording() {
 		attrs := make([]attribute.KeyValue, 0, 12)
@@ -319,6 +362,24 @@ func (t *Telemetry) listDone(i conduit.ListDoneInfo) {
 		}
 	}
 	span.End()
+}
+
+// record records a request's duration; k has the method, tool and
+// outcome, and record adds the request's peer.
+func (t *Telemetry) record(ctx context.Context, r *conduit.RequestInfo, k opKey) {
+	k.protocol, k.transport, k.host, k.port = r.ProtocolVersion, r.Transport, r.Address, r.Port
+	opt := t.ops.get(k, func() metric.RecordOption {
+		attrs := make([]attribute.KeyValue, 0, 12)
+		if k.list {
+			attrs = append(attrs, attrList)
+		} else {
+			attrs = append(attrs, attrCall, attrExecute, semconv.GenAIToolName(k.tool))
+		}
+		attrs = appendOutcome(attrs, k.errType, k.code)
+		attrs = appendPeer(attrs, r, false)
+		return metric.WithAttributeSet(attribute.NewSet(attrs...))
+	})
+	t.duration.Record(ctx, r.Elapsed.Seconds(), opt)
 }
 
 func (t *Telemetry) requestMeta(i conduit.RequestMetaInfo) map[string]any {
