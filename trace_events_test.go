@@ -363,3 +363,35 @@ func TestPeerInfo(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceRequestErr checks that a request's info tells the request's
+// own failure from the pipeline's: a server's JSON-RPC error is the
+// request's, an after-hook's refusal is not.
+func TestTraceRequestErr(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("ok")
+	addTool(srv.Server, "fail", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, jsonRPCError(-32602, "bad path")
+	})
+	var mu sync.Mutex
+	done := map[string]CallDoneInfo{}
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
+		Hooks: []Hook{{Name: "dlp", After: func(_ context.Context, c *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+			if c.Tool == "ok" {
+				return nil, errors.New("withheld")
+			}
+			return nil, nil
+		}}},
+		Trace: &Trace{CallDone: func(i CallDoneInfo) { mu.Lock(); done[i.Call.Tool] = i; mu.Unlock() }},
+	}})
+	ctx := context.Background()
+	h.CallTool(ctx, "s__ok", map[string]any{}, nil)
+	h.CallTool(ctx, "s__fail", map[string]any{}, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if i := done["ok"]; !errors.Is(i.Err, ErrDenied) || i.Request == nil || i.Request.Err != nil {
+		t.Errorf("after-hook refusal: err %v, request %+v", i.Err, i.Request)
+	}
+	if i := done["fail"]; !errors.Is(i.Err, ErrServerError) || i.Request == nil || !errors.Is(i.Request.Err, ErrServerError) {
+		t.Errorf("server error: err %v, request %+v", i.Err, i.Request)
+	}
+}

@@ -53,9 +53,13 @@
 //	conduit.approval            conduit.approval.allowed, conduit.approval.halt,
 //	                            conduit.approval.duration (seconds)
 //	conduit.hook.denial         conduit.hook.name, conduit.hook.stage (before, after)
-//	conduit.validation.failure  (the reason only with RecordMessages)
+//	conduit.validation.failure
 //	conduit.strict_fallback     gen_ai.tool.name (the exposed name), conduit.strict.reason,
 //	                            on the span of the listing's context
+//
+// With RecordMessages, the approval, hook denial and validation failure
+// events also carry conduit.reason: the approver's reason, the hook's
+// error, what does not match the schema.
 //
 // Each tools/list request to a server (a listing answered from conduit's
 // cache sends none) is a CLIENT span "tools/list" with mcp.method.name,

@@ -165,27 +165,27 @@ func (t *Telemetry) AdaptersTrace() *adapters.Trace {
 
 // Attribute keys of conduit's own; the conventions' come from semconv.
 const (
-	keyServer         = attribute.Key("conduit.server")
-	keyTools          = attribute.Key("conduit.tools")
-	keyDecision       = attribute.Key("conduit.policy.decision")
-	keyRule           = attribute.Key("conduit.policy.rule")
-	keyMatched        = attribute.Key("conduit.policy.matched")
-	keyAllowed        = attribute.Key("conduit.approval.allowed")
-	keyHalt           = attribute.Key("conduit.approval.halt")
-	keyApprovalTime   = attribute.Key("conduit.approval.duration")
-	keyReason         = attribute.Key("conduit.reason")
-	keyHook           = attribute.Key("conduit.hook.name")
-	keyStage          = attribute.Key("conduit.hook.stage")
-	keyStrictReason   = attribute.Key("conduit.strict.reason")
-	methodCall        = "tools/call"
-	methodList        = "tools/list"
-	errTypeToolError  = "tool_error"
-	errTypeOther      = "_OTHER"
-	eventDecision     = "conduit.policy.decision"
-	eventApproval     = "conduit.approval"
-	eventHookDenial   = "conduit.hook.denial"
-	eventValidation   = "conduit.validation.failure"
-	eventStrictFallbk = "conduit.strict_fallback"
+	keyServer           = attribute.Key("conduit.server")
+	keyTools            = attribute.Key("conduit.tools")
+	keyDecision         = attribute.Key("conduit.policy.decision")
+	keyRule             = attribute.Key("conduit.policy.rule")
+	keyMatched          = attribute.Key("conduit.policy.matched")
+	keyAllowed          = attribute.Key("conduit.approval.allowed")
+	keyHalt             = attribute.Key("conduit.approval.halt")
+	keyApprovalTime     = attribute.Key("conduit.approval.duration")
+	keyReason           = attribute.Key("conduit.reason")
+	keyHook             = attribute.Key("conduit.hook.name")
+	keyStage            = attribute.Key("conduit.hook.stage")
+	keyStrictReason     = attribute.Key("conduit.strict.reason")
+	methodCall          = "tools/call"
+	methodList          = "tools/list"
+	errTypeToolError    = "tool_error"
+	errTypeOther        = "_OTHER"
+	eventDecision       = "conduit.policy.decision"
+	eventApproval       = "conduit.approval"
+	eventHookDenial     = "conduit.hook.denial"
+	eventValidation     = "conduit.validation.failure"
+	eventStrictFallback = "conduit.strict_fallback"
 )
 
 var (
@@ -273,7 +273,7 @@ func (t *Telemetry) strictFallback(i adapters.StrictFallbackInfo) {
 	if i.Err != nil {
 		attrs = append(attrs, keyStrictReason.String(i.Err.Error()))
 	}
-	span.AddEvent(eventStrictFallbk, trace.WithAttributes(attrs...))
+	span.AddEvent(eventStrictFallback, trace.WithAttributes(attrs...))
 }
 
 func (t *Telemetry) callDone(i conduit.CallDoneInfo) {

@@ -20,9 +20,10 @@
 // recorded.
 //
 // It is a separate main, in the nested module otelconduit, so that the
-// root module's go.mod (and its conduit) carries no OpenTelemetry SDK:
+// root module's go.mod (and its conduit) carries no OpenTelemetry SDK.
+// Build it in the module's directory:
 //
-//	go install github.com/conduitmcp/conduit/otelconduit/cmd/conduit@latest
+//	cd otelconduit && go build -o conduit ./cmd/conduit
 package main
 
 import (
