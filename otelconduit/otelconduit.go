@@ -194,6 +194,9 @@ var (
 	attrExecute = semconv.GenAIOperationNameExecuteTool
 )
 
+// attrPool holds the slices a span's attributes are gathered in.
+var attrPool = sync.Pool{New: func() any { s := make([]attribute.KeyValue, 0, 16); return &s }}
+
 // callStartOptions start every call's span. Its attributes are set when
 // it ends, in one go: a sampler sees the span's name and kind.
 var callStartOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
@@ -302,8 +305,9 @@ func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
 	if call.Tool != "" {
 		span.SetName(methodCall + " " + call.Tool)
 	}
-	attrs := make([]attribute.KeyValue, 0, 16)
-	attrs = append(attrs, attrCall, attrExecute, semconv.GenAIToolName(tool))
+	buf := attrPool.Get().(*[]attribute.KeyValue)
+	defer attrPool.Put(buf)
+	attrs := append((*buf)[:0], attrCall, attrExecute, semconv.GenAIToolName(tool))
 	if call.ID != "" {
 		attrs = append(attrs, semconv.GenAIToolCallID(call.ID))
 	}
@@ -324,7 +328,8 @@ func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
 			attrs = append(attrs, semconv.GenAIToolCallResultKey.String(string(b)))
 		}
 	}
-	span.SetAttributes(attrs...)
+	span.SetAttributes(attrs...) // which keeps copies, not the slice
+	*buf = attrs[:0]
 	if errType != "" {
 		if desc == "" && t.o.RecordMessages {
 			var e *conduit.Error
