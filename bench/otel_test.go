@@ -10,6 +10,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/bench/internal/samples"
 	"github.com/conduitmcp/conduit/otelconduit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -26,7 +27,8 @@ import (
 // periodic metric reader whose OTLP/HTTP exporters send to a loopback
 // collector that reads and discards what it is sent (so the export's
 // marshalling and HTTP run on the same 2 cores as the calls), every call
-// sampled or one in ten; and the SDK's own floor.
+// sampled or one in ten; the SDK's own floor; and the floor of a
+// traceparent in _meta, which the in-process server pays for.
 var otelSetups = []struct {
 	name string
 	make func(b *testing.B) *conduit.Trace
@@ -58,6 +60,27 @@ var otelSetups = []struct {
 			CallDone: func(i conduit.CallDoneInfo) { trace.SpanFromContext(i.Context).End() },
 		}
 	}},
+	// The floor of the trace context in _meta: no Trace, the call's
+	// CallOptions.Meta carries a traceparent. The in-process server
+	// decodes it (over HTTP the base sends no _meta at all).
+	{"meta-floor", nil},
+}
+
+// floorMeta is meta-floor's _meta.
+var floorMeta = mcp.Meta{"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+
+// tracedEnv is an env whose hub has the setup's Trace, or whose calls
+// carry floorMeta for meta-floor.
+func tracedEnv(b *testing.B, kind transportKind, mk func(*testing.B) *conduit.Trace) *env {
+	if mk == nil {
+		e := newEnv(b, kind)
+		o := *e.copts
+		o.Meta = floorMeta
+		e.copts = &o
+		return e
+	}
+	tr := mk(b)
+	return newEnvWith(b, kind, func(o *conduit.HubOptions) { o.Trace = tr })
 }
 
 // otlpProviders are an SDK tracer provider with a batching span processor
@@ -108,8 +131,7 @@ func BenchmarkOTel(b *testing.B) {
 			base := newEnv(b, k.kind)
 			for _, s := range otelSetups {
 				b.Run(s.name, func(b *testing.B) {
-					tr := s.make(b)
-					traced := newEnvWith(b, k.kind, func(o *conduit.HubOptions) { o.Trace = tr })
+					traced := tracedEnv(b, k.kind, s.make)
 					samples.Pair(b, must(b, base.hubCall), must(b, traced.hubCall))
 				})
 			}
@@ -130,8 +152,7 @@ func BenchmarkOTelCall(b *testing.B) {
 	})
 	for _, s := range otelSetups {
 		b.Run(s.name, func(b *testing.B) {
-			tr := s.make(b)
-			e := newEnvWith(b, inMemory, func(o *conduit.HubOptions) { o.Trace = tr })
+			e := tracedEnv(b, inMemory, s.make)
 			f := must(b, e.hubCall)
 			b.ReportAllocs()
 			for b.Loop() {

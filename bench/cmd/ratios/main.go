@@ -60,10 +60,12 @@ var targets = []target{
 	{"OpenTelemetry, batching OTLP/HTTP exporters, in memory", "OTel/InMemory/batch", "x-p50", "<=", 1.03, "the same governed call, no Trace"},
 	{"(sampled) the same, one call in ten sampled", "OTel/InMemory/batch-sampled-10pc", "x-p50", "", 0, "the same governed call, no Trace"},
 	{"(floor) a bare span per call, same SDK and exporter", "OTel/InMemory/span-floor", "x-p50", "", 0, "the same governed call, no Trace"},
+	{"(floor) no Trace, a traceparent in each call's _meta", "OTel/InMemory/meta-floor", "x-p50", "", 0, "the same governed call, no _meta"},
 	{"OpenTelemetry (otelconduit), no-op providers, loopback HTTP", "OTel/HTTP/noop", "x-p50", "<=", 1.03, "the same governed call, no Trace"},
 	{"OpenTelemetry, batching OTLP/HTTP exporters, loopback HTTP", "OTel/HTTP/batch", "x-p50", "<=", 1.03, "the same governed call, no Trace"},
 	{"(sampled) the same, one call in ten sampled", "OTel/HTTP/batch-sampled-10pc", "x-p50", "", 0, "the same governed call, no Trace"},
 	{"(floor) a bare span per call, same SDK and exporter", "OTel/HTTP/span-floor", "x-p50", "", 0, "the same governed call, no Trace"},
+	{"(floor) no Trace, a traceparent in each call's _meta", "OTel/HTTP/meta-floor", "x-p50", "", 0, "the same governed call, no _meta"},
 }
 
 var suffix = regexp.MustCompile(`-\d+$`)
