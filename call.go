@@ -97,11 +97,20 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	}
 	call := &Call{ID: o.ID, Exposed: name, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
 	traced := call // what Trace.CallDone is given
-	if t := c.Trace; t != nil && t.CallDone != nil {
-		start := time.Now()
-		defer func() {
-			t.CallDone(CallDoneInfo{Call: traced, Result: res, Err: err, Elapsed: time.Since(start)})
-		}()
+	var req *RequestInfo
+	if t := c.Trace; t != nil {
+		if t.CallStart != nil {
+			if sctx := t.CallStart(CallStartInfo{Context: ctx, Call: call}); sctx != nil {
+				ctx = sctx
+			}
+		}
+		if t.CallDone != nil {
+			start, cctx := time.Now(), ctx
+			req = new(RequestInfo)
+			defer func() {
+				t.CallDone(CallDoneInfo{Call: traced, Result: res, Err: err, Elapsed: time.Since(start), Context: cctx, Request: req.ifSent()})
+			}()
+		}
 	}
 	limit := o.CallTimeout
 	if limit == 0 {
@@ -132,7 +141,7 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	if _, isMap := args.(map[string]any); isMap && (len(c.Hooks) > 0 || c.Approver != nil) {
 		call.Args = maps.Clone(call.Args)
 	}
-	ask, rule, err := c.authorize(call, o.Halt)
+	ask, rule, err := c.authorize(ctx, call, o.Halt)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +154,9 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	}
 	if c.Validate {
 		if verr := tool.validate(call.Args); verr != nil {
+			if t := c.Trace; t != nil && t.ValidationFailed != nil {
+				t.ValidationFailed(ValidationFailedInfo{Context: ctx, Call: call, Err: verr})
+			}
 			return nil, InvalidArgumentsError(tool, verr)
 		}
 	}
@@ -154,7 +166,10 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	if local != nil {
 		res, err = local.answer(ctx, call)
 	} else {
-		res, err = c.send(ctx, call, &o)
+		res, err = c.send(ctx, call, &o, req)
+		if req != nil {
+			req.Err = err
+		}
 	}
 	if err != nil {
 		return nil, err
@@ -172,7 +187,7 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 
 // authorize applies the policy. ask reports that the approver must be
 // asked; it is true only when an approver is configured.
-func (c *core) authorize(call *Call, halt <-chan struct{}) (ask bool, rule Rule, err error) {
+func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}) (ask bool, rule Rule, err error) {
 	if c.Policy == nil {
 		return false, Rule{}, nil
 	}
@@ -181,7 +196,7 @@ func (c *core) authorize(call *Call, halt <-chan struct{}) (ask bool, rule Rule,
 		return false, rule, newError(KindInternal, call.Server, call.Tool, "The policy could not decide on "+call.Exposed+".", err)
 	}
 	if t := c.Trace; t != nil && t.Decided != nil {
-		t.Decided(DecidedInfo{Call: call, Decision: d, Rule: rule, Matched: matched})
+		t.Decided(DecidedInfo{Call: call, Decision: d, Rule: rule, Matched: matched, Context: ctx})
 	}
 	switch d {
 	case DecisionAllow:

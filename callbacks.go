@@ -7,6 +7,7 @@ import (
 	"maps"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -85,6 +86,9 @@ func (c *core) beforeHooks(ctx context.Context, call *Call, halt <-chan struct{}
 		// policy saw it going.
 		call.Server, call.Tool, call.Exposed, call.Def = tool.Server, tool.Name, tool.Exposed, tool
 		if herr != nil {
+			if t := c.Trace; t != nil && t.HookDenied != nil {
+				t.HookDenied(HookDeniedInfo{Context: ctx, Call: call, Hook: h.Name, Err: herr})
+			}
 			return hookError(call, h.Name, herr)
 		}
 		if call.Args == nil {
@@ -114,6 +118,9 @@ func (c *core) afterHooks(ctx context.Context, call *Call, res *mcp.CallToolResu
 			return nil, callbackError(ctx, call.Def, hookName(h), err)
 		}
 		if r.err != nil {
+			if t := c.Trace; t != nil && t.HookDenied != nil {
+				t.HookDenied(HookDeniedInfo{Context: ctx, Call: call, Hook: h.Name, After: true, Err: r.err})
+			}
 			return nil, hookError(call, h.Name, r.err)
 		}
 		if r.res != nil {
@@ -132,9 +139,17 @@ func hookName(h Hook) string {
 
 // approve asks the approver about a call the policy sent to it.
 func (c *core) approve(ctx context.Context, call *Call, rule Rule, st *stage) error {
+	var asked time.Time
+	t := c.Trace
+	if t != nil && t.Approved != nil {
+		asked = time.Now()
+	}
 	a, err := runCallback(ctx, st, "the approver", func() Approval { return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule}) })
 	if err != nil {
 		return callbackError(ctx, call.Def, "the approver", err)
+	}
+	if t != nil && t.Approved != nil {
+		t.Approved(ApprovedInfo{Context: ctx, Call: call, Rule: rule, Approval: a, Elapsed: time.Since(asked)})
 	}
 	if a.Allow {
 		return nil

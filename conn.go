@@ -20,6 +20,7 @@ type conn struct {
 	core   *core
 	srv    Server
 	oauth  *oauth.Handler // nil without an OAuth setting
+	peer   RequestInfo    // how srv is reached, for Trace
 	client *mcp.Client
 	stderr tailBuffer
 	ready  chan struct{} // closed after the first connection attempt
@@ -46,7 +47,7 @@ type conn struct {
 
 func newConn(c *core, srv Server) *conn {
 	cn := &conn{core: c, srv: srv, ready: make(chan struct{}),
-		state: StateConnecting, since: time.Now()}
+		state: StateConnecting, since: time.Now(), peer: peerInfo(srv)}
 	cn.client = mcp.NewClient(c.Implementation, &mcp.ClientOptions{
 		Logger: c.sdkLogger,
 		// No roots: conduit has none to offer, and a server that asks for
@@ -315,8 +316,16 @@ func (cn *conn) listTools(ctx context.Context) ([]*mcp.Tool, uint64, error) {
 
 	var tools []*mcp.Tool
 	if ir := sess.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Tools != nil {
-		for t, err := range sess.Tools(ctx, nil) {
+		var params *mcp.ListToolsParams
+		var done func(int, error)
+		if cn.core.Trace != nil {
+			ctx, params, done = cn.traceList(ctx, sess)
+		}
+		for t, err := range sess.Tools(ctx, params) {
 			if err != nil {
+				if done != nil {
+					done(len(tools), err)
+				}
 				if ctx.Err() != nil {
 					return nil, 0, ctx.Err()
 				}
@@ -327,6 +336,9 @@ func (cn *conn) listTools(ctx context.Context) ([]*mcp.Tool, uint64, error) {
 				return nil, 0, fmt.Errorf("listing the tools of %s: %w", cn.srv.ID, err)
 			}
 			tools = append(tools, t)
+		}
+		if done != nil {
+			done(len(tools), nil)
 		}
 	}
 	cn.mu.Lock()

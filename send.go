@@ -22,7 +22,8 @@ import (
 // tests.
 var probeTimeout = 5 * time.Second
 
-func (c *core) send(ctx context.Context, call *Call, o *CallOptions) (*mcp.CallToolResult, error) {
+// send sends call's request; req, when not nil, is told of it for Trace.
+func (c *core) send(ctx context.Context, call *Call, o *CallOptions, req *RequestInfo) (*mcp.CallToolResult, error) {
 	cn := c.byID[call.Server]
 	if has, known := cn.has(call.Tool); known && !has {
 		return nil, newError(KindUnknownTool, call.Server, call.Tool,
@@ -42,6 +43,9 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions) (*mcp.CallT
 	if len(o.Meta) > 0 {
 		// The SDK adds its own keys to the request's _meta.
 		params.Meta = maps.Clone(o.Meta)
+	}
+	if c.Trace != nil {
+		params.Meta = c.requestMeta(ctx, "tools/call", call.Server, call, params.Meta)
 	}
 	if o.Progress != nil {
 		token := "conduit-" + strconv.FormatUint(c.tokens.Add(1), 10)
@@ -64,7 +68,14 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions) (*mcp.CallT
 		tctx, cancel = context.WithTimeout(rctx, timeout)
 		defer cancel()
 	}
+	var sent time.Time
+	if req != nil {
+		sent = req.start(cn.peer, sess)
+	}
 	res, err := sess.CallTool(tctx, params)
+	if req != nil {
+		req.Elapsed = time.Since(sent)
+	}
 	if err == nil {
 		if res == nil {
 			return nil, newError(KindServerError, call.Server, call.Tool, "The server sent an empty result.", nil)

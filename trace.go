@@ -1,6 +1,7 @@
 package conduit
 
 import (
+	"context"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -10,6 +11,14 @@ import (
 // net/http/httptrace: every field is optional, each takes an info struct
 // (so that a field added later breaks no caller), and each is called
 // synchronously, so it must be quick and safe for concurrent use.
+//
+// The events of one call carry its context (their info's Context): the
+// context CallStart returned, in which the call then runs, so that a span
+// started there is the parent of everything the call does and can be
+// found again by the events that follow. An approver or hook that
+// overran its call reports (Approved, HookDenied) after the call's
+// CallDone. Package otelconduit (a module of its own) turns a Trace into
+// OpenTelemetry spans and metrics.
 type Trace struct {
 	// ServerUp is called when a session with a server is established.
 	ServerUp func(ServerUpInfo)
@@ -25,6 +34,34 @@ type Trace struct {
 	// PinDrift is called, with pins configured, for each tool a new
 	// listing leaves out because its definition is changed or new.
 	PinDrift func(PinDriftInfo)
+
+	// CallStart is called when a call enters the pipeline, before its
+	// name is resolved. The context it returns (nil: the one it was
+	// given) is the call's from then on: approvers, hooks, the request and
+	// every later event of the call get it. A Trace that sets CallStart
+	// should set CallDone, the call's end.
+	CallStart func(CallStartInfo) context.Context
+	// Approved is called with an approver's answer to a call the policy
+	// asked about.
+	Approved func(ApprovedInfo)
+	// HookDenied is called when a before- or after-hook refuses a call.
+	HookDenied func(HookDeniedInfo)
+	// ValidationFailed is called when a call's arguments do not match the
+	// tool's input schema (Options.Validate).
+	ValidationFailed func(ValidationFailedInfo)
+	// ListStart is called before a tools/list request to a server (a
+	// listing answered from the cache sends none), and returns the
+	// context of the request (nil: the one it was given).
+	ListStart func(ListStartInfo) context.Context
+	// ListDone is called when a tools/list request is answered.
+	ListDone func(ListDoneInfo)
+	// RequestMeta, when set, contributes to the _meta of each request
+	// sent to a server (tools/call, tools/list), given the request's
+	// context: trace context, for one. Keys the call's CallOptions.Meta
+	// already has are kept as the caller set them. The map returned is the
+	// request's to keep (and add to): return a new one each time. It is
+	// the only hook that changes what is sent.
+	RequestMeta func(RequestMetaInfo) map[string]any
 }
 
 // ServerUpInfo is the argument of [Trace.ServerUp].
@@ -49,6 +86,8 @@ type DecidedInfo struct {
 	Decision Decision // what the policy decided
 	Rule     Rule     // the rule that decided, when Matched
 	Matched  bool     // false when no rule matched (the call is denied)
+	// Context is the call's context (see [Trace.CallStart]).
+	Context context.Context
 }
 
 // CallDoneInfo is the argument of [Trace.CallDone].
@@ -57,6 +96,11 @@ type CallDoneInfo struct {
 	Result  *mcp.CallToolResult // the result, when there is one
 	Err     error               // the *Error, when there is no result
 	Elapsed time.Duration       // from the start of the pipeline
+	// Context is the call's context (see [Trace.CallStart]).
+	Context context.Context
+	// Request is the tools/call request sent to the server; nil when
+	// none was sent (the call was denied, found no session, ...).
+	Request *RequestInfo
 }
 
 // PinDriftInfo is the argument of [Trace.PinDrift].

@@ -84,7 +84,7 @@ func NewConversation(ctx context.Context, src conduit.Source, p Provider, o *Con
 	c := &Conversation{src: src, p: p, taint: slices.Clone(o.Taint)}
 	c.o = ExecOptions{CallOptions: o.CallOptions, AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency}
 	c.o.ID, c.o.Halt = "", nil
-	if err := c.list(ts, d, o); err != nil {
+	if err := c.list(ctx, ts, d, o); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -156,7 +156,7 @@ type searcher struct {
 
 // list makes the Conversation's first listing of ts, with or without
 // search as o says.
-func (c *Conversation) list(ts *conduit.ToolSet, d driver, o *ConversationOptions) error {
+func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver, o *ConversationOptions) error {
 	so := o.Search
 	if so.Mode != SearchAuto && so.Mode != SearchOn && so.Mode != SearchOff {
 		return fmt.Errorf("adapters: invalid search mode %v", so.Mode)
@@ -179,13 +179,13 @@ func (c *Conversation) list(ts *conduit.ToolSet, d driver, o *ConversationOption
 			return fmt.Errorf("adapters: conduit's tool search cannot be offered: %s", why)
 		}
 		if why == "" {
-			return c.listConduit(ts, d, o, loaded, tool)
+			return c.listConduit(ctx, ts, d, o, loaded, tool)
 		}
 	}
 	if search && why == "" {
-		return c.listNative(ts, d, o, loaded)
+		return c.listNative(ctx, ts, d, o, loaded)
 	}
-	listing, err := ListToolSet(ts, c.p, &o.ListingOptions)
+	listing, err := listToolSet(ctx, ts, c.p, &o.ListingOptions)
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func jsonSize(v any) int {
 
 // listNative lists ts for the provider's own search: loaded from the
 // start, every other tool deferred. Calls resolve against all of ts.
-func (c *Conversation) listNative(ts *conduit.ToolSet, d driver, o *ConversationOptions, loaded []*conduit.Tool) error {
+func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d driver, o *ConversationOptions, loaded []*conduit.Tool) error {
 	lts := conduit.ToolSetOf(loaded...)
 	s := d.search(lts, ts, &o.ListingOptions, o.Search.Regex)
 	l := &Listing{Tools: s.tools, ToolSet: ts, NullPaths: s.rep.NullPaths, Excluded: s.rep.Excluded, Warnings: s.warnings,
@@ -253,14 +253,14 @@ func (c *Conversation) listNative(ts *conduit.ToolSet, d driver, o *Conversation
 	for _, f := range s.rep.Fallbacks {
 		l.Fallbacks = append(l.Fallbacks, f.Tool)
 	}
-	traceFallbacks(&o.ListingOptions, s.rep.Fallbacks)
+	traceFallbacks(ctx, &o.ListingOptions, s.rep.Fallbacks)
 	c.setListing(l)
 	return nil
 }
 
 // listConduit lists the loaded tools and conduit's search tool, and keeps
 // what the search needs.
-func (c *Conversation) listConduit(ts *conduit.ToolSet, d driver, o *ConversationOptions, loaded []*conduit.Tool, tool *conduit.Tool) error {
+func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d driver, o *ConversationOptions, loaded []*conduit.Tool, tool *conduit.Tool) error {
 	limit := o.Search.Limit
 	if limit <= 0 {
 		limit = DefaultSearchLimit
@@ -269,7 +269,7 @@ func (c *Conversation) listConduit(ts *conduit.ToolSet, d driver, o *Conversatio
 		shown: map[*conduit.Tool]bool{}, reported: map[string]bool{}}
 	s.lo.cacheTool = SearchToolName
 	s.tool = &conduit.LocalTool{Tool: tool, Answer: func(ctx context.Context, call *conduit.Call) (*mcp.CallToolResult, error) {
-		return c.answerSearch(call)
+		return c.answerSearch(ctx, call)
 	}}
 	for _, t := range loaded {
 		s.shown[t] = true
@@ -279,7 +279,7 @@ func (c *Conversation) listConduit(ts *conduit.ToolSet, d driver, o *Conversatio
 	c.o.local = s.tool
 	l, fallbacks := s.listing()
 	c.setListing(l)
-	traceFallbacks(&s.lo, fallbacks)
+	traceFallbacks(ctx, &s.lo, fallbacks)
 	return nil
 }
 
@@ -301,19 +301,6 @@ func (s *searcher) listing() (*Listing, []openai.Fallback) {
 		}
 	}
 	return l, fresh
-}
-
-// traceFallbacks tells the listing's Trace and Logger of strict-mode
-// fallbacks.
-func traceFallbacks(o *ListingOptions, fallbacks []openai.Fallback) {
-	for _, f := range fallbacks {
-		if o.Trace != nil && o.Trace.StrictFallback != nil {
-			o.Trace.StrictFallback(StrictFallbackInfo{Tool: f.Tool, Err: f.Err})
-		}
-		if o.Logger != nil {
-			o.Logger.Info("conduit: strict mode fallback", "tool", f.Tool, "err", f.Err)
-		}
-	}
 }
 
 // deferredNames are the exposed names of all's tools not in listed.
@@ -338,7 +325,7 @@ func (c *Conversation) setListing(l *Listing) {
 // answerSearch answers a search_tools call that the governance let
 // through: the matches, each with its exposed name and its description's
 // first line, are added to the listing of the next turn.
-func (c *Conversation) answerSearch(call *conduit.Call) (*mcp.CallToolResult, error) {
+func (c *Conversation) answerSearch(ctx context.Context, call *conduit.Call) (*mcp.CallToolResult, error) {
 	s := c.search
 	query, limit, err := searchArgs(call.Args, s.limit)
 	if err != nil {
@@ -362,7 +349,7 @@ func (c *Conversation) answerSearch(call *conduit.Call) (*mcp.CallToolResult, er
 		c.o.ToolSet, c.o.NullPaths = l.ToolSet, l.NullPaths
 	}
 	c.mu.Unlock()
-	traceFallbacks(&s.lo, fallbacks)
+	traceFallbacks(ctx, &s.lo, fallbacks)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchAnswer(query, found)}}}, nil
 }
 

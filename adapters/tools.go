@@ -49,6 +49,9 @@ type Trace struct {
 type StrictFallbackInfo struct {
 	Tool string // the exposed name
 	Err  error  // why its schema does not convert
+	// Context is the listing's context: Tools' and NewConversation's
+	// ctx, context.Background() for ListToolSet.
+	Context context.Context
 }
 
 // Listing is a source's tools in a provider's format.
@@ -91,11 +94,16 @@ func Tools(ctx context.Context, src conduit.Source, p Provider, o *ToolsOptions)
 	if err != nil {
 		return nil, err
 	}
-	return ListToolSet(ts, p, &o.ListingOptions)
+	return listToolSet(ctx, ts, p, &o.ListingOptions)
 }
 
 // ListToolSet is Tools over a tool set already at hand. o may be nil.
 func ListToolSet(ts *conduit.ToolSet, p Provider, o *ListingOptions) (*Listing, error) {
+	return listToolSet(context.Background(), ts, p, o)
+}
+
+// listToolSet is ListToolSet in ctx, which Trace is given.
+func listToolSet(ctx context.Context, ts *conduit.ToolSet, p Provider, o *ListingOptions) (*Listing, error) {
 	d, err := p.valid()
 	if err != nil {
 		return nil, err
@@ -107,12 +115,20 @@ func ListToolSet(ts *conduit.ToolSet, p Provider, o *ListingOptions) (*Listing, 
 	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded, Warnings: d.check(ts)}
 	for _, f := range rep.Fallbacks {
 		l.Fallbacks = append(l.Fallbacks, f.Tool)
+	}
+	traceFallbacks(ctx, o, rep.Fallbacks)
+	return l, nil
+}
+
+// traceFallbacks tells the listing's Trace and Logger of strict-mode
+// fallbacks; ctx is the listing's.
+func traceFallbacks(ctx context.Context, o *ListingOptions, fallbacks []openai.Fallback) {
+	for _, f := range fallbacks {
 		if o.Trace != nil && o.Trace.StrictFallback != nil {
-			o.Trace.StrictFallback(StrictFallbackInfo{Tool: f.Tool, Err: f.Err})
+			o.Trace.StrictFallback(StrictFallbackInfo{Tool: f.Tool, Err: f.Err, Context: ctx})
 		}
 		if o.Logger != nil {
 			o.Logger.Info("conduit: strict mode fallback", "tool", f.Tool, "err", f.Err)
 		}
 	}
-	return l, nil
 }

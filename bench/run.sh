@@ -5,7 +5,7 @@
 # output in $OUT (default bench.txt); then benchstat's summary in
 # $OUT.benchstat and the table of ratios against their targets.
 #
-#   ./run.sh                 # the full suite, about 25 minutes on 2 cores
+#   ./run.sh                 # the full suite, about 30 minutes on 2 cores
 #   COUNT=1 ./run.sh         # a quick look
 #   BENCH=Ratio ./run.sh     # only the groups whose pattern matches
 set -eu
@@ -38,6 +38,8 @@ group '^BenchmarkList$' 10x
 group '^BenchmarkMemory$' 1x
 group '^BenchmarkSearch$' 20000x
 group '^BenchmarkSearchIndex$' 20x
+group '^BenchmarkOTel$' 3000x
+group '^BenchmarkOTelCall$' 2000x
 
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$OUT"
 if command -v benchstat >/dev/null 2>&1; then

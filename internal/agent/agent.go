@@ -64,6 +64,8 @@ type Options struct {
 	// OnTurn, when set, is told of each turn's tool calls once they are
 	// answered.
 	OnTurn func(Turn)
+	// ListingTrace, when set, is told of the listing's events.
+	ListingTrace *adapters.Trace
 }
 
 // Turn is one turn's tool calls, for OnTurn.
@@ -144,7 +146,7 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	// every result that reaches the model.
 	conv, err := adapters.NewConversation(ctx, src, o.Provider, &adapters.ConversationOptions{
 		CallOptions:    conduit.CallOptions{Principal: o.Principal, CallTimeout: o.CallTimeout},
-		ListingOptions: adapters.ListingOptions{CacheLast: true, Strict: o.Strict},
+		ListingOptions: adapters.ListingOptions{CacheLast: true, Strict: o.Strict, Trace: o.ListingTrace},
 		Search:         o.Search,
 	})
 	if err != nil {

@@ -88,7 +88,7 @@ halted, ran out of --max-turns, or the API failed.`)
 	res, err := agent.Run(ctx, hub, prompt, agent.Options{
 		Provider: p, Model: *model, BaseURL: *baseURL, APIKey: key, HTTPClient: env.HTTPClient,
 		MaxTurns: *maxTurns, MaxTokens: *maxTokens, Principal: l.principal, Strict: strict,
-		CallTimeout: c.timeout, Search: search,
+		CallTimeout: c.timeout, Search: search, ListingTrace: env.listingTrace(nil),
 		OnTurn: func(t agent.Turn) {
 			fmt.Fprintf(env.Stderr, "conduit: turn %d: %d tool call(s)\n", t.N, len(t.Exec.Results))
 			reportCalls(env, t.Calls, t.Exec)

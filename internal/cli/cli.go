@@ -47,6 +47,8 @@ type Env struct {
 	// OpenURL opens a URL in a browser (conduit login); nil means there is
 	// no browser.
 	OpenURL func(url string) error
+	// Telemetry, when set, observes the commands (see [Telemetry]).
+	Telemetry *Telemetry
 }
 
 // OSEnv returns the process's own Env.
@@ -191,7 +193,7 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		fmt.Fprintf(env.Stderr, "conduit: unknown command %q\n\n%s", name, Usage())
 		return ExitUsage
 	}
-	return finish(env, c.name, c.run(ctx, env, args[1:]))
+	return env.run(ctx, c, args[1:])
 }
 
 func finish(env *Env, cmd string, err error) int {

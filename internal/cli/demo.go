@@ -63,7 +63,11 @@ answered by a script. No network, no API key, no files.`)
 	if len(pos) > 0 {
 		return usageError("demo", "unexpected argument %q", pos[0])
 	}
-	rep, err := demo.Play(ctx)
+	var opts *demo.Options
+	if env.Telemetry != nil {
+		opts = &demo.Options{Trace: env.Telemetry.Trace, ListingTrace: env.Telemetry.ListingTrace}
+	}
+	rep, err := demo.PlayWith(ctx, opts)
 	if err != nil {
 		return failure("%v", err)
 	}

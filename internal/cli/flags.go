@@ -173,7 +173,7 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{
 		Policy:         policy,
 		Approver:       o.approver,
-		Trace:          h.pinTrace(env, pins, o.trace),
+		Trace:          h.pinTrace(env, pins, env.hubTrace(o.trace)),
 		Logger:         logger,
 		ConnectTimeout: h.connectTimeout,
 		Pins:           pins,

@@ -90,9 +90,9 @@ finds the others; "search" then names it and counts the tools it can find.`)
 	conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
 		CallOptions: conduit.CallOptions{Principal: l.principal},
 		ListingOptions: adapters.ListingOptions{CacheLast: *cacheLast, Strict: strict,
-			Trace: &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
+			Trace: env.listingTrace(&adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
 				fallbacks = append(fallbacks, strictNote{f.Tool, reason(f.Err)})
-			}}},
+			}})},
 		Search: search,
 	})
 	if err != nil {

@@ -117,7 +117,22 @@ type turnFile struct {
 // and each recorded turn through adapters.Tools and adapters.ExecuteToolCalls,
 // with the taint of each turn carried into the next. Approvals are answered
 // by a script, never by a person.
-func Play(ctx context.Context) (*Report, error) {
+func Play(ctx context.Context) (*Report, error) { return PlayWith(ctx, nil) }
+
+// Options are what PlayWith takes beside the demo's own. The zero value is
+// fine.
+type Options struct {
+	// Trace, when set, is told of the hub's events too.
+	Trace *conduit.Trace
+	// ListingTrace, when set, is told of the listings' events too.
+	ListingTrace *adapters.Trace
+}
+
+// PlayWith is Play with o's traces beside the demo's own; o may be nil.
+func PlayWith(ctx context.Context, o *Options) (*Report, error) {
+	if o == nil {
+		o = &Options{}
+	}
 	cfg, err := conduit.ParseConfig(Config)
 	if err != nil {
 		return nil, fmt.Errorf("the demo's config: %w", err)
@@ -152,7 +167,7 @@ func Play(ctx context.Context) (*Report, error) {
 			}
 			return conduit.Reject("The user declined this call.")
 		},
-		Trace: &conduit.Trace{Decided: func(di conduit.DecidedInfo) {
+		Trace: withTrace(o.Trace, &conduit.Trace{Decided: func(di conduit.DecidedInfo) {
 			mu.Lock()
 			defer mu.Unlock()
 			r := decisions[di.Call.Exposed]
@@ -162,7 +177,7 @@ func Play(ctx context.Context) (*Report, error) {
 			}
 			r.Sent = maps.Clone(di.Call.Args)
 			decisions[di.Call.Exposed] = r
-		}},
+		}}),
 		ConnectTimeout: 10 * time.Second,
 	}})
 	if err != nil {
@@ -192,9 +207,9 @@ func Play(ctx context.Context) (*Report, error) {
 		listing, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{
 			Principal: Principal,
 			ListingOptions: adapters.ListingOptions{CacheLast: true,
-				Trace: &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
+				Trace: withListingTrace(o.ListingTrace, &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
 					fallbacks = append(fallbacks, Fallback{f.Tool, strictReason(f.Err)})
-				}}},
+				}})},
 		})
 		if err != nil {
 			return nil, err

@@ -56,6 +56,16 @@ var targets = []target{
 	{"(parts) + its After hook", "Parts/after", "x-p50", "", 0, "raw ClientSession.CallTool"},
 	{"(parts) + ShapeLLM (= Ratio/InMemory/hub)", "Parts/shape", "x-p50", "", 0, "raw ClientSession.CallTool"},
 	{"(parts) the same, its hook Inline", "Parts/inline", "x-p50", "", 0, "raw ClientSession.CallTool"},
+	{"OpenTelemetry (otelconduit), no-op providers, in memory", "OTel/InMemory/noop", "x-p50", "<=", 1.03, "the same governed call, no Trace"},
+	{"OpenTelemetry, batching OTLP/HTTP exporters, in memory", "OTel/InMemory/batch", "x-p50", "<=", 1.03, "the same governed call, no Trace"},
+	{"(sampled) the same, one call in ten sampled", "OTel/InMemory/batch-sampled-10pc", "x-p50", "", 0, "the same governed call, no Trace"},
+	{"(floor) a bare span per call, same SDK and exporter", "OTel/InMemory/span-floor", "x-p50", "", 0, "the same governed call, no Trace"},
+	{"(floor) no Trace, a traceparent in each call's _meta", "OTel/InMemory/meta-floor", "x-p50", "", 0, "the same governed call, no _meta"},
+	{"OpenTelemetry (otelconduit), no-op providers, loopback HTTP", "OTel/HTTP/noop", "x-p50", "<=", 1.03, "the same governed call, no Trace"},
+	{"OpenTelemetry, batching OTLP/HTTP exporters, loopback HTTP", "OTel/HTTP/batch", "x-p50", "<=", 1.03, "the same governed call, no Trace"},
+	{"(sampled) the same, one call in ten sampled", "OTel/HTTP/batch-sampled-10pc", "x-p50", "", 0, "the same governed call, no Trace"},
+	{"(floor) a bare span per call, same SDK and exporter", "OTel/HTTP/span-floor", "x-p50", "", 0, "the same governed call, no Trace"},
+	{"(floor) no Trace, a traceparent in each call's _meta", "OTel/HTTP/meta-floor", "x-p50", "", 0, "the same governed call, no _meta"},
 }
 
 var suffix = regexp.MustCompile(`-\d+$`)

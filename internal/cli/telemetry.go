@@ -1,0 +1,61 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+)
+
+// Telemetry observes the commands. The conduit built from
+// otelconduit/cmd/conduit sets Env.Telemetry to export OpenTelemetry; the
+// root module's conduit leaves it nil, so that its go.mod carries no
+// OpenTelemetry SDK.
+type Telemetry struct {
+	// Trace is every hub's Options.Trace.
+	Trace *conduit.Trace
+	// ListingTrace is told of every listing's events, beside the
+	// command's own use of them.
+	ListingTrace *adapters.Trace
+	// Command, when set, is called as a command starts: it returns the
+	// context the command runs in, and the function to call with its exit
+	// status when it ends.
+	Command func(ctx context.Context, name string) (context.Context, func(exit int))
+}
+
+// hubTrace is the Trace of a hub: the command's own, else the Env's.
+func (env *Env) hubTrace(own *conduit.Trace) *conduit.Trace {
+	if own != nil || env.Telemetry == nil {
+		return own
+	}
+	return env.Telemetry.Trace
+}
+
+// listingTrace is own (nil for none) with the Env's listing trace beside.
+func (env *Env) listingTrace(own *adapters.Trace) *adapters.Trace {
+	if env.Telemetry == nil || env.Telemetry.ListingTrace == nil {
+		return own
+	}
+	tel := env.Telemetry.ListingTrace
+	if own == nil {
+		return tel
+	}
+	both := *own
+	if f, g := own.StrictFallback, tel.StrictFallback; f != nil && g != nil {
+		both.StrictFallback = func(i adapters.StrictFallbackInfo) { f(i); g(i) }
+	} else if g != nil {
+		both.StrictFallback = g
+	}
+	return &both
+}
+
+// run runs c, within the Env's command span when there is one.
+func (env *Env) run(ctx context.Context, c command, args []string) int {
+	if env.Telemetry == nil || env.Telemetry.Command == nil {
+		return finish(env, c.name, c.run(ctx, env, args))
+	}
+	ctx, end := env.Telemetry.Command(ctx, c.name)
+	code := finish(env, c.name, c.run(ctx, env, args))
+	end(code)
+	return code
+}

@@ -1,0 +1,103 @@
+// Package otelconduit turns conduit's Trace events into OpenTelemetry spans
+// and metrics, following the OpenTelemetry semantic conventions for MCP
+// and GenAI tool execution. It lives in a module of its own so that
+// conduit's go.mod does not carry the OpenTelemetry SDK.
+//
+//	tel, err := otelconduit.New(nil) // the global tracer and meter providers and propagator
+//	hub, err := conduit.NewHub(ctx, servers, &conduit.HubOptions{Options: conduit.Options{
+//		Policy: p, Trace: tel.Trace(),
+//	}})
+//	listing, err := adapters.Tools(ctx, hub, adapters.OpenAIChat, &adapters.ToolsOptions{
+//		ListingOptions: adapters.ListingOptions{Trace: tel.AdaptersTrace()},
+//	})
+//
+// # Conventions followed
+//
+// The conventions are those of OpenTelemetry Semantic Conventions 1.41.0,
+// "Semantic conventions for Model Context Protocol (MCP)" (status:
+// Development; https://github.com/open-telemetry/semantic-conventions/blob/v1.41.0/docs/gen-ai/mcp.md),
+// whose attribute names are those of go.opentelemetry.io/otel/semconv/v1.41.0,
+// the schema URL of the instrumentation scope. (They have since moved to
+// the repository open-telemetry/semantic-conventions-genai, which keeps
+// the same span, attributes and metric.)
+//
+// Every governed call is one span, named "tools/call {gen_ai.tool.name}"
+// ("tools/call" when the name did not resolve to a tool), of kind CLIENT,
+// from the moment the call enters the pipeline to its answer: the
+// conventions' MCP client span and, with gen_ai.operation.name
+// "execute_tool", their GenAI execute_tool span in one, as they ask when
+// the tool execution is traced once. Its attributes:
+//
+//	mcp.method.name           "tools/call"
+//	gen_ai.operation.name     "execute_tool"
+//	gen_ai.tool.name          the tool's own name on its server (what tools/call sends)
+//	gen_ai.tool.call.id       the model's call id, when the call came from a model's response
+//	conduit.server            the server's id in the hub
+//	error.type                when the call failed: the JSON-RPC error code of a
+//	                          server's error ("-32602"), "tool_error" for a result
+//	                          with isError, else conduit's ErrorKind ("denied",
+//	                          "timeout", "unavailable", "invalid_arguments", ...)
+//	rpc.response.status_code  the JSON-RPC error code, when the server sent one
+//	mcp.session.id            the session's id, when its transport has one (Streamable HTTP)
+//	mcp.protocol.version      the MCP version the session negotiated
+//	network.transport         "tcp" for HTTP, "pipe" for stdio
+//	network.protocol.name     "http" for HTTP
+//	server.address, .port     the server's host and port, for HTTP; never the rest of its URL
+//
+// The span's status is Error when error.type is set; its description is
+// the server's JSON-RPC error message when there is one. The steps of the
+// governed pipeline are span events:
+//
+//	conduit.policy.decision     conduit.policy.decision (allow, ask, deny),
+//	                            conduit.policy.rule (the rule, as written), conduit.policy.matched
+//	conduit.approval            conduit.approval.allowed, conduit.approval.halt,
+//	                            conduit.approval.duration (seconds)
+//	conduit.hook.denial         conduit.hook.name, conduit.hook.stage (before, after)
+//	conduit.validation.failure
+//	conduit.strict_fallback     gen_ai.tool.name (the exposed name), conduit.strict.reason,
+//	                            on the span of the listing's context
+//
+// With RecordMessages, the approval, hook denial and validation failure
+// events also carry conduit.reason: the approver's reason, the hook's
+// error, what does not match the schema.
+//
+// Each tools/list request to a server (a listing answered from conduit's
+// cache sends none) is a CLIENT span "tools/list" with mcp.method.name,
+// conduit.server, conduit.tools (how many were listed), error.type and the
+// session and server attributes above.
+//
+// The metric is the conventions' mcp.client.operation.duration, a
+// histogram in seconds with their bucket boundaries (0.01 s to 300 s),
+// recorded for every request sent: tools/call and tools/list, with
+// mcp.method.name, gen_ai.tool.name, gen_ai.operation.name, error.type,
+// rpc.response.status_code, mcp.protocol.version, network.transport,
+// network.protocol.name, server.address and server.port. Its duration
+// is the request's, from sending to the answer: time spent on policy,
+// approval and hooks is in the span, not in the metric. A call that was
+// never sent (denied, no session) records no operation; its span says
+// why.
+//
+// Trace context goes to servers in each request's params._meta, injected
+// by the configured propagator (traceparent, tracestate, baggage for the
+// W3C ones), as the conventions ask, through [conduit.Trace.RequestMeta].
+// A server that does not know these keys ignores them.
+//
+// # What is recorded, and what never is
+//
+// Without options a span holds names, ids, kinds, codes, counts and
+// durations, and the server's JSON-RPC error message, which the
+// conventions make the status description. Arguments and results are
+// recorded only with RecordArguments and RecordResults (the conventions'
+// opt-in gen_ai.tool.call.arguments and gen_ai.tool.call.result, as JSON
+// text); the texts that may quote them or hold a person's words (the
+// message a model is shown for a failed call, a validation failure's
+// reason, a hook's error, an approver's reason) only with RecordMessages.
+// Tokens, client secrets, header values and URLs are never recorded:
+// conduit's Trace does not carry them.
+//
+// # The conduit command
+//
+// The conduit command built from otelconduit/cmd/conduit is the root
+// module's CLI with OTLP export, configured by the standard OTEL_*
+// environment variables; see that command's doc.
+package otelconduit

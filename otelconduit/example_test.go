@@ -1,0 +1,89 @@
+package otelconduit_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/otelconduit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// A hub whose calls become spans. Here the spans stay in memory; a
+// program hands New its own TracerProvider and MeterProvider (or sets the
+// global ones), with an OTLP exporter.
+func ExampleNew() {
+	ctx := context.Background()
+	exporter := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	defer tp.Shutdown(ctx)
+
+	tel, err := otelconduit.New(&otelconduit.Options{
+		TracerProvider: tp,
+		Propagator:     propagation.TraceContext{}, // traceparent in each request's _meta
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// An in-process MCP server with one tool.
+	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "search", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pasta on Friday"}}}, nil
+		})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ss.Close()
+
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "notes", Transport: ct}}, &conduit.HubOptions{Options: conduit.Options{
+		Policy: conduit.NewPolicy(conduit.Allow("notes/search")),
+		Trace:  tel.Trace(),
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer hub.Close()
+	listing, err := adapters.Tools(ctx, hub, adapters.Anthropic, &adapters.ToolsOptions{
+		ListingOptions: adapters.ListingOptions{Trace: tel.AdaptersTrace()},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := hub.CallTool(ctx, "notes__search", map[string]any{"query": "pasta"}, &conduit.CallOptions{ToolSet: listing.ToolSet, ID: "toolu_01"}); err != nil {
+		log.Fatal(err)
+	}
+
+	for _, span := range exporter.GetSpans() {
+		fmt.Println(span.Name, span.SpanKind)
+		for _, kv := range span.Attributes {
+			switch kv.Key {
+			case "mcp.method.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "conduit.server", "conduit.tools":
+				fmt.Printf("  %s=%s\n", kv.Key, kv.Value.Emit())
+			}
+		}
+		for _, e := range span.Events {
+			fmt.Println("  event", e.Name)
+		}
+	}
+	// Output:
+	// tools/list client
+	//   mcp.method.name=tools/list
+	//   conduit.server=notes
+	//   conduit.tools=1
+	// tools/call search client
+	//   mcp.method.name=tools/call
+	//   gen_ai.tool.name=search
+	//   gen_ai.tool.call.id=toolu_01
+	//   conduit.server=notes
+	//   event conduit.policy.decision
+}

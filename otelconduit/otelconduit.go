@@ -1,0 +1,489 @@
+package otelconduit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of the tracer and meter.
+const ScopeName = "github.com/conduitmcp/conduit/otelconduit"
+
+// Options configure the bridge. The zero value is fine: the global
+// providers and propagator, nothing opted in.
+type Options struct {
+	// TracerProvider makes the spans (default otel.GetTracerProvider()).
+	TracerProvider trace.TracerProvider
+	// MeterProvider makes the metric (default otel.GetMeterProvider()).
+	MeterProvider metric.MeterProvider
+	// Propagator injects trace context into each request's _meta
+	// (default otel.GetTextMapPropagator(), which injects nothing until
+	// one is set with otel.SetTextMapPropagator).
+	Propagator propagation.TextMapPropagator
+
+	// RecordArguments records each call's arguments, as the model wrote
+	// them (after-hooks' changes included), as gen_ai.tool.call.arguments:
+	// the conventions make it opt-in, since arguments may hold anything.
+	RecordArguments bool
+	// RecordResults records each successful call's result, as
+	// gen_ai.tool.call.result (opt-in, likewise).
+	RecordResults bool
+	// RecordMessages records the texts that may quote arguments or carry
+	// a person's words: the message a model is shown for a failed call
+	// (as the status description), a validation failure's reason, a
+	// hook's error and an approver's reason (as event attributes).
+	RecordMessages bool
+}
+
+// Telemetry is the bridge: its Trace and AdaptersTrace report to
+// OpenTelemetry. It is safe for concurrent use, and one Telemetry may
+// serve any number of hubs and clients.
+type Telemetry struct {
+	o        Options
+	tracer   trace.Tracer
+	duration metric.Float64Histogram
+	prop     propagation.TextMapPropagator
+
+	// A call's metric attributes and its decision event's, made once for
+	// each distinct set: building an attribute set is most of what
+	// recording costs.
+	ops       cache[opKey, metric.RecordOption]
+	decisions cache[decisionKey, trace.EventOption]
+}
+
+// opKey is what mcp.client.operation.duration's attributes are made of.
+type opKey struct {
+	list                                           bool
+	tool, errType, code, protocol, transport, host string
+	port                                           int
+}
+
+type decisionKey struct {
+	decision conduit.Decision
+	rule     string
+	matched  bool
+}
+
+// cache is a map of values made once per key, up to maxCached keys
+// (beyond, values are made each time), safe for concurrent use.
+type cache[K comparable, V any] struct {
+	mu sync.RWMutex
+	m  map[K]V
+}
+
+// maxCached bounds a cache: the keys are few (tools, servers, rules and
+// outcomes), but they come from outside.
+const maxCached = 4096
+
+func (c *cache[K, V]) get(k K, make func() V) V {
+	c.mu.RLock()
+	v, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return v
+	}
+	v = make()
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[K]V{}
+	}
+	if len(c.m) < maxCached {
+		c.m[k] = v
+	}
+	c.mu.Unlock()
+	return v
+}
+
+// durationBuckets are the bucket boundaries the conventions give
+// mcp.client.operation.duration, in seconds.
+var durationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
+
+// New returns a bridge configured by o, which may be nil.
+func New(o *Options) (*Telemetry, error) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	if opts.TracerProvider == nil {
+		opts.TracerProvider = otel.GetTracerProvider()
+	}
+	if opts.MeterProvider == nil {
+		opts.MeterProvider = otel.GetMeterProvider()
+	}
+	t := &Telemetry{o: opts, prop: opts.Propagator}
+	t.tracer = opts.TracerProvider.Tracer(ScopeName,
+		trace.WithInstrumentationVersion(conduit.Version), trace.WithSchemaURL(semconv.SchemaURL))
+	meter := opts.MeterProvider.Meter(ScopeName,
+		metric.WithInstrumentationVersion(conduit.Version), metric.WithSchemaURL(semconv.SchemaURL))
+	var err error
+	t.duration, err = meter.Float64Histogram("mcp.client.operation.duration",
+		metric.WithDescription("The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received."),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Trace returns the hooks to set as a hub's or client's Options.Trace.
+func (t *Telemetry) Trace() *conduit.Trace {
+	return &conduit.Trace{
+		CallStart:        t.callStart,
+		Decided:          t.decided,
+		Approved:         t.approved,
+		HookDenied:       t.hookDenied,
+		ValidationFailed: t.validationFailed,
+		CallDone:         t.callDone,
+		ListStart:        t.listStart,
+		ListDone:         t.listDone,
+		RequestMeta:      t.requestMeta,
+	}
+}
+
+// AdaptersTrace returns the hooks to set as a listing's
+// adapters.ListingOptions.Trace: a strict-mode fallback becomes an event
+// of the span in the listing's context (the caller's own, such as an agent
+// turn's).
+func (t *Telemetry) AdaptersTrace() *adapters.Trace {
+	return &adapters.Trace{StrictFallback: t.strictFallback}
+}
+
+// Attribute keys of conduit's own; the conventions' come from semconv.
+const (
+	keyServer           = attribute.Key("conduit.server")
+	keyTools            = attribute.Key("conduit.tools")
+	keyDecision         = attribute.Key("conduit.policy.decision")
+	keyRule             = attribute.Key("conduit.policy.rule")
+	keyMatched          = attribute.Key("conduit.policy.matched")
+	keyAllowed          = attribute.Key("conduit.approval.allowed")
+	keyHalt             = attribute.Key("conduit.approval.halt")
+	keyApprovalTime     = attribute.Key("conduit.approval.duration")
+	keyReason           = attribute.Key("conduit.reason")
+	keyHook             = attribute.Key("conduit.hook.name")
+	keyStage            = attribute.Key("conduit.hook.stage")
+	keyStrictReason     = attribute.Key("conduit.strict.reason")
+	methodCall          = "tools/call"
+	methodList          = "tools/list"
+	errTypeToolError    = "tool_error"
+	errTypeOther        = "_OTHER"
+	eventDecision       = "conduit.policy.decision"
+	eventApproval       = "conduit.approval"
+	eventHookDenial     = "conduit.hook.denial"
+	eventValidation     = "conduit.validation.failure"
+	eventStrictFallback = "conduit.strict_fallback"
+)
+
+var (
+	attrCall    = semconv.McpMethodNameKey.String(methodCall)
+	attrList    = semconv.McpMethodNameKey.String(methodList)
+	attrExecute = semconv.GenAIOperationNameExecuteTool
+)
+
+// attrPool holds the slices a span's attributes are gathered in.
+var attrPool = sync.Pool{New: func() any { s := make([]attribute.KeyValue, 0, 16); return &s }}
+
+// callStartOptions start every call's span. Its attributes are set when
+// it ends, in one go: a sampler sees the span's name and kind.
+var callStartOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+
+func (t *Telemetry) callStart(i conduit.CallStartInfo) context.Context {
+	ctx, _ := t.tracer.Start(i.Context, methodCall, callStartOptions...)
+	return ctx
+}
+
+func (t *Telemetry) decided(i conduit.DecidedInfo) {
+	span := trace.SpanFromContext(i.Context)
+	if !span.IsRecording() {
+		return
+	}
+	k := decisionKey{i.Decision, i.Rule.String(), i.Matched}
+	span.AddEvent(eventDecision, t.decisions.get(k, func() trace.EventOption {
+		attrs := []attribute.KeyValue{keyDecision.String(k.decision.String()), keyMatched.Bool(k.matched)}
+		if k.matched {
+			attrs = append(attrs, keyRule.String(k.rule))
+		}
+		return trace.WithAttributes(attrs...)
+	}))
+}
+
+func (t *Telemetry) approved(i conduit.ApprovedInfo) {
+	span := trace.SpanFromContext(i.Context)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{
+		keyAllowed.Bool(i.Approval.Allow), keyHalt.Bool(i.Approval.Halt),
+		keyApprovalTime.Float64(i.Elapsed.Seconds()),
+	}
+	if t.o.RecordMessages && i.Approval.Reason != "" {
+		attrs = append(attrs, keyReason.String(i.Approval.Reason))
+	}
+	span.AddEvent(eventApproval, trace.WithAttributes(attrs...))
+}
+
+func (t *Telemetry) hookDenied(i conduit.HookDeniedInfo) {
+	span := trace.SpanFromContext(i.Context)
+	if !span.IsRecording() {
+		return
+	}
+	stage := "before"
+	if i.After {
+		stage = "after"
+	}
+	attrs := []attribute.KeyValue{keyHook.String(i.Hook), keyStage.String(stage)}
+	if t.o.RecordMessages && i.Err != nil {
+		attrs = append(attrs, keyReason.String(i.Err.Error()))
+	}
+	span.AddEvent(eventHookDenial, trace.WithAttributes(attrs...))
+}
+
+func (t *Telemetry) validationFailed(i conduit.ValidationFailedInfo) {
+	span := trace.SpanFromContext(i.Context)
+	if !span.IsRecording() {
+		return
+	}
+	var attrs []attribute.KeyValue
+	if t.o.RecordMessages && i.Err != nil {
+		attrs = append(attrs, keyReason.String(i.Err.Error()))
+	}
+	span.AddEvent(eventValidation, trace.WithAttributes(attrs...))
+}
+
+func (t *Telemetry) strictFallback(i adapters.StrictFallbackInfo) {
+	if i.Context == nil {
+		return
+	}
+	span := trace.SpanFromContext(i.Context)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{semconv.GenAIToolName(i.Tool)}
+	if i.Err != nil {
+		attrs = append(attrs, keyStrictReason.String(i.Err.Error()))
+	}
+	span.AddEvent(eventStrictFallback, trace.WithAttributes(attrs...))
+}
+
+func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
+	span := trace.SpanFromContext(i.Context)
+	recording := span.IsRecording()
+	measuring := i.Request != nil && t.duration.Enabled(i.Context)
+	if !recording && !measuring {
+		span.End()
+		return
+	}
+	call := i.Call
+	tool := call.Tool
+	if tool == "" {
+		tool = call.Exposed // not resolved: the name as the model wrote it
+	}
+	errType, code, desc := classify(i.Err, i.Result)
+	if measuring {
+		// The operation's outcome is the request's, not an after-hook's.
+		rType, rCode, _ := classify(i.Request.Err, i.Result)
+		t.record(i.Context, i.Request, opKey{tool: tool, errType: rType, code: rCode})
+	}
+	if !recording {
+		span.End()
+		return
+	}
+	if call.Tool != "" {
+		span.SetName(methodCall + " " + call.Tool)
+	}
+	buf := attrPool.Get().(*[]attribute.KeyValue)
+	defer attrPool.Put(buf)
+	attrs := append((*buf)[:0], attrCall, attrExecute, semconv.GenAIToolName(tool))
+	if call.ID != "" {
+		attrs = append(attrs, semconv.GenAIToolCallID(call.ID))
+	}
+	if call.Server != "" {
+		attrs = append(attrs, keyServer.String(call.Server))
+	}
+	attrs = appendOutcome(attrs, errType, code)
+	if i.Request != nil {
+		attrs = appendPeer(attrs, i.Request, true)
+	}
+	if t.o.RecordArguments && call.Args != nil {
+		if b, err := json.Marshal(call.Args); err == nil {
+			attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(string(b)))
+		}
+	}
+	if t.o.RecordResults && i.Err == nil && i.Result != nil && !i.Result.IsError {
+		if b, err := json.Marshal(i.Result); err == nil {
+			attrs = append(attrs, semconv.GenAIToolCallResultKey.String(string(b)))
+		}
+	}
+	span.SetAttributes(attrs...) // which keeps copies, not the slice
+	*buf = attrs[:0]
+	if errType != "" {
+		if desc == "" && t.o.RecordMessages {
+			var e *conduit.Error
+			if errors.As(i.Err, &e) {
+				desc = e.Message
+			}
+		}
+		span.SetStatus(codes.Error, desc)
+	}
+	span.End()
+}
+
+func (t *Telemetry) listStart(i conduit.ListStartInfo) context.Context {
+	ctx, _ := t.tracer.Start(i.Context, methodList, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attrList, keyServer.String(i.Server)))
+	return ctx
+}
+
+func (t *Telemetry) listDone(i conduit.ListDoneInfo) {
+	span := trace.SpanFromContext(i.Context)
+	errType, code, desc := classify(i.Err, nil)
+	if i.Request != nil && t.duration.Enabled(i.Context) {
+		t.record(i.Context, i.Request, opKey{list: true, errType: errType, code: code})
+	}
+	if span.IsRecording() {
+		attrs := make([]attribute.KeyValue, 0, 12)
+		attrs = append(attrs, keyTools.Int(i.Tools))
+		attrs = appendOutcome(attrs, errType, code)
+		if i.Request != nil {
+			attrs = appendPeer(attrs, i.Request, true)
+		}
+		span.SetAttributes(attrs...)
+		if errType != "" {
+			span.SetStatus(codes.Error, desc)
+		}
+	}
+	span.End()
+}
+
+// record records a request's duration; k has the method, tool and
+// outcome, and record adds the request's peer.
+func (t *Telemetry) record(ctx context.Context, r *conduit.RequestInfo, k opKey) {
+	k.protocol, k.transport, k.host, k.port = r.ProtocolVersion, r.Transport, r.Address, r.Port
+	opt := t.ops.get(k, func() metric.RecordOption {
+		attrs := make([]attribute.KeyValue, 0, 12)
+		if k.list {
+			attrs = append(attrs, attrList)
+		} else {
+			attrs = append(attrs, attrCall, attrExecute, semconv.GenAIToolName(k.tool))
+		}
+		attrs = appendOutcome(attrs, k.errType, k.code)
+		attrs = appendPeer(attrs, r, false)
+		return metric.WithAttributeSet(attribute.NewSet(attrs...))
+	})
+	t.duration.Record(ctx, r.Elapsed.Seconds(), opt)
+}
+
+func (t *Telemetry) requestMeta(i conduit.RequestMetaInfo) map[string]any {
+	prop := t.prop
+	if prop == nil {
+		prop = otel.GetTextMapPropagator()
+	}
+	var carrier metaCarrier
+	prop.Inject(i.Context, &carrier)
+	return carrier.m
+}
+
+// metaCarrier is a request's _meta as a propagation carrier, made only
+// when a propagator sets a key.
+type metaCarrier struct{ m map[string]any }
+
+func (c *metaCarrier) Get(key string) string {
+	s, _ := c.m[key].(string)
+	return s
+}
+
+func (c *metaCarrier) Set(key, value string) {
+	if c.m == nil {
+		c.m = make(map[string]any, 2)
+	}
+	c.m[key] = value
+}
+
+func (c *metaCarrier) Keys() []string {
+	keys := make([]string, 0, len(c.m))
+	for k := range c.m {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// classify is the conventions' error.type of an outcome: the JSON-RPC
+// error code when the server sent one (also the code returned), and then
+// the error's message as the status description; "tool_error" for a
+// result with isError; conduit's ErrorKind otherwise.
+func classify(err error, res *mcp.CallToolResult) (errType, code, desc string) {
+	if err == nil {
+		if res != nil && res.IsError {
+			return errTypeToolError, "", ""
+		}
+		return "", "", ""
+	}
+	var e *conduit.Error
+	if errors.As(err, &e) && e.Kind != conduit.KindServerError {
+		return e.Kind.String(), "", ""
+	}
+	// A server's error, or a listing's, whose errors are the SDK's.
+	var rpcErr *jsonrpc.Error
+	switch {
+	case errors.As(err, &rpcErr):
+		code := strconv.FormatInt(rpcErr.Code, 10)
+		return code, code, rpcErr.Message
+	case errors.Is(err, context.DeadlineExceeded):
+		return conduit.KindTimeout.String(), "", ""
+	case errors.Is(err, context.Canceled):
+		return conduit.KindCanceled.String(), "", ""
+	case e != nil:
+		return e.Kind.String(), "", ""
+	}
+	return errTypeOther, "", ""
+}
+
+// appendOutcome adds error.type and rpc.response.status_code, when set.
+func appendOutcome(attrs []attribute.KeyValue, errType, code string) []attribute.KeyValue {
+	if errType != "" {
+		attrs = append(attrs, semconv.ErrorTypeKey.String(errType))
+	}
+	if code != "" {
+		attrs = append(attrs, semconv.RPCResponseStatusCode(code))
+	}
+	return attrs
+}
+
+// appendPeer adds what the conventions say of the session and server; the
+// session id only to spans (withSession), since it would make a metric's
+// series per session.
+func appendPeer(attrs []attribute.KeyValue, r *conduit.RequestInfo, withSession bool) []attribute.KeyValue {
+	if withSession && r.SessionID != "" {
+		attrs = append(attrs, semconv.McpSessionID(r.SessionID))
+	}
+	if r.ProtocolVersion != "" {
+		attrs = append(attrs, semconv.McpProtocolVersion(r.ProtocolVersion))
+	}
+	switch r.Transport {
+	case "stdio":
+		attrs = append(attrs, semconv.NetworkTransportPipe)
+	case "streamable-http", "sse":
+		attrs = append(attrs, semconv.NetworkTransportTCP, semconv.NetworkProtocolName("http"))
+	}
+	if r.Address != "" {
+		attrs = append(attrs, semconv.ServerAddress(r.Address))
+		if r.Port > 0 {
+			attrs = append(attrs, semconv.ServerPort(r.Port))
+		}
+	}
+	return attrs
+}
