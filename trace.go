@@ -22,6 +22,14 @@ type Trace struct {
 	Decided func(DecidedInfo)
 	// CallDone is called when a call is answered, with its result or error.
 	CallDone func(CallDoneInfo)
+	// PromptsChanged is called when a server says its prompt list changed.
+	PromptsChanged func(PromptsChangedInfo)
+	// ResourcesChanged is called when a server says its list of resources
+	// (or of resource templates) changed.
+	ResourcesChanged func(ResourcesChangedInfo)
+	// ResourceUpdated is called when a server says a resource it was
+	// subscribed to changed (see [Hub.SubscribeResource]).
+	ResourceUpdated func(ResourceUpdatedInfo)
 }
 
 // ServerUpInfo is the argument of [Trace.ServerUp].
@@ -54,4 +62,20 @@ type CallDoneInfo struct {
 	Result  *mcp.CallToolResult // the result, when there is one
 	Err     error               // the *Error, when there is no result
 	Elapsed time.Duration       // from the start of the pipeline
+}
+
+// PromptsChangedInfo is the argument of [Trace.PromptsChanged].
+type PromptsChangedInfo struct {
+	Server string // the server's id
+}
+
+// ResourcesChangedInfo is the argument of [Trace.ResourcesChanged].
+type ResourcesChangedInfo struct {
+	Server string // the server's id
+}
+
+// ResourceUpdatedInfo is the argument of [Trace.ResourceUpdated].
+type ResourceUpdatedInfo struct {
+	Server string // the server's id
+	URI    string // the resource that changed
 }
