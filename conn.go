@@ -61,8 +61,8 @@ func newConn(c *core, srv Server) *conn {
 	}
 	cn.clientHandlers(opts) // handlers.go, features.go
 	cn.client = mcp.NewClient(c.Implementation, opts)
-	if c.Handlers != nil && c.Handlers.Roots != nil {
-		cn.client.AddReceivingMiddleware(cn.rootsMiddleware)
+	if c.Handlers != nil {
+		cn.client.AddReceivingMiddleware(cn.requestsMiddleware)
 	}
 	return cn
 }

@@ -214,17 +214,28 @@ func (cn *conn) clientHandlers(o *mcp.ClientOptions) {
 	}
 }
 
-// rootsMiddleware answers roots/list through the Handlers, which the SDK
-// has no handler for.
-func (cn *conn) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+// requestsMiddleware answers roots/list through the Handlers, which the
+// SDK has no handler for, and elicitation/create as the server sent it:
+// the SDK's client refuses some requested schemas that the protocol
+// allows (titled multi-select enums) before a handler sees them.
+func (cn *conn) requestsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	h := cn.core.Handlers
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		r, ok := req.(*mcp.ListRootsRequest)
-		if method != "roots/list" || !ok {
-			return next(ctx, method, req)
+		switch r := req.(type) {
+		case *mcp.ListRootsRequest:
+			if method == "roots/list" && h.Roots != nil {
+				return serverRequest(cn, ctx, r, "roots", func(h *Handlers) func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+					return h.Roots
+				})
+			}
+		case *mcp.ElicitRequest:
+			if method == "elicitation/create" && h.Elicitation != nil {
+				return serverRequest(cn, ctx, r, "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return h.Elicitation
+				})
+			}
 		}
-		return serverRequest(cn, ctx, r, "roots", func(h *Handlers) func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-			return h.Roots
-		})
+		return next(ctx, method, req)
 	}
 }
 
