@@ -324,11 +324,11 @@ func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOpt
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
 	if ready != nil {
 		ready(l.Addr())
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(l) }()
 	select {
 	case err := <-done:
 		return err
