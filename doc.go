@@ -57,6 +57,18 @@
 // request is followed by a failed ping (an HTTP server that went away,
 // which the SDK reports per request without ending the session).
 //
+// # Prompts, resources and what servers send
+//
+// A hub's or client's prompts ([Hub.ListPromptsFor], [Hub.GetPrompt]) are
+// named as its tools are; its resources and resource templates
+// ([Hub.ListResourcesFor], [Hub.ReadResource]) keep their URIs, a URI that
+// two servers list being left out. The policy governs them by the same
+// server/name patterns ([Call.Method] tells them apart), and their requests
+// are made and their failures told as a tool call's are. What a server
+// sends its client besides results (elicitation, sampling and roots
+// requests, log messages) goes to the [Handlers] of the call it belongs
+// to, or else to the hub's.
+//
 // # Errors
 //
 // A request that fails is answered by kind: the caller's ctx ending is

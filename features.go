@@ -301,7 +301,10 @@ func (c *core) policyDenies(call *Call) bool {
 // SetLoggingLevel asks every server that is up and offers logging to send
 // log messages of level and above (logging/setLevel); they then reach the
 // [Handlers]' Logging. A server that connects later is not told: call
-// again after [Trace.ServerUp]. The error joins the servers' errors.
+// again after [Trace.ServerUp]. A server on protocol 2026-07-28 takes
+// the level with each request instead: put it in the call's
+// CallOptions.Meta under mcp.MetaKeyLogLevel. The error joins the
+// servers' errors.
 func (h *Hub) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
 	return h.c.setLoggingLevel(ctx, level)
 }

@@ -31,6 +31,7 @@ group '^BenchmarkRatio$' 3000x
 group '^BenchmarkParts$' 3000x
 group '^BenchmarkCall$' 2000x
 group '^BenchmarkMCPGo$' 2000x
+group '^BenchmarkGateway$' 3000x
 group '^BenchmarkStdio$' 100x
 group '^BenchmarkBatch$' 20x
 group '^BenchmarkTools$' 40x

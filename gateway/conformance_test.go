@@ -28,6 +28,9 @@ const (
 var binDir string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(runChild())
+	}
 	var err error
 	if binDir, err = os.MkdirTemp("", "conduit-gateway-test"); err != nil {
 		fmt.Fprintln(os.Stderr, err)

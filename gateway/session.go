@@ -161,9 +161,17 @@ func (s *session) taintFrom(server string, err error) {
 	}
 }
 
-// callOptions are the options of a call made for the session.
+// callOptions are the options of a call made for the session. A server
+// on protocol 2026-07-28 takes the log level with each request: the
+// session's goes with its calls.
 func (s *session) callOptions(ts *conduit.ToolSet) *conduit.CallOptions {
-	return &conduit.CallOptions{ToolSet: ts, Principal: s.principal, Taint: s.taintList(), Handlers: s.handlers}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := &conduit.CallOptions{ToolSet: ts, Principal: s.principal, Taint: slices.Clone(s.taint), Handlers: s.handlers}
+	if s.level != "" {
+		o.Meta = mcp.Meta{mcp.MetaKeyLogLevel: s.level}
+	}
+	return o
 }
 
 // refresh brings the session's lists up to date, logging what fails.
@@ -366,11 +374,10 @@ func (s *session) syncResources(rs *conduit.ResourceSet) {
 }
 
 // forwardMeta is the _meta a client sent with a call, to pass on to the
-// server: the progress token is conduit's to set (progress comes back
-// through the call), and the io.modelcontextprotocol/ keys describe the
-// client's hop, not the call.
-func forwardMeta(m mcp.Meta) mcp.Meta {
-	var out mcp.Meta
+// server, added to out: the progress token is conduit's to set (progress
+// comes back through the call), and the io.modelcontextprotocol/ keys
+// describe the client's hop, not the call.
+func forwardMeta(m, out mcp.Meta) mcp.Meta {
 	for k, v := range m {
 		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
 			continue
@@ -389,7 +396,7 @@ func (s *session) callTool(ctx context.Context, name string, req *mcp.CallToolRe
 	ts := s.tools
 	s.mu.Unlock()
 	opts := s.callOptions(ts)
-	opts.Meta = forwardMeta(req.Params.Meta)
+	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
 	if token := req.Params.GetProgressToken(); token != nil {
 		ss := req.Session
 		opts.Progress = func(_ *conduit.Call, p conduit.Progress) {
