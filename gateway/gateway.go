@@ -302,14 +302,19 @@ func (g *Gateway) add(s *session, ss *mcp.ServerSession) {
 	s.refresh(g.ctx, changedAll)
 }
 
+// cleanupTimeout bounds what a session's end asks of the servers.
+const cleanupTimeout = 10 * time.Second
+
 func (g *Gateway) remove(s *session) {
 	g.mu.Lock()
 	delete(g.sessions, s)
 	g.mu.Unlock()
+	ctx, cancel := context.WithTimeout(g.ctx, cleanupTimeout)
+	defer cancel()
 	for _, uri := range s.subscriptions() {
-		g.unsubscribe(context.Background(), s, uri)
+		g.unsubscribe(ctx, s, uri)
 	}
-	g.levelChanged(context.Background())
+	g.levelChanged(ctx)
 }
 
 // levels orders the log levels, least severe first.
