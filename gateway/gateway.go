@@ -90,6 +90,8 @@ type Gateway struct {
 	// send on kick wakes the refresher.
 	pending changes
 	kick    chan struct{}
+
+	reported map[string]bool // what was left out and logged once
 }
 
 // changes is what a refresh brings up to date.
@@ -123,6 +125,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		sessions:    map[*session]struct{}{},
 		subs:        map[string]int{},
 		kick:        make(chan struct{}, 1),
+		reported:    map[string]bool{},
 	}
 	if g.approveWait <= 0 {
 		g.approveWait = DefaultApprovalTimeout
@@ -393,6 +396,26 @@ func (g *Gateway) unsubscribe(ctx context.Context, s *session, uri string) error
 		return nil
 	}
 	return g.src.UnsubscribeResource(ctx, uri, s.callOptions(nil))
+}
+
+// report logs, once each, what a listing left out because of the servers
+// (two that offer the same name or URI, a name that cannot be exposed):
+// what the policy leaves out, and servers that are down, are reported
+// elsewhere.
+func (g *Gateway) report(what string, skipped []conduit.Skipped) {
+	for _, s := range skipped {
+		if s.Reason != conduit.SkipCollision && s.Reason != conduit.SkipInvalidName {
+			continue
+		}
+		key := what + "\x00" + s.Server + "\x00" + s.Tool + "\x00" + s.Reason.String()
+		g.mu.Lock()
+		seen := g.reported[key]
+		g.reported[key] = true
+		g.mu.Unlock()
+		if !seen {
+			g.logger.Warn("gateway: left out", "kind", what, "server", s.Server, "name", s.Tool, "reason", s.Reason.String(), "detail", s.Detail)
+		}
+	}
 }
 
 // hubHandlers answer what servers send outside any session's call: log

@@ -2,10 +2,13 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,5 +179,96 @@ func TestResourceUpdates(t *testing.T) {
 	}
 	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: "up://status"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// syncBuffer is a concurrency-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestSharedURIAndLegacyRequests: a resource URI two servers list is left
+// out and reported; a server on protocol 2025-11-25, whose requests during
+// a call are JSON-RPC requests of its own, has its roots/list and
+// elicitation passed to the session that made the call.
+func TestSharedURIAndLegacyRequests(t *testing.T) {
+	legacy := func(name string) *upstream {
+		s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
+		s.AddResource(&mcp.Resource{Name: "shared", URI: "test://shared"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://shared", Text: name}}}, nil
+		})
+		s.AddResource(&mcp.Resource{Name: "own", URI: "test://" + name}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://" + name, Text: name}}}, nil
+		})
+		return &upstream{Server: s, t: t}
+	}
+	a, b := legacy("a"), legacy("b")
+	a.tool("roots", "List the client's roots.", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return nil, err
+		}
+		return text(res.Roots[0].URI), nil
+	})
+	a.tool("ask", "Ask the user.", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "sure?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
+		if err != nil {
+			return nil, err
+		}
+		return text(res.Action), nil
+	})
+	var logs syncBuffer
+	g := newGateway(t, []conduit.Server{a.server("a"), b.server("b")}, &gateway.Options{Options: conduit.Options{
+		Policy: conduit.AllowAll(),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+	}})
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	client.AddRoots(&mcp.Root{URI: "file:///work"})
+	ct, st := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go g.Serve(ctx, st, nil)
+	cs, err := client.Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	var uris []string
+	for r, err := range cs.Resources(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		uris = append(uris, r.URI)
+	}
+	if slices.Sort(uris); !slices.Equal(uris, []string{"test://a", "test://b"}) {
+		t.Errorf("resources = %v, want test://shared left out", uris)
+	}
+	if !strings.Contains(logs.String(), "left out") || !strings.Contains(logs.String(), "test://shared") {
+		t.Errorf("the shared URI was not reported; log:\n%s", logs.String())
+	}
+	if got := resultText(callTool(t, cs, "a__roots", nil)); got != "file:///work" {
+		t.Errorf("roots = %q", got)
+	}
+	if got := resultText(callTool(t, cs, "a__ask", nil)); got != "decline" {
+		t.Errorf("ask = %q", got)
 	}
 }

@@ -191,6 +191,7 @@ func (s *session) sync(ctx context.Context, c changes) error {
 	if c&changedTools != 0 {
 		ts, err := s.g.src.ListToolsFor(ctx, lo)
 		if err == nil {
+			s.g.report("tool", ts.Skipped())
 			s.syncTools(ts)
 		}
 		errs = append(errs, err)
@@ -198,6 +199,7 @@ func (s *session) sync(ctx context.Context, c changes) error {
 	if c&changedPrompts != 0 {
 		ps, err := s.g.src.ListPromptsFor(ctx, lo)
 		if err == nil {
+			s.g.report("prompt", ps.Skipped())
 			s.syncPrompts(ps)
 		}
 		errs = append(errs, err)
@@ -205,6 +207,7 @@ func (s *session) sync(ctx context.Context, c changes) error {
 	if c&changedResources != 0 {
 		rs, err := s.g.src.ListResourcesFor(ctx, lo)
 		if err == nil {
+			s.g.report("resource", rs.Skipped())
 			s.syncResources(rs)
 		}
 		errs = append(errs, err)

@@ -71,10 +71,13 @@ names:
 	if err := prepareOAuth(env, cfg); err != nil {
 		return err
 	}
-	var logger *slog.Logger
+	// Warnings (a tool or resource left out, a server lost) go to stderr,
+	// which an MCP client that starts conduit serve keeps in its log.
+	level := slog.LevelWarn
 	if h.verbose {
-		logger = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		level = slog.LevelDebug
 	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	g, err := gateway.New(ctx, cfg.Servers, &gateway.Options{
 		Options:         conduit.Options{Policy: policy, Logger: logger, ConnectTimeout: h.connectTimeout},
 		Transparent:     *transparent,
