@@ -5,7 +5,7 @@
 # output in $OUT (default bench.txt); then benchstat's summary in
 # $OUT.benchstat and the table of ratios against their targets.
 #
-#   ./run.sh                 # the full suite, about 25 minutes on 2 cores
+#   ./run.sh                 # the full suite, about 35 minutes on 2 cores
 #   COUNT=1 ./run.sh         # a quick look
 #   BENCH=Ratio ./run.sh     # only the groups whose pattern matches
 set -eu
