@@ -260,17 +260,13 @@ func TestAskBecomesElicitation(t *testing.T) {
 	shell := newUpstream(t, "shell")
 	shell.tool("run", "Run a command.", echo("ran "))
 	g := newGateway(t, []conduit.Server{shell.server("shell")}, &gateway.Options{
-		Options:         conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("shell/*"))},
-		ApprovalTimeout: 200 * time.Millisecond,
+		Options: conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("shell/*"))},
 	})
 	var mu sync.Mutex
 	action := "accept"
 	cs, ev := connect(t, g, "", func(*mcp.ElicitRequest) *mcp.ElicitResult {
 		mu.Lock()
 		defer mu.Unlock()
-		if action == "hang" {
-			time.Sleep(time.Second)
-		}
 		return &mcp.ElicitResult{Action: action}
 	})
 	got := callTool(t, cs, "shell__run", map[string]any{"cmd": "ls"})
