@@ -26,6 +26,11 @@ type Call struct {
 	Principal string
 	Assigns   map[string]any
 	Taint     []string
+	// Method is the MCP method of the call: "tools/call", "prompts/get"
+	// or "resources/read". For a prompt, Tool is the prompt's name and Def
+	// is nil; for a resource, Tool is its URI (or, in a listing, its URI
+	// template) and Def is nil.
+	Method string
 }
 
 // Progress is one progress notification of a running call.
@@ -71,6 +76,10 @@ type CallOptions struct {
 	// with a KindHalted error. The adapters close it when an approver halts
 	// the batch.
 	Halt <-chan struct{}
+	// Handlers answer what the server sends during this call: elicitation,
+	// sampling and roots requests, and log messages. They take effect on
+	// a hub or client whose Options.Handlers are set; see [Handlers].
+	Handlers *Handlers
 }
 
 // call is the governed pipeline of one call: resolve, object arguments,
@@ -95,7 +104,7 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	if opts != nil {
 		o = *opts
 	}
-	call := &Call{ID: o.ID, Exposed: name, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
+	call := &Call{ID: o.ID, Exposed: name, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint, Method: methodCallTool}
 	traced := call // what Trace.CallDone is given
 	var req *RequestInfo
 	if t := c.Trace; t != nil {

@@ -19,6 +19,8 @@ type Config struct {
 	Servers []Server
 	// Policy is nil when the file has no "policy" key.
 	Policy *Policy
+	// Serve is nil when the file has no "serve" key (see [ServeConfig]).
+	Serve *ServeConfig
 }
 
 // LoadConfig reads and parses a configuration file; see [ParseConfig].
@@ -114,13 +116,21 @@ func parseConfig(data []byte) (*Config, error) {
 			if cfg.Policy, err = parsePolicy(rules); err != nil {
 				return nil, fmt.Errorf("config: policy: %w", err)
 			}
+		case "serve":
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, fmt.Errorf("config: serve: %w", err)
+			}
+			if cfg.Serve, err = parseServe(raw); err != nil {
+				return nil, fmt.Errorf("config: serve: %w", err)
+			}
 		case "inputs", "$schema":
 			var skip json.RawMessage
 			if err := dec.Decode(&skip); err != nil {
 				return nil, fmt.Errorf("config: %w", err)
 			}
 		default:
-			return nil, fmt.Errorf(`config: unknown key %q (expected "mcpServers" or "servers", and "policy")`, key)
+			return nil, fmt.Errorf(`config: unknown key %q (expected "mcpServers" or "servers", "policy" and "serve")`, key)
 		}
 	}
 	if _, err := dec.Token(); err != nil {

@@ -246,6 +246,7 @@ func FuzzParseConfig(f *testing.F) {
 		`[]`, `{`, `null`, `{"mcpServers": {"a": null}}`, `{"mcpServers": {"a": {}}} 1`,
 		`{"mcpServers": {"r": {"url": "https://x/mcp", "oauth": {"clientId": "c", "clientSecretEnv": "S", "scopes": ["a"]}}}}`,
 		`{"mcpServers": {"r": {"url": "https://x/mcp", "oauth": {"clientSecret": "leaked"}}}}`,
+		`{"mcpServers": {"a": {"command": "x"}}, "serve": {"tokens": [{"principal": "p", "env": "T"}], "hosts": ["h"]}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -43,12 +43,15 @@ type conn struct {
 	dropped error
 
 	listMu sync.Mutex // one tools/list in flight per server
+
+	calls calls    // requests in flight, to route what the server sends
+	feats features // prompts and resources (features.go)
 }
 
 func newConn(c *core, srv Server) *conn {
 	cn := &conn{core: c, srv: srv, ready: make(chan struct{}),
 		state: StateConnecting, since: time.Now(), peer: peerInfo(srv)}
-	cn.client = mcp.NewClient(c.Implementation, &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		Logger: c.sdkLogger,
 		// No roots: conduit has none to offer, and a server that asks for
 		// them right after initialize may not exit promptly on stdin EOF.
@@ -56,7 +59,12 @@ func newConn(c *core, srv Server) *conn {
 		ToolListChangedHandler:      func(_ context.Context, req *mcp.ToolListChangedRequest) { cn.toolsChanged(req) },
 		ProgressNotificationHandler: c.onProgress,
 		ElicitationHandler:          c.Elicitation,
-	})
+	}
+	cn.clientHandlers(opts) // handlers.go, features.go
+	cn.client = mcp.NewClient(c.Implementation, opts)
+	if c.Handlers != nil {
+		cn.client.AddReceivingMiddleware(cn.requestsMiddleware)
+	}
 	return cn
 }
 

@@ -86,6 +86,11 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, 
 		afterInline:  true,
 	}
 	c.Hooks = slices.Clone(o.Hooks)
+	if h := o.Handlers; h != nil && h.Elicitation == nil && o.Elicitation != nil {
+		hc := *h
+		hc.Elicitation = o.Elicitation
+		c.Handlers = &hc
+	}
 	for _, h := range c.Hooks {
 		c.before = c.before || h.Before != nil
 		c.after = c.after || h.After != nil
@@ -259,7 +264,7 @@ func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, e
 		o = *opts
 	}
 	return ts.Filter(SkipPolicy, func(t *Tool) bool {
-		call := &Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint}
+		call := &Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool}
 		d, _, _, err := decide(c.Policy, call)
 		// A condition that panics hides nothing here; the call itself is
 		// then answered with the error.

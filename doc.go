@@ -69,6 +69,18 @@
 // lock file, mcp.lock.json beside the configuration, is read by [LoadPins]
 // and written by [Pins.Save] (and conduit pin).
 //
+// # Prompts, resources and what servers send
+//
+// A hub's or client's prompts ([Hub.ListPromptsFor], [Hub.GetPrompt]) are
+// named as its tools are; its resources and resource templates
+// ([Hub.ListResourcesFor], [Hub.ReadResource]) keep their URIs, a URI that
+// two servers list being left out. The policy governs them by the same
+// server/name patterns ([Call.Method] tells them apart), and their requests
+// are made and their failures told as a tool call's are. What a server
+// sends its client besides results (elicitation, sampling and roots
+// requests, log messages) goes to the [Handlers] of the call it belongs
+// to, or else to the hub's.
+//
 // # Errors
 //
 // A request that fails is answered by kind: the caller's ctx ending is

@@ -52,8 +52,14 @@ type Options struct {
 	Reconnect Backoff
 
 	// Elicitation, when set, answers servers' elicitation requests and
-	// makes the hub advertise the elicitation capability.
+	// makes the hub advertise the elicitation capability. It is the same
+	// as Handlers.Elicitation, which wins when both are set.
 	Elicitation func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// Handlers, when set, answer servers' requests (elicitation, sampling,
+	// roots) and log messages, and declare the capabilities they cover;
+	// with them, the calls' own CallOptions.Handlers take effect (see
+	// [Handlers]).
+	Handlers *Handlers
 	// Implementation is sent to servers as the client's identity (default
 	// conduit and its Version).
 	Implementation *mcp.Implementation

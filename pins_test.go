@@ -129,8 +129,8 @@ func defTool(name, desc string) *mcp.Tool {
 	return &mcp.Tool{Name: name, Description: desc, InputSchema: json.RawMessage(`{"type":"object","properties":{"q":{"type":"string"}}}`)}
 }
 
-// calls counts the calls of tool the child was sent.
-func calls(t *testing.T, marker, tool string) int {
+// sentCalls counts the calls of tool the child was sent.
+func sentCalls(t *testing.T, marker, tool string) int {
 	t.Helper()
 	data, _ := os.ReadFile(marker)
 	return strings.Count(string(data), "call "+tool+"\n")
@@ -275,7 +275,7 @@ func TestPinsBetweenRuns(t *testing.T) {
 	if res, err := cl.CallTool(ctx, "keep", nil, nil); err != nil || resultText(res) != "keep called" {
 		t.Fatalf("keep: %v %v", resultText(res), err)
 	}
-	if n, m := calls(t, marker, "search"), calls(t, marker, "steal"); n != 0 || m != 0 {
+	if n, m := sentCalls(t, marker, "search"), sentCalls(t, marker, "steal"); n != 0 || m != 0 {
 		t.Errorf("the server was sent %d calls of search and %d of steal", n, m)
 	}
 
@@ -294,7 +294,7 @@ func TestPinsBetweenRuns(t *testing.T) {
 	if _, err := cl.CallTool(ctx, "search", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if calls(t, marker, "search") != 1 {
+	if sentCalls(t, marker, "search") != 1 {
 		t.Error("the accepted tool was not called")
 	}
 }
@@ -334,7 +334,7 @@ func TestPinsWithinSession(t *testing.T) {
 	if e := wantKind(t, err, KindUnknownTool); !errors.Is(err, ErrNotPinned) || !strings.Contains(e.Message, "changed since it was pinned") {
 		t.Errorf("search after the change: %v", err)
 	}
-	if n := calls(t, marker, "search"); n != 1 {
+	if n := sentCalls(t, marker, "search"); n != 1 {
 		t.Errorf("search was sent %d times, want 1 (before the change)", n)
 	}
 	// The check listed the tools again and told of the drift at once.
@@ -351,7 +351,7 @@ func TestPinsWithinSession(t *testing.T) {
 	}
 	_, err = h.CallTool(ctx, "notes__steal", nil, nil)
 	wantKind(t, err, KindUnknownTool)
-	if calls(t, marker, "steal") != 0 {
+	if sentCalls(t, marker, "steal") != 0 {
 		t.Error("the new tool was called")
 	}
 	if st := h.Status()[0]; len(st.Drift) != 2 {
@@ -387,7 +387,7 @@ func TestPinsAfterReconnect(t *testing.T) {
 	if wantKind(t, err, KindUnknownTool); !errors.Is(err, ErrNotPinned) {
 		t.Errorf("search after the reconnection: %v", err)
 	}
-	if n := calls(t, marker, "search"); n != 0 {
+	if n := sentCalls(t, marker, "search"); n != 0 {
 		t.Errorf("search was sent %d times", n)
 	}
 }

@@ -68,6 +68,11 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions, req *Reques
 		tctx, cancel = context.WithTimeout(rctx, timeout)
 		defer cancel()
 	}
+	if c.routing() {
+		var end func()
+		tctx, end = cn.calls.start(tctx, o.Handlers)
+		defer end()
+	}
 	var sent time.Time
 	if req != nil {
 		sent = req.start(cn.peer, sess)
@@ -82,32 +87,38 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions, req *Reques
 		}
 		return res, nil
 	}
+	return nil, c.requestError(ctx, tctx, cn, sess, call, timeout, err)
+}
+
+// requestError is the error of a request for call, made with tctx (ctx
+// bounded by the hub and timeout) on sess, that failed with err.
+func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.ClientSession, call *Call, timeout time.Duration, err error) *Error {
 	switch {
 	case ctx.Err() != nil:
-		return nil, ContextError(ctx, call.Def, 0, err)
+		return ContextError(ctx, call.Def, 0, err)
 	case c.ctx.Err() != nil:
-		return nil, newError(KindUnavailable, call.Server, call.Tool,
+		return newError(KindUnavailable, call.Server, call.Tool,
 			"The call to "+call.Exposed+" was ended: the tools were closed.", errors.Join(errClosed, err))
 	case tctx.Err() != nil:
-		return nil, newError(KindTimeout, call.Server, call.Tool,
+		return newError(KindTimeout, call.Server, call.Tool,
 			fmt.Sprintf("The request to the server of %s timed out after %v.", call.Exposed, timeout), errors.Join(context.DeadlineExceeded, err))
 	}
 	rpcErr, rejected := wireErrors(err)
 	if rpcErr != nil && rpcErr.Code != jsonrpc.CodeInvalidRequest {
-		return nil, serverError(call, rpcErr, err)
+		return serverError(call, rpcErr, err)
 	}
 	if c.lost(ctx, cn, sess, err) {
-		return nil, newError(KindUnavailable, call.Server, call.Tool,
+		return newError(KindUnavailable, call.Server, call.Tool,
 			"The server of "+call.Exposed+" became unavailable during the call.", err)
 	}
 	switch {
 	case rpcErr != nil:
-		return nil, serverError(call, rpcErr, err)
+		return serverError(call, rpcErr, err)
 	case rejected:
-		return nil, newError(KindUnavailable, call.Server, call.Tool,
+		return newError(KindUnavailable, call.Server, call.Tool,
 			"The request to the server of "+call.Exposed+" failed; it may succeed if tried again.", err)
 	}
-	return nil, newError(KindServerError, call.Server, call.Tool,
+	return newError(KindServerError, call.Server, call.Tool,
 		"The server of "+call.Exposed+" sent an answer that could not be read.", err)
 }
 

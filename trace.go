@@ -62,6 +62,14 @@ type Trace struct {
 	// request's to keep (and add to): return a new one each time. It is
 	// the only hook that changes what is sent.
 	RequestMeta func(RequestMetaInfo) map[string]any
+	// PromptsChanged is called when a server says its prompt list changed.
+	PromptsChanged func(PromptsChangedInfo)
+	// ResourcesChanged is called when a server says its list of resources
+	// (or of resource templates) changed.
+	ResourcesChanged func(ResourcesChangedInfo)
+	// ResourceUpdated is called when a server says a resource it was
+	// subscribed to changed (see [Hub.SubscribeResource]).
+	ResourceUpdated func(ResourceUpdatedInfo)
 }
 
 // ServerUpInfo is the argument of [Trace.ServerUp].
@@ -106,4 +114,20 @@ type CallDoneInfo struct {
 // PinDriftInfo is the argument of [Trace.PinDrift].
 type PinDriftInfo struct {
 	Drift Drift // the tool, how it differs from its pin, and the diff
+}
+
+// PromptsChangedInfo is the argument of [Trace.PromptsChanged].
+type PromptsChangedInfo struct {
+	Server string // the server's id
+}
+
+// ResourcesChangedInfo is the argument of [Trace.ResourcesChanged].
+type ResourcesChangedInfo struct {
+	Server string // the server's id
+}
+
+// ResourceUpdatedInfo is the argument of [Trace.ResourceUpdated].
+type ResourceUpdatedInfo struct {
+	Server string // the server's id
+	URI    string // the resource that changed
 }

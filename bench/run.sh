@@ -5,7 +5,7 @@
 # output in $OUT (default bench.txt); then benchstat's summary in
 # $OUT.benchstat and the table of ratios against their targets.
 #
-#   ./run.sh                 # the full suite, about 30 minutes on 2 cores
+#   ./run.sh                 # the full suite, about 40 minutes on 2 cores
 #   COUNT=1 ./run.sh         # a quick look
 #   BENCH=Ratio ./run.sh     # only the groups whose pattern matches
 set -eu
@@ -31,6 +31,7 @@ group '^BenchmarkRatio$' 3000x
 group '^BenchmarkParts$' 3000x
 group '^BenchmarkCall$' 2000x
 group '^BenchmarkMCPGo$' 2000x
+group '^BenchmarkGateway$' 3000x
 group '^BenchmarkStdio$' 100x
 group '^BenchmarkBatch$' 20x
 group '^BenchmarkTools$' 40x

@@ -116,6 +116,7 @@ func commands() []command {
 		{"tools", "--provider P [--strict auto|true|false] [--cache-last] [--principal ID]", "the tools in a provider's format", runTools, false},
 		{"exec", "--provider P [--response FILE] [--approve ask|allow|deny] [--taint S,...] [--principal ID]", "run a provider response's tool calls through the policy", runExec, false},
 		{"call", "SERVER__TOOL [JSON|-]", "one governed call; the shaped result on stdout", runCall, false},
+		{"serve", "[--http ADDR [--no-auth]] [--transparent] [--principal ID]", "serve the servers, under the policy, as one MCP server", runServe, false},
 		{"login", "SERVER [--timeout D] [--no-browser]", "log in to an OAuth-protected server in a browser", runLogin, false},
 		{"logout", "SERVER", "forget a server's stored OAuth tokens", runLogout, false},
 		{"search", "[--limit N] [--principal ID] QUERY", "the tools that best match a query, with their scores", runSearch, false},

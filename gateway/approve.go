@@ -1,0 +1,82 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// maxShownArgs is how much of a call's arguments an approval request
+// shows, in bytes.
+const maxShownArgs = 2 << 10
+
+// approve is the hub's approver: a call the policy asks about becomes an
+// elicitation request to the client of the session that made it. Accept
+// runs the call; decline, cancel, an error or no answer in time deny it.
+// A client that declared no elicitation cannot be asked: the caller's own
+// Approver decides, if there is one, else the call is denied saying so.
+func (g *Gateway) approve(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
+	s := sessionFrom(ctx)
+	var ss *mcp.ServerSession
+	if s != nil {
+		ss = s.serverSession()
+	}
+	if ss == nil || s.clientCaps().Elicitation == nil {
+		if g.approver != nil {
+			return g.approver(ctx, req)
+		}
+		return conduit.Reject("it needs approval, and the client cannot be asked: it did not declare the elicitation capability")
+	}
+	actx, cancel := context.WithTimeout(ctx, g.approveWait)
+	defer cancel()
+	res, err := ss.Elicit(actx, &mcp.ElicitParams{
+		Message:         approvalMessage(req.Call),
+		RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
+	})
+	switch {
+	case err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded):
+		return conduit.Reject(fmt.Sprintf("no answer to the approval request within %v", g.approveWait))
+	case err != nil:
+		return conduit.Reject("the approval request failed: " + err.Error())
+	case res.Action == "accept":
+		return conduit.Approve()
+	case res.Action == "decline":
+		return conduit.Reject("the user declined it")
+	}
+	return conduit.Reject("the user canceled the approval request")
+}
+
+// approvalMessage names what a call would do: the tool (or prompt or
+// resource) and its arguments.
+func approvalMessage(c *conduit.Call) string {
+	switch c.Method {
+	case "prompts/get":
+		return fmt.Sprintf("Allow getting the prompt %s of %s with arguments %s?", c.Exposed, c.Server, shownArgs(c.Args))
+	case "resources/read":
+		return fmt.Sprintf("Allow reading the resource %s of %s?", c.Exposed, c.Server)
+	}
+	return fmt.Sprintf("Allow calling the tool %s of %s with arguments %s?", c.Exposed, c.Server, shownArgs(c.Args))
+}
+
+func shownArgs(args map[string]any) string {
+	if args == nil {
+		args = map[string]any{}
+	}
+	data, err := json.Marshal(args)
+	if err != nil {
+		return "(arguments that cannot be shown)"
+	}
+	if len(data) <= maxShownArgs {
+		return string(data)
+	}
+	cut := maxShownArgs
+	for cut > 0 && !utf8.RuneStart(data[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes in all)", data[:cut], len(data))
+}

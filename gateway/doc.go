@@ -1,0 +1,72 @@
+// Package gateway serves a governed conduit hub as an MCP server, so that
+// any MCP client (Claude Desktop, VS Code, an SDK's client) gets conduit's
+// policy, approval and taint rules. `conduit serve` is a thin command on
+// it.
+//
+// # What a client sees
+//
+// Each session has its own MCP server, whose tools are the hub's tool set
+// as offered to the session's principal and taint ([conduit.Hub.ListToolsFor]):
+// server__tool names, descriptions cleaned of invisible characters
+// (toolcall.Description), the servers' input and output schemas and
+// annotations as they are. Prompts are served as server__prompt,
+// resources and resource templates under their own URIs (a URI two
+// servers list is left out), completion and logging too, all governed by
+// the same server/name policy patterns. In transparent mode
+// ([Options.Transparent]) one server's tools and prompts keep their own
+// names. A server that goes down, comes back or changes its lists makes
+// every session's lists change, and its client is told
+// (notifications/tools/list_changed and the others).
+//
+// # Calls
+//
+// A tools/call runs through the hub's pipeline, with the client's progress
+// token (progress comes back as notifications/progress), its _meta (less
+// the progress token and the protocol's io.modelcontextprotocol/ keys,
+// which describe the client's hop) and its cancellation. Results are the
+// server's, not shaped for a model, structuredContent included. A call
+// conduit answers itself (a denial, a time-out, a server that is down) is
+// a tool result with isError and conduit's message; an unknown tool and a
+// server's JSON-RPC error are JSON-RPC errors, the server's passed on as
+// it sent it.
+//
+// Once a session has received a server's output (a result, or the
+// server's error message), the session is tainted by that server: its
+// later calls and listings are decided with that taint, so "tainted"
+// rules apply to it, and tools they deny leave its list.
+//
+// # Approval and what servers ask
+//
+// A call the policy asks about becomes an elicitation request to the
+// session's client, naming the tool and its arguments: accept runs the
+// call, decline, cancel or no answer within [Options.ApprovalTimeout]
+// deny it. A client that declared no elicitation cannot be asked: the
+// call is denied with a message that says so (or [conduit.Options]'
+// Approver decides, when one is set).
+//
+// What a server asks of its client during a call (elicitation, sampling,
+// roots) goes to the client of the session that made the call, and its
+// answer back (see [conduit.Handlers] for how a request is attributed to
+// a call). Log messages go with the call they belong to; the servers' log
+// level is the most verbose one a session asked for. Subscriptions to
+// resources are made on the server for each session, and its updates go
+// to the sessions subscribed.
+//
+// The gateway speaks protocol versions up to 2025-11-25 to its clients
+// (clients of 2026-07-28 negotiate down): in those, a server may send its
+// client requests during a call, which approval and the passing on of
+// servers' requests need.
+//
+// # Transports and their security
+//
+// [Gateway.Serve] serves one session over a transport (stdio, for a client
+// that starts conduit serve). [Gateway.Handler] serves Streamable HTTP,
+// a session per client; every request passes, in order: the Host header
+// must name loopback or one of [HTTPOptions.Hosts], and an Origin header,
+// when there is one, an allowed origin (against DNS rebinding); the body
+// is bounded ([HTTPOptions.MaxBodyBytes], 413); and a bearer token must
+// map to a principal ([HTTPOptions.Tokens], compared in constant time), or
+// the request is answered 401 and nothing is forwarded. A session stays
+// with the principal whose token opened it. [HTTPOptions.NoAuth] serves
+// without tokens, on a loopback listener only.
+package gateway

@@ -1,0 +1,156 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/gateway"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// notesServer is an in-process MCP server; real programs name a command
+// or a URL in conduit.Server instead.
+func notesServer() conduit.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
+	for _, name := range []string{"add", "delete"} {
+		s.AddTool(&mcp.Tool{Name: name, Description: "The " + name + " tool.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + " " + string(req.Params.Arguments)}}}, nil
+			})
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := s.Connect(context.Background(), st, nil); err != nil {
+		log.Fatal(err)
+	}
+	return conduit.Server{ID: "notes", Transport: ct}
+}
+
+func ExampleGateway_Serve() {
+	ctx := context.Background()
+	g, err := gateway.New(ctx, []conduit.Server{notesServer()}, &gateway.Options{Options: conduit.Options{
+		Policy: conduit.NewPolicy(conduit.Allow("notes/add")),
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+
+	// One session; conduit serve gives Serve &mcp.StdioTransport{}.
+	clientT, serverT := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- g.Serve(ctx, serverT, &gateway.SessionOptions{Principal: "alice"}) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx, clientT, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println("tool:", tool.Name)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "notes__add", Arguments: map[string]any{"text": "hi"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	cs.Close()
+	if err := <-done; err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// tool: notes__add
+	// add {"text":"hi"}
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func ExampleGateway_Handler() {
+	ctx := context.Background()
+	g, err := gateway.New(ctx, []conduit.Server{notesServer()}, &gateway.Options{Options: conduit.Options{
+		Policy: conduit.NewPolicy(conduit.Allow("notes/delete").When(conduit.Principal("admin")), conduit.Allow("notes/add")),
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	// Tokens come from the environment in real use (conduit serve reads
+	// the variables the configuration's "serve" object names).
+	h, err := g.Handler(&gateway.HTTPOptions{Tokens: map[string]string{
+		"admin-token-0123456789": "admin",
+		"guest-token-0123456789": "guest",
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	for _, token := range []string{"admin-token-0123456789", "guest-token-0123456789"} {
+		t := &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{token}}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx, t, nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		var names []string
+		for tool, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				log.Fatal(err)
+			}
+			names = append(names, tool.Name)
+		}
+		fmt.Println(token[:5], names)
+		cs.Close()
+	}
+
+	resp, err := http.Post(srv.URL, "application/json", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println("without a token:", resp.StatusCode)
+	// Output:
+	// admin [notes__add notes__delete]
+	// guest [notes__add]
+	// without a token: 401
+}
+
+func ExampleGateway_ListenAndServe() {
+	g, err := gateway.New(context.Background(), []conduit.Server{notesServer()}, &gateway.Options{Options: conduit.Options{
+		Policy: conduit.AllowAll(),
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	// Port 0 picks a free port; ready is told which, and here the server
+	// is stopped at once. conduit serve --http 127.0.0.1:8080 --no-auth
+	// does the same until it is interrupted.
+	err = g.ListenAndServe(ctx, "127.0.0.1:0", &gateway.HTTPOptions{NoAuth: true}, func(addr net.Addr) {
+		resp, err := http.Post("http://"+addr.String()+"/mcp", "application/json", strings.NewReader(`{}`))
+		if err == nil {
+			fmt.Println("the endpoint answers:", resp.StatusCode)
+			resp.Body.Close()
+		}
+		stop()
+	})
+	fmt.Println("stopped:", err)
+	// Output:
+	// the endpoint answers: 400
+	// stopped: <nil>
+}

@@ -1,0 +1,452 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultApprovalTimeout bounds the wait for a client's answer to an
+// approval request when Options.ApprovalTimeout is zero.
+const DefaultApprovalTimeout = 2 * time.Minute
+
+// Options configure a [Gateway]. The zero value of each field is its
+// default; a Policy is required.
+type Options struct {
+	// Options govern every call and keep the servers' sessions, as for a
+	// hub. Policy is required (conduit.AllowAll() is an explicit choice).
+	// Approver answers the "ask" rules of sessions whose client cannot be
+	// asked (it declared no elicitation); without one, those calls are
+	// denied with a message that says why. Implementation is also the
+	// gateway's identity to its clients. Trace is called as well as the
+	// gateway's own. Handlers must be nil: the gateway routes what servers
+	// send to the sessions whose calls it belongs to.
+	conduit.Options
+
+	// Transparent serves a single server under its own tool and prompt
+	// names, without the server__ prefix (a conduit.Client instead of a
+	// hub).
+	Transparent bool
+	// ApprovalTimeout bounds the wait for the client's answer to an
+	// approval request (default DefaultApprovalTimeout); no answer in time
+	// denies the call.
+	ApprovalTimeout time.Duration
+	// Instructions are sent to clients when they connect.
+	Instructions string
+}
+
+// source is what a gateway serves: a *conduit.Hub, or a *conduit.Client
+// in transparent mode.
+type source interface {
+	ListToolsFor(context.Context, *conduit.ListOptions) (*conduit.ToolSet, error)
+	CallTool(context.Context, string, any, *conduit.CallOptions) (*mcp.CallToolResult, error)
+	ListPromptsFor(context.Context, *conduit.ListOptions) (*conduit.PromptSet, error)
+	GetPrompt(context.Context, string, map[string]string, *conduit.CallOptions) (*mcp.GetPromptResult, error)
+	ListResourcesFor(context.Context, *conduit.ListOptions) (*conduit.ResourceSet, error)
+	ReadResource(context.Context, string, *conduit.CallOptions) (*mcp.ReadResourceResult, error)
+	SubscribeResource(context.Context, string, *conduit.CallOptions) error
+	UnsubscribeResource(context.Context, string, *conduit.CallOptions) error
+	Complete(context.Context, *mcp.CompleteParams, *conduit.CallOptions) (*mcp.CompleteResult, error)
+	SetLoggingLevel(context.Context, mcp.LoggingLevel) error
+	Status() []conduit.ServerStatus
+	Close() error
+}
+
+var (
+	_ source = (*conduit.Hub)(nil)
+	_ source = (*conduit.Client)(nil)
+)
+
+// Gateway serves a governed hub as an MCP server, to any number of
+// sessions over stdio ([Gateway.Serve]) or Streamable HTTP
+// ([Gateway.Handler]). A Gateway is safe for concurrent use.
+type Gateway struct {
+	src         source
+	impl        *mcp.Implementation
+	approver    conduit.Approver // the caller's, for clients that cannot be asked
+	approveWait time.Duration
+	instr       string
+	logger      *slog.Logger
+	sdkLogger   *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	level    mcp.LoggingLevel // the servers' level: the most verbose asked for
+	subs     map[string]int   // resource URI -> sessions subscribed
+
+	// pending are the kinds of change not yet applied to the sessions; a
+	// send on kick wakes the refresher.
+	pending changes
+	kick    chan struct{}
+
+	reported map[string]bool // what was left out and logged once
+}
+
+// changes is what a refresh brings up to date.
+type changes uint8
+
+const (
+	changedTools changes = 1 << iota
+	changedPrompts
+	changedResources
+	changedAll = changedTools | changedPrompts | changedResources
+)
+
+// New connects to the servers, as conduit.NewHub does (ctx bounds the
+// first connection attempts), and returns a gateway ready to serve them.
+// In transparent mode servers must hold exactly one server.
+func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway, error) {
+	if opts == nil || opts.Policy == nil {
+		return nil, errors.New("gateway: a Policy is required (conduit.AllowAll() allows every call)")
+	}
+	if opts.Handlers != nil {
+		return nil, errors.New("gateway: Options.Handlers must be nil: the gateway routes what servers send to its sessions")
+	}
+	if opts.Transparent && len(servers) != 1 {
+		return nil, fmt.Errorf("gateway: transparent mode serves one server, not %d", len(servers))
+	}
+	g := &Gateway{
+		approver:    opts.Approver,
+		approveWait: opts.ApprovalTimeout,
+		instr:       opts.Instructions,
+		logger:      opts.Logger,
+		sessions:    map[*session]struct{}{},
+		subs:        map[string]int{},
+		kick:        make(chan struct{}, 1),
+		reported:    map[string]bool{},
+	}
+	if g.approveWait <= 0 {
+		g.approveWait = DefaultApprovalTimeout
+	}
+	if g.logger == nil {
+		g.logger = slog.New(slog.DiscardHandler)
+	}
+	g.sdkLogger = g.logger.With("component", "mcp-server")
+	g.impl = opts.Implementation
+	if g.impl == nil {
+		g.impl = &mcp.Implementation{Name: "conduit", Version: conduit.Version}
+	}
+	o := opts.Options
+	o.Approver = g.approve
+	o.Handlers = g.hubHandlers()
+	o.Trace = g.trace(opts.Trace)
+	// The trace may be called while the servers connect.
+	g.ctx, g.cancel = context.WithCancel(context.Background())
+	var src source
+	var err error
+	if opts.Transparent {
+		src, err = conduit.NewClient(ctx, servers[0], &conduit.ClientOptions{Options: o})
+	} else {
+		src, err = conduit.NewHub(ctx, servers, &conduit.HubOptions{Options: o})
+	}
+	if err != nil {
+		g.cancel()
+		return nil, err
+	}
+	g.mu.Lock()
+	g.src = src
+	g.mu.Unlock()
+	g.wg.Go(g.refresher)
+	return g, nil
+}
+
+// Status reports each server's state, in configuration order.
+func (g *Gateway) Status() []conduit.ServerStatus { return g.src.Status() }
+
+// Close ends every session and then the servers' sessions, as
+// conduit.Hub.Close does; no goroutine of the gateway outlives it.
+func (g *Gateway) Close() error {
+	g.once.Do(func() {
+		g.mu.Lock()
+		g.cancel() // under mu: goIfOpen starts nothing after it
+		sessions := make([]*session, 0, len(g.sessions))
+		for s := range g.sessions {
+			sessions = append(sessions, s)
+		}
+		g.mu.Unlock()
+		for _, s := range sessions {
+			s.close()
+		}
+		g.wg.Wait()
+		g.src.Close()
+	})
+	return nil
+}
+
+// trace is the hub's Trace: the caller's callbacks, then the gateway's,
+// which bring the sessions' lists up to date.
+func (g *Gateway) trace(user *conduit.Trace) *conduit.Trace {
+	var u conduit.Trace
+	if user != nil {
+		u = *user
+	}
+	t := u
+	t.ServerUp = func(i conduit.ServerUpInfo) {
+		if u.ServerUp != nil {
+			u.ServerUp(i)
+		}
+		g.changed(changedAll)
+		// The server's new session knows no log level and no
+		// subscriptions: they are set again, off the connection's goroutine.
+		g.goIfOpen(g.restore)
+	}
+	t.ServerDown = func(i conduit.ServerDownInfo) {
+		if u.ServerDown != nil {
+			u.ServerDown(i)
+		}
+		g.changed(changedAll)
+	}
+	t.ToolsChanged = func(i conduit.ToolsChangedInfo) {
+		if u.ToolsChanged != nil {
+			u.ToolsChanged(i)
+		}
+		g.changed(changedTools)
+	}
+	t.PromptsChanged = func(i conduit.PromptsChangedInfo) {
+		if u.PromptsChanged != nil {
+			u.PromptsChanged(i)
+		}
+		g.changed(changedPrompts)
+	}
+	t.ResourcesChanged = func(i conduit.ResourcesChangedInfo) {
+		if u.ResourcesChanged != nil {
+			u.ResourcesChanged(i)
+		}
+		g.changed(changedResources)
+	}
+	t.ResourceUpdated = func(i conduit.ResourceUpdatedInfo) {
+		if u.ResourceUpdated != nil {
+			u.ResourceUpdated(i)
+		}
+		for _, s := range g.sessionList() {
+			s.server.ResourceUpdated(g.ctx, &mcp.ResourceUpdatedNotificationParams{URI: i.URI})
+		}
+	}
+	return &t
+}
+
+// changed schedules a refresh of every session's lists.
+func (g *Gateway) changed(c changes) {
+	g.mu.Lock()
+	g.pending |= c
+	g.mu.Unlock()
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+// refresher applies changes to the sessions, one round at a time, so that
+// a burst of changes costs one listing per session.
+func (g *Gateway) refresher() {
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-g.kick:
+		}
+		g.mu.Lock()
+		c := g.pending
+		g.pending = 0
+		g.mu.Unlock()
+		for _, s := range g.sessionList() {
+			s.refresh(g.ctx, c)
+		}
+	}
+}
+
+// goIfOpen runs f on a goroutine of the gateway's, unless it is closed.
+func (g *Gateway) goIfOpen(f func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ctx.Err() == nil {
+		g.wg.Go(f)
+	}
+}
+
+func (g *Gateway) sessionList() []*session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*session, 0, len(g.sessions))
+	for s := range g.sessions {
+		out = append(out, s)
+	}
+	return out
+}
+
+// add registers a session once its client has initialized, and removes it
+// when it ends.
+func (g *Gateway) add(s *session, ss *mcp.ServerSession) {
+	g.mu.Lock()
+	if g.ctx.Err() != nil {
+		g.mu.Unlock()
+		ss.Close()
+		return
+	}
+	g.sessions[s] = struct{}{}
+	g.wg.Go(func() {
+		ss.Wait()
+		g.remove(s)
+	})
+	g.mu.Unlock()
+	// What changed between the session's first listing and now.
+	s.refresh(g.ctx, changedAll)
+}
+
+// cleanupTimeout bounds what a session's end asks of the servers.
+const cleanupTimeout = 10 * time.Second
+
+func (g *Gateway) remove(s *session) {
+	g.mu.Lock()
+	delete(g.sessions, s)
+	g.mu.Unlock()
+	ctx, cancel := context.WithTimeout(g.ctx, cleanupTimeout)
+	defer cancel()
+	for _, uri := range s.subscriptions() {
+		g.unsubscribe(ctx, s, uri)
+	}
+	g.levelChanged(ctx)
+}
+
+// levels orders the log levels, least severe first.
+var levels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// levelChanged sets the servers' log level to the most verbose one a
+// session asked for.
+func (g *Gateway) levelChanged(ctx context.Context) error {
+	g.mu.Lock()
+	var want mcp.LoggingLevel
+	for s := range g.sessions {
+		l := s.logLevel()
+		if i := slices.Index(levels, l); i >= 0 && (want == "" || i < slices.Index(levels, want)) {
+			want = l
+		}
+	}
+	if want == "" || want == g.level {
+		g.mu.Unlock()
+		return nil
+	}
+	g.level = want
+	g.mu.Unlock()
+	return g.src.SetLoggingLevel(ctx, want)
+}
+
+// restore sets the log level and the subscriptions again, after a server
+// reconnected.
+func (g *Gateway) restore() {
+	g.mu.Lock()
+	src := g.src
+	level := g.level
+	uris := make([]string, 0, len(g.subs))
+	for uri := range g.subs {
+		uris = append(uris, uri)
+	}
+	g.mu.Unlock()
+	if src == nil {
+		return // still connecting: nothing to restore
+	}
+	if level != "" {
+		if err := src.SetLoggingLevel(g.ctx, level); err != nil {
+			g.logger.Debug("gateway: setting the log level again", "err", err)
+		}
+	}
+	for _, uri := range uris {
+		if err := src.SubscribeResource(g.ctx, uri, nil); err != nil {
+			g.logger.Debug("gateway: subscribing again", "uri", uri, "err", err)
+		}
+	}
+}
+
+// subscribe subscribes s to uri: the server is asked for each session, so
+// that the policy decides for each session's principal and taint.
+func (g *Gateway) subscribe(ctx context.Context, s *session, uri string) error {
+	if err := g.src.SubscribeResource(ctx, uri, s.callOptions(nil)); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.subs[uri]++
+	g.mu.Unlock()
+	return nil
+}
+
+// unsubscribe ends s's subscription to uri, and the server's once no
+// session is subscribed.
+func (g *Gateway) unsubscribe(ctx context.Context, s *session, uri string) error {
+	g.mu.Lock()
+	n := g.subs[uri] - 1
+	if n <= 0 {
+		delete(g.subs, uri)
+	} else {
+		g.subs[uri] = n
+	}
+	g.mu.Unlock()
+	if n > 0 {
+		return nil
+	}
+	return g.src.UnsubscribeResource(ctx, uri, s.callOptions(nil))
+}
+
+// report logs, once each, what a listing left out because of the servers
+// (two that offer the same name or URI, a name that cannot be exposed):
+// what the policy leaves out, and servers that are down, are reported
+// elsewhere.
+func (g *Gateway) report(what string, skipped []conduit.Skipped) {
+	for _, s := range skipped {
+		if s.Reason != conduit.SkipCollision && s.Reason != conduit.SkipInvalidName {
+			continue
+		}
+		key := what + "\x00" + s.Server + "\x00" + s.Tool + "\x00" + s.Reason.String()
+		g.mu.Lock()
+		seen := g.reported[key]
+		g.reported[key] = true
+		g.mu.Unlock()
+		if !seen {
+			g.logger.Warn("gateway: left out", "kind", what, "server", s.Server, "name", s.Tool, "reason", s.Reason.String(), "detail", s.Detail)
+		}
+	}
+}
+
+// hubHandlers answer what servers send outside any session's call: log
+// messages go to every session when all of them are one principal's (the
+// common case of a single user), and are dropped otherwise, so that no
+// user sees another's; requests are refused.
+func (g *Gateway) hubHandlers() *conduit.Handlers {
+	refuse := func(what string) error {
+		return fmt.Errorf("conduit serve: %s outside a call cannot be passed to a client", what)
+	}
+	return &conduit.Handlers{
+		Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, refuse("elicitation")
+		},
+		Sampling: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return nil, refuse("sampling")
+		},
+		Roots: func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+			return nil, refuse("roots/list")
+		},
+		Logging: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			sessions := g.sessionList()
+			for _, s := range sessions {
+				if s.principal != sessions[0].principal {
+					g.logger.Debug("gateway: a server's log message no call claims is dropped: sessions of several principals are open")
+					return
+				}
+			}
+			for _, s := range sessions {
+				s.log(g.ctx, req.Params)
+			}
+		},
+	}
+}

@@ -1,0 +1,351 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// SessionOptions configure one session of [Gateway.Serve].
+type SessionOptions struct {
+	// Principal is who the session's calls are made for, as policy
+	// conditions and approvers see it.
+	Principal string
+}
+
+// Serve serves one session over t (&mcp.StdioTransport{} for stdio, as
+// when Claude Desktop starts conduit serve) until the client ends it or
+// ctx ends. opts may be nil.
+func (g *Gateway) Serve(ctx context.Context, t mcp.Transport, opts *SessionOptions) error {
+	var o SessionOptions
+	if opts != nil {
+		o = *opts
+	}
+	s, err := g.newSession(ctx, o.Principal)
+	if err != nil {
+		return err
+	}
+	err = s.server.Run(ctx, t)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// Limits of the HTTP transport.
+const (
+	// DefaultMaxBodyBytes bounds a request's body when
+	// HTTPOptions.MaxBodyBytes is zero.
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultSessionTimeout is how long an idle HTTP session lives when
+	// HTTPOptions.SessionTimeout is zero.
+	DefaultSessionTimeout = 30 * time.Minute
+	// MinTokenLen is the shortest bearer token accepted in HTTPOptions.
+	MinTokenLen = 16
+)
+
+// HTTPOptions configure the Streamable HTTP transport of [Gateway.Handler].
+type HTTPOptions struct {
+	// Tokens maps each bearer token to the principal it authenticates.
+	// Every request must carry one (Authorization: Bearer ...); a missing
+	// or unknown token is answered 401 and nothing is forwarded. Tokens are
+	// compared in constant time and are at least MinTokenLen long. A
+	// session stays with the principal that opened it.
+	Tokens map[string]string
+	// NoAuth serves without tokens, every session for the empty principal.
+	// It is for a listener on a loopback address only: requests that
+	// arrive on another address are refused (403).
+	NoAuth bool
+	// Hosts are the host names (with or without a port) that requests may
+	// name in their Host header besides localhost, 127.0.0.1 and [::1],
+	// as when the gateway is reached under a name of its own. Any other
+	// Host is refused (403): a page that rebinds its DNS name to this
+	// address cannot reach the gateway.
+	Hosts []string
+	// Origins are the origins (scheme://host[:port]) that may send
+	// requests from a browser, besides those whose host is allowed by
+	// Hosts or loopback. A request with any other Origin is refused (403).
+	Origins []string
+	// MaxBodyBytes bounds each request's body (default DefaultMaxBodyBytes);
+	// a larger one is answered 413.
+	MaxBodyBytes int64
+	// SessionTimeout closes a session that has had no request for this
+	// long (default DefaultSessionTimeout; negative: never).
+	SessionTimeout time.Duration
+}
+
+type httpSessionKey struct{}
+
+// Handler returns the gateway's Streamable HTTP endpoint, which serves a
+// session per client: requests pass the Host and Origin checks, the body
+// bound and the bearer token before anything reaches the MCP handler, in
+// that order.
+func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
+	var o HTTPOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.NoAuth && len(o.Tokens) > 0 {
+		return nil, errors.New("gateway: NoAuth and Tokens exclude each other")
+	}
+	if !o.NoAuth && len(o.Tokens) == 0 {
+		return nil, errors.New("gateway: HTTP needs Tokens, or NoAuth for a loopback listener")
+	}
+	type hashed struct {
+		sum       [sha256.Size]byte
+		principal string
+	}
+	var tokens []hashed
+	for tok, principal := range o.Tokens {
+		if len(tok) < MinTokenLen {
+			// The principal names which one without showing it.
+			return nil, fmt.Errorf("gateway: the token of principal %q is shorter than %d characters", principal, MinTokenLen)
+		}
+		tokens = append(tokens, hashed{sha256.Sum256([]byte(tok)), principal})
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.SessionTimeout == 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.SessionTimeout < 0 {
+		o.SessionTimeout = 0
+	}
+	for _, origin := range o.Origins {
+		if u, err := url.Parse(origin); err != nil || u.Scheme == "" || u.Host == "" || u.Path != "" {
+			return nil, fmt.Errorf("gateway: origin %q is not scheme://host[:port]", origin)
+		}
+	}
+
+	// The SDK's handler asks for a server on every request (to check the
+	// protocol version), and for a session's on the request that opens it:
+	// that one comes from the request's context; the others get a server
+	// that is only asked which versions it speaks.
+	versions := mcp.NewServer(g.impl, &mcp.ServerOptions{SupportedProtocolVersions: protocolVersions})
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if s, ok := r.Context().Value(httpSessionKey{}).(*session); ok {
+			return s.server
+		}
+		return versions
+	}, &mcp.StreamableHTTPOptions{
+		Logger:              g.sdkLogger,
+		MaxRequestBodyBytes: o.MaxBodyBytes,
+		SessionTimeout:      o.SessionTimeout,
+		// The SDK's own check allows loopback names only; the gateway's,
+		// which runs first, allows Hosts too.
+		DisableLocalhostProtection: len(o.Hosts) > 0,
+	})
+
+	open := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			var principal string
+			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+				principal = ti.UserID
+			}
+			s, err := g.newSession(r.Context(), principal)
+			if err != nil {
+				http.Error(w, "the gateway is unavailable", http.StatusServiceUnavailable)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), httpSessionKey{}, s))
+		}
+		mcpHandler.ServeHTTP(w, r)
+	})
+	var authed http.Handler = open
+	if !o.NoAuth {
+		verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+			sum := sha256.Sum256([]byte(token))
+			found := -1
+			for i := range tokens {
+				// Every token is compared, so the time taken tells nothing.
+				if subtle.ConstantTimeCompare(sum[:], tokens[i].sum[:]) == 1 {
+					found = i
+				}
+			}
+			if found < 0 {
+				return nil, auth.ErrInvalidToken
+			}
+			// UserID binds the session to its principal: the SDK refuses
+			// a request for it with another principal's token.
+			return &auth.TokenInfo{UserID: tokens[found].principal}, nil
+		}
+		bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(open)
+		authed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			bearer.ServeHTTP(challenge{w}, r)
+		})
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.NoAuth && !loopbackListener(r) {
+			http.Error(w, "Forbidden: this gateway serves without authentication on loopback only", http.StatusForbidden)
+			return
+		}
+		if !allowedHost(r.Host, o.Hosts) {
+			http.Error(w, "Forbidden: the Host header names no host this gateway serves", http.StatusForbidden)
+			return
+		}
+		if origin := r.Header.Get("Origin"); origin != "" && !allowedOrigin(origin, o.Hosts, o.Origins) {
+			http.Error(w, "Forbidden: requests from this Origin are not allowed", http.StatusForbidden)
+			return
+		}
+		if r.ContentLength > o.MaxBodyBytes {
+			http.Error(w, fmt.Sprintf("the request body exceeds %d bytes", o.MaxBodyBytes), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
+		}
+		authed.ServeHTTP(w, r)
+	}), nil
+}
+
+// challenge adds the Bearer challenge to a 401 (RFC 6750), which the
+// SDK's middleware leaves out without a resource metadata URL.
+type challenge struct{ http.ResponseWriter }
+
+func (c challenge) WriteHeader(code int) {
+	if code == http.StatusUnauthorized {
+		c.Header().Set("WWW-Authenticate", `Bearer realm="conduit"`)
+	}
+	c.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets the SDK stream events through the wrapper.
+func (c challenge) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (c challenge) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// loopbackListener reports whether r arrived on a loopback address.
+func loopbackListener(r *http.Request) bool {
+	addr, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || addr == nil {
+		return false
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		host = addr.String()
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// hostName is the host of a Host header or URL host, lower-cased, without
+// port or IPv6 brackets.
+func hostName(hostport string) string {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = hostport
+	}
+	return strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
+}
+
+func isLoopbackName(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// allowedHost reports whether a request's Host header names loopback or
+// one of hosts (a host alone allows any port).
+func allowedHost(hostport string, hosts []string) bool {
+	if hostport == "" {
+		return false
+	}
+	host := hostName(hostport)
+	if isLoopbackName(host) {
+		return true
+	}
+	for _, h := range hosts {
+		if _, _, err := net.SplitHostPort(h); err == nil {
+			if strings.EqualFold(h, hostport) {
+				return true
+			}
+		} else if hostName(h) == host {
+			return true
+		}
+	}
+	return false
+}
+
+// allowedOrigin reports whether a browser's Origin may send requests.
+func allowedOrigin(origin string, hosts, origins []string) bool {
+	if slices.ContainsFunc(origins, func(o string) bool { return strings.EqualFold(strings.TrimSuffix(o, "/"), origin) }) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return false // "null", file:, and the like
+	}
+	return allowedHost(u.Host, hosts)
+}
+
+// ListenAndServe serves the gateway's Handler at the path /mcp of addr
+// (host:port; a missing host is 127.0.0.1) until ctx ends, then shuts the
+// server down.
+// NoAuth is refused unless addr is a loopback address. ready, when not
+// nil, is called with the address listened on.
+func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOptions, ready func(net.Addr)) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("gateway: address %q: %w", addr, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	if opts != nil && opts.NoAuth && !isLoopbackName(strings.ToLower(host)) {
+		return fmt.Errorf("gateway: serving without authentication needs a loopback address, not %q", host)
+	}
+	h, err := g.Handler(opts)
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(l) }()
+	if ready != nil {
+		ready(l.Addr())
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// Sessions' event streams do not end on their own: close them first.
+	g.closeSessions()
+	srv.Shutdown(sctx)
+	<-done
+	return nil
+}
+
+// closeSessions ends every session, as when the gateway stops serving.
+func (g *Gateway) closeSessions() {
+	for _, s := range g.sessionList() {
+		s.close()
+	}
+}

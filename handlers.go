@@ -1,0 +1,256 @@
+package conduit
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Handlers answer what a server sends its client besides results: its
+// requests for elicitation, sampling (sampling/createMessage) and roots
+// (roots/list), and its log messages. Every field is optional.
+//
+// A hub's or client's [Options.Handlers] are its own: the capabilities
+// they cover (elicitation, sampling, roots) are the ones it declares to
+// servers, and they answer what no call claims. A call's
+// [CallOptions.Handlers] answer what a server sends during that call, so
+// that a program serving many users (package gateway) can pass each
+// server's request on to the user whose call caused it. A call's nil
+// field falls back to the hub's.
+//
+// # Which call a request belongs to
+//
+// MCP does not say which call a server's request belongs to, except in
+// the multi-round-trip requests of protocol 2026-07-28, which carry the
+// call's own context. Otherwise conduit attributes a server's request to
+// the calls in flight to that server: when they all carry the same
+// Handlers (or none carries any), that is who is asked, with the context
+// of the most recent of them (its values, canceled also when the server
+// withdraws its request); when calls with different Handlers are in
+// flight, the request is refused with an error rather than risk asking
+// the wrong user; with no call in flight, the hub's Handlers answer. A
+// log message is attributed the same way, counting also the calls that
+// ended less than a second before (a notification can be handled just
+// after the result it preceded), and is handed the call's context
+// without its cancellation; one that no call claims goes to the hub's
+// Logging, or else to the hub's Logger at debug level.
+//
+// During a call, conduit calls these with that context. Each must be safe
+// for concurrent use.
+type Handlers struct {
+	// Elicitation answers elicitation/create. Setting it in Options
+	// declares the elicitation capability (form mode).
+	Elicitation func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+	// Sampling answers sampling/createMessage. Setting it in Options
+	// declares the sampling capability.
+	Sampling func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
+	// Roots answers roots/list. Setting it in Options declares the roots
+	// capability (without listChanged). In a multi-round-trip request the
+	// SDK answers roots itself, with none.
+	Roots func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error)
+	// Logging receives notifications/message. A server sends them once
+	// its client set a level: see [Hub.SetLoggingLevel].
+	Logging func(context.Context, *mcp.LoggingMessageRequest)
+}
+
+// ErrUnattributed is the error a server's request is answered with when
+// calls of different callers are in flight to it, so that conduit cannot
+// tell whose it is (see [Handlers]).
+var ErrUnattributed = errors.New("conduit: the request cannot be attributed to one caller: calls of several callers are in flight to this server")
+
+// logLinger is how long after its end a call still claims log messages.
+const logLinger = time.Second
+
+// inflight is one request to a server, for attributing what the server
+// sends meanwhile.
+type inflight struct {
+	ctx   context.Context
+	h     *Handlers // nil: the call has none of its own
+	ended time.Time // zero while the request runs
+}
+
+type inflightKey struct{}
+
+// calls is a server's requests in flight, and the latest that ended of
+// each caller, for attributing log messages.
+type calls struct {
+	mu     sync.Mutex
+	live   []*inflight
+	recent map[*Handlers]*inflight
+}
+
+// start registers a request made with ctx and returns the context to make
+// it with (which lets a multi-round-trip request name its call) and the
+// func that ends it.
+func (cs *calls) start(ctx context.Context, h *Handlers) (context.Context, func()) {
+	in := &inflight{ctx: ctx, h: h}
+	cs.mu.Lock()
+	cs.live = append(cs.live, in)
+	cs.mu.Unlock()
+	return context.WithValue(ctx, inflightKey{}, in), func() {
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if i := slices.Index(cs.live, in); i >= 0 {
+			cs.live = slices.Delete(cs.live, i, i+1)
+		}
+		in.ended = time.Now()
+		if cs.recent == nil {
+			cs.recent = map[*Handlers]*inflight{}
+		}
+		cs.recent[in.h] = in
+		cs.pruneLocked(in.ended)
+	}
+}
+
+// pruneLocked forgets the calls that ended more than logLinger ago.
+func (cs *calls) pruneLocked(now time.Time) {
+	for h, in := range cs.recent {
+		if now.Sub(in.ended) >= logLinger {
+			delete(cs.recent, h)
+		}
+	}
+}
+
+// owner returns the request that ctx names, or else the most recent one
+// of the only caller with requests in flight (with lingering, counting
+// those that ended less than logLinger ago); ok is false when there are
+// several callers. With no request at all, it returns nil and ok.
+func (cs *calls) owner(ctx context.Context, lingering bool) (in *inflight, ok bool) {
+	if in, ok := ctx.Value(inflightKey{}).(*inflight); ok {
+		return in, true
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	for _, c := range cs.live {
+		if in != nil && in.h != c.h {
+			return nil, false
+		}
+		in = c
+	}
+	if lingering {
+		cs.pruneLocked(time.Now())
+		for _, c := range cs.recent {
+			if in != nil && in.h != c.h {
+				return nil, false
+			}
+			if in == nil {
+				in = c
+			}
+		}
+	}
+	return in, true
+}
+
+// detached is ctx's values, canceled when ctx or also ends.
+func detached(ctx, also context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(also, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// routing reports whether the hub routes what servers send to calls.
+func (c *core) routing() bool { return c.Handlers != nil }
+
+// serverRequest answers a server's request of type R: by the handler pick
+// finds in the Handlers of the call it belongs to, else in the hub's.
+func serverRequest[Req any, Res any](cn *conn, ctx context.Context, req Req, method string, pick func(*Handlers) func(context.Context, Req) (Res, error)) (Res, error) {
+	var zero Res
+	in, ok := cn.calls.owner(ctx, false)
+	if !ok {
+		return zero, ErrUnattributed
+	}
+	hctx := ctx
+	if in != nil && ctx.Value(inflightKey{}) == nil {
+		// A request the SDK handles on the session's context: it is given
+		// the call's values, and ends with the call too.
+		var cancel context.CancelFunc
+		hctx, cancel = detached(in.ctx, ctx)
+		defer cancel()
+	}
+	if in != nil && in.h != nil {
+		if f := pick(in.h); f != nil {
+			return f(hctx, req)
+		}
+	}
+	if h := cn.core.Handlers; h != nil {
+		if f := pick(h); f != nil {
+			return f(hctx, req)
+		}
+	}
+	return zero, errors.New("conduit: " + method + " is not supported")
+}
+
+// clientHandlers fills in the handlers and capabilities of a server's
+// client from the hub's Handlers.
+func (cn *conn) clientHandlers(o *mcp.ClientOptions) {
+	cn.featureHandlers(o)
+	o.LoggingMessageHandler = cn.onLog
+	h := cn.core.Handlers
+	if h == nil {
+		return
+	}
+	if h.Elicitation != nil {
+		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return serverRequest(cn, ctx, req, "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return h.Elicitation
+			})
+		}
+	}
+	if h.Sampling != nil {
+		o.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return serverRequest(cn, ctx, req, "sampling", func(h *Handlers) func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+				return h.Sampling
+			})
+		}
+	}
+	if h.Roots != nil {
+		caps := *o.Capabilities
+		caps.RootsV2 = &mcp.RootCapabilities{}
+		o.Capabilities = &caps
+	}
+}
+
+// requestsMiddleware answers roots/list through the Handlers, which the
+// SDK has no handler for, and elicitation/create as the server sent it:
+// the SDK's client refuses some requested schemas that the protocol
+// allows (titled multi-select enums) before a handler sees them.
+func (cn *conn) requestsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	h := cn.core.Handlers
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.ListRootsRequest:
+			if method == "roots/list" && h.Roots != nil {
+				return serverRequest(cn, ctx, r, "roots", func(h *Handlers) func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+					return h.Roots
+				})
+			}
+		case *mcp.ElicitRequest:
+			if method == "elicitation/create" && h.Elicitation != nil {
+				return serverRequest(cn, ctx, r, "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					return h.Elicitation
+				})
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// onLog hands a server's log message to the call it belongs to.
+func (cn *conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	if in, ok := cn.calls.owner(ctx, true); ok && in != nil && in.h != nil && in.h.Logging != nil {
+		in.h.Logging(context.WithoutCancel(in.ctx), req)
+		return
+	}
+	if h := cn.core.Handlers; h != nil && h.Logging != nil {
+		h.Logging(ctx, req)
+		return
+	}
+	cn.core.Logger.Debug("conduit: server log", "server", cn.srv.ID, "level", req.Params.Level, "logger", req.Params.Logger)
+}

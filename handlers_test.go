@@ -1,0 +1,285 @@
+package conduit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// legacyServer is a test server that speaks protocol 2025-11-25 at most,
+// whose tools send server-to-client requests as JSON-RPC requests (newer
+// sessions use multi-round-trip results instead).
+func legacyServer(t *testing.T) *testServer {
+	ts := newTestServer(t, "legacy")
+	ts.Server = mcp.NewServer(&mcp.Implementation{Name: "legacy", Version: "1"},
+		&mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
+	ts.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+				ts.mu.Lock()
+				ts.calls[r.Params.Name]++
+				ts.mu.Unlock()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return ts
+}
+
+// askTools adds tools that ask the client for something and answer with
+// what they got: elicit, sample, roots and log (three log messages).
+// block waits for release to be closed.
+func askTools(s *mcp.Server, release <-chan struct{}) {
+	addTool(s, "elicit", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "who?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"who":{"type":"string"}}}`)})
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		}
+		return textResult(fmt.Sprintf("%s %v", res.Action, res.Content["who"])), nil
+	})
+	addTool(s, "sample", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 5,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		}
+		return textResult("sampled " + res.Model), nil
+	})
+	addTool(s, "roots", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
+		}
+		var uris []string
+		for _, r := range res.Roots {
+			uris = append(uris, r.URI)
+		}
+		return textResult("roots " + strings.Join(uris, ",")), nil
+	})
+	addTool(s, "log", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for i := range 3 {
+			req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: fmt.Sprintf("line %d", i)})
+		}
+		return textResult("logged"), nil
+	})
+	addTool(s, "block", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return textResult("released"), nil
+	})
+}
+
+type ctxKey string
+
+// caller is the Handlers of one caller, which answer with its name and
+// record the context values they were called with.
+func caller(name string, logs *[]string, mu *sync.Mutex) *Handlers {
+	return &Handlers{
+		Elicitation: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": fmt.Sprint(name, "/", ctx.Value(ctxKey("call")))}}, nil
+		},
+		Sampling: func(ctx context.Context, _ *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: name, Role: "assistant", Content: &mcp.TextContent{Text: "x"}}, nil
+		},
+		Roots: func(ctx context.Context, _ *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+			return &mcp.ListRootsResult{Roots: []*mcp.Root{{URI: "file:///" + name}}}, nil
+		},
+		Logging: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			mu.Lock()
+			*logs = append(*logs, fmt.Sprint(name, ": ", req.Params.Data))
+			mu.Unlock()
+		},
+	}
+}
+
+// hubHandlers are the hub's own, which say that they answered.
+var hubHandlers = &Handlers{
+	Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "hub"}}, nil
+	},
+	Sampling: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return &mcp.CreateMessageResult{Model: "hub", Role: "assistant", Content: &mcp.TextContent{Text: "x"}}, nil
+	},
+	Roots: func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+	},
+}
+
+func call(t *testing.T, h *Hub, ctx context.Context, name string, opts *CallOptions) string {
+	t.Helper()
+	res, err := h.CallTool(ctx, name, nil, opts)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return resultText(res)
+}
+
+// TestHandlersPerCall: what a server asks during a call goes to that
+// call's Handlers, with the call's context values; without any, to the
+// hub's. Both with a server on protocol 2025-11-25 (JSON-RPC requests,
+// attributed to the calls in flight) and on 2026-07-28 (multi-round-trip
+// results, which carry the call's context).
+func TestHandlersPerCall(t *testing.T) {
+	for _, legacy := range []bool{true, false} {
+		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
+			var ts *testServer
+			if legacy {
+				ts = legacyServer(t)
+				askTools(ts.Server, nil)
+			} else {
+				ts = newTestServer(t, "modern")
+				mrtrTools(ts.Server)
+			}
+			h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: hubHandlers}})
+			var mu sync.Mutex
+			var logs []string
+			alice, bob := caller("alice", &logs, &mu), caller("bob", &logs, &mu)
+			ctx := context.WithValue(context.Background(), ctxKey("call"), "c1")
+			if got := call(t, h, ctx, "s__elicit", &CallOptions{Handlers: alice}); got != "accept alice/c1" {
+				t.Errorf("elicit for alice = %q", got)
+			}
+			if got := call(t, h, ctx, "s__elicit", &CallOptions{Handlers: bob}); got != "accept bob/c1" {
+				t.Errorf("elicit for bob = %q", got)
+			}
+			if got := call(t, h, ctx, "s__elicit", nil); got != "accept hub" {
+				t.Errorf("elicit without handlers = %q", got)
+			}
+			if got := call(t, h, ctx, "s__sample", &CallOptions{Handlers: bob}); got != "sampled bob" {
+				t.Errorf("sample for bob = %q", got)
+			}
+			if legacy {
+				// The SDK answers multi-round-trip roots itself.
+				if got := call(t, h, ctx, "s__roots", &CallOptions{Handlers: alice}); got != "roots file:///alice" {
+					t.Errorf("roots for alice = %q", got)
+				}
+			}
+		})
+	}
+}
+
+// mrtrTools adds elicit and sample tools that ask through
+// multi-round-trip results (protocol 2026-07-28).
+func mrtrTools(s *mcp.Server) {
+	addTool(s, "elicit", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r, ok := req.Params.InputResponses["who"].(*mcp.ElicitResult); ok {
+			return textResult(fmt.Sprintf("%s %v", r.Action, r.Content["who"])), nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+			"who": &mcp.ElicitParams{Message: "who?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"who":{"type":"string"}}}`)},
+		}}, nil
+	})
+	addTool(s, "sample", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r, ok := req.Params.InputResponses["s"].(*mcp.CreateMessageWithToolsResult); ok {
+			return textResult("sampled " + r.Model), nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+			"s": &mcp.CreateMessageParams{MaxTokens: 5, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}},
+		}}, nil
+	})
+}
+
+// TestHandlersAmbiguous: with calls of two callers in flight to a server,
+// its request is refused rather than given to either; calls of one caller
+// share it.
+func TestHandlersAmbiguous(t *testing.T) {
+	ts := legacyServer(t)
+	release := make(chan struct{})
+	askTools(ts.Server, release)
+	h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: hubHandlers}})
+	var mu sync.Mutex
+	var logs []string
+	alice, bob := caller("alice", &logs, &mu), caller("bob", &logs, &mu)
+	ctx := context.Background()
+
+	done := make(chan string)
+	go func() {
+		res, err := h.CallTool(ctx, "s__block", nil, &CallOptions{Handlers: alice})
+		done <- fmt.Sprintf("%s %v", resultText(res), err)
+	}()
+	eventually(t, 10*time.Second, func() bool { return ts.called("block") == 1 }, "the blocking call to arrive")
+	if got := call(t, h, ctx, "s__elicit", &CallOptions{Handlers: alice}); got != "accept alice/<nil>" {
+		t.Errorf("elicit for alice beside alice's call = %q", got)
+	}
+	got := call(t, h, ctx, "s__elicit", &CallOptions{Handlers: bob})
+	if !strings.Contains(got, "cannot be attributed to one caller") {
+		t.Errorf("elicit for bob beside alice's call = %q, want it refused", got)
+	}
+	got = call(t, h, ctx, "s__elicit", nil)
+	if !strings.Contains(got, "cannot be attributed") {
+		t.Errorf("elicit without handlers beside alice's call = %q, want it refused", got)
+	}
+	close(release)
+	if got := <-done; got != "released <nil>" {
+		t.Errorf("blocking call = %q", got)
+	}
+}
+
+// TestHandlersLogging: a server's log messages during a call reach that
+// call's Logging, after the hub set the level; messages no call claims go
+// to the hub's Logging.
+func TestHandlersLogging(t *testing.T) {
+	ts := legacyServer(t)
+	askTools(ts.Server, nil)
+	var mu sync.Mutex
+	var logs, hubLogs []string
+	hubH := *hubHandlers
+	hubH.Logging = func(_ context.Context, req *mcp.LoggingMessageRequest) {
+		mu.Lock()
+		hubLogs = append(hubLogs, fmt.Sprint(req.Params.Data))
+		mu.Unlock()
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := ts.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	h := newHub(t, []Server{{ID: "s", Transport: ct}}, &HubOptions{Options: Options{Handlers: &hubH}})
+	ctx := context.Background()
+	if err := h.SetLoggingLevel(ctx, "debug"); err != nil {
+		t.Fatal(err)
+	}
+	alice := caller("alice", &logs, &mu)
+	if got := call(t, h, ctx, "s__log", &CallOptions{Handlers: alice}); got != "logged" {
+		t.Fatalf("log = %q", got)
+	}
+	want := "alice: line 0,alice: line 1,alice: line 2"
+	eventually(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(logs, ",") == want
+	}, "alice's log lines %q, have %q", want, &logs)
+
+	// Outside any call (once alice's call no longer claims them).
+	time.Sleep(logLinger)
+	if err := ss.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: "unprompted"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(hubLogs, ",") == "unprompted"
+	}, "the hub's log line")
+}
+
+// TestHandlersRoutingOff: without Options.Handlers, the hub declares no
+// sampling or roots, and a call's Handlers are not used.
+func TestHandlersRoutingOff(t *testing.T) {
+	ts := legacyServer(t)
+	askTools(ts.Server, nil)
+	h := newHub(t, []Server{ts.server("s")}, nil)
+	var mu sync.Mutex
+	var logs []string
+	got := call(t, h, context.Background(), "s__sample", &CallOptions{Handlers: caller("alice", &logs, &mu)})
+	if !strings.Contains(got, "CreateMessage") {
+		t.Errorf("sample = %q, want the client's refusal", got)
+	}
+}

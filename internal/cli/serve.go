@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/gateway"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func runServe(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "serve", `
+Serve the configuration's servers, under its policy, as one MCP server:
+tools as server__tool (prompts as server__prompt, resources under their own
+URIs), each call through the policy. "ask" rules become elicitation
+requests to the connected client; "tainted" rules apply to each session
+once it has received a server's output.
+
+Over stdio by default, as an MCP client such as Claude Desktop starts it:
+
+  {"mcpServers": {"conduit": {"command": "conduit", "args": ["serve", "--config", "/path/to/mcp.json"]}}}
+
+With --http ADDR, Streamable HTTP at http://ADDR/mcp (ADDR is host:port;
+the host defaults to 127.0.0.1). Every request needs a bearer token from
+the configuration's "serve" object, read from the environment variable it
+names:
+
+  "serve": {"tokens": [{"principal": "alice", "env": "CONDUIT_TOKEN_ALICE"}]}
+
+--no-auth serves without tokens, on a loopback address only.`)
+	var h hubFlags
+	h.register(fs)
+	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (host:port) instead of stdio")
+	noAuth := fs.Bool("no-auth", false, "with --http on a loopback address: serve without bearer tokens")
+	transparent := fs.Bool("transparent", false, "serve a single server under its own tool and prompt names, without the server__ prefix")
+	principal := fs.String("principal", "", "over stdio: the principal the session's calls are made for")
+	approvalTimeout := fs.Duration("approval-timeout", gateway.DefaultApprovalTimeout, "how long to wait for the client's answer to an approval request")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("serve", "unexpected argument %q", pos[0])
+	}
+	if *noAuth && *httpAddr == "" {
+		return usageError("serve", "--no-auth is for --http")
+	}
+	cfg, err := h.loadConfig()
+	if err != nil {
+		return err
+	}
+	if *transparent && len(cfg.Servers) != 1 {
+		return inputError("--transparent serves one server, and %s has %d", h.config, len(cfg.Servers))
+	}
+	var httpOpts *gateway.HTTPOptions
+	if *httpAddr != "" {
+		if httpOpts, err = serveHTTPOptions(env, cfg, *httpAddr, *noAuth, h.config); err != nil {
+			return err
+		}
+	}
+	policy := cfg.Policy
+	if policy == nil {
+		policy = conduit.NewPolicy(conduit.Ask("*"))
+		fmt.Fprintf(env.Stderr, "conduit: %s has no \"policy\": every call asks for approval\n", h.config)
+	}
+	if err := prepareOAuth(env, cfg); err != nil {
+		return err
+	}
+	// Warnings (a tool or resource left out, a server lost) go to stderr,
+	// which an MCP client that starts conduit serve keeps in its log.
+	level := slog.LevelWarn
+	if h.verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	g, err := gateway.New(ctx, cfg.Servers, &gateway.Options{
+		Options:         conduit.Options{Policy: policy, Logger: logger, ConnectTimeout: h.connectTimeout},
+		Transparent:     *transparent,
+		ApprovalTimeout: *approvalTimeout,
+	})
+	if err != nil {
+		return inputError("%s: %v", h.config, err)
+	}
+	defer g.Close()
+	// Servers that are down are reconnected: the gateway serves meanwhile.
+	for _, st := range g.Status() {
+		switch st.State {
+		case conduit.StateUp:
+		case conduit.StateNeedsLogin:
+			fmt.Fprintf(env.Stderr, "conduit: server %s needs a login: run '%s'\n", st.ID, loginHint(h.config, st.ID))
+		default:
+			fmt.Fprintf(env.Stderr, "conduit: server %s is down (it is retried): %v\n", st.ID, st.Err)
+		}
+	}
+	if *httpAddr == "" {
+		t := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
+		if err := g.Serve(ctx, t, &gateway.SessionOptions{Principal: *principal}); err != nil && ctx.Err() == nil {
+			return failure("%v", err)
+		}
+		return nil
+	}
+	err = g.ListenAndServe(ctx, *httpAddr, httpOpts, func(a net.Addr) {
+		fmt.Fprintf(env.Stderr, "conduit serve: listening on http://%s/mcp\n", a)
+	})
+	if err != nil {
+		return failure("%v", err)
+	}
+	return nil
+}
+
+// serveHTTPOptions are the HTTP settings of the configuration's "serve"
+// object, with the tokens read from the environment.
+func serveHTTPOptions(env *Env, cfg *conduit.Config, addr string, noAuth bool, config string) (*gateway.HTTPOptions, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, usageError("serve", "--http %q: want host:port, such as 127.0.0.1:8080 or :8080", addr)
+	}
+	o := &gateway.HTTPOptions{NoAuth: noAuth}
+	if cfg.Serve != nil {
+		o.Hosts, o.Origins = cfg.Serve.Hosts, cfg.Serve.Origins
+	}
+	if noAuth {
+		if h := strings.ToLower(host); h != "" && h != "localhost" && !isLoopbackIP(h) {
+			return nil, usageError("serve", "--no-auth serves on a loopback address only (127.0.0.1, [::1] or localhost), not %s", host)
+		}
+		return o, nil
+	}
+	if cfg.Serve == nil || len(cfg.Serve.Tokens) == 0 {
+		return nil, inputError(`--http needs bearer tokens: add to %s "serve": {"tokens": [{"principal": "you", "env": "CONDUIT_TOKEN"}]} and set CONDUIT_TOKEN (or use --no-auth on a loopback address)`, config)
+	}
+	if o.Tokens, err = cfg.Serve.ResolveTokens(env.Getenv); err != nil {
+		return nil, inputError("%s: serve: %v", config, err)
+	}
+	for tok, p := range o.Tokens {
+		if len(tok) < gateway.MinTokenLen {
+			return nil, inputError("%s: serve: the token of principal %q is shorter than %d characters", config, p, gateway.MinTokenLen)
+		}
+	}
+	return o, nil
+}
+
+func isLoopbackIP(host string) bool {
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}

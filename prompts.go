@@ -1,0 +1,245 @@
+package conduit
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Prompt is one prompt of a [PromptSet]: the server's own definition and
+// the name it is offered under. It must not be modified.
+type Prompt struct {
+	*mcp.Prompt
+	// Exposed is the name the prompt is offered under: server__prompt in
+	// a hub, the prompt's own sanitized name after the prefix in a client,
+	// as for tools.
+	Exposed string
+	// Server is the id of the server that lists the prompt.
+	Server string
+}
+
+// PromptSet is an ordered set of prompts, named as tools are: servers in
+// configuration order, prompts by name within a server, two prompts that
+// would share an exposed name both left out and reported.
+type PromptSet struct {
+	prompts []*Prompt
+	byName  map[string]*Prompt
+	skipped []Skipped
+}
+
+// Len returns the number of prompts.
+func (ps *PromptSet) Len() int {
+	if ps == nil {
+		return 0
+	}
+	return len(ps.prompts)
+}
+
+// All yields the prompts in order.
+func (ps *PromptSet) All() iter.Seq[*Prompt] {
+	return func(yield func(*Prompt) bool) {
+		if ps == nil {
+			return
+		}
+		for _, p := range ps.prompts {
+			if !yield(p) {
+				return
+			}
+		}
+	}
+}
+
+// Lookup resolves an exposed name.
+func (ps *PromptSet) Lookup(exposed string) (*Prompt, bool) {
+	if ps == nil {
+		return nil, false
+	}
+	p, ok := ps.byName[exposed]
+	return p, ok
+}
+
+// Skipped reports what was left out and why, in server order; Tool holds
+// the prompt's own name.
+func (ps *PromptSet) Skipped() []Skipped {
+	if ps == nil {
+		return nil
+	}
+	return slices.Clone(ps.skipped)
+}
+
+// ServerPrompts is one server's prompt list, an input of [NewPromptSet].
+type ServerPrompts struct {
+	Server  string        // the server's id
+	Prompts []*mcp.Prompt // as the server listed them, in any order
+	// Down, when set, says why the server is unavailable.
+	Down error
+}
+
+// NewPromptSet builds a prompt set from servers' prompt lists, naming
+// them as [NewToolSet] names tools (opts' Filter does not apply).
+func NewPromptSet(opts ToolSetOptions, servers ...ServerPrompts) *PromptSet {
+	ps := &PromptSet{byName: map[string]*Prompt{}}
+	var candidates []*Prompt
+	for _, sp := range servers {
+		if sp.Down != nil {
+			ps.skipped = append(ps.skipped, Skipped{Server: sp.Server, Reason: SkipServerDown, Detail: sp.Down.Error()})
+			continue
+		}
+		sorted := slices.DeleteFunc(slices.Clone(sp.Prompts), func(p *mcp.Prompt) bool { return p == nil })
+		slices.SortStableFunc(sorted, func(a, b *mcp.Prompt) int { return strings.Compare(a.Name, b.Name) })
+		listed := map[string]int{}
+		for _, p := range sorted {
+			listed[p.Name]++
+		}
+		for _, p := range sorted {
+			exposed := exposedName(opts.Namespace, sp.Server, opts.Prefix, p.Name)
+			switch {
+			case p.Name == "" || !utf8.ValidString(p.Name):
+				ps.skipped = append(ps.skipped, Skipped{Server: sp.Server, Tool: p.Name, Reason: SkipInvalidName,
+					Detail: "the server listed a prompt name that is empty or not valid UTF-8"})
+				continue
+			case listed[p.Name] > 1:
+				ps.skipped = append(ps.skipped, Skipped{Server: sp.Server, Tool: p.Name, Exposed: exposed, Reason: SkipCollision,
+					Detail: fmt.Sprintf("the server listed this prompt %d times; none of them is offered", listed[p.Name])})
+				continue
+			}
+			candidates = append(candidates, &Prompt{Prompt: p, Exposed: exposed, Server: sp.Server})
+		}
+	}
+	count := map[string]int{}
+	for _, p := range candidates {
+		count[p.Exposed]++
+	}
+	for _, p := range candidates {
+		if count[p.Exposed] > 1 {
+			ps.skipped = append(ps.skipped, Skipped{Server: p.Server, Tool: p.Name, Exposed: p.Exposed, Reason: SkipCollision,
+				Detail: fmt.Sprintf("%d prompts would be exposed as %q; all of them are left out", count[p.Exposed], p.Exposed)})
+			continue
+		}
+		ps.prompts = append(ps.prompts, p)
+		ps.byName[p.Exposed] = p
+	}
+	return ps
+}
+
+// filter returns the prompts for which keep returns true, the others
+// reported with reason.
+func (ps *PromptSet) filter(reason SkipReason, keep func(*Prompt) bool) *PromptSet {
+	out := &PromptSet{byName: map[string]*Prompt{}, skipped: slices.Clone(ps.skipped)}
+	for _, p := range ps.prompts {
+		if keep(p) {
+			out.prompts = append(out.prompts, p)
+			out.byName[p.Exposed] = p
+		} else {
+			out.skipped = append(out.skipped, Skipped{Server: p.Server, Tool: p.Name, Exposed: p.Exposed, Reason: reason})
+		}
+	}
+	return out
+}
+
+// ListPromptsFor returns the prompts of every server that is up, less
+// what the policy denies outright for opts' principal and taint (prompts
+// are governed by the same server/name patterns as tools; a condition
+// sees [Call.Method] "prompts/get"). opts may be nil. A server's prompts
+// are asked for once per session and again after it says they changed.
+func (h *Hub) ListPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {
+	return h.c.listPromptsFor(ctx, opts)
+}
+
+// ListPromptsFor returns the server's prompts, as [Hub.ListPromptsFor]
+// does; they keep their own names after the client's Prefix.
+func (cl *Client) ListPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {
+	return cl.c.listPromptsFor(ctx, opts)
+}
+
+// GetPrompt gets a prompt by its exposed name (prompts/get) with args:
+// the policy decides (an "ask" goes to the approver), then the request
+// is made as a tool call's is, bounded by the call's time limit and
+// request timeout, with what the server sends meanwhile routed to
+// opts.Handlers. opts' ToolSet, Meta, Progress and Halt are not used;
+// hooks and validation are for tool calls. The error, if any, is an
+// *Error.
+func (h *Hub) GetPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
+	return h.c.getPrompt(ctx, name, args, opts)
+}
+
+// GetPrompt gets a prompt, as [Hub.GetPrompt] does.
+func (cl *Client) GetPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
+	return cl.c.getPrompt(ctx, name, args, opts)
+}
+
+func (c *core) listPrompts(ctx context.Context) (*PromptSet, error) {
+	lists := make([]ServerPrompts, len(c.conns))
+	err := c.eachServer(ctx, func(ctx context.Context, i int, cn *conn) {
+		prompts, err := listFeature(ctx, c, cn, &cn.feats.prompts,
+			func(caps *mcp.ServerCapabilities) bool { return caps.Prompts != nil },
+			func(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Prompt, error) {
+				return collect(ctx, sess.Prompts(ctx, nil))
+			})
+		lists[i] = ServerPrompts{Server: cn.srv.ID, Prompts: prompts, Down: err}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return NewPromptSet(ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix}, lists...), nil
+}
+
+func (c *core) listPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {
+	ps, err := c.listPrompts(ctx)
+	if err != nil || c.Policy == nil {
+		return ps, err
+	}
+	var o ListOptions
+	if opts != nil {
+		o = *opts
+	}
+	return ps.filter(SkipPolicy, func(p *Prompt) bool {
+		return !c.policyDenies(&Call{Method: methodGetPrompt, Server: p.Server, Tool: p.Name, Exposed: p.Exposed, Principal: o.Principal, Taint: o.Taint})
+	}), nil
+}
+
+func unknownPromptError(name string) *Error {
+	return newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown prompt %q: it is not among the prompts offered.", name), nil)
+}
+
+func (c *core) getPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
+	var o CallOptions
+	if opts != nil {
+		o = *opts
+	}
+	ctx, cancel := c.callLimit(ctx, &o)
+	defer cancel()
+	ps, err := c.listPrompts(ctx)
+	if err != nil {
+		return nil, listingError(ctx, err)
+	}
+	p, ok := ps.Lookup(name)
+	if !ok {
+		return nil, unknownPromptError(name)
+	}
+	callArgs := make(map[string]any, len(args))
+	for k, v := range args {
+		callArgs[k] = v
+	}
+	call := &Call{ID: o.ID, Method: methodGetPrompt, Server: p.Server, Tool: p.Name, Exposed: p.Exposed,
+		Args: callArgs, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
+	var res *mcp.GetPromptResult
+	err = c.featureCall(ctx, call, &o, false, func(ctx context.Context, sess *mcp.ClientSession) error {
+		var err error
+		res, err = sess.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.Name, Arguments: maps.Clone(args)})
+		if err == nil && res == nil {
+			err = fmt.Errorf("the server sent an empty result")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}

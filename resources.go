@@ -1,0 +1,396 @@
+package conduit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/yosida95/uritemplate/v3"
+)
+
+// Resource is one resource of a [ResourceSet]: the server's own
+// definition, offered under its own URI. It must not be modified.
+type Resource struct {
+	*mcp.Resource
+	Server string // the id of the server that lists it
+}
+
+// ResourceTemplate is one resource template of a [ResourceSet]. It must
+// not be modified.
+type ResourceTemplate struct {
+	*mcp.ResourceTemplate
+	Server string // the id of the server that lists it
+
+	tmpl *uritemplate.Template
+}
+
+// Matches reports whether uri is one of the template's URIs.
+func (t *ResourceTemplate) Matches(uri string) bool {
+	return t.tmpl != nil && t.tmpl.Regexp().MatchString(uri)
+}
+
+// ResourceSet is the resources and resource templates of a hub's servers,
+// under their own URIs: servers in configuration order, resources by URI
+// and templates by URI template within a server. A URI (or URI template)
+// that two servers list is left out for both and reported, so that a read
+// always goes to the one server that offers it.
+type ResourceSet struct {
+	resources []*Resource
+	byURI     map[string]*Resource
+	templates []*ResourceTemplate
+	skipped   []Skipped
+}
+
+// Resources yields the resources in order.
+func (rs *ResourceSet) Resources() iter.Seq[*Resource] {
+	return func(yield func(*Resource) bool) {
+		if rs == nil {
+			return
+		}
+		for _, r := range rs.resources {
+			if !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+// Templates yields the resource templates in order.
+func (rs *ResourceSet) Templates() iter.Seq[*ResourceTemplate] {
+	return func(yield func(*ResourceTemplate) bool) {
+		if rs == nil {
+			return
+		}
+		for _, t := range rs.templates {
+			if !yield(t) {
+				return
+			}
+		}
+	}
+}
+
+// Lookup returns the resource listed under uri.
+func (rs *ResourceSet) Lookup(uri string) (*Resource, bool) {
+	if rs == nil {
+		return nil, false
+	}
+	r, ok := rs.byURI[uri]
+	return r, ok
+}
+
+// Skipped reports what was left out and why, in server order; Tool holds
+// the URI, or the URI template.
+func (rs *ResourceSet) Skipped() []Skipped {
+	if rs == nil {
+		return nil
+	}
+	return slices.Clone(rs.skipped)
+}
+
+// Server returns the id of the server that a read of uri goes to: the
+// server listing the resource, or else the one server whose templates
+// match it. It is an *Error (KindUnknownTool) when no server offers uri,
+// or when templates of two servers match it.
+func (rs *ResourceSet) Server(uri string) (string, error) { return rs.route(uri, false) }
+
+// route is Server; with templateToo, uri may also be a URI template as
+// listed (a completion's reference).
+func (rs *ResourceSet) route(uri string, templateToo bool) (string, error) {
+	if r, ok := rs.Lookup(uri); ok {
+		return r.Server, nil
+	}
+	var servers []string
+	for t := range rs.Templates() {
+		if (templateToo && t.URITemplate == uri) || t.Matches(uri) {
+			if !slices.Contains(servers, t.Server) {
+				servers = append(servers, t.Server)
+			}
+		}
+	}
+	switch len(servers) {
+	case 0:
+		return "", newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown resource %q: no server offers it.", uri), nil)
+	case 1:
+		return servers[0], nil
+	}
+	return "", newError(KindUnknownTool, "", "", fmt.Sprintf("The resource %q is ambiguous: templates of %s all match it.", uri, strings.Join(servers, ", ")), nil)
+}
+
+// ServerResources is one server's resources and templates, an input of
+// [NewResourceSet].
+type ServerResources struct {
+	Server    string                  // the server's id
+	Resources []*mcp.Resource         // as listed, in any order
+	Templates []*mcp.ResourceTemplate // as listed, in any order
+	// Down, when set, says why the server is unavailable.
+	Down error
+}
+
+// NewResourceSet builds a resource set from servers' lists, in the order
+// given. A resource whose URI is not an absolute URI, and a template that
+// is not a valid URI template, are left out and reported
+// (SkipInvalidName).
+func NewResourceSet(servers ...ServerResources) *ResourceSet {
+	rs := &ResourceSet{byURI: map[string]*Resource{}}
+	var resources []*Resource
+	var templates []*ResourceTemplate
+	for _, sr := range servers {
+		if sr.Down != nil {
+			rs.skipped = append(rs.skipped, Skipped{Server: sr.Server, Reason: SkipServerDown, Detail: sr.Down.Error()})
+			continue
+		}
+		res := slices.DeleteFunc(slices.Clone(sr.Resources), func(r *mcp.Resource) bool { return r == nil })
+		slices.SortStableFunc(res, func(a, b *mcp.Resource) int { return strings.Compare(a.URI, b.URI) })
+		for i, r := range res {
+			switch {
+			case i > 0 && res[i-1].URI == r.URI, i+1 < len(res) && res[i+1].URI == r.URI:
+				rs.skipped = append(rs.skipped, Skipped{Server: sr.Server, Tool: r.URI, Reason: SkipCollision,
+					Detail: "the server listed this URI more than once; none of them is offered"})
+			case !absoluteURI(r.URI):
+				rs.skipped = append(rs.skipped, Skipped{Server: sr.Server, Tool: r.URI, Reason: SkipInvalidName,
+					Detail: "the server listed a resource whose URI is not an absolute URI"})
+			default:
+				resources = append(resources, &Resource{Resource: r, Server: sr.Server})
+			}
+		}
+		tms := slices.DeleteFunc(slices.Clone(sr.Templates), func(t *mcp.ResourceTemplate) bool { return t == nil })
+		slices.SortStableFunc(tms, func(a, b *mcp.ResourceTemplate) int { return strings.Compare(a.URITemplate, b.URITemplate) })
+		for i, t := range tms {
+			if (i > 0 && tms[i-1].URITemplate == t.URITemplate) || (i+1 < len(tms) && tms[i+1].URITemplate == t.URITemplate) {
+				rs.skipped = append(rs.skipped, Skipped{Server: sr.Server, Tool: t.URITemplate, Reason: SkipCollision,
+					Detail: "the server listed this URI template more than once; none of them is offered"})
+				continue
+			}
+			tmpl, err := uritemplate.New(t.URITemplate)
+			if err != nil || !absoluteURI(t.URITemplate) {
+				rs.skipped = append(rs.skipped, Skipped{Server: sr.Server, Tool: t.URITemplate, Reason: SkipInvalidName,
+					Detail: "the server listed a URI template that is not valid"})
+				continue
+			}
+			templates = append(templates, &ResourceTemplate{ResourceTemplate: t, Server: sr.Server, tmpl: tmpl})
+		}
+	}
+	uris := map[string][]string{}
+	for _, r := range resources {
+		uris[r.URI] = append(uris[r.URI], r.Server)
+	}
+	for _, r := range resources {
+		if s := uris[r.URI]; len(s) > 1 {
+			rs.skipped = append(rs.skipped, Skipped{Server: r.Server, Tool: r.URI, Reason: SkipCollision,
+				Detail: fmt.Sprintf("servers %s all list this URI; it is left out for each", strings.Join(s, ", "))})
+			continue
+		}
+		rs.resources = append(rs.resources, r)
+		rs.byURI[r.URI] = r
+	}
+	tmpls := map[string][]string{}
+	for _, t := range templates {
+		tmpls[t.URITemplate] = append(tmpls[t.URITemplate], t.Server)
+	}
+	for _, t := range templates {
+		if s := tmpls[t.URITemplate]; len(s) > 1 {
+			rs.skipped = append(rs.skipped, Skipped{Server: t.Server, Tool: t.URITemplate, Reason: SkipCollision,
+				Detail: fmt.Sprintf("servers %s all list this URI template; it is left out for each", strings.Join(s, ", "))})
+			continue
+		}
+		rs.templates = append(rs.templates, t)
+	}
+	return rs
+}
+
+// absoluteURI reports whether s parses as a URI with a scheme, as the
+// SDK's server requires of what it offers. Templates are checked before
+// their expressions are expanded, which url.Parse takes as they are.
+func absoluteURI(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && u.Scheme != ""
+}
+
+// filter returns the resources and templates for which keep returns true
+// (given the URI or URI template), the others reported with reason.
+func (rs *ResourceSet) filter(reason SkipReason, keep func(server, uri string) bool) *ResourceSet {
+	out := &ResourceSet{byURI: map[string]*Resource{}, skipped: slices.Clone(rs.skipped)}
+	for _, r := range rs.resources {
+		if keep(r.Server, r.URI) {
+			out.resources = append(out.resources, r)
+			out.byURI[r.URI] = r
+		} else {
+			out.skipped = append(out.skipped, Skipped{Server: r.Server, Tool: r.URI, Reason: reason})
+		}
+	}
+	for _, t := range rs.templates {
+		if keep(t.Server, t.URITemplate) {
+			out.templates = append(out.templates, t)
+		} else {
+			out.skipped = append(out.skipped, Skipped{Server: t.Server, Tool: t.URITemplate, Reason: reason})
+		}
+	}
+	return out
+}
+
+// ListResourcesFor returns the resources and resource templates of every
+// server that is up, less what the policy denies outright for opts'
+// principal and taint: a resource is governed as server/URI (a template
+// as server/URI-template) by the same patterns as tools, and a condition
+// sees [Call.Method] "resources/read". opts may be nil. The lists are
+// asked for once per session and again after a server says they changed.
+func (h *Hub) ListResourcesFor(ctx context.Context, opts *ListOptions) (*ResourceSet, error) {
+	return h.c.listResourcesFor(ctx, opts)
+}
+
+// ListResourcesFor returns the server's resources and templates, as
+// [Hub.ListResourcesFor] does.
+func (cl *Client) ListResourcesFor(ctx context.Context, opts *ListOptions) (*ResourceSet, error) {
+	return cl.c.listResourcesFor(ctx, opts)
+}
+
+// ReadResource reads a resource (resources/read) from the server that
+// offers uri (see [ResourceSet.Server]): the policy decides on server/uri
+// (an "ask" goes to the approver), then the request is made as
+// [Hub.GetPrompt]'s is. The error, if any, is an *Error.
+func (h *Hub) ReadResource(ctx context.Context, uri string, opts *CallOptions) (*mcp.ReadResourceResult, error) {
+	return h.c.readResource(ctx, uri, opts)
+}
+
+// ReadResource reads a resource, as [Hub.ReadResource] does.
+func (cl *Client) ReadResource(ctx context.Context, uri string, opts *CallOptions) (*mcp.ReadResourceResult, error) {
+	return cl.c.readResource(ctx, uri, opts)
+}
+
+// SubscribeResource subscribes to updates of the resource at uri
+// (resources/subscribe) on the server that offers it; updates are told to
+// [Trace.ResourceUpdated]. What the policy denies on server/uri is
+// refused; an "ask" is not asked about, since nothing is read. A
+// subscription lasts as long as the server's session: subscribe again
+// after [Trace.ServerUp]. The error, if any, is an *Error.
+func (h *Hub) SubscribeResource(ctx context.Context, uri string, opts *CallOptions) error {
+	return h.c.subscribe(ctx, uri, opts, true)
+}
+
+// UnsubscribeResource ends a subscription made by SubscribeResource.
+func (h *Hub) UnsubscribeResource(ctx context.Context, uri string, opts *CallOptions) error {
+	return h.c.subscribe(ctx, uri, opts, false)
+}
+
+// SubscribeResource subscribes to a resource, as [Hub.SubscribeResource]
+// does.
+func (cl *Client) SubscribeResource(ctx context.Context, uri string, opts *CallOptions) error {
+	return cl.c.subscribe(ctx, uri, opts, true)
+}
+
+// UnsubscribeResource ends a subscription made by SubscribeResource.
+func (cl *Client) UnsubscribeResource(ctx context.Context, uri string, opts *CallOptions) error {
+	return cl.c.subscribe(ctx, uri, opts, false)
+}
+
+func (c *core) listResources(ctx context.Context) (*ResourceSet, error) {
+	lists := make([]ServerResources, len(c.conns))
+	has := func(caps *mcp.ServerCapabilities) bool { return caps.Resources != nil }
+	err := c.eachServer(ctx, func(ctx context.Context, i int, cn *conn) {
+		res, err := listFeature(ctx, c, cn, &cn.feats.resources, has,
+			func(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Resource, error) {
+				return collect(ctx, sess.Resources(ctx, nil))
+			})
+		var tmpls []*mcp.ResourceTemplate
+		if err == nil {
+			tmpls, err = listFeature(ctx, c, cn, &cn.feats.templates, has,
+				func(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.ResourceTemplate, error) {
+					tmpls, err := collect(ctx, sess.ResourceTemplates(ctx, nil))
+					var rpcErr *jsonrpc.Error
+					if errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeMethodNotFound {
+						// Templates are optional: a server with resources
+						// may not know the method.
+						return nil, nil
+					}
+					return tmpls, err
+				})
+		}
+		lists[i] = ServerResources{Server: cn.srv.ID, Resources: res, Templates: tmpls, Down: err}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return NewResourceSet(lists...), nil
+}
+
+func (c *core) listResourcesFor(ctx context.Context, opts *ListOptions) (*ResourceSet, error) {
+	rs, err := c.listResources(ctx)
+	if err != nil || c.Policy == nil {
+		return rs, err
+	}
+	var o ListOptions
+	if opts != nil {
+		o = *opts
+	}
+	return rs.filter(SkipPolicy, func(server, uri string) bool {
+		return !c.policyDenies(&Call{Method: methodReadResource, Server: server, Tool: uri, Exposed: uri, Principal: o.Principal, Taint: o.Taint})
+	}), nil
+}
+
+// resourceCall resolves uri to its server and the call the policy sees.
+func (c *core) resourceCall(ctx context.Context, uri string, o *CallOptions) (*Call, error) {
+	rs, err := c.listResources(ctx)
+	if err != nil {
+		return nil, listingError(ctx, err)
+	}
+	server, err := rs.Server(uri)
+	if err != nil {
+		return nil, err
+	}
+	return &Call{ID: o.ID, Method: methodReadResource, Server: server, Tool: uri, Exposed: uri,
+		Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}, nil
+}
+
+func (c *core) readResource(ctx context.Context, uri string, opts *CallOptions) (*mcp.ReadResourceResult, error) {
+	var o CallOptions
+	if opts != nil {
+		o = *opts
+	}
+	ctx, cancel := c.callLimit(ctx, &o)
+	defer cancel()
+	call, err := c.resourceCall(ctx, uri, &o)
+	if err != nil {
+		return nil, err
+	}
+	var res *mcp.ReadResourceResult
+	err = c.featureCall(ctx, call, &o, false, func(ctx context.Context, sess *mcp.ClientSession) error {
+		var err error
+		res, err = sess.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		if err == nil && res == nil {
+			err = errors.New("the server sent an empty result")
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (c *core) subscribe(ctx context.Context, uri string, opts *CallOptions, on bool) error {
+	var o CallOptions
+	if opts != nil {
+		o = *opts
+	}
+	ctx, cancel := c.callLimit(ctx, &o)
+	defer cancel()
+	call, err := c.resourceCall(ctx, uri, &o)
+	if err != nil {
+		return err
+	}
+	return c.featureCall(ctx, call, &o, true, func(ctx context.Context, sess *mcp.ClientSession) error {
+		if caps := capabilities(sess); caps.Resources == nil || !caps.Resources.Subscribe {
+			return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the server does not offer resource subscriptions"}
+		}
+		if on {
+			return sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+		}
+		return sess.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
+}

@@ -1,0 +1,99 @@
+package conduit
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseServe(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{
+		"mcpServers": {"a": {"command": "x"}},
+		"serve": {
+			"tokens": [{"principal": "alice", "env": "T_ALICE"}, {"principal": "", "env": "T_ANON"}],
+			"hosts": ["mcp.internal", "box:8080"],
+			"origins": ["https://app.example.com/"]
+		}
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ServeToken{{"alice", "T_ALICE"}, {"", "T_ANON"}}
+	if s := cfg.Serve; s == nil || !slices.Equal(s.Tokens, want) || !slices.Equal(s.Hosts, []string{"mcp.internal", "box:8080"}) ||
+		!slices.Equal(s.Origins, []string{"https://app.example.com"}) {
+		t.Fatalf("serve = %+v", cfg.Serve)
+	}
+	env := map[string]string{"T_ALICE": "alice-secret-0123456789", "T_ANON": "anon-secret-0123456789"}
+	tokens, err := cfg.Serve.ResolveTokens(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := map[string]string{"alice-secret-0123456789": "alice", "anon-secret-0123456789": ""}; !maps.Equal(tokens, got) {
+		t.Errorf("tokens = %v", tokens)
+	}
+	delete(env, "T_ALICE")
+	_, err = cfg.Serve.ResolveTokens(func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), "T_ALICE is not set") || strings.Contains(err.Error(), "anon-secret") {
+		t.Errorf("missing variable: %v", err)
+	}
+	env["T_ALICE"] = env["T_ANON"]
+	_, err = cfg.Serve.ResolveTokens(func(k string) string { return env[k] })
+	if err == nil || strings.Contains(err.Error(), "anon-secret") {
+		t.Errorf("a token shared by two principals: %v", err)
+	}
+}
+
+func TestParseServeErrors(t *testing.T) {
+	for _, tt := range []struct{ serve, want string }{
+		{`{"tokens": [{"principal": "a", "token": "s3cret"}]}`, "never written in the configuration"},
+		{`{"tokens": [{"env": "X"}]}`, `needs a "principal"`},
+		{`{"tokens": [{"principal": "a", "env": "1X"}]}`, `"env" must name an environment variable`},
+		{`{"tokens": [{"principal": "a", "env": "X"}, {"principal": "a", "env": "Y"}]}`, `principal "a" has a token already`},
+		{`{"tokens": [{"principal": "a", "env": "X"}, {"principal": "b", "env": "X"}]}`, "X holds another principal's token"},
+		{`{"tokens": [{"principal": "a", "env": "X", "scope": 1}]}`, `unknown key "scope"`},
+		{`{"hosts": ["http://x"]}`, "is not a host name"},
+		{`{"origins": ["app.example.com"]}`, "is not an origin"},
+		{`{"origins": ["https://x/path"]}`, "is not an origin"},
+		{`{"token": "x"}`, `unknown key "token"`},
+		{`[]`, "must be an object"},
+	} {
+		_, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": ` + tt.serve + `}`))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("serve %s: err = %v, want %q", tt.serve, err, tt.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("serve %s: the error shows the token: %v", tt.serve, err)
+		}
+	}
+}
+
+func FuzzParseServe(f *testing.F) {
+	for _, s := range []string{
+		`{"tokens": [{"principal": "alice", "env": "T_A"}], "hosts": ["h"], "origins": ["https://o"]}`,
+		`{"tokens": [{"principal": "a", "token": "t"}]}`,
+		`{"tokens": [{}]}`, `{"hosts": [1]}`, `{}`, `null`, `[`, `{"origins": ["http://[::1]:80"]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := parseServe(data)
+		if err != nil {
+			if sc != nil {
+				t.Fatal("a serve config with an error")
+			}
+			return
+		}
+		principals, envs := map[string]bool{}, map[string]bool{}
+		for _, tok := range sc.Tokens {
+			if !envName.MatchString(tok.Env) || principals[tok.Principal] || envs[tok.Env] {
+				t.Fatalf("bad token entry accepted: %+v", tok)
+			}
+			principals[tok.Principal], envs[tok.Env] = true, true
+		}
+		tokens, _ := sc.ResolveTokens(func(k string) string { return "v-" + k })
+		if len(tokens) != len(sc.Tokens) {
+			t.Fatalf("%d tokens resolved of %d", len(tokens), len(sc.Tokens))
+		}
+	})
+}
