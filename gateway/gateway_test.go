@@ -468,3 +468,29 @@ func TestNewErrors(t *testing.T) {
 		}
 	}
 }
+
+// Pins apply to what the gateway serves: a tool whose definition is not
+// the pinned one is not offered, and a call to it reaches no server.
+func TestPinnedTools(t *testing.T) {
+	calls := 0
+	files := newUpstream(t, "files")
+	files.tool("read", "Read.", echo("read "))
+	files.tool("write", "Write.", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		calls++
+		return text("wrote"), nil
+	})
+	pins := conduit.NewPins()
+	pins.Pin("files", []*mcp.Tool{
+		{Name: "read", Description: "Read.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		{Name: "write", Description: "Write, as reviewed.", InputSchema: json.RawMessage(`{"type":"object"}`)},
+	})
+	g := newGateway(t, []conduit.Server{files.server("files")}, &gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll(), Pins: pins}})
+	cs, _ := connect(t, g, "", nil)
+	if got := toolNames(t, cs); !slices.Equal(got, []string{"files__read"}) {
+		t.Fatalf("tools %v: the changed write is offered", got)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "files__write", Arguments: map[string]any{}})
+	if (err == nil && !res.IsError) || calls != 0 {
+		t.Fatalf("a call to the changed tool: %v, %v; the server got %d", res, err, calls)
+	}
+}

@@ -78,8 +78,15 @@ names:
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	// The lock file, when there is one, pins what is served as what
+	// every other command offers.
+	pins, err := h.loadPins()
+	if err != nil {
+		return err
+	}
 	g, err := gateway.New(ctx, cfg.Servers, &gateway.Options{
-		Options:         conduit.Options{Policy: policy, Logger: logger, ConnectTimeout: h.connectTimeout},
+		Options: conduit.Options{Policy: policy, Logger: logger, ConnectTimeout: h.connectTimeout,
+			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil))},
 		Transparent:     *transparent,
 		ApprovalTimeout: *approvalTimeout,
 	})
