@@ -11,6 +11,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/anthropic"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/fuzzgen"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -148,7 +149,8 @@ func TestToolResult(t *testing.T) {
 
 // FuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
 // call it finds is answered, under every outcome, by a tool_result that
-// marshals and is keyed by the call's id.
+// marshals and is keyed by the call's id. The same bytes also make a valid
+// response (see roundTrip), which must parse back to exactly its calls.
 func FuzzParse(f *testing.F) {
 	seed(f, "anthropic")
 	f.Add([]byte(`{"content":[{"type":"tool_use","id":"a","name":"get_weather","input":{"location":"x"}}]}`))
@@ -156,6 +158,7 @@ func FuzzParse(f *testing.F) {
 	ts := weatherTools()
 	outcomes := fuzzOutcomes()
 	f.Fuzz(func(t *testing.T, data []byte) {
+		roundTrip(t, data)
 		raws, err := anthropic.Parse(data)
 		if err != nil {
 			return
@@ -214,6 +217,48 @@ func seed(f *testing.F, provider string) {
 			f.Add([]byte(g.Response))
 		} else {
 			f.Add(data)
+		}
+	}
+}
+
+// roundTrip builds a Messages response from the turn data makes, in the
+// shape of the documented examples (a text block, tool_use blocks, and as
+// noise a thinking block and a server tool's blocks, which are not calls),
+// and checks that Parse finds exactly the turn's calls, from the bytes and
+// from the decoded value alike.
+func roundTrip(t *testing.T, data []byte) {
+	turn := fuzzgen.New(data, false)
+	var content []any
+	if turn.Noise {
+		content = append(content, map[string]any{"type": "thinking", "thinking": turn.Text, "signature": "sig"})
+	}
+	if turn.Text != "" {
+		content = append(content, map[string]any{"type": "text", "text": turn.Text})
+	}
+	for i, c := range turn.Calls {
+		if turn.Noise && i == 1 {
+			content = append(content,
+				map[string]any{"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": map[string]any{"query": turn.Text}},
+				map[string]any{"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []any{}})
+		}
+		content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": c.Args})
+	}
+	if content == nil {
+		content = []any{}
+	}
+	resp := map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+		"content": content, "stop_reason": "tool_use", "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []any{b, resp} {
+		raws, err := anthropic.Parse(r)
+		if err != nil {
+			t.Fatalf("a valid response does not parse: %v\n%s", err, b)
+		}
+		if d := fuzzgen.Check(turn, raws); d != "" {
+			t.Fatalf("%s\n%s", d, b)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/gemini"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/fuzzgen"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -142,6 +143,8 @@ func TestFunctionResponse(t *testing.T) {
 // FuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
 // call it finds is answered, under every outcome, by a functionResponse
 // part that marshals and carries the call's id (when it has one) and name.
+// The same bytes also make a valid response (see roundTrip), which must
+// parse back to exactly its calls.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob(filepath.Join("..", "testdata", "gemini", "*.json"))
 	for _, file := range files {
@@ -171,6 +174,7 @@ func FuzzParse(f *testing.F) {
 		{err: errors.New("x")}, {},
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		roundTrip(t, data)
 		raws, err := gemini.Parse(data)
 		if err != nil {
 			return
@@ -189,4 +193,50 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// roundTrip builds a generateContent response from the turn data makes, in
+// the shape of the documented examples (a text part, functionCall parts
+// with or without ids, and as noise a thought part and a thoughtSignature),
+// and checks that Parse finds exactly the turn's calls, from the bytes and
+// from the decoded value alike.
+func roundTrip(t *testing.T, data []byte) {
+	turn := fuzzgen.New(data, true)
+	var parts []any
+	if turn.Noise {
+		parts = append(parts, map[string]any{"text": turn.Text, "thought": true})
+	}
+	if turn.Text != "" {
+		parts = append(parts, map[string]any{"text": turn.Text})
+	}
+	for i, c := range turn.Calls {
+		fc := map[string]any{"name": c.Name, "args": c.Args}
+		if c.ID != "" {
+			fc["id"] = c.ID
+		}
+		part := map[string]any{"functionCall": fc}
+		if turn.Noise && i == 0 {
+			part["thoughtSignature"] = "c2ln"
+		}
+		parts = append(parts, part)
+	}
+	if parts == nil {
+		parts = []any{}
+	}
+	resp := map[string]any{"candidates": []any{map[string]any{
+		"content": map[string]any{"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}},
+		"usageMetadata": map[string]any{"promptTokenCount": 1}, "modelVersion": "gemini"}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []any{b, resp} {
+		raws, err := gemini.Parse(r)
+		if err != nil {
+			t.Fatalf("a valid response does not parse: %v\n%s", err, b)
+		}
+		if d := fuzzgen.Check(turn, raws); d != "" {
+			t.Fatalf("%s\n%s", d, b)
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/fuzzgen"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -247,7 +248,8 @@ func FuzzParseResponses(f *testing.F) { fuzzParse(f, openai.Responses, "openai-r
 
 // fuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
 // call it finds is answered, under every outcome, by an answer that
-// marshals and is keyed by the call's id.
+// marshals and is keyed by the call's id. The same bytes also make a valid
+// response (see responseRoundTrip), which must parse back to exactly its calls.
 func fuzzParse(f *testing.F, api openai.API, dir string) {
 	files, _ := filepath.Glob(filepath.Join("..", "testdata", dir, "*.json"))
 	for _, file := range files {
@@ -278,6 +280,7 @@ func fuzzParse(f *testing.F, api openai.API, dir string) {
 		key = "call_id"
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		responseRoundTrip(t, api, data)
 		raws, err := api.Parse(data)
 		if err != nil {
 			return
@@ -294,4 +297,65 @@ func fuzzParse(f *testing.F, api openai.API, dir string) {
 			}
 		}
 	})
+}
+
+// responseRoundTrip builds a response of api from the turn data makes, in the
+// shape of the documented examples (Chat: a message with content and
+// tool_calls whose arguments are JSON text; Responses: function_call items
+// and, as noise, a reasoning and a message item), and checks that Parse
+// finds exactly the turn's calls, from the bytes and from the decoded
+// value alike.
+func responseRoundTrip(t *testing.T, api openai.API, data []byte) {
+	turn := fuzzgen.New(data, false)
+	argText := func(a map[string]any) string {
+		b, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	var resp map[string]any
+	if api == openai.Responses {
+		out := []any{}
+		if turn.Noise {
+			out = append(out, map[string]any{"type": "reasoning", "id": "rs_1", "summary": []any{}})
+		}
+		if turn.Text != "" {
+			out = append(out, map[string]any{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+				"content": []any{map[string]any{"type": "output_text", "text": turn.Text, "annotations": []any{}}}})
+		}
+		for i, c := range turn.Calls {
+			out = append(out, map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", i), "call_id": c.ID,
+				"name": c.Name, "arguments": argText(c.Args), "status": "completed"})
+		}
+		resp = map[string]any{"id": "resp_1", "object": "response", "status": "completed", "output": out}
+	} else {
+		msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+		if turn.Text != "" {
+			msg["content"] = turn.Text
+		}
+		if len(turn.Calls) > 0 || turn.Noise {
+			tcs := []any{}
+			for _, c := range turn.Calls {
+				tcs = append(tcs, map[string]any{"id": c.ID, "type": "function",
+					"function": map[string]any{"name": c.Name, "arguments": argText(c.Args)}})
+			}
+			msg["tool_calls"] = tcs
+		}
+		resp = map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "choices": []any{map[string]any{
+			"index": 0, "message": msg, "finish_reason": "tool_calls"}}}
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []any{b, resp} {
+		raws, err := api.Parse(r)
+		if err != nil {
+			t.Fatalf("a valid response does not parse: %v\n%s", err, b)
+		}
+		if d := fuzzgen.Check(turn, raws); d != "" {
+			t.Fatalf("%s\n%s", d, b)
+		}
+	}
 }
