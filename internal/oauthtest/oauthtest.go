@@ -44,6 +44,11 @@ type Options struct {
 	EchoSecrets bool
 	// ClientSecret makes the registration issue this secret.
 	ClientSecret string
+	// Documents, when set, may replace the metadata documents: for the
+	// paths of the protected resource metadata and of the authorization
+	// server metadata it is asked first, with the server's URL, and what
+	// it returns with ok is served as application/json (for fuzzing).
+	Documents func(path, url string) (doc []byte, ok bool)
 }
 
 // Server is the running server.
@@ -77,15 +82,15 @@ func New(t testing.TB, opts Options) *Server {
 	s.Server = httptest.NewServer(mux)
 	t.Cleanup(s.Close)
 
-	mux.HandleFunc("/.well-known/oauth-authorization-server", s.metadata)
+	mux.HandleFunc("/.well-known/oauth-authorization-server", s.override(s.metadata))
 	if !opts.Legacy {
-		mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", s.override(func(w http.ResponseWriter, r *http.Request) {
 			res := s.URL + "/mcp"
 			if opts.Resource != "" {
 				res = opts.Resource
 			}
 			writeJSON(w, http.StatusOK, &oauthex.ProtectedResourceMetadata{Resource: res, AuthorizationServers: []string{s.URL}, ScopesSupported: []string{"tools"}})
-		})
+		}))
 	}
 	mux.HandleFunc("/authorize", s.authorize)
 	mux.HandleFunc("/token", s.token)
@@ -110,6 +115,21 @@ func New(t testing.TB, opts Options) *Server {
 		protected.ServeHTTP(w, r)
 	}))
 	return s
+}
+
+// override serves Options.Documents' document for the request's path in
+// place of next's, when there is one.
+func (s *Server) override(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.opts.Documents != nil {
+			if doc, ok := s.opts.Documents(r.URL.Path, s.URL); ok {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(doc)
+				return
+			}
+		}
+		next(w, r)
+	}
 }
 
 // MCPURL is the protected MCP endpoint.
