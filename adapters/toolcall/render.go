@@ -160,7 +160,7 @@ func Render(res *mcp.CallToolResult, o RenderOptions) Rendered {
 		}
 	}
 	if sc != nil && (useSC || o.Mode == StructuredAppend) {
-		r.Parts = append(r.Parts, Part{Kind: PartText, Text: jsonText(sc)})
+		r.Parts = append(r.Parts, Part{Kind: PartText, Text: jsonText(jsonv.ValidValue(sc))})
 	}
 	return r
 }
