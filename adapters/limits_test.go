@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -486,4 +489,83 @@ func TestInvalidUTF8Repaired(t *testing.T) {
 			})
 		}
 	}
+}
+
+// countingSource answers every call with invalid UTF-8 text, counting
+// what it is sent.
+type countingSource struct {
+	conduit.Source
+	n atomic.Int64
+}
+
+func (s *countingSource) CallTool(context.Context, string, any, *conduit.CallOptions) (*mcp.CallToolResult, error) {
+	s.n.Add(1)
+	return text("got " + invalid), nil
+}
+
+// FuzzExecuteLimits runs arbitrary responses of every provider through
+// ExecuteToolCalls under small limits. Oracle: a response over
+// MaxResponseBytes is refused and nothing is sent; otherwise every call
+// Parse finds is answered, in order, no more than MaxToolCalls reach the
+// source, the calls past it are answered with ErrTooManyCalls, and every
+// string of the answers is valid UTF-8.
+func FuzzExecuteLimits(f *testing.F) {
+	for _, p := range adapters.Providers() {
+		files, _ := filepath.Glob(filepath.Join("testdata", p.String(), "*.json"))
+		for _, file := range files {
+			var g struct {
+				Response json.RawMessage `json:"response"`
+			}
+			if data, err := os.ReadFile(file); err == nil && json.Unmarshal(data, &g) == nil && len(g.Response) > 0 {
+				f.Add([]byte(g.Response), uint8(p), uint8(1), uint16(4096))
+			}
+		}
+		cs := calls(9, "weather__get_weather", func(i int) any { return map[string]any{"location": fmt.Sprint(i)} })
+		f.Add([]byte(canon(script(p, cs...))), uint8(p), uint8(3), uint16(60000))
+		f.Add([]byte(canon(script(p, cs...))), uint8(p), uint8(0), uint16(100))
+	}
+	ts := conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "weather", Tools: []*mcp.Tool{
+		{Name: "get_weather", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"location": map[string]any{"type": "string"}}}},
+		{Name: "get_time", InputSchema: map[string]any{"type": "object"}},
+	}})
+	providers := adapters.Providers()
+	f.Fuzz(func(t *testing.T, data []byte, pi, maxCalls uint8, maxBytes uint16) {
+		p := providers[int(pi)%len(providers)]
+		src := &countingSource{}
+		lim := adapters.Limits{MaxToolCalls: int(maxCalls%8) + 1, MaxResponseBytes: int(maxBytes) + 1}
+		exec, err := adapters.ExecuteToolCalls(context.Background(), src, p, data, &adapters.ExecOptions{
+			CallOptions: conduit.CallOptions{ToolSet: ts}, MaxConcurrency: 1, Limits: lim})
+		if len(data) > lim.MaxResponseBytes {
+			if !errors.Is(err, adapters.ErrResponseTooLarge) || src.n.Load() != 0 {
+				t.Fatalf("a response of %d bytes over %d: %v, %d sent", len(data), lim.MaxResponseBytes, err, src.n.Load())
+			}
+			return
+		}
+		if errors.Is(err, adapters.ErrResponseTooLarge) {
+			t.Fatalf("a response of %d bytes within %d refused", len(data), lim.MaxResponseBytes)
+		}
+		if err != nil {
+			return
+		}
+		raws, perr := p.Parse(data)
+		if perr != nil || len(exec.Results) != len(raws) {
+			t.Fatalf("%d answers for %d calls (%v)", len(exec.Results), len(raws), perr)
+		}
+		if sent := int(src.n.Load()); sent > lim.MaxToolCalls || sent != len(exec.Calls) {
+			t.Fatalf("%d calls sent, %d in Calls, limit %d", sent, len(exec.Calls), lim.MaxToolCalls)
+		}
+		for i := lim.MaxToolCalls; i < len(raws); i++ {
+			if !errors.Is(exec.Errors[i], toolcall.ErrTooManyCalls) {
+				t.Fatalf("call %d past the limit: %v", i, exec.Errors[i])
+			}
+		}
+		for i, ans := range exec.Results {
+			if ok, _ := allValid(ans); !ok {
+				t.Fatalf("answer %d has invalid UTF-8: %q", i, ans)
+			}
+		}
+		if _, err := json.Marshal(exec.Results); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -56,18 +56,17 @@ func walk(v any, max int) int {
 		}
 		switch x := v.(type) {
 		case map[string]any:
-			n += 2
+			n += 2 + max0(len(x)-1) // braces, commas
 			for k, e := range x {
-				n += len(k) + 4 // quotes, colon, comma
+				n += len(k) + 3 // quotes, colon
 				visit(e)
 				if n > max {
 					return
 				}
 			}
 		case []any:
-			n += 2
+			n += 2 + max0(len(x)-1) // brackets, commas
 			for _, e := range x {
-				n++
 				visit(e)
 				if n > max {
 					return
@@ -86,6 +85,8 @@ func walk(v any, max int) int {
 	visit(v)
 	return n
 }
+
+func max0(n int) int { return max(n, 0) }
 
 // ValidString returns s with every invalid UTF-8 sequence replaced by
 // U+FFFD, and s itself, at no cost but a scan, when it is valid.
