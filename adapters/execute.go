@@ -57,7 +57,8 @@ type Execution struct {
 	// Calls are the calls that resolved, in the model's order, each with
 	// its server, tool, id and arguments (a copy, with strict mode's nulls
 	// removed; hooks' rewrites are not reflected). Calls answered without
-	// being sent (unknown name, non-object arguments) are not among them.
+	// being sent (unknown name, non-object arguments, past
+	// Limits.MaxToolCalls) are not among them.
 	Calls []toolcall.Call
 	// Errors holds each call's failure, by position in Results (nil for a
 	// call that completed, even with an isError result).
