@@ -92,3 +92,25 @@ func FuzzValidValue(f *testing.F) {
 		check(out)
 	})
 }
+
+// BenchmarkBound measures a decoded response of 10 calls against the
+// default limit, beside decoding the same response from bytes.
+func BenchmarkBound(b *testing.B) {
+	var content []any
+	for i := range 10 {
+		content = append(content, map[string]any{"type": "tool_use", "id": "toolu_" + strings.Repeat("x", 20), "name": "github__search_issues",
+			"input": map[string]any{"q": strings.Repeat("word ", 20), "n": float64(i), "labels": []any{"bug", "p1"}}})
+	}
+	m := map[string]any{"id": "msg_1", "role": "assistant", "content": content}
+	data, _ := json.Marshal(m)
+	b.Run("walk-map", func(b *testing.B) {
+		for b.Loop() {
+			Bound(m, 32<<20)
+		}
+	})
+	b.Run("decode-bytes", func(b *testing.B) {
+		for b.Loop() {
+			_, _ = Decode(data)
+		}
+	})
+}
