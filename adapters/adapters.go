@@ -38,6 +38,13 @@
 // per tool. Listing options a provider does not use (CacheLast outside
 // Anthropic, Strict outside OpenAI) are ignored.
 //
+// A response is outside input, and bounded ([Limits]): one over
+// MaxResponseBytes (32 MiB) is refused unparsed, and the calls past
+// MaxToolCalls (128) are answered, not sent. Answers are bounded too: an
+// image over the provider's documented limit becomes a placeholder that
+// says so, and invalid UTF-8 from a server is repaired before it is put
+// in JSON.
+//
 // Arguments that are not a JSON object are answered, not sent: JSON null
 // among them (Anthropic's "input": null, OpenAI's "arguments": "null").
 // An empty OpenAI arguments string, and a Gemini call without "args", are

@@ -24,6 +24,9 @@ type ConversationOptions struct {
 	// MaxConcurrency is how many calls of a turn run at once (default
 	// runtime.GOMAXPROCS(0)).
 	MaxConcurrency int
+	// Limits bound each turn's response (see Limits; the zero value is
+	// the defaults).
+	Limits Limits
 	// Search says when the conversation offers tool search instead of
 	// every tool (by default past DefaultSearchThreshold tools or
 	// DefaultSearchBudget bytes), and how; see SearchOptions.
@@ -82,7 +85,7 @@ func NewConversation(ctx context.Context, src conduit.Source, p Provider, o *Con
 		}
 	}
 	c := &Conversation{src: src, p: p, taint: slices.Clone(o.Taint)}
-	c.o = ExecOptions{CallOptions: o.CallOptions, AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency}
+	c.o = ExecOptions{CallOptions: o.CallOptions, AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency, Limits: o.Limits}
 	c.o.ID, c.o.Halt = "", nil
 	if err := c.list(ctx, ts, d, o); err != nil {
 		return nil, err

@@ -33,6 +33,9 @@ type ExecOptions struct {
 	// MaxConcurrency is how many calls run at once (default
 	// runtime.GOMAXPROCS(0)).
 	MaxConcurrency int
+	// Limits bound the response: its size, and how many of its calls are
+	// run (see Limits; the zero value is the defaults).
+	Limits Limits
 
 	// local, in a Conversation with conduit's search, is its search tool,
 	// answered by the Conversation.
@@ -54,7 +57,8 @@ type Execution struct {
 	// Calls are the calls that resolved, in the model's order, each with
 	// its server, tool, id and arguments (a copy, with strict mode's nulls
 	// removed; hooks' rewrites are not reflected). Calls answered without
-	// being sent (unknown name, non-object arguments) are not among them.
+	// being sent (unknown name, non-object arguments, past
+	// Limits.MaxToolCalls) are not among them.
 	Calls []toolcall.Call
 	// Errors holds each call's failure, by position in Results (nil for a
 	// call that completed, even with an isError result).
@@ -113,6 +117,10 @@ func reached(err error) bool {
 // copies of the arguments. The error is non-nil only when the response
 // cannot be read at all (or no tool set is at hand); a response without
 // tool calls gives an Execution with no Results. o may be nil.
+//
+// The response is bounded by o.Limits: one over MaxResponseBytes is not
+// parsed and the error matches ErrResponseTooLarge; the calls past
+// MaxToolCalls are answered with an error and not sent.
 func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, response any, o *ExecOptions) (*Execution, error) {
 	d, err := p.valid()
 	if err != nil {
@@ -121,7 +129,11 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	if o == nil {
 		o = &ExecOptions{}
 	}
-	raws, err := d.parse(response)
+	bounded, err := o.Limits.bound(response)
+	if err != nil {
+		return nil, err
+	}
+	raws, err := d.parse(bounded)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +150,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 			return nil, err
 		}
 	}
-	calls := toolcall.Resolve(raws, ts)
+	calls := o.Limits.resolve(raws, ts)
 	shared := jsonv.Shared(response)
 
 	var pending []int

@@ -164,12 +164,33 @@ func ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string
 	return toolcall.ToolCalls(raws, err, ts, ToolResult)
 }
 
+// Anthropic's documented limits on one image, from
+// https://platform.claude.com/docs/en/build-with-claude/vision ("General
+// limits" and the image size limit): 5 MB per image through the API,
+// measured on the base64 text (the API answers "image exceeds 5 MB
+// maximum: N bytes > 5242880 bytes"), and 8000x8000 px. An answer's image
+// over either becomes a placeholder (see toolcall.AnswerOptions.MaxImageBytes).
+//
+// The per-request limits (100 images for models with a 200k-token
+// context, 600 for others; 2000x2000 px each when a request has more than
+// 20; 32 MB a request) depend on the whole conversation, which an answer
+// does not see, and are not applied.
+const (
+	MaxImageBytes     = 5 << 20
+	MaxImageDimension = 8000
+)
+
+// imageLimit is ToolResult's image limit before options.
+var imageLimit = toolcall.ImageLimit{Provider: "Anthropic", MaxBytes: MaxImageBytes, MaxWidth: MaxImageDimension, MaxHeight: MaxImageDimension}
+
 // ToolResult answers one call with a tool_result block keyed by the
 // call's id: the result's content as text and image blocks, or, for a
 // failure (err) or an isError result, "is_error": true. Whitespace-only
 // text is dropped (the API refuses it); a result left with no content has
 // none, except an error, which the API refuses empty and which gets
-// [toolcall.EmptyError]. The blocks of one turn go first in the next user
+// [toolcall.EmptyError]. An image over [MaxImageBytes] (or
+// o.MaxImageBytes) or [MaxImageDimension] becomes a text placeholder
+// saying so. The blocks of one turn go first in the next user
 // message, in the model's order.
 func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	block := map[string]any{"type": "tool_result", "tool_use_id": c.ID}
@@ -182,7 +203,7 @@ func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall
 	if o != nil && o.Structured != toolcall.StructuredDefault {
 		mode = o.Structured
 	}
-	r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, Images: true})
+	r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, Images: true, Limit: o.ImageLimit(imageLimit)})
 	content := make([]any, 0, len(r.Parts))
 	for _, p := range r.Parts {
 		switch {

@@ -313,6 +313,18 @@ func (api API) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []
 	return toolcall.ToolCalls(raws, err, ts, api.ToolOutput)
 }
 
+// MaxImageBytes is the largest image a Responses answer carries, in bytes
+// of its base64 text: OpenAI documents up to 20 MB per image (and 50 MB of
+// images, 500 images, per request, which depend on the whole conversation
+// and are not applied), at
+// https://platform.openai.com/docs/guides/images-vision ("Image input
+// requirements"). Over it, an image becomes a placeholder (see
+// toolcall.AnswerOptions.MaxImageBytes). Chat answers carry no images.
+const MaxImageBytes = 20 << 20
+
+// imageLimit is ToolOutput's image limit before options.
+var imageLimit = toolcall.ImageLimit{Provider: "OpenAI", MaxBytes: MaxImageBytes}
+
 // ToolOutput answers one call, keyed by the call's id. For Chat it is a
 // {"role": "tool", "tool_call_id", "content"} message with the result as
 // text; for Responses a {"type": "function_call_output", "call_id",
@@ -320,7 +332,9 @@ func (api API) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []
 // input_image items (data URIs) when the result carries an image. OpenAI
 // has no error flag: the text of a failure or an isError result starts
 // with "Error: " (see [toolcall.AnswerOptions.ErrorPrefix]), and an
-// isError result with no content says [toolcall.EmptyError].
+// isError result with no content says [toolcall.EmptyError]. An image
+// over [MaxImageBytes] (or o.MaxImageBytes) becomes a text placeholder
+// saying so.
 func (api API) ToolOutput(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	if o == nil {
 		o = &toolcall.AnswerOptions{}
@@ -334,7 +348,7 @@ func (api API) ToolOutput(c toolcall.Call, res *mcp.CallToolResult, err error, o
 		if mode == toolcall.StructuredDefault {
 			mode = toolcall.StructuredAuto
 		}
-		r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, Images: api == Responses})
+		r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, Images: api == Responses, Limit: o.ImageLimit(imageLimit)})
 		if !r.IsError {
 			prefix = ""
 		} else if !hasContent(r.Parts) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -56,6 +57,13 @@ type AnswerOptions struct {
 	// NoErrorPrefix.
 	ErrorPrefix   string
 	NoErrorPrefix bool
+	// MaxImageBytes is the largest image an answer carries, in bytes of
+	// its base64 text: 0 is the provider's documented limit
+	// (anthropic.MaxImageBytes, openai.MaxImageBytes), negative none. An
+	// image over it becomes a placeholder saying so; the rest of the
+	// result is kept. Answers that carry no images (OpenAI Chat, Gemini)
+	// ignore it.
+	MaxImageBytes int
 }
 
 // DefaultErrorPrefix starts OpenAI error answers unless
@@ -114,6 +122,9 @@ type RenderOptions struct {
 	// StructuredValue returns a chosen structuredContent as a value rather
 	// than as JSON text.
 	StructuredValue bool
+	// Limit is the provider's limit on one image, with Images: an image
+	// over it becomes a placeholder that says why.
+	Limit ImageLimit
 }
 
 // Render turns a result's content into parts. Content a model cannot take
@@ -121,7 +132,13 @@ type RenderOptions struct {
 // audio clip, and embedded blobs that are not such images become
 // placeholders, even when the result was not shaped; a resource_link
 // becomes "[resource] name <uri> (mime)" and is never fetched; an embedded
-// text resource becomes its text under a "[resource: uri]" header.
+// text resource becomes its text under a "[resource: uri]" header. An
+// image over o.Limit becomes a placeholder that says why.
+//
+// Every string of the rendering is valid UTF-8: text, resource text and
+// URIs, media types and structuredContent's strings are repaired (invalid
+// sequences become U+FFFD) before they reach JSON, at the cost of a scan
+// when they are already valid; res is not modified.
 func Render(res *mcp.CallToolResult, o RenderOptions) Rendered {
 	r := Rendered{IsError: res.IsError}
 	sc := res.StructuredContent
@@ -133,44 +150,46 @@ func Render(res *mcp.CallToolResult, o RenderOptions) Rendered {
 		useSC = sc != nil
 	}
 	if useSC && o.StructuredValue {
-		r.Structured = plainJSON(sc)
+		r.Structured = jsonv.ValidValue(plainJSON(sc))
 		return r
 	}
 	if !useSC {
 		r.Parts = make([]Part, 0, len(res.Content)+1)
 		for _, c := range res.Content {
-			r.Parts = append(r.Parts, part(c, o.Images))
+			r.Parts = append(r.Parts, part(c, &o))
 		}
 	}
 	if sc != nil && (useSC || o.Mode == StructuredAppend) {
-		r.Parts = append(r.Parts, Part{Kind: PartText, Text: jsonText(sc)})
+		r.Parts = append(r.Parts, Part{Kind: PartText, Text: jsonText(jsonv.ValidValue(sc))})
 	}
 	return r
 }
 
-func part(c mcp.Content, images bool) Part {
+func part(c mcp.Content, o *RenderOptions) Part {
 	switch c := c.(type) {
 	case *mcp.TextContent:
-		return Part{Kind: PartText, Text: c.Text}
+		return Part{Kind: PartText, Text: jsonv.ValidString(c.Text)}
 	case *mcp.ImageContent:
-		return image("image", c.MIMEType, c.Data, images)
+		p, _ := media("image", c.MIMEType, c.Data, o)
+		return p
 	case *mcp.AudioContent:
-		return Part{Kind: PartText, Text: conduit.Placeholder("audio", c.MIMEType, len(c.Data))}
+		return Part{Kind: PartText, Text: conduit.Placeholder("audio", jsonv.ValidString(c.MIMEType), len(c.Data))}
 	case *mcp.ResourceLink:
-		return Part{Kind: PartText, Text: linkText(c)}
+		return Part{Kind: PartText, Text: jsonv.ValidString(linkText(c))}
 	case *mcp.EmbeddedResource:
 		rc := c.Resource
 		switch {
 		case rc == nil:
 			return Part{Kind: PartText, Text: "[resource]"}
 		case rc.Blob != nil:
-			p := image("resource", rc.MIMEType, rc.Blob, images)
-			if p.Kind == PartText {
-				p.Text = fmt.Sprintf("[resource: %s, %s, %d bytes]", rc.URI, orUnknown(rc.MIMEType), len(rc.Blob))
+			uri := jsonv.ValidString(rc.URI)
+			p, omitted := media("resource: "+uri, rc.MIMEType, rc.Blob, o)
+			if p.Kind == PartText && !omitted {
+				p.Text = fmt.Sprintf("[resource: %s, %s, %d bytes]", uri, orUnknown(jsonv.ValidString(rc.MIMEType)), len(rc.Blob))
 			}
 			return p
 		default:
-			return Part{Kind: PartText, Text: "[resource: " + rc.URI + "]\n" + rc.Text}
+			return Part{Kind: PartText, Text: "[resource: " + jsonv.ValidString(rc.URI) + "]\n" + jsonv.ValidString(rc.Text)}
 		}
 	case nil:
 		return Part{Kind: PartText}
@@ -180,15 +199,21 @@ func part(c mcp.Content, images bool) Part {
 	}
 }
 
-func image(kind, declared string, data []byte, images bool) Part {
+// media is an image, or a blob that may be one: the image when the
+// provider takes it, a placeholder otherwise; omitted reports a
+// placeholder for an image over the provider's limit.
+func media(kind, declared string, data []byte, o *RenderOptions) (p Part, omitted bool) {
 	mt, ok := conduit.ModelImageType(declared, data)
-	if ok && images {
-		return Part{Kind: PartImage, MediaType: mt, Data: data}
+	if ok && o.Images {
+		if why := o.Limit.over(mt, data); why != "" {
+			return Part{Kind: PartText, Text: Omitted(kind, mt, len(data), why)}, true
+		}
+		return Part{Kind: PartImage, MediaType: mt, Data: data}, false
 	}
 	if ok {
 		declared = mt
 	}
-	return Part{Kind: PartText, Text: conduit.Placeholder(kind, declared, len(data))}
+	return Part{Kind: PartText, Text: conduit.Placeholder(kind, jsonv.ValidString(declared), len(data))}, false
 }
 
 // linkText is a resource_link as a model sees it.
@@ -266,17 +291,18 @@ func Text(parts []Part) string {
 }
 
 // ErrorText is the text a model sees for a failed call: an *conduit.Error's
-// Message, or the error's text; a nil error is [NoResult].
+// Message, or the error's text, repaired to valid UTF-8; a nil error is
+// [NoResult].
 func ErrorText(err error) string {
 	if err == nil {
 		return NoResult
 	}
 	var e *conduit.Error
 	if errors.As(err, &e) && e.Message != "" {
-		return e.Message
+		return jsonv.ValidString(e.Message)
 	}
 	if s := err.Error(); s != "" {
-		return s
+		return jsonv.ValidString(s)
 	}
 	return NoResult
 }

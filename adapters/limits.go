@@ -1,0 +1,100 @@
+package adapters
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
+)
+
+// Limits bound what ExecuteToolCalls takes from a model response, which
+// may be hostile (a prompt injection can make a model write anything).
+// The zero value is the defaults; a negative field is no limit.
+type Limits struct {
+	// MaxToolCalls is the most calls of one response that are run
+	// (default DefaultMaxToolCalls). The calls past it are each answered
+	// with an error saying so (toolcall.TooManyCallsError, matching
+	// toolcall.ErrTooManyCalls) and never sent, so that every call still
+	// has its answer; the calls within it run as usual.
+	MaxToolCalls int
+	// MaxResponseBytes is the largest response read, in bytes of its
+	// JSON (default DefaultMaxResponseBytes). A response over it is not
+	// parsed: ExecuteToolCalls returns an error matching
+	// ErrResponseTooLarge and sends nothing. A response given as text is
+	// measured by its length, an SDK struct by its RawJSON or its JSON, a
+	// decoded map by a walk that counts at least the bytes its JSON
+	// would take and stops past the limit.
+	MaxResponseBytes int
+}
+
+const (
+	// DefaultMaxToolCalls is the default Limits.MaxToolCalls: as many as
+	// the most tools OpenAI accepts in one request (openai.MaxTools).
+	// Models make a few calls a turn, a few dozen at the most; a response
+	// with thousands is hostile, and each call costs a server round trip
+	// and an answer in the next request.
+	DefaultMaxToolCalls = 128
+	// DefaultMaxResponseBytes is the default Limits.MaxResponseBytes,
+	// 32 MiB: Anthropic's limit on a request, which carries the response
+	// back in the conversation; it is tens of times the largest response
+	// a model's output tokens can fill (128k tokens is about 0.5 MB of
+	// text).
+	DefaultMaxResponseBytes = 32 << 20
+)
+
+// ErrResponseTooLarge is what ExecuteToolCalls returns, wrapped with the
+// sizes, for a response over Limits.MaxResponseBytes.
+var ErrResponseTooLarge = errors.New("adapters: the response is over the size limit")
+
+func (l Limits) maxCalls() int {
+	if l.MaxToolCalls == 0 {
+		return DefaultMaxToolCalls
+	}
+	return l.MaxToolCalls
+}
+
+func (l Limits) maxBytes() int {
+	if l.MaxResponseBytes == 0 {
+		return DefaultMaxResponseBytes
+	}
+	return l.MaxResponseBytes
+}
+
+// bound checks response against the size limit, returning it in the form
+// to parse (a value marshaled once here is not marshaled again).
+func (l Limits) bound(response any) (any, error) {
+	max := l.maxBytes()
+	if max < 0 {
+		return response, nil
+	}
+	out, n, over := jsonv.Bound(response, max)
+	if over {
+		if _, ok := response.(map[string]any); ok {
+			return nil, fmt.Errorf("%w: more than %d bytes, limit %d", ErrResponseTooLarge, max, max)
+		}
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrResponseTooLarge, n, max)
+	}
+	return out, nil
+}
+
+// resolve resolves raws against ts, the calls past the call limit
+// answered with toolcall.TooManyCallsError without being resolved.
+func (l Limits) resolve(raws []toolcall.Raw, ts *conduit.ToolSet) []toolcall.Call {
+	max := l.maxCalls()
+	if max < 0 || len(raws) <= max {
+		return toolcall.Resolve(raws, ts)
+	}
+	calls := toolcall.Resolve(raws[:max], ts)
+	for i, r := range raws[max:] {
+		name := r.Name
+		if r.Namespace != "" {
+			name = toolcall.InNamespace(ts, r.Namespace, r.Name)
+		}
+		t, _ := ts.Lookup(name)
+		calls = append(calls, toolcall.Call{Index: max + i, ID: r.ID, Name: name,
+			Err: toolcall.TooManyCallsError(t, name, len(raws), max)})
+	}
+	return calls
+}
