@@ -136,6 +136,9 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 			return nil, listingError(ctx, err)
 		}
 	}
+	if err := c.checkArgs(ts, local, name, args); err != nil {
+		return nil, err
+	}
 	tool, argsObj, err := resolveCall(ts, local, name, args)
 	if err != nil {
 		return nil, err
@@ -160,6 +163,12 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 		}); err != nil {
 			return nil, err
 		}
+		if c.before {
+			// Hooks may have changed the arguments.
+			if reason := c.limits.checkArgs(call.Args); reason != nil {
+				return nil, argsLimitError(tool, reason)
+			}
+		}
 	}
 	if c.Validate {
 		if verr := tool.validate(call.Args); verr != nil {
@@ -183,6 +192,9 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	if err != nil {
 		return nil, err
 	}
+	if reason := c.limits.checkResult(res); reason != nil {
+		return nil, resultLimitError(tool, reason)
+	}
 	if c.after {
 		cur := res
 		if res, err = guard(ctx, c, call, &traced, c.afterInline, func(st *stage) (*mcp.CallToolResult, error) {
@@ -192,6 +204,24 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 		}
 	}
 	return res, nil
+}
+
+// checkArgs applies the argument limits to args as the caller gave them,
+// before they are decoded, so that a hostile call costs no more than its
+// measuring.
+func (c *core) checkArgs(ts *ToolSet, local *LocalTool, name string, args any) error {
+	reason := c.limits.checkArgs(args)
+	if reason == nil {
+		return nil
+	}
+	if local != nil {
+		return argsLimitError(local.Tool, reason)
+	}
+	t, ok := ts.Lookup(name)
+	if !ok {
+		return unknownToolError(name)
+	}
+	return argsLimitError(t, reason)
 }
 
 // authorize applies the policy. ask reports that the approver must be

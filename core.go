@@ -58,6 +58,8 @@ type core struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
+	limits limits // Options.Limits with defaults
+
 	tokens   atomic.Uint64
 	progress sync.Map // progress token -> func(Progress)
 
@@ -109,6 +111,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, 
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
+	c.limits = o.Limits.resolved()
 	c.sdkLogger = c.Logger.With("component", "mcp")
 	c.httpClient = newHTTPClient()
 	for _, s := range servers {

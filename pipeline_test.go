@@ -735,7 +735,7 @@ func TestErrorFormatting(t *testing.T) {
 	if errors.Is(e, &Error{Kind: KindDenied, Server: "gh"}) {
 		t.Fatal("a non-sentinel matched")
 	}
-	for k := KindInternal; k <= KindServerError; k++ {
+	for k := KindInternal; k <= KindLimit; k++ {
 		if strings.HasPrefix(k.String(), "ErrorKind(") {
 			t.Errorf("kind %d has no name", k)
 		}
