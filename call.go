@@ -68,9 +68,11 @@ type CallOptions struct {
 	// Meta is sent as the request's _meta.
 	Meta mcp.Meta
 	// Progress, when set, receives the server's progress notifications
-	// with the call they belong to; it may be called from several
-	// goroutines at once. Notifications that arrive after the result are
-	// dropped.
+	// with the call they belong to, in order, on a goroutine apart from
+	// the call's. While it is slower than the server, at most 16 wait and
+	// the oldest are dropped, so a flooding server costs bounded memory.
+	// Notifications that arrive after the result are dropped; those that
+	// arrived before it may be delivered just after the call returns.
 	Progress func(*Call, Progress)
 	// Halt, when closed, stops the call before it is sent: it is answered
 	// with a KindHalted error. The adapters close it when an approver halts

@@ -61,7 +61,7 @@ type core struct {
 	limits limits // Options.Limits with defaults
 
 	tokens   atomic.Uint64
-	progress sync.Map // progress token -> func(Progress)
+	progress sync.Map // progress token -> *mailbox[Progress]
 
 	tsMu   sync.Mutex
 	ts     *ToolSet
@@ -273,14 +273,4 @@ func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, e
 		// then answered with the error.
 		return err != nil || d != DecisionDeny
 	}), nil
-}
-
-func (c *core) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if req == nil || req.Params == nil {
-		return
-	}
-	if f, ok := c.progress.Load(req.Params.ProgressToken); ok {
-		p := req.Params
-		f.(func(Progress))(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
-	}
 }

@@ -49,8 +49,9 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions, req *Reques
 	}
 	if o.Progress != nil {
 		token := "conduit-" + strconv.FormatUint(c.tokens.Add(1), 10)
-		f := o.Progress
-		c.progress.Store(token, func(p Progress) { f(call, p) })
+		// Notifications that arrive after the result are dropped; those
+		// already in the mailbox are still delivered.
+		c.progress.Store(token, c.newProgress(call.Server, call, o.Progress))
 		defer c.progress.Delete(token)
 		params.SetProgressToken(token)
 	}
