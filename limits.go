@@ -33,11 +33,14 @@ const (
 // serves a model better than a truncated result, which it could take for
 // the whole.
 //
-// A result is measured once the SDK has read it. What one message can
-// cost before that is the transport's bound: over stdio the SDK reads at
-// most 16 MiB of one message (mcp.DefaultMaxLineLength) and ends the
-// session on a longer one; the Streamable HTTP transport has no such
-// bound.
+// A result is held in memory whole before it can be measured. What one
+// message can cost is the transport's bound: over stdio (and in-memory)
+// the SDK reads at most 16 MiB of one message (mcp.DefaultMaxLineLength)
+// and ends the session on a longer one; legacy SSE and Streamable HTTP
+// have no such bound. On every transport but Streamable HTTP, conduit
+// sees a tools/call result as JSON text before the SDK decodes it, and
+// refuses one whose text is over MaxResultBytes there: decoded into Go
+// values, JSON can take many times its size.
 type Limits struct {
 	// MaxArgDepth bounds how deeply a call's arguments nest: the arguments
 	// object is depth 1, and each object or array in it adds one. Default
@@ -51,8 +54,9 @@ type Limits struct {
 	// without their escapes). Default DefaultMaxArgBytes (1 MiB): a model
 	// writes some tens of KiB in a whole response.
 	MaxArgBytes int
-	// MaxResultBytes bounds the content of one result: the bytes of its
-	// text, of its images' and audio's data as base64, of its embedded
+	// MaxResultBytes bounds one result: its JSON text as the server sent
+	// it, where conduit sees it (see above), and its content: the bytes of
+	// its text, of its images' and audio's data as base64, of its embedded
 	// resources and resource links, and of its structured content as JSON
 	// (an estimate, as for arguments). Default DefaultMaxResultBytes
 	// (16 MiB): several times what the largest model context holds, and

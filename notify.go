@@ -190,6 +190,66 @@ func plainConn(c mcp.Connection) bool {
 type notesConn struct {
 	mcp.Connection
 	cn *conn
+
+	mu    sync.Mutex
+	calls map[jsonrpc.ID]struct{} // tools/call requests not answered yet
+}
+
+// codeResultTooLarge is the code of the error that stands in for a
+// tools/call result whose JSON text is over Limits.MaxResultBytes, refused
+// before it is decoded. Its Data is resultTooLargeData.
+const (
+	codeResultTooLarge = -32099
+	resultTooLargeData = `"conduit: result over the limit"`
+)
+
+// Write notes the ids of tools/call requests, whose results Read bounds.
+func (c *notesConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	r, ok := msg.(*jsonrpc.Request)
+	if !ok || c.cn.core.limits.resultBytes == 0 {
+		return c.Connection.Write(ctx, msg)
+	}
+	switch {
+	case r.IsCall() && r.Method == methodCallTool:
+		c.mu.Lock()
+		if c.calls == nil {
+			c.calls = map[jsonrpc.ID]struct{}{}
+		}
+		c.calls[r.ID] = struct{}{}
+		c.mu.Unlock()
+	case !r.IsCall() && r.Method == "notifications/cancelled":
+		// A canceled request may never be answered.
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(r.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				c.mu.Lock()
+				delete(c.calls, id)
+				c.mu.Unlock()
+			}
+		}
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+// bounded returns the error response that stands in for resp when resp is
+// a tools/call result whose JSON text is over the limit: JSON decoded into
+// Go values can take many times its size.
+func (c *notesConn) bounded(resp *jsonrpc.Response) jsonrpc.Message {
+	c.mu.Lock()
+	_, call := c.calls[resp.ID]
+	delete(c.calls, resp.ID)
+	c.mu.Unlock()
+	limit := c.cn.core.limits.resultBytes
+	if !call || limit == 0 || len(resp.Result) <= limit {
+		return resp
+	}
+	return &jsonrpc.Response{ID: resp.ID, Error: &jsonrpc.Error{
+		Code:    codeResultTooLarge,
+		Message: "is larger than the limit of " + byteSize(limit),
+		Data:    json.RawMessage(resultTooLargeData),
+	}}
 }
 
 const (
@@ -199,12 +259,15 @@ const (
 
 // Read returns the next message that is not a progress or log
 // notification, handling those on the way, as the SDK would (a malformed
-// one is dropped).
+// one is dropped), and stands in for a result that is over the limit.
 func (c *notesConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
 		if err != nil {
 			return msg, err
+		}
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			return c.bounded(resp), nil
 		}
 		r, ok := msg.(*jsonrpc.Request)
 		if !ok || r.IsCall() || (r.Method != methodProgress && r.Method != methodLogMessage) {

@@ -105,6 +105,10 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 			fmt.Sprintf("The request to the server of %s timed out after %v.", call.Exposed, timeout), errors.Join(context.DeadlineExceeded, err))
 	}
 	rpcErr, rejected := wireErrors(err)
+	if rpcErr != nil && rpcErr.Code == codeResultTooLarge && string(rpcErr.Data) == resultTooLargeData {
+		// notify.go refused the result before it was decoded.
+		return resultLimitError(call.Def, errors.New(rpcErr.Message))
+	}
 	if rpcErr != nil && rpcErr.Code != jsonrpc.CodeInvalidRequest {
 		return serverError(call, rpcErr, err)
 	}
