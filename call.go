@@ -68,9 +68,11 @@ type CallOptions struct {
 	// Meta is sent as the request's _meta.
 	Meta mcp.Meta
 	// Progress, when set, receives the server's progress notifications
-	// with the call they belong to; it may be called from several
-	// goroutines at once. Notifications that arrive after the result are
-	// dropped.
+	// with the call they belong to, in order, on a goroutine apart from
+	// the call's. While it is slower than the server, at most 16 wait and
+	// the oldest are dropped, so a flooding server costs bounded memory.
+	// Notifications that arrive after the result are dropped; those that
+	// arrived before it may be delivered just after the call returns.
 	Progress func(*Call, Progress)
 	// Halt, when closed, stops the call before it is sent: it is answered
 	// with a KindHalted error. The adapters close it when an approver halts
@@ -136,6 +138,9 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 			return nil, listingError(ctx, err)
 		}
 	}
+	if err := c.checkArgs(ts, local, name, args); err != nil {
+		return nil, err
+	}
 	tool, argsObj, err := resolveCall(ts, local, name, args)
 	if err != nil {
 		return nil, err
@@ -160,6 +165,12 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 		}); err != nil {
 			return nil, err
 		}
+		if c.before {
+			// Hooks may have changed the arguments.
+			if reason := c.limits.checkArgs(call.Args); reason != nil {
+				return nil, argsLimitError(tool, reason)
+			}
+		}
 	}
 	if c.Validate {
 		if verr := tool.validate(call.Args); verr != nil {
@@ -183,6 +194,9 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	if err != nil {
 		return nil, err
 	}
+	if reason := c.limits.checkResult(res); reason != nil {
+		return nil, resultLimitError(tool, reason)
+	}
 	if c.after {
 		cur := res
 		if res, err = guard(ctx, c, call, &traced, c.afterInline, func(st *stage) (*mcp.CallToolResult, error) {
@@ -192,6 +206,24 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 		}
 	}
 	return res, nil
+}
+
+// checkArgs applies the argument limits to args as the caller gave them,
+// before they are decoded, so that a hostile call costs no more than its
+// measuring.
+func (c *core) checkArgs(ts *ToolSet, local *LocalTool, name string, args any) error {
+	reason := c.limits.checkArgs(args)
+	if reason == nil {
+		return nil
+	}
+	if local != nil {
+		return argsLimitError(local.Tool, reason)
+	}
+	t, ok := ts.Lookup(name)
+	if !ok {
+		return unknownToolError(name)
+	}
+	return argsLimitError(t, reason)
 }
 
 // authorize applies the policy. ask reports that the approver must be

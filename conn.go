@@ -44,13 +44,15 @@ type conn struct {
 
 	listMu sync.Mutex // one tools/list in flight per server
 
-	calls calls    // requests in flight, to route what the server sends
-	feats features // prompts and resources (features.go)
+	calls calls            // requests in flight, to route what the server sends
+	feats features         // prompts and resources (features.go)
+	logs  *mailbox[logged] // log messages on their way (notify.go)
 }
 
 func newConn(c *core, srv Server) *conn {
 	cn := &conn{core: c, srv: srv, ready: make(chan struct{}),
 		state: StateConnecting, since: time.Now(), peer: peerInfo(srv)}
+	cn.logs = cn.newLogs()
 	opts := &mcp.ClientOptions{
 		Logger: c.sdkLogger,
 		// No roots: conduit has none to offer, and a server that asks for
@@ -161,8 +163,12 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(cn.core.ConnectTimeout, func() { timedOut.Store(true); cancel() })
 	tr := cn.srv.transport(&cn.stderr, cn.core.httpClient)
-	if st, ok := tr.(*mcp.StreamableClientTransport); ok && cn.oauth != nil {
-		st.OAuthHandler = cn.oauth
+	if st, ok := tr.(*mcp.StreamableClientTransport); ok {
+		if cn.oauth != nil {
+			st.OAuthHandler = cn.oauth
+		}
+	} else {
+		tr = notesTransport{tr, cn} // notify.go
 	}
 	sess, err := cn.client.Connect(sctx, tr, nil)
 	if !timer.Stop() && err == nil {

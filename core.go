@@ -58,8 +58,10 @@ type core struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
+	limits limits // Options.Limits with defaults
+
 	tokens   atomic.Uint64
-	progress sync.Map // progress token -> func(Progress)
+	progress sync.Map // progress token -> *mailbox[Progress]
 
 	tsMu   sync.Mutex
 	ts     *ToolSet
@@ -109,6 +111,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, 
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
+	c.limits = o.Limits.resolved()
 	c.sdkLogger = c.Logger.With("component", "mcp")
 	c.httpClient = newHTTPClient()
 	for _, s := range servers {
@@ -270,14 +273,4 @@ func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, e
 		// then answered with the error.
 		return err != nil || d != DecisionDeny
 	}), nil
-}
-
-func (c *core) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if req == nil || req.Params == nil {
-		return
-	}
-	if f, ok := c.progress.Load(req.Params.ProgressToken); ok {
-		p := req.Params
-		f.(func(Progress))(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
-	}
 }

@@ -38,6 +38,10 @@ const (
 	KindUnavailable
 	// KindServerError: the server answered with a JSON-RPC error.
 	KindServerError
+	// KindLimit: the call's arguments, or its result, are over one of the
+	// [Limits]. Arguments over a limit are not sent; a result over one was
+	// produced by the server but is not passed on.
+	KindLimit
 )
 
 var kindNames = [...]string{
@@ -51,6 +55,7 @@ var kindNames = [...]string{
 	KindCanceled:         "canceled",
 	KindUnavailable:      "unavailable",
 	KindServerError:      "server_error",
+	KindLimit:            "limit",
 }
 
 // String returns the kind's snake_case name, as used in logs and JSON.
@@ -90,6 +95,7 @@ var (
 	ErrCanceled         = &Error{Kind: KindCanceled}
 	ErrUnavailable      = &Error{Kind: KindUnavailable}
 	ErrServerError      = &Error{Kind: KindServerError}
+	ErrLimit            = &Error{Kind: KindLimit}
 )
 
 // Error returns the message with the kind, server and tool, for logs.
@@ -152,6 +158,21 @@ func InvalidArgumentsError(t *Tool, reason error) *Error {
 		msg += ": " + reason.Error()
 	}
 	return newError(KindInvalidArguments, t.Server, t.Name, sentence(msg), reason)
+}
+
+// argsLimitError is the error of a call to t whose arguments are over a
+// limit, for reason (what is over which limit). Nothing is sent.
+func argsLimitError(t *Tool, reason error) *Error {
+	return newError(KindLimit, t.Server, t.Name,
+		"The call to "+t.Exposed+" was not made: its arguments "+reason.Error()+". Send smaller, flatter arguments.", reason)
+}
+
+// resultLimitError is the error of a call to t whose result is over a
+// limit, for reason. The server did run the call, which the model must
+// know before it tries again.
+func resultLimitError(t *Tool, reason error) *Error {
+	return newError(KindLimit, t.Server, t.Name,
+		"The call to "+t.Exposed+" was made, but its result was not passed on: it "+reason.Error()+". Ask for less at a time, if the tool allows it.", reason)
 }
 
 // HaltedError is the error of a call to t that was not sent because an

@@ -3,6 +3,7 @@ package conduit
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -37,7 +38,10 @@ import (
 // ended less than a second before (a notification can be handled just
 // after the result it preceded), and is handed the call's context
 // without its cancellation; one that no call claims goes to the hub's
-// Logging, or else to the hub's Logger at debug level.
+// Logging, or else to the hub's Logger at debug level. Log messages are
+// delivered in order on a goroutine of the server's own; while Logging
+// is slower than the server, at most 256 of them (1 MiB) wait and the
+// oldest are dropped, which the Logger is told at warning level.
 //
 // During a call, conduit calls these with that context. Each must be safe
 // for concurrent use.
@@ -244,13 +248,14 @@ func (cn *conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	if req == nil || req.Params == nil {
 		return
 	}
+	// Attributed now, delivered by the mailbox (notify.go).
+	l := logged{req: req}
 	if in, ok := cn.calls.owner(ctx, true); ok && in != nil && in.h != nil && in.h.Logging != nil {
-		in.h.Logging(context.WithoutCancel(in.ctx), req)
+		l.f, l.ctx = in.h.Logging, context.WithoutCancel(in.ctx)
+	} else if h := cn.core.Handlers; h != nil && h.Logging != nil {
+		l.f, l.ctx = h.Logging, context.WithoutCancel(ctx)
+	} else if !cn.core.Logger.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
-	if h := cn.core.Handlers; h != nil && h.Logging != nil {
-		h.Logging(ctx, req)
-		return
-	}
-	cn.core.Logger.Debug("conduit: server log", "server", cn.srv.ID, "level", req.Params.Level, "logger", req.Params.Logger)
+	cn.logs.put(l, logSize(req.Params))
 }

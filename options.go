@@ -50,6 +50,9 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// Reconnect configures reconnection after a server is lost.
 	Reconnect Backoff
+	// Limits bound each call's arguments and result (see [Limits]); the
+	// zero value means their defaults.
+	Limits Limits
 
 	// Elicitation, when set, answers servers' elicitation requests and
 	// makes the hub advertise the elicitation capability. It is the same

@@ -481,10 +481,16 @@ func TestProgressAndMeta(t *testing.T) {
 	if s, ok := token.(string); !ok || !strings.HasPrefix(s, "conduit-") {
 		t.Fatalf("progress token %#v", token)
 	}
-	close(got)
+	// Progress is delivered on a goroutine of its own: the channel is
+	// read, not closed, as that goroutine may still hold it.
 	var ps []Progress
-	for p := range got {
-		ps = append(ps, p)
+	for range 3 {
+		select {
+		case p := <-got:
+			ps = append(ps, p)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("progress = %v, want 3", ps)
+		}
 	}
 	want := []Progress{{1, 3, "step 1"}, {2, 3, "step 2"}, {3, 3, "step 3"}}
 	if !slices.Equal(ps, want) {
@@ -735,7 +741,7 @@ func TestErrorFormatting(t *testing.T) {
 	if errors.Is(e, &Error{Kind: KindDenied, Server: "gh"}) {
 		t.Fatal("a non-sentinel matched")
 	}
-	for k := KindInternal; k <= KindServerError; k++ {
+	for k := KindInternal; k <= KindLimit; k++ {
 		if strings.HasPrefix(k.String(), "ErrorKind(") {
 			t.Errorf("kind %d has no name", k)
 		}

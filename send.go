@@ -49,8 +49,9 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions, req *Reques
 	}
 	if o.Progress != nil {
 		token := "conduit-" + strconv.FormatUint(c.tokens.Add(1), 10)
-		f := o.Progress
-		c.progress.Store(token, func(p Progress) { f(call, p) })
+		// Notifications that arrive after the result are dropped; those
+		// already in the mailbox are still delivered.
+		c.progress.Store(token, c.newProgress(call.Server, call, o.Progress))
 		defer c.progress.Delete(token)
 		params.SetProgressToken(token)
 	}
@@ -104,6 +105,10 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 			fmt.Sprintf("The request to the server of %s timed out after %v.", call.Exposed, timeout), errors.Join(context.DeadlineExceeded, err))
 	}
 	rpcErr, rejected := wireErrors(err)
+	if rpcErr != nil && rpcErr.Code == codeResultTooLarge && string(rpcErr.Data) == resultTooLargeData {
+		// notify.go refused the result before it was decoded.
+		return resultLimitError(call.Def, errors.New(rpcErr.Message))
+	}
 	if rpcErr != nil && rpcErr.Code != jsonrpc.CodeInvalidRequest {
 		return serverError(call, rpcErr, err)
 	}

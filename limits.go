@@ -1,0 +1,323 @@
+package conduit
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The defaults of [Limits].
+const (
+	DefaultMaxArgDepth     = 64
+	DefaultMaxArgBytes     = 1 << 20  // 1 MiB
+	DefaultMaxResultBytes  = 16 << 20 // 16 MiB
+	DefaultMaxResultBlocks = 1000
+)
+
+// Limits bound what one governed call may send to a server and what it
+// may bring back, so that one hostile or broken call (a model's, or a
+// prompt injection's) costs neither the hub's memory nor the session that
+// the other calls to its server share. The zero value means the defaults;
+// a negative field means no limit.
+//
+// Arguments over a limit are answered with a [KindLimit] error before the
+// policy, the approver or any hook sees them (a hostile call costs nothing
+// but the measuring), and nothing is sent; the other calls of a batch and
+// the session are unaffected. Arguments that before-hooks changed are
+// measured again before they are sent. A result over a limit is answered
+// with a KindLimit error that says the call was made (the server did its
+// work) but its result is not passed on; the session carries on. An error
+// serves a model better than a truncated result, which it could take for
+// the whole.
+//
+// A result is held in memory whole before it can be measured. What one
+// message can cost is the transport's bound: over stdio (and in-memory)
+// the SDK reads at most 16 MiB of one message (mcp.DefaultMaxLineLength)
+// and ends the session on a longer one; legacy SSE and Streamable HTTP
+// have no such bound. On every transport but Streamable HTTP, conduit
+// sees a tools/call result as JSON text before the SDK decodes it, and
+// refuses one whose text is over MaxResultBytes there: decoded into Go
+// values, JSON can take many times its size.
+type Limits struct {
+	// MaxArgDepth bounds how deeply a call's arguments nest: the arguments
+	// object is depth 1, and each object or array in it adds one. Default
+	// DefaultMaxArgDepth (64): real arguments rarely nest past ten, while
+	// the Go SDK's server ends its whole session on a message nested about
+	// 1,000 deep, failing every call in flight to it, and other servers'
+	// parsers may give up sooner.
+	MaxArgDepth int
+	// MaxArgBytes bounds the size of a call's arguments as JSON text (for
+	// arguments given as Go values, an estimate that counts strings
+	// without their escapes). Default DefaultMaxArgBytes (1 MiB): a model
+	// writes some tens of KiB in a whole response.
+	MaxArgBytes int
+	// MaxResultBytes bounds one result: its JSON text as the server sent
+	// it, where conduit sees it (see above), and its content: the bytes of
+	// its text, of its images' and audio's data as base64, of its embedded
+	// resources and resource links, and of its structured content as JSON
+	// (an estimate, as for arguments). Default DefaultMaxResultBytes
+	// (16 MiB): several times what the largest model context holds, and
+	// the SDK's own bound on one message over stdio.
+	MaxResultBytes int
+	// MaxResultBlocks bounds the content blocks of one result. Default
+	// DefaultMaxResultBlocks (1,000).
+	MaxResultBlocks int
+}
+
+// limits are Limits resolved: zero means no limit.
+type limits struct {
+	argDepth, argBytes, resultBytes, resultBlocks int
+}
+
+func (l Limits) resolved() limits {
+	pick := func(v, def int) int {
+		switch {
+		case v == 0:
+			return def
+		case v < 0:
+			return 0
+		}
+		return v
+	}
+	return limits{
+		argDepth:     pick(l.MaxArgDepth, DefaultMaxArgDepth),
+		argBytes:     pick(l.MaxArgBytes, DefaultMaxArgBytes),
+		resultBytes:  pick(l.MaxResultBytes, DefaultMaxResultBytes),
+		resultBlocks: pick(l.MaxResultBlocks, DefaultMaxResultBlocks),
+	}
+}
+
+// checkArgs measures a call's arguments as given to CallTool, before they
+// are decoded: raw JSON is scanned, Go values walked. The error, if any,
+// says what is over which limit, to complete "its arguments ...".
+func (l *limits) checkArgs(args any) error {
+	if l.argDepth == 0 && l.argBytes == 0 {
+		return nil
+	}
+	switch a := args.(type) {
+	case nil:
+		return nil
+	case json.RawMessage:
+		return l.checkRaw(len(a), rawDepth(a, l.argDepth))
+	case []byte:
+		return l.checkRaw(len(a), rawDepth(a, l.argDepth))
+	case string:
+		return l.checkRaw(len(a), rawDepth(a, l.argDepth))
+	}
+	m := measure{maxDepth: l.argDepth, maxBytes: l.argBytes}
+	m.value(args, 0)
+	return l.argsOver(m.depth, m.size)
+}
+
+func (l *limits) checkRaw(size, depth int) error {
+	if l.argBytes > 0 && size > l.argBytes {
+		// Size first: a long text is not scanned past the depth limit.
+		return l.argsOver(0, size)
+	}
+	return l.argsOver(depth, 0)
+}
+
+func (l *limits) argsOver(depth, size int) error {
+	switch {
+	case l.argDepth > 0 && depth > l.argDepth:
+		return fmt.Errorf("nest deeper than the limit of %d levels", l.argDepth)
+	case l.argBytes > 0 && size > l.argBytes:
+		return fmt.Errorf("are larger than the limit of %s", byteSize(l.argBytes))
+	}
+	return nil
+}
+
+// checkResult measures a result. The error, if any, completes "it ...".
+func (l *limits) checkResult(res *mcp.CallToolResult) error {
+	if res == nil {
+		return nil
+	}
+	if l.resultBlocks > 0 && len(res.Content) > l.resultBlocks {
+		return fmt.Errorf("has %d content blocks, more than the limit of %d", len(res.Content), l.resultBlocks)
+	}
+	if l.resultBytes == 0 {
+		return nil
+	}
+	over := fmt.Errorf("is larger than the limit of %s", byteSize(l.resultBytes))
+	n := 0
+	for _, c := range res.Content {
+		n += contentSize(c)
+		if n > l.resultBytes {
+			return over
+		}
+	}
+	if res.StructuredContent != nil {
+		m := measure{maxBytes: l.resultBytes, size: n}
+		m.value(res.StructuredContent, 0)
+		if m.over {
+			return over
+		}
+	}
+	return nil
+}
+
+// contentSize is about the bytes of c that a model would be given.
+func contentSize(c mcp.Content) int {
+	b64 := base64.StdEncoding.EncodedLen
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		return len(c.Text)
+	case *mcp.ImageContent:
+		return b64(len(c.Data)) + len(c.MIMEType)
+	case *mcp.AudioContent:
+		return b64(len(c.Data)) + len(c.MIMEType)
+	case *mcp.ResourceLink:
+		return len(c.URI) + len(c.Name) + len(c.Title) + len(c.Description) + len(c.MIMEType)
+	case *mcp.EmbeddedResource:
+		if r := c.Resource; r != nil {
+			return len(r.URI) + len(r.MIMEType) + len(r.Text) + b64(len(r.Blob))
+		}
+		return 0
+	case nil:
+		return 0
+	}
+	data, _ := json.Marshal(c)
+	return len(data)
+}
+
+// rawDepth returns the greatest nesting depth of data, a JSON text, or a
+// depth just past max as soon as it is passed (max 0: no limit). It scans
+// without recursion and does not check that data is JSON: decoding does
+// that afterwards.
+func rawDepth[T ~string | ~[]byte](data T, max int) int {
+	depth, d := 0, 0
+	inStr, esc := false, false
+	for i := 0; i < len(data); i++ {
+		b := data[i]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case b == '\\':
+				esc = true
+			case b == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inStr = true
+		case '{', '[':
+			d++
+			if d > depth {
+				depth = d
+				if max > 0 && depth > max {
+					return depth
+				}
+			}
+		case '}', ']':
+			d--
+		}
+	}
+	return depth
+}
+
+// measure walks a JSON value held as Go values (what encoding/json decodes
+// into, or what a program builds) without recursion, for its depth and
+// about the length of its JSON text; it stops once either passes its
+// limit (zero: none).
+type measure struct {
+	maxDepth, maxBytes int
+	depth, size        int
+	over               bool
+}
+
+type measured struct {
+	v     any
+	depth int // of the container v is in
+}
+
+func (m *measure) value(v any, depth int) {
+	stack := []measured{{v, depth}}
+	var num []byte
+	for len(stack) > 0 && !m.over {
+		e := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch x := e.v.(type) {
+		case nil:
+			m.add(4)
+		case bool:
+			m.add(5)
+		case string:
+			m.add(len(x) + 2)
+		case json.Number:
+			m.add(len(x))
+		case float64:
+			num = strconv.AppendFloat(num[:0], x, 'g', -1, 64)
+			m.add(len(num))
+		case int:
+			num = strconv.AppendInt(num[:0], int64(x), 10)
+			m.add(len(num))
+		case int64:
+			num = strconv.AppendInt(num[:0], x, 10)
+			m.add(len(num))
+		case map[string]any:
+			m.enter(e.depth + 1)
+			m.add(len(x) + 1) // braces and commas
+			for k, v := range x {
+				m.add(len(k) + 3)
+				stack = append(stack, measured{v, e.depth + 1})
+			}
+		case []any:
+			m.enter(e.depth + 1)
+			m.add(len(x) + 1)
+			for _, v := range x {
+				stack = append(stack, measured{v, e.depth + 1})
+			}
+		case json.RawMessage:
+			m.raw(x, e.depth)
+		default:
+			// Other Go values (structs, typed maps and slices) as they
+			// would be sent.
+			data, err := json.Marshal(x)
+			if err != nil {
+				continue // decoding the arguments reports it
+			}
+			m.raw(data, e.depth)
+		}
+	}
+}
+
+func (m *measure) raw(data []byte, depth int) {
+	limit := 0
+	if m.maxDepth > 0 {
+		// At least 1, so that the scan stops once past the limit.
+		limit = max(m.maxDepth-depth, 1)
+	}
+	m.enter(depth + rawDepth(data, limit))
+	m.add(len(data))
+}
+
+func (m *measure) enter(depth int) {
+	m.depth = max(m.depth, depth)
+	if m.maxDepth > 0 && depth > m.maxDepth {
+		m.over = true
+	}
+}
+
+func (m *measure) add(n int) {
+	m.size += n
+	if m.maxBytes > 0 && m.size > m.maxBytes {
+		m.over = true
+	}
+}
+
+// byteSize writes n bytes for a person: 1 MiB, 16 KiB, 300 bytes.
+func byteSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KiB"
+	}
+	return strconv.Itoa(n) + " bytes"
+}

@@ -1,0 +1,294 @@
+package conduit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A server's notifications reach conduit one at a time: the SDK hands each
+// to its handler and queues the ones read meanwhile, without bound. A
+// handler that waits for the user's callback (a slow Progress, Logging or
+// slog handler) would let a flooding server fill that queue, and even
+// quick handlers fall behind a server that does nothing but notify, as
+// the SDK's dispatch of each costs more than its reading. So conduit's
+// handlers only put the notification in a bounded mailbox, whose own
+// goroutine calls the callback; and on the connections it can wrap (all
+// but Streamable HTTP's), conduit takes progress and log notifications
+// off the connection as the SDK reads them, before they reach the SDK's
+// queue. Over Streamable HTTP the SDK's queue is bounded only by how far
+// the server outpaces its dispatch.
+
+// The bounds of the mailboxes: per call with a Progress callback, and per
+// server for log messages. A single notification larger than the bytes
+// bound is still held, alone.
+const (
+	progressQueue      = 16
+	progressQueueBytes = 64 << 10
+	logQueue           = 256
+	logQueueBytes      = 1 << 20
+)
+
+// mailbox hands values to deliver, in order, on a goroutine it starts when
+// it has some and that ends when it is empty. It holds at most maxItems
+// values and about maxBytes of them, dropping the oldest to make room:
+// the newest progress and the latest log lines are the ones worth
+// keeping.
+type mailbox[T any] struct {
+	deliver            func(T)
+	maxItems, maxBytes int
+	// dropped, when set, is told how many values were dropped since it was
+	// last told, when the mailbox empties.
+	dropped func(n int)
+
+	mu      sync.Mutex
+	ring    []sized[T] // allocated on first use
+	head, n int
+	bytes   int
+	running bool
+	drops   int
+}
+
+type sized[T any] struct {
+	v    T
+	size int
+}
+
+// put queues v, of about size bytes.
+func (m *mailbox[T]) put(v T, size int) {
+	m.mu.Lock()
+	if m.ring == nil {
+		m.ring = make([]sized[T], m.maxItems)
+	}
+	for m.n > 0 && (m.n == len(m.ring) || m.bytes+size > m.maxBytes) {
+		m.bytes -= m.ring[m.head].size
+		m.ring[m.head] = sized[T]{}
+		m.head = (m.head + 1) % len(m.ring)
+		m.n--
+		m.drops++
+	}
+	m.ring[(m.head+m.n)%len(m.ring)] = sized[T]{v, size}
+	m.n++
+	m.bytes += size
+	start := !m.running
+	m.running = true
+	m.mu.Unlock()
+	if start {
+		go m.run()
+	}
+}
+
+func (m *mailbox[T]) run() {
+	for {
+		m.mu.Lock()
+		if m.n == 0 {
+			m.running = false
+			drops := m.drops
+			m.drops = 0
+			m.mu.Unlock()
+			if drops > 0 && m.dropped != nil {
+				m.dropped(drops)
+			}
+			return
+		}
+		e := m.ring[m.head]
+		m.ring[m.head] = sized[T]{}
+		m.head = (m.head + 1) % len(m.ring)
+		m.n--
+		m.bytes -= e.size
+		m.mu.Unlock()
+		m.deliver(e.v)
+	}
+}
+
+// newProgress is the mailbox of a call's progress notifications.
+func (c *core) newProgress(server string, call *Call, f func(*Call, Progress)) *mailbox[Progress] {
+	return &mailbox[Progress]{
+		deliver:  func(p Progress) { f(call, p) },
+		maxItems: progressQueue, maxBytes: progressQueueBytes,
+		dropped: func(n int) {
+			c.Logger.Debug("conduit: progress notifications dropped: the Progress callback was slower than the server", "server", server, "tool", call.Tool, "dropped", n)
+		},
+	}
+}
+
+func (c *core) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	if mb, ok := c.progress.Load(req.Params.ProgressToken); ok {
+		p := req.Params
+		mb.(*mailbox[Progress]).put(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}, len(p.Message)+32)
+	}
+}
+
+// logged is a server's log message on its way to f, or to the hub's
+// Logger when f is nil.
+type logged struct {
+	f   func(context.Context, *mcp.LoggingMessageRequest)
+	ctx context.Context
+	req *mcp.LoggingMessageRequest
+}
+
+func (cn *conn) newLogs() *mailbox[logged] {
+	return &mailbox[logged]{
+		deliver:  cn.deliverLog,
+		maxItems: logQueue, maxBytes: logQueueBytes,
+		dropped: func(n int) {
+			cn.core.Logger.Warn("conduit: server log messages dropped: their handler was slower than the server", "server", cn.srv.ID, "dropped", n)
+		},
+	}
+}
+
+func (cn *conn) deliverLog(l logged) {
+	if l.f != nil {
+		l.f(l.ctx, l.req)
+		return
+	}
+	cn.core.Logger.Debug("conduit: server log", "server", cn.srv.ID, "level", l.req.Params.Level, "logger", l.req.Params.Logger)
+}
+
+// logSize is about the bytes a log message holds.
+func logSize(p *mcp.LoggingMessageParams) int {
+	m := measure{maxBytes: logQueueBytes}
+	m.value(p.Data, 0)
+	return m.size + len(p.Logger) + len(p.Level) + 32
+}
+
+// notesTransport takes progress and log notifications off the connections
+// of its Transport, handing them to conduit's handlers as they are read.
+type notesTransport struct {
+	mcp.Transport
+	cn *conn
+}
+
+func (t notesTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil || !plainConn(c) {
+		return c, err
+	}
+	return &notesConn{Connection: c, cn: t.cn}, nil
+}
+
+// plainConn reports whether c is one of the SDK's client connections that
+// have no methods beyond mcp.Connection's, which a wrapper would hide: the
+// stdio, in-memory and IO transports' and legacy SSE's (Streamable HTTP's
+// is told of the session's state by an unexported method).
+// TestNotesConnTypes fails if the SDK renames them.
+func plainConn(c mcp.Connection) bool {
+	switch fmt.Sprintf("%T", c) {
+	case "*mcp.ioConn", "*mcp.sseClientConn":
+		return true
+	}
+	return false
+}
+
+type notesConn struct {
+	mcp.Connection
+	cn *conn
+
+	mu    sync.Mutex
+	calls map[jsonrpc.ID]struct{} // tools/call requests not answered yet
+}
+
+// codeResultTooLarge is the code of the error that stands in for a
+// tools/call result whose JSON text is over Limits.MaxResultBytes, refused
+// before it is decoded. Its Data is resultTooLargeData.
+const (
+	codeResultTooLarge = -32099
+	resultTooLargeData = `"conduit: result over the limit"`
+)
+
+// Write notes the ids of tools/call requests, whose results Read bounds.
+func (c *notesConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	r, ok := msg.(*jsonrpc.Request)
+	if !ok || c.cn.core.limits.resultBytes == 0 {
+		return c.Connection.Write(ctx, msg)
+	}
+	switch {
+	case r.IsCall() && r.Method == methodCallTool:
+		c.mu.Lock()
+		if c.calls == nil {
+			c.calls = map[jsonrpc.ID]struct{}{}
+		}
+		c.calls[r.ID] = struct{}{}
+		c.mu.Unlock()
+	case !r.IsCall() && r.Method == "notifications/cancelled":
+		// A canceled request may never be answered.
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(r.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				c.mu.Lock()
+				delete(c.calls, id)
+				c.mu.Unlock()
+			}
+		}
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+// bounded returns the error response that stands in for resp when resp is
+// a tools/call result whose JSON text is over the limit: JSON decoded into
+// Go values can take many times its size.
+func (c *notesConn) bounded(resp *jsonrpc.Response) jsonrpc.Message {
+	c.mu.Lock()
+	_, call := c.calls[resp.ID]
+	delete(c.calls, resp.ID)
+	c.mu.Unlock()
+	limit := c.cn.core.limits.resultBytes
+	if !call || limit == 0 || len(resp.Result) <= limit {
+		return resp
+	}
+	return &jsonrpc.Response{ID: resp.ID, Error: &jsonrpc.Error{
+		Code:    codeResultTooLarge,
+		Message: "is larger than the limit of " + byteSize(limit),
+		Data:    json.RawMessage(resultTooLargeData),
+	}}
+}
+
+const (
+	methodProgress   = "notifications/progress"
+	methodLogMessage = "notifications/message"
+)
+
+// Read returns the next message that is not a progress or log
+// notification, handling those on the way, as the SDK would (a malformed
+// one is dropped), and stands in for a result that is over the limit.
+func (c *notesConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return msg, err
+		}
+		if resp, ok := msg.(*jsonrpc.Response); ok {
+			return c.bounded(resp), nil
+		}
+		r, ok := msg.(*jsonrpc.Request)
+		if !ok || r.IsCall() || (r.Method != methodProgress && r.Method != methodLogMessage) {
+			return msg, nil
+		}
+		c.notified(ctx, r)
+	}
+}
+
+func (c *notesConn) notified(ctx context.Context, r *jsonrpc.Request) {
+	sess, _ := c.cn.current()
+	switch r.Method {
+	case methodProgress:
+		var p mcp.ProgressNotificationParams
+		if json.Unmarshal(r.Params, &p) == nil {
+			c.cn.core.onProgress(ctx, &mcp.ProgressNotificationClientRequest{Session: sess, Params: &p})
+		}
+	case methodLogMessage:
+		var p mcp.LoggingMessageParams
+		if json.Unmarshal(r.Params, &p) == nil {
+			c.cn.onLog(ctx, &mcp.LoggingMessageRequest{Session: sess, Params: &p})
+		}
+	}
+}
