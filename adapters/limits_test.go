@@ -94,8 +94,8 @@ func TestMaxToolCalls(t *testing.T) {
 						}
 						continue
 					}
-					if !errors.Is(err, toolcall.ErrTooManyCalls) {
-						t.Errorf("call %d: error %v, want ErrTooManyCalls", i, err)
+					if !errors.Is(err, toolcall.ErrTooManyCalls) || !errors.Is(err, conduit.ErrLimit) {
+						t.Errorf("call %d: error %v, want ErrTooManyCalls and ErrLimit", i, err)
 					}
 					want := fmt.Sprintf("The call to lab__echo was not made: the response has %d tool calls, over the limit of %d in one response", tt.calls, tt.wantSent)
 					if !strings.Contains(txt, want) {
