@@ -72,7 +72,8 @@ type CallOptions struct {
 	// the call's. While it is slower than the server, at most 16 wait and
 	// the oldest are dropped, so a flooding server costs bounded memory.
 	// Notifications that arrive after the result are dropped; those that
-	// arrived before it may be delivered just after the call returns.
+	// arrived before it are delivered before the call returns, unless the
+	// callback takes more than 2s to catch up (then just after).
 	Progress func(*Call, Progress)
 	// Halt, when closed, stops the call before it is sent: it is answered
 	// with a KindHalted error. The adapters close it when an approver halts

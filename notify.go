@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,6 +51,7 @@ type mailbox[T any] struct {
 	head, n int
 	bytes   int
 	running bool
+	idle    chan struct{} // closed when the running goroutine ends
 	drops   int
 }
 
@@ -75,7 +77,9 @@ func (m *mailbox[T]) put(v T, size int) {
 	m.n++
 	m.bytes += size
 	start := !m.running
-	m.running = true
+	if start {
+		m.running, m.idle = true, make(chan struct{})
+	}
 	m.mu.Unlock()
 	if start {
 		go m.run()
@@ -89,6 +93,8 @@ func (m *mailbox[T]) run() {
 			m.running = false
 			drops := m.drops
 			m.drops = 0
+			close(m.idle)
+			m.idle = nil
 			m.mu.Unlock()
 			if drops > 0 && m.dropped != nil {
 				m.dropped(drops)
@@ -104,6 +110,28 @@ func (m *mailbox[T]) run() {
 		m.deliver(e.v)
 	}
 }
+
+// flush waits until everything put so far has been delivered, for at most
+// d or until ctx ends.
+func (m *mailbox[T]) flush(ctx context.Context, d time.Duration) {
+	m.mu.Lock()
+	idle := m.idle
+	m.mu.Unlock()
+	if idle == nil {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// progressFlush bounds how long a call's answer waits for its Progress
+// callback to be given the notifications that came before the result.
+const progressFlush = 2 * time.Second
 
 // newProgress is the mailbox of a call's progress notifications.
 func (c *core) newProgress(server string, call *Call, f func(*Call, Progress)) *mailbox[Progress] {

@@ -50,9 +50,16 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions, req *Reques
 	if o.Progress != nil {
 		token := "conduit-" + strconv.FormatUint(c.tokens.Add(1), 10)
 		// Notifications that arrive after the result are dropped; those
-		// already in the mailbox are still delivered.
-		c.progress.Store(token, c.newProgress(call.Server, call, o.Progress))
-		defer c.progress.Delete(token)
+		// already in the mailbox are delivered before the call returns
+		// (a gateway forwards them, and a client ignores progress of a
+		// request already answered), unless the callback is slower than
+		// progressFlush.
+		mb := c.newProgress(call.Server, call, o.Progress)
+		c.progress.Store(token, mb)
+		defer func() {
+			c.progress.Delete(token)
+			mb.flush(ctx, progressFlush)
+		}()
 		params.SetProgressToken(token)
 	}
 	timeout := o.Timeout
