@@ -30,7 +30,7 @@ var (
 	flagCalls    = flag.Int("soak.calls", 2000, "calls the callers make (at least: the run goes on until every planned fault is injected)")
 	flagCallers  = flag.Int("soak.callers", 16, "concurrent callers")
 	flagServers  = flag.Int("soak.servers", 3, "server-everything children over stdio")
-	flagKills    = flag.Int("soak.kills", 0, "servers killed with SIGKILL (0: one per 1,000 calls, at least 3)")
+	flagKills    = flag.Int("soak.kills", 0, "servers killed with SIGKILL, one at a time (0: one per 2,500 calls, at least 3)")
 	flagStalls   = flag.Int("soak.stalls", 0, "servers stalled with SIGSTOP (0: one per 10,000 calls, at least 1)")
 	flagStallFor = flag.Duration("soak.stall", 6*time.Second, "how long a stalled server stays stopped before SIGCONT")
 	flagHostile  = flag.Int("soak.hostile", 0, "hostile responses (0: one per 250 calls, at least two of each kind)")
@@ -97,10 +97,13 @@ type soak struct {
 	injDone chan struct{} // closed: every planned fault is injected
 	seq     atomic.Int64  // for unique ids
 
-	mu       sync.Mutex
-	expected map[string]int // answers due per call id
-	answered map[string]int // answers given per call id
-	pipeline map[string]int // the pipeline's CallDone events per call id
+	mu sync.Mutex
+	// answers counts, per call id, the answers due and those given. It
+	// holds every id of the run, so it is small: two counters.
+	answers map[string]tally
+	// pipeline counts the pipeline's CallDone events per call id, until
+	// the call's response is checked.
+	pipeline map[string]int
 	okEcho   map[string]bool
 	outcomes map[string]int // "result" or the error's kind
 	problems map[string][]string
@@ -110,8 +113,15 @@ type soak struct {
 	faults   map[string]int
 	turns    int
 	unread   int // hostile responses refused as unreadable
-	ups      int
-	downs    map[string]int // sessions lost, by why
+	// notOffered counts the allowed calls to a tool the tool set left
+	// out (its server was down when it was listed); offered, the tools of
+	// each conversation.
+	notOffered int
+	offered    []int
+	ups        int
+	downs      map[string]int // sessions lost, by why
+	downAt     map[string]time.Time
+	recon      []time.Duration // from a server's loss to its next session
 
 	stalled atomic.Int64 // the pid under SIGSTOP, 0 when none
 	samples []sample
@@ -155,7 +165,15 @@ func (s *soak) trace() *conduit.Trace {
 			}
 			s.mu.Unlock()
 		},
-		ServerUp: func(conduit.ServerUpInfo) { s.mu.Lock(); s.ups++; s.mu.Unlock() },
+		ServerUp: func(i conduit.ServerUpInfo) {
+			s.mu.Lock()
+			s.ups++
+			if at, ok := s.downAt[i.Server]; ok {
+				s.recon = append(s.recon, time.Since(at))
+				delete(s.downAt, i.Server)
+			}
+			s.mu.Unlock()
+		},
 		ServerDown: func(i conduit.ServerDownInfo) {
 			why := "?"
 			if i.Err != nil {
@@ -166,6 +184,9 @@ func (s *soak) trace() *conduit.Trace {
 			}
 			s.mu.Lock()
 			s.downs[why]++
+			if _, ok := s.downAt[i.Server]; !ok {
+				s.downAt[i.Server] = time.Now()
+			}
 			s.mu.Unlock()
 		},
 	}
@@ -213,9 +234,9 @@ func TestSoak(t *testing.T) {
 	s := &soak{
 		t: t, servers: ids, budget: int64(max(*flagCalls, 1)), recDir: recDir,
 		stop: make(chan struct{}), injDone: make(chan struct{}),
-		expected: map[string]int{}, answered: map[string]int{}, pipeline: map[string]int{},
+		answers: map[string]tally{}, pipeline: map[string]int{},
 		okEcho: map[string]bool{}, outcomes: map[string]int{}, problems: map[string][]string{},
-		nprob: map[string]int{}, faults: map[string]int{}, downs: map[string]int{},
+		nprob: map[string]int{}, faults: map[string]int{}, downs: map[string]int{}, downAt: map[string]time.Time{},
 	}
 	ctx := context.Background()
 	startCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
@@ -330,13 +351,13 @@ func TestSoak(t *testing.T) {
 			s.problemLocked("answer without request", "echo %s was answered with a result no server was asked for", id)
 		}
 	}
-	for id, n := range s.expected {
-		if got := s.answered[id]; got > n {
-			s.problemLocked("answered twice", "%s: %d answers, %d due", id, got, n)
+	for id, n := range s.answers {
+		if n.got > n.due {
+			s.problemLocked("answered twice", "%s: %d answers, %d due", id, n.got, n.due)
 		}
 	}
 	for id, n := range s.pipeline {
-		if n > max(s.expected[id], 1) {
+		if n > max(int(s.answers[id].due), 1) {
 			s.problemLocked("answered twice", "%s: %d CallDone events in the pipeline", id, n)
 		}
 	}
@@ -465,14 +486,21 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 	for i, c := range calls {
 		raws[i] = c.raw()
 	}
-	// A server down when the tool set was listed left its tools out: calls
-	// to them are unknown, and must be answered so.
+	// A server down when the tool set was listed left its tools out, and a
+	// listing for a principal leaves out the tools the policy denies
+	// outright (get-env): calls to them are unknown, and must be answered
+	// so.
 	offered := ts
 	if conv != nil {
 		offered = conv.Listing().ToolSet
 	}
 	for i := range calls {
 		if _, ok := offered.Lookup(calls[i].name); !ok {
+			if !calls[i].rejected && !calls[i].denied {
+				s.mu.Lock()
+				s.notOffered++
+				s.mu.Unlock()
+			}
 			calls[i].rejected = true
 			calls[i].kinds = []conduit.ErrorKind{conduit.KindUnknownTool}
 		}
@@ -531,8 +559,9 @@ func (s *soak) check(p adapters.Provider, calls []planned, exec *adapters.Execut
 	s.turns++
 	s.turnLat = append(s.turnLat, elapsed)
 	for _, c := range calls {
-		s.expected[c.id]++
+		s.due(c.id)
 	}
+	defer s.pipelineOnce(calls)
 	if err != nil || exec == nil {
 		s.problemLocked("answer lost", "%s: a response of %d calls was answered with %v", p, len(calls), err)
 		return
@@ -541,7 +570,7 @@ func (s *soak) check(p adapters.Provider, calls []planned, exec *adapters.Execut
 		s.problemLocked("answer lost", "%s: %d calls, %d results, %d errors, %d answers", p, len(calls), len(exec.Results), len(exec.Errors), len(ids))
 	}
 	for _, id := range ids {
-		s.answered[id]++
+		s.got(id)
 	}
 	for i, c := range calls {
 		if i >= len(exec.Results) || i >= len(exec.Errors) || i >= len(ids) || exec.Results[i] == nil {
@@ -583,6 +612,23 @@ func (s *soak) check(p adapters.Provider, calls []planned, exec *adapters.Execut
 		if c.kinds != nil && !slices.Contains(c.kinds, ce.Kind) {
 			s.problemLocked("wrong error", "%s: call %s (%s) answered %v (%s), want one of %v", p, c.id, c.name, ce.Kind, ce.Message, c.kinds)
 		}
+	}
+}
+
+// tally is the answers due to a call id and those given.
+type tally struct{ due, got uint32 }
+
+func (s *soak) due(id string) { n := s.answers[id]; n.due++; s.answers[id] = n }
+func (s *soak) got(id string) { n := s.answers[id]; n.got++; s.answers[id] = n }
+
+// pipelineOnce checks that the pipeline ended each of calls at most as
+// often as it was due, and forgets them. s.mu is held.
+func (s *soak) pipelineOnce(calls []planned) {
+	for _, c := range calls {
+		if n, due := s.pipeline[c.id], int(s.answers[c.id].due); n > due {
+			s.problemLocked("answered twice", "%s: %d CallDone events in the pipeline, %d due", c.id, n, due)
+		}
+		delete(s.pipeline, c.id)
 	}
 }
 
@@ -667,6 +713,9 @@ func (s *soak) caller(ctx context.Context, n int, rng *rand.Rand) {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
+		s.mu.Lock()
+		s.offered = append(s.offered, conv.Listing().ToolSet.Len())
+		s.mu.Unlock()
 		history := []any{w.Prompt("soak")}
 		for range 3 + rng.IntN(8) {
 			ncalls := 1 + rng.IntN(4)
@@ -747,8 +796,9 @@ func (s *soak) directDenied(ctx context.Context, rng *rand.Rand) {
 	res, err := s.hub.CallTool(ctx, name, map[string]any{}, &conduit.CallOptions{ID: id})
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.expected[id]++
-	s.answered[id]++
+	s.due(id)
+	s.got(id)
+	s.pipelineOnce([]planned{{id: id}})
 	switch {
 	case err == nil:
 		s.problemLocked("denied answered", "hub.CallTool(%s) = %v", name, res)
