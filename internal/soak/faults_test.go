@@ -432,7 +432,7 @@ func (rec *records) line(server string, line []byte, last bool, known map[string
 			rec.rejected = append(rec.rejected, fmt.Sprintf("%s received echo %.80q", server, m))
 		default:
 			if f := strings.Fields(m); len(f) > 0 {
-				rec.echoes[f[0]] = true
+				rec.echoes[strings.Clone(f[0])] = true
 			}
 		}
 	}
@@ -592,17 +592,15 @@ func (s *soak) summary(in summaryInput) string {
 		peak = max(peak, sm.hwm)
 	}
 	row("peak RSS (VmHWM)", "%s", mib(peak))
-	var first, mid uint64
+	var first uint64
 	if len(s.samples) > 0 {
 		first = s.samples[0].live
 	}
-	for _, sm := range s.samples {
-		if sm.live > 0 && sm.progress >= 0.5 {
-			mid = sm.live
-			break
-		}
-	}
-	row("heap in use after GC: start / middle / end", "%s / %s / %s", mib(first), mib(mid), mib(in.heapEnd))
+	s.mu.Unlock()
+	q2, _ := s.liveAt(0.25, 0.5)
+	q4, _ := s.liveAt(0.75, 10)
+	s.mu.Lock()
+	row("heap in use after GC: start / least in the 2nd quarter / least in the last quarter / end", "%s / %s / %s / %s", mib(first), mib(q2), mib(q4), mib(in.heapEnd))
 	p50, p99, top = percentiles(s.callLat)
 	row("latency per call in the pipeline: p50 / p99 / max", "%v / %v / %v (%d calls)", p50.Round(time.Microsecond), p99.Round(time.Microsecond), top.Round(time.Millisecond), len(s.callLat))
 	p50, p99, top = percentiles(s.turnLat)

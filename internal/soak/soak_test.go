@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ var (
 	flagTimeout  = flag.Duration("soak.timeout", 5*time.Minute, "fail when the callers are not done by then (a hang)")
 	flagSummary  = flag.String("soak.summary", "", "file the summary table is written to")
 	flagSeed     = flag.Uint64("soak.seed", 0, "random seed (0: from the clock; the seed is logged)")
+	flagHeapProf = flag.String("soak.heapprofile", "", "file a heap profile is written to at the end of the run, before Close")
 )
 
 // Bounds of the hub under test. RequestTimeout is below the stall, so a
@@ -319,6 +321,12 @@ func TestSoak(t *testing.T) {
 	<-memStopped
 	s.sampleNow(true)
 	heapEnd := s.samples[len(s.samples)-1].live
+	if *flagHeapProf != "" {
+		if f, err := os.Create(*flagHeapProf); err == nil {
+			pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
 
 	// Close, and what is left.
 	startedPIDs := recordedPIDs(recDir)
@@ -592,7 +600,7 @@ func (s *soak) check(p adapters.Provider, calls []planned, exec *adapters.Execut
 				if texts[i] != "Echo: "+c.echo {
 					s.problemLocked("wrong answer", "%s: echo %s answered %.200q", p, c.id, texts[i])
 				} else {
-					s.okEcho[strings.Fields(c.echo)[0]] = true
+					s.okEcho[strings.Clone(strings.Fields(c.echo)[0])] = true // not a slice of a MiB message
 				}
 			case c.sum != nil:
 				want := fmt.Sprintf("The sum of %v and %v is %v.", c.sum[0], c.sum[1], c.sum[0]+c.sum[1])
