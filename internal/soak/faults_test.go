@@ -603,8 +603,10 @@ func (s *soak) summary(in summaryInput) string {
 	row("heap in use after GC: start / least in the 2nd quarter / least in the last quarter / end", "%s / %s / %s / %s", mib(first), mib(q2), mib(q4), mib(in.heapEnd))
 	p50, p99, top = percentiles(s.callLat)
 	row("latency per call in the pipeline: p50 / p99 / max", "%v / %v / %v (%d calls)", p50.Round(time.Microsecond), p99.Round(time.Microsecond), top.Round(time.Millisecond), len(s.callLat))
+	row("the slowest call", "%v, %.160s", s.slowest.took.Round(time.Millisecond), strings.ReplaceAll(s.slowest.what, "|", "/"))
 	p50, p99, top = percentiles(s.turnLat)
 	row("latency per response, all its answers: p50 / p99 / max", "%v / %v / %v", p50.Round(time.Microsecond), p99.Round(time.Microsecond), top.Round(time.Millisecond))
+	row("the slowest response", "%v, %s", s.slowestTurn.took.Round(time.Millisecond), s.slowestTurn.what)
 	return b.String()
 }
 

@@ -112,9 +112,14 @@ type soak struct {
 	nprob    map[string]int
 	callLat  []time.Duration // per call in the pipeline (CallDone.Elapsed)
 	turnLat  []time.Duration // per response, from Execute to its answers
-	faults   map[string]int
-	turns    int
-	unread   int // hostile responses refused as unreadable
+	// slowest are the slowest call and response, and what they were.
+	slowest, slowestTurn struct {
+		took time.Duration
+		what string
+	}
+	faults map[string]int
+	turns  int
+	unread int // hostile responses refused as unreadable
 	// notOffered counts the allowed calls to a tool the tool set left
 	// out (its server was down when it was listed); offered, the tools of
 	// each conversation.
@@ -162,6 +167,9 @@ func (s *soak) trace() *conduit.Trace {
 		CallDone: func(i conduit.CallDoneInfo) {
 			s.mu.Lock()
 			s.callLat = append(s.callLat, i.Elapsed)
+			if i.Elapsed > s.slowest.took {
+				s.slowest.took, s.slowest.what = i.Elapsed, fmt.Sprintf("%s: %v", i.Call.Exposed, i.Err)
+			}
 			if i.Call != nil && i.Call.ID != "" {
 				s.pipeline[i.Call.ID]++
 			}
@@ -566,6 +574,9 @@ func (s *soak) check(p adapters.Provider, calls []planned, exec *adapters.Execut
 	defer s.mu.Unlock()
 	s.turns++
 	s.turnLat = append(s.turnLat, elapsed)
+	if elapsed > s.slowestTurn.took {
+		s.slowestTurn.took, s.slowestTurn.what = elapsed, fmt.Sprintf("%s, %d calls", p, len(calls))
+	}
 	for _, c := range calls {
 		s.due(c.id)
 	}
