@@ -540,7 +540,8 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 	if conv != nil {
 		exec, err = conv.Execute(ctx, response)
 	} else {
-		exec, err = adapters.ExecuteToolCalls(ctx, s.hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: ts}})
+		// Many calls at once, as a loop that runs a big response would.
+		exec, err = adapters.ExecuteToolCalls(ctx, s.hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: ts}, MaxConcurrency: 16})
 	}
 	return exec, err, time.Since(start)
 }
