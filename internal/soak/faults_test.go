@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -570,10 +571,10 @@ func (s *soak) summary(in summaryInput) string {
 	row("sessions lost / established", "%d / %d", downs, s.ups)
 	p50, p99, top := percentiles(s.recon)
 	row("time from a session lost to the next: p50 / p99 / max", "%v / %v / %v", p50.Round(time.Millisecond), p99.Round(time.Millisecond), top.Round(time.Millisecond))
-	for _, why := range slices.Sorted(mapsKeys(s.downs)) {
+	for _, why := range slices.Sorted(maps.Keys(s.downs)) {
 		row("sessions lost: "+strings.ReplaceAll(why, "|", "/"), "%d", s.downs[why])
 	}
-	for _, k := range slices.Sorted(mapsKeys(s.outcomes)) {
+	for _, k := range slices.Sorted(maps.Keys(s.outcomes)) {
 		row("answers: "+k, "%d", s.outcomes[k])
 	}
 	row("answers lost (goal 0)", "%d", s.nprob["answer lost"])
@@ -612,7 +613,7 @@ func (s *soak) summary(in summaryInput) string {
 
 func perServer(m map[string]int) string {
 	var parts []string
-	for _, k := range slices.Sorted(mapsKeys(m)) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")

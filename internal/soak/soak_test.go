@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -398,7 +399,7 @@ func TestSoak(t *testing.T) {
 	}
 
 	// The invariants.
-	for _, what := range slices.Sorted(mapsKeys(s.nprob)) {
+	for _, what := range slices.Sorted(maps.Keys(s.nprob)) {
 		t.Errorf("%s: %d times; first:\n\t%s", what, s.nprob[what], strings.Join(s.problems[what], "\n\t"))
 	}
 	if len(leakedG) > 0 {
@@ -455,16 +456,6 @@ func waitFor(d time.Duration, f func() []string) []string {
 			return out
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func mapsKeys[M ~map[K]V, K comparable, V any](m M) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 
