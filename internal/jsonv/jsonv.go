@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 )
 
 // Decode turns a provider response, given as []byte, json.RawMessage, a
@@ -62,6 +63,11 @@ func Decode(response any) (map[string]any, error) {
 	}
 	if m == nil {
 		return nil, fmt.Errorf("the response is not a JSON object")
+	}
+	// A body is one JSON value: one with more after it ("{...}}", two
+	// objects) is not run in part.
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("the response is not a JSON object: data after the top-level object")
 	}
 	return m, nil
 }

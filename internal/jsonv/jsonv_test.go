@@ -35,7 +35,8 @@ func TestDecode(t *testing.T) {
 		}
 	}
 	var nilRaw *json.RawMessage
-	for _, in := range []any{nil, nilRaw, []byte("null"), []byte("[1]"), []byte("{"), "", make(chan int)} {
+	for _, in := range []any{nil, nilRaw, []byte("null"), []byte("[1]"), []byte("{"), "", make(chan int),
+		[]byte(`{"a":1}}`), []byte(`{"a":1} {"a":2}`), []byte(`{"a":1} x`), `{"a":1}]`} {
 		if _, err := Decode(in); err == nil {
 			t.Errorf("%T %v: no error", in, in)
 		}
