@@ -272,24 +272,36 @@ func (s *soak) hostileTurn(ctx context.Context, kind string, rng *rand.Rand) {
 		c.args = nil
 		calls = append(calls, c, echo(srv+"__echo"))
 	case "deep nesting":
-		nested := echo(srv + "__echo")
+		// Past conduit.DefaultMaxArgDepth: refused before the policy, with
+		// nothing sent, and the calls beside them unharmed.
+		nested := rejected(srv+"__echo", nil, conduit.KindLimit)
 		nested.args.(map[string]any)["nest"] = deep(5000, "x")
 		calls = append(calls,
 			nested,
-			rejected(srv+"__echo", map[string]any{"message": deep(5000, "x")}, conduit.KindInvalidArguments),
+			rejected(srv+"__echo", map[string]any{"message": deep(5000, "x")}, conduit.KindLimit),
 			echo(srv+"__echo"),
 		)
 	case "huge arguments":
+		// Half of conduit.DefaultMaxArgBytes is sent; 4 MiB is refused.
 		big := echo(srv + "__echo")
-		big.echo += " " + strings.Repeat("x", 1<<20)
+		big.echo += " " + strings.Repeat("x", 512<<10)
 		big.args = map[string]any{"message": big.echo}
-		id := s.id("h")
 		calls = append(calls, big,
-			planned{id: id, name: srv + "__get-sum", args: map[string]any{"a": 1.0, "b": 2.0, "pad": strings.Repeat("y", 4<<20)}, sum: []float64{1, 2}},
+			rejected(srv+"__get-sum", map[string]any{"a": 1.0, "b": 2.0, "pad": strings.Repeat("y", 4<<20)}, conduit.KindLimit),
 			echo(srv+"__echo"))
 	case "thousands of calls":
 		for i := range max(*flagMany, 1) {
 			sv := s.servers[i%len(s.servers)]
+			if i >= adapters.DefaultMaxToolCalls {
+				// Past the limit of calls in one response: answered, never
+				// sent, whatever they name.
+				c := rejected(sv+"__echo", nil, conduit.KindLimit)
+				if i%10 == 1 {
+					c.name = fmt.Sprintf("tool_%d", i)
+				}
+				calls = append(calls, c)
+				continue
+			}
 			switch i % 10 {
 			case 0, 5:
 				calls = append(calls, echo(sv+"__echo"))

@@ -509,7 +509,11 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 				s.mu.Unlock()
 			}
 			calls[i].rejected = true
-			calls[i].kinds = []conduit.ErrorKind{conduit.KindUnknownTool}
+			if i < adapters.DefaultMaxToolCalls {
+				// Past the limit of calls a response, a call is answered
+				// KindLimit before its name is looked at.
+				calls[i].kinds = []conduit.ErrorKind{conduit.KindUnknownTool}
+			}
 		}
 	}
 	body, err := json.Marshal(p.Wire().Response("", raws...))
