@@ -492,7 +492,7 @@ func TestUnusableSessionIsDropped(t *testing.T) {
 	_, err := h.CallTool(context.Background(), "s__t", nil, nil)
 	wantKind(t, err, KindUnavailable)
 	eventually(t, 10*time.Second, func() bool { return ev.count("down s") == 1 }, "s dropped")
-	if st := h.Status()[0]; st.State != StateDown || !strings.Contains(st.Err.Error(), "dropped after a failed request") {
+	if st := h.Status()[0]; st.State != StateDown || !strings.Contains(st.Err.Error(), "dropped: a request failed") {
 		t.Fatalf("%+v", st)
 	}
 }
