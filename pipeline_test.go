@@ -450,10 +450,14 @@ func TestHalt(t *testing.T) {
 func TestProgressAndMeta(t *testing.T) {
 	srv := newTestServer(t, "s")
 	got := make(chan Progress, 10)
-	var token any
+	tokens := make(chan any, 2) // each call's progress token, as the handler saw it
 	srv.AddTool(&mcp.Tool{Name: "long", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			token = req.Params.GetProgressToken()
+			token := req.Params.GetProgressToken()
+			tokens <- token
+			if token == nil {
+				return textResult("no progress"), nil
+			}
 			for i := 1; i <= 3; i++ {
 				err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3, Message: fmt.Sprintf("step %d", i)})
 				if err != nil {
@@ -462,11 +466,9 @@ func TestProgressAndMeta(t *testing.T) {
 			}
 			// Wait until the client has seen them: notifications are
 			// handled apart from the response, which could overtake them.
-			if token != nil {
-				deadline := time.Now().Add(5 * time.Second)
-				for len(got) < 3 && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond)
-				}
+			deadline := time.Now().Add(30 * time.Second)
+			for len(got) < 3 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
 			}
 			return textResult("done"), nil
 		})
@@ -478,7 +480,7 @@ func TestProgressAndMeta(t *testing.T) {
 	if err != nil || resultText(res) != "done" {
 		t.Fatalf("res = %v, err = %v", res, err)
 	}
-	if s, ok := token.(string); !ok || !strings.HasPrefix(s, "conduit-") {
+	if token, _ := (<-tokens).(string); !strings.HasPrefix(token, "conduit-") {
 		t.Fatalf("progress token %#v", token)
 	}
 	close(got)
@@ -499,9 +501,11 @@ func TestProgressAndMeta(t *testing.T) {
 	// A call without Progress sends no token, and the caller's Meta map is
 	// not changed by the SDK's own keys.
 	m := mcp.Meta{"k": "v"}
-	token = nil
-	h.CallTool(context.Background(), "s__long", nil, &CallOptions{Meta: m, Timeout: 20 * time.Millisecond})
-	if token != nil || len(m) != 1 {
+	res, err = h.CallTool(context.Background(), "s__long", nil, &CallOptions{Meta: m})
+	if err != nil || resultText(res) != "no progress" {
+		t.Fatalf("res = %v, err = %v", res, err)
+	}
+	if token := <-tokens; token != nil || len(m) != 1 {
 		t.Fatalf("token = %v, meta = %v", token, m)
 	}
 }
