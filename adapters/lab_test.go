@@ -83,13 +83,13 @@ type lab struct {
 	countStarted          atomic.Int64
 	// requests counts every tools/call request that reached the server,
 	// whether or not it names one of its tools.
-	requests    atomic.Int64
-	cancelled   chan string // tools whose handler saw its context end
+	requests  atomic.Int64
+	cancelled chan string // tools whose handler saw its context end
 	// progressSeen is sent to by a test whose client has seen the
 	// progress tool's notifications, which the tool waits for.
 	progressSeen chan struct{}
-	release     chan struct{}
-	releaseOnce sync.Once
+	release      chan struct{}
+	releaseOnce  sync.Once
 }
 
 type toolDef struct {
