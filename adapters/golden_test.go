@@ -425,6 +425,11 @@ func TestGoldenMedia(t *testing.T) {
 					t.Errorf("%s: %v", mediaTools[i], e)
 				}
 			}
+			// The link tool's file:///reports/q3.pdf is answered as a
+			// link: the answers are made when the calls have returned.
+			if n := l.reads.Load(); n != 0 {
+				t.Errorf("a resource link was fetched %d times", n)
+			}
 			out.Response = response
 			golden(t, p, "media.golden.json", out)
 		})

@@ -83,7 +83,10 @@ type lab struct {
 	countStarted          atomic.Int64
 	// requests counts every tools/call request that reached the server,
 	// whether or not it names one of its tools.
-	requests  atomic.Int64
+	requests atomic.Int64
+	// reads counts resources/read requests: a resource link must never be
+	// fetched.
+	reads     atomic.Int64
 	cancelled chan string // tools whose handler saw its context end
 	// progressSeen is sent to by a test whose client has seen the
 	// progress tool's notifications, which the tool waits for.
@@ -260,8 +263,11 @@ func newLab() *lab {
 	}
 	l.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/call" {
+			switch method {
+			case "tools/call":
 				l.requests.Add(1)
+			case "resources/read":
+				l.reads.Add(1)
 			}
 			return next(ctx, method, req)
 		}
