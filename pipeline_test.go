@@ -883,16 +883,26 @@ func TestInlineHooks(t *testing.T) {
 		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
 			Hooks: []Hook{{
 				Name: "slow", Inline: true,
-				Before: func(context.Context, *Call) error {
-					time.Sleep(200 * time.Millisecond)
+				// It returns only past the call's deadline.
+				Before: func(ctx context.Context, _ *Call) error {
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Minute):
+					}
 					returned.Store(true)
 					return nil
 				},
 			}},
 		}})
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		// Listed beforehand, so that the deadline finds the call in its
+		// hook, however slowly the machine lists.
+		ts, err := h.ListTools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
-		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		_, err = h.CallTool(ctx, "s__t", nil, &CallOptions{ToolSet: ts})
 		wantKind(t, err, KindTimeout)
 		if !returned.Load() {
 			t.Fatal("the call was answered before its inline hook returned")
@@ -907,9 +917,15 @@ func TestInlineHooks(t *testing.T) {
 				{Name: "stuck", Before: func(context.Context, *Call) error { <-release; return nil }},
 			},
 		}})
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		// Listed beforehand: a deadline that came during the listing would
+		// be answered as a timeout of the listing, not of the hook.
+		ts, err := h.ListTools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
-		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		_, err = h.CallTool(ctx, "s__t", nil, &CallOptions{ToolSet: ts})
 		if e := wantKind(t, err, KindTimeout); !strings.Contains(e.Message, "hook stuck") {
 			t.Fatalf("%q", e.Message)
 		}
