@@ -561,9 +561,15 @@ func TestTimeoutAndCancel(t *testing.T) {
 		waitCanceled(t, canceled)
 	})
 	t.Run("caller deadline", func(t *testing.T) {
-		dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		// Listed beforehand: the deadline must find the call at the
+		// server, however slowly the machine lists.
+		ts, err := h.ListTools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		_, err := h.CallTool(dctx, "s__hang", nil, nil)
+		_, err = h.CallTool(dctx, "s__hang", nil, &CallOptions{ToolSet: ts})
 		wantKind(t, err, KindTimeout)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatal(err)
@@ -624,11 +630,21 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
 	release := make(chan struct{})
 	defer close(release)
+	// sleepy lasts far longer than the bounds below.
 	sleepy := func(ctx context.Context) {
 		select {
 		case <-release:
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 		}
+	}
+	// Each hub's tools are listed beforehand, so that the deadline finds
+	// the call in the callback, however slowly the machine lists.
+	listed := func(t *testing.T, h *Hub) *CallOptions {
+		ts, err := h.ListTools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &CallOptions{ToolSet: ts}
 	}
 	for _, tt := range []struct {
 		name string
@@ -644,13 +660,14 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: tt.opts})
-			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+			o := listed(t, h)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			start := time.Now()
-			_, err := h.CallTool(ctx, "s__t", nil, nil)
+			_, err := h.CallTool(ctx, "s__t", nil, o)
 			elapsed := time.Since(start)
 			e := wantKind(t, err, KindTimeout)
-			if elapsed > 2*time.Second {
+			if elapsed > 20*time.Second {
 				t.Fatalf("answered after %v", elapsed)
 			}
 			if !strings.Contains(e.Message, "waiting for "+tt.who) || !errors.Is(err, context.DeadlineExceeded) {
@@ -662,14 +679,16 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 		for _, limit := range []struct {
 			name      string
 			call, hub time.Duration
-		}{{"CallOptions", 150 * time.Millisecond, 0}, {"Options", 0, 150 * time.Millisecond}} {
+		}{{"CallOptions", time.Second, 0}, {"Options", 0, time.Second}} {
 			t.Run(tt.name+"/"+limit.name, func(t *testing.T) {
 				o := tt.opts
 				o.CallTimeout = limit.hub
 				h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: o})
-				_, err := h.CallTool(context.Background(), "s__t", nil, &CallOptions{CallTimeout: limit.call})
+				co := listed(t, h)
+				co.CallTimeout = limit.call
+				_, err := h.CallTool(context.Background(), "s__t", nil, co)
 				e := wantKind(t, err, KindTimeout)
-				want := "The call to s__t timed out after 150ms, waiting for " + tt.who + "."
+				want := "The call to s__t timed out after 1s, waiting for " + tt.who + "."
 				if e.Message != want || !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("%q, want %q", e.Message, want)
 				}
@@ -827,9 +846,15 @@ func TestLateHookSendsNothing(t *testing.T) {
 			return nil
 		}}},
 	}})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	// Listed beforehand: the deadline must find the call in its hook,
+	// which would otherwise never run, and returned never close.
+	ts, err := h.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	_, err := h.CallTool(ctx, "s__t", map[string]any{"a": 1}, nil)
+	_, err = h.CallTool(ctx, "s__t", map[string]any{"a": 1}, &CallOptions{ToolSet: ts})
 	wantKind(t, err, KindTimeout)
 	c := traced.Load()
 	if c == nil || c.Args["a"] != 1 {
