@@ -111,10 +111,17 @@ func answered(err error) bool {
 	return rpcErr != nil && rpcErr.Code != jsonrpc.CodeInvalidRequest
 }
 
+// minPingWait is the least time a keepalive ping is given to be answered,
+// however short the interval: a live server slow to answer on a loaded
+// machine is not dropped. A dead one refuses the connection at once.
+const minPingWait = 10 * time.Second
+
 // pings pings sess whenever it has been idle for cn.keepAlive, until stop
-// is closed, and drops it when a ping goes unanswered for as long.
+// is closed, and drops it when a ping goes unanswered for as long (at
+// least minPingWait).
 func (cn *conn) pings(ctx context.Context, sess *mcp.ClientSession, stop <-chan struct{}) {
 	every := cn.keepAlive
+	wait := max(every, minPingWait)
 	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
@@ -129,14 +136,14 @@ func (cn *conn) pings(ctx context.Context, sess *mcp.ClientSession, stop <-chan 
 			t.Reset(every - idle)
 			continue
 		}
-		pctx, cancel := context.WithTimeout(ctx, every)
+		pctx, cancel := context.WithTimeout(ctx, wait)
 		err := sess.Ping(pctx, nil)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
 		if !answered(err) {
-			cn.drop(sess, fmt.Errorf("no answer to a keepalive ping within %v: %w", every, err))
+			cn.drop(sess, fmt.Errorf("a keepalive ping failed: %w", err))
 			return
 		}
 		t.Reset(every)

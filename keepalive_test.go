@@ -187,6 +187,40 @@ func TestKeepAliveHealthyServerStaysUp(t *testing.T) {
 	}
 }
 
+// TestKeepAliveStalledServer: a server that takes a ping but never
+// answers it is down once the ping's wait is over.
+func TestKeepAliveStalledServer(t *testing.T) {
+	t.Parallel()
+	stall := make(chan struct{})
+	defer close(stall)
+	var stalled atomic.Bool
+	inner := liveServers[1].handler(liveServer(t, []string{"2025-11-25"}))
+	web := newKillableHTTP(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && stalled.Load() {
+			body, _ := io.ReadAll(r.Body)
+			if bytes.Contains(body, []byte(`"method":"ping"`)) {
+				<-stall
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	ev := &events{}
+	h := newHub(t, []Server{{ID: "web", URL: web.URL}}, &HubOptions{Options: Options{
+		KeepAlive: 200 * time.Millisecond, Reconnect: Backoff{Disabled: true}, Trace: ev.trace(),
+	}})
+	stalled.Store(true)
+	start := time.Now()
+	eventually(t, minPingWait+30*time.Second, func() bool { return ev.count("down web") == 1 }, "web down")
+	if d := time.Since(start); d < minPingWait {
+		t.Errorf("down after %v: a ping is given %v", d, minPingWait)
+	}
+	if st := statusOf(h, "web"); st.State != StateDown || !strings.Contains(st.Err.Error(), "keepalive ping") {
+		t.Fatalf("status %+v", st)
+	}
+}
+
 // TestKeepAliveDefaults: servers reached by URL are pinged unless told
 // not to; children and other transports only when asked.
 func TestKeepAliveDefaults(t *testing.T) {

@@ -55,11 +55,12 @@ type Options struct {
 	// Reconnect configures reconnection after a server is lost.
 	Reconnect Backoff
 	// KeepAlive is how long a session may go without an answer from its
-	// server before conduit pings it. A server that does not answer the
-	// ping within KeepAlive is down, as after any lost session: its tools
-	// leave the listings and it is reconnected. Zero: DefaultKeepAlive for
-	// servers reached by URL, and no pings to the others (a child that
-	// exits is noticed when its pipes close); negative: no pings.
+	// server before conduit pings it. A server that fails the ping, or
+	// does not answer it within KeepAlive (and at least 10s), is down, as
+	// after any lost session: its tools leave the listings and it is
+	// reconnected. Zero: DefaultKeepAlive for servers reached by URL, and
+	// no pings to the others (a child that exits is noticed when its
+	// pipes close); negative: no pings.
 	KeepAlive time.Duration
 
 	// Elicitation, when set, answers servers' elicitation requests and
