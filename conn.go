@@ -101,8 +101,10 @@ func (cn *conn) heardMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // answered reports whether err, a request's error, is the server's
 // answer: a JSON-RPC error, except the one the SDK's reader makes of a line
-// of stdout that is not a message. A server on protocol 2026-07-28 answers
-// a ping so, as a method it no longer has; it is still there.
+// of stdout that is not a message. A stateless server on protocol
+// 2026-07-28 refuses the SDK's ping so (it lacks the per-request _meta that
+// protocol asks for), and a server of that protocol may refuse ping as a
+// method it no longer has: either is still there.
 func answered(err error) bool {
 	if err == nil {
 		return true

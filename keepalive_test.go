@@ -3,6 +3,8 @@ package conduit
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -55,8 +58,9 @@ func newKillableHTTP(t *testing.T, h http.Handler) *killableHTTP {
 func (k *killableHTTP) kill() { k.once.Do(func() { k.srv.Close() }) }
 
 // liveServers are the HTTP servers the keepalive tests run against: both
-// protocols (a 2026-07-28 server answers a ping as a method it no longer
-// has) and the legacy SSE transport.
+// protocols (a stateless server speaks 2026-07-28, and refuses the SDK's
+// ping with a JSON-RPC error: an answer all the same) and the legacy SSE
+// transport.
 var liveServers = []struct {
 	name     string
 	versions []string
@@ -260,5 +264,31 @@ func TestKeepAliveSkipsBusySession(t *testing.T) {
 	}
 	if n := pc.pings.Load(); n != 0 {
 		t.Fatalf("%d pings to a busy session", n)
+	}
+}
+
+// TestAnswered: a JSON-RPC error is the server's answer (a stateless
+// server on protocol 2026-07-28 refuses a ping with one), a transport's
+// failure is not.
+func TestAnswered(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, true},
+		{jsonRPCError(jsonrpc.CodeMethodNotFound, `"ping" is not supported in the new protocol`), true},
+		{fmt.Errorf("calling %q: %w", "ping", jsonRPCError(-32000, "busy")), true},
+		// As the SDK reports a stateless server's HTTP 400 to a ping.
+		{errors.Join(jsonRPCError(jsonrpc.CodeInvalidParams, `missing or invalid _meta field "io.modelcontextprotocol/protocolVersion"`), jsonRPCError(codeRejected, "Bad Request")), true},
+		{jsonRPCError(jsonrpc.CodeInvalidRequest, "not a message"), false}, // the SDK's reader, of garbage on stdout
+		{jsonRPCError(codeRejected, "rejected"), false},
+		{io.EOF, false},
+		{mcp.ErrConnectionClosed, false},
+		{context.DeadlineExceeded, false},
+		{errors.New(`Post "http://127.0.0.1:1": connection refused`), false},
+	} {
+		if got := answered(tt.err); got != tt.want {
+			t.Errorf("answered(%v) = %v", tt.err, got)
+		}
 	}
 }
