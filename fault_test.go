@@ -275,7 +275,7 @@ func TestFaultToolListChanges(t *testing.T) {
 		if id != "s" {
 			t.Fatal(id)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no notifications/tools/list_changed")
 	}
 	ts2, err := h.ListTools(ctx)

@@ -550,7 +550,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("server ctx err = %v", err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("the server never saw notifications/cancelled")
 		}
 	})
@@ -592,7 +592,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatal(err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("the server never saw notifications/cancelled")
 		}
 	})
@@ -809,7 +809,7 @@ func TestCloseWithCallInFlight(t *testing.T) {
 	go func() { h.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Close waits for a call that never ends")
 	}
 	e := wantKind(t, <-errc, KindUnavailable)
@@ -825,7 +825,7 @@ func waitCanceled(t *testing.T, canceled <-chan error) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("server ctx err = %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the server never saw notifications/cancelled")
 	}
 }
