@@ -253,17 +253,23 @@ func TestKeepAliveSkipsBusySession(t *testing.T) {
 	t.Parallel()
 	pc := &pingCounter{next: liveServers[0].handler(liveServer(t, nil))}
 	web := newKillableHTTP(t, pc)
-	// An interval no loaded machine takes between two calls.
-	h := newHub(t, []Server{{ID: "web", URL: web.URL}}, &HubOptions{Options: Options{KeepAlive: 3 * time.Second}})
-	deadline := time.Now().Add(4 * time.Second)
-	for time.Now().Before(deadline) {
+	const every = 3 * time.Second
+	h := newHub(t, []Server{{ID: "web", URL: web.URL}}, &HubOptions{Options: Options{KeepAlive: every}})
+	last := time.Now()
+	var gap time.Duration // the longest time without an answer
+	for deadline := last.Add(every + time.Second); time.Now().Before(deadline); {
 		if _, err := h.CallTool(context.Background(), "web__fetch", nil, nil); err != nil {
 			t.Fatal(err)
 		}
+		gap, last = max(gap, time.Since(last)), time.Now()
 		time.Sleep(20 * time.Millisecond)
 	}
 	if n := pc.pings.Load(); n != 0 {
-		t.Fatalf("%d pings to a busy session", n)
+		if gap >= every {
+			// A machine that stalled for an interval let the session idle.
+			t.Skipf("%d pings after a %v gap between answers", n, gap)
+		}
+		t.Fatalf("%d pings to a session that was never idle for more than %v", n, gap)
 	}
 }
 
