@@ -38,8 +38,8 @@ type conn struct {
 	changes  uint64 // list_changed notifications seen
 	gen      uint64 // bumped whenever tools or session change
 	// dropped is why the current session was dropped after a failed call
-	// showed it unusable although the SDK had not noticed (an HTTP server
-	// gone away).
+	// or keepalive ping showed it unusable although the SDK had not
+	// noticed (an HTTP server gone away).
 	dropped error
 
 	listMu sync.Mutex // one tools/list in flight per server
@@ -47,6 +47,9 @@ type conn struct {
 	calls calls            // requests in flight, to route what the server sends
 	feats features         // prompts and resources (features.go)
 	logs  *mailbox[logged] // log messages on their way (notify.go)
+
+	keepAlive time.Duration // the ping interval while idle; 0: none
+	heard     atomic.Int64  // when the server last answered, in UnixNano
 }
 
 func newConn(c *core, srv Server) *conn {
@@ -67,7 +70,88 @@ func newConn(c *core, srv Server) *conn {
 	if c.Handlers != nil {
 		cn.client.AddReceivingMiddleware(cn.requestsMiddleware)
 	}
+	if cn.keepAlive = keepAliveOf(c.KeepAlive, srv); cn.keepAlive > 0 {
+		cn.client.AddSendingMiddleware(cn.heardMiddleware)
+	}
 	return cn
+}
+
+// keepAliveOf is the ping interval of srv's sessions given
+// Options.KeepAlive d; 0 for none.
+func keepAliveOf(d time.Duration, srv Server) time.Duration {
+	switch {
+	case d > 0:
+		return d
+	case d == 0 && srv.URL != "":
+		return DefaultKeepAlive
+	}
+	return 0
+}
+
+// heardMiddleware notes when the server answers a request, so that only a
+// session idle for a keepalive interval is pinged.
+func (cn *conn) heardMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		// A notification has no answer: its nil result proves nothing.
+		if (err == nil && res != nil) || (err != nil && answered(err)) {
+			cn.heard.Store(time.Now().UnixNano())
+		}
+		return res, err
+	}
+}
+
+// answered reports whether err, a request's error, is the server's
+// answer: a JSON-RPC error, except the one the SDK's reader makes of a line
+// of stdout that is not a message. A stateless server on protocol
+// 2026-07-28 refuses the SDK's ping so (it lacks the per-request _meta that
+// protocol asks for), and a server of that protocol may refuse ping as a
+// method it no longer has: either is still there.
+func answered(err error) bool {
+	if err == nil {
+		return true
+	}
+	rpcErr, _ := wireErrors(err)
+	return rpcErr != nil && rpcErr.Code != jsonrpc.CodeInvalidRequest
+}
+
+// minPingWait is the least time a keepalive ping is given to be answered,
+// however short the interval: a live server slow to answer on a loaded
+// machine is not dropped. A dead one refuses the connection at once.
+const minPingWait = 10 * time.Second
+
+// pings pings sess whenever it has been idle for cn.keepAlive, until stop
+// is closed, and drops it when a ping goes unanswered for as long (at
+// least minPingWait).
+func (cn *conn) pings(ctx context.Context, sess *mcp.ClientSession, stop <-chan struct{}) {
+	every := cn.keepAlive
+	wait := max(every, minPingWait)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if idle := time.Since(time.Unix(0, cn.heard.Load())); idle < every {
+			t.Reset(every - idle)
+			continue
+		}
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		err := sess.Ping(pctx, nil)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		if !answered(err) {
+			cn.drop(sess, fmt.Errorf("a keepalive ping failed: %w", err))
+			return
+		}
+		t.Reset(every)
+	}
 }
 
 func (cn *conn) toolsChanged(req *mcp.ToolListChangedRequest) {
@@ -102,7 +186,14 @@ func (cn *conn) run(ctx context.Context) {
 		}
 		if err == nil {
 			delay = lo
+			stopPings := func() {}
+			if cn.keepAlive > 0 {
+				stop, done := make(chan struct{}), make(chan struct{})
+				go func() { defer close(done); cn.pings(ctx, sess, stop) }()
+				stopPings = func() { close(stop); <-done }
+			}
 			werr := cn.await(sess)
+			stopPings()
 			// Close even a session that ended on its own: the SDK keeps a
 			// goroutine per subscriptions/listen stream until Close.
 			sess.Close()
@@ -143,11 +234,11 @@ func (cn *conn) await(sess *mcp.ClientSession) error {
 	case dropped != nil && err != nil:
 		// Closing a dropped session may end it with an error of its own,
 		// which can say more (a child's exit status): both are told.
-		return fmt.Errorf("the session was dropped after a failed request: %w (it ended with: %w)", dropped, err)
+		return fmt.Errorf("the session was dropped: %w (it ended with: %w)", dropped, err)
 	case err != nil:
 		return err
 	case dropped != nil:
-		return fmt.Errorf("the session was dropped after a failed request: %w", dropped)
+		return fmt.Errorf("the session was dropped: %w", dropped)
 	}
 	return errors.New("the session was closed by the server")
 }
@@ -198,6 +289,7 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	cn.tools, cn.stale, cn.listed, cn.dropped = nil, true, false, nil
 	cn.gen++
 	cn.mu.Unlock()
+	cn.heard.Store(time.Now().UnixNano())
 	if t := cn.core.Trace; t != nil && t.ServerUp != nil {
 		t.ServerUp(ServerUpInfo{Server: cn.srv.ID})
 	}

@@ -127,7 +127,9 @@ func testEverything(t *testing.T, srv Server) {
 	}
 
 	var progress atomic.Int64
-	res = call("trigger-long-running-operation", map[string]any{"duration": 1, "steps": 3}, &CallOptions{
+	// Steps a second apart: a notification handled after the result is
+	// dropped, and the last goes with the result.
+	res = call("trigger-long-running-operation", map[string]any{"duration": 3, "steps": 3}, &CallOptions{
 		Progress: func(_ *Call, p Progress) {
 			progress.Add(1)
 			if p.Total != 3 {

@@ -122,7 +122,9 @@ func TestCallLocalGoverned(t *testing.T) {
 func TestCallLocalFailures(t *testing.T) {
 	ctx := context.Background()
 	srv := newTestServer(t, "gh").echoTools("get_issue")
-	cl := newClient(t, srv.server("gh"), &ClientOptions{Options: Options{CallTimeout: 200 * time.Millisecond}})
+	// The time limit is every case's: the one that ignores its context
+	// reaches it, and no other may.
+	cl := newClient(t, srv.server("gh"), &ClientOptions{Options: Options{CallTimeout: 2 * time.Second}})
 	def := &Tool{Tool: &mcp.Tool{Name: "lookup"}, Exposed: "lookup", Server: "local"}
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -149,7 +151,7 @@ func TestCallLocalFailures(t *testing.T) {
 			if k, _ := KindOf(err); k != tc.kind {
 				t.Errorf("%v, want kind %v", err, tc.kind)
 			}
-			if tc.kind == KindTimeout && time.Since(start) > 4*time.Second {
+			if tc.kind == KindTimeout && time.Since(start) > 30*time.Second {
 				t.Errorf("answered after %v: the call's time limit did not hold", time.Since(start))
 			}
 		})

@@ -13,6 +13,10 @@ import (
 // [Options.CallTimeout] is set.
 const DefaultCallTimeout = 5 * time.Minute
 
+// DefaultKeepAlive is how long a session with a server reached by URL may
+// be idle before it is pinged, when [Options.KeepAlive] is zero.
+const DefaultKeepAlive = 30 * time.Second
+
 // Options are what a [Hub] and a [Client] have alike: the governance of
 // every call and how sessions are kept. The zero value is valid (a hub
 // still needs a Policy).
@@ -53,6 +57,14 @@ type Options struct {
 	// Limits bound each call's arguments and result (see [Limits]); the
 	// zero value means their defaults.
 	Limits Limits
+	// KeepAlive is how long a session may go without an answer from its
+	// server before conduit pings it. A server that fails the ping, or
+	// does not answer it within KeepAlive (and at least 10s), is down, as
+	// after any lost session: its tools leave the listings and it is
+	// reconnected. Zero: DefaultKeepAlive for servers reached by URL, and
+	// no pings to the others (a child that exits is noticed when its
+	// pipes close); negative: no pings.
+	KeepAlive time.Duration
 
 	// Elicitation, when set, answers servers' elicitation requests and
 	// makes the hub advertise the elicitation capability. It is the same

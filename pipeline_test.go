@@ -450,10 +450,14 @@ func TestHalt(t *testing.T) {
 func TestProgressAndMeta(t *testing.T) {
 	srv := newTestServer(t, "s")
 	got := make(chan Progress, 10)
-	var token any
+	tokens := make(chan any, 2) // each call's progress token, as the handler saw it
 	srv.AddTool(&mcp.Tool{Name: "long", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			token = req.Params.GetProgressToken()
+			token := req.Params.GetProgressToken()
+			tokens <- token
+			if token == nil {
+				return textResult("no progress"), nil
+			}
 			for i := 1; i <= 3; i++ {
 				err := req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Total: 3, Message: fmt.Sprintf("step %d", i)})
 				if err != nil {
@@ -462,11 +466,9 @@ func TestProgressAndMeta(t *testing.T) {
 			}
 			// Wait until the client has seen them: notifications are
 			// handled apart from the response, which could overtake them.
-			if token != nil {
-				deadline := time.Now().Add(5 * time.Second)
-				for len(got) < 3 && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond)
-				}
+			deadline := time.Now().Add(30 * time.Second)
+			for len(got) < 3 && time.Now().Before(deadline) {
+				time.Sleep(time.Millisecond)
 			}
 			return textResult("done"), nil
 		})
@@ -478,7 +480,7 @@ func TestProgressAndMeta(t *testing.T) {
 	if err != nil || resultText(res) != "done" {
 		t.Fatalf("res = %v, err = %v", res, err)
 	}
-	if s, ok := token.(string); !ok || !strings.HasPrefix(s, "conduit-") {
+	if token, _ := (<-tokens).(string); !strings.HasPrefix(token, "conduit-") {
 		t.Fatalf("progress token %#v", token)
 	}
 	// Progress is delivered on a goroutine of its own: the channel is
@@ -505,9 +507,11 @@ func TestProgressAndMeta(t *testing.T) {
 	// A call without Progress sends no token, and the caller's Meta map is
 	// not changed by the SDK's own keys.
 	m := mcp.Meta{"k": "v"}
-	token = nil
-	h.CallTool(context.Background(), "s__long", nil, &CallOptions{Meta: m, Timeout: 20 * time.Millisecond})
-	if token != nil || len(m) != 1 {
+	res, err = h.CallTool(context.Background(), "s__long", nil, &CallOptions{Meta: m})
+	if err != nil || resultText(res) != "no progress" {
+		t.Fatalf("res = %v, err = %v", res, err)
+	}
+	if token := <-tokens; token != nil || len(m) != 1 {
 		t.Fatalf("token = %v, meta = %v", token, m)
 	}
 }
@@ -552,7 +556,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("server ctx err = %v", err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("the server never saw notifications/cancelled")
 		}
 	})
@@ -563,9 +567,15 @@ func TestTimeoutAndCancel(t *testing.T) {
 		waitCanceled(t, canceled)
 	})
 	t.Run("caller deadline", func(t *testing.T) {
-		dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		// Listed beforehand: the deadline must find the call at the
+		// server, however slowly the machine lists.
+		ts, err := h.ListTools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
-		_, err := h.CallTool(dctx, "s__hang", nil, nil)
+		_, err = h.CallTool(dctx, "s__hang", nil, &CallOptions{ToolSet: ts})
 		wantKind(t, err, KindTimeout)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatal(err)
@@ -588,7 +598,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatal(err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("the server never saw notifications/cancelled")
 		}
 	})
@@ -626,11 +636,21 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
 	release := make(chan struct{})
 	defer close(release)
+	// sleepy lasts far longer than the bounds below.
 	sleepy := func(ctx context.Context) {
 		select {
 		case <-release:
-		case <-time.After(10 * time.Second):
+		case <-time.After(time.Minute):
 		}
+	}
+	// Each hub's tools are listed beforehand, so that the deadline finds
+	// the call in the callback, however slowly the machine lists.
+	listed := func(t *testing.T, h *Hub) *CallOptions {
+		ts, err := h.ListTools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &CallOptions{ToolSet: ts}
 	}
 	for _, tt := range []struct {
 		name string
@@ -646,13 +666,14 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: tt.opts})
-			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+			o := listed(t, h)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
 			start := time.Now()
-			_, err := h.CallTool(ctx, "s__t", nil, nil)
+			_, err := h.CallTool(ctx, "s__t", nil, o)
 			elapsed := time.Since(start)
 			e := wantKind(t, err, KindTimeout)
-			if elapsed > 2*time.Second {
+			if elapsed > 20*time.Second {
 				t.Fatalf("answered after %v", elapsed)
 			}
 			if !strings.Contains(e.Message, "waiting for "+tt.who) || !errors.Is(err, context.DeadlineExceeded) {
@@ -664,14 +685,16 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 		for _, limit := range []struct {
 			name      string
 			call, hub time.Duration
-		}{{"CallOptions", 150 * time.Millisecond, 0}, {"Options", 0, 150 * time.Millisecond}} {
+		}{{"CallOptions", time.Second, 0}, {"Options", 0, time.Second}} {
 			t.Run(tt.name+"/"+limit.name, func(t *testing.T) {
 				o := tt.opts
 				o.CallTimeout = limit.hub
 				h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: o})
-				_, err := h.CallTool(context.Background(), "s__t", nil, &CallOptions{CallTimeout: limit.call})
+				co := listed(t, h)
+				co.CallTimeout = limit.call
+				_, err := h.CallTool(context.Background(), "s__t", nil, co)
 				e := wantKind(t, err, KindTimeout)
-				want := "The call to s__t timed out after 150ms, waiting for " + tt.who + "."
+				want := "The call to s__t timed out after 1s, waiting for " + tt.who + "."
 				if e.Message != want || !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("%q, want %q", e.Message, want)
 				}
@@ -792,7 +815,7 @@ func TestCloseWithCallInFlight(t *testing.T) {
 	go func() { h.Close(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Close waits for a call that never ends")
 	}
 	e := wantKind(t, <-errc, KindUnavailable)
@@ -808,7 +831,7 @@ func waitCanceled(t *testing.T, canceled <-chan error) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("server ctx err = %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("the server never saw notifications/cancelled")
 	}
 }
@@ -829,9 +852,15 @@ func TestLateHookSendsNothing(t *testing.T) {
 			return nil
 		}}},
 	}})
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	// Listed beforehand: the deadline must find the call in its hook,
+	// which would otherwise never run, and returned never close.
+	ts, err := h.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	_, err := h.CallTool(ctx, "s__t", map[string]any{"a": 1}, nil)
+	_, err = h.CallTool(ctx, "s__t", map[string]any{"a": 1}, &CallOptions{ToolSet: ts})
 	wantKind(t, err, KindTimeout)
 	c := traced.Load()
 	if c == nil || c.Args["a"] != 1 {
@@ -885,16 +914,26 @@ func TestInlineHooks(t *testing.T) {
 		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
 			Hooks: []Hook{{
 				Name: "slow", Inline: true,
-				Before: func(context.Context, *Call) error {
-					time.Sleep(200 * time.Millisecond)
+				// It returns only past the call's deadline.
+				Before: func(ctx context.Context, _ *Call) error {
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Minute):
+					}
 					returned.Store(true)
 					return nil
 				},
 			}},
 		}})
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		// Listed beforehand, so that the deadline finds the call in its
+		// hook, however slowly the machine lists.
+		ts, err := h.ListTools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
-		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		_, err = h.CallTool(ctx, "s__t", nil, &CallOptions{ToolSet: ts})
 		wantKind(t, err, KindTimeout)
 		if !returned.Load() {
 			t.Fatal("the call was answered before its inline hook returned")
@@ -909,9 +948,15 @@ func TestInlineHooks(t *testing.T) {
 				{Name: "stuck", Before: func(context.Context, *Call) error { <-release; return nil }},
 			},
 		}})
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		// Listed beforehand: a deadline that came during the listing would
+		// be answered as a timeout of the listing, not of the hook.
+		ts, err := h.ListTools(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
-		_, err := h.CallTool(ctx, "s__t", nil, nil)
+		_, err = h.CallTool(ctx, "s__t", nil, &CallOptions{ToolSet: ts})
 		if e := wantKind(t, err, KindTimeout); !strings.Contains(e.Message, "hook stuck") {
 			t.Fatalf("%q", e.Message)
 		}

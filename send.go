@@ -194,13 +194,13 @@ func (c *core) lost(ctx context.Context, cn *conn, sess *mcp.ClientSession, err 
 		defer cancel()
 		pctx, cancel2 := context.WithTimeout(pctx, probeTimeout)
 		defer cancel2()
-		gone = sess.Ping(pctx, nil) != nil
+		gone = !answered(sess.Ping(pctx, nil))
 	}
 	// An HTTP request can fail with EOF while the SDK keeps the session,
 	// so a session found gone is dropped here in any case; dropping one
 	// that is already ending is harmless.
 	if gone && ctx.Err() == nil && c.ctx.Err() == nil {
-		cn.drop(sess, err)
+		cn.drop(sess, fmt.Errorf("a request failed: %w", err))
 	}
 	return gone
 }

@@ -173,5 +173,6 @@ var errClosed = errors.New("conduit: closed")
 
 // terminateDuration is how long closing a stdio session waits for the child
 // to exit after its stdin is closed, before it is sent SIGTERM. Servers
-// close concurrently, so a hub's Close waits this long at most once.
-const terminateDuration = 2 * time.Second
+// close concurrently, so a hub's Close waits this long at most once. A
+// variable for tests.
+var terminateDuration = 2 * time.Second

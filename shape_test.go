@@ -52,7 +52,7 @@ func TestShapeForModel(t *testing.T) {
 			&mcp.TextContent{Text: "[audio: audio/aac, 1024 bytes]", Annotations: ann}},
 		{"midi", &mcp.AudioContent{MIMEType: "audio/midi", Data: []byte("MThd")}, &mcp.TextContent{Text: "[audio: audio/midi, 4 bytes]"}},
 		{"empty audio", &mcp.AudioContent{MIMEType: "audio/wav"}, &mcp.TextContent{Text: "[audio: audio/wav, 0 bytes]"}},
-		{"resource link is never fetched", link, nil},
+		{"resource link", link, nil}, // TestShapeOverTheWire: never fetched
 		{"embedded text resource", textRes, nil},
 		{"embedded png blob", &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///i.png", MIMEType: "image/png", Blob: pngBytes}}, nil},
 		{"embedded mislabelled blob", &mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///i", MIMEType: "image/png", Blob: gifBytes}},
@@ -130,13 +130,21 @@ func TestModelMediaTypes(t *testing.T) {
 	}
 }
 
+// TestShapeOverTheWire shapes a result as the server sent it. Its resource
+// link is left as it is and never fetched, though the server would answer
+// a read of it.
 func TestShapeOverTheWire(t *testing.T) {
 	srv := newTestServer(t, "s")
+	const linked = "https://example.com/never-fetched"
+	srv.AddResource(&mcp.Resource{URI: linked, Name: "x", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: linked, MIMEType: "text/plain", Text: "secret"}}}, nil
+		})
 	addTool(srv.Server, "media", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{
 			&mcp.ImageContent{MIMEType: "image/svg+xml", Data: make([]byte, 1024)},
 			&mcp.ImageContent{MIMEType: "image/png", Data: pngBytes},
-			&mcp.ResourceLink{URI: "https://example.com/never-fetched", Name: "x"},
+			&mcp.ResourceLink{URI: linked, Name: "x"},
 		}}, nil
 	})
 	cl := newClient(t, srv.server("s"), &ClientOptions{})
@@ -152,7 +160,7 @@ func TestShapeOverTheWire(t *testing.T) {
 	if ic, ok := res.Content[1].(*mcp.ImageContent); !ok || !bytes.Equal(ic.Data, pngBytes) {
 		t.Fatalf("content[1] = %#v", res.Content[1])
 	}
-	if _, ok := res.Content[2].(*mcp.ResourceLink); !ok {
+	if rl, ok := res.Content[2].(*mcp.ResourceLink); !ok || rl.URI != linked {
 		t.Fatalf("content[2] = %#v", res.Content[2])
 	}
 	raw, err := cl.CallTool(context.Background(), "media", nil, nil)
@@ -161,5 +169,13 @@ func TestShapeOverTheWire(t *testing.T) {
 	}
 	if _, ok := raw.Content[0].(*mcp.ImageContent); !ok {
 		t.Fatal("ShapeNone shaped")
+	}
+	// The requests of a call are over when it returns: a fetch would have
+	// reached the server by now.
+	if n := srv.method("resources/read"); n != 0 {
+		t.Fatalf("the resource link was fetched %d times", n)
+	}
+	if srv.method("tools/call") != 2 {
+		t.Fatalf("the server counted %d calls, want 2", srv.method("tools/call"))
 	}
 }

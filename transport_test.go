@@ -60,7 +60,9 @@ func TestHTTPTransports(t *testing.T) {
 			rt := &countingTransport{}
 			h := newHub(t, []Server{{ID: "web", URL: hs.URL, SSE: tt.sse, Headers: map[string]string{"Authorization": "Bearer secret"},
 				HTTPClient: &http.Client{Transport: rt}}}, &HubOptions{Options: Options{
-				ConnectTimeout: 300 * time.Millisecond,
+				// Seconds: a loaded machine can take a good part of one
+				// for the handshake.
+				ConnectTimeout: 3 * time.Second,
 			}})
 			defer h.Close() // before hs.Close, which waits for open streams
 			ctx := context.Background()
@@ -69,7 +71,7 @@ func TestHTTPTransports(t *testing.T) {
 			}
 			// Past the connect timeout, the session still works: the
 			// timeout's context must not be the session's.
-			time.Sleep(500 * time.Millisecond)
+			time.Sleep(3500 * time.Millisecond)
 			res, err := h.CallTool(ctx, "web__fetch", map[string]any{"u": 1}, nil)
 			if err != nil || !strings.HasPrefix(resultText(res), "fetch ") {
 				t.Fatalf("res = %q, err = %v", resultText(res), err)

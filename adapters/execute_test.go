@@ -78,7 +78,7 @@ func TestMaxConcurrency(t *testing.T) {
 			l.maxInflight.Store(0)
 			l.countStarted.Store(0)
 			listing := listFor(t, hub, p)
-			// Each call holds until 3 are in flight (or 2 s): the limit is
+			// Each call holds until 3 are in flight (or 30 s): the limit is
 			// reached, and never passed.
 			response := script(p, calls(8, "lab__count", func(int) any { return map[string]any{"hold": 3, "total": 8} })...)
 			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, MaxConcurrency: 3})
@@ -105,51 +105,116 @@ func TestMaxConcurrencyDefault(t *testing.T) {
 	}
 }
 
+// chainServer's tool "after" answers once the call named by its argument
+// "after" has finished, so that calls finish in the order the test
+// chooses; finished returns the order in which they did.
+func chainServer(t *testing.T) (conduit.Source, func() []string) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "chain", Version: "1"}, nil)
+	var mu sync.Mutex
+	var order []string
+	done := map[string]chan struct{}{}
+	doneOf := func(key string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if done[key] == nil {
+			done[key] = make(chan struct{})
+		}
+		return done[key]
+	}
+	srv.AddTool(&mcp.Tool{Name: "after", InputSchema: obj(map[string]any{"key": str, "after": str}, "key")},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct{ Key, After string }
+			if err := json.Unmarshal(req.Params.Arguments, &a); err != nil {
+				return nil, err
+			}
+			if a.After != "" {
+				select {
+				case <-doneOf(a.After):
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			mu.Lock()
+			order = append(order, a.Key)
+			mu.Unlock()
+			close(doneOf(a.Key))
+			return text("finished " + a.Key), nil
+		})
+	tr, _ := connect(t, srv)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "chain", Transport: tr}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl, func() []string { mu.Lock(); defer mu.Unlock(); return slices.Clone(order) }
+}
+
+// TestAnswersInModelOrder: calls that finish in the reverse of the
+// model's order (each waits for the next to finish) are still answered
+// in the model's order.
 func TestAnswersInModelOrder(t *testing.T) {
-	hub, l, _ := labHub(t, hubOpts{noGone: true})
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
-			l.mu.Lock()
-			l.finished = nil
-			l.mu.Unlock()
-			listing := listFor(t, hub, p)
-			// The first call takes longest: it completes last.
-			ms := []int{120, 60, 0}
-			response := script(p, calls(3, "lab__slow", func(i int) any { return map[string]any{"ms": ms[i]} })...)
-			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, MaxConcurrency: 3})
+			src, finished := chainServer(t)
+			listing := listFor(t, src, p)
+			const n = 4
+			keys := make([]string, n)
+			for i := range n {
+				keys[i] = fmt.Sprintf("k%d", i)
+			}
+			response := script(p, calls(n, "after", func(i int) any {
+				a := map[string]any{"key": keys[i]}
+				if i < n-1 {
+					a["after"] = keys[i+1]
+				}
+				return a
+			})...)
+			// A call that waits holds its worker: all must run at once. The
+			// time limit only ends the test if they do not.
+			exec := run(t, src, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: time.Minute}, MaxConcurrency: n})
+			reversed := slices.Clone(keys)
+			slices.Reverse(reversed)
+			if got := finished(); !slices.Equal(got, reversed) {
+				t.Fatalf("the calls finished in the order %v, want %v", got, reversed)
+			}
 			ids := answerIDs(p, exec.Results)
 			for i, res := range exec.Results {
+				if exec.Errors[i] != nil {
+					t.Errorf("call %d: %v", i, exec.Errors[i])
+				}
 				if got, want := ids[i], fmt.Sprintf("call_%d", i); got != want {
 					t.Errorf("result %d is keyed by %q, want %q", i, got, want)
 				}
-				if got, want := resultText(p, res), fmt.Sprintf("slept %dms", ms[i]); got != want {
+				if got, want := resultText(p, res), "finished "+keys[i]; got != want {
 					t.Errorf("result %d is %q, want %q", i, got, want)
 				}
-			}
-			if got := l.completed(); len(got) != 3 {
-				t.Errorf("completed %v", got)
 			}
 		})
 	}
 }
 
+// TestCallTimeout: a call that would last until the test ends is answered
+// at its CallTimeout, which the quick call beside it easily meets.
 func TestCallTimeout(t *testing.T) {
-	hub, l, _ := labHub(t, hubOpts{noGone: true})
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
+			hub, l, _ := labHub(t, hubOpts{noGone: true})
 			listing := listFor(t, hub, p)
 			response := script(p,
 				scripted{id: "call_sleep", name: "lab__sleep", args: map[string]any{}},
 				scripted{id: "call_echo", name: "lab__echo", args: map[string]any{"message": "quick"}})
 			start := time.Now()
-			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 150 * time.Millisecond}})
-			if el := time.Since(start); el > 2*time.Second {
+			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 5 * time.Second}})
+			if el := time.Since(start); el > time.Minute {
 				t.Errorf("took %v", el)
 			}
 			if !errors.Is(exec.Errors[0], conduit.ErrTimeout) || !errors.Is(exec.Errors[0], context.DeadlineExceeded) {
 				t.Errorf("sleep: %v, want a timeout", exec.Errors[0])
 			}
-			if got := resultText(p, exec.Results[0]); !strings.Contains(got, "lab__sleep timed out after 150ms") {
+			if got := resultText(p, exec.Results[0]); !strings.Contains(got, "lab__sleep timed out after 5s") {
 				t.Errorf("sleep answered %q", got)
 			}
 			if exec.Errors[1] != nil {
@@ -157,7 +222,7 @@ func TestCallTimeout(t *testing.T) {
 			}
 			select {
 			case <-l.cancelled:
-			case <-time.After(5 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Error("the server's handler context was not cancelled")
 			}
 		})
@@ -178,8 +243,9 @@ func TestCallTimeoutApproverIgnoresContext(t *testing.T) {
 			before := len(l.sent())
 			response := script(p, scripted{id: "call_deploy", name: "lab__deploy", args: map[string]any{}})
 			start := time.Now()
-			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 100 * time.Millisecond}})
-			if el := time.Since(start); el > time.Second {
+			// The approver is stuck until the test ends.
+			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond}})
+			if el := time.Since(start); el > time.Minute {
 				t.Errorf("took %v", el)
 			}
 			if !errors.Is(exec.Errors[0], conduit.ErrTimeout) {
@@ -210,11 +276,12 @@ func TestCallTimeoutSourceIgnoresContext(t *testing.T) {
 	listing := listFor(t, hub, adapters.OpenAIChat)
 	response := script(adapters.OpenAIChat, scripted{id: "call_1", name: "lab__echo", args: map[string]any{"message": "x"}})
 	start := time.Now()
-	exec := run(t, src, adapters.OpenAIChat, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 50 * time.Millisecond}})
-	if el := time.Since(start); el > time.Second {
+	// The source is stuck until the test ends.
+	exec := run(t, src, adapters.OpenAIChat, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond}})
+	if el := time.Since(start); el > time.Minute {
 		t.Errorf("took %v", el)
 	}
-	if got := exec.Results[0]["content"]; got != "Error: The call to lab__echo timed out after 50ms." {
+	if got := exec.Results[0]["content"]; got != "Error: The call to lab__echo timed out after 500ms." {
 		t.Errorf("answered %q", got)
 	}
 }
@@ -278,12 +345,26 @@ func TestDenyAndHalt(t *testing.T) {
 	}
 }
 
+// haltSource passes calls to a hub, telling of lab__sleep's Halt channel.
+type haltSource struct {
+	*conduit.Hub
+	halts chan (<-chan struct{})
+}
+
+func (s haltSource) CallTool(ctx context.Context, name string, args any, o *conduit.CallOptions) (*mcp.CallToolResult, error) {
+	if name == "lab__sleep" {
+		s.halts <- o.Halt
+	}
+	return s.Hub.CallTool(ctx, name, args, o)
+}
+
 // With concurrency, a call already under way when another halts the batch
-// completes; the calls still queued are answered without being sent.
+// completes; the calls still queued are answered without being sent. The
+// call under way lasts until the halt has landed.
 func TestDenyAndHaltConcurrent(t *testing.T) {
 	var inflight atomic.Pointer[atomic.Int64]
 	halter := func(ctx context.Context, r conduit.ApprovalRequest) conduit.Approval {
-		// Halt once the slow call is under way at the server.
+		// Halt once the sleeping call is under way at the server.
 		for inflight.Load().Load() == 0 && ctx.Err() == nil {
 			time.Sleep(time.Millisecond)
 		}
@@ -291,26 +372,41 @@ func TestDenyAndHaltConcurrent(t *testing.T) {
 	}
 	hub, l, _ := labHub(t, hubOpts{noGone: true, approver: halter})
 	inflight.Store(&l.inflight)
+	src := haltSource{hub, make(chan (<-chan struct{}), 1)}
+	testDone := make(chan struct{})
+	defer close(testDone)
+	go func() {
+		select {
+		case halt := <-src.halts:
+			select {
+			case <-halt:
+				l.releaseOnce.Do(func() { close(l.release) })
+			case <-testDone:
+			}
+		case <-testDone:
+		}
+	}()
 	p := adapters.OpenAIResponses
 	listing := listFor(t, hub, p)
 	response := script(p,
-		scripted{id: "call_slow", name: "lab__slow", args: map[string]any{"ms": 100}},
+		scripted{id: "call_sleep", name: "lab__sleep", args: map[string]any{}},
 		scripted{id: "call_deploy", name: "lab__deploy", args: map[string]any{}},
 		scripted{id: "call_a", name: "lab__echo", args: map[string]any{"message": "a"}},
 		scripted{id: "call_b", name: "lab__echo", args: map[string]any{"message": "b"}})
-	exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, MaxConcurrency: 2})
+	// Without a halt, the sleep would last the call's time limit.
+	exec := run(t, src, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: time.Minute}, MaxConcurrency: 2})
 	if !exec.Halted {
 		t.Error("not Halted")
 	}
-	if got := l.sent(); !slices.Equal(got, []string{"slow"}) {
-		t.Errorf("the server received %v, want [slow]", got)
+	if got := l.sent(); !slices.Equal(got, []string{"sleep"}) {
+		t.Errorf("the server received %v, want [sleep]", got)
 	}
 	for i, want := range []error{nil, conduit.ErrDenied, conduit.ErrHalted, conduit.ErrHalted} {
 		if got := exec.Errors[i]; (want == nil) != (got == nil) || (want != nil && !errors.Is(got, want)) {
 			t.Errorf("call %d: %v, want %v", i, got, want)
 		}
 	}
-	if got := exec.Results[0]["output"]; got != "slept 100ms" {
+	if got := exec.Results[0]["output"]; got != "released" {
 		t.Errorf("the call under way answered %v", got)
 	}
 }
@@ -324,7 +420,7 @@ func TestPipelineOptionsPassThrough(t *testing.T) {
 		mu.Unlock()
 		return nil
 	}}
-	hub, _, _ := labHub(t, hubOpts{noGone: true, hooks: []conduit.Hook{hook}})
+	hub, l, _ := labHub(t, hubOpts{noGone: true, hooks: []conduit.Hook{hook}})
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
 			mu.Lock()
@@ -337,8 +433,13 @@ func TestPipelineOptionsPassThrough(t *testing.T) {
 				scripted{id: "call_progress", name: "lab__progress", args: map[string]any{}},
 				scripted{id: "call_meta", name: "lab__meta", args: map[string]any{}})
 			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, Principal: "ada", Assigns: map[string]any{"tenant": "acme"}, Taint: []string{"mail"}, Timeout: 5 * time.Second, Meta: mcp.Meta{"trace": "t-1"}, Progress: func(c *conduit.Call, pr conduit.Progress) {
-				progress.Add(1)
 				progressCall.Store(c.Exposed + " " + c.ID)
+				if progress.Add(1) == 3 {
+					select {
+					case l.progressSeen <- struct{}{}:
+					default:
+					}
+				}
 			}}})
 			if got := resultText(p, exec.Results[1]); got != `{"trace":"t-1"}` {
 				t.Errorf("the server saw _meta %s", got)
@@ -741,12 +842,13 @@ func TestCallTimeoutHookAndRequestTimeout(t *testing.T) {
 	listing := listFor(t, hub, p)
 	before := len(l.sent())
 	start := time.Now()
+	// The hook is stuck until the test ends.
 	exec := run(t, hub, p, script(p, scripted{id: "h", name: "lab__text", args: map[string]any{}}),
-		&adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 100 * time.Millisecond}})
-	if el := time.Since(start); el > time.Second {
+		&adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond}})
+	if el := time.Since(start); el > time.Minute {
 		t.Errorf("took %v", el)
 	}
-	if !errors.Is(exec.Errors[0], conduit.ErrTimeout) || !strings.Contains(resultText(p, exec.Results[0]), "timed out after 100ms") {
+	if !errors.Is(exec.Errors[0], conduit.ErrTimeout) || !strings.Contains(resultText(p, exec.Results[0]), "timed out after 500ms") {
 		t.Errorf("hook: %v", exec.Errors[0])
 	}
 	if len(l.sent()) != before {
@@ -754,16 +856,16 @@ func TestCallTimeoutHookAndRequestTimeout(t *testing.T) {
 	}
 
 	exec = run(t, hub, p, script(p, scripted{id: "r", name: "lab__sleep", args: map[string]any{}}),
-		&adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, Timeout: 80 * time.Millisecond, CallTimeout: 10 * time.Second}})
+		&adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, Timeout: 500 * time.Millisecond, CallTimeout: time.Minute}})
 	if !errors.Is(exec.Errors[0], conduit.ErrTimeout) {
 		t.Fatalf("request timeout: %v", exec.Errors[0])
 	}
-	if got := resultText(p, exec.Results[0]); strings.Contains(got, "10s") {
+	if got := resultText(p, exec.Results[0]); strings.Contains(got, "1m0s") || !strings.Contains(got, "500ms") {
 		t.Errorf("the request timeout is reported as the call timeout: %q", got)
 	}
 	select {
 	case <-l.cancelled:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Error("the server's handler context was not cancelled")
 	}
 }

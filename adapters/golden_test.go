@@ -358,6 +358,7 @@ func resultsScript() []scripted {
 func TestGoldenResults(t *testing.T) {
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
+			t.Parallel()
 			hub, l, gone := labHub(t, hubOpts{})
 			listing, err := adapters.Tools(context.Background(), hub, p, nil)
 			if err != nil {
@@ -365,8 +366,10 @@ func TestGoldenResults(t *testing.T) {
 			}
 			takeDown(t, hub, gone)
 			response := script(p, resultsScript()...)
-			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 300 * time.Millisecond,
+			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 5 * time.Second,
 				// Web output is in the model's context: lab/secret is denied.
+				// The time limit is every call's: the sleep, which lasts
+				// until the test ends, reaches it, and no other may.
 				Taint: []string{"web"}}, NullPaths: listing.NullPaths}, l.sent)
 			out.Response = response
 			wantKinds := map[string]conduit.ErrorKind{
@@ -389,7 +392,7 @@ func TestGoldenResults(t *testing.T) {
 			}
 			select {
 			case <-l.cancelled:
-			case <-time.After(5 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Error("the timed-out call's handler context was never cancelled")
 			}
 			golden(t, p, "results.golden.json", out)
@@ -421,6 +424,11 @@ func TestGoldenMedia(t *testing.T) {
 				if e != nil {
 					t.Errorf("%s: %v", mediaTools[i], e)
 				}
+			}
+			// The link tool's file:///reports/q3.pdf is answered as a
+			// link: the answers are made when the calls have returned.
+			if n := l.reads.Load(); n != 0 {
+				t.Errorf("a resource link was fetched %d times", n)
 			}
 			out.Response = response
 			golden(t, p, "media.golden.json", out)

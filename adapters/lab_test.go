@@ -83,10 +83,16 @@ type lab struct {
 	countStarted          atomic.Int64
 	// requests counts every tools/call request that reached the server,
 	// whether or not it names one of its tools.
-	requests    atomic.Int64
-	cancelled   chan string // tools whose handler saw its context end
-	release     chan struct{}
-	releaseOnce sync.Once
+	requests atomic.Int64
+	// reads counts resources/read requests: a resource link must never be
+	// fetched.
+	reads     atomic.Int64
+	cancelled chan string // tools whose handler saw its context end
+	// progressSeen is sent to by a test whose client has seen the
+	// progress tool's notifications, which the tool waits for.
+	progressSeen chan struct{}
+	release      chan struct{}
+	releaseOnce  sync.Once
 }
 
 type toolDef struct {
@@ -131,10 +137,11 @@ func canon(v any) string {
 //	sleep: blocks until its context ends (or release), for timeouts
 //	slow: sleeps args.ms milliseconds, for completion order
 //	count: holds until args.hold calls are in flight, for concurrency
-//	progress: sends progress notifications
+//	progress: sends progress notifications, then waits for progressSeen
 //	meta: answers with the request's _meta
 func newLab() *lab {
-	l := &lab{args: map[string][]map[string]any{}, cancelled: make(chan string, 100), release: make(chan struct{})}
+	l := &lab{args: map[string][]map[string]any{}, cancelled: make(chan string, 100), release: make(chan struct{}),
+		progressSeen: make(chan struct{}, 1)}
 	l.srv = mcp.NewServer(&mcp.Implementation{Name: "lab", Version: "1.0.0"}, nil)
 	empty := obj(map[string]any{})
 	fixed := func(r *mcp.CallToolResult) func(context.Context, *mcp.CallToolRequest, map[string]any) *mcp.CallToolResult {
@@ -221,7 +228,8 @@ func newLab() *lab {
 				hold, _ := a["hold"].(float64)
 				total, _ := a["total"].(float64)
 				l.countStarted.Add(1)
-				deadline := time.Now().Add(2 * time.Second)
+				// The deadline only ends a test that went wrong.
+				deadline := time.Now().Add(30 * time.Second)
 				for l.inflight.Load() < int64(hold) && l.countStarted.Load() < int64(total) && time.Now().Before(deadline) && ctx.Err() == nil {
 					time.Sleep(time.Millisecond)
 				}
@@ -235,9 +243,12 @@ func newLab() *lab {
 						ProgressToken: tok, Progress: float64(i), Total: 3, Message: fmt.Sprintf("step %d", i)})
 				}
 			}
-			// The client may handle notifications after the result: give
-			// them time to land before the call returns.
-			time.Sleep(30 * time.Millisecond)
+			// The client may handle notifications after the result, and
+			// drop them then: wait until it says it has seen them.
+			select {
+			case <-l.progressSeen:
+			case <-ctx.Done():
+			}
 			return text("done")
 		}},
 		{"meta", "Answers with the request's _meta.", empty, func(_ context.Context, req *mcp.CallToolRequest, _ map[string]any) *mcp.CallToolResult {
@@ -252,8 +263,11 @@ func newLab() *lab {
 	}
 	l.srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/call" {
+			switch method {
+			case "tools/call":
 				l.requests.Add(1)
+			case "resources/read":
+				l.reads.Add(1)
 			}
 			return next(ctx, method, req)
 		}
@@ -411,7 +425,7 @@ func labHub(t testing.TB, o hubOpts) (*conduit.Hub, *lab, func()) {
 func takeDown(t testing.TB, hub *conduit.Hub, kill func()) {
 	t.Helper()
 	kill()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, st := range hub.Status() {
 			if st.ID == "gone" && st.State != conduit.StateUp {

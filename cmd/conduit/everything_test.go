@@ -44,18 +44,23 @@ func TestEverythingServersAndTools(t *testing.T) {
 
 func TestEverythingCall(t *testing.T) {
 	dir := everythingDir(t)
-	r := conduit(t, runOpts{dir: dir}, "call", "everything__echo", `{"message": "hi"}`)
+	// The servers start with each command: on a loaded machine, node and
+	// a race-built demo server may take more than the default 20s.
+	slow := []string{"--connect-timeout", "50s"}
+	r := conduit(t, runOpts{dir: dir}, append([]string{"call", "everything__echo", `{"message": "hi"}`}, slow...)...)
 	expect(t, r, 0)
 	if !strings.Contains(r.stdout, "Echo: hi") {
 		t.Errorf("echo: %s", r)
 	}
-	// Progress of a long-running call shows on stderr.
-	r = conduit(t, runOpts{dir: dir}, "call", "everything__trigger-long-running-operation", `{"duration": 1, "steps": 3}`)
+	// Progress of a long-running call shows on stderr. A notification
+	// handled after the result is dropped: the last step's goes with the
+	// result, the others come a second or more before it.
+	r = conduit(t, runOpts{dir: dir}, append([]string{"call", "everything__trigger-long-running-operation", `{"duration": 3, "steps": 3}`}, slow...)...)
 	expect(t, r, 0, "conduit: progress 1/3", "conduit: progress 2/3")
 	if !strings.Contains(r.stdout, "Long running operation completed") {
 		t.Errorf("long call: %s", r)
 	}
 	// The policy denies what it does not allow.
-	r = conduit(t, runOpts{dir: dir}, "call", "notes__search_notes", `{"query": "x"}`)
+	r = conduit(t, runOpts{dir: dir}, append([]string{"call", "notes__search_notes", `{"query": "x"}`}, slow...)...)
 	expect(t, r, 1, "(no rule allows it)")
 }
