@@ -4,37 +4,17 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // goroutines returns the stacks of all goroutines by id.
-func goroutines() map[int]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	out := map[int]string{}
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		head, _, _ := strings.Cut(g, " [")
-		id, err := strconv.Atoi(strings.TrimPrefix(head, "goroutine "))
-		if err == nil {
-			out[id] = g
-		}
-	}
-	return out
-}
+func goroutines() map[int]string { return testenv.Goroutines() }
 
 // TestNoGoroutineOutlivesClose works a hub over stdio children, an
 // in-memory server and a Streamable HTTP server, with a reconnection and a

@@ -6,37 +6,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/conduitmcp/conduit/internal/testenv"
 )
 
 // What the process holds, read from outside the code under test: the
 // runtime's goroutine dump and Linux's /proc.
 
 // goroutines returns the stacks of all goroutines by id.
-func goroutines() map[int]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	out := map[int]string{}
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		head, _, _ := strings.Cut(g, " [")
-		id, err := strconv.Atoi(strings.TrimPrefix(head, "goroutine "))
-		if err == nil {
-			out[id] = g
-		}
-	}
-	return out
-}
+func goroutines() map[int]string { return testenv.Goroutines() }
 
 // newGoroutines returns the stacks of the goroutines not in baseline.
 func newGoroutines(baseline map[int]string) []string {
