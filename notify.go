@@ -3,6 +3,7 @@ package conduit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -221,6 +222,76 @@ type notesConn struct {
 
 	mu    sync.Mutex
 	calls map[jsonrpc.ID]struct{} // tools/call requests not answered yet
+
+	// The connection's writes, made by one goroutine (see write).
+	writerOnce sync.Once
+	writes     chan writeReq
+	closeOnce  sync.Once
+	closed     chan struct{}
+}
+
+type writeReq struct {
+	ctx  context.Context
+	msg  jsonrpc.Message
+	done chan error
+}
+
+// Close ends the writer and closes the connection.
+func (c *notesConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closing()) })
+	return c.Connection.Close()
+}
+
+func (c *notesConn) closing() chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed == nil {
+		c.closed = make(chan struct{})
+	}
+	return c.closed
+}
+
+// write writes msg on the connection's writer goroutine, and returns when
+// it is written or when ctx ends. The SDK's stdio connection checks ctx
+// only before its write, which blocks while a server that stopped reading
+// (stalled, SIGSTOPped) has its stdin pipe full, and every later write of
+// the session waits for it: the request's own timeout could not fire, nor
+// could the call's. Handed to one goroutine, the write goes on there while
+// the caller is answered; a message whose ctx ended before the writer took
+// it is never written.
+func (c *notesConn) write(ctx context.Context, msg jsonrpc.Message) error {
+	closed := c.closing()
+	c.writerOnce.Do(func() {
+		c.writes = make(chan writeReq)
+		go c.writer(closed)
+	})
+	r := writeReq{ctx: ctx, msg: msg, done: make(chan error, 1)}
+	select {
+	case c.writes <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-closed:
+		return errConnClosed
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var errConnClosed = errors.New("conduit: connection closed")
+
+func (c *notesConn) writer(closed chan struct{}) {
+	for {
+		select {
+		case r := <-c.writes:
+			r.done <- c.Connection.Write(r.ctx, r.msg)
+		case <-closed:
+			return
+		}
+	}
 }
 
 // codeResultTooLarge is the code of the error that stands in for a
@@ -235,7 +306,7 @@ const (
 func (c *notesConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	r, ok := msg.(*jsonrpc.Request)
 	if !ok || c.cn.core.limits.resultBytes == 0 {
-		return c.Connection.Write(ctx, msg)
+		return c.write(ctx, msg)
 	}
 	switch {
 	case r.IsCall() && r.Method == methodCallTool:
@@ -258,7 +329,7 @@ func (c *notesConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			}
 		}
 	}
-	return c.Connection.Write(ctx, msg)
+	return c.write(ctx, msg)
 }
 
 // bounded returns the error response that stands in for resp when resp is
