@@ -16,9 +16,14 @@ import (
 //
 // args may be nil or a map[string]any (used as they are, not copied),
 // JSON as json.RawMessage, []byte or string, or any other value that
-// marshals to a JSON object. JSON null is not an object; an empty or
-// blank JSON text is the empty object, as OpenAI sends for a tool without
-// parameters.
+// marshals to a JSON object. A nil args is the empty object: it is how a
+// Go caller says "no arguments", and how a parser says that the provider
+// left its field out where that means none (Gemini's "args"). JSON null is
+// not an object, so a parser passes a null or missing field that its
+// provider always sends (Anthropic's "input", OpenAI's "arguments") as
+// JSON null. An empty or blank JSON text is the empty object, as OpenAI
+// sends for a tool without parameters. The adapters package's doc lists
+// the rule per provider.
 func (ts *ToolSet) Resolve(name string, args any) (*Tool, map[string]any, error) {
 	t, ok := ts.Lookup(name)
 	if !ok {

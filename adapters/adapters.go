@@ -45,11 +45,20 @@
 // says so, and invalid UTF-8 from a server is repaired before it is put
 // in JSON.
 //
-// Arguments that are not a JSON object are answered, not sent: JSON null
-// among them (Anthropic's "input": null, OpenAI's "arguments": "null").
-// An empty OpenAI arguments string, and a Gemini call without "args", are
-// a call without arguments, as those APIs send them for a tool without
-// parameters.
+// Arguments that are not a JSON object are answered, not sent, and a
+// field a provider always sends is malformed when it is null or missing.
+// Per provider:
+//
+//   - Anthropic: "input" null or missing is not an object; the API sends
+//     {} for a tool without parameters.
+//   - OpenAI (Chat and Responses): "arguments" is a JSON string; null,
+//     missing, or the string "null" is not an object. An empty string is
+//     a call without arguments, as OpenAI sends it for a tool without
+//     parameters (a decoded object, as some compatible servers send, is
+//     taken as it is).
+//   - Gemini: a call without "args" is a call without arguments, as Gemini
+//     sends it for a function without parameters; "args": null is not an
+//     object.
 //
 // The Anthropic adapter never builds a tool_choice of type "any" or
 // "tool": current Claude models reject forced tool use. Leave tool_choice

@@ -869,3 +869,84 @@ func TestCallTimeoutHookAndRequestTimeout(t *testing.T) {
 		t.Error("the server's handler context was not cancelled")
 	}
 }
+
+// A field a provider always sends (Anthropic's "input", OpenAI's
+// "arguments") is malformed when it is JSON null or missing: the call is
+// answered as not an object and nothing is sent. Only what the provider
+// sends for a tool without parameters (Gemini's missing "args", OpenAI's
+// empty string, an empty object) is a call without arguments.
+func TestNullOrMissingArguments(t *testing.T) {
+	hub, l, _ := labHub(t, hubOpts{noGone: true})
+	type call struct {
+		id   string
+		sent bool
+	}
+	tests := []struct {
+		p        adapters.Provider
+		response string
+		calls    []call
+	}{
+		{adapters.Anthropic, `{"content":[
+			{"type":"tool_use","id":"null","name":"lab__text","input":null},
+			{"type":"tool_use","id":"missing","name":"lab__text"},
+			{"type":"tool_use","id":"empty","name":"lab__text","input":{}}]}`,
+			[]call{{"null", false}, {"missing", false}, {"empty", true}}},
+		{adapters.OpenAIChat, `{"choices":[{"message":{"role":"assistant","tool_calls":[
+			{"id":"null","type":"function","function":{"name":"lab__text","arguments":null}},
+			{"id":"missing","type":"function","function":{"name":"lab__text"}},
+			{"id":"nulltext","type":"function","function":{"name":"lab__text","arguments":"null"}},
+			{"id":"blank","type":"function","function":{"name":"lab__text","arguments":""}},
+			{"id":"empty","type":"function","function":{"name":"lab__text","arguments":"{}"}}]}}]}`,
+			[]call{{"null", false}, {"missing", false}, {"nulltext", false}, {"blank", true}, {"empty", true}}},
+		{adapters.OpenAIResponses, `{"output":[
+			{"type":"function_call","call_id":"null","name":"lab__text","arguments":null},
+			{"type":"function_call","call_id":"missing","name":"lab__text"},
+			{"type":"function_call","call_id":"nulltext","name":"lab__text","arguments":"null"},
+			{"type":"function_call","call_id":"blank","name":"lab__text","arguments":""}]}`,
+			[]call{{"null", false}, {"missing", false}, {"nulltext", false}, {"blank", true}}},
+		{adapters.Gemini, `{"candidates":[{"content":{"role":"model","parts":[
+			{"functionCall":{"id":"null","name":"lab__text","args":null}},
+			{"functionCall":{"id":"missing","name":"lab__text"}},
+			{"functionCall":{"id":"empty","name":"lab__text","args":{}}}]}}]}`,
+			[]call{{"null", false}, {"missing", true}, {"empty", true}}},
+	}
+	covered := map[adapters.Provider]bool{}
+	for _, tt := range tests {
+		covered[tt.p] = true
+		t.Run(tt.p.String(), func(t *testing.T) {
+			listing := listFor(t, hub, tt.p)
+			before := len(l.sent())
+			exec := run(t, hub, tt.p, []byte(tt.response), &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}})
+			if len(exec.Results) != len(tt.calls) {
+				t.Fatalf("%d answers for %d calls", len(exec.Results), len(tt.calls))
+			}
+			wantSent := 0
+			for i, c := range tt.calls {
+				if id := answerIDs(tt.p, exec.Results)[i]; id != c.id {
+					t.Errorf("answer %d keyed by %q, want %q", i, id, c.id)
+				}
+				if c.sent {
+					wantSent++
+					if exec.Errors[i] != nil {
+						t.Errorf("%s: %v, want the call sent", c.id, exec.Errors[i])
+					}
+					continue
+				}
+				if !errors.Is(exec.Errors[i], conduit.ErrInvalidArguments) {
+					t.Errorf("%s: %v, want %v", c.id, exec.Errors[i], conduit.ErrInvalidArguments)
+				}
+				if got := resultText(tt.p, exec.Results[i]); !strings.Contains(got, "must be a JSON object") {
+					t.Errorf("%s: answered %q", c.id, got)
+				}
+			}
+			if got := len(l.sent()) - before; got != wantSent {
+				t.Errorf("the server received %d calls, want %d", got, wantSent)
+			}
+		})
+	}
+	for _, p := range adapters.Providers() {
+		if !covered[p] {
+			t.Errorf("%s has no case", p)
+		}
+	}
+}

@@ -118,9 +118,10 @@ func check(t *conduit.Tool) []toolcall.Warning {
 // assistant message: anything with a "content" list), in order. Server
 // tool blocks (server_tool_use, mcp_tool_use, web search results, the tool
 // search tool's tool_search_tool_result, ...) are the API's own and are
-// ignored: the API ran them, and wants them back as they were. An "input" of null is not an object, so
-// its call is answered, not sent; a block without "input" is a call
-// without arguments.
+// ignored: the API ran them, and wants them back as they were. The API
+// always sends "input", {} for a tool without parameters, so a block whose
+// "input" is null or missing is malformed: its call is answered as not an
+// object, and not sent.
 func Parse(response any) ([]toolcall.Raw, error) {
 	m, err := jsonv.Decode(response)
 	if err != nil {
@@ -139,8 +140,8 @@ func Parse(response any) ([]toolcall.Raw, error) {
 		if block == nil || block["type"] != "tool_use" {
 			continue
 		}
-		in, has := block["input"]
-		r := toolcall.Raw{ID: jsonv.String(block["id"]), Name: jsonv.String(block["name"]), Args: toolcall.DecodedArgs(in, has)}
+		// Present or not, a nil "input" is JSON null: refused, never {}.
+		r := toolcall.Raw{ID: jsonv.String(block["id"]), Name: jsonv.String(block["name"]), Args: toolcall.DecodedArgs(block["input"], true)}
 		if r.ID == "" {
 			r.Err = fmt.Errorf("the tool_use block has no id")
 		}

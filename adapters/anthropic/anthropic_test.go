@@ -83,7 +83,9 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(raws) != 3 || raws[0].ID != "a" || raws[1].Err == nil || raws[2].Args != nil {
+	// A block without "input" is malformed: its arguments are JSON null,
+	// which resolution refuses, never the empty object.
+	if len(raws) != 3 || raws[0].ID != "a" || raws[1].Err == nil || !reflect.DeepEqual(raws[2].Args, any(json.RawMessage("null"))) {
 		t.Errorf("%+v", raws)
 	}
 	// An assistant message parses as well.
@@ -155,6 +157,8 @@ func FuzzParse(f *testing.F) {
 	seed(f, "anthropic")
 	f.Add([]byte(`{"content":[{"type":"tool_use","id":"a","name":"get_weather","input":{"location":"x"}}]}`))
 	f.Add([]byte(`{"content":[{"type":"tool_use","id":"\ud800","name":7,"input":"s"}]}`))
+	// "input" null or missing: malformed, answered as not an object.
+	f.Add([]byte(`{"content":[{"type":"tool_use","id":"a","name":"get_weather","input":null},{"type":"tool_use","id":"b","name":"get_weather"}]}`))
 	ts := weatherTools()
 	outcomes := fuzzOutcomes()
 	f.Fuzz(func(t *testing.T, data []byte) {

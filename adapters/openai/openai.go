@@ -277,9 +277,14 @@ func parseResponses(m map[string]any) ([]toolcall.Raw, error) {
 
 // jsonArgs returns arguments sent as a JSON string as JSON text, for
 // conduit.ToolSet.Resolve to decode; a decoded object (as some compatible
-// servers send) is taken as it is.
+// servers send) is taken as it is. OpenAI always sends the string ("" or
+// "{}" for a tool without parameters), so a null or missing "arguments" is
+// malformed and becomes JSON null, which Resolve refuses as not an object:
+// taking it for {} would send a call the model never wrote.
 func jsonArgs(v any) any {
 	switch a := v.(type) {
+	case nil:
+		return json.RawMessage("null")
 	case string:
 		return json.RawMessage(a)
 	case map[string]any:

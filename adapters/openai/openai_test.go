@@ -267,6 +267,9 @@ func fuzzParse(f *testing.F, api openai.API, dir string) {
 	}
 	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"search","arguments":"{\"q\":1}"}}]}}]}`))
 	f.Add([]byte(`{"output":[{"type":"function_call","call_id":"a","name":"search","arguments":"\"s\""}]}`))
+	// "arguments" null or missing: malformed, answered as not an object.
+	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"search","arguments":null}},{"id":"b","function":{"name":"search"}}]}}]}`))
+	f.Add([]byte(`{"output":[{"type":"function_call","call_id":"a","name":"search","arguments":null},{"type":"function_call","call_id":"b","name":"search"}]}`))
 	ts := oaTools()
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
 	full := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: png}, &mcp.TextContent{Text: "t"}},
