@@ -45,9 +45,10 @@ type driver interface {
 	wire() Wire
 	// hasSearch reports whether the provider searches deferred tools
 	// itself; search lists loaded from the start, its search tool, and
-	// the rest of all deferred.
+	// the rest of all deferred; its error is a listing that cannot be
+	// made, which the Conversation returns rather than offer nothing.
 	hasSearch() bool
-	search(loaded, all *conduit.ToolSet, o *ListingOptions, regex bool) searchListing
+	search(loaded, all *conduit.ToolSet, o *ListingOptions, regex bool) (searchListing, error)
 }
 
 // searchListing is a listing for the provider's own tool search.

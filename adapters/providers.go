@@ -1,6 +1,8 @@
 package adapters
 
 import (
+	"errors"
+
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/anthropic"
 	"github.com/conduitmcp/conduit/adapters/gemini"
@@ -29,14 +31,14 @@ func (anthropicDriver) tools(ts *conduit.ToolSet, o *ListingOptions) ([]map[stri
 
 func (anthropicDriver) hasSearch() bool { return true }
 
-func (anthropicDriver) search(loaded, all *conduit.ToolSet, o *ListingOptions, regex bool) searchListing {
+func (anthropicDriver) search(loaded, all *conduit.ToolSet, o *ListingOptions, regex bool) (searchListing, error) {
 	name := anthropic.SearchBM25Name
 	if regex {
 		name = anthropic.SearchRegexName
 	}
 	tools := anthropic.SearchTools(loaded, all, &anthropic.SearchOptions{
 		ToolsOptions: anthropic.ToolsOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL}, Regex: regex})
-	return searchListing{tools: tools, name: name, warnings: anthropic.Check(all)}
+	return searchListing{tools: tools, name: name, warnings: anthropic.Check(all)}, nil
 }
 
 func (anthropicDriver) check(ts *conduit.ToolSet) []toolcall.Warning { return anthropic.Check(ts) }
@@ -67,12 +69,12 @@ func (openaiDriver) check(ts *conduit.ToolSet) []toolcall.Warning { return opena
 
 func (d openaiDriver) hasSearch() bool { return d.api == openai.Responses }
 
-func (d openaiDriver) search(loaded, all *conduit.ToolSet, o *ListingOptions, _ bool) searchListing {
+func (d openaiDriver) search(loaded, all *conduit.ToolSet, o *ListingOptions, _ bool) (searchListing, error) {
 	tools, rep, err := d.api.SearchTools(loaded, all, &openai.ToolsOptions{Strict: o.Strict})
 	if err != nil {
-		return searchListing{}
+		return searchListing{}, err
 	}
-	return searchListing{tools: tools, rep: rep, name: "tool_search", warnings: openai.Check(loaded)}
+	return searchListing{tools: tools, rep: rep, name: "tool_search", warnings: openai.Check(loaded)}, nil
 }
 func (d openaiDriver) parse(r any) ([]toolcall.Raw, error) { return d.api.Parse(r) }
 
@@ -101,8 +103,8 @@ func (geminiDriver) check(ts *conduit.ToolSet) []toolcall.Warning { return gemin
 
 func (geminiDriver) hasSearch() bool { return false }
 
-func (geminiDriver) search(_, _ *conduit.ToolSet, _ *ListingOptions, _ bool) searchListing {
-	return searchListing{}
+func (geminiDriver) search(_, _ *conduit.ToolSet, _ *ListingOptions, _ bool) (searchListing, error) {
+	return searchListing{}, errors.New("gemini: the API has no tool search")
 }
 func (geminiDriver) parse(r any) ([]toolcall.Raw, error) { return gemini.Parse(r) }
 

@@ -247,7 +247,10 @@ func jsonSize(v any) int {
 // start, every other tool deferred. Calls resolve against all of ts.
 func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d driver, o *ConversationOptions, loaded []*conduit.Tool) error {
 	lts := conduit.ToolSetOf(loaded...)
-	s := d.search(lts, ts, &o.ListingOptions, o.Search.Regex)
+	s, err := d.search(lts, ts, &o.ListingOptions, o.Search.Regex)
+	if err != nil {
+		return fmt.Errorf("adapters: %s's tool search: %w", c.p, err)
+	}
 	l := &Listing{Tools: s.tools, ToolSet: ts, NullPaths: s.rep.NullPaths, Excluded: s.rep.Excluded, Warnings: s.warnings,
 		SearchTool: s.name, Deferred: deferredNames(ts, lts)}
 	for _, f := range s.rep.Fallbacks {
