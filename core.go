@@ -248,7 +248,7 @@ func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
 	if c.ts != nil && slices.Equal(c.tsKey, key) && c.tsPins == pins {
 		return c.ts, nil
 	}
-	ts := NewToolSet(ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix, Filter: c.Filter, Pins: c.Pins, digests: &c.digests}, lists...)
+	ts := NewToolSet(&ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix, Filter: c.Filter, Pins: c.Pins, digests: &c.digests}, lists...)
 	if c.Pins != nil {
 		report = c.driftReport(ts, c.tsKey, key, c.ts != nil && c.tsPins != pins)
 		c.digests.keep(lists)

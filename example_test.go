@@ -250,7 +250,7 @@ func ExampleShapeForModel() {
 }
 
 func ExampleToolSet_Resolve() {
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, conduit.ServerTools{
+	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true}, conduit.ServerTools{
 		Server: "github", Tools: []*mcp.Tool{{Name: "get_issue", InputSchema: map[string]any{"type": "object"}}},
 	})
 	// A call as the model wrote it: arguments as JSON text, as OpenAI

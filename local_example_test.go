@@ -45,7 +45,7 @@ func ExampleHub_CallLocal() {
 }
 
 func ExampleToolSetOf() {
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true},
+	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true},
 		conduit.ServerTools{Server: "github", Tools: []*mcp.Tool{{Name: "create_issue"}, {Name: "list_issues"}, {Name: "merge_pull_request"}}})
 	// What a model was offered first, then what a search found.
 	list, _ := ts.Lookup("github__list_issues")

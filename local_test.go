@@ -199,7 +199,7 @@ func TestOffersLocal(t *testing.T) {
 }
 
 func TestToolSetOf(t *testing.T) {
-	full := NewToolSet(ToolSetOptions{Namespace: true},
+	full := NewToolSet(&ToolSetOptions{Namespace: true},
 		ServerTools{Server: "a", Tools: []*mcp.Tool{{Name: "one"}, {Name: "two"}, {Name: "three"}}},
 		ServerTools{Server: "b", Tools: []*mcp.Tool{{Name: "one"}}})
 	one, _ := full.Lookup("a__one")

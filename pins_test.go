@@ -264,7 +264,7 @@ func TestPinsBetweenRuns(t *testing.T) {
 		_, err := cl.CallTool(ctx, name, map[string]any{"q": "x"}, nil)
 		wantKind(t, err, KindUnknownTool)
 	}
-	before := NewToolSet(ToolSetOptions{}, ServerTools{Server: "notes", Tools: v2})
+	before := NewToolSet(nil, ServerTools{Server: "notes", Tools: v2})
 	for _, name := range []string{"search", "steal"} {
 		_, err := cl.CallTool(ctx, name, map[string]any{"q": "x"}, &CallOptions{ToolSet: before})
 		e := wantKind(t, err, KindUnknownTool)

@@ -620,13 +620,13 @@ func TestTimeoutAndCancel(t *testing.T) {
 		}
 	})
 	t.Run("unknown to the server", func(t *testing.T) {
-		ts := NewToolSet(ToolSetOptions{Namespace: true}, ServerTools{Server: "s", Tools: tools("ghost")})
+		ts := NewToolSet(&ToolSetOptions{Namespace: true}, ServerTools{Server: "s", Tools: tools("ghost")})
 		_, err := h.CallTool(ctx, "s__ghost", nil, &CallOptions{ToolSet: ts})
 		// The hub's listing does not hold it: answered without asking.
 		wantKind(t, err, KindUnknownTool)
 	})
 	t.Run("tool set of another source", func(t *testing.T) {
-		ts := NewToolSet(ToolSetOptions{Namespace: true}, ServerTools{Server: "elsewhere", Tools: tools("t")})
+		ts := NewToolSet(&ToolSetOptions{Namespace: true}, ServerTools{Server: "elsewhere", Tools: tools("t")})
 		_, err := h.CallTool(ctx, "elsewhere__t", nil, &CallOptions{ToolSet: ts})
 		wantKind(t, err, KindUnknownTool)
 	})

@@ -82,8 +82,12 @@ type ServerPrompts struct {
 }
 
 // NewPromptSet builds a prompt set from servers' prompt lists, naming
-// them as [NewToolSet] names tools (opts' Filter does not apply).
-func NewPromptSet(opts ToolSetOptions, servers ...ServerPrompts) *PromptSet {
+// them as [NewToolSet] names tools (opts' Filter does not apply). opts
+// may be nil for the defaults.
+func NewPromptSet(opts *ToolSetOptions, servers ...ServerPrompts) *PromptSet {
+	if opts == nil {
+		opts = &ToolSetOptions{}
+	}
 	ps := &PromptSet{byName: map[string]*Prompt{}}
 	var candidates []*Prompt
 	for _, sp := range servers {
@@ -187,7 +191,7 @@ func (c *core) listPrompts(ctx context.Context) (*PromptSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewPromptSet(ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix}, lists...), nil
+	return NewPromptSet(&ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix}, lists...), nil
 }
 
 func (c *core) listPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {

@@ -146,7 +146,7 @@ func TestPolicyProperty(t *testing.T) {
 	for _, id := range ids {
 		lists = append(lists, ServerTools{Server: id, Tools: tools(catalog[id]...)})
 	}
-	ts := NewToolSet(ToolSetOptions{Namespace: true}, lists...)
+	ts := NewToolSet(&ToolSetOptions{Namespace: true}, lists...)
 
 	const iterations = 300
 	sent, refused := 0, 0

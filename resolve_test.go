@@ -9,7 +9,7 @@ import (
 )
 
 func TestResolve(t *testing.T) {
-	ts := NewToolSet(ToolSetOptions{Namespace: true}, ServerTools{Server: "s", Tools: []*mcp.Tool{{Name: "t"}}})
+	ts := NewToolSet(&ToolSetOptions{Namespace: true}, ServerTools{Server: "s", Tools: []*mcp.Tool{{Name: "t"}}})
 	type typed struct {
 		A int `json:"a"`
 	}

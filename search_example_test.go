@@ -10,7 +10,7 @@ import (
 func ExampleToolSet_Search() {
 	// Most programs search what Hub.ListToolsFor listed for a principal;
 	// NewToolSet makes a set by hand.
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true},
+	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true},
 		conduit.ServerTools{Server: "github", Tools: []*mcp.Tool{
 			{Name: "create_pull_request", Description: "Create a new pull request in a GitHub repository"},
 			{Name: "create_pull_request_review", Description: "Create a review on a pull request"},

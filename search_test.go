@@ -24,7 +24,7 @@ func searchTool(name, desc string, props ...string) *mcp.Tool {
 // searchSet is a hub's tool set of a few servers, as their tools are named
 // and described in the wild.
 func searchSet() *ToolSet {
-	return NewToolSet(ToolSetOptions{Namespace: true},
+	return NewToolSet(&ToolSetOptions{Namespace: true},
 		ServerTools{Server: "github", Tools: []*mcp.Tool{
 			searchTool("create_pull_request", "Create a new pull request in a GitHub repository", "owner", "repo", "title", "head", "base"),
 			searchTool("list_issues", "List issues in a GitHub repository with filtering options", "owner", "repo", "state"),
@@ -110,7 +110,7 @@ func TestSearchResults(t *testing.T) {
 	if got := nilSet.Search("issues", 5); got != nil {
 		t.Errorf("nil set: %v", got)
 	}
-	if got := NewToolSet(ToolSetOptions{}).Search("issues", 5); got != nil {
+	if got := NewToolSet(nil).Search("issues", 5); got != nil {
 		t.Errorf("empty set: %v", got)
 	}
 
@@ -136,7 +136,7 @@ func TestSearchResults(t *testing.T) {
 	}
 
 	// Ties keep the set's order: two tools with the same text.
-	twins := NewToolSet(ToolSetOptions{Namespace: true},
+	twins := NewToolSet(&ToolSetOptions{Namespace: true},
 		ServerTools{Server: "a", Tools: []*mcp.Tool{searchTool("fetch", "Fetch a URL"), searchTool("zfetch", "Fetch a URL")}},
 		ServerTools{Server: "b", Tools: []*mcp.Tool{searchTool("fetch", "Fetch a URL")}})
 	if got := found(twins.Search("url", 0)); !slices.Equal(got, []string{"a__fetch", "a__zfetch", "b__fetch"}) {
@@ -165,7 +165,7 @@ func TestSearchTypedSchema(t *testing.T) {
 	// A server-side schema (*jsonschema.Schema, as in-process tools have)
 	// is read like a decoded one.
 	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{"customer_email": {Type: "string"}}}
-	ts := NewToolSet(ToolSetOptions{}, ServerTools{Server: "crm", Tools: []*mcp.Tool{
+	ts := NewToolSet(nil, ServerTools{Server: "crm", Tools: []*mcp.Tool{
 		{Name: "lookup", Description: "Look a record up", InputSchema: s},
 		{Name: "other", Description: "Something else", InputSchema: json.RawMessage(`{"type":"object","properties":{"email":{}}}`)},
 	}})

@@ -177,7 +177,11 @@ type ToolSet struct {
 // NewToolSet builds a tool set from servers' tool lists, in the order given.
 // Most programs get tool sets from [Hub.ListTools] or [Client.ListTools];
 // NewToolSet serves tests and programs that drive the pipeline themselves.
-func NewToolSet(opts ToolSetOptions, servers ...ServerTools) *ToolSet {
+// opts may be nil for the defaults.
+func NewToolSet(opts *ToolSetOptions, servers ...ServerTools) *ToolSet {
+	if opts == nil {
+		opts = &ToolSetOptions{}
+	}
 	ts := &ToolSet{byName: map[string]*Tool{}, byOrig: map[serverTool]*Tool{}, listed: slices.Clone(servers)}
 	var candidates []*Tool
 	for _, st := range servers {
@@ -303,7 +307,7 @@ func (ts *ToolSet) Skipped() []Skipped {
 // tool left out is reported with reason.
 func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {
 	if ts == nil {
-		return NewToolSet(ToolSetOptions{})
+		return NewToolSet(nil)
 	}
 	out := &ToolSet{
 		byName:  make(map[string]*Tool, len(ts.tools)),

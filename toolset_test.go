@@ -34,7 +34,7 @@ func skipped(ts *ToolSet) []string {
 }
 
 func TestToolSetOrderAndResolution(t *testing.T) {
-	ts := NewToolSet(ToolSetOptions{Namespace: true},
+	ts := NewToolSet(&ToolSetOptions{Namespace: true},
 		ServerTools{Server: "zeta", Tools: tools("b", "a", "c")},
 		ServerTools{Server: "alpha", Tools: tools("y", "x")},
 	)
@@ -60,7 +60,7 @@ func TestToolSetOrderAndResolution(t *testing.T) {
 		t.Fatal("ExposedName found a tool of another server")
 	}
 	// Built again from the same input, it is the same list.
-	again := NewToolSet(ToolSetOptions{Namespace: true},
+	again := NewToolSet(&ToolSetOptions{Namespace: true},
 		ServerTools{Server: "zeta", Tools: tools("c", "a", "b")},
 		ServerTools{Server: "alpha", Tools: tools("x", "y")},
 	)
@@ -79,7 +79,7 @@ func TestToolSetKeepsDefinitions(t *testing.T) {
 		OutputSchema: map[string]any{"type": "object"},
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: ro, Title: "Reader"},
 	}
-	ts := NewToolSet(ToolSetOptions{}, ServerTools{Server: "fs", Tools: []*mcp.Tool{def}})
+	ts := NewToolSet(nil, ServerTools{Server: "fs", Tools: []*mcp.Tool{def}})
 	tool, ok := ts.Lookup("read_file")
 	if !ok {
 		t.Fatalf("tools: %v", exposed(ts))
@@ -90,7 +90,7 @@ func TestToolSetKeepsDefinitions(t *testing.T) {
 }
 
 func TestToolSetPrefix(t *testing.T) {
-	ts := NewToolSet(ToolSetOptions{Prefix: "gh_"}, ServerTools{Server: "github", Tools: tools("get_issue", "list.prs")})
+	ts := NewToolSet(&ToolSetOptions{Prefix: "gh_"}, ServerTools{Server: "github", Tools: tools("get_issue", "list.prs")})
 	if got := exposed(ts); !slices.Equal(got, []string{"gh_get_issue", "gh_list_prs"}) {
 		t.Fatalf("exposed = %v", got)
 	}
@@ -101,7 +101,7 @@ func TestToolSetPrefix(t *testing.T) {
 
 func TestToolSetCollisions(t *testing.T) {
 	t.Run("sanitized names collide", func(t *testing.T) {
-		ts := NewToolSet(ToolSetOptions{}, ServerTools{Server: "s", Tools: tools("read.file", "read/file", "read_dir")})
+		ts := NewToolSet(nil, ServerTools{Server: "s", Tools: tools("read.file", "read/file", "read_dir")})
 		if got := exposed(ts); !slices.Equal(got, []string{"read_dir"}) {
 			t.Fatalf("exposed = %v", got)
 		}
@@ -119,7 +119,7 @@ func TestToolSetCollisions(t *testing.T) {
 		}
 	})
 	t.Run("across servers in a client-style set", func(t *testing.T) {
-		ts := NewToolSet(ToolSetOptions{}, ServerTools{Server: "a", Tools: tools("x", "y")}, ServerTools{Server: "b", Tools: tools("x")})
+		ts := NewToolSet(nil, ServerTools{Server: "a", Tools: tools("x", "y")}, ServerTools{Server: "b", Tools: tools("x")})
 		if got := exposed(ts); !slices.Equal(got, []string{"y"}) {
 			t.Fatalf("exposed = %v", got)
 		}
@@ -128,13 +128,13 @@ func TestToolSetCollisions(t *testing.T) {
 		}
 	})
 	t.Run("namespaced names do not collide across servers", func(t *testing.T) {
-		ts := NewToolSet(ToolSetOptions{Namespace: true}, ServerTools{Server: "a", Tools: tools("x")}, ServerTools{Server: "b", Tools: tools("x")})
+		ts := NewToolSet(&ToolSetOptions{Namespace: true}, ServerTools{Server: "a", Tools: tools("x")}, ServerTools{Server: "b", Tools: tools("x")})
 		if got := exposed(ts); !slices.Equal(got, []string{"a__x", "b__x"}) {
 			t.Fatalf("exposed = %v", got)
 		}
 	})
 	t.Run("duplicates from one server", func(t *testing.T) {
-		ts := NewToolSet(ToolSetOptions{Namespace: true}, ServerTools{Server: "s", Tools: tools("dup", "ok", "dup")})
+		ts := NewToolSet(&ToolSetOptions{Namespace: true}, ServerTools{Server: "s", Tools: tools("dup", "ok", "dup")})
 		if got := exposed(ts); !slices.Equal(got, []string{"s__ok"}) {
 			t.Fatalf("exposed = %v", got)
 		}
@@ -147,7 +147,7 @@ func TestToolSetCollisions(t *testing.T) {
 	})
 	t.Run("long names sharing a prefix stay apart", func(t *testing.T) {
 		long := strings.Repeat("x", 70)
-		ts := NewToolSet(ToolSetOptions{Namespace: true}, ServerTools{Server: "s", Tools: tools(long+"1", long+"2")})
+		ts := NewToolSet(&ToolSetOptions{Namespace: true}, ServerTools{Server: "s", Tools: tools(long+"1", long+"2")})
 		if ts.Len() != 2 || len(ts.Skipped()) != 0 {
 			t.Fatalf("exposed = %v skipped = %v", exposed(ts), skipped(ts))
 		}
@@ -163,7 +163,7 @@ func TestToolSetCollisions(t *testing.T) {
 }
 
 func TestToolSetInvalidAndNil(t *testing.T) {
-	ts := NewToolSet(ToolSetOptions{}, ServerTools{Server: "s", Tools: []*mcp.Tool{nil, {Name: ""}, {Name: "bad\xff"}, {Name: "good"}}})
+	ts := NewToolSet(nil, ServerTools{Server: "s", Tools: []*mcp.Tool{nil, {Name: ""}, {Name: "bad\xff"}, {Name: "good"}}})
 	if got := exposed(ts); !slices.Equal(got, []string{"good"}) {
 		t.Fatalf("exposed = %v", got)
 	}
@@ -189,7 +189,7 @@ func TestToolSetInvalidAndNil(t *testing.T) {
 }
 
 func TestToolSetFilterAndDown(t *testing.T) {
-	ts := NewToolSet(ToolSetOptions{
+	ts := NewToolSet(&ToolSetOptions{
 		Namespace: true,
 		Filter:    func(server string, tool *mcp.Tool) bool { return !strings.HasPrefix(tool.Name, "write") },
 	},

@@ -195,7 +195,7 @@ func ptr[T any](v T) *T { return &v }
 // parse error.
 func TestMaxResponseBytesDefault(t *testing.T) {
 	src := &recordingSource{}
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{})
+	ts := conduit.NewToolSet(nil)
 	huge := bytes.Repeat([]byte("{"), adapters.DefaultMaxResponseBytes+1)
 	for _, p := range adapters.Providers() {
 		_, err := adapters.ExecuteToolCalls(context.Background(), src, p, huge, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: ts}})
@@ -524,7 +524,7 @@ func FuzzExecuteLimits(f *testing.F) {
 		f.Add([]byte(canon(script(p, cs...))), uint8(p), uint8(3), uint16(60000))
 		f.Add([]byte(canon(script(p, cs...))), uint8(p), uint8(0), uint16(100))
 	}
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "weather", Tools: []*mcp.Tool{
+	ts := conduit.NewToolSet(nil, conduit.ServerTools{Server: "weather", Tools: []*mcp.Tool{
 		{Name: "get_weather", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"location": map[string]any{"type": "string"}}}},
 		{Name: "get_time", InputSchema: map[string]any{"type": "object"}},
 	}})

@@ -55,7 +55,7 @@ func TestWireRoundTrip(t *testing.T) {
 		{ID: "c1", Name: "srv__search", Args: map[string]any{"q": "pasta", "n": 2.0}},
 		{ID: "c2", Name: "srv__ping", Args: map[string]any{}},
 	}
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, conduit.ServerTools{Server: "srv", Tools: []*mcp.Tool{
+	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true}, conduit.ServerTools{Server: "srv", Tools: []*mcp.Tool{
 		{Name: "search", InputSchema: map[string]any{"type": "object"}}, {Name: "ping", InputSchema: map[string]any{"type": "object"}}}})
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {

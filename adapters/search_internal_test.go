@@ -16,7 +16,7 @@ import (
 // search. (The Conversation asks only rows with hasSearch, so this is the
 // guard against a row that disagrees with itself.)
 func TestNativeSearchErrorIsReturned(t *testing.T) {
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "s", Tools: []*mcp.Tool{
+	ts := conduit.NewToolSet(nil, conduit.ServerTools{Server: "s", Tools: []*mcp.Tool{
 		{Name: "a", InputSchema: map[string]any{"type": "object"}}, {Name: "b", InputSchema: map[string]any{"type": "object"}}}})
 	for _, p := range Providers() {
 		t.Run(p.String(), func(t *testing.T) {

@@ -123,7 +123,7 @@ func TestWarnings(t *testing.T) {
 	for i := range 130 {
 		tools = append(tools, &mcp.Tool{Name: "t" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + string(rune('a'+i/26)), InputSchema: map[string]any{"type": "object"}})
 	}
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "big", Tools: tools})
+	ts := conduit.NewToolSet(nil, conduit.ServerTools{Server: "big", Tools: tools})
 	for _, p := range []adapters.Provider{adapters.OpenAIChat, adapters.OpenAIResponses} {
 		l, err := adapters.ListToolSet(ts, p, nil)
 		if err != nil {

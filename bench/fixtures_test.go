@@ -51,7 +51,7 @@ func TestCorpus(t *testing.T) {
 	}
 
 	// Every tool is exposed, under a distinct name, in a hub's tool set.
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, mcpTools(t, c)...)
+	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true}, mcpTools(t, c)...)
 	if ts.Len() != corpus.Size || len(ts.Skipped()) > 0 {
 		t.Fatalf("a hub's tool set holds %d of %d tools; skipped: %+v", ts.Len(), corpus.Size, ts.Skipped())
 	}

@@ -25,7 +25,7 @@ func realToolSet(tb testing.TB) (*conduit.ToolSet, []corpus.IndexEntry) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, mcpTools(tb, c)...)
+	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true}, mcpTools(tb, c)...)
 	if ts.Len() != c.Len() {
 		tb.Fatalf("the tool set holds %d of the %d real tools; skipped: %v", ts.Len(), c.Len(), ts.Skipped())
 	}
@@ -100,7 +100,7 @@ func BenchmarkSearch(b *testing.B) {
 		name string
 		ts   *conduit.ToolSet
 	}{
-		{"tools=1000", conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, mcpTools(b, loadCorpus(b))...)},
+		{"tools=1000", conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true}, mcpTools(b, loadCorpus(b))...)},
 		{"tools=real", real},
 	} {
 		b.Run(set.name, func(b *testing.B) {
@@ -124,12 +124,12 @@ func BenchmarkSearchIndex(b *testing.B) {
 	b.Run("set=new", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, servers...)
+			ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true}, servers...)
 			ts.Search("list open pull requests", 5)
 		}
 	})
 	b.Run("set=filtered", func(b *testing.B) {
-		ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, servers...)
+		ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true}, servers...)
 		ts.Search("list open pull requests", 5)
 		b.ReportAllocs()
 		for b.Loop() {

@@ -204,7 +204,7 @@ func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall
 	if o != nil && o.Structured != toolcall.StructuredDefault {
 		mode = o.Structured
 	}
-	r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, Images: true, Limit: o.ImageLimit(imageLimit)})
+	r := toolcall.Render(res, &toolcall.RenderOptions{Mode: mode, Images: true, Limit: o.ImageLimit(imageLimit)})
 	content := make([]any, 0, len(r.Parts))
 	for _, p := range r.Parts {
 		switch {

@@ -16,7 +16,7 @@ import (
 )
 
 func weatherTools() *conduit.ToolSet {
-	return conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "weather", Tools: []*mcp.Tool{
+	return conduit.NewToolSet(nil, conduit.ServerTools{Server: "weather", Tools: []*mcp.Tool{
 		{Name: "get_weather", Description: "Gets\u200b the weather.", InputSchema: map[string]any{
 			"type": "object", "properties": map[string]any{"location": map[string]any{"type": "string"}}, "required": []any{"location"}}},
 		{Name: "get_time", InputSchema: map[string]any{"type": "object", "properties": map[string]any{}}},
@@ -58,7 +58,7 @@ func TestTools(t *testing.T) {
 	if got := anthropic.Tools(ts, &anthropic.ToolsOptions{CacheLast: true})[2]["cache_control"]; !reflect.DeepEqual(got, map[string]any{"type": "ephemeral"}) {
 		t.Errorf("cache_control %v", got)
 	}
-	if got := anthropic.Tools(conduit.NewToolSet(conduit.ToolSetOptions{}), &anthropic.ToolsOptions{CacheLast: true}); len(got) != 0 {
+	if got := anthropic.Tools(conduit.NewToolSet(nil), &anthropic.ToolsOptions{CacheLast: true}); len(got) != 0 {
 		t.Errorf("empty tool set: %v", got)
 	}
 }

@@ -18,7 +18,7 @@ func printJSON(v any) {
 
 // The tool set a hub or client lists; here built by hand.
 func exampleToolSet() *conduit.ToolSet {
-	return conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "weather", Tools: []*mcp.Tool{{
+	return conduit.NewToolSet(nil, conduit.ServerTools{Server: "weather", Tools: []*mcp.Tool{{
 		Name:        "get_weather",
 		Description: "Get the current weather in a given location",
 		InputSchema: map[string]any{"type": "object",

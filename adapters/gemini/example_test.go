@@ -17,7 +17,7 @@ func printJSON(v any) {
 }
 
 func exampleToolSet() *conduit.ToolSet {
-	return conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "home", Tools: []*mcp.Tool{{
+	return conduit.NewToolSet(nil, conduit.ServerTools{Server: "home", Tools: []*mcp.Tool{{
 		Name: "set_light_values",
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{
 			"brightness": map[string]any{"type": "integer"},

@@ -166,7 +166,7 @@ func FunctionResponse(c toolcall.Call, res *mcp.CallToolResult, err error, o *to
 		if o != nil && o.Structured != toolcall.StructuredDefault {
 			mode = o.Structured
 		}
-		text := toolcall.Text(toolcall.Render(res, toolcall.RenderOptions{Mode: mode}).Parts)
+		text := toolcall.Text(toolcall.Render(res, &toolcall.RenderOptions{Mode: mode}).Parts)
 		if strings.TrimSpace(text) == "" {
 			text = toolcall.EmptyError
 		}
@@ -176,7 +176,7 @@ func FunctionResponse(c toolcall.Call, res *mcp.CallToolResult, err error, o *to
 		if o != nil && o.Structured != toolcall.StructuredDefault {
 			mode = o.Structured
 		}
-		r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, StructuredValue: true})
+		r := toolcall.Render(res, &toolcall.RenderOptions{Mode: mode, StructuredValue: true})
 		var out any = toolcall.Text(r.Parts)
 		if r.Structured != nil {
 			out = r.Structured

@@ -17,7 +17,7 @@ import (
 )
 
 func lights() *conduit.ToolSet {
-	return conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "home", Tools: []*mcp.Tool{
+	return conduit.NewToolSet(nil, conduit.ServerTools{Server: "home", Tools: []*mcp.Tool{
 		{Name: "set_light_values", Description: "Sets the brightness\u200b and color temperature of a light.", InputSchema: map[string]any{
 			"type": "object", "properties": map[string]any{
 				"brightness": map[string]any{"type": "integer"},

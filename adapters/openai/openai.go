@@ -353,7 +353,7 @@ func (api API) ToolOutput(c toolcall.Call, res *mcp.CallToolResult, err error, o
 		if mode == toolcall.StructuredDefault {
 			mode = toolcall.StructuredAuto
 		}
-		r := toolcall.Render(res, toolcall.RenderOptions{Mode: mode, Images: api == Responses, Limit: o.ImageLimit(imageLimit)})
+		r := toolcall.Render(res, &toolcall.RenderOptions{Mode: mode, Images: api == Responses, Limit: o.ImageLimit(imageLimit)})
 		if !r.IsError {
 			prefix = ""
 		} else if !hasContent(r.Parts) {

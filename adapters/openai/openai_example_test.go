@@ -18,7 +18,7 @@ func printJSON(v any) {
 }
 
 func exampleToolSet() *conduit.ToolSet {
-	return conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "weather", Tools: []*mcp.Tool{{
+	return conduit.NewToolSet(nil, conduit.ServerTools{Server: "weather", Tools: []*mcp.Tool{{
 		Name:        "get_weather",
 		Description: "Get current temperature for a given location.",
 		InputSchema: map[string]any{"type": "object", "properties": map[string]any{

@@ -18,7 +18,7 @@ import (
 )
 
 func oaTools() *conduit.ToolSet {
-	return conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "notes", Tools: []*mcp.Tool{
+	return conduit.NewToolSet(nil, conduit.ServerTools{Server: "notes", Tools: []*mcp.Tool{
 		{Name: "search", Description: "Searches\u00ad the notes.", InputSchema: map[string]any{"type": "object", "properties": map[string]any{
 			"q": map[string]any{"type": "string"}, "limit": map[string]any{"type": "integer"}}, "required": []any{"q"}}},
 		{Name: "pick", InputSchema: map[string]any{"type": "object", "oneOf": []any{
@@ -102,11 +102,11 @@ func TestCheck(t *testing.T) {
 	for i := range openai.MaxTools + 1 {
 		tools = append(tools, &mcp.Tool{Name: fmt.Sprintf("t%03d", i), InputSchema: map[string]any{"type": "object"}})
 	}
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "s", Tools: tools[:openai.MaxTools]})
+	ts := conduit.NewToolSet(nil, conduit.ServerTools{Server: "s", Tools: tools[:openai.MaxTools]})
 	if ws := openai.Check(ts); ws != nil {
 		t.Errorf("%v", ws)
 	}
-	ts = conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "s", Tools: tools})
+	ts = conduit.NewToolSet(nil, conduit.ServerTools{Server: "s", Tools: tools})
 	if ws := openai.Check(ts); len(ws) != 1 || ws[0].Tool != "" {
 		t.Errorf("%v", ws)
 	}
@@ -130,7 +130,7 @@ func TestParseChat(t *testing.T) {
 	}
 	// Arguments are resolved with the tool set: invalid JSON and a custom
 	// call are answered, an empty string is no arguments.
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "s", Tools: []*mcp.Tool{
+	ts := conduit.NewToolSet(nil, conduit.ServerTools{Server: "s", Tools: []*mcp.Tool{
 		{Name: "search", InputSchema: map[string]any{"type": "object"}},
 		{Name: "ping", InputSchema: map[string]any{"type": "object"}},
 		{Name: "grammar", InputSchema: map[string]any{"type": "object"}},

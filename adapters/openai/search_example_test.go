@@ -11,7 +11,7 @@ import (
 
 func ExampleAPI_SearchTools() {
 	// A hub's tools: exposed as server__tool.
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true},
+	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true},
 		conduit.ServerTools{Server: "crm", Tools: []*mcp.Tool{
 			{Name: "get_customer_profile", Description: "Fetch a customer profile.", InputSchema: map[string]any{"type": "object",
 				"properties": map[string]any{"customer_id": map[string]any{"type": "string"}}, "required": []any{"customer_id"}}},

@@ -15,7 +15,7 @@ import (
 // short name in its namespace is taken by another of its tools.
 func hubTools() *conduit.ToolSet {
 	obj := map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}
-	return conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true},
+	return conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true},
 		conduit.ServerTools{Server: "notes", Tools: []*mcp.Tool{
 			{Name: "search", Description: "Searches the notes.", InputSchema: obj},
 			{Name: "pick", InputSchema: map[string]any{"type": "object", "oneOf": []any{map[string]any{}}}},
@@ -62,7 +62,7 @@ func TestFunctionName(t *testing.T) {
 	}
 	// A client's tools have no server prefix; one whose short name is
 	// another tool's exposed name keeps its own.
-	cl := conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "x", Tools: []*mcp.Tool{{Name: "x__a"}, {Name: "a"}, {Name: "b"}}})
+	cl := conduit.NewToolSet(nil, conduit.ServerTools{Server: "x", Tools: []*mcp.Tool{{Name: "x__a"}, {Name: "a"}, {Name: "b"}}})
 	xa, _ := cl.Lookup("x__a")
 	b, _ := cl.Lookup("b")
 	if got := openai.FunctionName(xa, cl); got != "x__a" {

@@ -138,8 +138,12 @@ type RenderOptions struct {
 // Every string of the rendering is valid UTF-8: text, resource text and
 // URIs, media types and structuredContent's strings are repaired (invalid
 // sequences become U+FFFD) before they reach JSON, at the cost of a scan
-// when they are already valid; res is not modified.
-func Render(res *mcp.CallToolResult, o RenderOptions) Rendered {
+// when they are already valid; res is not modified. o may be nil for the
+// defaults.
+func Render(res *mcp.CallToolResult, o *RenderOptions) Rendered {
+	if o == nil {
+		o = &RenderOptions{}
+	}
 	r := Rendered{IsError: res.IsError}
 	sc := res.StructuredContent
 	useSC := false
@@ -156,7 +160,7 @@ func Render(res *mcp.CallToolResult, o RenderOptions) Rendered {
 	if !useSC {
 		r.Parts = make([]Part, 0, len(res.Content)+1)
 		for _, c := range res.Content {
-			r.Parts = append(r.Parts, part(c, &o))
+			r.Parts = append(r.Parts, part(c, o))
 		}
 	}
 	if sc != nil && (useSC || o.Mode == StructuredAppend) {

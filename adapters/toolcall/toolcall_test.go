@@ -88,7 +88,7 @@ func toolSet(names ...string) *conduit.ToolSet {
 	for _, n := range names {
 		tools = append(tools, &mcp.Tool{Name: n, InputSchema: map[string]any{"type": "object"}})
 	}
-	return conduit.NewToolSet(conduit.ToolSetOptions{}, conduit.ServerTools{Server: "s", Tools: tools})
+	return conduit.NewToolSet(nil, conduit.ServerTools{Server: "s", Tools: tools})
 }
 
 func TestResolve(t *testing.T) {
@@ -161,7 +161,7 @@ func TestRender(t *testing.T) {
 		},
 		StructuredContent: map[string]any{"k": "v"},
 	}
-	r := toolcall.Render(res, toolcall.RenderOptions{Mode: toolcall.StructuredAppend, Images: true})
+	r := toolcall.Render(res, &toolcall.RenderOptions{Mode: toolcall.StructuredAppend, Images: true})
 	var texts []string
 	for _, p := range r.Parts {
 		if p.Kind == toolcall.PartImage {
@@ -175,13 +175,19 @@ func TestRender(t *testing.T) {
 	if !reflect.DeepEqual(texts, want) {
 		t.Errorf("got  %q\nwant %q", texts, want)
 	}
+	// nil options are the defaults: images become placeholders, and
+	// structuredContent beside content is left out.
+	r = toolcall.Render(res, nil)
+	if len(r.Parts) != len(want)-1 || r.Parts[1].Kind == toolcall.PartImage || r.Parts[1].Text != "[image: image/png, 16 bytes]" {
+		t.Errorf("nil options: %+v", r.Parts)
+	}
 	// StructuredValue hands over a plain JSON value, whatever the
 	// structuredContent was.
 	type weather struct {
 		Temp int `json:"temp"`
 	}
 	for _, sc := range []any{weather{22}, json.RawMessage(`{"temp":22}`), map[string]any{"temp": 22.0}} {
-		r := toolcall.Render(&mcp.CallToolResult{StructuredContent: sc}, toolcall.RenderOptions{Mode: toolcall.StructuredPrefer, StructuredValue: true})
+		r := toolcall.Render(&mcp.CallToolResult{StructuredContent: sc}, &toolcall.RenderOptions{Mode: toolcall.StructuredPrefer, StructuredValue: true})
 		if !reflect.DeepEqual(r.Structured, map[string]any{"temp": 22.0}) {
 			t.Errorf("%T: %#v", sc, r.Structured)
 		}
@@ -213,7 +219,7 @@ func TestErrorText(t *testing.T) {
 }
 
 func TestResolveNamespace(t *testing.T) {
-	hub := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true},
+	hub := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true},
 		conduit.ServerTools{Server: "github", Tools: []*mcp.Tool{{Name: "create_issue"}}},
 		conduit.ServerTools{Server: "slack", Tools: []*mcp.Tool{{Name: "post"}}})
 	raws := []toolcall.Raw{

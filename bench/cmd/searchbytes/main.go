@@ -28,7 +28,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, servers...)
+	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true}, servers...)
 	rows, err := footprint.Measure(ts, footprint.Queries)
 	if err != nil {
 		log.Fatal(err)

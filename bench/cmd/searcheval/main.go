@@ -31,7 +31,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, servers...)
+	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true}, servers...)
 	qs, err := retrieval.LoadQueries(retrieval.QueriesFile)
 	if err != nil {
 		log.Fatal(err)

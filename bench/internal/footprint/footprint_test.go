@@ -21,7 +21,7 @@ func realToolSet(t *testing.T) *conduit.ToolSet {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, servers...)
+	return conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true}, servers...)
 }
 
 // TestSearchFootprint is the goal of BENCHMARKS.md ("Tool search: what a

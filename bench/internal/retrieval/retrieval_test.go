@@ -43,7 +43,7 @@ func TestEvaluate(t *testing.T) {
 }
 
 func TestCheckAndBaseline(t *testing.T) {
-	ts := conduit.NewToolSet(conduit.ToolSetOptions{Namespace: true}, conduit.ServerTools{Server: "s", Tools: []*mcp.Tool{
+	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true}, conduit.ServerTools{Server: "s", Tools: []*mcp.Tool{
 		{Name: "create_issue", Description: "Create an issue"},
 		{Name: "list_issues", Description: "List the issues of a repository"},
 		{Name: "createIssueComment", Description: "Comment on an issue"},
