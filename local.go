@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/conduitmcp/conduit/internal/bounded"
+	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -98,44 +100,23 @@ func resolveCall(ts *ToolSet, local *LocalTool, name string, args any) (*Tool, m
 // the program's code, which may ignore ctx: it runs on a goroutine of its
 // own, and the call is answered when ctx ends.
 func (t *LocalTool) answer(ctx context.Context, call *Call) (*mcp.CallToolResult, error) {
-	if ctx.Done() == nil {
-		return t.run(ctx, call)
-	}
-	type outcome struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := t.run(ctx, call)
-		done <- outcome{res, err}
-	}()
-	select {
-	case out := <-done:
-		return out.res, out.err
-	case <-ctx.Done():
-		select {
-		case out := <-done:
-			return out.res, out.err
-		default:
-		}
-		return nil, ContextError(ctx, call.Def, 0, nil)
-	}
+	return bounded.Run(ctx, func(ctx context.Context) (*mcp.CallToolResult, error) { return t.run(ctx, call) },
+		func() error { return ContextError(ctx, call.Def, 0, nil) })
 }
 
 func (t *LocalTool) run(ctx context.Context, call *Call) (res *mcp.CallToolResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			res, err = nil, newError(KindInternal, call.Server, call.Tool, "The call to "+call.Exposed+" failed.", fmt.Errorf("panic: %v", p))
+			res, err = nil, newError(KindInternal, call.Server, call.Tool, modeltext.CallFailed(call.Exposed), fmt.Errorf("panic: %v", p))
 		}
 	}()
 	res, err = t.Answer(ctx, call)
 	var ce *Error
 	if err != nil && !errors.As(err, &ce) {
-		err = newError(KindInternal, call.Server, call.Tool, "The call to "+call.Exposed+" failed.", err)
+		err = newError(KindInternal, call.Server, call.Tool, modeltext.CallFailed(call.Exposed), err)
 	}
 	if err == nil && res == nil {
-		err = newError(KindInternal, call.Server, call.Tool, "The call to "+call.Exposed+" returned no result.", nil)
+		err = newError(KindInternal, call.Server, call.Tool, modeltext.NoResult(call.Exposed), nil)
 	}
 	return res, err
 }

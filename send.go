@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -91,7 +92,7 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions, req *Reques
 	}
 	if err == nil {
 		if res == nil {
-			return nil, newError(KindServerError, call.Server, call.Tool, "The server sent an empty result.", nil)
+			return nil, newError(KindServerError, call.Server, call.Tool, modeltext.NoResult(call.Exposed), nil)
 		}
 		return res, nil
 	}

@@ -11,7 +11,9 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/bounded"
 	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -261,7 +263,7 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 		defer func() {
 			if p := recover(); p != nil {
 				res, err = nil, &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool,
-					Message: "The call to " + c.Name + " failed.", Err: fmt.Errorf("panic: %v", p)}
+					Message: modeltext.CallFailed(c.Name), Err: fmt.Errorf("panic: %v", p)}
 			}
 		}()
 		if l := r.o.local; l != nil && c.Def == l.Tool {
@@ -277,18 +279,18 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 		// and hooks included, and end it when ctx ends.
 		res, err = call(ctx)
 	default:
-		res, err = r.bounded(ctx, c, call)
+		res, err = r.callBounded(ctx, c, call)
 	}
 	if err == nil && res == nil {
-		err = &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: toolcall.NoResult}
+		err = &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: modeltext.NoResult(c.Name)}
 	}
 	return res, err
 }
 
-// bounded runs call on a Source of the caller's, which may not honour its
+// callBounded runs call on a Source of the caller's, which may not honour its
 // context, within the call's time limit: past it the call is answered
 // with a timeout and the source's late answer is dropped.
-func (r *runner) bounded(ctx context.Context, c toolcall.Call, call func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+func (r *runner) callBounded(ctx context.Context, c toolcall.Call, call func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	limit := r.o.CallTimeout
 	if limit == 0 {
 		limit = conduit.DefaultCallTimeout
@@ -298,29 +300,12 @@ func (r *runner) bounded(ctx context.Context, c toolcall.Call, call func(context
 		cctx, cancel = context.WithTimeout(ctx, limit)
 	}
 	defer cancel()
-	type outcome struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := call(cctx)
-		done <- outcome{res, err}
-	}()
-	select {
-	case out := <-done:
-		return out.res, out.err
-	case <-cctx.Done():
-		select {
-		case out := <-done:
-			return out.res, out.err
-		default:
-		}
+	return bounded.Run(cctx, call, func() error {
 		if ctx.Err() != nil {
 			limit = 0 // the caller's context ended, not the limit
 		}
-		return nil, conduit.ContextError(cctx, c.Def, limit, nil)
-	}
+		return conduit.ContextError(cctx, c.Def, limit, nil)
+	})
 }
 
 func halted(ch <-chan struct{}) bool {

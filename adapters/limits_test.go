@@ -22,6 +22,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters/anthropic"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -350,8 +351,8 @@ func TestImageOverProviderLimit(t *testing.T) {
 			if n := imagesIn(tt.p, ans); n != 1 {
 				t.Errorf("%d images in the answer, want the small one", n)
 			}
-			want := toolcall.Omitted("image", "image/png", big, fmt.Sprintf("%s in base64, over %s's %s limit per image",
-				toolcall.Size(tt.limit+4), tt.name, toolcall.Size(tt.limit)))
+			want := modeltext.Omitted("image", "image/png", big, fmt.Sprintf("%s in base64, over %s's %s limit per image",
+				modeltext.Size(tt.limit+4), tt.name, modeltext.Size(tt.limit)))
 			if !strings.Contains(s, want) {
 				t.Errorf("no placeholder %q in %.300s", want, s)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -189,7 +190,7 @@ var imageLimit = toolcall.ImageLimit{Provider: "Anthropic", MaxBytes: MaxImageBy
 // failure (err) or an isError result, "is_error": true. Whitespace-only
 // text is dropped (the API refuses it); a result left with no content has
 // none, except an error, which the API refuses empty and which gets
-// [toolcall.EmptyError]. An image over [MaxImageBytes] (or
+// "The tool reported an error without details.". An image over [MaxImageBytes] (or
 // o.MaxImageBytes) or [MaxImageDimension] becomes a text placeholder
 // saying so. The blocks of one turn go first in the next user
 // message, in the model's order.
@@ -219,7 +220,7 @@ func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall
 	if r.IsError {
 		block["is_error"] = true
 		if len(content) == 0 {
-			content = append(content, textBlock(toolcall.EmptyError))
+			content = append(content, textBlock(modeltext.EmptyError))
 		}
 	}
 	if len(content) > 0 {

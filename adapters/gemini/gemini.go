@@ -16,6 +16,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -168,7 +169,7 @@ func FunctionResponse(c toolcall.Call, res *mcp.CallToolResult, err error, o *to
 		}
 		text := toolcall.Text(toolcall.Render(res, &toolcall.RenderOptions{Mode: mode}).Parts)
 		if strings.TrimSpace(text) == "" {
-			text = toolcall.EmptyError
+			text = modeltext.EmptyError
 		}
 		fr["response"] = map[string]any{"error": text}
 	default:

@@ -18,6 +18,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -337,7 +338,7 @@ var imageLimit = toolcall.ImageLimit{Provider: "OpenAI", MaxBytes: MaxImageBytes
 // input_image items (data URIs) when the result carries an image. OpenAI
 // has no error flag: the text of a failure or an isError result starts
 // with "Error: " (see [toolcall.AnswerOptions.ErrorPrefix]), and an
-// isError result with no content says [toolcall.EmptyError]. An image
+// isError result with no content says "The tool reported an error without details.". An image
 // over [MaxImageBytes] (or o.MaxImageBytes) becomes a text placeholder
 // saying so.
 func (api API) ToolOutput(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
@@ -357,7 +358,7 @@ func (api API) ToolOutput(c toolcall.Call, res *mcp.CallToolResult, err error, o
 		if !r.IsError {
 			prefix = ""
 		} else if !hasContent(r.Parts) {
-			r.Parts = []toolcall.Part{{Kind: toolcall.PartText, Text: toolcall.EmptyError}}
+			r.Parts = []toolcall.Part{{Kind: toolcall.PartText, Text: modeltext.EmptyError}}
 		}
 		if api == Responses && hasImage(r.Parts) {
 			output = inputItems(r.Parts, prefix)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/internal/modeltext"
 )
 
 // ImageLimit is what a provider accepts of one image in an answer. An
@@ -47,7 +48,7 @@ func (o *AnswerOptions) ImageLimit(def ImageLimit) ImageLimit {
 func (l ImageLimit) over(mediaType string, data []byte) string {
 	if l.MaxBytes > 0 {
 		if n := base64.StdEncoding.EncodedLen(len(data)); n > l.MaxBytes {
-			return fmt.Sprintf("%s in base64, over %s's %s limit per image", Size(n), l.Provider, Size(l.MaxBytes))
+			return fmt.Sprintf("%s in base64, over %s's %s limit per image", modeltext.Size(n), l.Provider, modeltext.Size(l.MaxBytes))
 		}
 	}
 	if l.MaxWidth > 0 || l.MaxHeight > 0 {
@@ -68,30 +69,6 @@ func (l ImageLimit) over(mediaType string, data []byte) string {
 		}
 	}
 	return ""
-}
-
-// The texts a model reads where the adapters apply a limit: each is
-// written here once, for every provider.
-
-// Omitted is the placeholder of an image over a provider's limit, kind
-// being "image" or "resource: <uri>": "[image omitted: image/png, 7.3 MB,
-// 9.7 MB in base64, over Anthropic's 5 MB limit per image]".
-func Omitted(kind, mediaType string, size int, reason string) string {
-	return fmt.Sprintf("[%s omitted: %s, %s, %s]", kind, orUnknown(mediaType), Size(size), reason)
-}
-
-// Size is a byte count as a model reads it: "812 bytes", "40.0 KB",
-// "7.3 MB" (in units of 1024, as Anthropic states its limits).
-func Size(n int) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d bytes", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
-	case n%(1<<20) == 0:
-		return fmt.Sprintf("%d MB", n>>20)
-	}
-	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
 }
 
 // ErrTooManyCalls is the cause of every call answered with

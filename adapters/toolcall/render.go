@@ -8,6 +8,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -177,19 +178,21 @@ func part(c mcp.Content, o *RenderOptions) Part {
 		p, _ := media("image", c.MIMEType, c.Data, o)
 		return p
 	case *mcp.AudioContent:
-		return Part{Kind: PartText, Text: conduit.Placeholder("audio", jsonv.ValidString(c.MIMEType), len(c.Data))}
+		// No provider takes audio in a tool result (conduit.ShapeForModel
+		// says the same).
+		return Part{Kind: PartText, Text: modeltext.Placeholder("audio", c.MIMEType, len(c.Data))}
 	case *mcp.ResourceLink:
 		return Part{Kind: PartText, Text: jsonv.ValidString(linkText(c))}
 	case *mcp.EmbeddedResource:
 		rc := c.Resource
 		switch {
 		case rc == nil:
-			return Part{Kind: PartText, Text: "[resource]"}
+			return Part{Kind: PartText, Text: modeltext.EmptyResource}
 		case rc.Blob != nil:
 			uri := jsonv.ValidString(rc.URI)
 			p, omitted := media("resource: "+uri, rc.MIMEType, rc.Blob, o)
 			if p.Kind == PartText && !omitted {
-				p.Text = fmt.Sprintf("[resource: %s, %s, %d bytes]", uri, orUnknown(jsonv.ValidString(rc.MIMEType)), len(rc.Blob))
+				p.Text = modeltext.ResourcePlaceholder(uri, rc.MIMEType, len(rc.Blob))
 			}
 			return p
 		default:
@@ -210,14 +213,14 @@ func media(kind, declared string, data []byte, o *RenderOptions) (p Part, omitte
 	mt, ok := conduit.ModelImageType(declared, data)
 	if ok && o.Images {
 		if why := o.Limit.over(mt, data); why != "" {
-			return Part{Kind: PartText, Text: Omitted(kind, mt, len(data), why)}, true
+			return Part{Kind: PartText, Text: modeltext.Omitted(kind, mt, len(data), why)}, true
 		}
 		return Part{Kind: PartImage, MediaType: mt, Data: data}, false
 	}
 	if ok {
 		declared = mt
 	}
-	return Part{Kind: PartText, Text: conduit.Placeholder(kind, jsonv.ValidString(declared), len(data))}, false
+	return Part{Kind: PartText, Text: modeltext.Placeholder(kind, declared, len(data))}, false
 }
 
 // linkText is a resource_link as a model sees it.
@@ -233,13 +236,6 @@ func linkText(l *mcp.ResourceLink) string {
 	s += " <" + l.URI + ">"
 	if l.MIMEType != "" {
 		s += " (" + l.MIMEType + ")"
-	}
-	return s
-}
-
-func orUnknown(s string) string {
-	if s == "" {
-		return "unknown type"
 	}
 	return s
 }
@@ -286,7 +282,7 @@ func Text(parts []Part) string {
 			b.WriteByte('\n')
 		}
 		if p.Kind == PartImage {
-			b.WriteString(conduit.Placeholder("image", p.MediaType, len(p.Data)))
+			b.WriteString(modeltext.Placeholder("image", p.MediaType, len(p.Data)))
 		} else {
 			b.WriteString(p.Text)
 		}
@@ -296,10 +292,10 @@ func Text(parts []Part) string {
 
 // ErrorText is the text a model sees for a failed call: an *conduit.Error's
 // Message, or the error's text, repaired to valid UTF-8; a nil error is
-// [NoResult].
+// the no-result text.
 func ErrorText(err error) string {
 	if err == nil {
-		return NoResult
+		return modeltext.NoResult("")
 	}
 	var e *conduit.Error
 	if errors.As(err, &e) && e.Message != "" {
@@ -308,16 +304,5 @@ func ErrorText(err error) string {
 	if s := err.Error(); s != "" {
 		return jsonv.ValidString(s)
 	}
-	return NoResult
+	return modeltext.NoResult("")
 }
-
-// Texts a model sees where there would otherwise be nothing.
-const (
-	// EmptyError stands for an isError result with no content: providers
-	// refuse an empty error (Anthropic answers HTTP 400), and a model
-	// learns nothing from one.
-	EmptyError = "The tool reported an error without details."
-	// NoResult stands for a call answered with neither a result nor an
-	// error, which only a faulty Source produces.
-	NoResult = "The call produced no result."
-)

@@ -213,7 +213,7 @@ func TestErrorText(t *testing.T) {
 	if got := toolcall.ErrorText(errors.New("boom")); got != "boom" {
 		t.Error(got)
 	}
-	if got := toolcall.ErrorText(nil); got != toolcall.NoResult {
+	if got := toolcall.ErrorText(nil); got != "The call produced no result." {
 		t.Error(got)
 	}
 }
@@ -241,6 +241,40 @@ func TestResolveNamespace(t *testing.T) {
 		}
 		if c.Err != nil || c.Name != want || c.Def == nil {
 			t.Errorf("call %s: %+v, want %s", c.ID, c, want)
+		}
+	}
+}
+
+// conduit.ShapeForModel and Render apply one rule: what Render makes of a
+// result is what it makes of the shaped result, and what ShapeForModel
+// turns into text is text in Render too (every audio clip among them).
+func TestShapeAndRenderAgree(t *testing.T) {
+	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+	for _, c := range []mcp.Content{
+		&mcp.TextContent{Text: "t"},
+		&mcp.ImageContent{MIMEType: "image/png", Data: png},
+		&mcp.ImageContent{MIMEType: "image/svg+xml; charset=utf-8", Data: []byte("<svg/>")},
+		&mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFFxxxxWAVE")},
+		&mcp.AudioContent{MIMEType: "audio/ogg; codecs=opus", Data: []byte("OggS")},
+		&mcp.AudioContent{MIMEType: "audio/aac", Data: []byte{1}},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "u://b", MIMEType: "application/gzip", Blob: []byte{1, 2}}},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "u://p", Blob: png}},
+	} {
+		res := &mcp.CallToolResult{Content: []mcp.Content{c}}
+		shaped := conduit.ShapeForModel(res)
+		for _, o := range []*toolcall.RenderOptions{nil, {Images: true}} {
+			raw, sh := toolcall.Render(res, o), toolcall.Render(shaped, o)
+			if !reflect.DeepEqual(raw, sh) {
+				t.Errorf("%T %+v: rendered %+v, shaped and rendered %+v", c, o, raw.Parts, sh.Parts)
+			}
+		}
+		if tc, ok := shaped.Content[0].(*mcp.TextContent); ok && c != shaped.Content[0] {
+			if got := toolcall.Render(res, &toolcall.RenderOptions{Images: true}).Parts[0].Text; got != tc.Text {
+				t.Errorf("%T: ShapeForModel says %q, Render %q", c, tc.Text, got)
+			}
+		}
+		if _, ok := shaped.Content[0].(*mcp.AudioContent); ok {
+			t.Errorf("audio survived ShapeForModel: %+v", c)
 		}
 	}
 }
