@@ -3,6 +3,7 @@ package conduit
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,7 +223,7 @@ func TestToolSetOf(t *testing.T) {
 	// The same exposed name twice: both left out and reported.
 	dup := &Tool{Tool: &mcp.Tool{Name: "other"}, Exposed: "a__one", Server: "c"}
 	ts = ToolSetOf(one, dup, three)
-	if ts.Len() != 1 || ts.At(0) != three {
+	if ts.Len() != 1 || slices.Collect(ts.All())[0] != three {
 		t.Errorf("collision kept %d tools", ts.Len())
 	}
 	if sk := ts.Skipped(); len(sk) != 2 || sk[0].Reason != SkipCollision {

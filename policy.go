@@ -117,9 +117,6 @@ func (r Rule) When(conds ...Condition) Rule {
 	return r
 }
 
-// Decision returns what the rule decides when it applies.
-func (r Rule) Decision() Decision { return r.decision }
-
 // String describes the rule, for logs and approval prompts.
 func (r Rule) String() string { return r.text }
 

@@ -43,8 +43,8 @@ func TestPolicyGlobs(t *testing.T) {
 		if d != tt.want || ok != (tt.rule != "") || rule.String() != tt.rule {
 			t.Errorf("%s/%s: %v %q %v, want %v %q", tt.server, tt.tool, d, rule, ok, tt.want, tt.rule)
 		}
-		if ok && rule.Decision() != d {
-			t.Errorf("%s/%s: rule decision %v != %v", tt.server, tt.tool, rule.Decision(), d)
+		if ok && rule.decision != d {
+			t.Errorf("%s/%s: rule decision %v != %v", tt.server, tt.tool, rule.decision, d)
 		}
 	}
 }

@@ -33,7 +33,9 @@ type PromptSet struct {
 	skipped []Skipped
 }
 
-// Len returns the number of prompts.
+// Len returns the number of prompts. It is kept beside All for the same
+// reason as ToolSet.Len: a PromptSet reads as a ToolSet does, and a
+// count needs no walk.
 func (ps *PromptSet) Len() int {
 	if ps == nil {
 		return 0

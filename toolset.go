@@ -257,9 +257,6 @@ func (ts *ToolSet) Len() int {
 	return len(ts.tools)
 }
 
-// At returns the i'th tool, 0 <= i < Len().
-func (ts *ToolSet) At(i int) *Tool { return ts.tools[i] }
-
 // All yields the tools in order.
 func (ts *ToolSet) All() iter.Seq[*Tool] {
 	return func(yield func(*Tool) bool) {

@@ -93,9 +93,6 @@ func NewConversation(ctx context.Context, src conduit.Source, p Provider, o *Con
 	return c, nil
 }
 
-// Provider returns the conversation's provider.
-func (c *Conversation) Provider() Provider { return c.p }
-
 // Tools returns the tool definitions to send with the next request, in
 // the provider's shape (for Gemini, the functionDeclarations). The slice
 // is the caller's; the definitions are shared and must not be modified.

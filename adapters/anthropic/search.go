@@ -16,9 +16,9 @@ import (
 // regex a Python regular expression over names, descriptions and
 // argument names.
 const (
-	SearchBM25Type  = "tool_search_tool_bm25_20251119"
+	searchBM25Type  = "tool_search_tool_bm25_20251119"
 	SearchBM25Name  = "tool_search_tool_bm25"
-	SearchRegexType = "tool_search_tool_regex_20251119"
+	searchRegexType = "tool_search_tool_regex_20251119"
 	SearchRegexName = "tool_search_tool_regex"
 )
 
@@ -32,13 +32,13 @@ type SearchOptions struct {
 	Regex bool
 }
 
-// SearchTool returns the tool search tool's definition, the BM25 variant
+// searchTool returns the tool search tool's definition, the BM25 variant
 // or with regex the regex one.
-func SearchTool(regex bool) map[string]any {
+func searchTool(regex bool) map[string]any {
 	if regex {
-		return map[string]any{"type": SearchRegexType, "name": SearchRegexName}
+		return map[string]any{"type": searchRegexType, "name": SearchRegexName}
 	}
-	return map[string]any{"type": SearchBM25Type, "name": SearchBM25Name}
+	return map[string]any{"type": searchBM25Type, "name": SearchBM25Name}
 }
 
 // SearchTools returns a tool list in which Claude searches for the tools
@@ -51,7 +51,7 @@ func SearchTools(loaded, deferred *conduit.ToolSet, o *SearchOptions) []map[stri
 		o = &SearchOptions{}
 	}
 	out := Tools(loaded, &ToolsOptions{})
-	search := SearchTool(o.Regex)
+	search := searchTool(o.Regex)
 	if o.CacheLast {
 		search["cache_control"] = cacheControl(o.CacheTTL)
 	}

@@ -73,9 +73,8 @@ func schema(s any) map[string]any {
 	return toolcall.SchemaMap(nil)
 }
 
-// MaxNameLen is the longest function name the Gemini API accepts.
-const MaxNameLen = 128
-
+// nameRE is a function name the Gemini API accepts, 128 characters at
+// most.
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$`)
 
 // Check reports names the Gemini API would refuse (exposed names are made

@@ -17,9 +17,9 @@ import (
 // recommends: the model then sees only each namespace's name and
 // description up front.
 
-// ToolSearch is the tool search tool's definition: {"type":
+// toolSearch is the tool search tool's definition: {"type":
 // "tool_search"}, searched by OpenAI.
-func ToolSearch() map[string]any { return map[string]any{"type": "tool_search"} }
+func toolSearch() map[string]any { return map[string]any{"type": "tool_search"} }
 
 // ErrNoToolSearch is SearchTools' error for the Chat Completions API,
 // which has no tool search.
@@ -45,7 +45,7 @@ func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) (
 		o = &ToolsOptions{}
 	}
 	out, rep := api.Tools(loaded, o)
-	out = append(out, ToolSearch())
+	out = append(out, toolSearch())
 	key := defKey{api, o.Strict}
 	type namespace struct {
 		name  string
@@ -72,7 +72,7 @@ func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) (
 		for k, v := range d.def {
 			cp[k] = v
 		}
-		cp["name"] = FunctionName(t, loaded, deferred)
+		cp["name"] = functionName(t, loaded, deferred)
 		cp["defer_loading"] = true
 		ns := byName[t.Server]
 		if ns == nil {
@@ -86,27 +86,27 @@ func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) (
 		out = append(out, map[string]any{
 			"type":        "namespace",
 			"name":        ns.name,
-			"description": NamespaceDescription(ns.name, len(ns.tools)),
+			"description": namespaceDescription(ns.name, len(ns.tools)),
 			"tools":       ns.tools,
 		})
 	}
 	return out, rep, nil
 }
 
-// NamespaceDescription is the description of a server's namespace: what
+// namespaceDescription is the description of a server's namespace: what
 // the model reads before it searches.
-func NamespaceDescription(server string, tools int) string {
+func namespaceDescription(server string, tools int) string {
 	if tools == 1 {
 		return fmt.Sprintf("The tool of the MCP server %s.", server)
 	}
 	return fmt.Sprintf("The %d tools of the MCP server %s.", tools, server)
 }
 
-// FunctionName is the name of t in its server's namespace: its exposed
+// functionName is the name of t in its server's namespace: its exposed
 // name without the server__ prefix a hub gives it, unless no prefix is
 // there, or a tool of the same server in any of sets is exposed under the
 // shortened name (a call of it would resolve to that one instead).
-func FunctionName(t *conduit.Tool, sets ...*conduit.ToolSet) string {
+func functionName(t *conduit.Tool, sets ...*conduit.ToolSet) string {
 	short, ok := strings.CutPrefix(t.Exposed, t.Server+"__")
 	if !ok || short == "" {
 		return t.Exposed

@@ -45,3 +45,7 @@ func (t *trie) strip(v any) {
 		}
 	}
 }
+
+// FunctionName is functionName, for the test that a namespaced name
+// resolves back (toolcall.InNamespace).
+var FunctionName = functionName
