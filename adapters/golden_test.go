@@ -15,6 +15,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -124,7 +125,7 @@ func record(exec *adapters.Execution) outcome {
 		s := ""
 		if err != nil {
 			k, _ := conduit.KindOf(err)
-			s = k.String() + ": " + toolcall.ErrorText(err)
+			s = k.String() + ": " + render.ErrorText(err)
 		}
 		o.Errors = append(o.Errors, s)
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
@@ -142,7 +143,7 @@ func Parse(response any) ([]toolcall.Raw, error) {
 			continue
 		}
 		// Present or not, a nil "input" is JSON null: refused, never {}.
-		r := toolcall.Raw{ID: jsonv.String(block["id"]), Name: jsonv.String(block["name"]), Args: toolcall.DecodedArgs(block["input"], true)}
+		r := toolcall.Raw{ID: jsonv.String(block["id"]), Name: jsonv.String(block["name"]), Args: render.DecodedArgs(block["input"], true)}
 		if r.ID == "" {
 			r.Err = fmt.Errorf("the tool_use block has no id")
 		}
@@ -183,7 +184,7 @@ const (
 )
 
 // imageLimit is ToolResult's image limit before options.
-var imageLimit = toolcall.ImageLimit{Provider: "Anthropic", MaxBytes: MaxImageBytes, MaxWidth: MaxImageDimension, MaxHeight: MaxImageDimension}
+var imageLimit = render.ImageLimit{Provider: "Anthropic", MaxBytes: MaxImageBytes, MaxWidth: MaxImageDimension, MaxHeight: MaxImageDimension}
 
 // ToolResult answers one call with a tool_result block keyed by the
 // call's id: the result's content as text and image blocks, or, for a
@@ -197,7 +198,7 @@ var imageLimit = toolcall.ImageLimit{Provider: "Anthropic", MaxBytes: MaxImageBy
 func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	block := map[string]any{"type": "tool_result", "tool_use_id": c.ID}
 	if err != nil || res == nil {
-		block["content"] = []any{textBlock(toolcall.ErrorText(err))}
+		block["content"] = []any{textBlock(render.ErrorText(err))}
 		block["is_error"] = true
 		return block
 	}
@@ -205,11 +206,11 @@ func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall
 	if o != nil && o.Structured != toolcall.StructuredDefault {
 		mode = o.Structured
 	}
-	r := toolcall.Render(res, &toolcall.RenderOptions{Mode: mode, Images: true, Limit: o.ImageLimit(imageLimit)})
+	r := render.Render(res, &render.RenderOptions{Mode: mode, Images: true, Limit: render.Limit(o, imageLimit)})
 	content := make([]any, 0, len(r.Parts))
 	for _, p := range r.Parts {
 		switch {
-		case p.Kind == toolcall.PartImage:
+		case p.Kind == render.PartImage:
 			content = append(content, map[string]any{"type": "image", "source": map[string]any{
 				"type": "base64", "media_type": p.MediaType, "data": base64.StdEncoding.EncodeToString(p.Data)}})
 		case strings.TrimSpace(p.Text) != "":

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
@@ -89,7 +90,7 @@ func Conversation(request map[string]any) []any { return jsonv.List(request["mes
 // of its last message, when it is a user message.
 func Answered(conversation []any) []toolcall.Answered {
 	var out []toolcall.Answered
-	for _, b := range toolcall.LastOf(conversation, "user", "content") {
+	for _, b := range render.LastOf(conversation, "user", "content") {
 		blk := jsonv.Object(b)
 		if blk["type"] == "tool_result" {
 			out = append(out, toolcall.Answered{ID: jsonv.String(blk["tool_use_id"]), Error: blk["is_error"] == true})

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
@@ -96,7 +97,7 @@ func Conversation(request map[string]any) []any { return jsonv.List(request["con
 // those of its last content, when it is the user's.
 func Answered(conversation []any) []toolcall.Answered {
 	var out []toolcall.Answered
-	for _, p := range toolcall.LastOf(conversation, "user", "parts") {
+	for _, p := range render.LastOf(conversation, "user", "parts") {
 		fr := jsonv.Object(jsonv.Object(p)["functionResponse"])
 		if fr == nil {
 			continue

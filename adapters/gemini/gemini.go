@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
@@ -132,7 +133,7 @@ func Parse(response any) ([]toolcall.Raw, error) {
 			continue
 		}
 		args, has := fc["args"]
-		raws = append(raws, toolcall.Raw{ID: jsonv.String(fc["id"]), Name: jsonv.String(fc["name"]), Args: toolcall.DecodedArgs(args, has)})
+		raws = append(raws, toolcall.Raw{ID: jsonv.String(fc["id"]), Name: jsonv.String(fc["name"]), Args: render.DecodedArgs(args, has)})
 	}
 	return raws, nil
 }
@@ -160,13 +161,13 @@ func FunctionResponse(c toolcall.Call, res *mcp.CallToolResult, err error, o *to
 	}
 	switch {
 	case err != nil || res == nil:
-		fr["response"] = map[string]any{"error": toolcall.ErrorText(err)}
+		fr["response"] = map[string]any{"error": render.ErrorText(err)}
 	case res.IsError:
 		mode := toolcall.StructuredAuto
 		if o != nil && o.Structured != toolcall.StructuredDefault {
 			mode = o.Structured
 		}
-		text := toolcall.Text(toolcall.Render(res, &toolcall.RenderOptions{Mode: mode}).Parts)
+		text := render.Text(render.Render(res, &render.RenderOptions{Mode: mode}).Parts)
 		if strings.TrimSpace(text) == "" {
 			text = modeltext.EmptyError
 		}
@@ -176,8 +177,8 @@ func FunctionResponse(c toolcall.Call, res *mcp.CallToolResult, err error, o *to
 		if o != nil && o.Structured != toolcall.StructuredDefault {
 			mode = o.Structured
 		}
-		r := toolcall.Render(res, &toolcall.RenderOptions{Mode: mode, StructuredValue: true})
-		var out any = toolcall.Text(r.Parts)
+		r := render.Render(res, &render.RenderOptions{Mode: mode, StructuredValue: true})
+		var out any = render.Text(r.Parts)
 		if r.Structured != nil {
 			out = r.Structured
 		}

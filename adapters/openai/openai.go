@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
@@ -329,7 +330,7 @@ func (api API) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []
 const MaxImageBytes = 20 << 20
 
 // imageLimit is ToolOutput's image limit before options.
-var imageLimit = toolcall.ImageLimit{Provider: "OpenAI", MaxBytes: MaxImageBytes}
+var imageLimit = render.ImageLimit{Provider: "OpenAI", MaxBytes: MaxImageBytes}
 
 // ToolOutput answers one call, keyed by the call's id. For Chat it is a
 // {"role": "tool", "tool_call_id", "content"} message with the result as
@@ -348,22 +349,22 @@ func (api API) ToolOutput(c toolcall.Call, res *mcp.CallToolResult, err error, o
 	prefix := o.Prefix()
 	var output any
 	if err != nil || res == nil {
-		output = prefix + toolcall.ErrorText(err)
+		output = prefix + render.ErrorText(err)
 	} else {
 		mode := o.Structured
 		if mode == toolcall.StructuredDefault {
 			mode = toolcall.StructuredAuto
 		}
-		r := toolcall.Render(res, &toolcall.RenderOptions{Mode: mode, Images: api == Responses, Limit: o.ImageLimit(imageLimit)})
+		r := render.Render(res, &render.RenderOptions{Mode: mode, Images: api == Responses, Limit: render.Limit(o, imageLimit)})
 		if !r.IsError {
 			prefix = ""
 		} else if !hasContent(r.Parts) {
-			r.Parts = []toolcall.Part{{Kind: toolcall.PartText, Text: modeltext.EmptyError}}
+			r.Parts = []render.Part{{Kind: render.PartText, Text: modeltext.EmptyError}}
 		}
 		if api == Responses && hasImage(r.Parts) {
 			output = inputItems(r.Parts, prefix)
 		} else {
-			output = prefix + toolcall.Text(r.Parts)
+			output = prefix + render.Text(r.Parts)
 		}
 	}
 	if api == Responses {
@@ -372,18 +373,18 @@ func (api API) ToolOutput(c toolcall.Call, res *mcp.CallToolResult, err error, o
 	return map[string]any{"role": "tool", "tool_call_id": c.ID, "content": output}
 }
 
-func hasImage(parts []toolcall.Part) bool {
+func hasImage(parts []render.Part) bool {
 	for _, p := range parts {
-		if p.Kind == toolcall.PartImage {
+		if p.Kind == render.PartImage {
 			return true
 		}
 	}
 	return false
 }
 
-func hasContent(parts []toolcall.Part) bool {
+func hasContent(parts []render.Part) bool {
 	for _, p := range parts {
-		if p.Kind == toolcall.PartImage || strings.TrimSpace(p.Text) != "" {
+		if p.Kind == render.PartImage || strings.TrimSpace(p.Text) != "" {
 			return true
 		}
 	}
@@ -393,15 +394,15 @@ func hasContent(parts []toolcall.Part) bool {
 // inputItems is a Responses output list: input_text items for text, the
 // error prefix starting the first one, and input_image items with the
 // image as a data URI.
-func inputItems(parts []toolcall.Part, prefix string) []any {
+func inputItems(parts []render.Part, prefix string) []any {
 	items := make([]any, 0, len(parts)+1)
-	if prefix != "" && (len(parts) == 0 || parts[0].Kind != toolcall.PartText) {
+	if prefix != "" && (len(parts) == 0 || parts[0].Kind != render.PartText) {
 		items = append(items, map[string]any{"type": "input_text", "text": strings.TrimSpace(prefix)})
 		prefix = ""
 	}
 	for _, p := range parts {
 		switch {
-		case p.Kind == toolcall.PartImage:
+		case p.Kind == render.PartImage:
 			items = append(items, map[string]any{"type": "input_image", "detail": "auto",
 				"image_url": "data:" + p.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Data)})
 		case prefix != "":

@@ -6,10 +6,10 @@
 package toolcall
 
 import (
-	"encoding/json"
 	"errors"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -148,24 +148,5 @@ func asError(err error) *conduit.Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	return &conduit.Error{Kind: conduit.KindInternal, Message: ErrorText(err), Err: err}
-}
-
-// DecodedArgs returns arguments as a decoded response holds them (present
-// reports that the call had the field at all) in the form [Raw.Args]
-// takes: an absent field is no arguments; JSON null and a JSON string are
-// JSON text, so that resolution refuses them as not an object rather than
-// take null for no arguments or a string for JSON text.
-func DecodedArgs(v any, present bool) any {
-	switch a := v.(type) {
-	case nil:
-		if present {
-			return json.RawMessage("null")
-		}
-		return nil
-	case string:
-		data, _ := json.Marshal(a)
-		return json.RawMessage(data)
-	}
-	return v
+	return &conduit.Error{Kind: conduit.KindInternal, Message: jsonv.ValidString(err.Error()), Err: err}
 }

@@ -146,54 +146,6 @@ func TestResolve(t *testing.T) {
 	}
 }
 
-func TestRender(t *testing.T) {
-	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-	res := &mcp.CallToolResult{
-		Content: []mcp.Content{
-			&mcp.TextContent{Text: "t"},
-			&mcp.ImageContent{MIMEType: "image/png", Data: png},
-			&mcp.ImageContent{MIMEType: "image/png", Data: []byte("<svg/>")}, // declared PNG, is not
-			&mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFF")},
-			&mcp.ResourceLink{URI: "u://x", Title: "Title only"},
-			&mcp.ResourceLink{URI: "u://y"},
-			&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "u://b", Blob: []byte{1, 2}}},
-			&mcp.EmbeddedResource{},
-		},
-		StructuredContent: map[string]any{"k": "v"},
-	}
-	r := toolcall.Render(res, &toolcall.RenderOptions{Mode: toolcall.StructuredAppend, Images: true})
-	var texts []string
-	for _, p := range r.Parts {
-		if p.Kind == toolcall.PartImage {
-			texts = append(texts, "IMAGE "+p.MediaType)
-		} else {
-			texts = append(texts, p.Text)
-		}
-	}
-	want := []string{"t", "IMAGE image/png", "[image: image/png, 6 bytes]", "[audio: audio/wav, 4 bytes]",
-		"[resource] Title only <u://x>", "[resource] <u://y>", "[resource: u://b, unknown type, 2 bytes]", "[resource]", `{"k":"v"}`}
-	if !reflect.DeepEqual(texts, want) {
-		t.Errorf("got  %q\nwant %q", texts, want)
-	}
-	// nil options are the defaults: images become placeholders, and
-	// structuredContent beside content is left out.
-	r = toolcall.Render(res, nil)
-	if len(r.Parts) != len(want)-1 || r.Parts[1].Kind == toolcall.PartImage || r.Parts[1].Text != "[image: image/png, 16 bytes]" {
-		t.Errorf("nil options: %+v", r.Parts)
-	}
-	// StructuredValue hands over a plain JSON value, whatever the
-	// structuredContent was.
-	type weather struct {
-		Temp int `json:"temp"`
-	}
-	for _, sc := range []any{weather{22}, json.RawMessage(`{"temp":22}`), map[string]any{"temp": 22.0}} {
-		r := toolcall.Render(&mcp.CallToolResult{StructuredContent: sc}, &toolcall.RenderOptions{Mode: toolcall.StructuredPrefer, StructuredValue: true})
-		if !reflect.DeepEqual(r.Structured, map[string]any{"temp": 22.0}) {
-			t.Errorf("%T: %#v", sc, r.Structured)
-		}
-	}
-}
-
 func TestParseStructured(t *testing.T) {
 	for s, want := range map[string]toolcall.Structured{"": toolcall.StructuredDefault, "auto": toolcall.StructuredAuto,
 		"prefer": toolcall.StructuredPrefer, "append": toolcall.StructuredAppend, "ignore": toolcall.StructuredIgnore} {
@@ -203,18 +155,6 @@ func TestParseStructured(t *testing.T) {
 	}
 	if _, err := toolcall.ParseStructured("always"); err == nil {
 		t.Error("no error")
-	}
-}
-
-func TestErrorText(t *testing.T) {
-	if got := toolcall.ErrorText(&conduit.Error{Kind: conduit.KindDenied, Message: "No."}); got != "No." {
-		t.Error(got)
-	}
-	if got := toolcall.ErrorText(errors.New("boom")); got != "boom" {
-		t.Error(got)
-	}
-	if got := toolcall.ErrorText(nil); got != "The call produced no result." {
-		t.Error(got)
 	}
 }
 
@@ -245,36 +185,3 @@ func TestResolveNamespace(t *testing.T) {
 	}
 }
 
-// conduit.ShapeForModel and Render apply one rule: what Render makes of a
-// result is what it makes of the shaped result, and what ShapeForModel
-// turns into text is text in Render too (every audio clip among them).
-func TestShapeAndRenderAgree(t *testing.T) {
-	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-	for _, c := range []mcp.Content{
-		&mcp.TextContent{Text: "t"},
-		&mcp.ImageContent{MIMEType: "image/png", Data: png},
-		&mcp.ImageContent{MIMEType: "image/svg+xml; charset=utf-8", Data: []byte("<svg/>")},
-		&mcp.AudioContent{MIMEType: "audio/wav", Data: []byte("RIFFxxxxWAVE")},
-		&mcp.AudioContent{MIMEType: "audio/ogg; codecs=opus", Data: []byte("OggS")},
-		&mcp.AudioContent{MIMEType: "audio/aac", Data: []byte{1}},
-		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "u://b", MIMEType: "application/gzip", Blob: []byte{1, 2}}},
-		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "u://p", Blob: png}},
-	} {
-		res := &mcp.CallToolResult{Content: []mcp.Content{c}}
-		shaped := conduit.ShapeForModel(res)
-		for _, o := range []*toolcall.RenderOptions{nil, {Images: true}} {
-			raw, sh := toolcall.Render(res, o), toolcall.Render(shaped, o)
-			if !reflect.DeepEqual(raw, sh) {
-				t.Errorf("%T %+v: rendered %+v, shaped and rendered %+v", c, o, raw.Parts, sh.Parts)
-			}
-		}
-		if tc, ok := shaped.Content[0].(*mcp.TextContent); ok && c != shaped.Content[0] {
-			if got := toolcall.Render(res, &toolcall.RenderOptions{Images: true}).Parts[0].Text; got != tc.Text {
-				t.Errorf("%T: ShapeForModel says %q, Render %q", c, tc.Text, got)
-			}
-		}
-		if _, ok := shaped.Content[0].(*mcp.AudioContent); ok {
-			t.Errorf("audio survived ShapeForModel: %+v", c)
-		}
-	}
-}

@@ -1,7 +1,5 @@
 package toolcall
 
-import "github.com/conduitmcp/conduit/internal/jsonv"
-
 // The shapes of a conversation, for loops that keep one and send their own
 // requests (conduit sends none): each provider package reads a response as
 // a Turn, and builds a request from a Request.
@@ -40,18 +38,4 @@ type Answered struct {
 	// function's name.
 	ID    string
 	Error bool
-}
-
-// LastOf returns the list under field of a conversation's last entry when
-// that entry has the role role, or nil: where Anthropic (content) and
-// Gemini (parts) put the answers of a turn.
-func LastOf(conversation []any, role, field string) []any {
-	if len(conversation) == 0 {
-		return nil
-	}
-	last := jsonv.Object(conversation[len(conversation)-1])
-	if last["role"] != role {
-		return nil
-	}
-	return jsonv.List(last[field])
 }

@@ -1,86 +1,27 @@
-package toolcall
+// Package render turns a tool's result into provider-neutral parts (text
+// and images, placeholders for the rest) and keeps the answers' shared
+// helpers, for the provider packages under adapters/ alone: users build
+// answers through a provider's answer function, so none of this is API.
+package render
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// Structured says how a result's structuredContent is used.
-type Structured int
-
-const (
-	// StructuredDefault is the provider's default: StructuredAuto for
-	// Anthropic and OpenAI, StructuredPrefer for Gemini.
-	StructuredDefault Structured = iota
-	// StructuredAuto uses structuredContent, as JSON text, only when the
-	// result has no content.
-	StructuredAuto
-	// StructuredPrefer uses structuredContent in place of the content when
-	// there is one.
-	StructuredPrefer
-	// StructuredAppend adds structuredContent, as JSON text, after the
-	// content.
-	StructuredAppend
-	// StructuredIgnore never uses structuredContent.
-	StructuredIgnore
-)
-
-// ParseStructured parses "auto", "prefer", "append" or "ignore".
-func ParseStructured(s string) (Structured, error) {
-	switch s {
-	case "", "default":
-		return StructuredDefault, nil
-	case "auto":
-		return StructuredAuto, nil
-	case "prefer":
-		return StructuredPrefer, nil
-	case "append":
-		return StructuredAppend, nil
-	case "ignore":
-		return StructuredIgnore, nil
-	}
-	return 0, fmt.Errorf("unknown structured mode %q (auto, prefer, append or ignore)", s)
-}
-
-// AnswerOptions are the options of a provider's answer function.
-type AnswerOptions struct {
-	// Structured says how structuredContent is used.
-	Structured Structured
-	// ErrorPrefix, for OpenAI, which has no error flag, starts the text of
-	// an error answer: DefaultErrorPrefix when empty, nothing at all with
-	// NoErrorPrefix.
-	ErrorPrefix   string
-	NoErrorPrefix bool
-	// MaxImageBytes is the largest image an answer carries, in bytes of
-	// its base64 text: 0 is the provider's documented limit
-	// (anthropic.MaxImageBytes, openai.MaxImageBytes), negative none. An
-	// image over it becomes a placeholder saying so; the rest of the
-	// result is kept. Answers that carry no images (OpenAI Chat, Gemini)
-	// ignore it.
-	MaxImageBytes int
-}
-
-// DefaultErrorPrefix starts OpenAI error answers unless
-// AnswerOptions.ErrorPrefix says otherwise.
-const DefaultErrorPrefix = "Error: "
-
-// Prefix returns the error prefix o asks for.
-func (o *AnswerOptions) Prefix() string {
-	switch {
-	case o == nil || (o.ErrorPrefix == "" && !o.NoErrorPrefix):
-		return DefaultErrorPrefix
-	case o.NoErrorPrefix:
-		return ""
-	}
-	return o.ErrorPrefix
-}
 
 // PartKind is the kind of a rendered part.
 type PartKind int
@@ -116,7 +57,7 @@ type Rendered struct {
 // RenderOptions are the options of Render.
 type RenderOptions struct {
 	// Mode is the structured mode, already resolved from the default.
-	Mode Structured
+	Mode toolcall.Structured
 	// Images keeps accepted images as PartImage; otherwise they become
 	// placeholders.
 	Images bool
@@ -149,9 +90,9 @@ func Render(res *mcp.CallToolResult, o *RenderOptions) Rendered {
 	sc := res.StructuredContent
 	useSC := false
 	switch o.Mode {
-	case StructuredAuto, StructuredDefault:
+	case toolcall.StructuredAuto, toolcall.StructuredDefault:
 		useSC = sc != nil && len(res.Content) == 0
-	case StructuredPrefer:
+	case toolcall.StructuredPrefer:
 		useSC = sc != nil
 	}
 	if useSC && o.StructuredValue {
@@ -164,7 +105,7 @@ func Render(res *mcp.CallToolResult, o *RenderOptions) Rendered {
 			r.Parts = append(r.Parts, part(c, o))
 		}
 	}
-	if sc != nil && (useSC || o.Mode == StructuredAppend) {
+	if sc != nil && (useSC || o.Mode == toolcall.StructuredAppend) {
 		r.Parts = append(r.Parts, Part{Kind: PartText, Text: jsonText(jsonv.ValidValue(sc))})
 	}
 	return r
@@ -305,4 +246,93 @@ func ErrorText(err error) string {
 		return jsonv.ValidString(s)
 	}
 	return modeltext.NoResult("")
+}
+
+// ImageLimit is what a provider accepts of one image in an answer. An
+// image over it becomes a placeholder that says why; the rest of the
+// result is kept.
+type ImageLimit struct {
+	// Provider names the provider to the model, in the placeholder:
+	// "Anthropic".
+	Provider string
+	// MaxBytes is the largest image, counted in bytes of its base64 text,
+	// which is what a request carries and what Anthropic measures (4/3 of
+	// the image's own bytes, so the limit errs on the safe side where a
+	// provider counts decoded bytes). Zero or less: no limit.
+	MaxBytes int
+	// MaxWidth and MaxHeight are the largest dimensions, in pixels, read
+	// from a PNG's, JPEG's or GIF's header (a WebP's is not read). Zero:
+	// no limit.
+	MaxWidth, MaxHeight int
+}
+
+// Limit returns the image limit an answer applies: def, a provider's
+// documented limit, with o's MaxImageBytes in place of def.MaxBytes when
+// set (negative: no byte limit).
+func Limit(o *toolcall.AnswerOptions, def ImageLimit) ImageLimit {
+	if o != nil && o.MaxImageBytes != 0 {
+		def.MaxBytes = o.MaxImageBytes
+	}
+	return def
+}
+
+// over returns why an image of these bytes is over l ("" when it is not):
+// the reason a placeholder gives.
+func (l ImageLimit) over(mediaType string, data []byte) string {
+	if l.MaxBytes > 0 {
+		if n := base64.StdEncoding.EncodedLen(len(data)); n > l.MaxBytes {
+			return fmt.Sprintf("%s in base64, over %s's %s limit per image", modeltext.Size(n), l.Provider, modeltext.Size(l.MaxBytes))
+		}
+	}
+	if l.MaxWidth > 0 || l.MaxHeight > 0 {
+		var cfg image.Config
+		var err error
+		switch mediaType {
+		case "image/png":
+			cfg, err = png.DecodeConfig(bytes.NewReader(data))
+		case "image/jpeg":
+			cfg, err = jpeg.DecodeConfig(bytes.NewReader(data))
+		case "image/gif":
+			cfg, err = gif.DecodeConfig(bytes.NewReader(data))
+		default:
+			err = errors.ErrUnsupported
+		}
+		if err == nil && ((l.MaxWidth > 0 && cfg.Width > l.MaxWidth) || (l.MaxHeight > 0 && cfg.Height > l.MaxHeight)) {
+			return fmt.Sprintf("%dx%d px, over %s's %dx%d px limit per image", cfg.Width, cfg.Height, l.Provider, l.MaxWidth, l.MaxHeight)
+		}
+	}
+	return ""
+}
+
+// DecodedArgs returns arguments as a decoded response holds them (present
+// reports that the call had the field at all) in the form [Raw.Args]
+// takes: an absent field is no arguments; JSON null and a JSON string are
+// JSON text, so that resolution refuses them as not an object rather than
+// take null for no arguments or a string for JSON text.
+func DecodedArgs(v any, present bool) any {
+	switch a := v.(type) {
+	case nil:
+		if present {
+			return json.RawMessage("null")
+		}
+		return nil
+	case string:
+		data, _ := json.Marshal(a)
+		return json.RawMessage(data)
+	}
+	return v
+}
+
+// LastOf returns the list under field of a conversation's last entry when
+// that entry has the role role, or nil: where Anthropic (content) and
+// Gemini (parts) put the answers of a turn.
+func LastOf(conversation []any, role, field string) []any {
+	if len(conversation) == 0 {
+		return nil
+	}
+	last := jsonv.Object(conversation[len(conversation)-1])
+	if last["role"] != role {
+		return nil
+	}
+	return jsonv.List(last[field])
 }

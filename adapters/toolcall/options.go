@@ -1,0 +1,73 @@
+package toolcall
+
+import "fmt"
+
+// Structured says how a result's structuredContent is used.
+type Structured int
+
+const (
+	// StructuredDefault is the provider's default: StructuredAuto for
+	// Anthropic and OpenAI, StructuredPrefer for Gemini.
+	StructuredDefault Structured = iota
+	// StructuredAuto uses structuredContent, as JSON text, only when the
+	// result has no content.
+	StructuredAuto
+	// StructuredPrefer uses structuredContent in place of the content when
+	// there is one.
+	StructuredPrefer
+	// StructuredAppend adds structuredContent, as JSON text, after the
+	// content.
+	StructuredAppend
+	// StructuredIgnore never uses structuredContent.
+	StructuredIgnore
+)
+
+// ParseStructured parses "auto", "prefer", "append" or "ignore".
+func ParseStructured(s string) (Structured, error) {
+	switch s {
+	case "", "default":
+		return StructuredDefault, nil
+	case "auto":
+		return StructuredAuto, nil
+	case "prefer":
+		return StructuredPrefer, nil
+	case "append":
+		return StructuredAppend, nil
+	case "ignore":
+		return StructuredIgnore, nil
+	}
+	return 0, fmt.Errorf("unknown structured mode %q (auto, prefer, append or ignore)", s)
+}
+
+// AnswerOptions are the options of a provider's answer function.
+type AnswerOptions struct {
+	// Structured says how structuredContent is used.
+	Structured Structured
+	// ErrorPrefix, for OpenAI, which has no error flag, starts the text of
+	// an error answer: DefaultErrorPrefix when empty, nothing at all with
+	// NoErrorPrefix.
+	ErrorPrefix   string
+	NoErrorPrefix bool
+	// MaxImageBytes is the largest image an answer carries, in bytes of
+	// its base64 text: 0 is the provider's documented limit
+	// (anthropic.MaxImageBytes, openai.MaxImageBytes), negative none. An
+	// image over it becomes a placeholder saying so; the rest of the
+	// result is kept. Answers that carry no images (OpenAI Chat, Gemini)
+	// ignore it.
+	MaxImageBytes int
+}
+
+// DefaultErrorPrefix starts OpenAI error answers unless
+// AnswerOptions.ErrorPrefix says otherwise.
+const DefaultErrorPrefix = "Error: "
+
+// Prefix returns the error prefix o asks for.
+func (o *AnswerOptions) Prefix() string {
+	switch {
+	case o == nil || (o.ErrorPrefix == "" && !o.NoErrorPrefix):
+		return DefaultErrorPrefix
+	case o.NoErrorPrefix:
+		return ""
+	}
+	return o.ErrorPrefix
+}
