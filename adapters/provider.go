@@ -33,6 +33,8 @@ const (
 type driver interface {
 	// name is the provider's name, as String returns it.
 	name() string
+	// shapes describes its listings and answers, for people.
+	shapes() Shapes
 	// tools lists ts; rep is strict mode's report, for OpenAI only.
 	tools(ts *conduit.ToolSet, o *ListingOptions) (tools []map[string]any, rep openai.Report)
 	// check reports what the provider is known to reject in ts.
@@ -142,6 +144,25 @@ func (p Provider) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o 
 		return nil
 	}
 	return d.answer(c, res, err, o)
+}
+
+// Shapes describes, for people, what a provider's listing and answers
+// look like, as `conduit demo` shows them.
+type Shapes struct {
+	// Tools is the shape of one tool definition in a listing.
+	Tools string
+	// Answers is how a turn's answers join the conversation.
+	Answers string
+}
+
+// Shapes describes the provider's listing and answers; its zero value for
+// an invalid provider.
+func (p Provider) Shapes() Shapes {
+	d := p.driver()
+	if d == nil {
+		return Shapes{}
+	}
+	return d.shapes()
 }
 
 // Wire describes the provider's HTTP API (see [Wire]); its zero value for

@@ -15,15 +15,28 @@ import (
 // provider is a package under adapters/, a Provider constant, a row here,
 // and its goldens.
 var table = [...]driver{
-	Anthropic:       anthropicDriver{},
-	OpenAIChat:      openaiDriver{openai.Chat},
-	OpenAIResponses: openaiDriver{openai.Responses},
-	Gemini:          geminiDriver{},
+	Anthropic: anthropicDriver{},
+	OpenAIChat: openaiDriver{api: openai.Chat, shape: Shapes{
+		Tools:   `{"type": "function", "function": {name, description, parameters, strict}}`,
+		Answers: `"role": "tool" messages, one per call`,
+	}},
+	OpenAIResponses: openaiDriver{api: openai.Responses, shape: Shapes{
+		Tools:   `{"type": "function", name, description, parameters, strict}`,
+		Answers: "function_call_output input items",
+	}},
+	Gemini: geminiDriver{},
 }
 
 type anthropicDriver struct{}
 
 func (anthropicDriver) name() string { return "anthropic" }
+
+func (anthropicDriver) shapes() Shapes {
+	return Shapes{
+		Tools:   `{name, description, input_schema}, cache_control on the last tool`,
+		Answers: "tool_result blocks; they go first in the next user message",
+	}
+}
 
 func (anthropicDriver) tools(ts *conduit.ToolSet, o *ListingOptions) ([]map[string]any, openai.Report) {
 	return anthropic.Tools(ts, &anthropic.ToolsOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL, CacheTool: o.cacheTool}), openai.Report{}
@@ -57,9 +70,13 @@ func (anthropicDriver) wire() Wire {
 	}
 }
 
-type openaiDriver struct{ api openai.API }
+type openaiDriver struct {
+	api   openai.API
+	shape Shapes
+}
 
-func (d openaiDriver) name() string { return "openai-" + d.api.String() }
+func (d openaiDriver) name() string   { return "openai-" + d.api.String() }
+func (d openaiDriver) shapes() Shapes { return d.shape }
 
 func (d openaiDriver) tools(ts *conduit.ToolSet, o *ListingOptions) ([]map[string]any, openai.Report) {
 	return d.api.Tools(ts, &openai.ToolsOptions{Strict: o.Strict})
@@ -94,6 +111,13 @@ func (d openaiDriver) wire() Wire {
 type geminiDriver struct{}
 
 func (geminiDriver) name() string { return "gemini" }
+
+func (geminiDriver) shapes() Shapes {
+	return Shapes{
+		Tools:   "functionDeclarations {name, description, parametersJsonSchema}",
+		Answers: `functionResponse parts of the next {"role": "user"} content`,
+	}
+}
 
 func (geminiDriver) tools(ts *conduit.ToolSet, _ *ListingOptions) ([]map[string]any, openai.Report) {
 	return gemini.Tools(ts), openai.Report{}

@@ -184,4 +184,3 @@ func TestResolveNamespace(t *testing.T) {
 		}
 	}
 }
-

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/internal/demo"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -113,18 +114,13 @@ func (r policyRule) human() string {
 	return s
 }
 
-var answerShapes = map[string]string{
-	"anthropic":        "tool_result blocks; they go first in the next user message",
-	"openai-chat":      `"role": "tool" messages, one per call`,
-	"openai-responses": "function_call_output input items",
-	"gemini":           `functionResponse parts of the next {"role": "user"} content`,
-}
-
-var listingShapes = map[string]string{
-	"anthropic":        `{name, description, input_schema}, cache_control on the last tool`,
-	"openai-chat":      `{"type": "function", "function": {name, description, parameters, strict}}`,
-	"openai-responses": `{"type": "function", name, description, parameters, strict}`,
-	"gemini":           `functionDeclarations {name, description, parametersJsonSchema}`,
+// shapes describes a turn's provider, by its name as the report gives it.
+func shapes(provider string) adapters.Shapes {
+	p, err := adapters.ParseProvider(provider)
+	if err != nil {
+		return adapters.Shapes{Tools: "?", Answers: "?"}
+	}
+	return p.Shapes()
 }
 
 func renderDemo(w io.Writer, rep *demo.Report) {
@@ -160,7 +156,7 @@ func renderDemo(w io.Writer, rep *demo.Report) {
 	for i, t := range rep.Turns {
 		fmt.Fprintln(w)
 		fmt.Fprintf(w, "── Turn %d · %s · %s\n", i+1, t.Provider, t.Title)
-		fmt.Fprintf(w, "   listing  %d tools as %s\n", len(t.Tools), listingShapes[t.Provider])
+		fmt.Fprintf(w, "   listing  %d tools as %s\n", len(t.Tools), shapes(t.Provider).Tools)
 		if len(t.NullPaths) > 0 {
 			var np []string
 			for _, tool := range rep.Tools {
@@ -182,7 +178,7 @@ func renderDemo(w io.Writer, rep *demo.Report) {
 			}
 			fmt.Fprintf(w, "          %s\n", verdict(c, rules))
 		}
-		fmt.Fprintf(w, "   answers  %s\n", answerShapes[t.Provider])
+		fmt.Fprintf(w, "   answers  %s\n", shapes(t.Provider).Answers)
 		for _, r := range t.Results {
 			fmt.Fprintf(w, "     %s\n", compact(r, 140))
 		}
