@@ -91,7 +91,7 @@ func (d openaiDriver) search(loaded, all *conduit.ToolSet, o *ListingOptions, _ 
 	if err != nil {
 		return searchListing{}, err
 	}
-	return searchListing{tools: tools, rep: rep, name: "tool_search", warnings: openai.Check(loaded)}, nil
+	return searchListing{tools: tools, rep: rep, name: openai.SearchToolName, warnings: openai.Check(loaded)}, nil
 }
 func (d openaiDriver) parse(r any) ([]toolcall.Raw, error) { return d.api.Parse(r) }
 
@@ -120,7 +120,7 @@ func (geminiDriver) shapes() Shapes {
 }
 
 func (geminiDriver) tools(ts *conduit.ToolSet, _ *ListingOptions) ([]map[string]any, openai.Report) {
-	return gemini.Tools(ts), openai.Report{}
+	return gemini.Tools(ts, nil), openai.Report{}
 }
 
 func (geminiDriver) check(ts *conduit.ToolSet) []toolcall.Warning { return gemini.Check(ts) }

@@ -28,7 +28,7 @@ func exampleToolSet() *conduit.ToolSet {
 
 func ExampleTools() {
 	// Wrap the declarations as {"functionDeclarations": ...} in "tools".
-	printJSON(map[string]any{"functionDeclarations": gemini.Tools(exampleToolSet())})
+	printJSON(map[string]any{"functionDeclarations": gemini.Tools(exampleToolSet(), nil)})
 	// Output:
 	// {
 	//   "functionDeclarations": [

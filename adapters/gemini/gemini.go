@@ -26,14 +26,19 @@ type (
 	checkKey struct{}
 )
 
+// ToolsOptions are the options of Tools. Gemini's declarations have none
+// yet; the parameter is there so that every provider package's Tools has
+// the same shape, and one can be added without breaking a caller.
+type ToolsOptions struct{}
+
 // Tools returns the tool set as function declarations, in the tool set's
 // order: {"name", "description", "parametersJsonSchema"}, the input schema
 // unchanged, and "" for a tool without a description. Wrap them as
 // {"functionDeclarations": tools} in the request's "tools". Each
 // declaration is built once per tool and kept in the tool's memo; every
 // listing gets fresh maps, whose nested values (the schema) are shared and
-// must not be modified.
-func Tools(ts *conduit.ToolSet) []map[string]any {
+// must not be modified. o may be nil.
+func Tools(ts *conduit.ToolSet, o *ToolsOptions) []map[string]any {
 	out := make([]map[string]any, 0, ts.Len())
 	for t := range ts.All() {
 		def := t.Memo(defKey{}, func() any { return declaration(t) }).(map[string]any)

@@ -36,7 +36,7 @@ func gJSON(v any) string {
 }
 
 func TestTools(t *testing.T) {
-	tools := gemini.Tools(lights())
+	tools := gemini.Tools(lights(), nil)
 	want := `[{"description":"","name":"dim_lights","parametersJsonSchema":{"properties":{"brightness":{"type":"number"}},"type":"object"}},` +
 		`{"description":"Sets the brightness and color temperature of a light.","name":"set_light_values","parametersJsonSchema":{"$defs":{},"additionalProperties":false,"properties":{"brightness":{"type":"integer"},"color_temp":{"enum":["daylight","cool","warm"],"type":"string"}},"required":["brightness","color_temp"],"type":"object"}}]`
 	if got := gJSON(tools); got != want {

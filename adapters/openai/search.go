@@ -17,9 +17,13 @@ import (
 // recommends: the model then sees only each namespace's name and
 // description up front.
 
-// toolSearch is the tool search tool's definition: {"type":
+// SearchToolName is the type (and so the name) of OpenAI's tool search
+// tool, as anthropic.SearchBM25Name is Anthropic's.
+const SearchToolName = "tool_search"
+
+// searchTool is the tool search tool's definition: {"type":
 // "tool_search"}, searched by OpenAI.
-func toolSearch() map[string]any { return map[string]any{"type": "tool_search"} }
+func searchTool() map[string]any { return map[string]any{"type": SearchToolName} }
 
 // ErrNoToolSearch is SearchTools' error for the Chat Completions API,
 // which has no tool search.
@@ -45,7 +49,7 @@ func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) (
 		o = &ToolsOptions{}
 	}
 	out, rep := api.Tools(loaded, o)
-	out = append(out, toolSearch())
+	out = append(out, searchTool())
 	key := defKey{api, o.Strict}
 	type namespace struct {
 		name  string
