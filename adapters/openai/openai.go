@@ -7,6 +7,15 @@
 // "strict" is always sent: when it is omitted, the Responses API tries
 // strict mode and silently falls back, so the same list would behave
 // differently per API.
+//
+// The methods of [API] branch on Chat and Responses: this package is the
+// one place outside adapters' provider table that tells two providers
+// apart. It is kept so on purpose: the two APIs share the definitions,
+// strict mode, arguments and error prefix, and differ in a line or two of
+// each shape (where the function sits in a tool, calls in choices or in
+// output items, answers as messages or as input items, images only in
+// Responses), so a table of two rows would repeat the shared code in both
+// rows or split each method in halves that read worse than its branch.
 package openai
 
 import (
