@@ -36,7 +36,8 @@ import (
 //
 // Either way the search covers only the tools the Conversation was listed
 // for, so a tool the policy denies the principal outright, or the tool
-// filter hides, is never found.
+// filter hides, is never found; conduit's also leaves out what the policy
+// denies with the conversation's taint when it answers (a Tainted rule).
 
 // SearchMode says when a Conversation offers tool search.
 type SearchMode int
