@@ -123,7 +123,8 @@ func (c *Conversation) Taint() []string {
 // servers whose output the answers carry. A call of conduit's
 // search_tools is answered by the conversation itself, through the
 // source's governance (as conduit/search_tools), and the tools it finds
-// are offered from the next turn on. Send Execution.Results in the
+// are offered from the next turn on, in the order of the calls that
+// found them (Execution.Revealed). Send Execution.Results in the
 // next request (Wire.Answers puts them in the conversation); when
 // Execution.Halted, end the loop.
 func (c *Conversation) Execute(ctx context.Context, response any) (*Execution, error) {
@@ -131,9 +132,17 @@ func (c *Conversation) Execute(ctx context.Context, response any) (*Execution, e
 	o := c.o
 	o.Taint = slices.Clone(c.taint)
 	c.mu.Unlock()
+	var rv *reveals
+	if c.search != nil {
+		rv = &reveals{}
+		ctx = withReveals(ctx, rv)
+	}
 	exec, err := ExecuteToolCalls(ctx, c.src, c.p, response, &o)
 	if err != nil {
 		return nil, err
+	}
+	if rv != nil {
+		exec.Revealed = c.reveal(ctx, rv.inOrder(exec.Errors))
 	}
 	added := exec.Taint(nil)
 	if len(added) > 0 {

@@ -65,6 +65,11 @@ type Execution struct {
 	// Errors holds each call's failure, by position in Results (nil for a
 	// call that completed, even with an isError result).
 	Errors []error
+	// Revealed, in a Conversation with conduit's search, are the tools
+	// its search_tools calls revealed in this response (exposed names, in
+	// the order of the calls that found them): they are offered from the
+	// next turn on, after what was offered before.
+	Revealed []string
 
 	local *conduit.Tool // conduit's search tool, whose output taints nothing
 }
@@ -267,7 +272,7 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 			}
 		}()
 		if l := r.o.local; l != nil && c.Def == l.Tool {
-			return callLocal(ctx, r.src, l, args, &copts)
+			return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, &copts)
 		}
 		return r.src.CallTool(ctx, c.Name, args, &copts)
 	}

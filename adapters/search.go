@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/conduitmcp/conduit"
@@ -35,7 +36,8 @@ import (
 //
 // Either way the search covers only the tools the Conversation was listed
 // for, so a tool the policy denies the principal outright, or the tool
-// filter hides, is never found.
+// filter hides, is never found; conduit's also leaves out what the policy
+// denies with the conversation's taint when it answers (a Tainted rule).
 
 // SearchMode says when a Conversation offers tool search.
 type SearchMode int
@@ -131,6 +133,17 @@ type SearchOptions struct {
 	// Limit is how many tools a search_tools call returns when the model
 	// gives no limit (default DefaultSearchLimit; at most MaxSearchLimit).
 	Limit int
+	// Revealed are tools that earlier search_tools answers revealed, by
+	// exposed name, in the order they were revealed (Listing.Revealed of
+	// the Conversation that revealed them): with conduit's search, they
+	// are offered from the first turn, after the always-loaded tools and
+	// the search tool, as that Conversation offered them, so a
+	// conversation carried across processes keeps its tool list and its
+	// calls of them resolve. A name the Conversation cannot find (not
+	// listed for its principal, or gone) is left out with a warning in
+	// Listing.Warnings. The provider's own search ignores them: every
+	// tool is sent there.
+	Revealed []string
 }
 
 // localSource is a source that runs conduit's own tools through its
@@ -151,7 +164,9 @@ type searcher struct {
 	// Guarded by the Conversation's mu.
 	loaded   []*conduit.Tool // offered, in order: always loaded, the search tool, then as found
 	shown    map[*conduit.Tool]bool
-	reported map[string]bool // strict fallbacks already traced
+	revealed []string           // the exposed names of the tools found, in the order they joined loaded
+	notes    []toolcall.Warning // SearchOptions.Revealed names left out
+	reported map[string]bool    // strict fallbacks already traced
 }
 
 // list makes the Conversation's first listing of ts, with or without
@@ -278,6 +293,18 @@ func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d d
 		s.shown[t] = true
 	}
 	s.loaded = append(slices.Clip(loaded), tool)
+	for _, name := range o.Search.Revealed {
+		t, ok := ts.Lookup(name)
+		switch {
+		case !ok:
+			s.notes = append(s.notes, toolcall.Warning{Tool: name,
+				Message: "revealed by an earlier search, but not a tool this conversation can offer (not listed for its principal, or its server is down): left out"})
+		case !s.shown[t]:
+			s.shown[t] = true
+			s.loaded = append(s.loaded, t)
+			s.revealed = append(s.revealed, t.Exposed)
+		}
+	}
 	c.search = s
 	c.o.local = s.tool
 	l, fallbacks := s.listing()
@@ -293,8 +320,9 @@ func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d d
 func (s *searcher) listing() (*Listing, []openai.Fallback) {
 	ts := conduit.ToolSetOf(s.loaded...)
 	tools, rep := s.d.tools(ts, &s.lo)
-	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded, Warnings: s.d.check(ts),
-		SearchTool: SearchToolName, Deferred: deferredNames(s.all, ts)}
+	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded,
+		Warnings:   append(slices.Clip(s.notes), s.d.check(ts)...),
+		SearchTool: SearchToolName, Deferred: deferredNames(s.all, ts), Revealed: slices.Clone(s.revealed)}
 	var fresh []openai.Fallback
 	for _, f := range rep.Fallbacks {
 		l.Fallbacks = append(l.Fallbacks, f.Tool)
@@ -327,25 +355,64 @@ func (c *Conversation) setListing(l *Listing) {
 
 // answerSearch answers a search_tools call that the governance let
 // through: the matches, each with its exposed name and its description's
-// first line, are added to the listing of the next turn.
+// first line. They join the listing once the response's calls are all
+// answered, in the model's order of the calls (see reveals), so that
+// several searches of one response, which run concurrently, extend the
+// list the same way every time.
 func (c *Conversation) answerSearch(ctx context.Context, call *conduit.Call) (*mcp.CallToolResult, error) {
-	s := c.search
-	query, limit, err := searchArgs(call.Args, s.limit)
+	query, limit, err := searchArgs(call.Args, c.search.limit)
 	if err != nil {
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
 	}
-	found := s.all.Search(query, limit)
+	found := c.find(call, query, limit)
+	if rv, i, ok := revealsOf(ctx); ok {
+		rv.add(i, found)
+	} else {
+		c.reveal(ctx, found)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchAnswer(query, found)}}}, nil
+}
+
+// find searches the tools the conversation was listed for, less those the
+// policy denies the call's principal with the taint of the moment: a tool
+// a Tainted rule denies now is not found, though it was listed when the
+// conversation began. A source of the caller's own, which has no policy
+// conduit can ask, is searched as it was listed.
+func (c *Conversation) find(call *conduit.Call, query string, limit int) []*conduit.Tool {
+	s := c.search
+	ls, governed := c.src.(localSource)
+	if !governed {
+		return s.all.Search(query, limit)
+	}
+	lo := &conduit.ListOptions{Principal: call.Principal, Taint: call.Taint}
+	var out []*conduit.Tool
+	for _, r := range s.all.SearchScored(query, 0) {
+		if ls.OffersLocal(r.Tool, lo) {
+			out = append(out, r.Tool)
+			if len(out) == limit {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// reveal adds the tools found that are not offered yet to the listing, in
+// order, and returns their exposed names.
+func (c *Conversation) reveal(ctx context.Context, found []*conduit.Tool) []string {
+	s := c.search
+	var added []string
 	c.mu.Lock()
-	added := 0
 	for _, t := range found {
 		if !s.shown[t] {
 			s.shown[t] = true
 			s.loaded = append(s.loaded, t)
-			added++
+			s.revealed = append(s.revealed, t.Exposed)
+			added = append(added, t.Exposed)
 		}
 	}
 	var fallbacks []openai.Fallback
-	if added > 0 {
+	if len(added) > 0 {
 		var l *Listing
 		l, fallbacks = s.listing()
 		c.listing = l
@@ -353,7 +420,61 @@ func (c *Conversation) answerSearch(ctx context.Context, call *conduit.Call) (*m
 	}
 	c.mu.Unlock()
 	traceFallbacks(ctx, &s.lo, fallbacks)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchAnswer(query, found)}}}, nil
+	return added
+}
+
+// reveals collects what the searches of one response found, by the
+// calls' positions in it, for Execute to reveal in that order once every
+// call is answered.
+type reveals struct {
+	mu    sync.Mutex
+	found map[int][]*conduit.Tool
+}
+
+type revealsKey struct{}
+
+// callIndexKey carries a local call's position in its response, for
+// reveals.
+type callIndexKey struct{}
+
+func withReveals(ctx context.Context, rv *reveals) context.Context {
+	return context.WithValue(ctx, revealsKey{}, rv)
+}
+
+func withCallIndex(ctx context.Context, i int) context.Context {
+	return context.WithValue(ctx, callIndexKey{}, i)
+}
+
+// revealsOf returns the Execute's reveals and the call's position, when
+// the call runs within a Conversation's Execute.
+func revealsOf(ctx context.Context) (*reveals, int, bool) {
+	rv, ok := ctx.Value(revealsKey{}).(*reveals)
+	i, iok := ctx.Value(callIndexKey{}).(int)
+	return rv, i, ok && iok
+}
+
+func (rv *reveals) add(i int, found []*conduit.Tool) {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	if rv.found == nil {
+		rv.found = map[int][]*conduit.Tool{}
+	}
+	rv.found[i] = found
+}
+
+// inOrder returns the tools found, in the order of the calls that found
+// them, leaving out the calls that were not answered with their matches
+// (an answer that came too late was answered with a timeout).
+func (rv *reveals) inOrder(errs []error) []*conduit.Tool {
+	rv.mu.Lock()
+	defer rv.mu.Unlock()
+	var out []*conduit.Tool
+	for i, err := range errs {
+		if err == nil {
+			out = append(out, rv.found[i]...)
+		}
+	}
+	return out
 }
 
 // searchArgs reads a search_tools call's query and limit.

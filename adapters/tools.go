@@ -77,6 +77,11 @@ type Listing struct {
 	// tool set's order (exposed names). Both are empty otherwise.
 	SearchTool string
 	Deferred   []string
+	// Revealed, with conduit's search, are the tools its searches have
+	// revealed so far (SearchOptions.Revealed first), exposed names in the
+	// order they joined the list: what SearchOptions.Revealed takes to
+	// carry the conversation on in another process.
+	Revealed []string
 }
 
 // Tools lists src's tools for provider p, less those the policy denies

@@ -33,7 +33,9 @@ type Wire struct {
 	// them, and the conversation so far.
 	Request func(r toolcall.Request) map[string]any
 	// Turn reads a response as one turn of the conversation: the items to
-	// append to it, the model's text, and whether it asked for tools.
+	// append to it, the model's text, whether it asked for tools, and
+	// whether the provider paused it (send the conversation again to let
+	// the model continue).
 	Turn func(response map[string]any) (toolcall.Turn, error)
 	// Answers are the items that carry a turn's answers
 	// (Execution.Results) into the conversation.

@@ -56,9 +56,20 @@ func Request(r toolcall.Request) map[string]any {
 	return b
 }
 
+// StopPause is the stop_reason of a turn the API paused: with server tools
+// (the tool search tool among them) the API runs a loop of its own, and
+// pauses a long turn, or one past that loop's limit of iterations. The
+// documentation's remedy is to send the response back as it came, as the
+// last assistant message, for Claude to continue
+// (https://platform.claude.com/docs/en/agents-and-tools/tool-use/server-tools,
+// "Server-side loop and pause_turn"); known from the documentation and the
+// SDKs' types only, not from a live response.
+const StopPause = "pause_turn"
+
 // Turn reads a response as the assistant's turn: its message, whose
 // content is kept whole (server tool blocks included, which the API wants
-// back as they were), its text, and whether it stopped for tool use.
+// back as they were), its text, whether it stopped for tool use, and
+// whether the API paused it (StopPause), to be sent back to continue.
 func Turn(response map[string]any) (toolcall.Turn, error) {
 	content, ok := response["content"].([]any)
 	if !ok {
@@ -74,6 +85,7 @@ func Turn(response map[string]any) (toolcall.Turn, error) {
 		Items:   []any{map[string]any{"role": "assistant", "content": content}},
 		Text:    strings.Join(text, "\n"),
 		ToolUse: response["stop_reason"] == "tool_use",
+		Paused:  response["stop_reason"] == StopPause,
 	}, nil
 }
 

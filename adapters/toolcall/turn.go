@@ -14,6 +14,13 @@ type Turn struct {
 	Text string
 	// ToolUse reports that the model asked for tools.
 	ToolUse bool
+	// Paused reports that the provider paused the turn before it ended
+	// (Anthropic's stop_reason "pause_turn": a server tool such as the
+	// tool search tool ran long, or past the API's own loop limit): the
+	// loop goes on by sending the conversation, with Items as they came,
+	// again, and the model continues its turn. Its tool calls, if it has
+	// any, are answered first as a tool turn's are.
+	Paused bool
 }
 
 // Request is what one request to a provider's API carries.

@@ -68,6 +68,9 @@ const maxTurns = 10
 // stays byte-identical between turns, and cache_control on the last tool
 // caches it as a prompt prefix), and answers each turn's tool calls, with
 // the taint of the results that reached the model carried into the next.
+// Past 40 tools the conversation sends them deferred with Anthropic's tool
+// search tool: Claude searches and loads them on the API's side, in the
+// same turn as the call of what it found, and only that call is answered.
 func run(ctx context.Context, baseURL string, hc *http.Client, key, model string, src conduit.Source, user, prompt string) (string, error) {
 	conv, err := adapters.NewConversation(ctx, src, adapters.Anthropic, &adapters.ConversationOptions{
 		CallOptions:    conduit.CallOptions{Principal: user},
@@ -95,6 +98,12 @@ func run(ctx context.Context, baseURL string, hc *http.Client, key, model string
 			return "", err
 		}
 		messages = append(messages, map[string]any{"role": "assistant", "content": resp.Content})
+		if resp.StopReason == "pause_turn" {
+			// A server tool (the tool search tool, past 40 tools) ran
+			// long and the API paused the turn: sent back as it came,
+			// last, it lets Claude continue. The tools stay the same.
+			continue
+		}
 		if resp.StopReason != "tool_use" {
 			return text(resp.Content), nil
 		}

@@ -2,8 +2,9 @@
 // API with net/http only, following the loops of the adapters spec: list the
 // tools once (past a size, a search over them), send the conversation, run
 // the model's tool calls through the governed pipeline, answer them, carry
-// the taint into the next turn, and stop when the model answers without
-// tools, when an approver halts, or after MaxTurns requests.
+// the taint into the next turn, send a turn the provider paused back for
+// the model to continue, and stop when the model answers without tools,
+// when an approver halts, or after MaxTurns requests.
 //
 // It is the loop behind `conduit agent`; the programs under examples/ are
 // the same loops written out one provider at a time.
@@ -77,6 +78,10 @@ type Turn struct {
 	Exec  *adapters.Execution
 	// Taint is the taint the calls ran with.
 	Taint []string
+	// Paused reports that the provider paused the turn (Anthropic's
+	// pause_turn): the loop sends the conversation again, the turn as it
+	// came at its end, for the model to continue.
+	Paused bool
 }
 
 // Stop says why a run ended.
@@ -88,8 +93,8 @@ const (
 	StopDone Stop = "done"
 	// StopHalted: an approver denied a call and asked to stop.
 	StopHalted Stop = "halted"
-	// StopMaxTurns: the model still wanted tools after MaxTurns requests;
-	// its last calls were not run.
+	// StopMaxTurns: the model still wanted tools, or its turn was still
+	// paused, after MaxTurns requests; its last calls were not run.
 	StopMaxTurns Stop = "max_turns"
 )
 
@@ -166,7 +171,7 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 		}
 		res.Messages = append(res.Messages, turn.Items...)
 		res.Text = turn.Text
-		if !turn.ToolUse {
+		if !turn.ToolUse && !turn.Paused {
 			res.Stop = StopDone
 			return res, nil
 		}
@@ -180,9 +185,14 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 		}
 		if o.OnTurn != nil {
 			raws, _ := o.Provider.Parse(resp)
-			o.OnTurn(Turn{N: res.Turns, Calls: raws, Exec: exec, Taint: taint})
+			o.OnTurn(Turn{N: res.Turns, Calls: raws, Exec: exec, Taint: taint, Paused: turn.Paused})
 		}
 		if len(exec.Results) == 0 {
+			if turn.Paused {
+				// The paused turn, now last in the conversation, is
+				// sent back as it came: the model continues it.
+				continue
+			}
 			// Anthropic said tool_use but sent no tool_use block.
 			res.Stop = StopDone
 			return res, nil

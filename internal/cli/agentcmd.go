@@ -90,8 +90,14 @@ halted, ran out of --max-turns, or the API failed.`)
 		MaxTurns: *maxTurns, MaxTokens: *maxTokens, Principal: l.principal, Strict: strict,
 		CallTimeout: c.timeout, Search: search, ListingTrace: env.listingTrace(nil),
 		OnTurn: func(t agent.Turn) {
-			fmt.Fprintf(env.Stderr, "conduit: turn %d: %d tool call(s)\n", t.N, len(t.Exec.Results))
+			if t.Paused {
+				fmt.Fprintf(env.Stderr, "conduit: turn %d: paused by the provider; sent back for the model to continue\n", t.N)
+			}
+			if len(t.Exec.Results) > 0 || !t.Paused {
+				fmt.Fprintf(env.Stderr, "conduit: turn %d: %d tool call(s)\n", t.N, len(t.Exec.Results))
+			}
 			reportCalls(env, t.Calls, t.Exec)
+			reportRevealed(env, t.Exec)
 		},
 	})
 	if err != nil {

@@ -48,12 +48,24 @@ Read a provider's response (the JSON body the model's API returned) from
 run the response's tool calls through the policy, and print every call's
 answer, in the model's order and in the provider's shape:
 
-  {"results": [...], "halted": false, "taint": ["web"]}
+  {"results": [...], "halted": false, "paused": false, "taint": ["web"],
+   "revealed": ["github__create_issue"]}
 
 "results" go into the next request (Anthropic: first in the next user
 message; OpenAI Chat: tool messages; Responses: input items; Gemini: the
 parts of a user content). "halted" is true when an approver denied a call
-and asked to stop the loop. "taint" is the next turn's --taint.
+and asked to stop the loop. "paused" is true when the provider paused the
+turn (Anthropic's pause_turn): send the conversation again, with this
+response as its last assistant message, and the model continues. "taint"
+is the next turn's --taint.
+
+Past a size (--search auto, as 'conduit tools' lists), the model finds
+tools with conduit's search_tools, which exec answers itself; each process
+starts afresh, so pass the tools earlier searches revealed with --revealed
+(in their order), for calls of them to resolve. "revealed" is every tool
+revealed so far, earlier ones first: the next turn's --revealed, and the
+tools 'conduit tools --revealed' appends to the list. The tools a search of
+this response revealed are also named on stderr.
 
 Calls the policy sends to approval ("ask" rules) are decided by --approve:
 ask prompts on the terminal for each call (allow, deny, or deny and halt),
@@ -65,9 +77,11 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	var h hubFlags
 	var l listFlags
 	var c callFlags
+	var sf searchFlags
 	h.register(fs)
 	l.register(fs, true)
 	c.register(fs)
+	sf.register(fs)
 	respFile := fs.String("response", "", "the provider response `file` (default: stdin)")
 	structured := fs.String("structured", "", "how results' structuredContent is answered: `auto`, prefer, append or ignore (default: the provider's)")
 	pos, err := fs.parse(args)
@@ -78,6 +92,10 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 		return usageError("exec", "unexpected argument %q (the response is read from --response FILE or stdin)", pos[0])
 	}
 	p, strict, err := l.parse(fs)
+	if err != nil {
+		return err
+	}
+	search, err := sf.parse(fs)
 	if err != nil {
 		return err
 	}
@@ -103,6 +121,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	if err != nil {
 		return inputError("the response cannot be read as %s: %v; pass the JSON body the API returned", p, err)
 	}
+	paused := pausedTurn(p, data)
 	cfg, err := h.loadConfig()
 	if err != nil {
 		return err
@@ -120,23 +139,59 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 		CallOptions:    conduit.CallOptions{Principal: l.principal, Taint: taint, CallTimeout: c.timeout},
 		ListingOptions: adapters.ListingOptions{Strict: strict, Trace: env.listingTrace(nil)},
 		AnswerOptions:  toolcall.AnswerOptions{Structured: mode},
+		Search:         search,
 	})
 	if err != nil {
 		return failure("listing tools: %v", err)
 	}
+	reportWarnings(env, conv.Listing().Warnings, "revealed by an earlier search")
 	exec, err := conv.Execute(ctx, json.RawMessage(data))
 	if err != nil {
 		return inputError("the response: %v", err)
 	}
 	reportCalls(env, raws, exec)
+	reportRevealed(env, exec)
 	if exec.Halted {
 		fmt.Fprintln(env.Stderr, "conduit: halted: every call is answered, but the agent loop should stop here")
 	}
+	if paused {
+		fmt.Fprintln(env.Stderr, "conduit: paused: the provider paused the turn; send the conversation again, this response last, for the model to continue")
+	}
 	return writeJSON(env.Stdout, struct {
-		Results []map[string]any `json:"results"`
-		Halted  bool             `json:"halted"`
-		Taint   []string         `json:"taint"`
-	}{nonNil(exec.Results), exec.Halted, nonNil(conv.Taint())})
+		Results  []map[string]any `json:"results"`
+		Halted   bool             `json:"halted"`
+		Paused   bool             `json:"paused"`
+		Taint    []string         `json:"taint"`
+		Revealed []string         `json:"revealed"`
+	}{nonNil(exec.Results), exec.Halted, paused, nonNil(conv.Taint()), nonNil(conv.Listing().Revealed)})
+}
+
+// pausedTurn reports whether the provider paused the turn the response
+// ends (Anthropic's pause_turn).
+func pausedTurn(p adapters.Provider, data []byte) bool {
+	var m map[string]any
+	if json.Unmarshal(data, &m) != nil {
+		return false
+	}
+	turn, err := p.Wire().Turn(m)
+	return err == nil && turn.Paused
+}
+
+// reportRevealed names on stderr the tools conduit's search revealed.
+func reportRevealed(env *Env, exec *adapters.Execution) {
+	if len(exec.Revealed) > 0 {
+		fmt.Fprintf(env.Stderr, "conduit: search_tools revealed %s\n", strings.Join(exec.Revealed, ", "))
+	}
+}
+
+// reportWarnings writes the listing's warnings that contain about to
+// stderr.
+func reportWarnings(env *Env, ws []toolcall.Warning, about string) {
+	for _, w := range ws {
+		if strings.Contains(w.Message, about) {
+			fmt.Fprintf(env.Stderr, "conduit: %s: %s\n", w.Tool, w.Message)
+		}
+	}
 }
 
 // reportCalls writes one line per call to stderr: its name and outcome.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
 )
 
 // searchMatch is one line of conduit search's answer.
@@ -66,10 +67,12 @@ outright for that principal are never found. No match is an empty list.`)
 	return writeJSON(env.Stdout, map[string]any{"query": pos[0], "results": out})
 }
 
-// firstLine is a description's first line, cut at 160 characters.
+// firstLine is a description's first line, cleaned as the listings clean
+// descriptions (toolcall.Description: a server's invisible characters do
+// not reach the terminal), cut at 160 characters.
 func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
+	s = strings.TrimSpace(toolcall.Description(s))
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
 		s = strings.TrimSpace(s[:i])
 	}
 	if r := []rune(s); len(r) > 160 {

@@ -2,17 +2,18 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/conduitmcp/conduit/adapters"
 )
 
-// searchFlags are the tool search flags of tools and agent: the
-// Conversation's SearchOptions.
+// searchFlags are the tool search flags of tools, exec and agent: the
+// Conversation's SearchOptions, so that exec resolves calls against the
+// list tools printed.
 type searchFlags struct {
-	mode    string
-	conduit bool
-	loaded  string
+	mode     string
+	conduit  bool
+	loaded   string
+	revealed string
 }
 
 func (s *searchFlags) register(fs *flagSet) {
@@ -20,6 +21,9 @@ func (s *searchFlags) register(fs *flagSet) {
 		adapters.DefaultSearchThreshold, adapters.DefaultSearchBudget>>10))
 	fs.BoolVar(&s.conduit, "conduit-search", false, "search with conduit's search_tools even where the provider has its own (anthropic, openai-responses: recent models only)")
 	fs.StringVar(&s.loaded, "always-loaded", "", "with search, the `patterns` of tools listed from the start, comma-separated, as the policy writes them (github/get_*)")
+	if fs.cmd != "agent" {
+		fs.StringVar(&s.revealed, "revealed", "", "with conduit's search, the `tools` earlier searches revealed, comma-separated exposed names in their order (exec's \"revealed\"): listed after the search tool, and callable")
+	}
 }
 
 func (s *searchFlags) parse(fs *flagSet) (adapters.SearchOptions, error) {
@@ -28,11 +32,8 @@ func (s *searchFlags) parse(fs *flagSet) (adapters.SearchOptions, error) {
 		return adapters.SearchOptions{}, usageError(fs.cmd, "--search: %v", err)
 	}
 	o := adapters.SearchOptions{Mode: mode, Conduit: s.conduit}
-	for _, p := range strings.Split(s.loaded, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			o.AlwaysLoaded = append(o.AlwaysLoaded, p)
-		}
-	}
+	o.AlwaysLoaded = splitList(s.loaded)
+	o.Revealed = splitList(s.revealed)
 	return o, nil
 }
 
@@ -42,11 +43,13 @@ type searchNote struct {
 	// find that are not listed yet.
 	Tool     string `json:"tool"`
 	Deferred int    `json:"deferred"`
+	// Revealed are the tools listed because --revealed named them.
+	Revealed []string `json:"revealed,omitempty"`
 }
 
 func searchOf(l *adapters.Listing) *searchNote {
 	if l.SearchTool == "" {
 		return nil
 	}
-	return &searchNote{Tool: l.SearchTool, Deferred: len(l.Deferred)}
+	return &searchNote{Tool: l.SearchTool, Deferred: len(l.Deferred), Revealed: l.Revealed}
 }

@@ -57,7 +57,10 @@ outright for that principal are left out.
 Past a size (--search auto) the list is the first turn's of a tool search, as
 conduit agent sends it: the always-loaded tools and a search tool, conduit's
 search_tools or the provider's own (anthropic, openai-responses), which
-finds the others; "search" then names it and counts the tools it can find.`)
+finds the others; "search" then names it and counts the tools it can find.
+With conduit's search, --revealed lists the tools earlier searches revealed
+(exec's "revealed") after the search tool, in their order, as the
+conversation offers them on its next turn.`)
 	var h hubFlags
 	var l listFlags
 	var sf searchFlags

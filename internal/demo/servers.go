@@ -19,8 +19,9 @@ import (
 )
 
 var servers = map[string]func() *mcp.Server{
-	"notes": NewNotesServer,
-	"web":   NewWebServer,
+	"notes":   NewNotesServer,
+	"web":     NewWebServer,
+	"catalog": NewCatalogServer,
 }
 
 // ServerNames lists the demo servers, in the demo's order.
