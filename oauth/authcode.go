@@ -36,7 +36,7 @@ func (h *Handler) authorizationCode(ctx context.Context, req *http.Request, resp
 	if err != nil {
 		return err
 	}
-	h.issuer = prm.AuthorizationServers[0]
+	h.issuer, h.indicator = prm.AuthorizationServers[0], prm.Resource
 	if err := sdk.Authorize(ctx, req, h.withMetadataURL(resp, cs)); err != nil {
 		return fmt.Errorf("oauth: authorizing with %s: %w", h.issuer, err)
 	}
@@ -85,7 +85,7 @@ func (h *Handler) sdkHandler() (*auth.AuthorizationCodeHandler, error) {
 		Client:              h.hc,
 		ScopeFilter:         func(discovered []string) []string { return union(discovered, h.cfg.Scopes) },
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-			rec := &Record{Resource: h.endpoint, Issuer: h.issuer, ClientID: oc.ClientID, ClientSecret: oc.ClientSecret,
+			rec := &Record{Resource: h.endpoint, Indicator: h.indicator, Issuer: h.issuer, ClientID: oc.ClientID, ClientSecret: oc.ClientSecret,
 				TokenURL: oc.Endpoint.TokenURL, AuthStyle: oc.Endpoint.AuthStyle, Scopes: oc.Scopes, Token: tok}
 			return h.adopt(ctx, rec, true)
 		},

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
 )
 
 // Handler is the [auth.OAuthHandler] of one server: give it to
@@ -32,11 +33,13 @@ type Handler struct {
 	hc       *http.Client
 	red      redactor
 
-	mu      sync.Mutex // serializes Authorize
-	sdk     *auth.AuthorizationCodeHandler
-	cc      *extauth.ClientCredentialsHandler
-	issuer  string      // of the authorization under way, for the SDK's token hook
-	stepUps []time.Time // recent step-up authorizations
+	mu  sync.Mutex // serializes Authorize
+	sdk *auth.AuthorizationCodeHandler
+	cc  *extauth.ClientCredentialsHandler
+	// The issuer and resource indicator of the authorization under way,
+	// for the SDK's token hook.
+	issuer, indicator string
+	stepUps           []time.Time // recent step-up authorizations
 
 	tsMu    sync.Mutex
 	loaded  bool // the store was read
@@ -127,11 +130,13 @@ func (h *Handler) installLocked(rec *Record, persist bool) *tokenSource {
 	var base oauth2.TokenSource
 	static := false
 	if rec.TokenURL != "" && tok.RefreshToken != "" {
-		oc := &oauth2.Config{ClientID: rec.ClientID, ClientSecret: rec.ClientSecret,
-			Endpoint: oauth2.Endpoint{TokenURL: rec.TokenURL, AuthStyle: rec.AuthStyle}, Scopes: rec.Scopes}
 		// The refresh outlives any one request: a background context that
 		// carries the HTTP client, as the SDK does for its own.
-		base = oc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, h.hc), &tok)
+		base = oauth2.ReuseTokenSource(&tok, &refresher{
+			ctx:      context.WithValue(context.Background(), oauth2.HTTPClient, h.hc),
+			conf:     clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: rec.ClientSecret, TokenURL: rec.TokenURL, AuthStyle: rec.AuthStyle},
+			resource: rec.indicator(), refreshToken: tok.RefreshToken,
+		})
 	} else {
 		base, static = oauth2.StaticTokenSource(&tok), true
 	}
@@ -162,6 +167,40 @@ func (h *Handler) adopt(ctx context.Context, rec *Record, persist bool) (*tokenS
 func (h *Handler) signalLocked() {
 	close(h.changed)
 	h.changed = make(chan struct{})
+}
+
+// refresher refreshes tokens with the resource indicator they were asked
+// for, which RFC 8707 §2.2 wants on a refresh as on the code exchange and
+// oauth2.Config's own refresh cannot send. clientcredentials.Config sends
+// the request: it lets grant_type be replaced, and parses the answer and
+// its errors (an *oauth2.RetrieveError) as oauth2.Config does.
+type refresher struct {
+	ctx      context.Context
+	conf     clientcredentials.Config
+	resource string
+
+	mu           sync.Mutex
+	refreshToken string
+}
+
+func (r *refresher) Token() (*oauth2.Token, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cc := r.conf
+	cc.EndpointParams = url.Values{"grant_type": {"refresh_token"}, "refresh_token": {r.refreshToken}}
+	if r.resource != "" {
+		cc.EndpointParams.Set("resource", r.resource)
+	}
+	tok, err := cc.Token(r.ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tok.RefreshToken == "" {
+		// No rotation: the refresh token stays valid (RFC 6749 §6).
+		tok.RefreshToken = r.refreshToken
+	}
+	r.refreshToken = tok.RefreshToken
+	return tok, nil
 }
 
 // tokenSource is the current tokens: it refreshes through base, saves what
