@@ -75,11 +75,10 @@ type Config struct {
 	PrivateKeyFile string
 	SigningAlg     string
 
-	// Scopes are asked for in addition to those the server names (in its
-	// WWW-Authenticate challenge, or else in its protected resource
-	// metadata), which the MCP specification says to ask for. The client
-	// credentials grant with a secret (the SDK's extauth handler) asks for
-	// the server's scopes only.
+	// Scopes are asked for, by every grant, in addition to those the
+	// server names (in its WWW-Authenticate challenge, or else in its
+	// protected resource metadata), which the MCP specification says to
+	// ask for.
 	Scopes []string
 
 	// RedirectURL is where the authorization server sends the browser back

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
@@ -35,7 +34,6 @@ type Handler struct {
 
 	mu  sync.Mutex // serializes Authorize
 	sdk *auth.AuthorizationCodeHandler
-	cc  *extauth.ClientCredentialsHandler
 	// The issuer and resource indicator of the authorization under way,
 	// for the SDK's token hook.
 	issuer, indicator string
@@ -313,7 +311,7 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 	}
 	switch h.cfg.grant() {
 	case GrantClientCredentials:
-		return h.clientCredentials(ctx, req, resp, challenges)
+		return h.clientCredentials(ctx, challenges)
 	case GrantCrossApp:
 		return h.crossApp(ctx, challenges)
 	}
