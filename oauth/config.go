@@ -40,6 +40,11 @@ const (
 // redirects (RFC 8252 §7.3) and dynamic registration registers as it is.
 const DefaultRedirectURL = "http://127.0.0.1/callback"
 
+// DefaultAuthorizeTimeout is how long the interactive step may take when
+// Config.AuthorizeTimeout is 0: the time [Loopback] waits for a browser by
+// default.
+const DefaultAuthorizeTimeout = 5 * time.Minute
+
 // Config is the OAuth setting of one server. The zero value is the
 // authorization code grant with PKCE, discovery of everything, dynamic
 // client registration, tokens kept in memory, and no interactive step (a
@@ -120,6 +125,13 @@ type Config struct {
 
 	// Getenv reads the variables named above; nil is os.Getenv.
 	Getenv func(string) string
+
+	// AuthorizeTimeout bounds the interactive step: Authorize, and the
+	// code exchange after it. The step runs apart from the deadline of the
+	// request that needed it (a connect timeout is meant for machines, not
+	// for a person signing in); canceling that request's context still
+	// ends it. 0 is [DefaultAuthorizeTimeout].
+	AuthorizeTimeout time.Duration
 
 	// LoginPoll is how often a server that needs a login checks its token
 	// store for a login made by another process (conduit login); 0 is 10
@@ -302,6 +314,9 @@ func (c *Config) Validate(endpoint string) error {
 	}
 	if c.LoginPoll < 0 {
 		return errors.New("oauth: LoginPoll is negative")
+	}
+	if c.AuthorizeTimeout < 0 {
+		return errors.New("oauth: AuthorizeTimeout is negative")
 	}
 	return nil
 }

@@ -38,6 +38,8 @@ type Handler struct {
 	// for the SDK's token hook.
 	issuer, indicator string
 	stepUps           []time.Time // recent step-up authorizations
+	// registered is the client the 2025-03-26 flow registered dynamically.
+	registered *registration
 
 	tsMu    sync.Mutex
 	loaded  bool // the store was read
@@ -46,6 +48,14 @@ type Handler struct {
 	dead    string // the access token whose refresh was refused
 	changed chan struct{}
 	asked   bool // an interactive step obtained tokens
+	// failed is the outcome of an interactive step that failed or was
+	// declined, kept until new tokens come or Retry: a user is asked once,
+	// not again on every request or reconnection that meets a 401.
+	failed   *LoginError
+	prompted bool // the current authorization called Authorize (under mu)
+
+	done  context.Context // ended by Close
+	close context.CancelFunc
 }
 
 var _ auth.OAuthHandler = (*Handler)(nil)
@@ -67,6 +77,7 @@ func NewHandler(server, endpoint string, cfg *Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{server: server, endpoint: endpoint, cfg: *cfg, changed: make(chan struct{})}
+	h.done, h.close = context.WithCancel(context.Background())
 	h.cfg.Scopes = slices.Clone(cfg.Scopes)
 	h.store = cfg.Store
 	if h.store == nil {
@@ -143,6 +154,7 @@ func (h *Handler) installLocked(rec *Record, persist bool) *tokenSource {
 	ts.rec.Token = &tok
 	h.ts = ts
 	h.dead = ""
+	h.failed = nil
 	return ts
 }
 
@@ -289,6 +301,9 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 }
 
 func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	if h.done.Err() != nil {
+		return errors.New("oauth: the handler is closed")
+	}
 	// A malformed challenge leaves discovery to the well-known URLs.
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	forbidden := resp.StatusCode == http.StatusForbidden
@@ -445,6 +460,57 @@ func (h *Handler) WaitLogin(ctx context.Context) error {
 				return nil
 			}
 		}
+	}
+}
+
+// Retry forgets an interactive step that failed or was declined, which
+// the handler otherwise remembers (answering every 401 with that
+// [LoginError] and asking no one), so that the next authorization asks the
+// user again; and it ends WaitLogin's wait. Call it when the user asks to
+// log in again.
+func (h *Handler) Retry() {
+	h.tsMu.Lock()
+	defer h.tsMu.Unlock()
+	h.failed = nil
+	h.signalLocked()
+}
+
+// Close ends an interactive step under way (for an owner that is closing,
+// such as a hub) and fails every later Authorize.
+func (h *Handler) Close() error {
+	h.close()
+	return nil
+}
+
+// loginFailed returns the remembered failure of an interactive step.
+func (h *Handler) loginFailed() error {
+	h.tsMu.Lock()
+	defer h.tsMu.Unlock()
+	if h.failed == nil {
+		return nil
+	}
+	return h.failed
+}
+
+// interactive returns the context of an interactive step: ctx without its
+// deadline, bounded by AuthorizeTimeout instead, and still ended when ctx
+// is canceled for another reason than its deadline, or by Close.
+func (h *Handler) interactive(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := h.cfg.AuthorizeTimeout
+	if d <= 0 {
+		d = DefaultAuthorizeTimeout
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	stopCtx := context.AfterFunc(ctx, func() {
+		if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	stopDone := context.AfterFunc(h.done, cancel)
+	return ictx, func() {
+		stopCtx()
+		stopDone()
+		cancel()
 	}
 }
 
