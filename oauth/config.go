@@ -41,9 +41,10 @@ const (
 const DefaultRedirectURL = "http://127.0.0.1/callback"
 
 // DefaultAuthorizeTimeout is how long the interactive step may take when
-// Config.AuthorizeTimeout is 0: the time [Loopback] waits for a browser by
-// default.
-const DefaultAuthorizeTimeout = 5 * time.Minute
+// Config.AuthorizeTimeout is 0: longer than [Loopback] waits for a browser
+// by default (five minutes), so that the code exchange after a late
+// answer still fits.
+const DefaultAuthorizeTimeout = 10 * time.Minute
 
 // Config is the OAuth setting of one server. The zero value is the
 // authorization code grant with PKCE, discovery of everything, dynamic

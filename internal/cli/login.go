@@ -123,6 +123,9 @@ server), and refreshed from then on by every command.`)
 	o := *s.OAuth
 	o.RedirectURL = lb.RedirectURL()
 	o.Authorize = lb.Authorize
+	// The listener gives up after --timeout; the step as a whole has the
+	// code exchange's time besides.
+	o.AuthorizeTimeout = *timeout + 30*time.Second
 	asked, err := oauth.Login(ctx, s.ID, s.URL, &o)
 	switch {
 	case errors.Is(err, oauth.ErrLoginTimeout):
