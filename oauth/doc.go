@@ -38,6 +38,12 @@
 // server that needs a login that cannot be had (no Authorize callback, or
 // a refused refresh token) fails with an error matching [ErrNeedsLogin],
 // and conduit reports it as needing a login until new tokens are stored.
+// So does one whose interactive step failed, timed out or was declined:
+// the handler remembers that (the user is asked once, not on every 401)
+// until new tokens come or [Handler.Retry]. The interactive step runs apart
+// from the deadline of the request that needed it, bounded by
+// Config.AuthorizeTimeout, and ends when that request is canceled or the
+// handler closed.
 //
 // Security: PKCE always; the state of every authorization response is
 // checked; the authorization server's issuer is checked (RFC 8414 §3.3
