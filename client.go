@@ -50,6 +50,9 @@ func (cl *Client) CallTool(ctx context.Context, name string, args any, opts *Cal
 // servers.
 func (cl *Client) Status() []ServerStatus { return cl.c.status() }
 
+// Reconnect asks the server to connect now, as [Hub.Reconnect] does.
+func (cl *Client) Reconnect() error { return cl.c.reconnect(cl.c.conns[0].srv.ID) }
+
 // Close ends the session and stops the server process, if one was started,
 // as [Hub.Close] does.
 func (cl *Client) Close() error { return cl.c.close() }

@@ -24,6 +24,7 @@ type conn struct {
 	client *mcp.Client
 	stderr tailBuffer
 	ready  chan struct{} // closed after the first connection attempt
+	wake   chan struct{} // ends a backoff sleep (reconnect)
 
 	mu       sync.Mutex
 	session  *mcp.ClientSession
@@ -53,7 +54,7 @@ type conn struct {
 }
 
 func newConn(c *core, srv Server) *conn {
-	cn := &conn{core: c, srv: srv, ready: make(chan struct{}),
+	cn := &conn{core: c, srv: srv, ready: make(chan struct{}), wake: make(chan struct{}, 1),
 		state: StateConnecting, since: time.Now(), peer: peerInfo(srv)}
 	cn.logs = cn.newLogs()
 	opts := &mcp.ClientOptions{
@@ -211,6 +212,8 @@ func (cn *conn) run(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C:
+		case <-cn.wake:
+			t.Stop()
 		}
 		delay = min(2*delay, hi)
 		cn.mu.Lock()
@@ -250,9 +253,13 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	// The connect timeout bounds Connect only. It must not be a context
 	// that is canceled when Connect returns: the legacy SSE transport keeps
 	// the context of Connect for its event stream, which would then end.
-	sctx, cancel := context.WithCancel(ctx)
+	// The timer cancels with a deadline as the cause: an OAuth login under
+	// way (a person in a browser) outlives a deadline, not a cancellation
+	// (see oauth.Config.AuthorizeTimeout).
+	sctx, cancelCause := context.WithCancelCause(ctx)
+	cancel := func() { cancelCause(nil) }
 	var timedOut atomic.Bool
-	timer := time.AfterFunc(cn.core.ConnectTimeout, func() { timedOut.Store(true); cancel() })
+	timer := time.AfterFunc(cn.core.ConnectTimeout, func() { timedOut.Store(true); cancelCause(errConnectTimeout) })
 	tr := cn.srv.transport(&cn.stderr, cn.core.httpClient)
 	if st, ok := tr.(*mcp.StreamableClientTransport); ok {
 		if cn.oauth != nil {
@@ -270,7 +277,7 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	}
 	if err != nil {
 		cancel()
-		if timedOut.Load() && ctx.Err() == nil {
+		if login, _ := needsLogin(err); timedOut.Load() && ctx.Err() == nil && !login {
 			// The timer cancels rather than expires the context: say what
 			// happened.
 			err = fmt.Errorf("no answer to initialize within %v: %w", cn.core.ConnectTimeout, context.DeadlineExceeded)
@@ -296,6 +303,10 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	cn.core.Logger.Debug("conduit: server up", "server", cn.srv.ID)
 	return sess, cancel, nil
 }
+
+// errConnectTimeout is the cause of a connection attempt's cancellation by
+// ConnectTimeout.
+var errConnectTimeout = fmt.Errorf("conduit: connect timeout: %w", context.DeadlineExceeded)
 
 // down records that sess (or, when nil, a connection attempt) ended.
 func (cn *conn) down(sess *mcp.ClientSession, err error) {
@@ -347,8 +358,31 @@ func (cn *conn) close() {
 	cn.session = nil
 	cn.state, cn.since = StateClosed, time.Now()
 	cn.mu.Unlock()
+	if cn.oauth != nil {
+		// A login under way has outlived its connection attempt's
+		// deadline; closing ends it.
+		cn.oauth.Close()
+	}
 	if sess != nil {
 		sess.Close()
+	}
+}
+
+// reconnect ends the wait of a server that is down or needs a login, and
+// lets an OAuth login that failed ask the user again.
+func (cn *conn) reconnect() {
+	cn.mu.Lock()
+	waiting := cn.state == StateDown || cn.state == StateNeedsLogin
+	cn.mu.Unlock()
+	if !waiting {
+		return
+	}
+	if cn.oauth != nil {
+		cn.oauth.Retry() // wakes awaitLogin
+	}
+	select {
+	case cn.wake <- struct{}{}:
+	default:
 	}
 }
 

@@ -185,6 +185,18 @@ func newHTTPClient() *http.Client {
 	return &http.Client{Transport: t}
 }
 
+func (c *core) reconnect(id string) error {
+	cn, ok := c.byID[id]
+	if !ok {
+		return fmt.Errorf("conduit: no server %q", id)
+	}
+	if c.ctx.Err() != nil {
+		return errClosed
+	}
+	cn.reconnect()
+	return nil
+}
+
 // bound returns ctx, also canceled when the hub or client is closed.
 func (c *core) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)

@@ -47,6 +47,13 @@ func (h *Hub) CallTool(ctx context.Context, name string, args any, opts *CallOpt
 // Status reports each server's state, in configuration order.
 func (h *Hub) Status() []ServerStatus { return h.c.status() }
 
+// Reconnect asks the server with the given id to connect now: one that is
+// down skips the rest of its backoff, and one that needs a login tries
+// again, asking the user (its OAuth Authorize) once more if an earlier
+// login failed or was declined; a hub otherwise waits for new tokens
+// rather than ask again. It does nothing to a server that is up.
+func (h *Hub) Reconnect(id string) error { return h.c.reconnect(id) }
+
 // Close ends every session and stops every server process the hub started;
 // no goroutine of the hub outlives it. Calls in flight are ended and
 // answered with KindUnavailable. Sessions close concurrently; a stdio

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/conduitmcp/conduit/internal/oauthtest"
 	"github.com/conduitmcp/conduit/oauth"
+	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // A server whose refresh token is refused needs a login: its tools leave
@@ -37,6 +39,9 @@ func TestOAuthNeedsLogin(t *testing.T) {
 	one := newClient(t, srv, &ClientOptions{})
 	if st := one.Status()[0]; st.State != StateNeedsLogin || !errors.Is(st.Err, oauth.ErrNeedsLogin) {
 		t.Fatalf("client status %s, %v; want needs login", st.State, st.Err)
+	}
+	if err := one.Reconnect(); err != nil {
+		t.Fatalf("Client.Reconnect: %v", err)
 	}
 	// A hub starts, with the server in its status.
 	cl, err := NewHub(ctx, []Server{srv}, &HubOptions{Options: Options{
@@ -146,5 +151,140 @@ func TestConfigOAuth(t *testing.T) {
 		if _, err := ParseConfig([]byte(bad)); err == nil {
 			t.Errorf("accepted %s", bad)
 		}
+	}
+}
+
+// waitState waits for the first server of st to reach want.
+func waitState(t *testing.T, ctx context.Context, st func() []ServerStatus, want State) {
+	t.Helper()
+	for st()[0].State != want {
+		if ctx.Err() != nil {
+			t.Fatalf("state %s (%v), want %s", st()[0].State, st()[0].Err, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A login in a hub is not cut short by ConnectTimeout: the person signing
+// in takes longer than the connection attempt may, and the server comes
+// up with the login's tokens, the user asked once.
+func TestOAuthInteractiveLoginOutlivesConnectTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	as := oauthtest.New(t, oauthtest.Options{})
+	var n atomic.Int32
+	slow := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		n.Add(1)
+		select {
+		case <-time.After(400 * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return oauthtest.FollowRedirect(ctx, args)
+	}
+	cl, err := NewHub(ctx, []Server{{ID: "remote", URL: as.MCPURL(), OAuth: &oauth.Config{Authorize: slow}}}, &HubOptions{Options: Options{
+		Policy: AllowAll(), ConnectTimeout: 100 * time.Millisecond, Reconnect: Backoff{Min: 10 * time.Millisecond, Max: 20 * time.Millisecond},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	waitState(t, ctx, cl.Status, StateUp)
+	if n.Load() != 1 {
+		t.Fatalf("Authorize called %d times, want 1", n.Load())
+	}
+	ts, err := cl.ListTools(ctx)
+	if err != nil || ts.Len() != 1 {
+		t.Fatalf("tools after the login: %v, %v", ts.Len(), err)
+	}
+}
+
+// A login that is declined makes the server need a login: it is not
+// reconnected, nor the user asked again, until Reconnect; then it is.
+// Closing the hub ends a login under way.
+func TestOAuthDeclinedLoginNeedsLogin(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	as := oauthtest.New(t, oauthtest.Options{})
+	var n atomic.Int32
+	var accept atomic.Bool
+	authorize := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		n.Add(1)
+		if !accept.Load() {
+			return nil, errors.New("access_denied: the user said no")
+		}
+		return oauthtest.FollowRedirect(ctx, args)
+	}
+	srv := Server{ID: "remote", URL: as.MCPURL(), OAuth: &oauth.Config{Authorize: authorize, LoginPoll: 10 * time.Millisecond}}
+	cl, err := NewHub(ctx, []Server{srv}, &HubOptions{Options: Options{
+		Policy: AllowAll(), Reconnect: Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	st := cl.Status()[0]
+	if st.State != StateNeedsLogin || !errors.Is(st.Err, oauth.ErrNeedsLogin) || !strings.Contains(st.Err.Error(), "the user said no") {
+		t.Fatalf("status %s, %v; want needs login, saying why", st.State, st.Err)
+	}
+	mcpBefore := as.Snapshot().MCP
+	time.Sleep(200 * time.Millisecond) // hundreds of 1 ms backoffs
+	if n.Load() != 1 {
+		t.Fatalf("Authorize called %d times, want 1", n.Load())
+	}
+	if m := as.Snapshot().MCP; m != mcpBefore {
+		t.Fatalf("%d requests to a server whose login was declined", m-mcpBefore)
+	}
+	if err := cl.Reconnect("nope"); err == nil {
+		t.Error("Reconnect of an unknown server succeeded")
+	}
+	accept.Store(true)
+	if err := cl.Reconnect("remote"); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, ctx, cl.Status, StateUp)
+	if n.Load() != 2 {
+		t.Fatalf("Authorize called %d times, want 2", n.Load())
+	}
+
+	// A hub closed during a login (here by NewHub's ctx) ends it, past
+	// ConnectTimeout, without waiting for the person.
+	as2 := oauthtest.New(t, oauthtest.Options{})
+	started := make(chan struct{})
+	ended := make(chan error, 1)
+	wait := func(ctx context.Context, _ *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		close(started)
+		<-ctx.Done()
+		ended <- ctx.Err()
+		return nil, ctx.Err()
+	}
+	hctx, hcancel := context.WithCancel(ctx)
+	defer hcancel()
+	done := make(chan error, 1)
+	go func() {
+		h, err := NewHub(hctx, []Server{{ID: "remote", URL: as2.MCPURL(), OAuth: &oauth.Config{Authorize: wait, AuthorizeTimeout: time.Minute}}},
+			&HubOptions{Options: Options{Policy: AllowAll(), ConnectTimeout: 50 * time.Millisecond}})
+		if h != nil {
+			h.Close()
+		}
+		done <- err
+	}()
+	<-started
+	select {
+	case err := <-ended:
+		t.Fatalf("the login ended (%v) at the connection attempt's deadline", err)
+	case <-time.After(150 * time.Millisecond):
+	}
+	hcancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("NewHub = %v, want it canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("closing the hub did not end the login under way")
+	}
+	if err := <-ended; err == nil {
+		t.Fatal("the login's context did not end")
 	}
 }

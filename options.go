@@ -50,7 +50,9 @@ type Options struct {
 	// RequestTimeout bounds the request to the server when the call's
 	// CallOptions.Timeout is zero (zero: only the call's own bounds).
 	RequestTimeout time.Duration
-	// ConnectTimeout bounds each connection attempt (default 30s).
+	// ConnectTimeout bounds each connection attempt (default 30s), except
+	// an OAuth login under way in it, which a person may take longer over:
+	// oauth.Config.AuthorizeTimeout bounds that.
 	ConnectTimeout time.Duration
 	// Reconnect configures reconnection after a server is lost.
 	Reconnect Backoff

@@ -22,9 +22,10 @@ const (
 	// StateClosed: the hub or client was closed.
 	StateClosed
 	// StateNeedsLogin: the server asks for an OAuth login that cannot be
-	// had here (no Authorize callback, or a refresh token that was
-	// refused). It is not reconnected until new tokens are stored (by
-	// conduit login, or a login in this process); ServerStatus.Err says
+	// had here (no Authorize callback, a refresh token that was refused,
+	// or an interactive login that failed or was declined). It is not
+	// reconnected until new tokens are stored (by conduit login, or a
+	// login in this process) or Reconnect is called; ServerStatus.Err says
 	// why.
 	StateNeedsLogin
 )

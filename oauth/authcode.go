@@ -21,10 +21,34 @@ import (
 // publish protected resource metadata (MCP 2025-06-18 and later) go to the
 // SDK's AuthorizationCodeHandler; servers that do not (2025-03-26) get
 // conduit's own flow, for the discovery the SDK does not do.
+//
+// The grant runs in the context of an interactive step (see
+// Handler.interactive). When it fails after Authorize was called, the
+// failure is remembered (see Handler.Retry) and returned as a
+// [LoginError]: the server needs a login, which asking again at once would
+// not give.
 func (h *Handler) authorizationCode(ctx context.Context, req *http.Request, resp *http.Response, cs []oauthex.Challenge, forbidden bool) error {
 	if h.cfg.Authorize == nil {
 		return h.needsLogin(forbidden, cs)
 	}
+	if err := h.loginFailed(); err != nil {
+		return err
+	}
+	ictx, cancel := h.interactive(ctx)
+	defer cancel()
+	h.prompted = false
+	err := h.authorizationCodeGrant(ictx, req, resp, cs)
+	if err == nil || !h.prompted {
+		return err
+	}
+	le := &LoginError{Server: h.server, Reason: "the login did not complete: " + h.red.clean(err.Error()), Err: err}
+	h.tsMu.Lock()
+	h.failed = le
+	h.tsMu.Unlock()
+	return le
+}
+
+func (h *Handler) authorizationCodeGrant(ctx context.Context, req *http.Request, resp *http.Response, cs []oauthex.Challenge) error {
 	prm, err := h.findPRM(ctx, cs)
 	if err != nil {
 		return err
@@ -36,7 +60,7 @@ func (h *Handler) authorizationCode(ctx context.Context, req *http.Request, resp
 	if err != nil {
 		return err
 	}
-	h.issuer = prm.AuthorizationServers[0]
+	h.issuer, h.indicator = prm.AuthorizationServers[0], prm.Resource
 	if err := sdk.Authorize(ctx, req, h.withMetadataURL(resp, cs)); err != nil {
 		return fmt.Errorf("oauth: authorizing with %s: %w", h.issuer, err)
 	}
@@ -85,7 +109,7 @@ func (h *Handler) sdkHandler() (*auth.AuthorizationCodeHandler, error) {
 		Client:              h.hc,
 		ScopeFilter:         func(discovered []string) []string { return union(discovered, h.cfg.Scopes) },
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-			rec := &Record{Resource: h.endpoint, Issuer: h.issuer, ClientID: oc.ClientID, ClientSecret: oc.ClientSecret,
+			rec := &Record{Resource: h.endpoint, Indicator: h.indicator, Issuer: h.issuer, ClientID: oc.ClientID, ClientSecret: oc.ClientSecret,
 				TokenURL: oc.Endpoint.TokenURL, AuthStyle: oc.Endpoint.AuthStyle, Scopes: oc.Scopes, Token: tok}
 			return h.adopt(ctx, rec, true)
 		},
@@ -121,6 +145,7 @@ func (h *Handler) registrationMetadata(redirect string) *oauthex.ClientRegistrat
 // fetch is the interactive step, and where a login that was asked for is
 // noted.
 func (h *Handler) fetch(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	h.prompted = true
 	res, err := h.cfg.Authorize(ctx, args)
 	if err != nil {
 		return nil, err
@@ -367,6 +392,11 @@ func (h *Handler) register(ctx context.Context, asm *oauthex.AuthServerMeta) (*c
 	if asm.RegistrationEndpoint == "" {
 		return nil, fmt.Errorf("oauth: authorization server %s offers no registration: configure a client id", asm.Issuer)
 	}
+	if r := h.registered; r != nil && r.endpoint == asm.RegistrationEndpoint {
+		// A login that failed, or a step-up, uses the client registered
+		// before rather than registering another.
+		return &r.client, nil
+	}
 	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, h.registrationMetadata(h.redirectURL()), h.hc)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: registering with %s: %w", asm.Issuer, err)
@@ -377,7 +407,15 @@ func (h *Handler) register(ctx context.Context, asm *oauthex.AuthServerMeta) (*c
 	case "client_secret_post", "none":
 		style = oauth2.AuthStyleInParams
 	}
-	return &client{ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, AuthStyle: style}, nil
+	c := client{ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, AuthStyle: style}
+	h.registered = &registration{endpoint: asm.RegistrationEndpoint, client: c}
+	return &c, nil
+}
+
+// registration is a client registered dynamically, and where.
+type registration struct {
+	endpoint string
+	client   client
 }
 
 // authStyle is how to send a client secret, given the methods an

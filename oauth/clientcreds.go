@@ -12,7 +12,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"slices"
@@ -20,16 +19,20 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
 
-// clientCredentials runs the client credentials grant: with a secret
-// through the SDK's extauth.ClientCredentialsHandler, with a private key
-// (private_key_jwt, which the SDK does not do) here.
-func (h *Handler) clientCredentials(ctx context.Context, req *http.Request, resp *http.Response, cs []oauthex.Challenge) error {
+// clientCredentials runs the client credentials grant, with a secret
+// (client_secret_basic or client_secret_post, as the authorization server
+// prefers) or with a private key (private_key_jwt). Discovery is conduit's
+// own, as for the other grants, and not the SDK's
+// extauth.ClientCredentialsHandler's: that handler skips protected resource
+// metadata it refuses (naming another resource) and asks the server's
+// origin instead, sends no resource indicator, and asks for the server's
+// scopes only.
+func (h *Handler) clientCredentials(ctx context.Context, cs []oauthex.Challenge) error {
 	id, secret, err := h.credentials()
 	if err != nil {
 		return err
@@ -37,35 +40,48 @@ func (h *Handler) clientCredentials(ctx context.Context, req *http.Request, resp
 	if secret == "" {
 		return h.privateKeyJWT(ctx, cs, id)
 	}
-	if h.cc == nil {
-		h.cc, err = extauth.NewClientCredentialsHandler(&extauth.ClientCredentialsHandlerConfig{
-			Credentials: &oauthex.ClientCredentials{ClientID: id, ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: secret}},
-			HTTPClient:  h.hc,
-		})
-		if err != nil {
-			return fmt.Errorf("oauth: %w", err)
-		}
+	asm, prm, resource, err := h.discover(ctx, cs)
+	if err != nil {
+		return err
 	}
-	// The handler keeps this context for its token source's later
-	// requests, so it must outlive the request; h.hc's timeout bounds
-	// each of them.
-	if err := h.cc.Authorize(context.WithoutCancel(ctx), req, h.withMetadataURL(resp, cs)); err != nil {
+	if err := CheckEndpoint("the token endpoint", asm.TokenEndpoint); err != nil {
+		return err
+	}
+	scopes := h.grantScopes(cs, prm)
+	cc := &clientcredentials.Config{
+		ClientID: id, ClientSecret: secret, TokenURL: asm.TokenEndpoint, Scopes: scopes,
+		AuthStyle:      authStyle(asm.TokenEndpointAuthMethodsSupported),
+		EndpointParams: url.Values{"resource": {resource}},
+	}
+	// The source outlives this request: a background context that carries
+	// the HTTP client, whose timeout bounds each token request.
+	src := cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, h.hc))
+	if _, err := src.Token(); err != nil {
 		return fmt.Errorf("oauth: client credentials: %w", err)
 	}
-	src, err := h.cc.TokenSource(ctx)
-	if err != nil || src == nil {
-		return fmt.Errorf("oauth: client credentials gave no token source: %v", err)
-	}
-	h.adoptSource(src, id)
+	h.adoptSource(src, Record{Resource: h.endpoint, Indicator: resource, Issuer: asm.Issuer, ClientID: id, Scopes: scopes})
 	return nil
 }
 
+// grantScopes are the scopes a grant without a user asks for: those the
+// server asks for (the MCP specification's order), the configured ones,
+// and those asked for before, so that a step-up does not lose what an
+// earlier round was granted (SEP-2350, as the SDK's handlers do).
+func (h *Handler) grantScopes(cs []oauthex.Challenge, prm *oauthex.ProtectedResourceMetadata) []string {
+	var before []string
+	if ts := h.current(); ts != nil {
+		before = ts.record().Scopes
+	}
+	return union(before, union(h.serverScopes(cs, prm), h.cfg.Scopes))
+}
+
 // adoptSource makes a grant's own token source current; such tokens are
-// not stored (the grant gets new ones without anyone's help).
-func (h *Handler) adoptSource(src oauth2.TokenSource, clientID string) {
+// not stored (the grant gets new ones without anyone's help). rec says
+// what they are for.
+func (h *Handler) adoptSource(src oauth2.TokenSource, rec Record) {
 	h.tsMu.Lock()
 	defer h.tsMu.Unlock()
-	h.ts = &tokenSource{h: h, base: src, rec: Record{Resource: h.endpoint, ClientID: clientID}}
+	h.ts = &tokenSource{h: h, base: src, rec: rec}
 	h.dead = ""
 	h.loaded = true
 	h.signalLocked()
@@ -83,7 +99,7 @@ func (h *Handler) privateKeyJWT(ctx context.Context, cs []oauthex.Challenge, id 
 	if err != nil {
 		return err
 	}
-	asm, prm, _, err := h.discover(ctx, cs)
+	asm, prm, resource, err := h.discover(ctx, cs)
 	if err != nil {
 		return err
 	}
@@ -93,16 +109,17 @@ func (h *Handler) privateKeyJWT(ctx context.Context, cs []oauthex.Challenge, id 
 	if err := CheckEndpoint("the token endpoint", asm.TokenEndpoint); err != nil {
 		return err
 	}
+	scopes := h.grantScopes(cs, prm)
 	src := oauth2.ReuseTokenSource(nil, &assertionSource{
 		ctx:      context.WithValue(context.Background(), oauth2.HTTPClient, h.hc),
 		clientID: id, tokenURL: asm.TokenEndpoint, audience: asm.Issuer,
-		scopes: union(h.serverScopes(cs, prm), h.cfg.Scopes),
-		key:    key, method: method,
+		resource: resource, scopes: scopes,
+		key: key, method: method,
 	})
 	if _, err := src.Token(); err != nil {
 		return fmt.Errorf("oauth: client credentials with private_key_jwt: %w", err)
 	}
-	h.adoptSource(src, id)
+	h.adoptSource(src, Record{Resource: h.endpoint, Indicator: resource, Issuer: asm.Issuer, ClientID: id, Scopes: scopes})
 	return nil
 }
 
@@ -121,6 +138,7 @@ func (h *Handler) serverScopes(cs []oauthex.Challenge, prm *oauthex.ProtectedRes
 type assertionSource struct {
 	ctx                          context.Context
 	clientID, tokenURL, audience string
+	resource                     string // RFC 8707
 	scopes                       []string
 	key                          crypto.Signer
 	method                       jwt.SigningMethod
@@ -143,7 +161,7 @@ func (s *assertionSource) Token() (*oauth2.Token, error) {
 	}
 	cc := &clientcredentials.Config{
 		ClientID: s.clientID, TokenURL: s.tokenURL, Scopes: s.scopes,
-		EndpointParams: url.Values{"client_assertion_type": {jwtBearerAssertion}, "client_assertion": {signed}},
+		EndpointParams: url.Values{"client_assertion_type": {jwtBearerAssertion}, "client_assertion": {signed}, "resource": {s.resource}},
 		AuthStyle:      oauth2.AuthStyleInParams,
 	}
 	return cc.Token(s.ctx)

@@ -40,6 +40,12 @@ const (
 // redirects (RFC 8252 §7.3) and dynamic registration registers as it is.
 const DefaultRedirectURL = "http://127.0.0.1/callback"
 
+// DefaultAuthorizeTimeout is how long the interactive step may take when
+// Config.AuthorizeTimeout is 0: longer than [Loopback] waits for a browser
+// by default (five minutes), so that the code exchange after a late
+// answer still fits.
+const DefaultAuthorizeTimeout = 10 * time.Minute
+
 // Config is the OAuth setting of one server. The zero value is the
 // authorization code grant with PKCE, discovery of everything, dynamic
 // client registration, tokens kept in memory, and no interactive step (a
@@ -75,11 +81,10 @@ type Config struct {
 	PrivateKeyFile string
 	SigningAlg     string
 
-	// Scopes are asked for in addition to those the server names (in its
-	// WWW-Authenticate challenge, or else in its protected resource
-	// metadata), which the MCP specification says to ask for. The client
-	// credentials grant with a secret (the SDK's extauth handler) asks for
-	// the server's scopes only.
+	// Scopes are asked for, by every grant, in addition to those the
+	// server names (in its WWW-Authenticate challenge, or else in its
+	// protected resource metadata), which the MCP specification says to
+	// ask for.
 	Scopes []string
 
 	// RedirectURL is where the authorization server sends the browser back
@@ -121,6 +126,13 @@ type Config struct {
 
 	// Getenv reads the variables named above; nil is os.Getenv.
 	Getenv func(string) string
+
+	// AuthorizeTimeout bounds the interactive step: Authorize, and the
+	// code exchange after it. The step runs apart from the deadline of the
+	// request that needed it (a connect timeout is meant for machines, not
+	// for a person signing in); canceling that request's context still
+	// ends it. 0 is [DefaultAuthorizeTimeout].
+	AuthorizeTimeout time.Duration
 
 	// LoginPoll is how often a server that needs a login checks its token
 	// store for a login made by another process (conduit login); 0 is 10
@@ -303,6 +315,9 @@ func (c *Config) Validate(endpoint string) error {
 	}
 	if c.LoginPoll < 0 {
 		return errors.New("oauth: LoginPoll is negative")
+	}
+	if c.AuthorizeTimeout < 0 {
+		return errors.New("oauth: AuthorizeTimeout is negative")
 	}
 	return nil
 }

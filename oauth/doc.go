@@ -20,10 +20,12 @@
 //     servers without any (see legacyMetadata for the one check that
 //     differs). The interactive step is Config.Authorize: [Loopback] for a
 //     browser on this machine, a web application's own redirect otherwise;
-//   - client credentials, with a secret (client_secret_basic or
-//     client_secret_post, through extauth.ClientCredentialsHandler) or a
-//     private key (private_key_jwt, RFC 7523 assertions signed with
-//     github.com/golang-jwt/jwt/v5);
+//   - client credentials (golang.org/x/oauth2/clientcredentials), with a
+//     secret (client_secret_basic or client_secret_post) or a private key
+//     (private_key_jwt, RFC 7523 assertions signed with
+//     github.com/golang-jwt/jwt/v5), after the same discovery: metadata
+//     that names another resource ends it, and every token request names
+//     the resource (RFC 8707);
 //   - cross-app access (SEP-990): the user's ID token exchanged for an
 //     ID-JAG at the enterprise identity provider (oauthex.ExchangeToken),
 //     and the ID-JAG for an access token.
@@ -36,6 +38,12 @@
 // server that needs a login that cannot be had (no Authorize callback, or
 // a refused refresh token) fails with an error matching [ErrNeedsLogin],
 // and conduit reports it as needing a login until new tokens are stored.
+// So does one whose interactive step failed, timed out or was declined:
+// the handler remembers that (the user is asked once, not on every 401)
+// until new tokens come or [Handler.Retry]. The interactive step runs apart
+// from the deadline of the request that needed it, bounded by
+// Config.AuthorizeTimeout, and ends when that request is canceled or the
+// handler closed.
 //
 // Security: PKCE always; the state of every authorization response is
 // checked; the authorization server's issuer is checked (RFC 8414 §3.3

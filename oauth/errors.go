@@ -24,6 +24,10 @@ var ErrStateMismatch = errors.New("oauth: the authorization response's state doe
 type LoginError struct {
 	Server string
 	Reason string
+	// Err is why an interactive step failed (a time limit, a refusal,
+	// [ErrStateMismatch], ...), when that is the reason; errors.Is and
+	// errors.As reach it.
+	Err error
 }
 
 func (e *LoginError) Error() string {
@@ -32,6 +36,9 @@ func (e *LoginError) Error() string {
 
 // Is makes a LoginError match [ErrNeedsLogin].
 func (e *LoginError) Is(target error) bool { return target == ErrNeedsLogin }
+
+// Unwrap returns Err.
+func (e *LoginError) Unwrap() error { return e.Err }
 
 // maxSecrets bounds what a redactor remembers.
 const maxSecrets, pinnedSecrets = 256, 8

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/auth/extauth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/clientcredentials"
 )
 
 // Handler is the [auth.OAuthHandler] of one server: give it to
@@ -32,11 +32,14 @@ type Handler struct {
 	hc       *http.Client
 	red      redactor
 
-	mu      sync.Mutex // serializes Authorize
-	sdk     *auth.AuthorizationCodeHandler
-	cc      *extauth.ClientCredentialsHandler
-	issuer  string      // of the authorization under way, for the SDK's token hook
-	stepUps []time.Time // recent step-up authorizations
+	mu  sync.Mutex // serializes Authorize
+	sdk *auth.AuthorizationCodeHandler
+	// The issuer and resource indicator of the authorization under way,
+	// for the SDK's token hook.
+	issuer, indicator string
+	stepUps           []time.Time // recent step-up authorizations
+	// registered is the client the 2025-03-26 flow registered dynamically.
+	registered *registration
 
 	tsMu    sync.Mutex
 	loaded  bool // the store was read
@@ -45,6 +48,14 @@ type Handler struct {
 	dead    string // the access token whose refresh was refused
 	changed chan struct{}
 	asked   bool // an interactive step obtained tokens
+	// failed is the outcome of an interactive step that failed or was
+	// declined, kept until new tokens come or Retry: a user is asked once,
+	// not again on every request or reconnection that meets a 401.
+	failed   *LoginError
+	prompted bool // the current authorization called Authorize (under mu)
+
+	done  context.Context // ended by Close
+	close context.CancelFunc
 }
 
 var _ auth.OAuthHandler = (*Handler)(nil)
@@ -66,6 +77,7 @@ func NewHandler(server, endpoint string, cfg *Config) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{server: server, endpoint: endpoint, cfg: *cfg, changed: make(chan struct{})}
+	h.done, h.close = context.WithCancel(context.Background())
 	h.cfg.Scopes = slices.Clone(cfg.Scopes)
 	h.store = cfg.Store
 	if h.store == nil {
@@ -127,11 +139,13 @@ func (h *Handler) installLocked(rec *Record, persist bool) *tokenSource {
 	var base oauth2.TokenSource
 	static := false
 	if rec.TokenURL != "" && tok.RefreshToken != "" {
-		oc := &oauth2.Config{ClientID: rec.ClientID, ClientSecret: rec.ClientSecret,
-			Endpoint: oauth2.Endpoint{TokenURL: rec.TokenURL, AuthStyle: rec.AuthStyle}, Scopes: rec.Scopes}
 		// The refresh outlives any one request: a background context that
 		// carries the HTTP client, as the SDK does for its own.
-		base = oc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, h.hc), &tok)
+		base = oauth2.ReuseTokenSource(&tok, &refresher{
+			ctx:      context.WithValue(context.Background(), oauth2.HTTPClient, h.hc),
+			conf:     clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: rec.ClientSecret, TokenURL: rec.TokenURL, AuthStyle: rec.AuthStyle},
+			resource: rec.indicator(), refreshToken: tok.RefreshToken,
+		})
 	} else {
 		base, static = oauth2.StaticTokenSource(&tok), true
 	}
@@ -140,6 +154,7 @@ func (h *Handler) installLocked(rec *Record, persist bool) *tokenSource {
 	ts.rec.Token = &tok
 	h.ts = ts
 	h.dead = ""
+	h.failed = nil
 	return ts
 }
 
@@ -162,6 +177,40 @@ func (h *Handler) adopt(ctx context.Context, rec *Record, persist bool) (*tokenS
 func (h *Handler) signalLocked() {
 	close(h.changed)
 	h.changed = make(chan struct{})
+}
+
+// refresher refreshes tokens with the resource indicator they were asked
+// for, which RFC 8707 §2.2 wants on a refresh as on the code exchange and
+// oauth2.Config's own refresh cannot send. clientcredentials.Config sends
+// the request: it lets grant_type be replaced, and parses the answer and
+// its errors (an *oauth2.RetrieveError) as oauth2.Config does.
+type refresher struct {
+	ctx      context.Context
+	conf     clientcredentials.Config
+	resource string
+
+	mu           sync.Mutex
+	refreshToken string
+}
+
+func (r *refresher) Token() (*oauth2.Token, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cc := r.conf
+	cc.EndpointParams = url.Values{"grant_type": {"refresh_token"}, "refresh_token": {r.refreshToken}}
+	if r.resource != "" {
+		cc.EndpointParams.Set("resource", r.resource)
+	}
+	tok, err := cc.Token(r.ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tok.RefreshToken == "" {
+		// No rotation: the refresh token stays valid (RFC 6749 §6).
+		tok.RefreshToken = r.refreshToken
+	}
+	r.refreshToken = tok.RefreshToken
+	return tok, nil
 }
 
 // tokenSource is the current tokens: it refreshes through base, saves what
@@ -252,6 +301,9 @@ func (h *Handler) Authorize(ctx context.Context, req *http.Request, resp *http.R
 }
 
 func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	if h.done.Err() != nil {
+		return errors.New("oauth: the handler is closed")
+	}
 	// A malformed challenge leaves discovery to the well-known URLs.
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	forbidden := resp.StatusCode == http.StatusForbidden
@@ -274,7 +326,7 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 	}
 	switch h.cfg.grant() {
 	case GrantClientCredentials:
-		return h.clientCredentials(ctx, req, resp, challenges)
+		return h.clientCredentials(ctx, challenges)
 	case GrantCrossApp:
 		return h.crossApp(ctx, challenges)
 	}
@@ -408,6 +460,57 @@ func (h *Handler) WaitLogin(ctx context.Context) error {
 				return nil
 			}
 		}
+	}
+}
+
+// Retry forgets an interactive step that failed or was declined, which
+// the handler otherwise remembers (answering every 401 with that
+// [LoginError] and asking no one), so that the next authorization asks the
+// user again; and it ends WaitLogin's wait. Call it when the user asks to
+// log in again.
+func (h *Handler) Retry() {
+	h.tsMu.Lock()
+	defer h.tsMu.Unlock()
+	h.failed = nil
+	h.signalLocked()
+}
+
+// Close ends an interactive step under way (for an owner that is closing,
+// such as a hub) and fails every later Authorize.
+func (h *Handler) Close() error {
+	h.close()
+	return nil
+}
+
+// loginFailed returns the remembered failure of an interactive step.
+func (h *Handler) loginFailed() error {
+	h.tsMu.Lock()
+	defer h.tsMu.Unlock()
+	if h.failed == nil {
+		return nil
+	}
+	return h.failed
+}
+
+// interactive returns the context of an interactive step: ctx without its
+// deadline, bounded by AuthorizeTimeout instead, and still ended when ctx
+// is canceled for another reason than its deadline, or by Close.
+func (h *Handler) interactive(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := h.cfg.AuthorizeTimeout
+	if d <= 0 {
+		d = DefaultAuthorizeTimeout
+	}
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	stopCtx := context.AfterFunc(ctx, func() {
+		if !errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	stopDone := context.AfterFunc(h.done, cancel)
+	return ictx, func() {
+		stopCtx()
+		stopDone()
+		cancel()
 	}
 }
 

@@ -127,19 +127,8 @@ func (l *Loopback) Authorize(ctx context.Context, args *auth.AuthorizationArgs) 
 		}
 	}
 	done := make(chan outcome, 1)
-	var once sync.Once
 	mux := http.NewServeMux()
-	mux.HandleFunc(l.redirect.Path, func(w http.ResponseWriter, r *http.Request) {
-		answered := true
-		once.Do(func() {
-			answered = false
-			o := l.answer(w, r, state)
-			done <- o
-		})
-		if answered {
-			http.Error(w, "This login has already been answered.", http.StatusGone)
-		}
-	})
+	mux.Handle(l.redirect.Path, l.redirectHandler(state, done))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
@@ -160,6 +149,24 @@ func (l *Loopback) Authorize(ctx context.Context, args *auth.AuthorizationArgs) 
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// redirectHandler takes the first redirect, whose outcome it sends on
+// done, and answers every later one with 410 Gone: one answer per
+// authorization, so that a redirect replayed while the listener is still
+// open cannot take its place.
+func (l *Loopback) redirectHandler(state string, done chan<- outcome) http.Handler {
+	var once sync.Once
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answered := true
+		once.Do(func() {
+			answered = false
+			done <- l.answer(w, r, state)
+		})
+		if answered {
+			http.Error(w, "This login has already been answered.", http.StatusGone)
+		}
+	})
 }
 
 type outcome struct {

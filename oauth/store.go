@@ -31,6 +31,11 @@ type Record struct {
 	// Tokens are only ever sent to that URL: a record whose Resource is not
 	// the server's URL is ignored.
 	Resource string `json:"resource"`
+	// Indicator is the resource indicator (RFC 8707) the tokens were asked
+	// for, and which a refresh names again: Resource, or the URL that the
+	// server's protected resource metadata names as the resource (its
+	// origin, for metadata at the root). "" means Resource.
+	Indicator string `json:"indicator,omitempty"`
 	// Issuer is the authorization server that issued them.
 	Issuer string `json:"issuer,omitempty"`
 	// ClientID and ClientSecret are the client that got the tokens, which
@@ -44,6 +49,14 @@ type Record struct {
 	Scopes []string `json:"scopes,omitempty"`
 	// Token is the access token, its expiry and the refresh token.
 	Token *oauth2.Token `json:"token"`
+}
+
+// indicator is the resource parameter of the record's token requests.
+func (r *Record) indicator() string {
+	if r.Indicator != "" {
+		return r.Indicator
+	}
+	return r.Resource
 }
 
 // String describes the record without its secrets.

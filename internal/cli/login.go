@@ -123,10 +123,13 @@ server), and refreshed from then on by every command.`)
 	o := *s.OAuth
 	o.RedirectURL = lb.RedirectURL()
 	o.Authorize = lb.Authorize
+	// The listener gives up after --timeout; the step as a whole has the
+	// code exchange's time besides.
+	o.AuthorizeTimeout = *timeout + 30*time.Second
 	asked, err := oauth.Login(ctx, s.ID, s.URL, &o)
 	switch {
 	case errors.Is(err, oauth.ErrLoginTimeout):
-		return failure("%s: no answer from the browser within %v; run 'conduit login %s' again", s.ID, *timeout, s.ID)
+		return failure("%s: no answer from the browser within %v; run '%s' again", s.ID, *timeout, loginHint(h.config, s.ID))
 	case err != nil:
 		return failure("%s: %v", s.ID, err)
 	case !asked:

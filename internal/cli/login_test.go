@@ -96,3 +96,76 @@ func TestLoginServersLogout(t *testing.T) {
 		t.Fatalf("login to an unknown server: exit %d, %s", code, errb)
 	}
 }
+
+// loginEnv is a CLI environment whose tokens live in dir/tokens, with
+// stdout and stderr captured.
+func loginEnv(dir string) (*Env, *strings.Builder, *strings.Builder) {
+	env, _, _ := testEnv("")
+	env.Getenv = func(k string) string {
+		if k == "CONDUIT_OAUTH_DIR" {
+			return filepath.Join(dir, "tokens")
+		}
+		return ""
+	}
+	o, e := &strings.Builder{}, &strings.Builder{}
+	env.Stdout, env.Stderr = o, e
+	return env, o, e
+}
+
+// A command other than servers, with no one to ask, fails at once with the
+// command that logs in; it sends no authorization request.
+func TestToolsNeedsLoginFailsFast(t *testing.T) {
+	as := oauthtest.New(t, oauthtest.Options{})
+	dir := t.TempDir()
+	config := filepath.Join(dir, "mcp.json")
+	os.WriteFile(config, []byte(`{"mcpServers": {"remote": {"url": "`+as.MCPURL()+`", "oauth": {}}}}`), 0o600)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	env, out, errb := loginEnv(dir)
+	start := time.Now()
+	code := Main(ctx, []string{"tools", "--config", config, "--provider", "anthropic"}, env)
+	took := time.Since(start)
+	want := "server remote needs a login: run 'conduit login --config " + config + " remote'"
+	if code != ExitFailure || !strings.Contains(errb.String(), want) {
+		t.Fatalf("tools: exit %d, stderr %s\nwant %q", code, errb, want)
+	}
+	if took > 10*time.Second {
+		t.Errorf("tools took %v to say a login is needed", took)
+	}
+	if out.Len() != 0 {
+		t.Errorf("tools printed %s", out)
+	}
+	if n := len(as.Snapshot().Authorize); n != 0 {
+		t.Fatalf("%d authorization requests from a command that cannot ask", n)
+	}
+}
+
+// A login that the browser never answers is asked for once: it fails after
+// --timeout (not twice that), with the command to run again.
+func TestLoginTimeout(t *testing.T) {
+	as := oauthtest.New(t, oauthtest.Options{})
+	dir := t.TempDir()
+	config := filepath.Join(dir, "servers.json")
+	os.WriteFile(config, []byte(`{"mcpServers": {"remote": {"url": "`+as.MCPURL()+`", "oauth": {}}}}`), 0o600)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	env, _, errb := loginEnv(dir)
+	opened := 0
+	env.OpenURL = func(string) error { opened++; return nil } // a browser nobody uses
+	const timeout = time.Second
+	start := time.Now()
+	code := Main(ctx, []string{"login", "--config", config, "--timeout", timeout.String(), "remote"}, env)
+	took := time.Since(start)
+	if code != ExitFailure {
+		t.Fatalf("login: exit %d, %s", code, errb)
+	}
+	if want := "no answer from the browser within 1s; run 'conduit login --config " + config + " remote' again"; !strings.Contains(errb.String(), want) {
+		t.Errorf("login said %s\nwant %q", errb, want)
+	}
+	if opened != 1 || took >= 2*timeout {
+		t.Fatalf("the browser was opened %d times and login took %v; want once, in about %v", opened, took, timeout)
+	}
+	if n := len(as.Snapshot().Authorize); n != 0 {
+		t.Fatalf("%d authorization requests reached the server", n)
+	}
+}

@@ -44,12 +44,26 @@ type Options struct {
 	EchoSecrets bool
 	// ClientSecret makes the registration issue this secret.
 	ClientSecret string
+	// Confidential is a client registered in advance for the client
+	// credentials grant; its token requests must authenticate with this
+	// id and secret, and in the way ConfidentialAuth names
+	// ("client_secret_basic" or "client_secret_post"; "" accepts either).
+	// The metadata then advertises the grant and, when ConfidentialAuth is
+	// set, that method only.
+	Confidential     *Client
+	ConfidentialAuth string
+	// Scopes makes the protected resource metadata list these scopes in
+	// place of "tools".
+	Scopes []string
 	// Documents, when set, may replace the metadata documents: for the
 	// paths of the protected resource metadata and of the authorization
 	// server metadata it is asked first, with the server's URL, and what
 	// it returns with ok is served as application/json (for fuzzing).
 	Documents func(path, url string) (doc []byte, ok bool)
 }
+
+// Client is a client registered with the server in advance.
+type Client struct{ ID, Secret string }
 
 // Server is the running server.
 type Server struct {
@@ -73,11 +87,19 @@ type Log struct {
 	Token     []url.Values // the forms of token requests
 	MCP       int          // requests to /mcp
 	Bearers   []string     // the bearer tokens /mcp received ("" for none)
+	// BasicAuth are the client ids of token requests that authenticated
+	// with HTTP Basic (client_secret_basic), in order.
+	BasicAuth []string
+	// Registrations is how many clients registered dynamically.
+	Registrations int
 }
 
 // New starts the server; t's cleanup stops it.
 func New(t testing.TB, opts Options) *Server {
 	s := &Server{opts: opts, codes: map[string]codeGrant{}, access: map[string]bool{}, refresh: map[string]bool{}}
+	if opts.Confidential != nil {
+		s.issued = append(s.issued, opts.Confidential.Secret)
+	}
 	mux := http.NewServeMux()
 	s.Server = httptest.NewServer(mux)
 	t.Cleanup(s.Close)
@@ -89,7 +111,11 @@ func New(t testing.TB, opts Options) *Server {
 			if opts.Resource != "" {
 				res = opts.Resource
 			}
-			writeJSON(w, http.StatusOK, &oauthex.ProtectedResourceMetadata{Resource: res, AuthorizationServers: []string{s.URL}, ScopesSupported: []string{"tools"}})
+			scopes := []string{"tools"}
+			if opts.Scopes != nil {
+				scopes = opts.Scopes
+			}
+			writeJSON(w, http.StatusOK, &oauthex.ProtectedResourceMetadata{Resource: res, AuthorizationServers: []string{s.URL}, ScopesSupported: scopes})
 		}))
 	}
 	mux.HandleFunc("/authorize", s.authorize)
@@ -149,15 +175,25 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	if s.opts.WrongIssuer {
 		issuer = "https://attacker.example"
 	}
+	grants := []string{"authorization_code", "refresh_token"}
+	methods := []string{"none", "client_secret_post"}
+	if s.opts.Confidential != nil {
+		grants = append(grants, "client_credentials")
+		if a := s.opts.ConfidentialAuth; a != "" {
+			methods = []string{a}
+		} else {
+			methods = []string{"client_secret_post", "client_secret_basic"}
+		}
+	}
 	writeJSON(w, http.StatusOK, &oauthex.AuthServerMeta{
 		Issuer:                                     issuer,
 		AuthorizationEndpoint:                      s.URL + "/authorize",
 		TokenEndpoint:                              s.URL + "/token",
 		RegistrationEndpoint:                       s.URL + "/register",
 		ResponseTypesSupported:                     []string{"code"},
-		GrantTypesSupported:                        []string{"authorization_code", "refresh_token"},
+		GrantTypesSupported:                        grants,
 		CodeChallengeMethodsSupported:              []string{"S256"},
-		TokenEndpointAuthMethodsSupported:          []string{"none", "client_secret_post"},
+		TokenEndpointAuthMethodsSupported:          methods,
 		ScopesSupported:                            []string{"tools", "offline_access"},
 		AuthorizationResponseIssParameterSupported: s.opts.WrongIss,
 	})
@@ -198,11 +234,28 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.Requests.Token = append(s.Requests.Token, f)
+	if id, secret, ok := r.BasicAuth(); ok {
+		s.Requests.BasicAuth = append(s.Requests.BasicAuth, id)
+		f = cloneValues(f)
+		f.Set("client_id", id)
+		f.Set("client_secret", secret)
+		f.Set("client_auth", "client_secret_basic")
+	} else if f.Has("client_secret") {
+		f = cloneValues(f)
+		f.Set("client_auth", "client_secret_post")
+	}
 	fail := func(code, desc string) {
 		if s.opts.EchoSecrets {
 			desc += fmt.Sprintf(" (refresh_token=%s client_secret=%s)", f.Get("refresh_token"), f.Get("client_secret"))
 		}
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": code, "error_description": desc})
+	}
+	// Every token is for the MCP endpoint, and every token request must
+	// say so (RFC 8707 §2): the code exchange, each refresh and each
+	// client credentials request.
+	if res := f["resource"]; len(res) != 1 || res[0] != s.MCPURL() {
+		fail("invalid_target", fmt.Sprintf("the resource must be %s, not %q", s.MCPURL(), res))
+		return
 	}
 	switch f.Get("grant_type") {
 	case "authorization_code":
@@ -226,6 +279,25 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		delete(s.refresh, f.Get("refresh_token")) // rotation: one use each
+	case "client_credentials":
+		c := s.opts.Confidential
+		switch {
+		case c == nil:
+			fail("unauthorized_client", "no client may use the client credentials grant")
+			return
+		case f.Get("client_id") != c.ID || f.Get("client_secret") != c.Secret:
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "wrong client id or secret"})
+			return
+		case s.opts.ConfidentialAuth != "" && f.Get("client_auth") != s.opts.ConfidentialAuth:
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "the client must authenticate with " + s.opts.ConfidentialAuth})
+			return
+		}
+		s.n++
+		at := fmt.Sprintf("at-cc-%d-%x", s.n, time.Now().UnixNano())
+		s.access[at] = true
+		s.issued = append(s.issued, at)
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": 3600, "scope": f.Get("scope")})
+		return
 	default:
 		fail("unsupported_grant_type", f.Get("grant_type"))
 		return
@@ -249,6 +321,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.n++
+	s.Requests.Registrations++
 	id := fmt.Sprintf("client-%d", s.n)
 	s.mu.Unlock()
 	resp := map[string]any{"client_id": id, "redirect_uris": meta.RedirectURIs, "token_endpoint_auth_method": "none"}
@@ -292,6 +365,7 @@ func (s *Server) Snapshot() Log {
 	l.Authorize = slices.Clone(l.Authorize)
 	l.Token = slices.Clone(l.Token)
 	l.Bearers = slices.Clone(l.Bearers)
+	l.BasicAuth = slices.Clone(l.BasicAuth)
 	return l
 }
 
@@ -323,6 +397,14 @@ func FollowRedirect(ctx context.Context, args *auth.AuthorizationArgs) (*auth.Au
 	}
 	q := loc.Query()
 	return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+}
+
+func cloneValues(v url.Values) url.Values {
+	out := url.Values{}
+	for k, vs := range v {
+		out[k] = slices.Clone(vs)
+	}
+	return out
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
