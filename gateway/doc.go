@@ -47,7 +47,12 @@
 // What a server asks of its client during a call (elicitation, sampling,
 // roots) goes to the client of the session that made the call, and its
 // answer back (see [conduit.Handlers] for how a request is attributed to
-// a call). Log messages go with the call they belong to; the servers' log
+// a call): a JSON-RPC request of a server of protocol 2025-11-25 or
+// before, and the input requests of a multi-round-trip result of one of
+// 2026-07-28 alike. What the client cannot answer (it did not declare the
+// capability) is refused: a server of 2026-07-28 cannot be told so, and
+// its call ends with an error instead ([conduit.ErrInputNotGiven]). Log
+// messages go with the call they belong to; the servers' log
 // level is the most verbose one a session asked for. Subscriptions to
 // resources are made on the server for each session, and its updates go
 // to the sessions subscribed.
