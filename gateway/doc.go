@@ -30,8 +30,9 @@
 // server's JSON-RPC error are JSON-RPC errors, the server's passed on as
 // it sent it.
 //
-// Once a session has received a server's output (a result, or the
-// server's error message), the session is tainted by that server: its
+// Once a session has received a server's output (a tool's result, a
+// prompt, a resource's contents, completion values, or the server's error
+// message), the session is tainted by that server: its
 // later calls and listings are decided with that taint, so "tainted"
 // rules apply to it, and tools they deny leave its list.
 //

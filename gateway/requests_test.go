@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -177,5 +178,84 @@ func TestServerRequestsDuringCall(t *testing.T) {
 	res, err := bob.CallTool(context.Background(), &mcp.CallToolParams{Name: "legacy__roots", Arguments: map[string]any{}})
 	if err == nil && !res.IsError {
 		t.Errorf("legacy__roots for bob = %q, want an error", resultText(res))
+	}
+}
+
+// TestCompletion: completion/complete for a server__prompt reference goes
+// to that prompt's server under the prompt's own name, and for a resource
+// template to the template's server. Values taint the session as a
+// prompt's output does (here: mail is denied once docs has spoken); an
+// answer without values, as conduit gives for a server that offers no
+// completions, does not.
+func TestCompletion(t *testing.T) {
+	completing := func(name string, asked *[]string) *upstream {
+		s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ServerOptions{
+			CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+				ref := req.Params.Ref.Name + req.Params.Ref.URI
+				*asked = append(*asked, ref)
+				return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{
+					Values: []string{name + ":" + ref + ":" + req.Params.Argument.Value}}}, nil
+			},
+		})
+		u := &upstream{Server: s, t: t}
+		u.AddPrompt(&mcp.Prompt{Name: "summarize", Arguments: []*mcp.PromptArgument{{Name: "topic"}}},
+			func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+		return u
+	}
+	var docsAsked, otherAsked []string
+	docs, other := completing("docs", &docsAsked), completing("other", &otherAsked)
+	docs.AddResourceTemplate(&mcp.ResourceTemplate{Name: "page", URITemplate: "docs://pages/{n}"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) { return nil, nil })
+	quiet := newUpstream(t, "quiet")
+	quiet.AddPrompt(&mcp.Prompt{Name: "hello"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	mail := newUpstream(t, "mail")
+	mail.tool("send", "Send mail.", echo("sent "))
+	g := newGateway(t, []conduit.Server{docs.server("docs"), other.server("other"), quiet.server("quiet"), mail.server("mail")},
+		&gateway.Options{Options: conduit.Options{Policy: conduit.NewPolicy(
+			conduit.Deny("mail/*").When(conduit.Tainted("docs")),
+			conduit.Allow("*"),
+		)}})
+	ctx := context.Background()
+	complete := func(cs *mcp.ClientSession, ref *mcp.CompleteReference) []string {
+		t.Helper()
+		res, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: ref, Argument: mcp.CompleteParamsArgument{Name: "topic", Value: "g"}})
+		if err != nil {
+			t.Fatalf("complete %+v: %v", ref, err)
+		}
+		return res.Completion.Values
+	}
+	mailAllowed := func(cs *mcp.ClientSession) bool {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mail__send", Arguments: map[string]any{}})
+		return err == nil && !res.IsError
+	}
+
+	a, _ := connect(t, g, "", nil)
+	if got := complete(a, &mcp.CompleteReference{Type: "ref/prompt", Name: "quiet__hello"}); len(got) != 0 {
+		t.Errorf("quiet__hello completions = %q, want none", got)
+	}
+	if got := complete(a, &mcp.CompleteReference{Type: "ref/prompt", Name: "other__summarize"}); len(got) != 1 || got[0] != "other:summarize:g" {
+		t.Errorf("other__summarize completions = %q", got)
+	}
+	if !mailAllowed(a) {
+		t.Error("mail denied before docs' output reached the session")
+	}
+	if got := complete(a, &mcp.CompleteReference{Type: "ref/prompt", Name: "docs__summarize"}); len(got) != 1 || got[0] != "docs:summarize:g" {
+		t.Errorf("docs__summarize completions = %q", got)
+	}
+	if mailAllowed(a) {
+		t.Error("mail allowed after docs' completions reached the session")
+	}
+
+	b, _ := connect(t, g, "", nil)
+	if got := complete(b, &mcp.CompleteReference{Type: "ref/resource", URI: "docs://pages/{n}"}); len(got) != 1 || got[0] != "docs:docs://pages/{n}:g" {
+		t.Errorf("template completions = %q", got)
+	}
+	if mailAllowed(b) {
+		t.Error("mail allowed after docs' template completions reached the session")
+	}
+	if !slices.Equal(docsAsked, []string{"summarize", "docs://pages/{n}"}) || !slices.Equal(otherAsked, []string{"summarize"}) {
+		t.Errorf("docs was asked %q, other %q", docsAsked, otherAsked)
 	}
 }
