@@ -199,7 +199,9 @@ func TestCompletion(t *testing.T) {
 		})
 		u := &upstream{Server: s, t: t}
 		u.AddPrompt(&mcp.Prompt{Name: "summarize", Arguments: []*mcp.PromptArgument{{Name: "topic"}}},
-			func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil })
+			func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{}, nil
+			})
 		return u
 	}
 	var docsAsked, otherAsked []string
