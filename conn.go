@@ -22,9 +22,12 @@ type conn struct {
 	oauth  *oauth.Handler // nil without an OAuth setting
 	peer   RequestInfo    // how srv is reached, for Trace
 	client *mcp.Client
-	stderr tailBuffer
-	ready  chan struct{} // closed after the first connection attempt
-	wake   chan struct{} // ends a backoff sleep (reconnect)
+	// receive is the client's receiving handlers, which answer a server's
+	// input requests (mrtr.go) as they answer its JSON-RPC requests.
+	receive mcp.MethodHandler
+	stderr  tailBuffer
+	ready   chan struct{} // closed after the first connection attempt
+	wake    chan struct{} // ends a backoff sleep (reconnect)
 
 	mu       sync.Mutex
 	session  *mcp.ClientSession
@@ -67,13 +70,17 @@ func newConn(c *core, srv Server) *conn {
 		ElicitationHandler:          c.Elicitation,
 	}
 	cn.clientHandlers(opts) // handlers.go, features.go
+	// conduit's own loop answers multi-round-trip requests (mrtr.go).
+	opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	cn.client = mcp.NewClient(c.Implementation, opts)
 	if c.Handlers != nil {
 		cn.client.AddReceivingMiddleware(cn.requestsMiddleware)
 	}
+	cn.client.AddReceivingMiddleware(cn.receiveMiddleware) // last: it keeps them all
 	if cn.keepAlive = keepAliveOf(c.KeepAlive, srv); cn.keepAlive > 0 {
 		cn.client.AddSendingMiddleware(cn.heardMiddleware)
 	}
+	cn.client.AddSendingMiddleware(cn.inputMiddleware) // outermost: each round is heard
 	return cn
 }
 

@@ -337,7 +337,11 @@ func (c *core) setLoggingLevel(ctx context.Context, level mcp.LoggingLevel) erro
 // resource or resource template by its URI, each as listed for opts'
 // principal and taint. The policy governs it as it governs the prompt or
 // resource: what it denies is refused; an "ask" is not asked about, since
-// a completion runs nothing. Params are not modified.
+// a completion runs nothing. Params are not modified. The values are the
+// server's output: a caller that keeps a taint (as package gateway does
+// for each session) counts an answer with values as the output of the
+// reference's server; conduit's own empty answer, for a server that
+// offers no completions, is nobody's.
 func (h *Hub) Complete(ctx context.Context, params *mcp.CompleteParams, opts *CallOptions) (*mcp.CompleteResult, error) {
 	return h.c.complete(ctx, params, opts)
 }

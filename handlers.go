@@ -43,6 +43,15 @@ import (
 // is slower than the server, at most 256 of them (1 MiB) wait and the
 // oldest are dropped, which the Logger is told at warning level.
 //
+// In protocol 2026-07-28 a server asks by answering a tools/call,
+// prompts/get or resources/read with input requests, which conduit answers
+// through these Handlers, as it answers the JSON-RPC requests of older
+// protocols, and then sends the request again with the answers, as the
+// SDK's client does (at most 10 times, and 3 times when the server sheds
+// load). An input request that is not answered (no handler, or one that
+// fails) ends the request with [ErrInputNotGiven] rather than sending the
+// server something it did not ask for.
+//
 // During a call, conduit calls these with that context. Each must be safe
 // for concurrent use.
 type Handlers struct {
@@ -53,8 +62,8 @@ type Handlers struct {
 	// declares the sampling capability.
 	Sampling func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
 	// Roots answers roots/list. Setting it in Options declares the roots
-	// capability (without listChanged). In a multi-round-trip request the
-	// SDK answers roots itself, with none.
+	// capability (without listChanged); without it, a server's request for
+	// roots in a multi-round-trip result is refused (see ErrInputNotGiven).
 	Roots func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error)
 	// Logging receives notifications/message. A server sends them once
 	// its client set a level: see [Hub.SetLoggingLevel].

@@ -3,9 +3,11 @@ package conduit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,11 +58,7 @@ func askTools(s *mcp.Server, release <-chan struct{}) {
 		if err != nil {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
 		}
-		var uris []string
-		for _, r := range res.Roots {
-			uris = append(uris, r.URI)
-		}
-		return textResult("roots " + strings.Join(uris, ",")), nil
+		return textResult("roots " + rootURIs(res)), nil
 	})
 	addTool(s, "log", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		for i := range 3 {
@@ -155,19 +153,28 @@ func TestHandlersPerCall(t *testing.T) {
 			if got := call(t, h, ctx, "s__sample", &CallOptions{Handlers: bob}); got != "sampled bob" {
 				t.Errorf("sample for bob = %q", got)
 			}
-			if legacy {
-				// The SDK answers multi-round-trip roots itself.
-				if got := call(t, h, ctx, "s__roots", &CallOptions{Handlers: alice}); got != "roots file:///alice" {
-					t.Errorf("roots for alice = %q", got)
-				}
+			if got := call(t, h, ctx, "s__roots", &CallOptions{Handlers: alice}); got != "roots file:///alice" {
+				t.Errorf("roots for alice = %q", got)
+			}
+			if got := call(t, h, ctx, "s__roots", &CallOptions{Handlers: bob}); got != "roots file:///bob" {
+				t.Errorf("roots for bob = %q", got)
+			}
+			if got := call(t, h, ctx, "s__roots", nil); got != "roots " {
+				t.Errorf("roots without handlers = %q, want the hub's (none)", got)
 			}
 		})
 	}
 }
 
-// mrtrTools adds elicit and sample tools that ask through
+// mrtrTools adds elicit, sample and roots tools that ask through
 // multi-round-trip results (protocol 2026-07-28).
 func mrtrTools(s *mcp.Server) {
+	addTool(s, "roots", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r, ok := req.Params.InputResponses["r"].(*mcp.ListRootsResult); ok {
+			return textResult("roots " + rootURIs(r)), nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"r": &mcp.ListRootsParams{}}}, nil
+	})
 	addTool(s, "elicit", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if r, ok := req.Params.InputResponses["who"].(*mcp.ElicitResult); ok {
 			return textResult(fmt.Sprintf("%s %v", r.Action, r.Content["who"])), nil
@@ -281,5 +288,142 @@ func TestHandlersRoutingOff(t *testing.T) {
 	got := call(t, h, context.Background(), "s__sample", &CallOptions{Handlers: caller("alice", &logs, &mu)})
 	if !strings.Contains(got, "CreateMessage") {
 		t.Errorf("sample = %q, want the client's refusal", got)
+	}
+}
+
+func rootURIs(r *mcp.ListRootsResult) string {
+	var uris []string
+	for _, root := range r.Roots {
+		uris = append(uris, root.URI)
+	}
+	return strings.Join(uris, ",")
+}
+
+// TestHandlersInputFailClosed: a multi-round-trip request (protocol
+// 2026-07-28) that no handler can answer ends the call with
+// ErrInputNotGiven; the server is not asked again with an answer it did
+// not ask for (the SDK's own loop answers roots with the hub's empty
+// list).
+func TestHandlersInputFailClosed(t *testing.T) {
+	failing := &Handlers{Roots: func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+		return nil, errors.New("the user's roots are not to be had")
+	}}
+	for _, tc := range []struct {
+		name string
+		hub  *Handlers
+		call *Handlers
+		want string
+	}{
+		{"no handlers", nil, nil, "roots are not supported"},
+		{"no roots handler", &Handlers{Elicitation: hubHandlers.Elicitation}, nil, "roots are not supported"},
+		// The hub declares roots, and the call's handler fails.
+		{"handler fails", hubHandlers, failing, "not to be had"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := newTestServer(t, "modern")
+			mrtrTools(ts.Server)
+			h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: tc.hub}})
+			res, err := h.CallTool(context.Background(), "s__roots", nil, &CallOptions{Handlers: tc.call})
+			if err == nil {
+				t.Fatalf("roots = %q, want an error", resultText(res))
+			}
+			if !errors.Is(err, ErrInputNotGiven) || !errors.Is(err, ErrInternal) {
+				t.Errorf("err = %v, want ErrInputNotGiven of kind internal", err)
+			}
+			var e *Error
+			if !errors.As(err, &e) || !strings.Contains(e.Message, "asked for roots") || !strings.Contains(e.Message, tc.want) {
+				t.Errorf("message = %q, want it to name roots and %q", e.Message, tc.want)
+			}
+			if n := ts.called("roots"); n != 1 {
+				t.Errorf("the server was called %d times, want 1 (no retry without the roots)", n)
+			}
+		})
+	}
+}
+
+// TestHandlersInputRounds: the SDK's limits hold for conduit's loop: a
+// server that keeps asking is sent the request 10 times, one that keeps
+// shedding load (input required, nothing asked) 3 times; then the call
+// ends with ErrInputNotGiven, the server's doing (server_error).
+func TestHandlersInputRounds(t *testing.T) {
+	ts := newTestServer(t, "modern")
+	addTool(ts.Server, "ask", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"again": &mcp.ListRootsParams{}}}, nil
+	})
+	addTool(ts.Server, "busy", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{}}, nil
+	})
+	var asked atomic.Int64
+	hub := &Handlers{Roots: func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+		asked.Add(1)
+		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
+	}}
+	h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: hub}})
+	for _, tc := range []struct {
+		tool  string
+		calls int
+		asked int64
+	}{{"ask", 10, 9}, {"busy", 3, 0}} {
+		asked.Store(0)
+		_, err := h.CallTool(context.Background(), "s__"+tc.tool, nil, nil)
+		if !errors.Is(err, ErrInputNotGiven) || !errors.Is(err, ErrServerError) {
+			t.Errorf("%s: err = %v, want ErrInputNotGiven of kind server_error", tc.tool, err)
+		}
+		if n := ts.called(tc.tool); n != tc.calls {
+			t.Errorf("%s: the server was called %d times, want %d", tc.tool, n, tc.calls)
+		}
+		if n := asked.Load(); n != tc.asked {
+			t.Errorf("%s: the handler was asked %d times, want %d", tc.tool, n, tc.asked)
+		}
+	}
+}
+
+// TestHandlersInputPromptsResources: prompts/get and resources/read ask
+// through multi-round-trip results too, and are answered by the call's
+// Handlers, with several input requests in one round.
+func TestHandlersInputPromptsResources(t *testing.T) {
+	ts := newTestServer(t, "modern")
+	ask := mcp.InputRequestMap{
+		"r": &mcp.ListRootsParams{},
+		"e": &mcp.ElicitParams{Message: "who?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"who":{"type":"string"}}}`)},
+	}
+	answered := func(in mcp.InputResponseMap) (string, bool) {
+		r, ok1 := in["r"].(*mcp.ListRootsResult)
+		e, ok2 := in["e"].(*mcp.ElicitResult)
+		if !ok1 || !ok2 {
+			return "", false
+		}
+		return fmt.Sprintf("%s %v", rootURIs(r), e.Content["who"]), true
+	}
+	ts.AddPrompt(&mcp.Prompt{Name: "p"}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if s, ok := answered(req.Params.InputResponses); ok {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: s}}}}, nil
+		}
+		return &mcp.GetPromptResult{InputRequests: ask}, nil
+	})
+	ts.AddResource(&mcp.Resource{Name: "r", URI: "test://r"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if s, ok := answered(req.Params.InputResponses); ok {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: s}}}, nil
+		}
+		return &mcp.ReadResourceResult{InputRequests: ask}, nil
+	})
+	h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: hubHandlers}})
+	var mu sync.Mutex
+	var logs []string
+	alice := caller("alice", &logs, &mu)
+	ctx := context.WithValue(context.Background(), ctxKey("call"), "c2")
+	pr, err := h.GetPrompt(ctx, "s__p", nil, &CallOptions{Handlers: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.Messages[0].Content.(*mcp.TextContent).Text; got != "file:///alice alice/c2" {
+		t.Errorf("prompt = %q", got)
+	}
+	rr, err := h.ReadResource(ctx, "test://r", &CallOptions{Handlers: alice})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rr.Contents[0].Text; got != "file:///alice alice/c2" {
+		t.Errorf("resource = %q", got)
 	}
 }

@@ -112,6 +112,11 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 		return newError(KindTimeout, call.Server, call.Tool,
 			fmt.Sprintf("The request to the server of %s timed out after %v.", call.Exposed, timeout), errors.Join(context.DeadlineExceeded, err))
 	}
+	if ie := (*inputError)(nil); errors.As(err, &ie) {
+		// Before the JSON-RPC errors: one in its cause is a handler's, not
+		// the server's.
+		return ie.callError(call)
+	}
 	rpcErr, rejected := wireErrors(err)
 	if rpcErr != nil && rpcErr.Code == codeResultTooLarge && string(rpcErr.Data) == resultTooLargeData {
 		// notify.go refused the result before it was decoded.

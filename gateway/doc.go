@@ -30,8 +30,9 @@
 // server's JSON-RPC error are JSON-RPC errors, the server's passed on as
 // it sent it.
 //
-// Once a session has received a server's output (a result, or the
-// server's error message), the session is tainted by that server: its
+// Once a session has received a server's output (a tool's result, a
+// prompt, a resource's contents, completion values, or the server's error
+// message), the session is tainted by that server: its
 // later calls and listings are decided with that taint, so "tainted"
 // rules apply to it, and tools they deny leave its list.
 //
@@ -47,7 +48,12 @@
 // What a server asks of its client during a call (elicitation, sampling,
 // roots) goes to the client of the session that made the call, and its
 // answer back (see [conduit.Handlers] for how a request is attributed to
-// a call). Log messages go with the call they belong to; the servers' log
+// a call): a JSON-RPC request of a server of protocol 2025-11-25 or
+// before, and the input requests of a multi-round-trip result of one of
+// 2026-07-28 alike. What the client cannot answer (it did not declare the
+// capability) is refused: a server of 2026-07-28 cannot be told so, and
+// its call ends with an error instead ([conduit.ErrInputNotGiven]). Log
+// messages go with the call they belong to; the servers' log
 // level is the most verbose one a session asked for. Subscriptions to
 // resources are made on the server for each session, and its updates go
 // to the sessions subscribed.

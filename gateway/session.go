@@ -500,12 +500,48 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 	return res, nil
 }
 
+// complete asks the server of the reference for completions. The values
+// are the server's output, which the client shows its user and which may
+// end up in a prompt's arguments: they taint the session as a prompt or a
+// resource does. An answer without values carries no text of the
+// server's (and conduit answers so itself for a server that offers no
+// completions), so it taints nothing.
 func (s *session) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	server := s.completionServer(req.Params)
 	res, err := s.g.src.Complete(ctx, req.Params, s.callOptions(nil))
+	if err != nil || len(res.Completion.Values) > 0 {
+		s.taintFrom(server, err)
+	}
 	if err != nil {
 		return nil, requestError(err)
 	}
 	return res, nil
+}
+
+// completionServer is the server of a completion's reference as the
+// session was offered it ("" when it was not): a prompt by its exposed
+// name, a resource by its URI, a template by its URI template.
+func (s *session) completionServer(p *mcp.CompleteParams) string {
+	if p == nil || p.Ref == nil {
+		return ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch p.Ref.Type {
+	case "ref/prompt":
+		if pr := s.prompts[p.Ref.Name]; pr != nil {
+			return pr.Server
+		}
+	case "ref/resource":
+		for t := range s.rset.Templates() {
+			if t.URITemplate == p.Ref.URI {
+				return t.Server
+			}
+		}
+		server, _ := s.rset.Server(p.Ref.URI)
+		return server
+	}
+	return ""
 }
 
 func (s *session) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {

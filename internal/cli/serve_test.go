@@ -1,11 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // TestServeUsage: what conduit serve refuses, each with a message that
@@ -49,5 +55,105 @@ func TestServeUsage(t *testing.T) {
 				t.Errorf("%v: stderr shows a token: %q", tc.args, errb.String())
 			}
 		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while a command writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestServeHTTPLoopbackByDefault: --http :PORT, without a host, listens on
+// 127.0.0.1 only: it answers there (401 without a token), a non-loopback
+// address of the machine is refused, and the command ends with its
+// context.
+func TestServeHTTPLoopbackByDefault(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(config, []byte(`{"mcpServers": {"a": {"command": "/nonexistent"}},
+		"serve": {"tokens": [{"principal": "alice", "env": "T_ALICE"}]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env, _, _ := testEnv("")
+	var errb lockedBuffer
+	env.Stderr = &errb
+	env.Getenv = func(k string) string {
+		if k == "T_ALICE" {
+			return "alice-secret-0123456789"
+		}
+		return ""
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { done <- Main(ctx, []string{"serve", "--config", config, "--http", ":0"}, env) }()
+
+	listening := regexp.MustCompile(`listening on http://([^/\s]+)/mcp`)
+	var addr string
+	deadline := time.Now().Add(20 * time.Second)
+	for addr == "" {
+		select {
+		case code := <-done:
+			t.Fatalf("serve ended with %d before listening: %s", code, errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not listen; stderr: %s", errb.String())
+		}
+		if m := listening.FindStringSubmatch(errb.String()); m != nil {
+			addr = m[1]
+		} else {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host != "127.0.0.1" {
+		t.Fatalf("listening on %q (%v), want 127.0.0.1", addr, err)
+	}
+	res, err := http.Post("http://"+addr+"/mcp", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("POST without a token = %d, want 401", res.StatusCode)
+	}
+	// No other address reaches it.
+	addrs, _ := net.InterfaceAddrs()
+	tried := 0
+	for _, a := range addrs {
+		ipnet, ok := a.(*net.IPNet)
+		if !ok || ipnet.IP.IsLoopback() || ipnet.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		tried++
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort(ipnet.IP.String(), port), 2*time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s:%s accepts connections: serve listens beyond loopback", ipnet.IP, port)
+		}
+	}
+	if tried == 0 {
+		t.Log("no non-loopback address to try")
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("serve ended with %d; stderr: %s", code, errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not end with its context")
 	}
 }
