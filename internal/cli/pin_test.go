@@ -250,9 +250,17 @@ func TestAuditCommand(t *testing.T) {
 		t.Errorf("audit --json: exit %d, %v\n%s", code, err, out)
 	}
 
-	// Pinned or not, every tool is audited; below the threshold, exit 0.
+	// Pinned or not, every tool is audited: with a lock file that pins
+	// another definition of daily_fact (so that no other command offers
+	// it), the audit still reads the listed one. Below the threshold, exit 0.
+	if code, _, errb = run(t, "pin", "--config", config); code != ExitOK || !strings.Contains(errb, "wrote "+conduit.LockPath(config)) {
+		t.Fatalf("pin: exit %d, %s", code, errb)
+	}
 	write("facts", &mcp.Tool{Name: "daily_fact", Description: strings.Repeat("A fact. ", 600), InputSchema: map[string]any{"type": "object"}})
-	if code, out, errb = run(t, "audit", "--config", config); code != ExitOK || !strings.Contains(out, "low    description-too-long") {
+	if code, out, _ = run(t, "tools", "--provider", "anthropic", "--config", config); code != ExitOK || strings.Contains(out, "daily_fact") {
+		t.Fatalf("the drifted tool is offered: exit %d\n%s", code, out)
+	}
+	if code, out, errb = run(t, "audit", "--config", config); code != ExitOK || !strings.Contains(out, "low    description-too-long  facts/daily_fact") {
 		t.Errorf("a low finding: exit %d\n%s%s", code, out, errb)
 	}
 	if code, _, _ = run(t, "audit", "--severity", "low", "--config", config); code != ExitFailure {
