@@ -125,6 +125,8 @@ var ruleCases = map[string][]ruleCase{
 	RuleTooLong: {
 		{"5000 bytes", one("m", tool("t", strings.Repeat("a", 5000))), "description", "last 904"},
 		{"at the cap", one("m", tool("t", strings.Repeat("é", toolcall.MaxDescription/2))), "", ""},
+		{"over the cap only with invisible characters", one("m", tool("t", strings.Repeat("a", 4000)+strings.Repeat("\u200b", 200))), "", ""},
+		{"invisible characters counted out", one("m", tool("t", strings.Repeat("a", 4200)+strings.Repeat("\u200b", 100))), "description", "4200 bytes without the invisible characters conduit removes (4500 with them); conduit sends the first 4096, so the model never reads the last 104"},
 	},
 	RuleSideChannel: {
 		{"invariant: sidenote", one("m", tool("add", "Adds.", "sidenote", map[string]any{"type": "string"})), "inputSchema.properties.sidenote", "named"},
