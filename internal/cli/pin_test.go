@@ -270,3 +270,54 @@ func TestAuditCommand(t *testing.T) {
 		t.Errorf("a bad severity: exit %d, %s", code, errb)
 	}
 }
+
+// A pinned server that the configuration no longer has is drift for
+// --check, reported by a plain pin, and dropped by --update.
+func TestPinUnconfiguredServer(t *testing.T) {
+	t.Parallel()
+	config, write, _ := defsConfig(t, "notes", "web", "old")
+	write("notes", defTool("search", "Searches the notes."))
+	write("web", defTool("fetch", "Fetches a page."))
+	write("old", defTool("gone", "Was here."))
+	lock := conduit.LockPath(config)
+	if code, _, errb := run(t, "pin", "--config", config); code != ExitOK {
+		t.Fatalf("pin: exit %d, %s", code, errb)
+	}
+	var cfg map[string]map[string]any
+	data, _ := os.ReadFile(config)
+	json.Unmarshal(data, &cfg)
+	delete(cfg["mcpServers"], "web")
+	delete(cfg["mcpServers"], "old")
+	data, _ = json.Marshal(cfg)
+	os.WriteFile(config, data, 0o600)
+
+	code, out, errb := run(t, "pin", "--check", "--config", config)
+	if code != ExitFailure || out != "server old: pinned, and no longer in the configuration\n\nserver web: pinned, and no longer in the configuration\n" ||
+		!strings.Contains(errb, "2 pinned servers are no longer configured") {
+		t.Errorf("check: exit %d\n%s%s", code, out, errb)
+	}
+	code, out, _ = run(t, "pin", "--check", "--json", "--config", config)
+	var report pinJSON
+	if err := json.Unmarshal([]byte(out), &report); err != nil || code != ExitFailure || strings.Join(report.Unconfigured, ",") != "old,web" || len(report.Drift) != 0 {
+		t.Errorf("check --json: exit %d, %v\n%s", code, err, out)
+	}
+	if code, _, errb = run(t, "pin", "--config", config); code != ExitOK || !strings.Contains(errb, "old, web are pinned and no longer configured; 'conduit pin --update --config "+config+"' drops them") {
+		t.Errorf("pin: exit %d, %s", code, errb)
+	}
+	// Named, one is dropped; with no name, every one.
+	if code, _, errb = run(t, "pin", "--update", "old", "--config", config); code != ExitOK || !strings.Contains(errb, "dropped the pins of server old") {
+		t.Errorf("update old: exit %d, %s", code, errb)
+	}
+	if pins, err := conduit.LoadPins(lock); err != nil || strings.Join(pins.Servers(), ",") != "notes,web" {
+		t.Errorf("after dropping old: %v %v", err, pins.Servers())
+	}
+	if code, _, errb = run(t, "pin", "--update", "--config", config); code != ExitOK || !strings.Contains(errb, "dropped the pins of server web") {
+		t.Errorf("update: exit %d, %s", code, errb)
+	}
+	if pins, err := conduit.LoadPins(lock); err != nil || strings.Join(pins.Servers(), ",") != "notes" {
+		t.Errorf("after the update: %v %v", err, pins.Servers())
+	}
+	if code, out, errb = run(t, "pin", "--check", "--config", config); code != ExitOK || out != "" {
+		t.Errorf("check after the update: exit %d\n%s%s", code, out, errb)
+	}
+}
