@@ -21,6 +21,9 @@ const (
 	childEnv = "CONDUIT_CLI_TEST_CHILD"
 	defsEnv  = "CONDUIT_CLI_TEST_DEFS"
 	callsEnv = "CONDUIT_CLI_TEST_CALLS"
+	// methodsEnv names a file the server appends each method it receives
+	// to, requests and notifications.
+	methodsEnv = "CONDUIT_CLI_TEST_METHODS"
 )
 
 func TestMain(m *testing.M) {
@@ -42,6 +45,17 @@ func runDefsChild() int {
 		return 2
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "defs", Version: "1"}, nil)
+	if path := os.Getenv(methodsEnv); path != "" {
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+					fmt.Fprintln(f, method)
+					f.Close()
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	for _, t := range l.Tools {
 		s.AddTool(t, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if f, err := os.OpenFile(os.Getenv(callsEnv), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
@@ -70,7 +84,7 @@ func defsConfig(t *testing.T, servers ...string) (string, func(server string, to
 	entries := map[string]any{}
 	for _, s := range servers {
 		entries[s] = map[string]any{"command": exe, "env": map[string]string{
-			childEnv: "defs", defsEnv: filepath.Join(dir, s+".json"), callsEnv: filepath.Join(dir, s+".calls"),
+			childEnv: "defs", defsEnv: filepath.Join(dir, s+".json"), callsEnv: filepath.Join(dir, s+".calls"), methodsEnv: filepath.Join(dir, s+".methods"),
 			"GORACE": "atexit_sleep_ms=0",
 		}}
 	}
