@@ -12,6 +12,11 @@
 // each rule reports over them); a rule that fires is a reason to read the
 // definition, not a verdict. [Rules] lists them, each with an example of
 // what it reports.
+//
+// A finding a reviewer has read and judged harmless is accepted
+// ([Accepted], kept in [AcceptFile] beside the configuration) for the
+// tool's definition as it is: the acceptance names the definition's
+// digest, so it lapses when the definition changes.
 package audit
 
 import (
