@@ -189,7 +189,8 @@ func acceptFindings(env *Env, accepted *audit.Accepted, path string, scopes []au
 			continue
 		}
 		if sc.Server == "" {
-			// Every server that was read.
+			// Every server but those down (which were not read): a server
+			// no longer configured loses its acceptances too.
 			for _, a := range accepted.List() {
 				if !slices.Contains(down, a.Server) {
 					accepted.Forget(audit.Scope{Server: a.Server, Tool: a.Tool, Rule: a.Rule})
