@@ -67,11 +67,15 @@ func NewPins() *Pins { return &Pins{servers: map[string]map[string]pinnedDef{}} 
 
 // Pin makes tools the pinned definitions of server, replacing what was
 // pinned for it before. Tools without a name, or whose name the list holds
-// more than once (a tool set offers none of them), are not pinned.
+// more than once (a tool set offers none of them), are not pinned. A tool
+// whose definition cannot be encoded (see [CanonicalTool]) is not pinned
+// either, so it is not offered, while the others are: the error then
+// holds a [*PinToolError] for each such tool (errors.As finds the first).
 func (p *Pins) Pin(server string, tools []*mcp.Tool) error {
 	if err := validServerID(server); err != nil {
 		return err
 	}
+	var errs []error
 	count := map[string]int{}
 	for _, t := range tools {
 		if t != nil {
@@ -85,7 +89,8 @@ func (p *Pins) Pin(server string, tools []*mcp.Tool) error {
 		}
 		c, err := CanonicalTool(t)
 		if err != nil {
-			return fmt.Errorf("server %s: %w", server, err)
+			errs = append(errs, &PinToolError{Server: server, Tool: t.Name, Err: err})
+			continue
 		}
 		defs[t.Name] = pinnedDef{digest: digestOf(c), canonical: c}
 	}
@@ -96,8 +101,24 @@ func (p *Pins) Pin(server string, tools []*mcp.Tool) error {
 	p.servers[server] = defs
 	p.mu.Unlock()
 	p.gen.Add(1)
-	return nil
+	return errors.Join(errs...)
 }
+
+// PinToolError is a tool that [Pins.Pin] left unpinned because its
+// definition cannot be encoded.
+type PinToolError struct {
+	Server, Tool string
+	Err          error // why the definition cannot be encoded
+}
+
+func (e *PinToolError) Error() string {
+	// CanonicalTool's errors name the tool, most of them.
+	why := strings.TrimPrefix(e.Err.Error(), fmt.Sprintf("tool %q: ", e.Tool))
+	return fmt.Sprintf("server %s: tool %q not pinned: its definition cannot be encoded: %s", e.Server, e.Tool, why)
+}
+
+// Unwrap returns the encoding error.
+func (e *PinToolError) Unwrap() error { return e.Err }
 
 // Forget removes every pin of server; its tools are then all new.
 func (p *Pins) Forget(server string) {

@@ -837,3 +837,42 @@ func BenchmarkPinnedCall(b *testing.B) {
 		})
 	}
 }
+
+// A tool whose definition cannot be encoded is left unpinned, and so never
+// offered, while the rest of its server's tools are pinned.
+func TestPinsUnencodableTool(t *testing.T) {
+	bad := &mcp.Tool{Name: "bad", InputSchema: map[string]any{"type": "object", "default": math.NaN()}}
+	pins := NewPins()
+	err := pins.Pin("s", []*mcp.Tool{defTool("a", "A."), bad, defTool("b", "B.")})
+	var te *PinToolError
+	if !errors.As(err, &te) || te.Server != "s" || te.Tool != "bad" || err.Error() != `server s: tool "bad" not pinned: its definition cannot be encoded: number NaN is not JSON` {
+		t.Fatalf("Pin: %v", err)
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, ok := pins.Digest("s", name); !ok {
+			t.Errorf("%s is not pinned", name)
+		}
+	}
+	if _, ok := pins.Digest("s", "bad"); ok {
+		t.Error("bad is pinned")
+	}
+	drift := pins.Check("s", []*mcp.Tool{defTool("a", "A."), bad, defTool("b", "B.")})
+	if len(drift) != 1 || drift[0].Tool != "bad" || drift[0].Kind != DriftNew || !strings.Contains(drift[0].Diff, "cannot be encoded") {
+		t.Errorf("drift %+v", drift)
+	}
+	if d := pins.drift("s", bad, nil); d == nil {
+		t.Error("the unpinned tool would be offered")
+	}
+	// Two such tools: both reported.
+	err = pins.Pin("s", []*mcp.Tool{bad, {Name: "worse", InputSchema: map[string]any{"x": math.Inf(1)}}})
+	if n := len(unwrapAll(err)); n != 2 || !pins.Has("s") {
+		t.Errorf("two unencodable tools: %d errors, %v", n, err)
+	}
+}
+
+func unwrapAll(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return nil
+}

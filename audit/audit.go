@@ -12,6 +12,11 @@
 // each rule reports over them); a rule that fires is a reason to read the
 // definition, not a verdict. [Rules] lists them, each with an example of
 // what it reports.
+//
+// A finding a reviewer has read and judged harmless is accepted
+// ([Accepted], kept in [AcceptFile] beside the configuration) for the
+// tool's definition as it is: the acceptance names the definition's
+// digest, so it lapses when the definition changes.
 package audit
 
 import (
@@ -102,6 +107,15 @@ type Finding struct {
 	// Excerpt is the text around what was found, on one line, with the
 	// characters a terminal would not show written as \uXXXX.
 	Excerpt string `json:"excerpt,omitempty"`
+	// Digest is the tool's [conduit.ToolDigest], which an [Acceptance]
+	// names; "" when the definition cannot be encoded (then the finding
+	// cannot be accepted).
+	Digest string `json:"digest,omitempty"`
+	// Accepted is set by [Accepted.Mark] on a finding accepted for the
+	// tool's current definition; Lapsed on one accepted for another
+	// definition, which is reported again.
+	Accepted bool `json:"accepted,omitempty"`
+	Lapsed   bool `json:"lapsed,omitempty"`
 }
 
 // Rules returns the rules, in the order Check applies them.
@@ -119,18 +133,29 @@ func Check(servers []conduit.ServerTools) []Finding {
 		tools = slices.DeleteFunc(tools, func(t *mcp.Tool) bool { return t == nil })
 		slices.SortStableFunc(tools, func(x, y *mcp.Tool) int { return strings.Compare(x.Name, y.Name) })
 		for _, t := range tools {
-			out = append(out, a.tool(st.Server, t)...)
+			fs := a.tool(st.Server, t)
+			if len(fs) > 0 {
+				// An error leaves the digest empty: such a finding
+				// cannot be accepted, and is always reported.
+				d, _ := conduit.ToolDigest(t)
+				for i := range fs {
+					fs[i].Digest = d
+				}
+			}
+			out = append(out, fs...)
 		}
 	}
 	return out
 }
 
-// Max returns the highest severity among findings, or 0 when there are
-// none.
+// Max returns the highest severity among the findings that are not
+// accepted, or 0 when there are none.
 func Max(findings []Finding) Severity {
 	var m Severity
 	for _, f := range findings {
-		m = max(m, f.Severity)
+		if !f.Accepted {
+			m = max(m, f.Severity)
+		}
 	}
 	return m
 }

@@ -75,6 +75,12 @@ type pinJSON struct {
 	// Drift is what differs from the lock file (--check), what was
 	// accepted (--update), or what was left as it is (no flag).
 	Drift []driftJSON `json:"drift"`
+	// Unconfigured are the servers the lock file pins that the
+	// configuration no longer has (dropped, with --update).
+	Unconfigured []string `json:"unconfigured"`
+	// Unpinned are the tools whose definitions cannot be encoded, left
+	// unpinned (and so not offered).
+	Unpinned []string `json:"unpinned,omitempty"`
 }
 
 func runPin(ctx context.Context, env *Env, args []string) error {
@@ -86,16 +92,20 @@ itself. While the lock file exists, every conduit command offers only the
 tools whose listed definition is the pinned one; a changed or new tool is left
 out, and a call to it is refused, nothing sent. A server the lock file does
 not have (added to the configuration since, or down when it was written)
-offers nothing until it is pinned.
+offers nothing until it is pinned. A tool whose definition cannot be encoded
+is not pinned (nor offered), and is reported. conduit serve reads the lock
+file when it starts: restart it after pinning.
 
   conduit pin                  write the lock file; when it exists, pin the
                                servers it does not have yet and leave the
                                others as they are
   conduit pin --check          exit 1 when any tool is changed, new or gone,
+                               or a pinned server is no longer configured,
                                printing each diff
   conduit pin --update [SERVER...]
                                accept what the servers (all by default) list
-                               now
+                               now; a pinned server no longer configured
+                               (all of them by default) is dropped
 
 The diffs go to stdout (with --json, {"lock", "servers", "drift"}); characters
 a terminal would not show are written as \uXXXX.`)
@@ -118,15 +128,19 @@ a terminal would not show are written as \uXXXX.`)
 	if err != nil {
 		return err
 	}
-	for _, id := range pos {
-		if !slices.ContainsFunc(cfg.Servers, func(s conduit.Server) bool { return s.ID == id }) {
-			return usageError("pin", "no server %q in %s", id, h.config)
-		}
+	configured := func(id string) bool {
+		return slices.ContainsFunc(cfg.Servers, func(s conduit.Server) bool { return s.ID == id })
 	}
 	lock := conduit.LockPath(h.config)
 	pins, err := h.loadPins()
 	if err != nil {
 		return err
+	}
+	for _, id := range pos {
+		// A server no longer configured may be named to drop its pins.
+		if !configured(id) && (pins == nil || !pins.Has(id)) {
+			return usageError("pin", "no server %q in %s", id, h.config)
+		}
 	}
 	if pins == nil && *check {
 		return failure("no lock file %s: run 'conduit pin%s' to write one", lock, h.configArg())
@@ -145,8 +159,9 @@ a terminal would not show are written as \uXXXX.`)
 		return failure("listing tools: %v", err)
 	}
 
-	out := pinJSON{Lock: lock, Servers: []pinServerJSON{}, Drift: []driftJSON{}}
+	out := pinJSON{Lock: lock, Servers: []pinServerJSON{}, Drift: []driftJSON{}, Unconfigured: []string{}}
 	var down []string
+	var unpinned []error
 	var drift []conduit.Drift
 	changed := false
 	for _, l := range ts.Listings() {
@@ -169,7 +184,13 @@ a terminal would not show are written as \uXXXX.`)
 		if accept {
 			had := pins.Has(l.Server)
 			if err := pins.Pin(l.Server, l.Tools); err != nil {
-				return failure("%v", err)
+				// One tool that cannot be encoded stays unpinned (and
+				// unoffered); the others are pinned.
+				var te *conduit.PinToolError
+				if !errors.As(err, &te) {
+					return failure("%v", err)
+				}
+				unpinned = append(unpinned, unwrapJoined(err)...)
 			}
 			changed = changed || len(d) > 0 || !had
 			if !*update {
@@ -180,14 +201,23 @@ a terminal would not show are written as \uXXXX.`)
 		}
 		drift = append(drift, d...)
 	}
-	if *update && len(pos) == 0 {
-		// Servers no longer configured lose their pins.
-		for _, id := range pins.Servers() {
-			if !slices.ContainsFunc(cfg.Servers, func(s conduit.Server) bool { return s.ID == id }) {
-				pins.Forget(id)
-				changed = true
-			}
+	// Servers no longer configured: --update drops their pins (all of
+	// them, or those named); otherwise they are reported.
+	var dropped []string
+	for _, id := range pins.Servers() {
+		if configured(id) {
+			continue
 		}
+		if *update && (len(pos) == 0 || slices.Contains(pos, id)) {
+			pins.Forget(id)
+			dropped = append(dropped, id)
+			changed = true
+			continue
+		}
+		out.Unconfigured = append(out.Unconfigured, id)
+	}
+	for _, err := range unpinned {
+		out.Unpinned = append(out.Unpinned, err.Error())
 	}
 	for _, d := range drift {
 		out.Drift = append(out.Drift, driftJSON{Server: d.Server, Tool: d.Tool, Drift: d.Kind.String(), Pinned: d.Pinned, Listed: d.Listed, Diff: d.Diff})
@@ -203,15 +233,38 @@ a terminal would not show are written as \uXXXX.`)
 		}
 	} else if *check {
 		writeDrift(env.Stdout, drift)
+		for i, id := range out.Unconfigured {
+			if i > 0 || len(drift) > 0 {
+				fmt.Fprintln(env.Stdout)
+			}
+			fmt.Fprintf(env.Stdout, "server %s: pinned, and no longer in the configuration\n", id)
+		}
+	}
+	for _, err := range unpinned {
+		fmt.Fprintf(env.Stderr, "conduit: %v; it is not offered\n", err)
+	}
+	for _, id := range dropped {
+		fmt.Fprintf(env.Stderr, "conduit: dropped the pins of server %s, no longer in %s\n", id, h.config)
+	}
+	if !*check && !*update && len(out.Unconfigured) > 0 {
+		fmt.Fprintf(env.Stderr, "conduit: %s %s pinned and no longer configured; 'conduit pin --update%s' drops %s\n",
+			strings.Join(out.Unconfigured, ", "), plural(len(out.Unconfigured), "is", "are"), h.configArg(), plural(len(out.Unconfigured), "it", "them"))
 	}
 	for _, id := range down {
 		fmt.Fprintf(env.Stderr, "conduit: server %s is down; its tools were not %s\n", id, map[bool]string{true: "checked", false: "pinned"}[*check])
 	}
 
 	switch {
-	case *check && len(drift) > 0:
-		return failure("%d %s differ from %s; review the diffs, then accept them with 'conduit pin --update%s [SERVER...]'",
-			len(drift), plural(len(drift), "tool", "tools"), lock, h.configArg())
+	case *check && (len(drift) > 0 || len(out.Unconfigured) > 0):
+		var parts []string
+		if len(drift) > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s differ from %s", len(drift), plural(len(drift), "tool", "tools"), lock))
+		}
+		if n := len(out.Unconfigured); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d pinned %s no longer configured", n, plural(n, "server is", "servers are")))
+		}
+		return failure("%s; review the diffs, then accept them with 'conduit pin --update%s [SERVER...]'",
+			strings.Join(parts, "; "), h.configArg())
 	case *update:
 		for _, d := range drift {
 			fmt.Fprintf(env.Stderr, "conduit: accepted %s\n", d.Message())
@@ -233,7 +286,18 @@ a terminal would not show are written as \uXXXX.`)
 	if len(down) > 0 {
 		return failure("%d of %d servers down", len(down), len(out.Servers))
 	}
+	if n := len(unpinned); n > 0 {
+		return failure("%d %s could not be pinned: %s cannot be encoded", n, plural(n, "tool", "tools"), plural(n, "its definition", "their definitions"))
+	}
 	return nil
+}
+
+// unwrapJoined returns the errors an errors.Join holds, or err alone.
+func unwrapJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // writeDrift writes each drift's account and diff.

@@ -21,6 +21,9 @@ const (
 	childEnv = "CONDUIT_CLI_TEST_CHILD"
 	defsEnv  = "CONDUIT_CLI_TEST_DEFS"
 	callsEnv = "CONDUIT_CLI_TEST_CALLS"
+	// methodsEnv names a file the server appends each method it receives
+	// to, requests and notifications.
+	methodsEnv = "CONDUIT_CLI_TEST_METHODS"
 )
 
 func TestMain(m *testing.M) {
@@ -42,6 +45,17 @@ func runDefsChild() int {
 		return 2
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "defs", Version: "1"}, nil)
+	if path := os.Getenv(methodsEnv); path != "" {
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
+					fmt.Fprintln(f, method)
+					f.Close()
+				}
+				return next(ctx, method, req)
+			}
+		})
+	}
 	for _, t := range l.Tools {
 		s.AddTool(t, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			if f, err := os.OpenFile(os.Getenv(callsEnv), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600); err == nil {
@@ -70,7 +84,7 @@ func defsConfig(t *testing.T, servers ...string) (string, func(server string, to
 	entries := map[string]any{}
 	for _, s := range servers {
 		entries[s] = map[string]any{"command": exe, "env": map[string]string{
-			childEnv: "defs", defsEnv: filepath.Join(dir, s+".json"), callsEnv: filepath.Join(dir, s+".calls"),
+			childEnv: "defs", defsEnv: filepath.Join(dir, s+".json"), callsEnv: filepath.Join(dir, s+".calls"), methodsEnv: filepath.Join(dir, s+".methods"),
 			"GORACE": "atexit_sleep_ms=0",
 		}}
 	}
@@ -250,9 +264,17 @@ func TestAuditCommand(t *testing.T) {
 		t.Errorf("audit --json: exit %d, %v\n%s", code, err, out)
 	}
 
-	// Pinned or not, every tool is audited; below the threshold, exit 0.
+	// Pinned or not, every tool is audited: with a lock file that pins
+	// another definition of daily_fact (so that no other command offers
+	// it), the audit still reads the listed one. Below the threshold, exit 0.
+	if code, _, errb = run(t, "pin", "--config", config); code != ExitOK || !strings.Contains(errb, "wrote "+conduit.LockPath(config)) {
+		t.Fatalf("pin: exit %d, %s", code, errb)
+	}
 	write("facts", &mcp.Tool{Name: "daily_fact", Description: strings.Repeat("A fact. ", 600), InputSchema: map[string]any{"type": "object"}})
-	if code, out, errb = run(t, "audit", "--config", config); code != ExitOK || !strings.Contains(out, "low    description-too-long") {
+	if code, out, _ = run(t, "tools", "--provider", "anthropic", "--config", config); code != ExitOK || strings.Contains(out, "daily_fact") {
+		t.Fatalf("the drifted tool is offered: exit %d\n%s", code, out)
+	}
+	if code, out, errb = run(t, "audit", "--config", config); code != ExitOK || !strings.Contains(out, "low    description-too-long  facts/daily_fact") {
 		t.Errorf("a low finding: exit %d\n%s%s", code, out, errb)
 	}
 	if code, _, _ = run(t, "audit", "--severity", "low", "--config", config); code != ExitFailure {
@@ -260,5 +282,56 @@ func TestAuditCommand(t *testing.T) {
 	}
 	if code, _, errb = run(t, "audit", "--severity", "critical", "--config", config); code != ExitUsage || !strings.Contains(errb, "unknown severity") {
 		t.Errorf("a bad severity: exit %d, %s", code, errb)
+	}
+}
+
+// A pinned server that the configuration no longer has is drift for
+// --check, reported by a plain pin, and dropped by --update.
+func TestPinUnconfiguredServer(t *testing.T) {
+	t.Parallel()
+	config, write, _ := defsConfig(t, "notes", "web", "old")
+	write("notes", defTool("search", "Searches the notes."))
+	write("web", defTool("fetch", "Fetches a page."))
+	write("old", defTool("gone", "Was here."))
+	lock := conduit.LockPath(config)
+	if code, _, errb := run(t, "pin", "--config", config); code != ExitOK {
+		t.Fatalf("pin: exit %d, %s", code, errb)
+	}
+	var cfg map[string]map[string]any
+	data, _ := os.ReadFile(config)
+	json.Unmarshal(data, &cfg)
+	delete(cfg["mcpServers"], "web")
+	delete(cfg["mcpServers"], "old")
+	data, _ = json.Marshal(cfg)
+	os.WriteFile(config, data, 0o600)
+
+	code, out, errb := run(t, "pin", "--check", "--config", config)
+	if code != ExitFailure || out != "server old: pinned, and no longer in the configuration\n\nserver web: pinned, and no longer in the configuration\n" ||
+		!strings.Contains(errb, "2 pinned servers are no longer configured") {
+		t.Errorf("check: exit %d\n%s%s", code, out, errb)
+	}
+	code, out, _ = run(t, "pin", "--check", "--json", "--config", config)
+	var report pinJSON
+	if err := json.Unmarshal([]byte(out), &report); err != nil || code != ExitFailure || strings.Join(report.Unconfigured, ",") != "old,web" || len(report.Drift) != 0 {
+		t.Errorf("check --json: exit %d, %v\n%s", code, err, out)
+	}
+	if code, _, errb = run(t, "pin", "--config", config); code != ExitOK || !strings.Contains(errb, "old, web are pinned and no longer configured; 'conduit pin --update --config "+config+"' drops them") {
+		t.Errorf("pin: exit %d, %s", code, errb)
+	}
+	// Named, one is dropped; with no name, every one.
+	if code, _, errb = run(t, "pin", "--update", "old", "--config", config); code != ExitOK || !strings.Contains(errb, "dropped the pins of server old") {
+		t.Errorf("update old: exit %d, %s", code, errb)
+	}
+	if pins, err := conduit.LoadPins(lock); err != nil || strings.Join(pins.Servers(), ",") != "notes,web" {
+		t.Errorf("after dropping old: %v %v", err, pins.Servers())
+	}
+	if code, _, errb = run(t, "pin", "--update", "--config", config); code != ExitOK || !strings.Contains(errb, "dropped the pins of server web") {
+		t.Errorf("update: exit %d, %s", code, errb)
+	}
+	if pins, err := conduit.LoadPins(lock); err != nil || strings.Join(pins.Servers(), ",") != "notes" {
+		t.Errorf("after the update: %v %v", err, pins.Servers())
+	}
+	if code, out, errb = run(t, "pin", "--check", "--config", config); code != ExitOK || out != "" {
+		t.Errorf("check after the update: exit %d\n%s%s", code, out, errb)
 	}
 }

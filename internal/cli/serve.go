@@ -32,7 +32,11 @@ names:
 
   "serve": {"tokens": [{"principal": "alice", "env": "CONDUIT_TOKEN_ALICE"}]}
 
---no-auth serves without tokens, on a loopback address only.`)
+--no-auth serves without tokens, on a loopback address only.
+
+When mcp.lock.json is beside the configuration, only the tools it pins are
+served (see conduit pin). It is read once, when serve starts: restart serve
+after 'conduit pin --update'.`)
 	var h hubFlags
 	h.register(fs)
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (host:port) instead of stdio")
@@ -79,7 +83,8 @@ names:
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	// The lock file, when there is one, pins what is served as what
-	// every other command offers.
+	// every other command offers. It is read here only, not watched: a
+	// restart takes a new one, as the help says.
 	pins, err := h.loadPins()
 	if err != nil {
 		return err
