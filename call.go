@@ -152,16 +152,22 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	}
 	call.Server, call.Tool, call.Exposed, call.Def = tool.Server, tool.Name, tool.Exposed, tool
 	call.Args = argsObj
+	// Arguments no callback changes, which a Trace.CallDone snapshot of
+	// the call may share (see guard); nil when before-hooks may change
+	// call.Args in place.
+	stable := argsObj
 	// The caller's map is copied only when a callback could change it.
 	if _, isMap := args.(map[string]any); isMap && (len(c.Hooks) > 0 || c.Approver != nil) {
 		call.Args = maps.Clone(call.Args)
+	} else if c.before {
+		stable = nil
 	}
 	ask, rule, err := c.authorize(ctx, call, o.Halt)
 	if err != nil {
 		return nil, err
 	}
 	if ask || c.before {
-		if _, err := guard(ctx, c, call, &traced, !ask && c.beforeInline, func(st *stage) (struct{}, error) {
+		if _, err := guard(ctx, c, call, stable, &traced, !ask && c.beforeInline, func(st *stage) (struct{}, error) {
 			return struct{}{}, c.beforeHooks(ctx, call, o.Halt, ask, rule, st)
 		}); err != nil {
 			return nil, err
@@ -200,7 +206,7 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	}
 	if c.after {
 		cur := res
-		if res, err = guard(ctx, c, call, &traced, c.afterInline, func(st *stage) (*mcp.CallToolResult, error) {
+		if res, err = guard(ctx, c, call, call.Args, &traced, c.afterInline, func(st *stage) (*mcp.CallToolResult, error) {
 			return c.afterHooks(ctx, call, cur, st)
 		}); err != nil {
 			return nil, err
