@@ -112,7 +112,7 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	var req *RequestInfo
 	if t := c.Trace; t != nil {
 		if t.CallStart != nil {
-			if sctx := t.CallStart(CallStartInfo{Context: ctx, Call: call}); sctx != nil {
+			if sctx := t.CallStart(CallStartInfo{Context: ctx, Call: call, Meta: o.Meta, Local: local != nil}); sctx != nil {
 				ctx = sctx
 			}
 		}
