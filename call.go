@@ -120,7 +120,7 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 			start, cctx := time.Now(), ctx
 			req = new(RequestInfo)
 			defer func() {
-				t.CallDone(CallDoneInfo{Call: traced, Result: res, Err: err, Elapsed: time.Since(start), Context: cctx, Request: req.ifSent()})
+				t.CallDone(CallDoneInfo{Call: traced, Result: res, Err: err, Elapsed: time.Since(start), Context: cctx, Request: req.ifSent(), Local: local != nil})
 			}()
 		}
 	}

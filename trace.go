@@ -126,6 +126,8 @@ type CallDoneInfo struct {
 	// Request is the tools/call request sent to the server; nil when
 	// none was sent (the call was denied, found no session, ...).
 	Request *RequestInfo
+	// Local reports a call of a local tool, as CallStartInfo.Local.
+	Local bool
 }
 
 // PinDriftInfo is the argument of [Trace.PinDrift].

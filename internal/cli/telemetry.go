@@ -17,9 +17,9 @@ type Telemetry struct {
 	// ListingTrace is told of every listing's events, beside the
 	// command's own use of them.
 	ListingTrace *adapters.Trace
-	// Command, when set, is called as a command starts: it returns the
-	// context the command runs in, and the function to call with its exit
-	// status when it ends.
+	// Command, when set, is called as a command starts (serve excepted):
+	// it returns the context the command runs in, and the function to
+	// call with its exit status when it ends.
 	Command func(ctx context.Context, name string) (context.Context, func(exit int))
 }
 
@@ -49,9 +49,13 @@ func (env *Env) listingTrace(own *adapters.Trace) *adapters.Trace {
 	return &both
 }
 
-// run runs c, within the Env's command span when there is one.
+// run runs c, within the Env's command span when there is one. serve
+// has none: it runs until stopped, and a span that long would be the
+// parent of every request it ever served, exported only at the end. Each
+// of its requests is the root of a trace, or continues the trace its
+// client sent in params._meta.
 func (env *Env) run(ctx context.Context, c command, args []string) int {
-	if env.Telemetry == nil || env.Telemetry.Command == nil {
+	if env.Telemetry == nil || env.Telemetry.Command == nil || c.name == "serve" {
 		return finish(env, c.name, c.run(ctx, env, args))
 	}
 	ctx, end := env.Telemetry.Command(ctx, c.name)
