@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"strings"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
@@ -62,4 +63,41 @@ func (env *Env) run(ctx context.Context, c command, args []string) int {
 	code := finish(env, c.name, c.run(ctx, env, args))
 	end(code)
 	return code
+}
+
+// ExportWarning is what the root module's conduit, which exports nothing,
+// says when the OTEL_* variables in getenv ask for OpenTelemetry export
+// (as the otelconduit build reads them: an OTEL_TRACES_EXPORTER or
+// OTEL_METRICS_EXPORTER other than none, else an OTLP endpoint), so that
+// the traces a user expects are not missed in silence; "" when they do
+// not ask, or OTEL_SDK_DISABLED is true.
+func ExportWarning(getenv func(string) string) string {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return ""
+	}
+	for _, signal := range []struct{ exporter, endpoint string }{
+		{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
+		{"OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"},
+	} {
+		v := strings.ToLower(strings.TrimSpace(getenv(signal.exporter)))
+		if v == "none" {
+			continue
+		}
+		asking := ""
+		if v != "" {
+			asking = signal.exporter
+		} else {
+			for _, e := range []string{signal.endpoint, "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+				if getenv(e) != "" {
+					asking = e
+					break
+				}
+			}
+		}
+		if asking != "" {
+			return "conduit: " + asking + " is set, but this build of conduit does not export OpenTelemetry; " +
+				"the build of github.com/conduitmcp/conduit/otelconduit/cmd/conduit does (see the README, OpenTelemetry)"
+		}
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -30,5 +31,31 @@ func TestCommandSpan(t *testing.T) {
 	}
 	if !slices.Equal(started, []string{"list"}) || !slices.Equal(ended, []string{"list"}) {
 		t.Errorf("command spans started %v, ended %v", started, ended)
+	}
+}
+
+// TestExportWarning checks when the root build warns that it exports
+// nothing: as the otelconduit build would export.
+func TestExportWarning(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string // the variable named, "" for no warning
+	}{
+		{map[string]string{}, ""},
+		{map[string]string{"OTEL_SERVICE_NAME": "x", "OTEL_PROPAGATORS": "tracecontext"}, ""},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://localhost:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://c:4318/v1/metrics"}, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, "OTEL_TRACES_EXPORTER"},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_METRICS_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c"}, ""},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c"}, "OTEL_EXPORTER_OTLP_ENDPOINT"},
+		{map[string]string{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://c"}, ""},
+	} {
+		got := ExportWarning(func(k string) string { return c.env[k] })
+		switch {
+		case c.want == "" && got != "":
+			t.Errorf("%v: warned %q", c.env, got)
+		case c.want != "" && (!strings.Contains(got, c.want+" is set") || !strings.Contains(got, "otelconduit/cmd/conduit")):
+			t.Errorf("%v: %q, want a warning naming %s and the exporting build", c.env, got, c.want)
+		}
 	}
 }
