@@ -68,7 +68,7 @@ func (env *Env) run(ctx context.Context, c command, args []string) int {
 // ExportWarning is what the root module's conduit, which exports nothing,
 // says when the OTEL_* variables in getenv ask for OpenTelemetry export
 // (as the otelconduit build reads them: an OTEL_TRACES_EXPORTER or
-// OTEL_METRICS_EXPORTER other than none, else an OTLP endpoint), so that
+// OTEL_METRICS_EXPORTER listing otlp, or unset with an OTLP endpoint), so that
 // the traces a user expects are not missed in silence; "" when they do
 // not ask, or OTEL_SDK_DISABLED is true.
 func ExportWarning(getenv func(string) string) string {
@@ -79,13 +79,13 @@ func ExportWarning(getenv func(string) string) string {
 		{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
 		{"OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"},
 	} {
-		v := strings.ToLower(strings.TrimSpace(getenv(signal.exporter)))
-		if v == "none" {
-			continue
-		}
+		v := strings.ToLower(strings.ReplaceAll(getenv(signal.exporter), " ", ""))
 		asking := ""
 		if v != "" {
-			asking = signal.exporter
+			// Only otlp is what the otelconduit build would export.
+			if strings.Contains(","+v+",", ",otlp,") {
+				asking = signal.exporter
+			}
 		} else {
 			for _, e := range []string{signal.endpoint, "OTEL_EXPORTER_OTLP_ENDPOINT"} {
 				if getenv(e) != "" {
