@@ -65,7 +65,10 @@ type CallOptions struct {
 	// answered with KindTimeout and the SDK sends the server
 	// notifications/cancelled. Zero means the hub's RequestTimeout.
 	Timeout time.Duration
-	// Meta is sent as the request's _meta.
+	// Meta is sent as the request's _meta (of prompts/get, resources/read
+	// and completion/complete too). Keys a Trace.RequestMeta sets replace
+	// its own: a trace context here is the parent of the call's, whose
+	// context the server then gets.
 	Meta mcp.Meta
 	// Progress, when set, receives the server's progress notifications
 	// with the call they belong to, in order, on a goroutine apart from
