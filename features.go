@@ -439,6 +439,7 @@ func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *C
 	err = c.featureCall(ctx, methodComplete, call, &o, true, req, func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
 		if capabilities(sess).Completions == nil {
 			// Nothing to complete with: the empty answer, as the spec's.
+			req.unsent()
 			res = &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
 			return nil
 		}

@@ -408,6 +408,7 @@ func (c *core) subscribe(ctx context.Context, uri string, opts *CallOptions, on 
 	}
 	return c.featureCall(ctx, method, call, &o, true, req, func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
 		if caps := capabilities(sess); caps.Resources == nil || !caps.Resources.Subscribe {
+			req.unsent()
 			return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the server does not offer resource subscriptions"}
 		}
 		if on {

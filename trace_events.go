@@ -213,6 +213,14 @@ func (r *RequestInfo) start(peer RequestInfo, sess *mcp.ClientSession) time.Time
 	return time.Now()
 }
 
+// unsent says that the request r was started for was not sent after all
+// (a server without the capability is answered by conduit).
+func (r *RequestInfo) unsent() {
+	if r != nil {
+		r.sent = false
+	}
+}
+
 // ifSent is r, or nil when no request was sent.
 func (r *RequestInfo) ifSent() *RequestInfo {
 	if r == nil || !r.sent {

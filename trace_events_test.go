@@ -535,3 +535,23 @@ func TestTraceRequests(t *testing.T) {
 		t.Errorf("tools/call request ids %q", callIDs)
 	}
 }
+
+// TestTraceRequestUnsent checks that a completion conduit answers itself
+// (the server offers none) reports no request.
+func TestTraceRequestUnsent(t *testing.T) {
+	srv := newTestServer(t, "s")
+	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	var done []RequestDoneInfo
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Trace: &Trace{
+		RequestDone: func(i RequestDoneInfo) { done = append(done, i) },
+	}}})
+	res, err := h.Complete(context.Background(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "s__p"}}, nil)
+	if err != nil || len(res.Completion.Values) != 0 {
+		t.Fatalf("%v %v", res, err)
+	}
+	if len(done) != 1 || done[0].Request != nil || done[0].Err != nil {
+		t.Errorf("RequestDone %+v, want one with no request", done)
+	}
+}
