@@ -65,7 +65,10 @@ type CallOptions struct {
 	// answered with KindTimeout and the SDK sends the server
 	// notifications/cancelled. Zero means the hub's RequestTimeout.
 	Timeout time.Duration
-	// Meta is sent as the request's _meta.
+	// Meta is sent as the request's _meta (of prompts/get, resources/read
+	// and completion/complete too). Keys a Trace.RequestMeta sets replace
+	// its own: a trace context here is the parent of the call's, whose
+	// context the server then gets.
 	Meta mcp.Meta
 	// Progress, when set, receives the server's progress notifications
 	// with the call they belong to, in order, on a goroutine apart from
@@ -112,7 +115,7 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	var req *RequestInfo
 	if t := c.Trace; t != nil {
 		if t.CallStart != nil {
-			if sctx := t.CallStart(CallStartInfo{Context: ctx, Call: call}); sctx != nil {
+			if sctx := t.CallStart(CallStartInfo{Context: ctx, Call: call, Meta: o.Meta, Local: local != nil}); sctx != nil {
 				ctx = sctx
 			}
 		}
@@ -120,7 +123,7 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 			start, cctx := time.Now(), ctx
 			req = new(RequestInfo)
 			defer func() {
-				t.CallDone(CallDoneInfo{Call: traced, Result: res, Err: err, Elapsed: time.Since(start), Context: cctx, Request: req.ifSent()})
+				t.CallDone(CallDoneInfo{Call: traced, Result: res, Err: err, Elapsed: time.Since(start), Context: cctx, Request: req.ifSent(), Local: local != nil})
 			}()
 		}
 	}
@@ -152,16 +155,22 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	}
 	call.Server, call.Tool, call.Exposed, call.Def = tool.Server, tool.Name, tool.Exposed, tool
 	call.Args = argsObj
+	// Arguments no callback changes, which a Trace.CallDone snapshot of
+	// the call may share (see guard); nil when before-hooks may change
+	// call.Args in place.
+	stable := argsObj
 	// The caller's map is copied only when a callback could change it.
 	if _, isMap := args.(map[string]any); isMap && (len(c.Hooks) > 0 || c.Approver != nil) {
 		call.Args = maps.Clone(call.Args)
+	} else if c.before {
+		stable = nil
 	}
 	ask, rule, err := c.authorize(ctx, call, o.Halt)
 	if err != nil {
 		return nil, err
 	}
 	if ask || c.before {
-		if _, err := guard(ctx, c, call, &traced, !ask && c.beforeInline, func(st *stage) (struct{}, error) {
+		if _, err := guard(ctx, c, call, stable, &traced, !ask && c.beforeInline, func(st *stage) (struct{}, error) {
 			return struct{}{}, c.beforeHooks(ctx, call, o.Halt, ask, rule, st)
 		}); err != nil {
 			return nil, err
@@ -200,7 +209,7 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	}
 	if c.after {
 		cur := res
-		if res, err = guard(ctx, c, call, &traced, c.afterInline, func(st *stage) (*mcp.CallToolResult, error) {
+		if res, err = guard(ctx, c, call, call.Args, &traced, c.afterInline, func(st *stage) (*mcp.CallToolResult, error) {
 			return c.afterHooks(ctx, call, cur, st)
 		}); err != nil {
 			return nil, err

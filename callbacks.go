@@ -22,18 +22,26 @@ import (
 // callback overruns, since the callback still holds call. Inline
 // callbacks are trusted to return: f runs on the caller's goroutine, and
 // still starts no callback once ctx has ended.
-func guard[T any](ctx context.Context, c *core, call *Call, traced **Call, inline bool, f func(*stage) (T, error)) (T, error) {
+//
+// The copy is taken as f starts, by value (it reaches the heap only when
+// a callback overruns), with args as its Args: arguments no callback of
+// f changes, which the copy may share. With args nil (f's before-hooks
+// may change call.Args in place), call.Args is cloned, and only then.
+func guard[T any](ctx context.Context, c *core, call *Call, args map[string]any, traced **Call, inline bool, f func(*stage) (T, error)) (T, error) {
 	if ctx.Done() == nil {
 		return f(nil)
 	}
 	if inline {
 		return f(&stage{})
 	}
-	var snap *Call
-	if c.Trace != nil && c.Trace.CallDone != nil {
-		s := *call
-		s.Args = maps.Clone(call.Args)
-		snap = &s
+	tracing := c.Trace != nil && c.Trace.CallDone != nil
+	var snap Call
+	if tracing {
+		snap = *call
+		if args == nil {
+			args = maps.Clone(call.Args)
+		}
+		snap.Args = args
 	}
 	type result struct {
 		v   T
@@ -50,8 +58,9 @@ func guard[T any](ctx context.Context, c *core, call *Call, traced **Call, inlin
 		return r.v, r.err
 	case <-ctx.Done():
 		if who := st.callback(); who != "" {
-			if snap != nil {
-				*traced = snap
+			if tracing {
+				s := snap
+				*traced = &s
 			}
 			var zero T
 			return zero, callbackError(ctx, call.Def, who, ctx.Err())

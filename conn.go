@@ -466,7 +466,11 @@ func (cn *conn) listTools(ctx context.Context) ([]*mcp.Tool, uint64, error) {
 		var params *mcp.ListToolsParams
 		var done func(int, error)
 		if cn.core.Trace != nil {
-			ctx, params, done = cn.traceList(ctx, sess)
+			var meta mcp.Meta
+			ctx, meta, done = cn.traceList(ctx, sess, methodListTools)
+			if len(meta) > 0 {
+				params = &mcp.ListToolsParams{Meta: meta}
+			}
 		}
 		for t, err := range sess.Tools(ctx, params) {
 			if err != nil {

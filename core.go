@@ -262,7 +262,7 @@ func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
 	}
 	ts := NewToolSet(&ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix, Filter: c.Filter, Pins: c.Pins, digests: &c.digests}, lists...)
 	if c.Pins != nil {
-		report = c.driftReport(ts, c.tsKey, key, c.ts != nil && c.tsPins != pins)
+		report = c.driftReport(ctx, ts, c.tsKey, key, c.ts != nil && c.tsPins != pins)
 		c.digests.keep(lists)
 	}
 	c.ts, c.tsKey, c.tsPins = ts, key, pins

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -16,6 +18,12 @@ const (
 	methodCallTool     = "tools/call"
 	methodGetPrompt    = "prompts/get"
 	methodReadResource = "resources/read"
+
+	// Requests traced as prompts and resources are, not governed
+	// methods of their own.
+	methodComplete    = "completion/complete"
+	methodSubscribe   = "resources/subscribe"
+	methodUnsubscribe = "resources/unsubscribe"
 )
 
 // features keeps a server's prompts and resources, listed as its tools
@@ -138,8 +146,10 @@ func capabilities(sess *mcp.ClientSession) *mcp.ServerCapabilities {
 
 // listFeature lists one of a server's lists for the set being built: its
 // items, or why the server is left out of it.
-func listFeature[T any](ctx context.Context, c *core, cn *conn, lc *listCache[T], has func(*mcp.ServerCapabilities) bool,
-	list func(context.Context, *mcp.ClientSession) ([]T, error)) ([]T, error) {
+// The request (method) is traced as a tools/list request is, and list
+// given the _meta Trace.RequestMeta contributes.
+func listFeature[T any](ctx context.Context, c *core, cn *conn, lc *listCache[T], method string, has func(*mcp.ServerCapabilities) bool,
+	list func(context.Context, *mcp.ClientSession, mcp.Meta) ([]T, error)) ([]T, error) {
 	sess, err := cn.current()
 	if err != nil {
 		return nil, err
@@ -147,7 +157,14 @@ func listFeature[T any](ctx context.Context, c *core, cn *conn, lc *listCache[T]
 	if !has(capabilities(sess)) {
 		return nil, nil
 	}
-	items, err := lc.get(ctx, sess, func(ctx context.Context) ([]T, error) { return list(ctx, sess) })
+	items, err := lc.get(ctx, sess, func(ctx context.Context) ([]T, error) {
+		ctx, meta, done := cn.traceList(ctx, sess, method)
+		items, err := list(ctx, sess, meta)
+		if done != nil {
+			done(len(items), err)
+		}
+		return items, err
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -196,7 +213,12 @@ func (c *core) callLimit(ctx context.Context, o *CallOptions) (context.Context, 
 // noAsk), then do, the request, made like a tool call's (timeout,
 // cancellation, routing of what the server sends) and with its failures
 // told apart the same way. Hooks and validation are for tool calls only.
-func (c *core) featureCall(ctx context.Context, call *Call, o *CallOptions, noAsk bool, do func(context.Context, *mcp.ClientSession) error) error {
+//
+// method is the request's, for Trace.RequestMeta; do is given the
+// request's _meta (CallOptions.Meta and the trace's). req, when not nil,
+// is told of the request for Trace.RequestDone.
+func (c *core) featureCall(ctx context.Context, method string, call *Call, o *CallOptions, noAsk bool, req *RequestInfo,
+	do func(context.Context, *mcp.ClientSession, mcp.Meta) error) error {
 	if c.Policy != nil {
 		ask, rule, err := c.authorize(ctx, call, nil)
 		if err != nil {
@@ -230,7 +252,23 @@ func (c *core) featureCall(ctx context.Context, call *Call, o *CallOptions, noAs
 		tctx, end = cn.calls.start(tctx, o.Handlers)
 		defer end()
 	}
-	if err := do(tctx, sess); err != nil {
+	var meta mcp.Meta
+	if len(o.Meta) > 0 {
+		meta = maps.Clone(o.Meta) // the SDK adds its own keys to a request's _meta
+	}
+	if c.Trace != nil {
+		meta = c.requestMeta(ctx, method, call.Server, call, meta)
+	}
+	var sent time.Time
+	if req != nil {
+		sent = req.start(cn.peer, sess)
+		tctx = withRequestSlot(tctx, req)
+	}
+	err = do(tctx, sess, meta)
+	if req != nil {
+		req.Elapsed = time.Since(sent)
+	}
+	if err != nil {
 		return named(c.requestError(ctx, tctx, cn, sess, call, timeout, err), call)
 	}
 	return nil
@@ -351,17 +389,29 @@ func (cl *Client) Complete(ctx context.Context, params *mcp.CompleteParams, opts
 	return cl.c.complete(ctx, params, opts)
 }
 
-func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *CallOptions) (*mcp.CompleteResult, error) {
+func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *CallOptions) (res *mcp.CompleteResult, err error) {
 	var o CallOptions
 	if opts != nil {
 		o = *opts
 	}
+	call := &Call{ID: o.ID, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
+	if params != nil && params.Ref != nil {
+		call.Exposed = params.Ref.Name
+		if params.Ref.Type == "ref/resource" {
+			call.Exposed = params.Ref.URI
+		}
+	}
+	meta := o.Meta
+	if len(meta) == 0 && params != nil {
+		meta = params.Meta
+	}
+	ctx, req, done := c.traceRequest(ctx, methodComplete, call, meta)
+	defer func() { done(err) }()
 	if params == nil || params.Ref == nil {
 		return nil, newError(KindInvalidArguments, "", "", "A completion needs a reference to a prompt or a resource.", nil)
 	}
 	ctx, cancel := c.callLimit(ctx, &o)
 	defer cancel()
-	call := &Call{ID: o.ID, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
 	p := *params
 	ref := *params.Ref
 	p.Ref = &ref
@@ -390,12 +440,19 @@ func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *C
 	default:
 		return nil, newError(KindInvalidArguments, "", "", fmt.Sprintf("Unknown completion reference type %q.", ref.Type), nil)
 	}
-	var res *mcp.CompleteResult
-	err := c.featureCall(ctx, call, &o, true, func(ctx context.Context, sess *mcp.ClientSession) error {
+	err = c.featureCall(ctx, methodComplete, call, &o, true, req, func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
 		if capabilities(sess).Completions == nil {
 			// Nothing to complete with: the empty answer, as the spec's.
+			req.unsent()
 			res = &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
 			return nil
+		}
+		if len(meta) > 0 {
+			// The trace's keys over those of params' own _meta.
+			merged := make(mcp.Meta, len(p.Meta)+len(meta))
+			maps.Copy(merged, p.Meta)
+			maps.Copy(merged, meta)
+			p.Meta = merged
 		}
 		var err error
 		res, err = sess.Complete(ctx, &p)

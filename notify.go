@@ -302,9 +302,13 @@ const (
 	resultTooLargeData = `"conduit: result over the limit"`
 )
 
-// Write notes the ids of tools/call requests, whose results Read bounds.
+// Write notes the ids of tools/call requests, whose results Read bounds,
+// and tells a traced request its id.
 func (c *notesConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	r, ok := msg.(*jsonrpc.Request)
+	if ok && r.IsCall() && c.cn.core.Trace != nil {
+		noteRequestID(ctx, r.ID)
+	}
 	if !ok || c.cn.core.limits.resultBytes == 0 {
 		return c.write(ctx, msg)
 	}

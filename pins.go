@@ -648,7 +648,7 @@ func (c *core) checkPinned(ctx context.Context, cn *conn, call *Call) (*mcp.Clie
 // driftReport returns what to tell of a new tool set's drift: the drift of
 // the servers whose listing changed since the last tool set (every server
 // when the pins changed), to be told once the tool set is in place.
-func (c *core) driftReport(ts *ToolSet, oldKey, key []uint64, pinsChanged bool) func() {
+func (c *core) driftReport(ctx context.Context, ts *ToolSet, oldKey, key []uint64, pinsChanged bool) func() {
 	changed := map[string]bool{}
 	for i, cn := range c.conns {
 		if pinsChanged || len(oldKey) != len(key) || oldKey[i] != key[i] {
@@ -672,7 +672,7 @@ func (c *core) driftReport(ts *ToolSet, oldKey, key []uint64, pinsChanged bool) 
 			c.Logger.Warn("conduit: tool left out: "+d.Message(), "server", d.Server, "tool", d.Tool,
 				"drift", d.Kind.String(), "pinned", d.Pinned, "listed", d.Listed, "diff", d.Diff)
 			if t := c.Trace; t != nil && t.PinDrift != nil {
-				t.PinDrift(PinDriftInfo{Drift: d})
+				t.PinDrift(PinDriftInfo{Drift: d, Context: ctx})
 			}
 		}
 	}

@@ -168,9 +168,9 @@ func (cl *Client) ListPromptsFor(ctx context.Context, opts *ListOptions) (*Promp
 // the policy decides (an "ask" goes to the approver), then the request
 // is made as a tool call's is, bounded by the call's time limit and
 // request timeout, with what the server sends meanwhile routed to
-// opts.Handlers. opts' ToolSet, Meta, Progress and Halt are not used;
-// hooks and validation are for tool calls. The error, if any, is an
-// *Error.
+// opts.Handlers, and opts.Meta sent as the request's _meta. opts'
+// ToolSet, Progress and Halt are not used; hooks and validation are for
+// tool calls. The error, if any, is an *Error.
 func (h *Hub) GetPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
 	return h.c.getPrompt(ctx, name, args, opts)
 }
@@ -183,10 +183,14 @@ func (cl *Client) GetPrompt(ctx context.Context, name string, args map[string]st
 func (c *core) listPrompts(ctx context.Context) (*PromptSet, error) {
 	lists := make([]ServerPrompts, len(c.conns))
 	err := c.eachServer(ctx, func(ctx context.Context, i int, cn *conn) {
-		prompts, err := listFeature(ctx, c, cn, &cn.feats.prompts,
+		prompts, err := listFeature(ctx, c, cn, &cn.feats.prompts, methodListPrompts,
 			func(caps *mcp.ServerCapabilities) bool { return caps.Prompts != nil },
-			func(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Prompt, error) {
-				return collect(ctx, sess.Prompts(ctx, nil))
+			func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) ([]*mcp.Prompt, error) {
+				var params *mcp.ListPromptsParams
+				if len(meta) > 0 {
+					params = &mcp.ListPromptsParams{Meta: meta}
+				}
+				return collect(ctx, sess.Prompts(ctx, params))
 			})
 		lists[i] = ServerPrompts{Server: cn.srv.ID, Prompts: prompts, Down: err}
 	})
@@ -214,11 +218,14 @@ func unknownPromptError(name string) *Error {
 	return newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown prompt %q: it is not among the prompts offered.", name), nil)
 }
 
-func (c *core) getPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
+func (c *core) getPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (res *mcp.GetPromptResult, err error) {
 	var o CallOptions
 	if opts != nil {
 		o = *opts
 	}
+	call := &Call{ID: o.ID, Method: methodGetPrompt, Exposed: name, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
+	ctx, req, done := c.traceRequest(ctx, methodGetPrompt, call, o.Meta)
+	defer func() { done(err) }()
 	ctx, cancel := c.callLimit(ctx, &o)
 	defer cancel()
 	ps, err := c.listPrompts(ctx)
@@ -233,12 +240,10 @@ func (c *core) getPrompt(ctx context.Context, name string, args map[string]strin
 	for k, v := range args {
 		callArgs[k] = v
 	}
-	call := &Call{ID: o.ID, Method: methodGetPrompt, Server: p.Server, Tool: p.Name, Exposed: p.Exposed,
-		Args: callArgs, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
-	var res *mcp.GetPromptResult
-	err = c.featureCall(ctx, call, &o, false, func(ctx context.Context, sess *mcp.ClientSession) error {
+	call.Server, call.Tool, call.Exposed, call.Args = p.Server, p.Name, p.Exposed, callArgs
+	err = c.featureCall(ctx, methodGetPrompt, call, &o, false, req, func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
 		var err error
-		res, err = sess.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.Name, Arguments: maps.Clone(args)})
+		res, err = sess.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: p.Name, Arguments: maps.Clone(args)})
 		if err == nil && res == nil {
 			err = fmt.Errorf("the server sent an empty result")
 		}

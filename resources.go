@@ -293,15 +293,23 @@ func (c *core) listResources(ctx context.Context) (*ResourceSet, error) {
 	lists := make([]ServerResources, len(c.conns))
 	has := func(caps *mcp.ServerCapabilities) bool { return caps.Resources != nil }
 	err := c.eachServer(ctx, func(ctx context.Context, i int, cn *conn) {
-		res, err := listFeature(ctx, c, cn, &cn.feats.resources, has,
-			func(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.Resource, error) {
-				return collect(ctx, sess.Resources(ctx, nil))
+		res, err := listFeature(ctx, c, cn, &cn.feats.resources, methodListResources, has,
+			func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) ([]*mcp.Resource, error) {
+				var params *mcp.ListResourcesParams
+				if len(meta) > 0 {
+					params = &mcp.ListResourcesParams{Meta: meta}
+				}
+				return collect(ctx, sess.Resources(ctx, params))
 			})
 		var tmpls []*mcp.ResourceTemplate
 		if err == nil {
-			tmpls, err = listFeature(ctx, c, cn, &cn.feats.templates, has,
-				func(ctx context.Context, sess *mcp.ClientSession) ([]*mcp.ResourceTemplate, error) {
-					tmpls, err := collect(ctx, sess.ResourceTemplates(ctx, nil))
+			tmpls, err = listFeature(ctx, c, cn, &cn.feats.templates, methodListTemplates, has,
+				func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) ([]*mcp.ResourceTemplate, error) {
+					var params *mcp.ListResourceTemplatesParams
+					if len(meta) > 0 {
+						params = &mcp.ListResourceTemplatesParams{Meta: meta}
+					}
+					tmpls, err := collect(ctx, sess.ResourceTemplates(ctx, params))
 					var rpcErr *jsonrpc.Error
 					if errors.As(err, &rpcErr) && rpcErr.Code == jsonrpc.CodeMethodNotFound {
 						// Templates are optional: a server with resources
@@ -333,35 +341,43 @@ func (c *core) listResourcesFor(ctx context.Context, opts *ListOptions) (*Resour
 	}), nil
 }
 
-// resourceCall resolves uri to its server and the call the policy sees.
-func (c *core) resourceCall(ctx context.Context, uri string, o *CallOptions) (*Call, error) {
-	rs, err := c.listResources(ctx)
-	if err != nil {
-		return nil, listingError(ctx, err)
-	}
-	server, err := rs.Server(uri)
-	if err != nil {
-		return nil, err
-	}
-	return &Call{ID: o.ID, Method: methodReadResource, Server: server, Tool: uri, Exposed: uri,
-		Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}, nil
+// resourceCall is the call the policy sees for a request about uri,
+// before it is resolved.
+func resourceCall(uri string, o *CallOptions) *Call {
+	return &Call{ID: o.ID, Method: methodReadResource, Tool: uri, Exposed: uri,
+		Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
 }
 
-func (c *core) readResource(ctx context.Context, uri string, opts *CallOptions) (*mcp.ReadResourceResult, error) {
+// routeResource resolves call's URI to the server that offers it.
+func (c *core) routeResource(ctx context.Context, call *Call) error {
+	rs, err := c.listResources(ctx)
+	if err != nil {
+		return listingError(ctx, err)
+	}
+	server, err := rs.Server(call.Tool)
+	if err != nil {
+		return err
+	}
+	call.Server = server
+	return nil
+}
+
+func (c *core) readResource(ctx context.Context, uri string, opts *CallOptions) (res *mcp.ReadResourceResult, err error) {
 	var o CallOptions
 	if opts != nil {
 		o = *opts
 	}
+	call := resourceCall(uri, &o)
+	ctx, req, done := c.traceRequest(ctx, methodReadResource, call, o.Meta)
+	defer func() { done(err) }()
 	ctx, cancel := c.callLimit(ctx, &o)
 	defer cancel()
-	call, err := c.resourceCall(ctx, uri, &o)
-	if err != nil {
+	if err := c.routeResource(ctx, call); err != nil {
 		return nil, err
 	}
-	var res *mcp.ReadResourceResult
-	err = c.featureCall(ctx, call, &o, false, func(ctx context.Context, sess *mcp.ClientSession) error {
+	err = c.featureCall(ctx, methodReadResource, call, &o, false, req, func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
 		var err error
-		res, err = sess.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+		res, err = sess.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: uri})
 		if err == nil && res == nil {
 			err = errors.New("the server sent an empty result")
 		}
@@ -373,24 +389,31 @@ func (c *core) readResource(ctx context.Context, uri string, opts *CallOptions) 
 	return res, nil
 }
 
-func (c *core) subscribe(ctx context.Context, uri string, opts *CallOptions, on bool) error {
+func (c *core) subscribe(ctx context.Context, uri string, opts *CallOptions, on bool) (err error) {
 	var o CallOptions
 	if opts != nil {
 		o = *opts
 	}
+	method := methodSubscribe
+	if !on {
+		method = methodUnsubscribe
+	}
+	call := resourceCall(uri, &o)
+	ctx, req, done := c.traceRequest(ctx, method, call, o.Meta)
+	defer func() { done(err) }()
 	ctx, cancel := c.callLimit(ctx, &o)
 	defer cancel()
-	call, err := c.resourceCall(ctx, uri, &o)
-	if err != nil {
+	if err := c.routeResource(ctx, call); err != nil {
 		return err
 	}
-	return c.featureCall(ctx, call, &o, true, func(ctx context.Context, sess *mcp.ClientSession) error {
+	return c.featureCall(ctx, method, call, &o, true, req, func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
 		if caps := capabilities(sess); caps.Resources == nil || !caps.Resources.Subscribe {
+			req.unsent()
 			return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the server does not offer resource subscriptions"}
 		}
 		if on {
-			return sess.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+			return sess.Subscribe(ctx, &mcp.SubscribeParams{Meta: meta, URI: uri})
 		}
-		return sess.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+		return sess.Unsubscribe(ctx, &mcp.UnsubscribeParams{Meta: meta, URI: uri})
 	})
 }

@@ -85,6 +85,7 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions, req *Reques
 	var sent time.Time
 	if req != nil {
 		sent = req.start(cn.peer, sess)
+		tctx = withRequestSlot(tctx, req)
 	}
 	res, err := sess.CallTool(tctx, params)
 	if req != nil {

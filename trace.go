@@ -49,18 +49,32 @@ type Trace struct {
 	// ValidationFailed is called when a call's arguments do not match the
 	// tool's input schema (Options.Validate).
 	ValidationFailed func(ValidationFailedInfo)
-	// ListStart is called before a tools/list request to a server (a
-	// listing answered from the cache sends none), and returns the
-	// context of the request (nil: the one it was given).
+	// ListStart is called before a listing request to a server
+	// (tools/list, prompts/list, resources/list or
+	// resources/templates/list: its Method; a listing answered from the
+	// cache sends none), and returns the context of the request (nil: the
+	// one it was given).
 	ListStart func(ListStartInfo) context.Context
-	// ListDone is called when a tools/list request is answered.
+	// ListDone is called when a listing request is answered.
 	ListDone func(ListDoneInfo)
+	// RequestStart is called when a prompts/get, resources/read,
+	// resources/subscribe, resources/unsubscribe or completion/complete
+	// request enters its pipeline, before its name or URI is resolved. As
+	// CallStart's, the context it returns (nil: the one it was given) is
+	// the request's from then on: the listing it may need, the policy's
+	// decision, the approver and the request's _meta get it. A Trace that
+	// sets RequestStart should set RequestDone.
+	RequestStart func(RequestStartInfo) context.Context
+	// RequestDone is called when a request RequestStart saw is answered.
+	RequestDone func(RequestDoneInfo)
 	// RequestMeta, when set, contributes to the _meta of each request
-	// sent to a server (tools/call, tools/list), given the request's
-	// context: trace context, for one. Keys the call's CallOptions.Meta
-	// already has are kept as the caller set them. The map returned is the
-	// request's to keep (and add to): return a new one each time. It is
-	// the only hook that changes what is sent.
+	// sent to a server (the calls, listings and requests above), given
+	// the request's context: trace context, for one. Its keys replace
+	// those of the call's CallOptions.Meta: a trace context that came in
+	// CallOptions.Meta (a gateway's client's) is the parent of the call's
+	// (see [CallStartInfo].Meta), and the server must see the call's. The
+	// map returned is the request's to keep (and add to): return a new
+	// one each time. It is the only hook that changes what is sent.
 	RequestMeta func(RequestMetaInfo) map[string]any
 	// PromptsChanged is called when a server says its prompt list changed.
 	PromptsChanged func(PromptsChangedInfo)
@@ -100,7 +114,10 @@ type DecidedInfo struct {
 
 // CallDoneInfo is the argument of [Trace.CallDone].
 type CallDoneInfo struct {
-	Call    *Call               // the call; it must not be modified
+	// Call is the call; it must not be modified. When an approver or hook
+	// overran the call's time limit, it is a copy taken before the
+	// callback ran, since the callback still holds the call.
+	Call    *Call
 	Result  *mcp.CallToolResult // the result, when there is one
 	Err     error               // the *Error, when there is no result
 	Elapsed time.Duration       // from the start of the pipeline
@@ -109,11 +126,16 @@ type CallDoneInfo struct {
 	// Request is the tools/call request sent to the server; nil when
 	// none was sent (the call was denied, found no session, ...).
 	Request *RequestInfo
+	// Local reports a call of a local tool, as CallStartInfo.Local.
+	Local bool
 }
 
 // PinDriftInfo is the argument of [Trace.PinDrift].
 type PinDriftInfo struct {
 	Drift Drift // the tool, how it differs from its pin, and the diff
+	// Context is the context of the listing that made the tool set the
+	// tool is left out of (a call's, when a call listed).
+	Context context.Context
 }
 
 // PromptsChangedInfo is the argument of [Trace.PromptsChanged].

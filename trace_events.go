@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,6 +24,13 @@ type CallStartInfo struct {
 	// rest of the same *Call once the name resolves; it must not be
 	// modified.
 	Call *Call
+	// Meta is the call's CallOptions.Meta, as the caller gave it; it must
+	// not be modified. A trace context in it (a gateway's client's, in
+	// params._meta) is the one the call's span continues.
+	Meta mcp.Meta
+	// Local reports a call of a local tool (CallLocal): no request is
+	// sent, the program answers it.
+	Local bool
 }
 
 // ApprovedInfo is the argument of [Trace.Approved].
@@ -55,23 +63,59 @@ type ValidationFailedInfo struct {
 type ListStartInfo struct {
 	Context context.Context // the context of the listing
 	Server  string          // the server's id
+	// Method is "tools/list", "prompts/list", "resources/list" or
+	// "resources/templates/list".
+	Method string
 }
 
 // ListDoneInfo is the argument of [Trace.ListDone].
 type ListDoneInfo struct {
 	Context context.Context // the context ListStart returned
 	Server  string          // the server's id
-	Tools   int             // how many tools the server listed
+	Method  string          // as in ListStartInfo
+	Items   int             // how many tools (prompts, ...) the server listed
 	Err     error           // why the listing failed, if it did
 	Request *RequestInfo    // the request (pages, when the server pages)
+}
+
+// RequestStartInfo is the argument of [Trace.RequestStart].
+type RequestStartInfo struct {
+	// Context is the context the request was made with.
+	Context context.Context
+	// Method is "prompts/get", "resources/read", "resources/subscribe",
+	// "resources/unsubscribe" or "completion/complete".
+	Method string
+	// Call is the request as the policy sees it: ID, Principal, Assigns,
+	// Taint, and Exposed (the prompt's exposed name, or the URI); the
+	// pipeline fills in Server, Tool (the prompt's own name, or the URI)
+	// and Call.Method (the method the policy governs: prompts/get or
+	// resources/read, for a completion too) once it resolves. It must not
+	// be modified.
+	Call *Call
+	// Meta is the request's CallOptions.Meta, as in CallStartInfo.
+	Meta mcp.Meta
+}
+
+// RequestDoneInfo is the argument of [Trace.RequestDone].
+type RequestDoneInfo struct {
+	Context context.Context // the context RequestStart returned
+	Method  string          // as in RequestStartInfo
+	Call    *Call           // the request; it must not be modified
+	Err     error           // the *Error, when the request failed
+	Elapsed time.Duration   // from the start of the pipeline
+	// Request is the request sent to the server; nil when none was sent
+	// (the policy refused, the name did not resolve, ...).
+	Request *RequestInfo
 }
 
 // RequestMetaInfo is the argument of [Trace.RequestMeta].
 type RequestMetaInfo struct {
 	Context context.Context // the request's context
-	Method  string          // "tools/call" or "tools/list"
+	Method  string          // "tools/call", "tools/list", "prompts/get", ...
 	Server  string          // the server's id
-	Call    *Call           // the call, for tools/call; it must not be modified
+	// Call is the call or request (not for listings); it must not be
+	// modified.
+	Call *Call
 }
 
 // RequestInfo describes a request sent to a server: how the server is
@@ -90,6 +134,11 @@ type RequestInfo struct {
 	SessionID string
 	// ProtocolVersion is the MCP version the session negotiated.
 	ProtocolVersion string
+	// RequestID is the JSON-RPC id of the request, as text, for the
+	// transports whose connection conduit wraps (stdio, in-memory, SSE);
+	// "" when it is not known (Streamable HTTP, a transport of the
+	// caller's own). A listing of several pages has its first page's.
+	RequestID string
 	// Elapsed is from sending the request to its answer.
 	Elapsed time.Duration
 	// Err is the request's own failure (the *Error of a timeout, a lost
@@ -164,6 +213,14 @@ func (r *RequestInfo) start(peer RequestInfo, sess *mcp.ClientSession) time.Time
 	return time.Now()
 }
 
+// unsent says that the request r was started for was not sent after all
+// (a server without the capability is answered by conduit).
+func (r *RequestInfo) unsent() {
+	if r != nil {
+		r.sent = false
+	}
+}
+
 // ifSent is r, or nil when no request was sent.
 func (r *RequestInfo) ifSent() *RequestInfo {
 	if r == nil || !r.sent {
@@ -173,7 +230,8 @@ func (r *RequestInfo) ifSent() *RequestInfo {
 }
 
 // requestMeta is meta with what Trace.RequestMeta contributes for a
-// request in ctx, the caller's keys kept; meta itself is not modified.
+// request in ctx, which replaces meta's keys of the same names; meta
+// itself is not modified.
 func (c *core) requestMeta(ctx context.Context, method, server string, call *Call, meta mcp.Meta) mcp.Meta {
 	t := c.Trace
 	if t == nil || t.RequestMeta == nil {
@@ -187,32 +245,95 @@ func (c *core) requestMeta(ctx context.Context, method, server string, call *Cal
 		return add
 	}
 	out := make(mcp.Meta, len(meta)+len(add))
-	maps.Copy(out, add)
 	maps.Copy(out, meta)
+	maps.Copy(out, add)
 	return out
 }
 
-// traceList begins the Trace events of a tools/list request to cn over
-// sess. It returns the request's context and parameters, and the function
-// that ends the request, nil when no ListDone is set.
-func (cn *conn) traceList(ctx context.Context, sess *mcp.ClientSession) (context.Context, *mcp.ListToolsParams, func(tools int, err error)) {
+// The listing methods, as in ListStartInfo.Method.
+const (
+	methodListTools     = "tools/list"
+	methodListPrompts   = "prompts/list"
+	methodListResources = "resources/list"
+	methodListTemplates = "resources/templates/list"
+)
+
+// traceList begins the Trace events of a listing request (method) to cn
+// over sess. It returns the request's context and _meta, and the function
+// that ends the request, nil when no ListDone is set. With no Trace, it
+// returns ctx and nothing else.
+func (cn *conn) traceList(ctx context.Context, sess *mcp.ClientSession, method string) (context.Context, mcp.Meta, func(n int, err error)) {
 	t := cn.core.Trace
+	if t == nil {
+		return ctx, nil, nil
+	}
 	if t.ListStart != nil {
-		if lctx := t.ListStart(ListStartInfo{Context: ctx, Server: cn.srv.ID}); lctx != nil {
+		if lctx := t.ListStart(ListStartInfo{Context: ctx, Server: cn.srv.ID, Method: method}); lctx != nil {
 			ctx = lctx
 		}
 	}
-	var params *mcp.ListToolsParams
-	if meta := cn.core.requestMeta(ctx, "tools/list", cn.srv.ID, nil, nil); len(meta) > 0 {
-		params = &mcp.ListToolsParams{Meta: meta}
-	}
+	meta := cn.core.requestMeta(ctx, method, cn.srv.ID, nil, nil)
 	if t.ListDone == nil {
-		return ctx, params, nil
+		return ctx, meta, nil
 	}
 	req := new(RequestInfo)
 	start := req.start(cn.peer, sess)
-	return ctx, params, func(n int, err error) {
+	ctx = withRequestSlot(ctx, req)
+	return ctx, meta, func(n int, err error) {
 		req.Elapsed, req.Err = time.Since(start), err
-		t.ListDone(ListDoneInfo{Context: ctx, Server: cn.srv.ID, Tools: n, Err: err, Request: req})
+		t.ListDone(ListDoneInfo{Context: ctx, Server: cn.srv.ID, Method: method, Items: n, Err: err, Request: req})
+	}
+}
+
+// traceRequest begins the Trace events of a prompt, resource or
+// completion request (method) for call, made with the caller's meta. It
+// returns the request's context, the RequestInfo the request fills in
+// (nil when no RequestDone is set), and the function that ends it, which
+// does nothing when no RequestDone is set.
+func (c *core) traceRequest(ctx context.Context, method string, call *Call, meta mcp.Meta) (context.Context, *RequestInfo, func(error)) {
+	t := c.Trace
+	if t == nil {
+		return ctx, nil, func(error) {}
+	}
+	if t.RequestStart != nil {
+		if rctx := t.RequestStart(RequestStartInfo{Context: ctx, Method: method, Call: call, Meta: meta}); rctx != nil {
+			ctx = rctx
+		}
+	}
+	if t.RequestDone == nil {
+		return ctx, nil, func(error) {}
+	}
+	start, req := time.Now(), new(RequestInfo)
+	return ctx, req, func(err error) {
+		req.Err = err
+		t.RequestDone(RequestDoneInfo{Context: ctx, Method: method, Call: call, Err: err, Elapsed: time.Since(start), Request: req.ifSent()})
+	}
+}
+
+// requestSlot is the context key under which a request's RequestInfo
+// waits for the JSON-RPC id its connection gives it (see notesConn).
+type requestSlot struct{}
+
+// withRequestSlot is ctx with req to be told the request's id, when req
+// is not nil.
+func withRequestSlot(ctx context.Context, req *RequestInfo) context.Context {
+	if req == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, requestSlot{}, req)
+}
+
+// noteRequestID tells the RequestInfo waiting in ctx, if any, the id of
+// the request being written.
+func noteRequestID(ctx context.Context, id jsonrpc.ID) {
+	req, ok := ctx.Value(requestSlot{}).(*RequestInfo)
+	if !ok || req.RequestID != "" {
+		return
+	}
+	switch v := id.Raw().(type) {
+	case int64:
+		req.RequestID = strconv.FormatInt(v, 10)
+	case string:
+		req.RequestID = v
 	}
 }

@@ -175,12 +175,13 @@ func TestTraceCallEvents(t *testing.T) {
 	}
 
 	// The trace's _meta reaches the server beside the caller's, and the
-	// caller's keys win.
-	call("9", "s__read", map[string]any{}, mcp.Meta{"shared": "caller's", "mine": 1})
+	// trace's keys win: a traceparent the caller sent (a gateway's
+	// client's) is the call's parent, and the server must see the call's.
+	call("9", "s__read", map[string]any{}, mcp.Meta{"shared": "caller's", "mine": 1, "traceparent": "client's"})
 	srv.mu.Lock()
 	meta := srv.lastMeta
 	srv.mu.Unlock()
-	if meta["traceparent"] != "call 9" || meta["shared"] != "caller's" || meta["mine"] != float64(1) {
+	if meta["traceparent"] != "call 9" || meta["shared"] != "trace's" || meta["mine"] != float64(1) {
 		t.Errorf("the server got _meta %v", meta)
 	}
 }
@@ -245,7 +246,7 @@ func TestTraceRequestInfo(t *testing.T) {
 		t.Errorf("in-memory request %+v", mem)
 	}
 	for _, l := range lists {
-		if l.Err != nil || l.Tools != 1 || l.Request == nil || l.Request.ProtocolVersion == "" {
+		if l.Err != nil || l.Items != 1 || l.Request == nil || l.Request.ProtocolVersion == "" {
 			t.Errorf("listing %+v", l)
 		}
 		if l.Server == "web" && l.Request.SessionID != web.SessionID {
@@ -287,7 +288,7 @@ func TestTraceListing(t *testing.T) {
 			return context.WithValue(i.Context, spanKey{}, fmt.Sprint("list ", n))
 		},
 		ListDone: func(i ListDoneInfo) {
-			rec.add("list done %s tools=%d err=%v sent=%v [%s]", i.Server, i.Tools, i.Err, i.Request != nil, spanOf(i.Context))
+			rec.add("list done %s tools=%d err=%v sent=%v [%s]", i.Server, i.Items, i.Err, i.Request != nil, spanOf(i.Context))
 		},
 		RequestMeta: func(i RequestMetaInfo) map[string]any {
 			rec.add("meta %s %s call=%v [%s]", i.Method, i.Server, i.Call != nil, spanOf(i.Context))
@@ -393,5 +394,164 @@ func TestTraceRequestErr(t *testing.T) {
 	}
 	if i := done["fail"]; !errors.Is(i.Err, ErrServerError) || i.Request == nil || !errors.Is(i.Request.Err, ErrServerError) {
 		t.Errorf("server error: err %v, request %+v", i.Err, i.Request)
+	}
+}
+
+// TestTraceRequests follows prompts/get, resources/read and
+// completion/complete through RequestStart and RequestDone: the listings
+// they need and the policy's decision happen in the request's context,
+// the request's _meta carries the trace's keys over the caller's, and
+// RequestDone has the request, with its JSON-RPC id.
+func TestTraceRequests(t *testing.T) {
+	rec := &recorder{}
+	srv := featureServer(t, "a").echoTools("t")
+	var mu sync.Mutex
+	metas := map[string]mcp.Meta{}
+	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			mu.Lock()
+			metas[method] = req.GetParams().GetMeta()
+			mu.Unlock()
+			return next(ctx, method, req)
+		}
+	})
+	var starts []RequestStartInfo
+	var dones []RequestDoneInfo
+	var callIDs []string
+	h := newHub(t, []Server{srv.server("a")}, &HubOptions{Options: Options{
+		Policy: NewPolicy(Deny("a/a_only"), Allow("*")),
+		Trace: &Trace{
+			RequestStart: func(i RequestStartInfo) context.Context {
+				mu.Lock()
+				starts = append(starts, i)
+				mu.Unlock()
+				rec.add("start %s %s", i.Method, i.Call.Exposed)
+				return context.WithValue(i.Context, spanKey{}, i.Method+" "+i.Call.Exposed)
+			},
+			Decided: func(i DecidedInfo) {
+				rec.add("decided %s %s %v [%s]", i.Call.Method, i.Call.Exposed, i.Decision, spanOf(i.Context))
+			},
+			ListStart: func(i ListStartInfo) context.Context {
+				rec.add("list %s %s [%s]", i.Method, i.Server, spanOf(i.Context))
+				return context.WithValue(i.Context, spanKey{}, i.Method)
+			},
+			ListDone: func(i ListDoneInfo) {
+				rec.add("listed %s %d [%s]", i.Method, i.Items, spanOf(i.Context))
+			},
+			RequestMeta: func(i RequestMetaInfo) map[string]any {
+				return map[string]any{"traceparent": spanOf(i.Context)}
+			},
+			RequestDone: func(i RequestDoneInfo) {
+				mu.Lock()
+				dones = append(dones, i)
+				mu.Unlock()
+				var kind string
+				if e := (*Error)(nil); errors.As(i.Err, &e) {
+					kind = e.Kind.String()
+				}
+				rec.add("done %s %s/%s err=%s sent=%v [%s]", i.Method, i.Call.Server, i.Call.Tool, kind, i.Request != nil, spanOf(i.Context))
+			},
+			CallDone: func(i CallDoneInfo) {
+				if i.Request != nil {
+					mu.Lock()
+					callIDs = append(callIDs, i.Request.RequestID)
+					mu.Unlock()
+				}
+			},
+		},
+	}})
+	ctx := context.Background()
+	client := mcp.Meta{"traceparent": "client's", "k": "v"}
+	if _, err := h.GetPrompt(ctx, "a__greet", map[string]string{"who": "you"}, &CallOptions{Meta: client}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.GetPrompt(ctx, "a__a_only", nil, nil); err == nil {
+		t.Fatal("a denied prompt was got")
+	}
+	if _, err := h.ReadResource(ctx, "test://a/doc", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "a__greet"},
+		Argument: mcp.CompleteParamsArgument{Name: "who", Value: "y"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.CallTool(ctx, "a__t", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"start prompts/get a__greet",
+		"list prompts/list a [prompts/get a__greet]",
+		"listed prompts/list 2 [prompts/list]",
+		"decided prompts/get a__greet allow [prompts/get a__greet]",
+		"done prompts/get a/greet err= sent=true [prompts/get a__greet]",
+		"start prompts/get a__a_only",
+		"decided prompts/get a__a_only deny [prompts/get a__a_only]",
+		"done prompts/get a/a_only err=denied sent=false [prompts/get a__a_only]",
+		"start resources/read test://a/doc",
+		"list resources/list a [resources/read test://a/doc]",
+		"listed resources/list 2 [resources/list]",
+		"list resources/templates/list a [resources/read test://a/doc]",
+		"listed resources/templates/list 1 [resources/templates/list]",
+		"decided resources/read test://a/doc allow [resources/read test://a/doc]",
+		"done resources/read a/test://a/doc err= sent=true [resources/read test://a/doc]",
+		"start completion/complete a__greet",
+		"decided prompts/get a__greet allow [completion/complete a__greet]",
+		"done completion/complete a/greet err= sent=true [completion/complete a__greet]",
+		"list tools/list a []",
+		"listed tools/list 1 [tools/list]",
+		"decided tools/call a__t allow []", // a Trace without CallStart
+	}
+	if got := rec.get(); !slices.Equal(got, want) {
+		t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if m := starts[0].Meta; m["traceparent"] != "client's" {
+		t.Errorf("RequestStart's Meta = %v, want the caller's", m)
+	}
+	for method, want := range map[string]string{
+		"prompts/get": "prompts/get a__greet", "resources/read": "resources/read test://a/doc",
+		"prompts/list": "prompts/list", "resources/list": "resources/list",
+	} {
+		if got := metas[method]["traceparent"]; got != want {
+			t.Errorf("%s: the server got traceparent %v, want %q", method, got, want)
+		}
+	}
+	if metas["completion/complete"]["traceparent"] != "completion/complete a__greet" {
+		t.Errorf("completion/complete: the server got _meta %v", metas["completion/complete"])
+	}
+	if metas["prompts/get"]["k"] != "v" {
+		t.Errorf("prompts/get: the caller's _meta is not sent: %v", metas["prompts/get"])
+	}
+	for _, d := range dones {
+		if d.Request == nil {
+			continue
+		}
+		if d.Request.RequestID == "" || d.Request.Transport != "in-memory" || d.Request.SessionID == "" && d.Request.ProtocolVersion == "" {
+			t.Errorf("%s: RequestInfo %+v", d.Method, *d.Request)
+		}
+	}
+	if len(callIDs) != 1 || callIDs[0] == "" {
+		t.Errorf("tools/call request ids %q", callIDs)
+	}
+}
+
+// TestTraceRequestUnsent checks that a completion conduit answers itself
+// (the server offers none) reports no request.
+func TestTraceRequestUnsent(t *testing.T) {
+	srv := newTestServer(t, "s")
+	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	var done []RequestDoneInfo
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Trace: &Trace{
+		RequestDone: func(i RequestDoneInfo) { done = append(done, i) },
+	}}})
+	res, err := h.Complete(context.Background(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "s__p"}}, nil)
+	if err != nil || len(res.Completion.Values) != 0 {
+		t.Fatalf("%v %v", res, err)
+	}
+	if len(done) != 1 || done[0].Request != nil || done[0].Err != nil {
+		t.Errorf("RequestDone %+v, want one with no request", done)
 	}
 }

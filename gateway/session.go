@@ -376,10 +376,15 @@ func (s *session) syncResources(rs *conduit.ResourceSet) {
 	s.mu.Unlock()
 }
 
-// forwardMeta is the _meta a client sent with a call, to pass on to the
+// forwardMeta is the _meta a client sent with a request (tools/call,
+// prompts/get, resources/read, completion/complete), to pass on to the
 // server, added to out: the progress token is conduit's to set (progress
 // comes back through the call), and the io.modelcontextprotocol/ keys
-// describe the client's hop, not the call.
+// describe the client's hop, not the call. A trace context in it
+// (traceparent, tracestate, baggage) reaches the hub's Trace as
+// CallStartInfo.Meta (RequestStartInfo.Meta), whose span continues it;
+// the hub's Trace.RequestMeta then replaces it with the span's own, so
+// that the server's span is a child of conduit's, not of the client's.
 func forwardMeta(m, out mcp.Meta) mcp.Meta {
 	for k, v := range m {
 		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
@@ -480,7 +485,9 @@ func (s *session) getPrompt(ctx context.Context, name string, req *mcp.GetPrompt
 		server = p.Server
 	}
 	s.mu.Unlock()
-	res, err := s.g.src.GetPrompt(context.WithValue(ctx, sessionKey{}, s), name, req.Params.Arguments, s.callOptions(nil))
+	opts := s.callOptions(nil)
+	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
+	res, err := s.g.src.GetPrompt(context.WithValue(ctx, sessionKey{}, s), name, req.Params.Arguments, opts)
 	s.taintFrom(server, err)
 	if err != nil {
 		return nil, requestError(err)
@@ -492,7 +499,9 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 	s.mu.Lock()
 	server, _ := s.rset.Server(req.Params.URI)
 	s.mu.Unlock()
-	res, err := s.g.src.ReadResource(context.WithValue(ctx, sessionKey{}, s), req.Params.URI, s.callOptions(nil))
+	opts := s.callOptions(nil)
+	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
+	res, err := s.g.src.ReadResource(context.WithValue(ctx, sessionKey{}, s), req.Params.URI, opts)
 	s.taintFrom(server, err)
 	if err != nil {
 		return nil, requestError(err)
@@ -508,7 +517,9 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 // completions), so it taints nothing.
 func (s *session) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	server := s.completionServer(req.Params)
-	res, err := s.g.src.Complete(ctx, req.Params, s.callOptions(nil))
+	opts := s.callOptions(nil)
+	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
+	res, err := s.g.src.Complete(ctx, req.Params, opts)
 	if err != nil || len(res.Completion.Values) > 0 {
 		s.taintFrom(server, err)
 	}

@@ -7,9 +7,10 @@
 //	hub, err := conduit.NewHub(ctx, servers, &conduit.HubOptions{Options: conduit.Options{
 //		Policy: p, Trace: tel.Trace(),
 //	}})
-//	listing, err := adapters.Tools(ctx, hub, adapters.OpenAIChat, &adapters.ToolsOptions{
+//	conv, err := adapters.NewConversation(ctx, hub, adapters.OpenAIChat, &adapters.ConversationOptions{
 //		ListingOptions: adapters.ListingOptions{Trace: tel.AdaptersTrace()},
 //	})
+//	// each turn: conv.Tools() into the request, conv.Execute(ctx, response) for the answers
 //
 // # Conventions followed
 //
@@ -30,8 +31,13 @@
 //
 //	mcp.method.name           "tools/call"
 //	gen_ai.operation.name     "execute_tool"
-//	gen_ai.tool.name          the tool's own name on its server (what tools/call sends)
+//	gen_ai.tool.name          the tool's own name on its server (what tools/call sends,
+//	                          and so what the server's own span records)
+//	conduit.tool.exposed      the name the model used (server__tool in a hub), when it differs
 //	gen_ai.tool.call.id       the model's call id, when the call came from a model's response
+//	jsonrpc.request.id        the request's JSON-RPC id, when known: over stdio, in-memory
+//	                          and SSE transports, whose connections conduit wraps; not over
+//	                          Streamable HTTP, whose connection the SDK keeps to itself
 //	conduit.server            the server's id in the hub
 //	error.type                when the call failed: the JSON-RPC error code of a
 //	                          server's error ("-32602"), "tool_error" for a result
@@ -44,6 +50,14 @@
 //	network.protocol.name     "http" for HTTP
 //	server.address, .port     the server's host and port, for HTTP; never the rest of its URL
 //
+// network.protocol.version is not recorded: which HTTP version a request
+// went over is not known to conduit.
+//
+// A call of a local tool ([conduit.Hub.CallLocal]) sends no request: its
+// span is the GenAI conventions' execute_tool span, named
+// "execute_tool {gen_ai.tool.name}", of kind INTERNAL, without
+// mcp.method.name and without the metric.
+//
 // The span's status is Error when error.type is set; its description is
 // the server's JSON-RPC error message when there is one. The steps of the
 // governed pipeline are span events:
@@ -54,22 +68,42 @@
 //	                            conduit.approval.duration (seconds)
 //	conduit.hook.denial         conduit.hook.name, conduit.hook.stage (before, after)
 //	conduit.validation.failure
-//	conduit.strict_fallback     gen_ai.tool.name (the exposed name), conduit.strict.reason,
+//	conduit.strict_fallback     conduit.tool.exposed, conduit.strict.reason,
 //	                            on the span of the listing's context
+//	conduit.pin_drift           conduit.server, conduit.pin.tool, conduit.pin.drift (changed,
+//	                            new, removed), conduit.pin.pinned, conduit.pin.listed (digests),
+//	                            for a tool a listing leaves out because it differs from its pin,
+//	                            on the span of the listing's context (a call's, when a call
+//	                            listed); the diff itself goes to the Logger, not to telemetry
+//
+// A strict-mode fallback or pin drift whose context has no span gets a
+// span of its own, named as the event, so that it is not lost (a span
+// sampled out keeps it out).
 //
 // With RecordMessages, the approval, hook denial and validation failure
 // events also carry conduit.reason: the approver's reason, the hook's
 // error, what does not match the schema.
 //
-// Each tools/list request to a server (a listing answered from conduit's
-// cache sends none) is a CLIENT span "tools/list" with mcp.method.name,
-// conduit.server, conduit.tools (how many were listed), error.type and the
-// session and server attributes above.
+// Each listing request to a server (tools/list, prompts/list,
+// resources/list, resources/templates/list; a listing answered from
+// conduit's cache sends none) is a CLIENT span named as its method, with
+// mcp.method.name, conduit.server, conduit.list.items (how many were
+// listed), error.type and the session and server attributes above.
+//
+// prompts/get, resources/read, resources/subscribe, resources/unsubscribe
+// and completion/complete are CLIENT spans too, from the moment the
+// request enters the pipeline (its listing, policy decision and approval
+// are within), named "prompts/get {gen_ai.prompt.name}" (likewise
+// "completion/complete {gen_ai.prompt.name}" for a prompt's argument), or
+// the method alone: a resource's URI is the attribute mcp.resource.uri,
+// never part of the name, whose cardinality it would make unbounded. They
+// carry the session, server and outcome attributes above.
 //
 // The metric is the conventions' mcp.client.operation.duration, a
 // histogram in seconds with their bucket boundaries (0.01 s to 300 s),
-// recorded for every request sent: tools/call and tools/list, with
-// mcp.method.name, gen_ai.tool.name, gen_ai.operation.name, error.type,
+// recorded for every request sent (calls, listings and the requests
+// above), with mcp.method.name, gen_ai.tool.name and gen_ai.operation.name
+// (tools/call), gen_ai.prompt.name (prompts/get), error.type,
 // rpc.response.status_code, mcp.protocol.version, network.transport,
 // network.protocol.name, server.address and server.port. Its duration
 // is the request's, from sending to the answer: time spent on policy,
@@ -81,6 +115,13 @@
 // by the configured propagator (traceparent, tracestate, baggage for the
 // W3C ones), as the conventions ask, through [conduit.Trace.RequestMeta].
 // A server that does not know these keys ignores them.
+//
+// A call or request whose CallOptions.Meta carries a trace context (the
+// params._meta a gateway's client sent, which conduit serve passes on)
+// continues it: the extracted context is the span's parent, as the
+// conventions ask of a server, and the span in the Go context, if any, is
+// linked. What the server then receives is the span's own context, not
+// the client's, so that its span is conduit's child.
 //
 // # What is recorded, and what never is
 //

@@ -53,13 +53,16 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer hub.Close()
-	listing, err := adapters.Tools(ctx, hub, adapters.Anthropic, &adapters.ToolsOptions{
+	conv, err := adapters.NewConversation(ctx, hub, adapters.Anthropic, &adapters.ConversationOptions{
 		ListingOptions: adapters.ListingOptions{Trace: tel.AdaptersTrace()},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	if _, err := hub.CallTool(ctx, "notes__search", map[string]any{"query": "pasta"}, &conduit.CallOptions{ToolSet: listing.ToolSet, ID: "toolu_01"}); err != nil {
+	// conv.Tools() goes into the request to the model; its response comes
+	// back to Execute.
+	response := `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_01","name":"notes__search","input":{"query":"pasta"}}]}`
+	if _, err := conv.Execute(ctx, json.RawMessage(response)); err != nil {
 		log.Fatal(err)
 	}
 
@@ -67,7 +70,7 @@ func ExampleNew() {
 		fmt.Println(span.Name, span.SpanKind)
 		for _, kv := range span.Attributes {
 			switch kv.Key {
-			case "mcp.method.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "conduit.server", "conduit.tools":
+			case "mcp.method.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "conduit.server", "conduit.list.items":
 				fmt.Printf("  %s=%s\n", kv.Key, kv.Value.Emit())
 			}
 		}
@@ -79,7 +82,7 @@ func ExampleNew() {
 	// tools/list client
 	//   mcp.method.name=tools/list
 	//   conduit.server=notes
-	//   conduit.tools=1
+	//   conduit.list.items=1
 	// tools/call search client
 	//   mcp.method.name=tools/call
 	//   gen_ai.tool.name=search

@@ -2,6 +2,11 @@ module github.com/conduitmcp/conduit/otelconduit
 
 go 1.26.0
 
+// Until the root module is tagged, it is required at no version and
+// reached through this replace, which makes go install ...@version refuse
+// the module (install from a clone: go install ./cmd/conduit). At a
+// release: tag the root vX.Y.Z, require it here without the replace, tag
+// otelconduit/vX.Y.Z, and develop both with an uncommitted go.work.
 replace github.com/conduitmcp/conduit => ../
 
 require (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -65,11 +66,12 @@ type Telemetry struct {
 	decisions cache[decisionKey, trace.EventOption]
 }
 
-// opKey is what mcp.client.operation.duration's attributes are made of.
+// opKey is what mcp.client.operation.duration's attributes are made of:
+// name is the tool's for tools/call, the prompt's for prompts/get and
+// completion/complete.
 type opKey struct {
-	list                                           bool
-	tool, errType, code, protocol, transport, host string
-	port                                           int
+	method, name, errType, code, protocol, transport, host string
+	port                                                   int
 }
 
 type decisionKey struct {
@@ -151,14 +153,17 @@ func (t *Telemetry) Trace() *conduit.Trace {
 		CallDone:         t.callDone,
 		ListStart:        t.listStart,
 		ListDone:         t.listDone,
+		RequestStart:     t.requestStart,
+		RequestDone:      t.requestDone,
 		RequestMeta:      t.requestMeta,
+		PinDrift:         t.pinDrift,
 	}
 }
 
 // AdaptersTrace returns the hooks to set as a listing's
 // adapters.ListingOptions.Trace: a strict-mode fallback becomes an event
 // of the span in the listing's context (the caller's own, such as an agent
-// turn's).
+// turn's), or of a span of its own when that context has none recording.
 func (t *Telemetry) AdaptersTrace() *adapters.Trace {
 	return &adapters.Trace{StrictFallback: t.strictFallback}
 }
@@ -166,7 +171,12 @@ func (t *Telemetry) AdaptersTrace() *adapters.Trace {
 // Attribute keys of conduit's own; the conventions' come from semconv.
 const (
 	keyServer           = attribute.Key("conduit.server")
-	keyTools            = attribute.Key("conduit.tools")
+	keyExposed          = attribute.Key("conduit.tool.exposed")
+	keyItems            = attribute.Key("conduit.list.items")
+	keyDriftKind        = attribute.Key("conduit.pin.drift")
+	keyDriftTool        = attribute.Key("conduit.pin.tool")
+	keyPinned           = attribute.Key("conduit.pin.pinned")
+	keyListed           = attribute.Key("conduit.pin.listed")
 	keyDecision         = attribute.Key("conduit.policy.decision")
 	keyRule             = attribute.Key("conduit.policy.rule")
 	keyMatched          = attribute.Key("conduit.policy.matched")
@@ -179,6 +189,8 @@ const (
 	keyStrictReason     = attribute.Key("conduit.strict.reason")
 	methodCall          = "tools/call"
 	methodList          = "tools/list"
+	methodGetPrompt     = "prompts/get"
+	operationExecute    = "execute_tool"
 	errTypeToolError    = "tool_error"
 	errTypeOther        = "_OTHER"
 	eventDecision       = "conduit.policy.decision"
@@ -186,11 +198,11 @@ const (
 	eventHookDenial     = "conduit.hook.denial"
 	eventValidation     = "conduit.validation.failure"
 	eventStrictFallback = "conduit.strict_fallback"
+	eventPinDrift       = "conduit.pin_drift"
 )
 
 var (
 	attrCall    = semconv.McpMethodNameKey.String(methodCall)
-	attrList    = semconv.McpMethodNameKey.String(methodList)
 	attrExecute = semconv.GenAIOperationNameExecuteTool
 )
 
@@ -201,9 +213,45 @@ var attrPool = sync.Pool{New: func() any { s := make([]attribute.KeyValue, 0, 16
 // it ends, in one go: a sampler sees the span's name and kind.
 var callStartOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 
+// localStartOptions start a local tool's span: no request is sent, so it
+// is the GenAI conventions' execute_tool span, not an MCP client's.
+var localStartOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
+
 func (t *Telemetry) callStart(i conduit.CallStartInfo) context.Context {
-	ctx, _ := t.tracer.Start(i.Context, methodCall, callStartOptions...)
+	opts := callStartOptions
+	name := methodCall
+	if i.Local {
+		opts, name = localStartOptions, operationExecute
+	}
+	ctx, links := t.parent(i.Context, i.Meta)
+	if links != nil {
+		opts = append(slices.Clip(opts), trace.WithLinks(links...))
+	}
+	ctx, _ = t.tracer.Start(ctx, name, opts...)
 	return ctx
+}
+
+// parent is the context a call's or request's span starts in: ctx, with
+// the trace context meta carries (a gateway's client's, in params._meta)
+// in the place of ctx's span, since the MCP conventions make the context
+// extracted from _meta the parent; ctx's own span, if any, is then linked.
+func (t *Telemetry) parent(ctx context.Context, meta map[string]any) (context.Context, []trace.Link) {
+	if len(meta) == 0 {
+		return ctx, nil
+	}
+	ectx := t.propagator().Extract(ctx, &metaCarrier{m: meta})
+	ambient, extracted := trace.SpanContextFromContext(ctx), trace.SpanContextFromContext(ectx)
+	if !ambient.IsValid() || !extracted.IsValid() || ambient.Equal(extracted) {
+		return ectx, nil
+	}
+	return ectx, []trace.Link{{SpanContext: ambient}}
+}
+
+func (t *Telemetry) propagator() propagation.TextMapPropagator {
+	if t.prop != nil {
+		return t.prop
+	}
+	return otel.GetTextMapPropagator()
 }
 
 func (t *Telemetry) decided(i conduit.DecidedInfo) {
@@ -265,18 +313,44 @@ func (t *Telemetry) validationFailed(i conduit.ValidationFailedInfo) {
 }
 
 func (t *Telemetry) strictFallback(i adapters.StrictFallbackInfo) {
-	if i.Context == nil {
-		return
-	}
-	span := trace.SpanFromContext(i.Context)
-	if !span.IsRecording() {
-		return
-	}
-	attrs := []attribute.KeyValue{semconv.GenAIToolName(i.Tool)}
+	attrs := []attribute.KeyValue{keyExposed.String(i.Tool)}
 	if i.Err != nil {
 		attrs = append(attrs, keyStrictReason.String(i.Err.Error()))
 	}
-	span.AddEvent(eventStrictFallback, trace.WithAttributes(attrs...))
+	t.event(i.Context, eventStrictFallback, attrs)
+}
+
+func (t *Telemetry) pinDrift(i conduit.PinDriftInfo) {
+	d := i.Drift
+	attrs := []attribute.KeyValue{keyServer.String(d.Server), keyDriftTool.String(d.Tool), keyDriftKind.String(d.Kind.String())}
+	if d.Pinned != "" {
+		attrs = append(attrs, keyPinned.String(d.Pinned))
+	}
+	if d.Listed != "" {
+		attrs = append(attrs, keyListed.String(d.Listed))
+	}
+	t.event(i.Context, eventPinDrift, attrs)
+}
+
+// event adds an event to the span recording in ctx; when there is none
+// (no caller's span, or a listing outside any), to a span of its own,
+// named as the event, so that it is not lost. A span that is not
+// recording because it was sampled out keeps it out.
+func (t *Telemetry) event(ctx context.Context, name string, attrs []attribute.KeyValue) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		span.AddEvent(name, trace.WithAttributes(attrs...))
+		return
+	}
+	if span.SpanContext().IsValid() {
+		return
+	}
+	_, span = t.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal))
+	span.AddEvent(name, trace.WithAttributes(attrs...))
+	span.End()
 }
 
 func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
@@ -296,18 +370,28 @@ func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
 	if measuring {
 		// The operation's outcome is the request's, not an after-hook's.
 		rType, rCode, _ := classify(i.Request.Err, i.Result)
-		t.record(i.Context, i.Request, opKey{tool: tool, errType: rType, code: rCode})
+		t.record(i.Context, i.Request, opKey{method: methodCall, name: tool, errType: rType, code: rCode})
 	}
 	if !recording {
 		span.End()
 		return
 	}
-	if call.Tool != "" {
+	switch {
+	case i.Local:
+		span.SetName(operationExecute + " " + tool)
+	case call.Tool != "":
 		span.SetName(methodCall + " " + call.Tool)
 	}
 	buf := attrPool.Get().(*[]attribute.KeyValue)
 	defer attrPool.Put(buf)
-	attrs := append((*buf)[:0], attrCall, attrExecute, semconv.GenAIToolName(tool))
+	attrs := (*buf)[:0]
+	if !i.Local {
+		attrs = append(attrs, attrCall)
+	}
+	attrs = append(attrs, attrExecute, semconv.GenAIToolName(tool))
+	if call.Exposed != tool && call.Exposed != "" {
+		attrs = append(attrs, keyExposed.String(call.Exposed))
+	}
 	if call.ID != "" {
 		attrs = append(attrs, semconv.GenAIToolCallID(call.ID))
 	}
@@ -343,20 +427,28 @@ func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
 }
 
 func (t *Telemetry) listStart(i conduit.ListStartInfo) context.Context {
-	ctx, _ := t.tracer.Start(i.Context, methodList, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attrList, keyServer.String(i.Server)))
+	method := i.Method
+	if method == "" {
+		method = methodList
+	}
+	ctx, _ := t.tracer.Start(i.Context, method, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(semconv.McpMethodNameKey.String(method), keyServer.String(i.Server)))
 	return ctx
 }
 
 func (t *Telemetry) listDone(i conduit.ListDoneInfo) {
 	span := trace.SpanFromContext(i.Context)
+	method := i.Method
+	if method == "" {
+		method = methodList
+	}
 	errType, code, desc := classify(i.Err, nil)
 	if i.Request != nil && t.duration.Enabled(i.Context) {
-		t.record(i.Context, i.Request, opKey{list: true, errType: errType, code: code})
+		t.record(i.Context, i.Request, opKey{method: method, errType: errType, code: code})
 	}
 	if span.IsRecording() {
 		attrs := make([]attribute.KeyValue, 0, 12)
-		attrs = append(attrs, keyTools.Int(i.Tools))
+		attrs = append(attrs, keyItems.Int(i.Items))
 		attrs = appendOutcome(attrs, errType, code)
 		if i.Request != nil {
 			attrs = appendPeer(attrs, i.Request, true)
@@ -369,16 +461,84 @@ func (t *Telemetry) listDone(i conduit.ListDoneInfo) {
 	span.End()
 }
 
-// record records a request's duration; k has the method, tool and
-// outcome, and record adds the request's peer.
+func (t *Telemetry) requestStart(i conduit.RequestStartInfo) context.Context {
+	ctx, links := t.parent(i.Context, i.Meta)
+	ctx, _ = t.tracer.Start(ctx, i.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithLinks(links...))
+	return ctx
+}
+
+// requestDone ends the span of a prompt, resource or completion request.
+// Its name is "prompts/get {prompt}" (and "completion/complete {prompt}"
+// for a prompt's argument) once the prompt resolves; a resource's URI is
+// an attribute, mcp.resource.uri, never part of the name, whose
+// cardinality it would make unbounded.
+func (t *Telemetry) requestDone(i conduit.RequestDoneInfo) {
+	span := trace.SpanFromContext(i.Context)
+	recording := span.IsRecording()
+	measuring := i.Request != nil && t.duration.Enabled(i.Context)
+	call := i.Call
+	var prompt, uri string
+	switch {
+	case call.Server == "":
+		// Not resolved.
+	case call.Method == methodGetPrompt:
+		prompt = call.Tool
+	default:
+		uri = call.Tool
+	}
+	errType, code, desc := classify(i.Err, nil)
+	if measuring {
+		rType, rCode, _ := classify(i.Request.Err, nil)
+		t.record(i.Context, i.Request, opKey{method: i.Method, name: prompt, errType: rType, code: rCode})
+	}
+	if !recording {
+		span.End()
+		return
+	}
+	attrs := make([]attribute.KeyValue, 0, 16)
+	attrs = append(attrs, semconv.McpMethodNameKey.String(i.Method))
+	if prompt != "" {
+		span.SetName(i.Method + " " + prompt)
+		attrs = append(attrs, semconv.GenAIPromptName(prompt))
+		if call.Exposed != prompt {
+			attrs = append(attrs, keyExposed.String(call.Exposed))
+		}
+	}
+	if uri != "" {
+		attrs = append(attrs, semconv.McpResourceURI(uri))
+	}
+	if call.Server != "" {
+		attrs = append(attrs, keyServer.String(call.Server))
+	}
+	attrs = appendOutcome(attrs, errType, code)
+	if i.Request != nil {
+		attrs = appendPeer(attrs, i.Request, true)
+	}
+	span.SetAttributes(attrs...)
+	if errType != "" {
+		if desc == "" && t.o.RecordMessages {
+			var e *conduit.Error
+			if errors.As(i.Err, &e) {
+				desc = e.Message
+			}
+		}
+		span.SetStatus(codes.Error, desc)
+	}
+	span.End()
+}
+
+// record records a request's duration; k has the method, tool or prompt
+// and outcome, and record adds the request's peer.
 func (t *Telemetry) record(ctx context.Context, r *conduit.RequestInfo, k opKey) {
 	k.protocol, k.transport, k.host, k.port = r.ProtocolVersion, r.Transport, r.Address, r.Port
 	opt := t.ops.get(k, func() metric.RecordOption {
 		attrs := make([]attribute.KeyValue, 0, 12)
-		if k.list {
-			attrs = append(attrs, attrList)
-		} else {
-			attrs = append(attrs, attrCall, attrExecute, semconv.GenAIToolName(k.tool))
+		attrs = append(attrs, semconv.McpMethodNameKey.String(k.method))
+		switch {
+		case k.method == methodCall:
+			attrs = append(attrs, attrExecute, semconv.GenAIToolName(k.name))
+		case k.name != "":
+			attrs = append(attrs, semconv.GenAIPromptName(k.name))
 		}
 		attrs = appendOutcome(attrs, k.errType, k.code)
 		attrs = appendPeer(attrs, r, false)
@@ -388,12 +548,8 @@ func (t *Telemetry) record(ctx context.Context, r *conduit.RequestInfo, k opKey)
 }
 
 func (t *Telemetry) requestMeta(i conduit.RequestMetaInfo) map[string]any {
-	prop := t.prop
-	if prop == nil {
-		prop = otel.GetTextMapPropagator()
-	}
 	var carrier metaCarrier
-	prop.Inject(i.Context, &carrier)
+	t.propagator().Inject(i.Context, &carrier)
 	return carrier.m
 }
 
@@ -464,11 +620,18 @@ func appendOutcome(attrs []attribute.KeyValue, errType, code string) []attribute
 }
 
 // appendPeer adds what the conventions say of the session and server; the
-// session id only to spans (withSession), since it would make a metric's
-// series per session.
+// session and request ids only to spans (withSession), since they would
+// make a metric's series per session or request. network.protocol.version
+// is not among them: which HTTP version a request went over is not known
+// to conduit.
 func appendPeer(attrs []attribute.KeyValue, r *conduit.RequestInfo, withSession bool) []attribute.KeyValue {
-	if withSession && r.SessionID != "" {
-		attrs = append(attrs, semconv.McpSessionID(r.SessionID))
+	if withSession {
+		if r.SessionID != "" {
+			attrs = append(attrs, semconv.McpSessionID(r.SessionID))
+		}
+		if r.RequestID != "" {
+			attrs = append(attrs, semconv.JSONRPCRequestID(r.RequestID))
+		}
 	}
 	if r.ProtocolVersion != "" {
 		attrs = append(attrs, semconv.McpProtocolVersion(r.ProtocolVersion))

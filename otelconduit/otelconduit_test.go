@@ -366,7 +366,7 @@ func TestHTTPPropagationAndPeer(t *testing.T) {
 			a["server.port"] != port || a["mcp.session.id"] == "" || a["mcp.protocol.version"] == "" || a["conduit.server"] != "web" {
 			t.Errorf("%s: attributes %v", sp.Name(), a)
 		}
-		if sp.Name() == "tools/list" && (a["conduit.tools"] != "7" || a["mcp.method.name"] != "tools/list") {
+		if sp.Name() == "tools/list" && (a["conduit.list.items"] != "7" || a["mcp.method.name"] != "tools/list") {
 			t.Errorf("tools/list attributes %v", a)
 		}
 		for _, kv := range sp.Attributes() {
@@ -527,7 +527,7 @@ func TestStrictFallbackEvent(t *testing.T) {
 	if len(sp.Events()) != 1 || sp.Events()[0].Name != "conduit.strict_fallback" {
 		t.Fatalf("events %v", sp.Events())
 	}
-	if a := attrs(sp.Events()[0].Attributes); a["gen_ai.tool.name"] != "t__tag" || !strings.Contains(a["conduit.strict.reason"], "labels") {
+	if a := attrs(sp.Events()[0].Attributes); a["conduit.tool.exposed"] != "t__tag" || !strings.Contains(a["conduit.strict.reason"], "labels") {
 		t.Errorf("event attributes %v", a)
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"strings"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
@@ -17,9 +18,9 @@ type Telemetry struct {
 	// ListingTrace is told of every listing's events, beside the
 	// command's own use of them.
 	ListingTrace *adapters.Trace
-	// Command, when set, is called as a command starts: it returns the
-	// context the command runs in, and the function to call with its exit
-	// status when it ends.
+	// Command, when set, is called as a command starts (serve excepted):
+	// it returns the context the command runs in, and the function to
+	// call with its exit status when it ends.
 	Command func(ctx context.Context, name string) (context.Context, func(exit int))
 }
 
@@ -49,13 +50,54 @@ func (env *Env) listingTrace(own *adapters.Trace) *adapters.Trace {
 	return &both
 }
 
-// run runs c, within the Env's command span when there is one.
+// run runs c, within the Env's command span when there is one. serve
+// has none: it runs until stopped, and a span that long would be the
+// parent of every request it ever served, exported only at the end. Each
+// of its requests is the root of a trace, or continues the trace its
+// client sent in params._meta.
 func (env *Env) run(ctx context.Context, c command, args []string) int {
-	if env.Telemetry == nil || env.Telemetry.Command == nil {
+	if env.Telemetry == nil || env.Telemetry.Command == nil || c.name == "serve" {
 		return finish(env, c.name, c.run(ctx, env, args))
 	}
 	ctx, end := env.Telemetry.Command(ctx, c.name)
 	code := finish(env, c.name, c.run(ctx, env, args))
 	end(code)
 	return code
+}
+
+// ExportWarning is what the root module's conduit, which exports nothing,
+// says when the OTEL_* variables in getenv ask for OpenTelemetry export
+// (as the otelconduit build reads them: an OTEL_TRACES_EXPORTER or
+// OTEL_METRICS_EXPORTER listing otlp, or unset with an OTLP endpoint), so that
+// the traces a user expects are not missed in silence; "" when they do
+// not ask, or OTEL_SDK_DISABLED is true.
+func ExportWarning(getenv func(string) string) string {
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return ""
+	}
+	for _, signal := range []struct{ exporter, endpoint string }{
+		{"OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
+		{"OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"},
+	} {
+		v := strings.ToLower(strings.ReplaceAll(getenv(signal.exporter), " ", ""))
+		asking := ""
+		if v != "" {
+			// Only otlp is what the otelconduit build would export.
+			if strings.Contains(","+v+",", ",otlp,") {
+				asking = signal.exporter
+			}
+		} else {
+			for _, e := range []string{signal.endpoint, "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+				if getenv(e) != "" {
+					asking = e
+					break
+				}
+			}
+		}
+		if asking != "" {
+			return "conduit: " + asking + " is set, but this build of conduit does not export OpenTelemetry; " +
+				"the build of github.com/conduitmcp/conduit/otelconduit/cmd/conduit does (see the README, OpenTelemetry)"
+		}
+	}
+	return ""
 }

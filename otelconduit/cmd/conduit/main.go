@@ -1,8 +1,12 @@
 // Command conduit is conduit's command (github.com/conduitmcp/conduit/cmd/conduit),
-// the same commands and flags, built with OpenTelemetry: every call and
-// tools/list request of a command becomes a span, under one span for the
-// command ("conduit exec"), and the mcp.client.operation.duration metric,
-// exported over OTLP/HTTP when the standard environment variables ask:
+// the same commands and flags, built with OpenTelemetry: every call,
+// listing and prompt or resource request of a command becomes a span,
+// under one span for the command ("conduit exec"), and the
+// mcp.client.operation.duration metric, exported over OTLP/HTTP when the
+// standard environment variables ask. conduit serve has no command span:
+// each request it serves is the root of a trace, or continues the one its
+// client sent in params._meta, and the servers behind it receive the
+// context of conduit's span:
 //
 //	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 conduit exec --provider openai-chat --response r.json
 //
