@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/conduitmcp/conduit/internal/atomicfile"
 	"golang.org/x/oauth2"
 )
 
@@ -224,34 +225,10 @@ func (s *FileStore) Save(_ context.Context, key Key, rec *Record) error {
 	if err != nil {
 		return fmt.Errorf("oauth: %w", err)
 	}
-	// CreateTemp makes the file with mode 0600.
-	tmp, err := os.CreateTemp(s.Dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
+	// 0600, from the first byte on: the temporary file is never readable
+	// by others either.
+	if err := atomicfile.WriteFile(path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("oauth: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing to remove
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return fmt.Errorf("oauth: %w", err)
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("oauth: writing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("oauth: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("oauth: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("oauth: %w", err)
-	}
-	// The rename is durable once the directory is synced.
-	if d, err := os.Open(s.Dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }
