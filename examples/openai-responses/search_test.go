@@ -11,22 +11,14 @@ import (
 	"github.com/conduitmcp/conduit/internal/demo"
 )
 
-// searchHub is a hub over the demo's notes and web servers and the
-// catalog's 40 tools; its policy offers 43 of the 45, past the 40 at
-// which a Conversation searches.
+// searchHub is demo.SearchHub, closed when the test ends.
 func searchHub(t *testing.T) *conduit.Hub {
 	t.Helper()
-	srvs, stop, err := demo.InProcess(context.Background(), "notes", "web", "catalog")
+	hub, closeAll, err := demo.SearchHub(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub, err := conduit.NewHub(context.Background(), srvs, &conduit.HubOptions{Options: conduit.Options{Policy: conduit.NewPolicy(
-		conduit.Allow("web/*", "notes/search_*", "catalog/*"),
-	)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hub.Close(); stop() })
+	t.Cleanup(closeAll)
 	return hub
 }
 

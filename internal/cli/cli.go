@@ -124,7 +124,7 @@ func commands() []command {
 		{"audit", "[--json] [--severity S]", "report what the servers' tool definitions tell the model", runAudit, false},
 		{"strict", "[FILE]", "convert a JSON schema to OpenAI strict mode", runStrict, false},
 		{"agent", "--provider P --model M [--base-url URL] PROMPT", "a real agent loop against the provider's API", runAgent, false},
-		{"demo-server", "notes|web", "serve one of the demo's MCP servers over stdio", runDemoServer, true},
+		{"demo-server", "notes|web|catalog", "serve one of the demo's MCP servers over stdio", runDemoServer, true},
 		{"version", "", "print conduit's version", runVersion, false},
 	}
 }

@@ -11,6 +11,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -31,7 +32,7 @@ func ServerNames() []string { return []string{"notes", "web"} }
 func NewServer(name string) (*mcp.Server, error) {
 	f, ok := servers[name]
 	if !ok {
-		return nil, fmt.Errorf("no demo server %q (there are %v)", name, ServerNames())
+		return nil, fmt.Errorf("no demo server %q (there are %v)", name, slices.Sorted(maps.Keys(servers)))
 	}
 	return f(), nil
 }
@@ -85,4 +86,24 @@ func InProcess(ctx context.Context, names ...string) (srvs []conduit.Server, sto
 		srvs = append(srvs, conduit.Server{ID: name, Transport: ct})
 	}
 	return srvs, stop, nil
+}
+
+// SearchHub connects the notes, web and catalog servers in this process to
+// a hub whose policy offers 43 of their 45 tools, past the 40 at which a
+// Conversation searches, and allows conduit's own search_tools. closeAll
+// closes the hub, then the servers. The examples' tests run a whole search
+// loop (search, reveal, call) over it.
+func SearchHub(ctx context.Context) (hub *conduit.Hub, closeAll func(), err error) {
+	srvs, stop, err := InProcess(ctx, "notes", "web", "catalog")
+	if err != nil {
+		return nil, nil, err
+	}
+	hub, err = conduit.NewHub(ctx, srvs, &conduit.HubOptions{Options: conduit.Options{Policy: conduit.NewPolicy(
+		conduit.Allow("web/*", "notes/search_*", "catalog/*", "conduit/search_tools"),
+	)}})
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return hub, func() { hub.Close(); stop() }, nil
 }
