@@ -94,10 +94,13 @@ func (s *soak) inject(ctx context.Context, plan []event, rng *rand.Rand) {
 		case "kill":
 			s.kill(rng)
 		case "stall":
+			// The stall's generator is drawn here: rng is this loop's
+			// alone, and the goroutine may start after the next event.
+			r := rand.New(rand.NewPCG(rng.Uint64(), 0))
 			wg.Go(func() {
 				stallMu.Lock()
 				defer stallMu.Unlock()
-				s.stall(rand.New(rand.NewPCG(rng.Uint64(), 0)))
+				s.stall(r)
 			})
 			time.Sleep(10 * time.Millisecond) // let it pick its victim before a kill does
 		case "hostile":
