@@ -73,9 +73,7 @@ func newConn(c *core, srv Server) *conn {
 	// conduit's own loop answers multi-round-trip requests (mrtr.go).
 	opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	cn.client = mcp.NewClient(c.Implementation, opts)
-	if c.Handlers != nil {
-		cn.client.AddReceivingMiddleware(cn.requestsMiddleware)
-	}
+	cn.client.AddReceivingMiddleware(cn.requestsMiddleware)
 	cn.client.AddReceivingMiddleware(cn.receiveMiddleware) // last: it keeps them all
 	if cn.keepAlive = keepAliveOf(c.KeepAlive, srv); cn.keepAlive > 0 {
 		cn.client.AddSendingMiddleware(cn.heardMiddleware)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -62,8 +63,10 @@ type Handlers struct {
 	// declares the sampling capability.
 	Sampling func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
 	// Roots answers roots/list. Setting it in Options declares the roots
-	// capability (without listChanged); without it, a server's request for
-	// roots in a multi-round-trip result is refused (see ErrInputNotGiven).
+	// capability (without listChanged); without it, a server's roots/list
+	// is answered "method not found", and its request for roots in a
+	// multi-round-trip result is refused (see ErrInputNotGiven), rather
+	// than either being told the hub has no roots.
 	Roots func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error)
 	// Logging receives notifications/message. A server sends them once
 	// its client set a level: see [Hub.SetLoggingLevel].
@@ -231,18 +234,26 @@ func (cn *conn) clientHandlers(o *mcp.ClientOptions) {
 // SDK has no handler for, and elicitation/create as the server sent it:
 // the SDK's client refuses some requested schemas that the protocol
 // allows (titled multi-select enums) before a handler sees them.
+//
+// Without a Roots handler, roots/list is refused as the multi-round-trip
+// form is (mrtr.go): the SDK's own answer, the hub's empty list, would
+// tell a server that nobody has roots.
 func (cn *conn) requestsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	h := cn.core.Handlers
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch r := req.(type) {
 		case *mcp.ListRootsRequest:
-			if method == "roots/list" && h.Roots != nil {
-				return serverRequest(cn, ctx, r, "roots", func(h *Handlers) func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-					return h.Roots
-				})
+			if method != "roots/list" {
+				break
 			}
+			if h == nil || h.Roots == nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "conduit: roots are not supported"}
+			}
+			return serverRequest(cn, ctx, r, "roots", func(h *Handlers) func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+				return h.Roots
+			})
 		case *mcp.ElicitRequest:
-			if method == "elicitation/create" && h.Elicitation != nil {
+			if method == "elicitation/create" && h != nil && h.Elicitation != nil {
 				return serverRequest(cn, ctx, r, "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					return h.Elicitation
 				})

@@ -341,6 +341,31 @@ func TestHandlersInputFailClosed(t *testing.T) {
 	}
 }
 
+// TestHandlersRootsRefusedLegacy: a server on protocol 2025-11-25 that
+// asks a hub with no Roots handler for its roots is refused, as the
+// multi-round-trip form is, rather than told by the SDK that the list is
+// empty; with a handler it gets the handler's answer.
+func TestHandlersRootsRefusedLegacy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hub  *Handlers
+		want string
+	}{
+		{"no handlers", nil, "method not found"},
+		{"no roots handler", &Handlers{Elicitation: hubHandlers.Elicitation}, "method not found"},
+		{"roots handler", caller("hub", new([]string), new(sync.Mutex)), "roots file:///hub"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := legacyServer(t)
+			askTools(ts.Server, nil)
+			h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: tc.hub}})
+			if got := call(t, h, context.Background(), "s__roots", nil); !strings.Contains(got, tc.want) {
+				t.Errorf("roots = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestHandlersInputRounds: the SDK's limits hold for conduit's loop: a
 // server that keeps asking is sent the request 10 times, one that keeps
 // shedding load (input required, nothing asked) 3 times; then the call
