@@ -56,12 +56,14 @@ func (h *Handler) authorizationCodeGrant(ctx context.Context, req *http.Request,
 	if prm == nil {
 		return h.legacyAuthorizationCode(ctx, cs)
 	}
-	sdk, err := h.sdkHandler()
+	h.issuer, h.indicator = prm.AuthorizationServers[0], prm.Resource
+	known := h.knownClient(ctx, h.issuer)
+	sdk, err := h.sdkHandler(known)
 	if err != nil {
 		return err
 	}
-	h.issuer, h.indicator = prm.AuthorizationServers[0], prm.Resource
 	if err := sdk.Authorize(ctx, req, h.withMetadataURL(resp, cs)); err != nil {
+		h.forgetClient(ctx, known)
 		return fmt.Errorf("oauth: authorizing with %s: %w", h.issuer, err)
 	}
 	return nil
@@ -92,8 +94,14 @@ func (h *Handler) credentials() (id, secret string, err error) {
 	return id, secret, nil
 }
 
-func (h *Handler) sdkHandler() (*auth.AuthorizationCodeHandler, error) {
-	if h.sdk != nil {
+// sdkHandler returns the SDK's handler, made for known, a client
+// registered dynamically before (nil for none).
+func (h *Handler) sdkHandler(known *client) (*auth.AuthorizationCodeHandler, error) {
+	var knownID string
+	if known != nil {
+		knownID = known.ClientID
+	}
+	if h.sdk != nil && h.sdkFor == knownID {
 		return h.sdk, nil
 	}
 	id, secret, err := h.credentials()
@@ -101,6 +109,10 @@ func (h *Handler) sdkHandler() (*auth.AuthorizationCodeHandler, error) {
 		return nil, err
 	}
 	redirect := h.redirectURL()
+	// The SDK's handler does not keep the client it registered: a client
+	// it registered is passed back to it as one registered in advance,
+	// bound to its issuer.
+	dynamic := id == ""
 	c := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL:              redirect,
 		AuthorizationCodeFetcher: h.fetch,
@@ -111,25 +123,34 @@ func (h *Handler) sdkHandler() (*auth.AuthorizationCodeHandler, error) {
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			rec := &Record{Resource: h.endpoint, Indicator: h.indicator, Issuer: h.issuer, ClientID: oc.ClientID, ClientSecret: oc.ClientSecret,
 				TokenURL: oc.Endpoint.TokenURL, AuthStyle: oc.Endpoint.AuthStyle, Scopes: oc.Scopes, Token: tok}
+			if dynamic && oc.ClientID != h.cfg.ClientMetadataURL {
+				rec.RegisteredRedirect = redirect
+			}
 			return h.adopt(ctx, rec, true)
 		},
 	}
 	if h.cfg.ClientMetadataURL != "" {
 		c.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: h.cfg.ClientMetadataURL}
 	}
-	if id != "" {
+	switch {
+	case id != "":
 		c.PreregisteredClient = &oauthex.ClientCredentials{ClientID: id}
 		if secret != "" {
 			c.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: secret}
 		}
-	} else {
+	case known != nil:
+		c.PreregisteredClient = &oauthex.ClientCredentials{ClientID: known.ClientID, Issuer: h.issuer}
+		if known.ClientSecret != "" {
+			c.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: known.ClientSecret}
+		}
+	default:
 		c.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{Metadata: h.registrationMetadata(redirect)}
 	}
 	sdk, err := auth.NewAuthorizationCodeHandler(c)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
-	h.sdk = sdk
+	h.sdk, h.sdkFor = sdk, knownID
 	return sdk, nil
 }
 
@@ -322,7 +343,7 @@ func (h *Handler) peek(ctx context.Context, u string, v any) bool {
 // legacyAuthorizationCode is the authorization code grant with PKCE for a
 // 2025-03-26 server, built from the SDK's oauthex and golang.org/x/oauth2
 // like the SDK's own handler.
-func (h *Handler) legacyAuthorizationCode(ctx context.Context, cs []oauthex.Challenge) error {
+func (h *Handler) legacyAuthorizationCode(ctx context.Context, cs []oauthex.Challenge) (err error) {
 	asm, err := h.legacyMetadata(ctx)
 	if err != nil {
 		return err
@@ -335,10 +356,16 @@ func (h *Handler) legacyAuthorizationCode(ctx context.Context, cs []oauthex.Chal
 	if m := asm.CodeChallengeMethodsSupported; len(m) > 0 && !slices.Contains(m, "S256") {
 		return fmt.Errorf("oauth: authorization server %s does not support PKCE with S256", asm.Issuer)
 	}
-	client, err := h.register(ctx, asm)
+	known := h.knownClient(ctx, asm.Issuer)
+	client, err := h.register(ctx, asm, known)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err != nil {
+			h.forgetClient(ctx, known)
+		}
+	}()
 	scopes := union(scopesFrom(cs), h.cfg.Scopes)
 	if slices.Contains(asm.ScopesSupported, "offline_access") {
 		scopes = union(scopes, []string{"offline_access"})
@@ -366,19 +393,25 @@ func (h *Handler) legacyAuthorizationCode(ctx context.Context, cs []oauthex.Chal
 	if err != nil {
 		return fmt.Errorf("oauth: exchanging the authorization code: %w", err)
 	}
-	_, err = h.adopt(ctx, &Record{Resource: h.endpoint, Issuer: asm.Issuer, ClientID: client.ClientID, ClientSecret: client.ClientSecret,
-		TokenURL: asm.TokenEndpoint, AuthStyle: client.AuthStyle, Scopes: scopes, Token: tok}, true)
+	rec := &Record{Resource: h.endpoint, Issuer: asm.Issuer, ClientID: client.ClientID, ClientSecret: client.ClientSecret,
+		TokenURL: asm.TokenEndpoint, AuthStyle: client.AuthStyle, Scopes: scopes, Token: tok}
+	if client.dynamic {
+		rec.RegisteredRedirect = oc.RedirectURL
+	}
+	_, err = h.adopt(ctx, rec, true)
 	return err
 }
 
 type client struct {
 	ClientID, ClientSecret string
 	AuthStyle              oauth2.AuthStyle
+	dynamic                bool // registered dynamically (RFC 7591)
 }
 
 // register picks the client in the MCP specification's order: a client
-// metadata document, a client registered in advance, dynamic registration.
-func (h *Handler) register(ctx context.Context, asm *oauthex.AuthServerMeta) (*client, error) {
+// metadata document, a client registered in advance, dynamic registration
+// (known, when a client was registered before).
+func (h *Handler) register(ctx context.Context, asm *oauthex.AuthServerMeta, known *client) (*client, error) {
 	if h.cfg.ClientMetadataURL != "" && asm.ClientIDMetadataDocumentSupported {
 		return &client{ClientID: h.cfg.ClientMetadataURL, AuthStyle: oauth2.AuthStyleInParams}, nil
 	}
@@ -392,10 +425,8 @@ func (h *Handler) register(ctx context.Context, asm *oauthex.AuthServerMeta) (*c
 	if asm.RegistrationEndpoint == "" {
 		return nil, fmt.Errorf("oauth: authorization server %s offers no registration: configure a client id", asm.Issuer)
 	}
-	if r := h.registered; r != nil && r.endpoint == asm.RegistrationEndpoint {
-		// A login that failed, or a step-up, uses the client registered
-		// before rather than registering another.
-		return &r.client, nil
+	if known != nil {
+		return known, nil
 	}
 	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, h.registrationMetadata(h.redirectURL()), h.hc)
 	if err != nil {
@@ -407,15 +438,9 @@ func (h *Handler) register(ctx context.Context, asm *oauthex.AuthServerMeta) (*c
 	case "client_secret_post", "none":
 		style = oauth2.AuthStyleInParams
 	}
-	c := client{ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, AuthStyle: style}
-	h.registered = &registration{endpoint: asm.RegistrationEndpoint, client: c}
+	c := client{ClientID: reg.ClientID, ClientSecret: reg.ClientSecret, AuthStyle: style, dynamic: true}
+	h.noteRegistered(asm.Issuer, c)
 	return &c, nil
-}
-
-// registration is a client registered dynamically, and where.
-type registration struct {
-	endpoint string
-	client   client
 }
 
 // authStyle is how to send a client secret, given the methods an

@@ -9,7 +9,11 @@
 // paths), its authorization server's metadata (RFC 8414 and OpenID
 // discovery, with the 2025-03-26 fallbacks), registers (a client ID
 // metadata document, a client registered in advance, or dynamic
-// registration, RFC 7591) and runs the configured [Grant]:
+// registration, RFC 7591) and runs the configured [Grant]. A client
+// registered dynamically is stored with its tokens (Record.
+// RegisteredRedirect) and used again by later logins, step-ups and other
+// processes with the same issuer and redirect URL; one whose login fails
+// is forgotten, so the next login registers anew:
 //
 //   - the authorization code grant with PKCE S256 and the resource
 //     indicator (RFC 8707), scopes chosen in the specification's order

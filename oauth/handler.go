@@ -38,16 +38,19 @@ type Handler struct {
 	// for the SDK's token hook.
 	issuer, indicator string
 	stepUps           []time.Time // recent step-up authorizations
-	// registered is the client the 2025-03-26 flow registered dynamically.
-	registered *registration
+	sdkFor            string      // the reused client h.sdk was made for ("" for none)
 
-	tsMu    sync.Mutex
-	loaded  bool // the store was read
-	fresh   bool // stored tokens are not used (Login)
-	ts      *tokenSource
-	dead    string // the access token whose refresh was refused
-	changed chan struct{}
-	asked   bool // an interactive step obtained tokens
+	tsMu   sync.Mutex
+	loaded bool // the store was read
+	// dcr is the client registered dynamically that a login reuses
+	// (registration.go); dcrLoaded, that the store was read for it.
+	dcr       *dynClient
+	dcrLoaded bool
+	fresh     bool // stored tokens are not used (Login)
+	ts        *tokenSource
+	dead      string // the access token whose refresh was refused
+	changed   chan struct{}
+	asked     bool // an interactive step obtained tokens
 	// failed is the outcome of an interactive step that failed or was
 	// declined, kept until new tokens come or Retry: a user is asked once,
 	// not again on every request or reconnection that meets a 401.
@@ -112,6 +115,7 @@ func (h *Handler) TokenSource(ctx context.Context) (oauth2.TokenSource, error) {
 			return nil, h.red.wrap(err)
 		}
 		h.loaded = true
+		h.rememberLocked(rec)
 		if usable(rec, h.endpoint) && rec.Token.AccessToken != h.dead {
 			h.installLocked(rec, true)
 		}
@@ -170,6 +174,7 @@ func (h *Handler) adopt(ctx context.Context, rec *Record, persist bool) (*tokenS
 	defer h.tsMu.Unlock()
 	ts := h.installLocked(rec, persist)
 	h.loaded = true
+	h.rememberLocked(rec)
 	h.signalLocked()
 	return ts, nil
 }

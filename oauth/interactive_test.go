@@ -196,6 +196,10 @@ func TestStepUpRetryLimit(t *testing.T) {
 		if n.Load() != int32(i) {
 			t.Fatalf("after step-up %d, Authorize called %d times", i, n.Load())
 		}
+		// Each step-up uses the client registered for the first.
+		if r := as.Snapshot().Registrations; r != 1 {
+			t.Fatalf("after step-up %d, %d dynamic registrations, want 1", i, r)
+		}
 	}
 	err = stepUp("scope-4")
 	if err == nil || !strings.Contains(err.Error(), "3 times") {
@@ -207,5 +211,81 @@ func TestStepUpRetryLimit(t *testing.T) {
 	// Scopes the last token was asked for are not asked for again.
 	if err := stepUp("scope-3"); err == nil || !strings.Contains(err.Error(), "granted") {
 		t.Fatalf("step-up for a granted scope: %v", err)
+	}
+}
+
+// A client registered dynamically is kept with its tokens and used by the
+// next login, in another process too (a Login reads the store), when the
+// issuer and the redirect URL are the same; a login with a client the
+// authorization server has dropped fails once, and the next registers anew.
+func TestDynamicClientReused(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprint("legacy=", legacy), func(t *testing.T) {
+			as := oauthtest.New(t, oauthtest.Options{Legacy: legacy})
+			store := &oauth.MemoryStore{}
+			cfg := &oauth.Config{Store: store, Authorize: oauthtest.FollowRedirect}
+			login := func(cfg *oauth.Config) error {
+				_, err := oauth.Login(ctxT(t), "srv", as.MCPURL(), cfg)
+				return err
+			}
+			lastClient := func() string {
+				a := as.Snapshot().Authorize
+				return a[len(a)-1].Get("client_id")
+			}
+			check := func(step string, registrations int, client string) {
+				t.Helper()
+				if r := as.Snapshot().Registrations; r != registrations {
+					t.Fatalf("%s: %d dynamic registrations, want %d", step, r, registrations)
+				}
+				if c := lastClient(); client != "" && c != client {
+					t.Fatalf("%s: the login used client %q, want %q", step, c, client)
+				}
+			}
+			if err := login(cfg); err != nil {
+				t.Fatal(err)
+			}
+			check("first login", 1, "")
+			first := lastClient()
+			rec, err := store.Load(ctxT(t), oauth.Key{Server: "srv"})
+			if err != nil || rec.ClientID != first || rec.RegisteredRedirect != oauth.DefaultRedirectURL {
+				t.Fatalf("stored %+v, %v; want client %s registered for %s", rec, err, first, oauth.DefaultRedirectURL)
+			}
+
+			// The refresh token expires: the login that follows reuses the
+			// client.
+			as.RevokeRefreshTokens()
+			as.RevokeAccessTokens()
+			if err := login(cfg); err != nil {
+				t.Fatal(err)
+			}
+			check("second login", 1, first)
+
+			// A client registered for another redirect URL is not used.
+			other := *cfg
+			other.RedirectURL = "http://127.0.0.1:1/other"
+			if err := login(&other); err != nil {
+				t.Fatal(err)
+			}
+			check("another redirect URL", 2, "")
+			second := lastClient()
+			if second == first {
+				t.Fatalf("the login for another redirect URL used client %s", first)
+			}
+
+			// The authorization server drops its clients: the login with
+			// the stored one fails, and the next one registers.
+			as.ForgetClients()
+			if err := login(&other); err == nil {
+				t.Fatal("a login with a client the server dropped succeeded")
+			}
+			check("login with a dropped client", 2, second)
+			if err := login(&other); err != nil {
+				t.Fatalf("the login after a dropped client: %v", err)
+			}
+			check("login after a dropped client", 3, "")
+			if c := lastClient(); c == first || c == second {
+				t.Fatalf("the login after a dropped client used %s again", c)
+			}
+		})
 	}
 }

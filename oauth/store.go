@@ -46,6 +46,11 @@ type Record struct {
 	// TokenURL and AuthStyle say how to refresh.
 	TokenURL  string           `json:"token_url,omitempty"`
 	AuthStyle oauth2.AuthStyle `json:"auth_style,omitempty"`
+	// RegisteredRedirect is set when ClientID was registered dynamically
+	// (RFC 7591): the redirect URL it was registered with. A later login
+	// with the same issuer and redirect URL uses that client rather than
+	// registering another.
+	RegisteredRedirect string `json:"registered_redirect,omitempty"`
 	// Scopes are the scopes that were asked for.
 	Scopes []string `json:"scopes,omitempty"`
 	// Token is the access token, its expiry and the refresh token.

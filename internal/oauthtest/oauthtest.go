@@ -75,7 +75,8 @@ type Server struct {
 	access   map[string]bool
 	refresh  map[string]bool
 	n        int
-	issued   []string // every secret handed out
+	issued   []string        // every secret handed out
+	forgot   map[string]bool // client ids whose registration was dropped
 	Requests Log
 }
 
@@ -203,6 +204,13 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	s.mu.Lock()
 	s.Requests.Authorize = append(s.Requests.Authorize, q)
+	if s.forgot[q.Get("client_id")] {
+		s.mu.Unlock()
+		// RFC 6749 §4.1.2.1: an unknown client is told to the user, not
+		// redirected.
+		http.Error(w, "invalid_client: unknown client", http.StatusBadRequest)
+		return
+	}
 	s.n++
 	code := fmt.Sprintf("code-%d-%d", s.n, time.Now().UnixNano())
 	if q.Get("code_challenge_method") == "S256" && q.Get("code_challenge") != "" {
@@ -255,6 +263,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	// client credentials request.
 	if res := f["resource"]; len(res) != 1 || res[0] != s.MCPURL() {
 		fail("invalid_target", fmt.Sprintf("the resource must be %s, not %q", s.MCPURL(), res))
+		return
+	}
+	if s.forgot[f.Get("client_id")] {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "unknown client"})
 		return
 	}
 	switch f.Get("grant_type") {
@@ -335,6 +347,20 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, resp)
 }
 
+// ForgetClients drops every dynamic registration so far, as an
+// authorization server that expires or deletes clients does: their
+// authorization and token requests are refused as from an unknown client.
+func (s *Server) ForgetClients() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.forgot == nil {
+		s.forgot = map[string]bool{}
+	}
+	for i := 1; i <= s.n; i++ {
+		s.forgot[fmt.Sprintf("client-%d", i)] = true
+	}
+}
+
 // RevokeRefreshTokens makes every refresh token issued so far invalid, as
 // an expired or revoked one is.
 func (s *Server) RevokeRefreshTokens() {
@@ -391,6 +417,9 @@ func FollowRedirect(ctx context.Context, args *auth.AuthorizationArgs) (*auth.Au
 		return nil, err
 	}
 	resp.Body.Close()
+	if resp.StatusCode/100 != 3 {
+		return nil, fmt.Errorf("oauthtest: the authorization endpoint answered %s, not a redirect", resp.Status)
+	}
 	loc, err := url.Parse(resp.Header.Get("Location"))
 	if err != nil {
 		return nil, err
