@@ -40,6 +40,11 @@ type Options struct {
 	ApprovalTimeout time.Duration
 	// Instructions are sent to clients when they connect.
 	Instructions string
+	// Middleware is added to each session's server as receiving
+	// middleware (mcp.Server.AddReceivingMiddleware), the first outermost:
+	// otelconduit's ServerMiddleware, for one. Handlers run in the context
+	// it passes on, so a span it starts is the parent of the hub's.
+	Middleware []mcp.Middleware
 }
 
 // source is what a gateway serves: a *conduit.Hub, or a *conduit.Client
@@ -70,6 +75,7 @@ var (
 type Gateway struct {
 	src         source
 	impl        *mcp.Implementation
+	middleware  []mcp.Middleware
 	approver    conduit.Approver // the caller's, for clients that cannot be asked
 	approveWait time.Duration
 	instr       string
@@ -118,6 +124,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		return nil, fmt.Errorf("gateway: transparent mode serves one server, not %d", len(servers))
 	}
 	g := &Gateway{
+		middleware:  slices.Clone(opts.Middleware),
 		approver:    opts.Approver,
 		approveWait: opts.ApprovalTimeout,
 		instr:       opts.Instructions,

@@ -96,6 +96,7 @@ func (g *Gateway) newSession(ctx context.Context, principal string) (*session, e
 		},
 	})
 	s.server.AddReceivingMiddleware(s.watchLevel)
+	s.server.AddReceivingMiddleware(g.middleware...) // around conduit's own
 	if err := s.sync(ctx, changedAll); err != nil {
 		return nil, err
 	}

@@ -123,6 +123,27 @@
 // linked. What the server then receives is the span's own context, not
 // the client's, so that its span is conduit's child.
 //
+// # The serving side
+//
+// [Telemetry.ServerMiddleware] is receiving middleware for an MCP server:
+// conduit serve's sessions (gateway.Options.Middleware), or any Go SDK
+// server. Each request it receives (notifications are not) is a span of
+// kind SERVER named "{mcp.method.name} {target}" (the tool of tools/call,
+// the prompt of prompts/get; the method alone otherwise), whose parent is
+// the trace context in the request's params._meta, with mcp.method.name,
+// gen_ai.tool.name and gen_ai.operation.name (tools/call),
+// gen_ai.prompt.name, mcp.resource.uri, mcp.session.id,
+// mcp.protocol.version, network.transport ("tcp" with network.protocol.name
+// "http" for a request that came over HTTP, "pipe" otherwise), error.type
+// ("tool_error" for an isError result, the JSON-RPC code of an error
+// answer, "_OTHER" for another error) and rpc.response.status_code; and
+// the conventions' mcp.server.operation.duration histogram, with the same
+// attributes but the session's. A call the handler makes in that context
+// (the gateway's hub call) is the SERVER span's child: a CLIENT span whose
+// context continues the same trace keeps its Go context's span as the
+// parent, and the trace through a gateway reads client, conduit serve's
+// SERVER span, conduit's CLIENT span, the server's own.
+//
 // # What is recorded, and what never is
 //
 // Without options a span holds names, ids, kinds, codes, counts and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/gateway"
 	"github.com/conduitmcp/conduit/otelconduit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
@@ -89,4 +90,64 @@ func ExampleNew() {
 	//   gen_ai.tool.call.id=toolu_01
 	//   conduit.server=notes
 	//   event conduit.policy.decision
+}
+
+// conduit serve's side: a gateway whose sessions trace each request they
+// receive as a SERVER span, the parent of the hub's CLIENT span for the
+// call it makes.
+func ExampleTelemetry_ServerMiddleware() {
+	ctx := context.Background()
+	exporter := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	defer tp.Shutdown(ctx)
+	tel, err := otelconduit.New(&otelconduit.Options{TracerProvider: tp, Propagator: propagation.TraceContext{}})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "search", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pasta on Friday"}}}, nil
+		})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(ctx, st, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer ss.Close()
+
+	g, err := gateway.New(ctx, []conduit.Server{{ID: "notes", Transport: ct}}, &gateway.Options{
+		Options:    conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()},
+		Middleware: []mcp.Middleware{tel.ServerMiddleware()},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	// A client of the gateway, in process; conduit serve has one over
+	// stdio or HTTP.
+	gct, gst := mcp.NewInMemoryTransports()
+	go g.Serve(ctx, gst, nil)
+	client, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, gct, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	exporter.Reset()
+	if _, err := client.CallTool(ctx, &mcp.CallToolParams{Name: "notes__search", Arguments: map[string]any{}}); err != nil {
+		log.Fatal(err)
+	}
+
+	spans := exporter.GetSpans()
+	ids := map[string]string{}
+	for _, span := range spans {
+		ids[span.SpanContext.SpanID().String()] = span.Name
+	}
+	for _, span := range spans {
+		fmt.Printf("%s (%s), parent: %q\n", span.Name, span.SpanKind, ids[span.Parent.SpanID().String()])
+	}
+	// Output:
+	// tools/call search (client), parent: "tools/call notes__search"
+	// tools/call notes__search (server), parent: ""
 }

@@ -54,15 +54,17 @@ type Options struct {
 // OpenTelemetry. It is safe for concurrent use, and one Telemetry may
 // serve any number of hubs and clients.
 type Telemetry struct {
-	o        Options
-	tracer   trace.Tracer
-	duration metric.Float64Histogram
-	prop     propagation.TextMapPropagator
+	o              Options
+	tracer         trace.Tracer
+	duration       metric.Float64Histogram
+	serverDuration metric.Float64Histogram
+	prop           propagation.TextMapPropagator
 
 	// A call's metric attributes and its decision event's, made once for
 	// each distinct set: building an attribute set is most of what
 	// recording costs.
 	ops       cache[opKey, metric.RecordOption]
+	served    cache[serverKey, metric.RecordOption]
 	decisions cache[decisionKey, trace.EventOption]
 }
 
@@ -111,7 +113,8 @@ func (c *cache[K, V]) get(k K, make func() V) V {
 }
 
 // durationBuckets are the bucket boundaries the conventions give
-// mcp.client.operation.duration, in seconds.
+// mcp.client.operation.duration and mcp.server.operation.duration, in
+// seconds.
 var durationBuckets = []float64{0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300}
 
 // New returns a bridge configured by o, which may be nil.
@@ -134,6 +137,13 @@ func New(o *Options) (*Telemetry, error) {
 	var err error
 	t.duration, err = meter.Float64Histogram("mcp.client.operation.duration",
 		metric.WithDescription("The duration of the MCP request or notification as observed on the sender from the time it was sent until the response or ack is received."),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(durationBuckets...))
+	if err != nil {
+		return nil, err
+	}
+	t.serverDuration, err = meter.Float64Histogram("mcp.server.operation.duration",
+		metric.WithDescription("MCP request or notification duration as observed on the receiver from the time it was received until the result or ack is sent."),
 		metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
 	if err != nil {
@@ -235,13 +245,21 @@ func (t *Telemetry) callStart(i conduit.CallStartInfo) context.Context {
 // the trace context meta carries (a gateway's client's, in params._meta)
 // in the place of ctx's span, since the MCP conventions make the context
 // extracted from _meta the parent; ctx's own span, if any, is then linked.
+// A span of ctx that continues that trace already (the SERVER span of
+// ServerMiddleware, for the request that carried the _meta) stays the
+// parent.
 func (t *Telemetry) parent(ctx context.Context, meta map[string]any) (context.Context, []trace.Link) {
 	if len(meta) == 0 {
 		return ctx, nil
 	}
 	ectx := t.propagator().Extract(ctx, &metaCarrier{m: meta})
 	ambient, extracted := trace.SpanContextFromContext(ctx), trace.SpanContextFromContext(ectx)
-	if !ambient.IsValid() || !extracted.IsValid() || ambient.Equal(extracted) {
+	if ambient.IsValid() && extracted.IsValid() && ambient.TraceID() == extracted.TraceID() {
+		// ctx's span already continues that trace: conduit serve's
+		// SERVER span for this request (ServerMiddleware).
+		return ctx, nil
+	}
+	if !ambient.IsValid() || !extracted.IsValid() {
 		return ectx, nil
 	}
 	return ectx, []trace.Link{{SpanContext: ambient}}

@@ -94,6 +94,7 @@ after 'conduit pin --update'.`)
 			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil))},
 		Transparent:     *transparent,
 		ApprovalTimeout: *approvalTimeout,
+		Middleware:      env.serverMiddleware(),
 	})
 	if err != nil {
 		return inputError("%s: %v", h.config, err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Telemetry observes the commands. The conduit built from
@@ -18,6 +19,9 @@ type Telemetry struct {
 	// ListingTrace is told of every listing's events, beside the
 	// command's own use of them.
 	ListingTrace *adapters.Trace
+	// Server is receiving middleware for conduit serve's sessions (see
+	// gateway.Options.Middleware): otelconduit's SERVER spans.
+	Server mcp.Middleware
 	// Command, when set, is called as a command starts (serve excepted):
 	// it returns the context the command runs in, and the function to
 	// call with its exit status when it ends.
@@ -50,11 +54,20 @@ func (env *Env) listingTrace(own *adapters.Trace) *adapters.Trace {
 	return &both
 }
 
+// serverMiddleware is the receiving middleware of conduit serve's
+// sessions.
+func (env *Env) serverMiddleware() []mcp.Middleware {
+	if env.Telemetry == nil || env.Telemetry.Server == nil {
+		return nil
+	}
+	return []mcp.Middleware{env.Telemetry.Server}
+}
+
 // run runs c, within the Env's command span when there is one. serve
 // has none: it runs until stopped, and a span that long would be the
 // parent of every request it ever served, exported only at the end. Each
-// of its requests is the root of a trace, or continues the trace its
-// client sent in params._meta.
+// of its requests is a SERVER span (Telemetry.Server), the root of a
+// trace or a child of the trace context its client sent in params._meta.
 func (env *Env) run(ctx context.Context, c command, args []string) int {
 	if env.Telemetry == nil || env.Telemetry.Command == nil || c.name == "serve" {
 		return finish(env, c.name, c.run(ctx, env, args))

@@ -4,9 +4,10 @@
 // under one span for the command ("conduit exec"), and the
 // mcp.client.operation.duration metric, exported over OTLP/HTTP when the
 // standard environment variables ask. conduit serve has no command span:
-// each request it serves is the root of a trace, or continues the one its
-// client sent in params._meta, and the servers behind it receive the
-// context of conduit's span:
+// each request it serves is a SERVER span (and mcp.server.operation.duration),
+// the root of a trace or the child of the one its client sent in
+// params._meta; its calls are CLIENT spans under it, and the servers behind
+// it receive the context of those:
 //
 //	OTEL_EXPORTER_OTLP_ENDPOINT=http://localhost:4318 conduit exec --provider openai-chat --response r.json
 //
@@ -76,6 +77,7 @@ func run(ctx context.Context, args []string, env *cli.Env) int {
 	env.Telemetry = &cli.Telemetry{
 		Trace:        setup.Telemetry.Trace(),
 		ListingTrace: setup.Telemetry.AdaptersTrace(),
+		Server:       setup.Telemetry.ServerMiddleware(),
 		Command:      setup.Command,
 	}
 	code := cli.Main(ctx, args, env)

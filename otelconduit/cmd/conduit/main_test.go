@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -237,5 +239,101 @@ func TestDisabled(t *testing.T) {
 		if c.warn != "" && !strings.Contains(r.stderr, c.warn) {
 			t.Errorf("%v: stderr %q lacks %q", c.env, r.stderr, c.warn)
 		}
+	}
+}
+
+// TestServeServerSpans runs conduit serve over stdio, as an MCP client
+// would start it, with a trace context in the tools/call's _meta: the
+// export holds the request's SERVER span, a child of the client's
+// context; the call's CLIENT span under it; and the server behind gets
+// the CLIENT span's context.
+func TestServeServerSpans(t *testing.T) {
+	clearOTEL(t)
+	rcv := otlptest.New(t)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
+	var mu sync.Mutex
+	var meta mcp.Meta
+	srv.AddTool(&mcp.Tool{Name: "get", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			meta = req.Params.Meta
+			mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "RESULT-TEXT"}}}, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	cfg := map[string]any{
+		"mcpServers": map[string]any{"web": map[string]any{"url": hs.URL + "/mcp"}},
+		"policy":     []any{map[string]any{"allow": []string{"web/*"}}},
+	}
+	data, _ := json.Marshal(cfg)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", rcv.URL+"/v1/traces")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+
+	// The client's side of stdio: requests in, answers read until the
+	// call's, then stdin closes and serve ends.
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errb bytes.Buffer
+	env := &cli.Env{Stdin: inR, Stdout: outW, Stderr: &errb, Getenv: os.Getenv}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(context.Background(), []string{"serve", "--config", path}, env)
+		outW.Close()
+	}()
+	send := func(msg string) {
+		if _, err := io.WriteString(inW, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := bufio.NewScanner(outR)
+	lines.Buffer(nil, 1<<20)
+	await := func(id string) string {
+		for lines.Scan() {
+			if strings.Contains(lines.Text(), `"id":`+id+`,`) || strings.Contains(lines.Text(), `"id":`+id+`}`) {
+				return lines.Text()
+			}
+		}
+		t.Fatalf("no answer %s: %v (stderr %s)", id, lines.Err(), errb.String())
+		return ""
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"agent","version":"1"}}}`)
+	await("1")
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"web__get","arguments":{},"_meta":{"traceparent":"00-` + traceID + `-` + parentID + `-01"}}}`)
+	if got := await("2"); !strings.Contains(got, "RESULT-TEXT") {
+		t.Fatalf("the call's answer: %s", got)
+	}
+	inW.Close()
+	go io.Copy(io.Discard, outR)
+	if code := <-done; code != 0 {
+		t.Fatalf("serve exited %d: %s", code, errb.String())
+	}
+
+	servers := spansNamed(rcv.Spans(), "tools/call web__get")
+	calls := spansNamed(rcv.Spans(), "tools/call get")
+	if len(servers) != 1 || len(calls) != 1 {
+		t.Fatalf("spans %v", rcv.Spans())
+	}
+	sv, call := servers[0], calls[0]
+	if sv.Kind != tracepb.Span_SPAN_KIND_SERVER || hex.EncodeToString(sv.TraceId) != traceID || hex.EncodeToString(sv.ParentSpanId) != parentID {
+		t.Errorf("the SERVER span: kind %v, trace %x, parent %x; want a child of the client's", sv.Kind, sv.TraceId, sv.ParentSpanId)
+	}
+	if call.Kind != tracepb.Span_SPAN_KIND_CLIENT || !bytes.Equal(call.ParentSpanId, sv.SpanId) {
+		t.Errorf("the CLIENT span: kind %v, parent %x; want the SERVER span %x", call.Kind, call.ParentSpanId, sv.SpanId)
+	}
+	mu.Lock()
+	tp, _ := meta["traceparent"].(string)
+	mu.Unlock()
+	if want := "00-" + traceID + "-" + hex.EncodeToString(call.SpanId) + "-01"; tp != want {
+		t.Errorf("the server got traceparent %q, want %q", tp, want)
+	}
+	if rcv.Contains("RESULT-TEXT") {
+		t.Error("the export holds the result")
 	}
 }

@@ -1,0 +1,143 @@
+package otelconduit_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/gateway"
+	"github.com/conduitmcp/conduit/otelconduit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// TestGatewayServerSpans serves a hub through a gateway with the server
+// middleware, as the otelconduit build of conduit serve does: each request
+// the gateway receives is a SERVER span, child of the client's trace
+// context; the hub's CLIENT span for the call is its child; the server
+// behind the gateway receives the CLIENT span's context; and
+// mcp.server.operation.duration counts the requests by outcome.
+func TestGatewayServerSpans(t *testing.T) {
+	s := newSDK(t)
+	srv := newServer()
+	tel := s.telemetry(t, otelconduit.Options{})
+	ctx := context.Background()
+	g, err := gateway.New(ctx, []conduit.Server{{ID: "fs", Transport: srv.inMemory(t)}}, &gateway.Options{
+		Options:    conduit.Options{Policy: conduit.NewPolicy(conduit.Deny("*/drop"), conduit.Allow("*")), Trace: tel.Trace()},
+		Middleware: []mcp.Middleware{tel.ServerMiddleware()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	ct, st := mcp.NewInMemoryTransports()
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(sctx, st, nil) }()
+	t.Cleanup(func() { stop(); <-served })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+
+	s.spans.Reset()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__read", Arguments: map[string]any{},
+		Meta: mcp.Meta{"traceparent": clientTraceparen}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %v", res, err)
+	}
+	servers := s.ended("tools/call fs__read")
+	if len(servers) != 1 {
+		t.Fatalf("%d SERVER spans named tools/call fs__read", len(servers))
+	}
+	sv := servers[0]
+	if sv.SpanKind() != trace.SpanKindServer {
+		t.Errorf("kind %v, want server", sv.SpanKind())
+	}
+	if p := sv.Parent(); p.TraceID().String() != clientTraceID || p.SpanID().String() != clientSpanID || !p.IsRemote() {
+		t.Errorf("the SERVER span's parent is %v, want the client's span", p)
+	}
+	a := attrs(sv.Attributes())
+	for k, v := range map[string]string{"mcp.method.name": "tools/call", "gen_ai.tool.name": "fs__read",
+		"gen_ai.operation.name": "execute_tool", "network.transport": "pipe"} {
+		if a[k] != v {
+			t.Errorf("%s = %q, want %q (all: %v)", k, a[k], v, a)
+		}
+	}
+	if a["mcp.protocol.version"] == "" || a["error.type"] != "" {
+		t.Errorf("attributes %v", a)
+	}
+	calls := s.ended("tools/call read")
+	if len(calls) != 1 {
+		t.Fatalf("%d CLIENT spans", len(calls))
+	}
+	call := calls[0]
+	if p := call.Parent(); p.SpanID() != sv.SpanContext().SpanID() || p.TraceID() != sv.SpanContext().TraceID() {
+		t.Errorf("the call's parent is %v, want the SERVER span %v", p, sv.SpanContext())
+	}
+	if len(call.Links()) != 0 {
+		t.Errorf("the call links %v: its parent is the SERVER span", call.Links())
+	}
+	metas := srv.metas("tools/call")
+	if sent := sentContext(metas[len(metas)-1]); sent.SpanID() != call.SpanContext().SpanID() || sent.TraceID().String() != clientTraceID {
+		t.Errorf("the server got %v, want the call's span", sent)
+	}
+
+	// A tool's error result: the SERVER span, a root without the
+	// client's context, says tool_error.
+	s.spans.Reset()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__toolerr", Arguments: map[string]any{}}); err != nil || !res.IsError {
+		t.Fatalf("toolerr: %v %v", res, err)
+	}
+	failed := s.ended("tools/call fs__toolerr")
+	if len(failed) != 1 || failed[0].Parent().IsValid() || attrs(failed[0].Attributes())["error.type"] != "tool_error" {
+		t.Fatalf("the failed call's SERVER span: %v", failed)
+	}
+	// A tool the policy denies is not served: the SDK's JSON-RPC error.
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__drop", Arguments: map[string]any{}}); err == nil {
+		t.Fatal("a denied tool was called")
+	}
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if l := s.ended("tools/list"); len(l) == 0 || l[len(l)-1].SpanKind() != trace.SpanKindServer {
+		t.Errorf("tools/list: %d spans", len(l))
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := s.reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "mcp.server.operation.duration" || m.Unit != "s" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+				a := attrs(dp.Attributes.ToSlice())
+				if _, ok := a["mcp.session.id"]; ok {
+					t.Errorf("a session id in the metric's attributes: %v", a)
+				}
+				counts[a["mcp.method.name"]+" "+a["gen_ai.tool.name"]+" "+a["error.type"]] += dp.Count
+			}
+		}
+	}
+	for k, n := range map[string]uint64{"tools/call fs__read ": 1, "tools/call fs__toolerr tool_error": 1, "tools/list  ": 1} {
+		if counts[k] != n {
+			t.Errorf("%q: %d, want %d (all: %v)", k, counts[k], n, counts)
+		}
+	}
+	denied := false
+	for k := range counts {
+		if rest, ok := strings.CutPrefix(k, "tools/call fs__drop "); ok && rest != "" {
+			denied = true
+		}
+	}
+	if !denied {
+		t.Errorf("no failed tools/call fs__drop in %v", counts)
+	}
+}
