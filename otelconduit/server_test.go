@@ -2,6 +2,7 @@ package otelconduit_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -139,5 +140,33 @@ func TestGatewayServerSpans(t *testing.T) {
 	}
 	if !denied {
 		t.Errorf("no failed tools/call fs__drop in %v", counts)
+	}
+}
+
+// A request without params, and one without a session, are served and
+// recorded: the middleware reads nothing it was not given.
+func TestServerMiddlewareBareRequests(t *testing.T) {
+	s := newSDK(t)
+	mw := s.telemetry(t, otelconduit.Options{}).ServerMiddleware()
+	h := mw(func(context.Context, string, mcp.Request) (mcp.Result, error) { return &mcp.ListToolsResult{}, nil })
+	for _, req := range []struct {
+		method string
+		req    mcp.Request
+	}{
+		{"tools/list", &mcp.ListToolsRequest{}},
+		{"tools/call", &mcp.CallToolRequest{}},
+		{"prompts/get", &mcp.GetPromptRequest{Params: &mcp.GetPromptParams{Name: "review"}}},
+		{"notifications/initialized", &mcp.InitializedRequest{}},
+	} {
+		if _, err := h(context.Background(), req.method, req.req); err != nil {
+			t.Fatalf("%s: %v", req.method, err)
+		}
+	}
+	var names []string
+	for _, sp := range s.spans.Ended() {
+		names = append(names, sp.Name()+" "+sp.SpanKind().String())
+	}
+	if want := []string{"tools/list server", "tools/call server", "prompts/get review server"}; !slices.Equal(names, want) {
+		t.Errorf("spans %v, want %v (notifications are not recorded)", names, want)
 	}
 }
