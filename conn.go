@@ -253,7 +253,37 @@ func (cn *conn) await(sess *mcp.ClientSession) error {
 
 // connect makes one connection attempt. release must be called once the
 // session is over.
-func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func(), _ error) {
+//
+// An OAuth login (a person in a browser) may finish after ConnectTimeout
+// ended the attempt that asked for it; the attempt then fails, but the
+// tokens are there, and one more attempt at once brings the server up
+// with them rather than a backoff later (and after NewHub returned).
+func (cn *conn) connect(ctx context.Context) (*mcp.ClientSession, func(), error) {
+	var changed <-chan struct{}
+	if cn.oauth != nil {
+		changed = cn.oauth.Changed()
+	}
+	sess, release, timedOut, err := cn.connectOnce(ctx)
+	if err == nil || !timedOut || ctx.Err() != nil || changed == nil || !isClosed(changed) {
+		return sess, release, err
+	}
+	cn.core.Logger.Debug("conduit: a login finished after the connect timeout: connecting again", "server", cn.srv.ID)
+	sess, release, _, err = cn.connectOnce(ctx)
+	return sess, release, err
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// connectOnce is one attempt; timedOut reports whether ConnectTimeout
+// ended it.
+func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release func(), timedOut bool, _ error) {
 	cn.stderr.reset()
 	// The connect timeout bounds Connect only. It must not be a context
 	// that is canceled when Connect returns: the legacy SSE transport keeps
@@ -263,8 +293,8 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	// (see oauth.Config.AuthorizeTimeout).
 	sctx, cancelCause := context.WithCancelCause(ctx)
 	cancel := func() { cancelCause(nil) }
-	var timedOut atomic.Bool
-	timer := time.AfterFunc(cn.core.ConnectTimeout, func() { timedOut.Store(true); cancelCause(errConnectTimeout) })
+	var fired atomic.Bool
+	timer := time.AfterFunc(cn.core.ConnectTimeout, func() { fired.Store(true); cancelCause(errConnectTimeout) })
 	tr := cn.srv.transport(&cn.stderr, cn.core.httpClient)
 	if st, ok := tr.(*mcp.StreamableClientTransport); ok {
 		if cn.oauth != nil {
@@ -282,19 +312,19 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 	}
 	if err != nil {
 		cancel()
-		if login, _ := needsLogin(err); timedOut.Load() && ctx.Err() == nil && !login {
+		if login, _ := needsLogin(err); fired.Load() && ctx.Err() == nil && !login {
 			// The timer cancels rather than expires the context: say what
 			// happened.
 			err = fmt.Errorf("no answer to initialize within %v: %w", cn.core.ConnectTimeout, context.DeadlineExceeded)
 		}
-		return nil, nil, errServerStderr(err, cn.stderr.String())
+		return nil, nil, fired.Load(), errServerStderr(err, cn.stderr.String())
 	}
 	cn.mu.Lock()
 	if cn.closed {
 		cn.mu.Unlock()
 		sess.Close()
 		cancel()
-		return nil, nil, errClosed
+		return nil, nil, false, errClosed
 	}
 	cn.session = sess
 	cn.state, cn.since, cn.lastErr, cn.attempts = StateUp, time.Now(), nil, 0
@@ -306,7 +336,7 @@ func (cn *conn) connect(ctx context.Context) (_ *mcp.ClientSession, release func
 		t.ServerUp(ServerUpInfo{Server: cn.srv.ID})
 	}
 	cn.core.Logger.Debug("conduit: server up", "server", cn.srv.ID)
-	return sess, cancel, nil
+	return sess, cancel, false, nil
 }
 
 // errConnectTimeout is the cause of a connection attempt's cancellation by

@@ -468,6 +468,16 @@ func (h *Handler) WaitLogin(ctx context.Context) error {
 	}
 }
 
+// Changed returns a channel that is closed when the handler next gets
+// tokens (a login, here or stored by another process and noticed) or
+// Retry is called: a connection that failed while it waited can be tried
+// again at once. Each change makes a new channel.
+func (h *Handler) Changed() <-chan struct{} {
+	h.tsMu.Lock()
+	defer h.tsMu.Unlock()
+	return h.changed
+}
+
 // Retry forgets an interactive step that failed or was declined, which
 // the handler otherwise remembers (answering every 401 with that
 // [LoginError] and asking no one), so that the next authorization asks the
