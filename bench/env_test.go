@@ -141,7 +141,15 @@ func newEnvWith(tb testing.TB, kind transportKind, edit func(*conduit.HubOptions
 	return e
 }
 
+// stdioExeEnv names another binary to serve as the stdio child (another
+// commit's bench test binary, say), so that a difference between two
+// builds can be put on the client or on the child.
+const stdioExeEnv = "CONDUIT_BENCH_STDIO_EXE"
+
 func selfExe(tb testing.TB) string {
+	if exe := os.Getenv(stdioExeEnv); exe != "" {
+		return exe
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		tb.Fatal(err)
