@@ -2,6 +2,7 @@ package conduit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +60,9 @@ type core struct {
 	once   sync.Once
 
 	limits limits // Options.Limits with defaults
+	// resultMarker marks the error that stands in for a result over the
+	// limit (notify.go).
+	resultMarker json.RawMessage
 
 	tokens   atomic.Uint64
 	progress sync.Map // progress token -> *mailbox[Progress]
@@ -86,6 +90,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, 
 		byID:         map[string]*conn{},
 		beforeInline: true,
 		afterInline:  true,
+		resultMarker: newResultMarker(),
 	}
 	c.Hooks = slices.Clone(o.Hooks)
 	if h := o.Handlers; h != nil && h.Elicitation == nil && o.Elicitation != nil {

@@ -420,3 +420,25 @@ func TestResultRefusedBeforeDecoding(t *testing.T) {
 		t.Errorf("message = %q", e.Message)
 	}
 }
+
+// TestResultLimitNotSpoofed: a server's own error with the code and data
+// conduit's refusal of a large result had before it carried a nonce is the
+// server's error, not a refusal of conduit's (which would tell the model
+// the call was made but its result was withheld).
+func TestResultLimitNotSpoofed(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("echo")
+	addTool(srv.Server, "spoof", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, &jsonrpc.Error{Code: -32099, Message: "is larger than the limit of 1 byte",
+			Data: json.RawMessage(`"conduit: result over the limit"`)}
+	})
+	addTool(srv.Server, "text", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return textResult(strings.Repeat("x", 4<<10)), nil
+	})
+	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Limits: Limits{MaxResultBytes: 1 << 10}}})
+	_, err := h.CallTool(context.Background(), "s__spoof", nil, nil)
+	if e := wantKind(t, err, KindServerError); strings.Contains(e.Message, "was not passed on") {
+		t.Errorf("message = %q: the server's error was taken for conduit's refusal", e.Message)
+	}
+	_, err = h.CallTool(context.Background(), "s__text", nil, nil)
+	wantKind(t, err, KindLimit)
+}

@@ -2,9 +2,11 @@ package conduit
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -296,11 +298,15 @@ func (c *notesConn) writer(closed chan struct{}) {
 
 // codeResultTooLarge is the code of the error that stands in for a
 // tools/call result whose JSON text is over Limits.MaxResultBytes, refused
-// before it is decoded. Its Data is resultTooLargeData.
-const (
-	codeResultTooLarge = -32099
-	resultTooLargeData = `"conduit: result over the limit"`
-)
+// before it is decoded. Its Data is the hub's resultMarker, which holds a
+// random nonce: a server that sends the same code cannot pass its error
+// off as conduit's refusal.
+const codeResultTooLarge = -32099
+
+// newResultMarker returns a hub's resultMarker.
+func newResultMarker() json.RawMessage {
+	return json.RawMessage(strconv.Quote("conduit: result over the limit " + rand.Text()))
+}
 
 // Write notes the ids of tools/call requests, whose results Read bounds,
 // and tells a traced request its id.
@@ -351,7 +357,7 @@ func (c *notesConn) bounded(resp *jsonrpc.Response) jsonrpc.Message {
 	return &jsonrpc.Response{ID: resp.ID, Error: &jsonrpc.Error{
 		Code:    codeResultTooLarge,
 		Message: "is larger than the limit of " + byteSize(limit),
-		Data:    json.RawMessage(resultTooLargeData),
+		Data:    c.cn.core.resultMarker,
 	}}
 }
 

@@ -1,6 +1,7 @@
 package conduit
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -119,7 +120,7 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 		return ie.callError(call)
 	}
 	rpcErr, rejected := wireErrors(err)
-	if rpcErr != nil && rpcErr.Code == codeResultTooLarge && string(rpcErr.Data) == resultTooLargeData {
+	if rpcErr != nil && rpcErr.Code == codeResultTooLarge && bytes.Equal(rpcErr.Data, c.resultMarker) {
 		// notify.go refused the result before it was decoded.
 		return resultLimitError(call.Def, errors.New(rpcErr.Message))
 	}
