@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -101,15 +102,15 @@ func (l *limits) checkArgs(args any) error {
 	case nil:
 		return nil
 	case json.RawMessage:
-		return l.checkRaw(len(a), rawDepth(a, l.argDepth))
+		return l.checkRaw(len(a), jsonv.RawDepth(a, l.argDepth))
 	case []byte:
-		return l.checkRaw(len(a), rawDepth(a, l.argDepth))
+		return l.checkRaw(len(a), jsonv.RawDepth(a, l.argDepth))
 	case string:
-		return l.checkRaw(len(a), rawDepth(a, l.argDepth))
+		return l.checkRaw(len(a), jsonv.RawDepth(a, l.argDepth))
 	}
-	m := measure{maxDepth: l.argDepth, maxBytes: l.argBytes}
-	m.value(args, 0)
-	return l.argsOver(m.depth, m.size)
+	m := jsonv.Measure{MaxDepth: l.argDepth, MaxBytes: l.argBytes}
+	m.Value(args, 0)
+	return l.argsOver(m.Depth, m.Size)
 }
 
 func (l *limits) checkRaw(size, depth int) error {
@@ -150,9 +151,9 @@ func (l *limits) checkResult(res *mcp.CallToolResult) error {
 		}
 	}
 	if res.StructuredContent != nil {
-		m := measure{maxBytes: l.resultBytes, size: n}
-		m.value(res.StructuredContent, 0)
-		if m.over {
+		m := jsonv.Measure{MaxBytes: l.resultBytes, Size: n}
+		m.Value(res.StructuredContent, 0)
+		if m.Over {
 			return over
 		}
 	}
@@ -181,134 +182,6 @@ func contentSize(c mcp.Content) int {
 	}
 	data, _ := json.Marshal(c)
 	return len(data)
-}
-
-// rawDepth returns the greatest nesting depth of data, a JSON text, or a
-// depth just past max as soon as it is passed (max 0: no limit). It scans
-// without recursion and does not check that data is JSON: decoding does
-// that afterwards.
-func rawDepth[T ~string | ~[]byte](data T, max int) int {
-	depth, d := 0, 0
-	inStr, esc := false, false
-	for i := 0; i < len(data); i++ {
-		b := data[i]
-		if inStr {
-			switch {
-			case esc:
-				esc = false
-			case b == '\\':
-				esc = true
-			case b == '"':
-				inStr = false
-			}
-			continue
-		}
-		switch b {
-		case '"':
-			inStr = true
-		case '{', '[':
-			d++
-			if d > depth {
-				depth = d
-				if max > 0 && depth > max {
-					return depth
-				}
-			}
-		case '}', ']':
-			d--
-		}
-	}
-	return depth
-}
-
-// measure walks a JSON value held as Go values (what encoding/json decodes
-// into, or what a program builds) without recursion, for its depth and
-// about the length of its JSON text; it stops once either passes its
-// limit (zero: none).
-type measure struct {
-	maxDepth, maxBytes int
-	depth, size        int
-	over               bool
-}
-
-type measured struct {
-	v     any
-	depth int // of the container v is in
-}
-
-func (m *measure) value(v any, depth int) {
-	stack := []measured{{v, depth}}
-	var num []byte
-	for len(stack) > 0 && !m.over {
-		e := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		switch x := e.v.(type) {
-		case nil:
-			m.add(4)
-		case bool:
-			m.add(5)
-		case string:
-			m.add(len(x) + 2)
-		case json.Number:
-			m.add(len(x))
-		case float64:
-			num = strconv.AppendFloat(num[:0], x, 'g', -1, 64)
-			m.add(len(num))
-		case int:
-			num = strconv.AppendInt(num[:0], int64(x), 10)
-			m.add(len(num))
-		case int64:
-			num = strconv.AppendInt(num[:0], x, 10)
-			m.add(len(num))
-		case map[string]any:
-			m.enter(e.depth + 1)
-			m.add(len(x) + 1) // braces and commas
-			for k, v := range x {
-				m.add(len(k) + 3)
-				stack = append(stack, measured{v, e.depth + 1})
-			}
-		case []any:
-			m.enter(e.depth + 1)
-			m.add(len(x) + 1)
-			for _, v := range x {
-				stack = append(stack, measured{v, e.depth + 1})
-			}
-		case json.RawMessage:
-			m.raw(x, e.depth)
-		default:
-			// Other Go values (structs, typed maps and slices) as they
-			// would be sent.
-			data, err := json.Marshal(x)
-			if err != nil {
-				continue // decoding the arguments reports it
-			}
-			m.raw(data, e.depth)
-		}
-	}
-}
-
-func (m *measure) raw(data []byte, depth int) {
-	limit := 0
-	if m.maxDepth > 0 {
-		// At least 1, so that the scan stops once past the limit.
-		limit = max(m.maxDepth-depth, 1)
-	}
-	m.enter(depth + rawDepth(data, limit))
-	m.add(len(data))
-}
-
-func (m *measure) enter(depth int) {
-	m.depth = max(m.depth, depth)
-	if m.maxDepth > 0 && depth > m.maxDepth {
-		m.over = true
-	}
-}
-
-func (m *measure) add(n int) {
-	m.size += n
-	if m.maxBytes > 0 && m.size > m.maxBytes {
-		m.over = true
-	}
 }
 
 // byteSize writes n bytes for a person: 1 MiB, 16 KiB, 300 bytes.

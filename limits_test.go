@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -256,24 +257,6 @@ func TestLimitsResolved(t *testing.T) {
 	}
 }
 
-func TestRawDepth(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want int
-	}{
-		{``, 0}, {`1`, 0}, {`"[{"`, 0}, {`{}`, 1}, {`[]`, 1}, {`{"a":[1,{"b":"]}"}]}`, 3},
-		{`{"a\"[":"\\"}`, 1}, {`[[],[[]],[]]`, 3}, {deepJSON(5000), 5000},
-	} {
-		if got := rawDepth(c.in, 0); got != c.want {
-			t.Errorf("rawDepth(%.40q) = %d, want %d", c.in, got, c.want)
-		}
-	}
-	// It stops just past the limit.
-	if got := rawDepth(deepJSON(5000), 64); got != 65 {
-		t.Errorf("rawDepth with limit 64 = %d", got)
-	}
-}
-
 // depthOf is the reference: the depth of a decoded JSON value, by
 // recursion.
 func depthOf(v any) int {
@@ -309,13 +292,13 @@ func FuzzArgLimits(f *testing.F) {
 			return
 		}
 		want := depthOf(v)
-		if got := rawDepth(data, 0); got != want {
-			t.Fatalf("rawDepth = %d, want %d", got, want)
+		if got := jsonv.RawDepth(data, 0); got != want {
+			t.Fatalf("RawDepth = %d, want %d", got, want)
 		}
-		m := measure{}
-		m.value(v, 0)
-		if m.depth != want {
-			t.Fatalf("measure depth = %d, want %d", m.depth, want)
+		m := jsonv.Measure{}
+		m.Value(v, 0)
+		if m.Depth != want {
+			t.Fatalf("Measure depth = %d, want %d", m.Depth, want)
 		}
 		for _, args := range []any{data, v} {
 			if want > 0 {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -185,9 +186,9 @@ func (cn *conn) deliverLog(l logged) {
 
 // logSize is about the bytes a log message holds.
 func logSize(p *mcp.LoggingMessageParams) int {
-	m := measure{maxBytes: logQueueBytes}
-	m.value(p.Data, 0)
-	return m.size + len(p.Logger) + len(p.Level) + 32
+	m := jsonv.Measure{MaxBytes: logQueueBytes}
+	m.Value(p.Data, 0)
+	return m.Size + len(p.Logger) + len(p.Level) + 32
 }
 
 // notesTransport takes progress and log notifications off the connections

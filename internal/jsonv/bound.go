@@ -48,45 +48,10 @@ func Bound(response any, max int) (out any, n int, over bool) {
 // walk returns a lower bound of the size of v's JSON text, stopping as
 // soon as it is past max.
 func walk(v any, max int) int {
-	n := 0
-	var visit func(v any)
-	visit = func(v any) {
-		if n > max {
-			return
-		}
-		switch x := v.(type) {
-		case map[string]any:
-			n += 2 + max0(len(x)-1) // braces, commas
-			for k, e := range x {
-				n += len(k) + 3 // quotes, colon
-				visit(e)
-				if n > max {
-					return
-				}
-			}
-		case []any:
-			n += 2 + max0(len(x)-1) // brackets, commas
-			for _, e := range x {
-				visit(e)
-				if n > max {
-					return
-				}
-			}
-		case string:
-			n += len(x) + 2
-		case json.Number:
-			n += len(x)
-		case bool, nil:
-			n += 4
-		default:
-			n++ // a number, or a value of the caller's: at least one byte
-		}
-	}
-	visit(v)
-	return n
+	m := Measure{MaxBytes: max}
+	m.Value(v, 0)
+	return m.Size
 }
-
-func max0(n int) int { return max(n, 0) }
 
 // ValidString returns s with every invalid UTF-8 sequence replaced by
 // U+FFFD, and s itself, at no cost but a scan, when it is valid.
