@@ -135,10 +135,13 @@
 // gen_ai.prompt.name, mcp.resource.uri, mcp.session.id,
 // mcp.protocol.version, network.transport ("tcp" with network.protocol.name
 // "http" for a request that came over HTTP, "pipe" otherwise), error.type
-// ("tool_error" for an isError result, the JSON-RPC code of an error
-// answer, "_OTHER" for another error) and rpc.response.status_code; and
-// the conventions' mcp.server.operation.duration histogram, with the same
-// attributes but the session's. A call the handler makes in that context
+// (as on the client's side: "tool_error" for an isError result, the
+// JSON-RPC code of an error answer, conduit's ErrorKind, "_OTHER") and
+// rpc.response.status_code; and the conventions' mcp.server.operation.duration
+// histogram, with the same attributes but the session's, and without the
+// tool's or prompt's name when the request failed: that name is the
+// client's own then (an unknown tool), and would make series without
+// bound. A name in a span name is cut to 128 bytes. A call the handler makes in that context
 // (the gateway's hub call) is the SERVER span's child: a CLIENT span whose
 // context continues the same trace keeps its Go context's span as the
 // parent, and the trace through a gateway reads client, conduit serve's

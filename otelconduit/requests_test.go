@@ -35,17 +35,13 @@ func sentContext(m mcp.Meta) trace.SpanContext {
 	return trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), carrier))
 }
 
-// TestGatewayContinuesClientTrace serves a hub through a gateway, as
-// conduit serve does: a client's tools/call carries a traceparent in
-// params._meta; conduit's span for the call is its child, and the server
-// behind the gateway receives conduit's span context, not the client's.
-func TestGatewayContinuesClientTrace(t *testing.T) {
-	s := newSDK(t)
-	srv := newServer()
-	tel := s.telemetry(t, otelconduit.Options{})
+// serveGateway serves servers through a gateway, as conduit serve does,
+// to an in-process client, which it returns; the test's cleanup ends
+// both.
+func serveGateway(t *testing.T, servers []conduit.Server, o *gateway.Options) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
-	g, err := gateway.New(ctx, []conduit.Server{{ID: "fs", Transport: srv.inMemory(t)}},
-		&gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()}})
+	g, err := gateway.New(ctx, servers, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +56,20 @@ func TestGatewayContinuesClientTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// TestGatewayContinuesClientTrace serves a hub through a gateway, as
+// conduit serve does: a client's tools/call carries a traceparent in
+// params._meta; conduit's span for the call is its child, and the server
+// behind the gateway receives conduit's span context, not the client's.
+func TestGatewayContinuesClientTrace(t *testing.T) {
+	s := newSDK(t)
+	srv := newServer()
+	tel := s.telemetry(t, otelconduit.Options{})
+	ctx := context.Background()
+	cs := serveGateway(t, []conduit.Server{{ID: "fs", Transport: srv.inMemory(t)}},
+		&gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()}})
 
 	s.spans.Reset()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__read", Arguments: map[string]any{},

@@ -2,14 +2,10 @@ package otelconduit
 
 import (
 	"context"
-	"errors"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/conduitmcp/conduit"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -69,11 +65,11 @@ func (t *Telemetry) serve(ctx context.Context, method string, req mcp.Request, n
 	var uri string
 	switch p := params.(type) {
 	case *mcp.CallToolParamsRaw:
-		k.tool = p.Name
+		k.tool = clip(p.Name)
 	case *mcp.CallToolParams:
-		k.tool = p.Name
+		k.tool = clip(p.Name)
 	case *mcp.GetPromptParams:
-		k.prompt = p.Name
+		k.prompt = clip(p.Name)
 	case *mcp.ReadResourceParams:
 		uri = p.URI
 	case *mcp.SubscribeParams:
@@ -98,11 +94,19 @@ func (t *Telemetry) serve(ctx context.Context, method string, req mcp.Request, n
 	if ip, ok := params.(*mcp.InitializeParams); ok && k.protocol == "" {
 		k.protocol = ip.ProtocolVersion
 	}
-	var desc string
-	k.errType, k.code, desc = classifyServed(err, res)
+	r, _ := res.(*mcp.CallToolResult)
+	errType, code, desc := classify(err, r)
+	k.errType, k.code = errType, code
 	if t.serverDuration.Enabled(ctx) {
-		t.serverDuration.Record(ctx, time.Since(start).Seconds(), t.served.get(k, func() metric.RecordOption {
-			return metric.WithAttributeSet(attribute.NewSet(k.attrs(nil)...))
+		mk := k
+		if err != nil {
+			// The name of a tool or prompt that is not served (unknown,
+			// or hidden by the policy) is whatever the client wrote: as a
+			// metric attribute it would make series without bound.
+			mk.tool, mk.prompt = "", ""
+		}
+		t.serverDuration.Record(ctx, time.Since(start).Seconds(), t.served.get(mk, func() metric.RecordOption {
+			return metric.WithAttributeSet(attribute.NewSet(mk.attrs(nil)...))
 		}))
 	}
 	if span.IsRecording() {
@@ -144,26 +148,15 @@ func (k *serverKey) attrs(attrs []attribute.KeyValue) []attribute.KeyValue {
 	return attrs
 }
 
-// classifyServed is the error.type of a served request's outcome: the
-// JSON-RPC error code of an error answer (and then its message as the
-// status description, as the client's span has it), "tool_error" for a
-// tool result with isError, "_OTHER" for any other error.
-func classifyServed(err error, res mcp.Result) (errType, code, desc string) {
-	if err == nil {
-		if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
-			return errTypeToolError, "", ""
-		}
-		return "", "", ""
+// maxTarget bounds the tool or prompt name a served request's span is
+// named by: it comes from the client, and MCP names are at most 128
+// characters.
+const maxTarget = 128
+
+// clip is name, cut to maxTarget bytes (and to whole characters).
+func clip(name string) string {
+	if len(name) <= maxTarget {
+		return name
 	}
-	var rpcErr *jsonrpc.Error
-	switch {
-	case errors.As(err, &rpcErr):
-		code := strconv.FormatInt(rpcErr.Code, 10)
-		return code, code, rpcErr.Message
-	case errors.Is(err, context.DeadlineExceeded):
-		return conduit.KindTimeout.String(), "", ""
-	case errors.Is(err, context.Canceled):
-		return conduit.KindCanceled.String(), "", ""
-	}
-	return errTypeOther, "", ""
+	return strings.ToValidUTF8(name[:maxTarget], "")
 }
