@@ -135,6 +135,28 @@ func TestDemoExportsOTLP(t *testing.T) {
 	}
 }
 
+// webServer is a Streamable HTTP server with one tool, web's get, whose
+// result is RESULT-TEXT; meta returns the _meta of its last call.
+func webServer(t *testing.T) (hs *httptest.Server, meta func() mcp.Meta) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
+	var mu sync.Mutex
+	var last mcp.Meta
+	srv.AddTool(&mcp.Tool{Name: "get", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			last = req.Params.Meta
+			mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "RESULT-TEXT"}}}, nil
+		})
+	hs = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(hs.Close)
+	return hs, func() mcp.Meta {
+		mu.Lock()
+		defer mu.Unlock()
+		return last
+	}
+}
+
 // TestCallOverHTTP runs conduit call against a Streamable HTTP server,
 // traces as OTLP/JSON, under a parent named by TRACEPARENT: the server
 // receives the call's trace context in _meta, and nothing of the URL's
@@ -142,18 +164,7 @@ func TestDemoExportsOTLP(t *testing.T) {
 func TestCallOverHTTP(t *testing.T) {
 	clearOTEL(t)
 	rcv := otlptest.New(t)
-	srv := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
-	var mu sync.Mutex
-	var meta mcp.Meta
-	srv.AddTool(&mcp.Tool{Name: "get", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			mu.Lock()
-			meta = req.Params.Meta
-			mu.Unlock()
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "RESULT-TEXT"}}}, nil
-		})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
+	hs, meta := webServer(t)
 	cfg := map[string]any{
 		"mcpServers": map[string]any{"web": map[string]any{
 			"url":     hs.URL + "/mcp?token=URL-SECRET",
@@ -198,9 +209,7 @@ func TestCallOverHTTP(t *testing.T) {
 	if a["server.address"] != "127.0.0.1" || a["network.transport"] != "tcp" || a["mcp.session.id"] == "" {
 		t.Errorf("attributes %v", a)
 	}
-	mu.Lock()
-	tp, _ := meta["traceparent"].(string)
-	mu.Unlock()
+	tp, _ := meta()["traceparent"].(string)
 	if want := "00-" + traceID + "-" + hex.EncodeToString(calls[0].SpanId) + "-01"; tp != want {
 		t.Errorf("the server got traceparent %q, want %q", tp, want)
 	}
@@ -250,18 +259,7 @@ func TestDisabled(t *testing.T) {
 func TestServeServerSpans(t *testing.T) {
 	clearOTEL(t)
 	rcv := otlptest.New(t)
-	srv := mcp.NewServer(&mcp.Implementation{Name: "web", Version: "1"}, nil)
-	var mu sync.Mutex
-	var meta mcp.Meta
-	srv.AddTool(&mcp.Tool{Name: "get", InputSchema: json.RawMessage(`{"type":"object"}`)},
-		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			mu.Lock()
-			meta = req.Params.Meta
-			mu.Unlock()
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "RESULT-TEXT"}}}, nil
-		})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
+	hs, meta := webServer(t)
 	cfg := map[string]any{
 		"mcpServers": map[string]any{"web": map[string]any{"url": hs.URL + "/mcp"}},
 		"policy":     []any{map[string]any{"allow": []string{"web/*"}}},
@@ -327,9 +325,7 @@ func TestServeServerSpans(t *testing.T) {
 	if call.Kind != tracepb.Span_SPAN_KIND_CLIENT || !bytes.Equal(call.ParentSpanId, sv.SpanId) {
 		t.Errorf("the CLIENT span: kind %v, parent %x; want the SERVER span %x", call.Kind, call.ParentSpanId, sv.SpanId)
 	}
-	mu.Lock()
-	tp, _ := meta["traceparent"].(string)
-	mu.Unlock()
+	tp, _ := meta()["traceparent"].(string)
 	if want := "00-" + traceID + "-" + hex.EncodeToString(call.SpanId) + "-01"; tp != want {
 		t.Errorf("the server got traceparent %q, want %q", tp, want)
 	}
