@@ -145,7 +145,9 @@ func newLab() *lab {
 	l.srv = mcp.NewServer(&mcp.Implementation{Name: "lab", Version: "1.0.0"}, nil)
 	empty := obj(map[string]any{})
 	fixed := func(r *mcp.CallToolResult) func(context.Context, *mcp.CallToolRequest, map[string]any) *mcp.CallToolResult {
-		return func(context.Context, *mcp.CallToolRequest, map[string]any) *mcp.CallToolResult { return r }
+		// A copy per call: the SDK's server sets a field of the result it
+		// answers, which concurrent calls would race on.
+		return func(context.Context, *mcp.CallToolRequest, map[string]any) *mcp.CallToolResult { c := *r; return &c }
 	}
 	defs := []toolDef{
 		{"echo", hostileDescription, obj(map[string]any{"message": str}, "message"),
