@@ -50,8 +50,9 @@
 // the context's deadline) fails with an error for which errors.Is(err,
 // [ErrUnavailable]) holds, and nothing is known to have happened. Callers
 // fail closed for what needs the store: a call whose taint or claim cannot
-// be checked is not sent. A store recovers by itself: the first operation
-// after the store is back succeeds, with no reconnecting by the caller.
+// be checked is not sent. A store recovers by itself: operations succeed
+// again soon after the store is back (within about a second for Redis),
+// with no reconnecting by the caller.
 //
 // An operation whose answer was lost (the connection dropped after the
 // store did the work) may have taken effect: a claim may be held by a

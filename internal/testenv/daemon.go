@@ -15,7 +15,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // The Debian packages that ./scripts/test installs, and the programs the
@@ -207,7 +206,7 @@ func Redis(t testing.TB, opts *RedisOptions) *RedisServer {
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		d, err := startDaemon(t, bin, args, func(p *server) error {
-			return p.waitFor(addr, "Ready to accept connections", "Address already in use")
+			return p.waitFor(addr, redisReadyRE, "Address already in use")
 		})
 		if err == nil {
 			url := "redis://" + addr + "/0"
@@ -224,6 +223,8 @@ func Redis(t testing.TB, opts *RedisOptions) *RedisServer {
 	t.Fatalf("testenv: redis-server did not start: %v", lastErr)
 	return nil
 }
+
+var redisReadyRE = regexp.MustCompile(`Ready to accept connections`)
 
 var bindRE = regexp.MustCompile(`(?m)^\s*bind\s+(\S+)`)
 
@@ -257,7 +258,7 @@ func HAProxy(t testing.TB, config string) *Daemon {
 	}
 	d, err := startDaemon(t, bin, []string{"-db", "-f", path}, func(p *server) error {
 		for _, addr := range addrs {
-			if err := p.waitFor(addr, "", ""); err != nil {
+			if err := p.waitFor(addr, nil); err != nil {
 				return err
 			}
 		}
@@ -267,32 +268,4 @@ func HAProxy(t testing.TB, config string) *Daemon {
 		t.Fatalf("testenv: haproxy did not start: %v", err)
 	}
 	return d
-}
-
-// waitFor waits until the server has printed ready (unless it is "") and
-// accepts TCP connections on addr, for at most [ReadyTimeout]. When it
-// exits first having printed inUse, the error is errPortInUse.
-func (p *server) waitFor(addr, ready, inUse string) error {
-	deadline := time.Now().Add(ReadyTimeout)
-	for {
-		select {
-		case <-p.done:
-			out := p.out.String()
-			if inUse != "" && strings.Contains(out, inUse) {
-				return fmt.Errorf("%w: %s", errPortInUse, addr)
-			}
-			return fmt.Errorf("exited (%v) before it was ready; output:\n%s", p.err, out)
-		default:
-		}
-		if ready == "" || strings.Contains(p.out.String(), ready) {
-			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-				c.Close()
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready on %s after %v; output:\n%s", addr, ReadyTimeout, p.out.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
