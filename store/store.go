@@ -48,7 +48,7 @@
 // An operation on a store that cannot be reached (Redis down, restarting,
 // loading its data, unreachable on the network, or not answering before
 // the context's deadline) fails with an error for which errors.Is(err,
-// [ErrUnavailable]) holds, and nothing is known to have happened. Callers
+// [ErrUnavailable]) holds, and whether it took effect is unknown. Callers
 // fail closed for what needs the store: a call whose taint or claim cannot
 // be checked is not sent. A store recovers by itself: operations succeed
 // again soon after the store is back (within about a second for Redis),

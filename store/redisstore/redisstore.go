@@ -23,16 +23,18 @@
 // An operation that cannot reach Redis, or that Redis cannot serve yet
 // (LOADING, READONLY, MASTERDOWN, TRYAGAIN, BUSY, ...), fails with an
 // error that is store.ErrUnavailable; so does one whose context's deadline
-// passes first; while Redis refuses connections an operation fails within
+// passes first. While Redis refuses connections an operation fails within
 // a fraction of a second (about 0.1 s on loopback; at once after the
-// client has seen a pool's worth of failed dials). The client reconnects by itself: operations succeed
-// again within about a second of Redis being back (go-redis probes a
-// refusing server once a second). go-redis logs failed dials through its
-// own logger (redis.SetLogger), to standard error by default. The
-// client's own retries (go-redis retries
-// a command whose connection broke, three times by default) are harmless
-// here: a retried claim, completion, slot or lock recognizes its own
-// token, and only a retried window hit may count once more.
+// client has seen a pool's worth of failed dials). The client reconnects
+// by itself: operations succeed again within about a second of Redis
+// being back (go-redis probes a refusing server once a second). go-redis
+// logs failed dials through its own logger (redis.SetLogger), to standard
+// error by default.
+//
+// go-redis retries a command whose connection broke (three times by
+// default). That is harmless here: a retried claim, completion, slot or
+// lock recognizes its own token, and only a retried window hit may count
+// once more.
 //
 // Redis keeps claims across its own restarts only with persistence
 // (appendonly yes, and appendfsync always for claims that must never be
