@@ -1,7 +1,15 @@
 // Package storetest is the conformance suite of store.Store: every
 // implementation runs [Run], so that they all keep the guarantees the store
 // package documents (expiry, atomicity under concurrency, lock exclusivity,
-// leases, namespaces).
+// leases, namespaces). An implementation's test is
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T, namespace string) store.Store {
+//			s := mystore.Open(..., namespace) // a new client of one backend
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		})
+//	}
 package storetest
 
 import (
