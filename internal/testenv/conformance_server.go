@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -143,7 +142,7 @@ func GoEverything(t testing.TB) (url string) {
 		if err != nil {
 			t.Fatalf("testenv: starting the Go everything-server: %v", err)
 		}
-		if lastErr = p.waitDial(addr, ReadyTimeout); lastErr == nil {
+		if lastErr = p.waitFor(addr, nil); lastErr == nil {
 			t.Cleanup(p.stop)
 			return "http://" + addr + "/mcp"
 		}
@@ -154,24 +153,4 @@ func GoEverything(t testing.TB) (url string) {
 	}
 	t.Fatalf("testenv: the Go everything-server did not start: %v", lastErr)
 	return ""
-}
-
-// waitDial waits until addr accepts connections, or the process exits.
-func (p *server) waitDial(addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		select {
-		case <-p.done:
-			return fmt.Errorf("exited (%v) before it was ready; output:\n%s", p.err, p.out.String())
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not accepting connections on %s after %v; output:\n%s", addr, timeout, p.out.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }

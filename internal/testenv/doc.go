@@ -224,6 +224,23 @@
 //     nil Content is not filled in and all five checks fail. Checks
 //     client-elicitation-sep1034-{string,integer,number,enum,boolean}-default.
 //
+// # redis-server and haproxy
+//
+// The shared store's and the fleet's tests run the real programs from
+// Debian's packages redis-server (7.0 on bookworm) and haproxy (2.6 on
+// bookworm; /usr/sbin/haproxy), which ./scripts/test installs with apt-get
+// when they are missing. [Redis] starts redis-server on a free loopback
+// port (--bind 127.0.0.1 --port P --dir <temporary> --save "" --logfile ""
+// --daemonize no, plus --appendonly and --requirepass as asked); it is
+// ready when it has printed "Ready to accept connections" and accepts a
+// connection, and a port taken meanwhile ("Address already in use") is
+// retried with another. [HAProxy] runs haproxy -db -f FILE (in the
+// foreground, logging to stderr) and waits for every bind address of its
+// configuration. Each is a [Daemon]: Stop, Kill and Start again on the same
+// ports, for restart tests. A missing program skips the test under a bare
+// go test and fails it under ./scripts/test and CI, as a missing
+// node_modules does ([Binary]).
+//
 // # When node_modules is missing
 //
 // Every helper that needs node_modules (or node) skips the test with the

@@ -98,3 +98,23 @@ func TestModulePath(t *testing.T) {
 		}
 	}
 }
+
+// A program that is not installed skips the test under a bare go test and
+// fails it under ./scripts/test, naming the Debian package to install.
+func TestBinaryMissing(t *testing.T) {
+	for _, e2e := range []string{"", "1"} {
+		t.Setenv("CI", "")
+		t.Setenv("CONDUIT_E2E", e2e)
+		r := &recorder{TB: t}
+		if got := Binary(r, "conduit-no-such-program", "conduit-no-such-package"); got != "" {
+			t.Errorf("Binary of a missing program = %q", got)
+		}
+		msg, other := r.skipped, r.fatal
+		if e2e == "1" {
+			msg, other = other, msg
+		}
+		if want := "testenv: conduit-no-such-program not found: install the Debian package conduit-no-such-package (./scripts/test installs it)"; msg != want || other != "" {
+			t.Errorf("CONDUIT_E2E=%q: skipped %q, fatal %q; want %q", e2e, r.skipped, r.fatal, want)
+		}
+	}
+}

@@ -46,7 +46,8 @@ func EverythingHTTP(t testing.TB) (url string) {
 		if err != nil {
 			t.Fatalf("testenv: starting server-everything: %v", err)
 		}
-		err = p.waitReady(port, ReadyTimeout)
+		listening := regexp.MustCompile(`(?i)listening on port ` + strconv.Itoa(port) + `\b`)
+		err = p.waitFor(net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), listening, "already in use", "EADDRINUSE")
 		if err == nil {
 			t.Cleanup(p.stop)
 			return fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
@@ -102,32 +103,32 @@ func startServer(name string, args, env []string) (*server, error) {
 	return p, nil
 }
 
-var listeningRE = regexp.MustCompile(`(?i)listening on port (\d+)`)
-
-// waitReady waits until the server has said that it listens on port and a
-// TCP connection to it succeeds.
-func (p *server) waitReady(port int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+// waitFor waits until the server has printed something that ready matches
+// (nil: nothing needed) and addr accepts TCP connections, for at most
+// [ReadyTimeout]. When the server exits first having printed one of inUse,
+// the error is errPortInUse.
+func (p *server) waitFor(addr string, ready *regexp.Regexp, inUse ...string) error {
+	deadline := time.Now().Add(ReadyTimeout)
 	for {
 		select {
 		case <-p.done:
 			out := p.out.String()
-			if strings.Contains(out, "already in use") || strings.Contains(out, "EADDRINUSE") {
-				return fmt.Errorf("%w: %d", errPortInUse, port)
+			for _, s := range inUse {
+				if strings.Contains(out, s) {
+					return fmt.Errorf("%w: %s", errPortInUse, addr)
+				}
 			}
 			return fmt.Errorf("exited (%v) before it was ready; output:\n%s", p.err, out)
 		default:
 		}
-		if m := listeningRE.FindStringSubmatch(p.out.String()); m != nil && m[1] == strconv.Itoa(port) {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err == nil {
+		if ready == nil || ready.MatchString(p.out.String()) {
+			if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 				c.Close()
 				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not accepting connections on %s after %v; output:\n%s", addr, timeout, p.out.String())
+			return fmt.Errorf("not accepting connections on %s after %v; output:\n%s", addr, ReadyTimeout, p.out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

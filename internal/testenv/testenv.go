@@ -99,11 +99,7 @@ func e2eRequired() bool {
 // [MissingMessage].
 func unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
-	msg := fmt.Sprintf("testenv: "+format+": "+MissingMessage, args...)
-	if e2eRequired() {
-		t.Fatal(msg)
-	}
-	t.Skip(msg)
+	missing(t, fmt.Sprintf("testenv: "+format+": "+MissingMessage, args...))
 }
 
 // Node returns the path of the node binary, or skips or fails t when node is

@@ -1,0 +1,232 @@
+// Package store holds what several processes of one deployment must share:
+// the replicas of conduit serve behind a load balancer, the instances of a
+// web application that resume one conversation, the workers that retry one
+// activity. [Store] is the interface; [Memory] is the default, for one
+// process; package store/redisstore shares a Store through Redis or Valkey.
+//
+// What is shared is small, and each kind has its own methods (a Store is
+// several small interfaces):
+//
+//   - [Sets], for taint: the servers whose output a principal or a
+//     conversation has seen. A set lives until its lifetime has passed
+//     since its latest addition.
+//   - [Claims], for at most once: the first [Claims.Claim] of a key wins,
+//     every later one finds the key pending (the winner is running, or died
+//     before it recorded anything) or completed, with the result the winner
+//     recorded by [Claims.Complete]. A decided approval or a resumed
+//     conversation state runs once, and a second resumer, or a retried
+//     activity, answers with the first one's result instead of sending
+//     again.
+//   - [Counters], for limits: calls per window ([Counters.Hit], a fixed
+//     window that says when it ends) and calls at once ([Counters.Acquire]
+//     and [Counters.Release], slots held on a lease, so that the slots of a
+//     process killed while holding them come back when their lease ends).
+//   - [Locks], for what one process at a time may do, such as refreshing an
+//     OAuth token: a lock has an owner token and an expiry, and only its
+//     owner releases it.
+//
+// # Guarantees
+//
+// Every operation is atomic in the store: claims, counters, slots and locks
+// hold across goroutines and, with a shared store, across processes and
+// machines. Exactly one of any number of concurrent claimers of a key
+// wins; a window never counts more hits than its limit; no more than limit
+// slots of a key are held at once; a lock has at most one owner at a time
+// (for as long as its expiry has not passed: an owner that holds it longer
+// than that has lost it, which [Locks.Unlock] reports with [ErrNotHeld]).
+//
+// Expiry is measured by the store's clock: [Memory]'s is the process's
+// monotonic clock, a Redis store's is the Redis server's, so processes whose
+// clocks disagree still agree on what has expired. Every key has an expiry
+// (a lifetime, a window, a lease); nothing stays forever. Choose them as
+// the guarantee needs: a claim must outlive every resumption of its state
+// (a claim that has expired can be won again), a slot's lease and a lock's
+// expiry must outlast the longest call or refresh they guard.
+//
+// # When the store is unreachable
+//
+// An operation on a store that cannot be reached (Redis down, restarting,
+// loading its data, unreachable on the network, or not answering before
+// the context's deadline) fails with an error for which errors.Is(err,
+// [ErrUnavailable]) holds, and whether it took effect is unknown. Callers
+// fail closed for what needs the store: a call whose taint or claim cannot
+// be checked is not sent. A store recovers by itself: operations succeed
+// again soon after the store is back (within about a second for Redis),
+// with no reconnecting by the caller.
+//
+// An operation whose answer was lost (the connection dropped after the
+// store did the work) may have taken effect: a claim may be held by a
+// token nobody knows (later claimers find it pending until it expires: at
+// most once holds, an answer is lost), a window may have counted one hit
+// more. Claims survive a restart of the store only when the store keeps
+// its data across restarts (Redis with append-only persistence); without
+// that, a restart forgets every claim, taint and count.
+//
+// # Keys
+//
+// Keys are strings that the caller composes (for example
+// "alice/fs__write_file"); each kind of value lives in its own key space,
+// so a set and a claim may share a name. A shared store adds a namespace to
+// every key (redisstore.Options.Prefix), so that two deployments can share
+// one Redis.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Errors of every Store, for errors.Is.
+var (
+	// ErrUnavailable is the error of an operation that could not reach the
+	// store; see the package doc.
+	ErrUnavailable = errors.New("store unavailable")
+	// ErrNotHeld is the error of [Claims.Complete] and [Locks.Unlock] by a
+	// token that does not hold the claim or the lock: it expired, or it was
+	// never this token's.
+	ErrNotHeld = errors.New("store: not held by this token")
+	// ErrClosed is the error of an operation on a closed store.
+	ErrClosed = errors.New("store: closed")
+)
+
+// Store is everything processes share: taint, single-use claims, counters
+// for limits and locks. Its methods are safe for concurrent use. A
+// consumer that needs one kind only should take the smaller interface
+// ([Sets], [Claims], [Counters], [Locks]).
+type Store interface {
+	Sets
+	Claims
+	Counters
+	Locks
+	// Ping reports whether the store can be reached (a readiness check):
+	// nil, or an error that is [ErrUnavailable] or [ErrClosed].
+	Ping(ctx context.Context) error
+	// Close releases the store's resources; later operations fail with
+	// [ErrClosed]. It may be called more than once.
+	io.Closer
+}
+
+// Sets are sets of strings with a lifetime, for taint: a key is a principal
+// or a conversation, the members are the servers whose output it has seen.
+type Sets interface {
+	// AddMembers adds members to the set of key and sets the whole set's
+	// expiry to ttl from now, so a set lives until ttl has passed since its
+	// latest addition. Adding no members does nothing.
+	AddMembers(ctx context.Context, key string, ttl time.Duration, members ...string) error
+	// Members returns the members of the set of key, sorted; none when the
+	// set is empty or has expired.
+	Members(ctx context.Context, key string) ([]string, error)
+}
+
+// Claims are single-use marks with a record of what the winner produced,
+// for at most once: an approval, a resumed state or an activity runs once,
+// and whoever comes after reads its result.
+type Claims interface {
+	// Claim claims key for ttl. The first claimer wins: the result is
+	// [Claimed], with the token that [Claims.Complete] needs. Any other
+	// claim of key before it expires finds it [Pending] (claimed, no result
+	// recorded yet: the winner is still running, or died) or [Completed]
+	// with the recorded result.
+	Claim(ctx context.Context, key string, ttl time.Duration) (Claim, error)
+	// Complete records result as the outcome of the claim of key held by
+	// token, and keeps it for ttl from now. It fails with [ErrNotHeld] when
+	// token does not hold a pending claim of key (it expired, another
+	// process claimed it since, or it was completed with another result);
+	// completing again with the same token and result succeeds.
+	Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error
+}
+
+// ClaimState says what [Claims.Claim] found.
+type ClaimState int
+
+// The states of a claim.
+const (
+	// Claimed: this call won the claim; do the work, then Complete it.
+	Claimed ClaimState = iota + 1
+	// Pending: another claimer holds the claim and has recorded no result:
+	// it is still running, or it died before it recorded one. Whether it
+	// did the work is unknown; do not do it again.
+	Pending
+	// Completed: another claimer recorded its result, in Claim.Result.
+	Completed
+)
+
+// String returns the state's name.
+func (s ClaimState) String() string {
+	switch s {
+	case Claimed:
+		return "claimed"
+	case Pending:
+		return "pending"
+	case Completed:
+		return "completed"
+	}
+	return fmt.Sprintf("ClaimState(%d)", int(s))
+}
+
+// A Claim is what [Claims.Claim] found.
+type Claim struct {
+	State ClaimState
+	// Token proves the claim to Complete; set when State is Claimed.
+	Token string
+	// Result is what the winner recorded; set (non-nil) when State is
+	// Completed.
+	Result []byte
+}
+
+// Counters count calls for limits: calls per window, and calls at once.
+type Counters interface {
+	// Hit counts one hit in the current window of key when fewer than limit
+	// hits were counted in it, and reports the window. A window starts at
+	// its first hit and lasts window; then the count starts again from
+	// zero. A limit of zero or less allows nothing and so counts nothing:
+	// Hit(ctx, key, 0, w) reads the window.
+	Hit(ctx context.Context, key string, limit int64, window time.Duration) (Window, error)
+	// Acquire takes one of limit slots of key for lease when fewer than
+	// limit are held, and reports the slots. A slot is held until it is
+	// released or its lease ends, whichever comes first. A limit of zero
+	// or less allows nothing: Acquire(ctx, key, 0, d) reads the slots.
+	Acquire(ctx context.Context, key string, limit int64, lease time.Duration) (Slot, error)
+	// Release gives back the slot of key that token holds. Releasing a slot
+	// that is not held (released already, or its lease ended) does nothing.
+	Release(ctx context.Context, key, token string) error
+}
+
+// A Window is the state of a window counter after [Counters.Hit].
+type Window struct {
+	// Allowed reports whether this hit was counted (the count was under
+	// the limit).
+	Allowed bool
+	// Count is the number of hits counted in the current window, this one
+	// included when Allowed.
+	Count int64
+	// Reset is how long until the window ends and counting starts again
+	// from zero: when to retry a hit that was not allowed. Zero when no
+	// window is open.
+	Reset time.Duration
+}
+
+// A Slot is the state of a key's slots after [Counters.Acquire].
+type Slot struct {
+	// Acquired reports whether a slot was taken.
+	Acquired bool
+	// Token identifies the slot taken, for Release; set when Acquired.
+	Token string
+	// InUse is the number of slots held, the one taken included.
+	InUse int64
+}
+
+// Locks are exclusive locks with an owner and an expiry, across processes.
+type Locks interface {
+	// Lock waits until it holds the lock of key, for ttl, and returns the
+	// owner token that Unlock needs. It gives up with an error that wraps
+	// ctx.Err() when ctx is done first.
+	Lock(ctx context.Context, key string, ttl time.Duration) (token string, err error)
+	// Unlock releases the lock of key held by token. It fails with
+	// [ErrNotHeld] when token does not hold it (the lock expired, and
+	// perhaps another owner holds it now), and then releases nothing.
+	Unlock(ctx context.Context, key, token string) error
+}
