@@ -162,7 +162,7 @@ func feed[T ~string | ~[]byte](c *Counter, s T, limit int) (stop int) {
 	for i := 0; i < len(s); {
 		b := s[i]
 		cls := int(classes[b])
-		if cls == cLower && c.kind == pWord && limit == 0 {
+		if cls == cLower && c.kind == pWord && c.n > 0 && limit == 0 {
 			// The common case, kept out of add: a word goes on.
 			c.n += 2
 			if c.n > c.paid {
