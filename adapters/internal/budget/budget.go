@@ -93,7 +93,16 @@ type Outcome struct {
 // a valid value, or nil when none fits, and the notice is left in
 // Outcome.Notice.
 func Apply(r *render.Rendered, o *Options) Outcome {
-	out := Outcome{Tokens: Count(r, o.Image)}
+	// Each part is counted once: a text of megabytes costs a scan.
+	sizes := make([]int, len(r.Parts))
+	out := Outcome{}
+	if r.Structured != nil {
+		out.Tokens = tokens.Text(structuredText(r.Structured))
+	}
+	for i, p := range r.Parts {
+		sizes[i] = partTokens(p, o.Image)
+		out.Tokens += sizes[i]
+	}
 	out.Kept = out.Tokens
 	if o.Budget <= 0 || out.Tokens <= o.Budget {
 		return out
@@ -122,7 +131,7 @@ func Apply(r *render.Rendered, o *Options) Outcome {
 	left := o.Budget
 	kept := r.Parts[:0]
 	cutDone := false
-	for _, p := range r.Parts {
+	for i, p := range r.Parts {
 		if p.Kind == render.PartText {
 			c.Bytes += len(p.Text)
 			c.Lines += lines(p.Text)
@@ -130,7 +139,7 @@ func Apply(r *render.Rendered, o *Options) Outcome {
 		if cutDone {
 			continue
 		}
-		n := partTokens(p, o.Image)
+		n := sizes[i]
 		if n <= left {
 			kept = append(kept, p)
 			left -= n
