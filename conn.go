@@ -295,7 +295,7 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 	cancel := func() { cancelCause(nil) }
 	var fired atomic.Bool
 	timer := time.AfterFunc(cn.core.ConnectTimeout, func() { fired.Store(true); cancelCause(errConnectTimeout) })
-	tr := cn.srv.transport(&cn.stderr, cn.core.httpClient)
+	tr := cn.srv.transport(&cn.stderr, cn.core.httpClient, cn.core.bounds(cn.srv.ID))
 	if st, ok := tr.(*mcp.StreamableClientTransport); ok {
 		if cn.oauth != nil {
 			st.OAuthHandler = cn.oauth

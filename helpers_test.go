@@ -37,7 +37,9 @@ func TestMain(m *testing.M) {
 // runChild is the child server. Modes:
 //
 //	basic              tools echo, pid, block, garbage, jsongarbage, rpcgarbage, getenv,
-//	                   cwd, args, exit
+//	                   cwd, args, big, exit
+//	big-http[-json]    the tool big over Streamable HTTP (SSE or JSON
+//	                   responses) on a loopback port it prints first (bigmsg_test.go)
 //	garbage-after-list like basic, but writes a line that is not JSON to
 //	                   stdout shortly after answering tools/list
 //	exit               writes to stderr and exits with status 3 at once
@@ -67,6 +69,8 @@ func runChild(mode string) int {
 		return 0
 	case "defs":
 		return runDefsChild(mark)
+	case "big-http", "big-http-json":
+		return runBigHTTPChild(mode == "big-http-json")
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "child", Version: "1"}, nil)
 	addTool(s, "echo", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -108,6 +112,7 @@ func runChild(mode string) int {
 	addTool(s, "args", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return textResult(strings.Join(os.Args[1:], " ")), nil
 	})
+	addTool(s, "big", bigTool)
 	addTool(s, "exit", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		fmt.Fprintln(os.Stderr, "exiting on request")
 		os.Exit(4)

@@ -34,14 +34,16 @@ const (
 // serves a model better than a truncated result, which it could take for
 // the whole.
 //
-// A result is held in memory whole before it can be measured. What one
-// message can cost is the transport's bound: over stdio (and in-memory)
-// the SDK reads at most 16 MiB of one message (mcp.DefaultMaxLineLength)
-// and ends the session on a longer one; legacy SSE and Streamable HTTP
-// have no such bound. On every transport but Streamable HTTP, conduit
-// sees a tools/call result as JSON text before the SDK decodes it, and
-// refuses one whose text is over MaxResultBytes there: decoded into Go
-// values, JSON can take many times its size.
+// No message a server sends ends its session, whatever its size: over
+// stdio and HTTP (JSON bodies, server-sent events, legacy SSE) conduit
+// reads each message below the SDK as it streams, holds at most
+// max(MaxResultBytes, 16 MiB) of it, and discards one that is longer as it
+// arrives; the request it answers gets the KindLimit error, and every
+// other call to the server goes on over the same session. A tools/call
+// result under that bound but over MaxResultBytes is refused as JSON text,
+// before it is decoded into Go values, which can take many times its
+// size. In memory, messages are Go values already and are measured as
+// such. A Server given as its own Transport is not bounded below the SDK.
 type Limits struct {
 	// MaxArgDepth bounds how deeply a call's arguments nest: the arguments
 	// object is depth 1, and each object or array in it adds one. Default

@@ -78,8 +78,9 @@ func (s Server) validate() error {
 func (s Server) reconnectable() bool { return s.Transport == nil }
 
 // transport makes a fresh transport for one session. stderr receives a
-// child process's standard error; hc is the HTTP client when s has none.
-func (s Server) transport(stderr *tailBuffer, hc *http.Client) mcp.Transport {
+// child process's standard error; hc is the HTTP client when s has none;
+// b bounds the messages the server sends (bigmsg.go).
+func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *bounds) mcp.Transport {
 	switch {
 	case s.Transport != nil:
 		return s.Transport
@@ -96,11 +97,12 @@ func (s Server) transport(stderr *tailBuffer, hc *http.Client) mcp.Transport {
 		// A grandchild that inherited stderr (npx starts node) must not keep
 		// Wait, and so Close, from returning once the child has exited.
 		cmd.WaitDelay = time.Second
-		return &mcp.CommandTransport{Command: cmd, TerminateDuration: terminateDuration}
+		return b.stdio(cmd, terminateDuration)
 	default:
 		if s.HTTPClient != nil {
 			hc = s.HTTPClient
 		}
+		hc = b.http(hc)
 		if len(s.Headers) > 0 {
 			cp := *hc
 			cp.Transport = headerTransport{base: hc.Transport, headers: maps.Clone(s.Headers)}

@@ -63,6 +63,46 @@ func Omitted(kind, mediaType string, size int, reason string) string {
 	return jsonv.ValidString(fmt.Sprintf("[%s omitted: %s, %s, %s]", kind, orUnknown(mediaType), Size(size), reason))
 }
 
+// Cut describes what a result budget kept of a result, for the notice
+// the model reads after it (see [CutNotice]).
+type Cut struct {
+	Budget              int    // the budget, in tokens
+	KeptTokens, Tokens  int    // estimated tokens kept, and of the whole
+	KeptBytes, Bytes    int    // bytes of text kept, and of the whole
+	KeptLines, Lines    int    // lines of text kept, and of the whole; 0 when not counted
+	JSON                bool   // cut as JSON, its structure kept valid
+	Replaced            bool   // nothing could be kept
+	ReadTool, ResultRef string // conduit's tool that reads the rest, and this result's name there; "" when off
+}
+
+// CutNotice is the text a model reads after a result cut to its budget:
+// "[conduit: the result was cut to fit its budget of 25000 tokens: kept
+// the first 1204 of 31877 lines (98.1 KB of 3.0 MB, about 24990 of 796000
+// tokens). Ask for less at a time (a narrower query, a smaller range or
+// page), if the tool allows it.]"
+func CutNotice(c Cut) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[conduit: the result was cut to fit its budget of %d tokens: ", c.Budget)
+	switch {
+	case c.Replaced:
+		fmt.Fprintf(&b, "none of it could be kept (%s, about %d tokens).", Size(c.Bytes), c.Tokens)
+	case c.Lines > 0:
+		fmt.Fprintf(&b, "kept the first %d of %d lines (%s of %s, about %d of %d tokens).", c.KeptLines, c.Lines, Size(c.KeptBytes), Size(c.Bytes), c.KeptTokens, c.Tokens)
+	default:
+		fmt.Fprintf(&b, "kept the first %s of %s (about %d of %d tokens).", Size(c.KeptBytes), Size(c.Bytes), c.KeptTokens, c.Tokens)
+	}
+	if c.JSON && !c.Replaced {
+		b.WriteString(" The JSON kept is valid: the arrays and objects that did not fit whole were closed where it was cut.")
+	}
+	if c.ReadTool != "" {
+		fmt.Fprintf(&b, " The whole result is kept: call %s with result %q to read the rest by range, or to find the lines that match a pattern.", c.ReadTool, c.ResultRef)
+	} else {
+		b.WriteString(" Ask for less at a time (a narrower query, a smaller range or page), if the tool allows it.")
+	}
+	b.WriteByte(']')
+	return jsonv.ValidString(b.String())
+}
+
 // Size is a byte count as a model reads it: "812 bytes", "40.0 KB",
 // "7.3 MB" (in units of 1024, as Anthropic states its limits).
 func Size(n int) string {

@@ -1,0 +1,755 @@
+package conduit
+
+// This file bounds every message a server sends as it streams, below the
+// SDK, so that no message of any size ends a session: one over the bound
+// is discarded as it arrives, never held whole, and the request it answers
+// gets the error that stands in for a result over Limits.MaxResultBytes
+// (notify.go), while every other call to the server goes on. Over stdio a
+// message is a line (the SDK ends the session on a line over 16 MiB); over
+// Streamable HTTP it is a JSON response body or a server-sent event (the
+// SDK reads a JSON body whole, without bound, and ends the session on an
+// event over 16 MiB). In memory, messages are Go values already, and
+// notesConn bounds results as they are read.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// messageBytes is the bound on one message a server sends, 0 for none:
+// MaxResultBytes, but never under the SDK's own bound on a line, so that
+// a small result limit does not refuse a large tool listing (results over
+// MaxResultBytes but under this are refused by notesConn after they are
+// read, before they are decoded).
+func (l *limits) messageBytes() int {
+	if l.resultBytes == 0 {
+		return 0
+	}
+	return max(l.resultBytes, mcp.DefaultMaxLineLength)
+}
+
+// oversize is what a hub does with a message over the bound: the error
+// response that stands in for it, and a log line.
+type oversize struct {
+	server string
+	limit  int // Limits.MaxResultBytes, which the model is told of
+	marker json.RawMessage
+	logger *slog.Logger
+}
+
+// reject returns the JSON text of the error response for the request of
+// id (raw JSON), or nil when the message was not a response with a valid
+// id, and logs the discarding.
+func (o *oversize) reject(s *idScan, size int) []byte {
+	var id jsonrpc.ID
+	ok := s.response && !s.method && !s.idBad && len(s.id) > 0
+	if ok {
+		var v any
+		if err := json.Unmarshal(s.id, &v); err == nil {
+			id, err = jsonrpc.MakeID(v)
+			ok = err == nil && id.IsValid()
+		} else {
+			ok = false
+		}
+	}
+	if !ok {
+		o.logger.Warn("conduit: a message over the limit was discarded", "server", o.server, "bytes", size, "limit", o.limit)
+		return nil
+	}
+	o.logger.Warn("conduit: a response over the limit was discarded; its request is answered with the limit error", "server", o.server, "bytes", size, "limit", o.limit, "id", id.Raw())
+	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
+		Code:    codeResultTooLarge,
+		Message: "is larger than the limit of " + byteSize(o.limit),
+		Data:    o.marker,
+	}})
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
+func (c *core) oversize(server string) *oversize {
+	return &oversize{server: server, limit: c.limits.resultBytes, marker: c.resultMarker, logger: c.Logger}
+}
+
+// idScan finds, in a JSON-RPC message given in pieces, what its error
+// response needs: whether it is a response (it has "result" or "error"
+// and no "method"), and its "id", wherever it comes (the TypeScript SDK
+// writes the result first). It holds nothing but the id, at most
+// maxIDBytes of it.
+type idScan struct {
+	depth      int
+	inStr, esc bool
+	object     bool // the message is an object
+	expectKey  bool // at depth 1, before a key
+	inKey      bool
+	key        []byte // the key being read, at most 8 bytes
+	keyLong    bool
+	capturing  bool // reading the id's value
+	id         []byte
+	idBad      bool
+	method     bool
+	response   bool
+}
+
+const maxIDBytes = 256
+
+func (s *idScan) feed(p []byte) {
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		if s.inStr {
+			if !s.capturing && !s.inKey && !s.esc {
+				// Skip the bulk of a long string.
+				j := bytes.IndexAny(p[i:], `"\`)
+				if j < 0 {
+					return
+				}
+				i += j
+				c = p[i]
+			}
+			switch {
+			case s.esc:
+				s.esc = false
+			case c == '\\':
+				s.esc = true
+			case c == '"':
+				s.inStr = false
+			}
+			if s.inKey {
+				if s.inStr {
+					s.keyByte(c)
+				} else {
+					s.inKey = false
+				}
+			} else if s.capturing {
+				s.idByte(c)
+			}
+			continue
+		}
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		case '"':
+			s.inStr = true
+			if s.depth == 1 && s.object && s.expectKey {
+				s.inKey, s.key, s.keyLong, s.expectKey = true, s.key[:0], false, false
+				continue
+			}
+		case ':':
+			if s.depth == 1 && s.object && !s.capturing {
+				switch k := string(s.key); {
+				case s.keyLong:
+				case k == "id":
+					s.capturing, s.id = true, s.id[:0]
+				case k == "method":
+					s.method = true
+				case k == "result" || k == "error":
+					s.response = true
+				}
+				continue
+			}
+		case ',':
+			if s.depth == 1 {
+				s.capturing, s.expectKey = false, s.object
+				continue
+			}
+		case '{', '[':
+			if s.depth == 0 {
+				s.object, s.expectKey = c == '{', c == '{'
+			}
+			s.depth++
+			if s.depth == 1 {
+				continue
+			}
+		case '}', ']':
+			s.depth--
+			if s.depth == 0 {
+				s.capturing = false
+				continue
+			}
+		}
+		if s.capturing {
+			s.idByte(c)
+		}
+	}
+}
+
+func (s *idScan) keyByte(c byte) {
+	if len(s.key) == 8 {
+		s.keyLong = true
+		return
+	}
+	s.key = append(s.key, c)
+}
+
+func (s *idScan) idByte(c byte) {
+	if len(s.id) == maxIDBytes {
+		s.idBad = true
+		return
+	}
+	s.id = append(s.id, c)
+}
+
+// held is bytes kept as the pieces they were read in, never copied into
+// one: a message near the limit costs its size, not the doubling of a
+// growing slice.
+type held struct {
+	parts [][]byte
+	n     int
+}
+
+func (h *held) add(p []byte) {
+	if len(p) > 0 {
+		h.parts = append(h.parts, p)
+		h.n += len(p)
+	}
+}
+
+// read moves bytes to p.
+func (h *held) read(p []byte) int {
+	n := 0
+	for n < len(p) && len(h.parts) > 0 {
+		c := copy(p[n:], h.parts[0])
+		n += c
+		if h.parts[0] = h.parts[0][c:]; len(h.parts[0]) == 0 {
+			h.parts[0] = nil
+			h.parts = h.parts[1:]
+		}
+	}
+	h.n -= n
+	return n
+}
+
+func (h *held) each(f func([]byte)) {
+	for _, p := range h.parts {
+		f(p)
+	}
+}
+
+// reader reads chunks of src for a bound: a chunk part of which is held
+// past the next read is not reused.
+type reader struct {
+	src   io.Reader
+	chunk []byte
+	rest  []byte // read, not yet framed
+	err   error
+}
+
+const chunkSize = 64 << 10
+
+// fill reads the next chunk when rest is empty; it reports false at the
+// end of src.
+func (r *reader) fill() bool {
+	for len(r.rest) == 0 {
+		if r.err != nil {
+			return false
+		}
+		if r.chunk == nil {
+			r.chunk = make([]byte, chunkSize)
+		}
+		n, err := r.src.Read(r.chunk)
+		r.rest, r.err = r.chunk[:n], err
+	}
+	return true
+}
+
+// keep is called when part of the current chunk is held past the next
+// read.
+func (r *reader) keep() { r.chunk = nil }
+
+// lineBound reads newline-delimited messages from src and passes on those
+// of at most limit bytes; each longer one is discarded as it streams and
+// replaced by the line reject returns for it (nothing if nil). It holds at
+// most one line of limit bytes.
+type lineBound struct {
+	reader
+	limit  int
+	reject func(*idScan, int) []byte
+
+	line held // the start of a line within the limit
+	out  held // ready for Read
+	over bool // discarding a line
+	size int  // its bytes so far
+	scan idScan
+}
+
+func (b *lineBound) Read(p []byte) (int, error) {
+	for b.out.n == 0 {
+		if !b.fill() {
+			if b.line.n > 0 {
+				// An unterminated last message: the SDK's decoder judges it.
+				b.out, b.line = b.line, held{}
+				break
+			}
+			return 0, b.err
+		}
+		b.frame()
+	}
+	return b.out.read(p), nil
+}
+
+// frame moves what it can of rest to out.
+func (b *lineBound) frame() {
+	i := bytes.IndexByte(b.rest, '\n')
+	seg := b.rest
+	if i >= 0 {
+		seg = b.rest[:i]
+	}
+	if b.over {
+		b.scan.feed(seg)
+		b.size += len(seg)
+		if i < 0 {
+			b.rest = nil
+			return
+		}
+		b.rest = b.rest[i+1:]
+		if r := b.reject(&b.scan, b.size); r != nil {
+			b.out.add(append(r, '\n'))
+		}
+		b.over, b.size, b.scan = false, 0, idScan{}
+		return
+	}
+	if b.line.n+len(seg) > b.limit {
+		b.over, b.size = true, b.line.n
+		b.line.each(b.scan.feed)
+		b.line = held{}
+		return // seg is read in discarding
+	}
+	if i < 0 {
+		b.line.add(seg)
+		b.keep()
+		b.rest = nil
+		return
+	}
+	b.out, b.line = b.line, held{}
+	b.out.add(b.rest[:i+1])
+	b.rest = b.rest[i+1:]
+}
+
+// stdioTransport runs a server as a child process and speaks to it over
+// stdin and stdout, as mcp.CommandTransport does, with the child's stdout
+// bounded by a lineBound below the SDK's reader (which the SDK's transport
+// leaves no way to reach).
+type stdioTransport struct {
+	cmd       *exec.Cmd
+	terminate time.Duration
+	limit     int // 0: no bound, and none in the SDK either
+	over      *oversize
+}
+
+func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	var r io.Reader = stdout
+	maxLine := -1
+	if t.limit > 0 {
+		r = &lineBound{reader: reader{src: stdout}, limit: t.limit, reject: t.over.reject}
+		// The SDK's own bound stays, above conduit's, which the
+		// replacement lines are far under.
+		maxLine = t.limit + 64<<10
+	}
+	tr := &mcp.IOTransport{Reader: io.NopCloser(r), Writer: &childStdin{cmd: t.cmd, stdin: stdin, terminate: t.terminate}, MaxLineLength: maxLine}
+	return tr.Connect(ctx)
+}
+
+// childStdin closes a session as mcp.CommandTransport does, as the MCP
+// specification asks: stdin closed, then SIGTERM if the child has not
+// exited within terminate, then SIGKILL.
+type childStdin struct {
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	terminate time.Duration
+}
+
+func (c *childStdin) Write(p []byte) (int, error) { return c.stdin.Write(p) }
+
+func (c *childStdin) Close() error {
+	if err := c.stdin.Close(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.cmd.Wait() }()
+	wait := func() (error, bool) {
+		t := time.NewTimer(c.terminate)
+		defer t.Stop()
+		select {
+		case err := <-done:
+			return err, true
+		case <-t.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if c.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("conduit: the server's process did not exit")
+}
+
+// boundTransport bounds the responses of an HTTP client as they stream:
+// a JSON body over the limit is replaced by the error response for the
+// request's id, a server-sent event over it by an event carrying that
+// error for its own id.
+type boundTransport struct {
+	base  http.RoundTripper
+	limit int
+	over  *oversize
+}
+
+func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil || resp.Body == http.NoBody {
+		return resp, err
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		if resp.ContentLength >= 0 && resp.ContentLength <= int64(t.limit) {
+			return resp, nil // within the bound: read as it streams
+		}
+		resp.Body = &jsonBound{body: resp.Body, length: resp.ContentLength, req: req, limit: t.limit, over: t.over}
+		resp.ContentLength = -1
+	case "text/event-stream":
+		resp.Body = newSSEBound(resp.Body, t.limit, t.over)
+	}
+	return resp, nil
+}
+
+// jsonBound is a JSON body of unknown or excessive length: it reads it up
+// to the limit, and passes it on when it ends there; otherwise it closes
+// it and passes on the error response for the request's id.
+type jsonBound struct {
+	body   io.ReadCloser
+	length int64 // Content-Length, or -1
+	req    *http.Request
+	limit  int
+	over   *oversize
+	read   bool
+	out    held
+}
+
+func (j *jsonBound) Read(p []byte) (int, error) {
+	if !j.read {
+		j.read = true
+		if j.length > int64(j.limit) {
+			j.body.Close() // never read
+			j.out.add(j.over.reject(requestID(j.req), int(j.length)))
+		} else if err := j.hold(); err != nil {
+			return 0, err
+		}
+	}
+	if j.out.n == 0 {
+		return 0, io.EOF
+	}
+	return j.out.read(p), nil
+}
+
+// hold reads the body up to the limit into out, or out the error response
+// when the body is longer.
+func (j *jsonBound) hold() error {
+	r := reader{src: j.body}
+	size := 0
+	for r.fill() {
+		size += len(r.rest)
+		if size > j.limit {
+			j.body.Close() // the rest is never read
+			j.out = held{}
+			j.out.add(j.over.reject(requestID(j.req), size))
+			return nil
+		}
+		j.out.add(r.rest)
+		r.keep()
+		r.rest = nil
+	}
+	if r.err != io.EOF {
+		return r.err
+	}
+	return nil
+}
+
+func (j *jsonBound) Close() error { return j.body.Close() }
+
+// requestID is an idScan of the JSON-RPC request an HTTP request carries,
+// read again from its body, as the response that stands in for its answer
+// needs.
+func requestID(req *http.Request) *idScan {
+	s := &idScan{response: true}
+	if req.GetBody == nil {
+		return s
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return s
+	}
+	defer body.Close()
+	data, _ := io.ReadAll(io.LimitReader(body, 64<<20))
+	var r struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(data, &r) == nil && len(r.ID) <= maxIDBytes {
+		s.id = r.ID
+	}
+	return s
+}
+
+// sseBound bounds each event of a text/event-stream body: an event over
+// the limit is discarded as it streams and replaced by one whose data is
+// the error response for the id in its data, and which keeps its own
+// event id, so that a stream resumed after it starts after it.
+type sseBound struct {
+	reader
+	body  io.Closer
+	limit int
+	over  *oversize
+
+	event     held // the event being read, within the limit
+	lineEnded bool // the event held ends with a line break
+	out       held
+
+	// Discarding an event: its size, its data scanned, its id line kept.
+	discarding bool
+	size       int
+	scan       idScan
+	lineStart  bool   // at the start of a line
+	field      []byte // the field name of the line, up to 5 bytes
+	inField    bool   // reading the field name
+	lineKind   byte   // 'd' data, 'i' id, 0 other
+	afterColon bool   // just past the colon after a field name
+	eventID    []byte
+}
+
+func newSSEBound(body io.ReadCloser, limit int, over *oversize) *sseBound {
+	return &sseBound{reader: reader{src: body}, body: body, limit: limit, over: over}
+}
+
+func (s *sseBound) Read(p []byte) (int, error) {
+	for s.out.n == 0 {
+		if !s.fill() {
+			if s.event.n > 0 {
+				s.out, s.event = s.event, held{}
+				break
+			}
+			return 0, s.err
+		}
+		s.frame()
+	}
+	return s.out.read(p), nil
+}
+
+func (s *sseBound) Close() error { return s.body.Close() }
+
+// eventEnd returns the offset just past the blank line that ends the
+// event in p, given whether the bytes before p ended a line, or -1; and
+// whether p ends a line.
+func eventEnd(p []byte, lineEnded bool) (int, bool) {
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '\n':
+			if lineEnded {
+				return i + 1, true
+			}
+			lineEnded = true
+		case '\r':
+		default:
+			lineEnded = false
+		}
+	}
+	return -1, lineEnded
+}
+
+func (s *sseBound) frame() {
+	if s.discarding {
+		s.discard()
+		return
+	}
+	i, ended := eventEnd(s.rest, s.event.n == 0 || s.lineEnded)
+	seg := s.rest
+	if i >= 0 {
+		seg = s.rest[:i]
+	}
+	if s.event.n+len(seg) > s.limit {
+		s.discarding, s.size, s.lineStart = true, 0, true
+		s.event.each(func(p []byte) { s.scanSSE(p) })
+		s.event = held{}
+		return
+	}
+	if i < 0 {
+		s.event.add(seg)
+		s.lineEnded = ended
+		s.keep()
+		s.rest = nil
+		return
+	}
+	s.out, s.event = s.event, held{}
+	s.out.add(seg)
+	s.rest = s.rest[i:]
+}
+
+// discard reads rest as part of an event over the limit, up to its end.
+func (s *sseBound) discard() {
+	n := s.scanSSE(s.rest)
+	s.rest = s.rest[n:]
+	if !s.discarding {
+		// The event ended: send its stand-in, with its id.
+		var b bytes.Buffer
+		if len(s.eventID) > 0 {
+			b.WriteString("id: ")
+			b.Write(s.eventID)
+			b.WriteByte('\n')
+		}
+		if r := s.over.reject(&s.scan, s.size); r != nil {
+			b.WriteString("event: message\ndata: ")
+			b.Write(r)
+			b.WriteByte('\n')
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+			s.out.add(b.Bytes())
+		}
+		s.scan, s.eventID = idScan{}, nil
+	}
+}
+
+// scanSSE reads p as lines of an event being discarded: data lines' values
+// go to the scan, an id line's value is kept. It returns how much of p it
+// read: all of it, or up to the end of the event, when it stops
+// discarding.
+func (s *sseBound) scanSSE(p []byte) int {
+	for i := 0; i < len(p); {
+		c := p[i]
+		if s.lineStart {
+			s.lineStart = false
+			if c == '\n' || c == '\r' {
+				if c == '\n' {
+					s.discarding = false
+					s.size += i + 1
+					return i + 1
+				}
+				i++
+				s.lineStart = true
+				continue
+			}
+			s.inField, s.field, s.lineKind = true, s.field[:0], 0
+		}
+		if s.inField {
+			switch {
+			case c == ':':
+				s.inField = false
+				switch string(s.field) {
+				case "data":
+					s.lineKind = 'd'
+				case "id":
+					s.lineKind, s.eventID = 'i', s.eventID[:0]
+				}
+				i++
+				s.afterColon = true
+				continue
+			case c == '\n':
+				s.lineStart = true
+			case len(s.field) < 5:
+				s.field = append(s.field, c)
+			}
+			i++
+			continue
+		}
+		if s.afterColon {
+			// One space after the colon is not part of the value.
+			s.afterColon = false
+			if c == ' ' {
+				i++
+				continue
+			}
+		}
+		j := bytes.IndexByte(p[i:], '\n')
+		end := len(p)
+		if j >= 0 {
+			end = i + j
+		}
+		switch s.lineKind {
+		case 'd':
+			s.scan.feed(p[i:end])
+		case 'i':
+			if len(s.eventID)+end-i <= maxIDBytes {
+				s.eventID = append(s.eventID, bytes.TrimRight(p[i:end], "\r")...)
+			}
+		}
+		if j < 0 {
+			s.size += len(p)
+			return len(p)
+		}
+		i = end + 1
+		s.lineStart = true
+	}
+	s.size += len(p)
+	return len(p)
+}
+
+// bounds are the bound on a server's messages that its transport
+// applies; nil for none.
+type bounds struct {
+	limit int
+	over  *oversize
+}
+
+// bounds returns the bounds of server's transports.
+func (c *core) bounds(server string) *bounds {
+	limit := c.limits.messageBytes()
+	if limit == 0 {
+		return nil
+	}
+	return &bounds{limit: limit, over: c.oversize(server)}
+}
+
+// http returns hc with its responses bounded.
+func (b *bounds) http(hc *http.Client) *http.Client {
+	if b == nil {
+		return hc
+	}
+	cp := *hc
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	cp.Transport = &boundTransport{base: base, limit: b.limit, over: b.over}
+	return &cp
+}
+
+// stdio returns the transport of a child process.
+func (b *bounds) stdio(cmd *exec.Cmd, terminate time.Duration) mcp.Transport {
+	t := &stdioTransport{cmd: cmd, terminate: terminate}
+	if b != nil {
+		t.limit, t.over = b.limit, b.over
+	}
+	return t
+}
