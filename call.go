@@ -58,13 +58,13 @@ type CallOptions struct {
 	Taint []string
 	// CallTimeout bounds the whole call, approval and hooks included, even
 	// when an approver or hook ignores its context: past it the call is
-	// answered with KindTimeout. Zero means the hub's Options.CallTimeout
-	// (default DefaultCallTimeout); negative, no bound beyond ctx.
+	// answered with KindTimeout. If zero, Options.CallTimeout is used;
+	// negative, no bound beyond ctx.
 	CallTimeout time.Duration
-	// Timeout bounds the request to the server; on expiry the call is
-	// answered with KindTimeout and the SDK sends the server
-	// notifications/cancelled. Zero means the hub's RequestTimeout.
-	Timeout time.Duration
+	// RequestTimeout bounds the request to the server; on expiry the call
+	// is answered with KindTimeout and the SDK sends the server
+	// notifications/cancelled. If zero, Options.RequestTimeout is used.
+	RequestTimeout time.Duration
 	// Meta is sent as the request's _meta (of prompts/get, resources/read
 	// and completion/complete too). Keys a Trace.RequestMeta sets replace
 	// its own: a trace context here is the parent of the call's, whose

@@ -67,7 +67,6 @@ func newConn(c *core, srv Server) *conn {
 		Capabilities:                &mcp.ClientCapabilities{},
 		ToolListChangedHandler:      func(_ context.Context, req *mcp.ToolListChangedRequest) { cn.toolsChanged(req) },
 		ProgressNotificationHandler: c.onProgress,
-		ElicitationHandler:          c.Elicitation,
 	}
 	cn.clientHandlers(opts) // handlers.go, features.go
 	// conduit's own loop answers multi-round-trip requests (mrtr.go).

@@ -42,7 +42,6 @@ type ListOptions struct {
 type core struct {
 	Options   // a copy of the caller's, with defaults filled in
 	namespace bool
-	prefix    string
 	sdkLogger *slog.Logger
 
 	// Which hooks exist, and whether every Before and every After is
@@ -76,7 +75,10 @@ type core struct {
 	digests digestCache
 }
 
-func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, prefix string) (*core, error) {
+func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) (*core, error) {
+	if o == nil {
+		o = &Options{}
+	}
 	if len(servers) == 0 {
 		return nil, errors.New("conduit: no servers")
 	}
@@ -86,18 +88,12 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, 
 	c := &core{
 		Options:      *o,
 		namespace:    namespace,
-		prefix:       prefix,
 		byID:         map[string]*conn{},
 		beforeInline: true,
 		afterInline:  true,
 		resultMarker: newResultMarker(),
 	}
 	c.Hooks = slices.Clone(o.Hooks)
-	if h := o.Handlers; h != nil && h.Elicitation == nil && o.Elicitation != nil {
-		hc := *h
-		hc.Elicitation = o.Elicitation
-		c.Handlers = &hc
-	}
 	for _, h := range c.Hooks {
 		c.before = c.before || h.Before != nil
 		c.after = c.after || h.After != nil
@@ -265,7 +261,7 @@ func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
 	if c.ts != nil && slices.Equal(c.tsKey, key) && c.tsPins == pins {
 		return c.ts, nil
 	}
-	ts := NewToolSet(&ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix, Filter: c.Filter, Pins: c.Pins, digests: &c.digests}, lists...)
+	ts := NewToolSet(&ToolSetOptions{Namespace: c.namespace, Options: &c.Options, digests: &c.digests}, lists...)
 	if c.Pins != nil {
 		report = c.driftReport(ctx, ts, c.tsKey, key, c.ts != nil && c.tsPins != pins)
 		c.digests.keep(lists)

@@ -85,7 +85,7 @@
 //
 // A request that fails is answered by kind: the caller's ctx ending is
 // KindTimeout or KindCanceled (errors.Is reaches context.DeadlineExceeded
-// or context.Canceled); CallOptions.Timeout is KindTimeout; a JSON-RPC
+// or context.Canceled); CallOptions.RequestTimeout is KindTimeout; a JSON-RPC
 // error from the server is KindServerError; a lost session, a transport
 // that could not deliver the request, or a hub closed during the call is
 // KindUnavailable; an answer that cannot be decoded on a session that still

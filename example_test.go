@@ -56,10 +56,8 @@ func ExampleNewHub() {
 		{ID: "files", Transport: files()},
 		// A server that cannot start does not stop the hub.
 		{ID: "broken", Command: "/nonexistent/mcp-server"},
-	}, &conduit.HubOptions{Options: conduit.Options{
-		Policy:    conduit.NewPolicy(conduit.Allow("github/get_*", "files/*"), conduit.Ask("github/*")),
-		Reconnect: conduit.Backoff{Disabled: true},
-	}})
+	}, &conduit.Options{Policy: conduit.NewPolicy(conduit.Allow("github/get_*", "files/*"), conduit.Ask("github/*")),
+		Reconnect: conduit.Backoff{Disabled: true}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -90,11 +88,7 @@ func ExampleNewHub() {
 
 func ExampleNewClient() {
 	ctx := context.Background()
-	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "github", Transport: github()}, &conduit.ClientOptions{Options: conduit.Options{
-		// Without a policy (or any other governance) a client sends the
-		// model's calls as asked; give one to any client a model uses.
-		Policy: conduit.NewPolicy(conduit.Allow("github/get_*")),
-	}, Prefix: "gh_"})
+	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "github", Transport: github()}, &conduit.Options{Policy: conduit.NewPolicy(conduit.Allow("github/get_*")), Prefix: "gh_"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -121,12 +115,10 @@ func ExampleNewClient() {
 
 func ExampleHub_CallTool() {
 	ctx := context.Background()
-	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "github", Transport: github()}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.NewPolicy(conduit.Allow("github/get_*"), conduit.Ask("github/*")),
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "github", Transport: github()}}, &conduit.Options{Policy: conduit.NewPolicy(conduit.Allow("github/get_*"), conduit.Ask("github/*")),
 		Approver: func(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
 			return conduit.Reject("deleting needs a human")
-		},
-	}})
+		}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -235,7 +235,7 @@ func (c *core) featureCall(ctx context.Context, method string, call *Call, o *Ca
 	if err != nil {
 		return newError(KindUnavailable, call.Server, call.Tool, "The server of "+call.Exposed+" is unavailable.", err)
 	}
-	timeout := o.Timeout
+	timeout := o.RequestTimeout
 	if timeout <= 0 {
 		timeout = c.RequestTimeout
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -254,13 +255,38 @@ func (cn *conn) requestsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			})
 		case *mcp.ElicitRequest:
 			if method == "elicitation/create" && h != nil && h.Elicitation != nil {
-				return serverRequest(cn, ctx, r, "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				res, err := serverRequest(cn, ctx, r, "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					return h.Elicitation
 				})
+				if err != nil || res == nil {
+					return nil, err
+				}
+				return withDefaults(r.Params, res), nil
 			}
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// withDefaults is an accepted form elicitation's answer with the defaults
+// of the requested schema filled in, as the SDK's own client does (the
+// MCP spec's SEP-1034): the user's handler need not restate them. A schema
+// the validator cannot resolve (one the SDK would refuse) leaves the
+// answer as it is; res itself is not modified.
+func withDefaults(p *mcp.ElicitParams, res *mcp.ElicitResult) *mcp.ElicitResult {
+	if p == nil || (p.Mode != "" && p.Mode != "form") || p.RequestedSchema == nil || res.Action != "accept" || res.Content == nil {
+		return res
+	}
+	rs, err := compileSchema(p.RequestedSchema)
+	if err != nil {
+		return res
+	}
+	out := *res
+	out.Content = maps.Clone(res.Content)
+	if rs.ApplyDefaults(&out.Content) != nil {
+		return res
+	}
+	return &out
 }
 
 // onLog hands a server's log message to the call it belongs to.

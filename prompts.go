@@ -84,12 +84,10 @@ type ServerPrompts struct {
 }
 
 // NewPromptSet builds a prompt set from servers' prompt lists, naming
-// them as [NewToolSet] names tools (opts' Filter does not apply). opts
-// may be nil for the defaults.
+// them as [NewToolSet] names tools (the Options' Filter and Pins, which
+// are about tools, do not apply). opts may be nil for the defaults.
 func NewPromptSet(opts *ToolSetOptions, servers ...ServerPrompts) *PromptSet {
-	if opts == nil {
-		opts = &ToolSetOptions{}
-	}
+	namespace, prefix, _, _ := opts.naming()
 	ps := &PromptSet{byName: map[string]*Prompt{}}
 	var candidates []*Prompt
 	for _, sp := range servers {
@@ -104,7 +102,7 @@ func NewPromptSet(opts *ToolSetOptions, servers ...ServerPrompts) *PromptSet {
 			listed[p.Name]++
 		}
 		for _, p := range sorted {
-			exposed := exposedName(opts.Namespace, sp.Server, opts.Prefix, p.Name)
+			exposed := exposedName(namespace, sp.Server, prefix, p.Name)
 			switch {
 			case p.Name == "" || !utf8.ValidString(p.Name):
 				ps.skipped = append(ps.skipped, Skipped{Server: sp.Server, Tool: p.Name, Reason: SkipInvalidName,
@@ -197,7 +195,7 @@ func (c *core) listPrompts(ctx context.Context) (*PromptSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewPromptSet(&ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix}, lists...), nil
+	return NewPromptSet(&ToolSetOptions{Namespace: c.namespace, Options: &c.Options}, lists...), nil
 }
 
 func (c *core) listPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {

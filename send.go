@@ -64,7 +64,7 @@ func (c *core) send(ctx context.Context, call *Call, o *CallOptions, req *Reques
 		}()
 		params.SetProgressToken(token)
 	}
-	timeout := o.Timeout
+	timeout := o.RequestTimeout
 	if timeout <= 0 {
 		timeout = c.RequestTimeout
 	}

@@ -143,19 +143,29 @@ type ServerTools struct {
 	Down error
 }
 
-// ToolSetOptions configures how [NewToolSet] names tools.
+// ToolSetOptions configure how [NewToolSet] names and chooses tools, as a
+// hub's or a client's listing does.
 type ToolSetOptions struct {
-	// Namespace exposes tools as server__tool (a hub); otherwise tools keep
-	// their own sanitized names (a client).
+	// Namespace exposes tools as server__tool, as a [Hub] does; otherwise
+	// tools keep their own sanitized names, as a [Client]'s do.
 	Namespace bool
-	// Prefix is put in front of every exposed name when Namespace is false.
-	Prefix string
-	// Filter, when set, keeps only the tools for which it returns true.
-	Filter func(server string, tool *mcp.Tool) bool
-	// Pins, when set, keeps only the tools whose definition is pinned.
-	Pins *Pins
+	// Options, when set, are the hub's or client's whose tool set this is:
+	// their Prefix names the tools, and their Filter and Pins choose them,
+	// as in a listing. Nil: no prefix, every tool.
+	Options *Options
 
 	digests *digestCache // a hub's, kept between its tool sets
+}
+
+// naming returns what of o a tool set uses, with nil for none.
+func (o *ToolSetOptions) naming() (namespace bool, prefix string, filter func(string, *mcp.Tool) bool, pins *Pins) {
+	if o == nil {
+		return false, "", nil, nil
+	}
+	if o.Options != nil {
+		prefix, filter, pins = o.Options.Prefix, o.Options.Filter, o.Options.Pins
+	}
+	return o.Namespace, prefix, filter, pins
 }
 
 type serverTool struct{ server, tool string }
@@ -179,8 +189,10 @@ type ToolSet struct {
 // NewToolSet serves tests and programs that drive the pipeline themselves.
 // opts may be nil for the defaults.
 func NewToolSet(opts *ToolSetOptions, servers ...ServerTools) *ToolSet {
-	if opts == nil {
-		opts = &ToolSetOptions{}
+	namespace, prefix, filter, pins := opts.naming()
+	var digests *digestCache
+	if opts != nil {
+		digests = opts.digests
 	}
 	ts := &ToolSet{byName: map[string]*Tool{}, byOrig: map[serverTool]*Tool{}, listed: slices.Clone(servers)}
 	var candidates []*Tool
@@ -206,24 +218,24 @@ func NewToolSet(opts *ToolSetOptions, servers ...ServerTools) *ToolSet {
 				// Which definition the server would run is unknown, so none
 				// is offered.
 				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name,
-					Exposed: exposedName(opts.Namespace, st.Server, opts.Prefix, t.Name), Reason: SkipCollision,
+					Exposed: exposedName(namespace, st.Server, prefix, t.Name), Reason: SkipCollision,
 					Detail: fmt.Sprintf("the server listed this name %d times; none of them is offered", listed[t.Name])})
 				continue
-			case opts.Filter != nil && !opts.Filter(st.Server, t):
+			case filter != nil && !filter(st.Server, t):
 				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: SkipFiltered,
 					Detail: "left out by the tool filter"})
 				continue
 			}
-			if d := opts.Pins.drift(st.Server, t, opts.digests); d != nil {
+			if d := pins.drift(st.Server, t, digests); d != nil {
 				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: d.skipReason(),
-					Exposed: exposedName(opts.Namespace, st.Server, opts.Prefix, t.Name), Detail: d.Message()})
+					Exposed: exposedName(namespace, st.Server, prefix, t.Name), Detail: d.Message()})
 				ts.drift = append(ts.drift, *d)
 				continue
 			}
 			candidates = append(candidates, &Tool{
 				Tool:    t,
 				Server:  st.Server,
-				Exposed: exposedName(opts.Namespace, st.Server, opts.Prefix, t.Name),
+				Exposed: exposedName(namespace, st.Server, prefix, t.Name),
 			})
 		}
 	}

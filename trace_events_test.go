@@ -69,8 +69,7 @@ func TestTraceCallEvents(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("read", "write", "drop", "secret")
 	srv.AddTool(&mcp.Tool{Name: "typed", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-		Policy:   NewPolicy(Deny("s/drop"), Ask("s/write", "s/secret"), Allow("s/*")),
+	h := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Deny("s/drop"), Ask("s/write", "s/secret"), Allow("s/*")),
 		Validate: true,
 		Approver: func(ctx context.Context, req ApprovalRequest) Approval {
 			rec.add("approver sees [%s]", spanOf(ctx))
@@ -95,8 +94,7 @@ func TestTraceCallEvents(t *testing.T) {
 				return nil, nil
 			},
 		}},
-		Trace: eventTrace(rec),
-	}})
+		Trace: eventTrace(rec)})
 	ctx := context.Background()
 	ts, err := h.ListTools(ctx)
 	if err != nil {
@@ -191,7 +189,7 @@ func TestTraceCallEvents(t *testing.T) {
 func TestTraceUnset(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("read")
 	for _, tr := range []*Trace{nil, {}, {CallDone: func(CallDoneInfo) {}}} {
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Trace: tr}})
+		h := newHub(t, []Server{srv.server("s")}, &Options{Trace: tr})
 		res, err := h.CallTool(context.Background(), "s__read", map[string]any{"a": 1}, &CallOptions{Meta: mcp.Meta{"k": "v"}})
 		if err != nil || !strings.HasPrefix(resultText(res), "read ") {
 			t.Fatalf("trace %+v: %v %v", tr, resultText(res), err)
@@ -223,7 +221,7 @@ func TestTraceRequestInfo(t *testing.T) {
 	h := newHub(t, []Server{
 		{ID: "web", URL: url, Headers: map[string]string{"Authorization": "Bearer t0ken"}},
 		{ID: "mem", Transport: newTestServer(t, "mem").echoTools("get").transport()},
-	}, &HubOptions{Options: Options{Trace: tr}})
+	}, &Options{Trace: tr})
 	ctx := context.Background()
 	for _, name := range []string{"web__get", "mem__get"} {
 		if _, err := h.CallTool(ctx, name, map[string]any{}, nil); err != nil {
@@ -295,7 +293,7 @@ func TestTraceListing(t *testing.T) {
 			return map[string]any{"traceparent": spanOf(i.Context)}
 		},
 	}
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Trace: tr}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: tr})
 	ctx := context.Background()
 	for range 2 {
 		if _, err := h.ListTools(ctx); err != nil {
@@ -375,15 +373,13 @@ func TestTraceRequestErr(t *testing.T) {
 	})
 	var mu sync.Mutex
 	done := map[string]CallDoneInfo{}
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-		Hooks: []Hook{{Name: "dlp", After: func(_ context.Context, c *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-			if c.Tool == "ok" {
-				return nil, errors.New("withheld")
-			}
-			return nil, nil
-		}}},
-		Trace: &Trace{CallDone: func(i CallDoneInfo) { mu.Lock(); done[i.Call.Tool] = i; mu.Unlock() }},
-	}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Hooks: []Hook{{Name: "dlp", After: func(_ context.Context, c *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+		if c.Tool == "ok" {
+			return nil, errors.New("withheld")
+		}
+		return nil, nil
+	}}},
+		Trace: &Trace{CallDone: func(i CallDoneInfo) { mu.Lock(); done[i.Call.Tool] = i; mu.Unlock() }}})
 	ctx := context.Background()
 	h.CallTool(ctx, "s__ok", map[string]any{}, nil)
 	h.CallTool(ctx, "s__fail", map[string]any{}, nil)
@@ -418,8 +414,7 @@ func TestTraceRequests(t *testing.T) {
 	var starts []RequestStartInfo
 	var dones []RequestDoneInfo
 	var callIDs []string
-	h := newHub(t, []Server{srv.server("a")}, &HubOptions{Options: Options{
-		Policy: NewPolicy(Deny("a/a_only"), Allow("*")),
+	h := newHub(t, []Server{srv.server("a")}, &Options{Policy: NewPolicy(Deny("a/a_only"), Allow("*")),
 		Trace: &Trace{
 			RequestStart: func(i RequestStartInfo) context.Context {
 				mu.Lock()
@@ -458,8 +453,7 @@ func TestTraceRequests(t *testing.T) {
 					mu.Unlock()
 				}
 			},
-		},
-	}})
+		}})
 	ctx := context.Background()
 	client := mcp.Meta{"traceparent": "client's", "k": "v"}
 	if _, err := h.GetPrompt(ctx, "a__greet", map[string]string{"who": "you"}, &CallOptions{Meta: client}); err != nil {
@@ -544,9 +538,9 @@ func TestTraceRequestUnsent(t *testing.T) {
 		return &mcp.GetPromptResult{}, nil
 	})
 	var done []RequestDoneInfo
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Trace: &Trace{
+	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{
 		RequestDone: func(i RequestDoneInfo) { done = append(done, i) },
-	}}})
+	}})
 	res, err := h.Complete(context.Background(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "s__p"}}, nil)
 	if err != nil || len(res.Completion.Values) != 0 {
 		t.Fatalf("%v %v", res, err)

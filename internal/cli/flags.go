@@ -170,14 +170,12 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 			return nil, err
 		}
 	}
-	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{
-		Policy:         policy,
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.Options{Policy: policy,
 		Approver:       o.approver,
 		Trace:          h.pinTrace(env, pins, env.hubTrace(o.trace)),
 		Logger:         logger,
 		ConnectTimeout: h.connectTimeout,
-		Pins:           pins,
-	}})
+		Pins:           pins})
 	if err != nil {
 		return nil, inputError("%s: %v", h.config, err)
 	}

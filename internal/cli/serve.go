@@ -90,7 +90,7 @@ after 'conduit pin --update'.`)
 		return err
 	}
 	g, err := gateway.New(ctx, cfg.Servers, &gateway.Options{
-		Options: conduit.Options{Policy: policy, Logger: logger, ConnectTimeout: h.connectTimeout,
+		Hub: &conduit.Options{Policy: policy, Logger: logger, ConnectTimeout: h.connectTimeout,
 			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil))},
 		Transparent:     *transparent,
 		ApprovalTimeout: *approvalTimeout,

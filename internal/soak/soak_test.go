@@ -251,14 +251,12 @@ func TestSoak(t *testing.T) {
 	}
 	ctx := context.Background()
 	startCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	hub, err := conduit.NewHub(startCtx, servers, &conduit.HubOptions{Options: conduit.Options{
-		Policy:         policy(),
+	hub, err := conduit.NewHub(startCtx, servers, &conduit.Options{Policy: policy(),
 		Validate:       true,
 		CallTimeout:    callTimeout,
 		RequestTimeout: requestTimeout,
 		Reconnect:      conduit.Backoff{Min: 100 * time.Millisecond, Max: time.Second},
-		Trace:          s.trace(),
-	}})
+		Trace:          s.trace()})
 	cancel()
 	if err != nil {
 		t.Fatal(err)
@@ -536,7 +534,7 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 		exec, err = conv.Execute(ctx, response)
 	} else {
 		// Many calls at once, as a loop that runs a big response would.
-		exec, err = adapters.ExecuteToolCalls(ctx, s.hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: ts}, MaxConcurrency: 16})
+		exec, err = adapters.ExecuteToolCalls(ctx, s.hub, p, response, &adapters.ExecOptions{ToolSet: ts, MaxConcurrency: 16})
 	}
 	return exec, err, time.Since(start)
 }
