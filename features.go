@@ -7,7 +7,6 @@ import (
 	"maps"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -196,124 +195,6 @@ func (c *core) eachServer(ctx context.Context, f func(ctx context.Context, i int
 	return ctx.Err()
 }
 
-// callLimit bounds ctx by the call's time limit, as the tool pipeline does.
-func (c *core) callLimit(ctx context.Context, o *CallOptions) (context.Context, context.CancelFunc) {
-	limit := o.CallTimeout
-	if limit == 0 {
-		limit = c.CallTimeout
-	}
-	if limit > 0 {
-		return withLimit(ctx, limit)
-	}
-	return ctx, func() {}
-}
-
-// featureCall is the pipeline of a prompt or resource request, after the
-// name has been resolved: the policy, the approver for "ask" (unless
-// noAsk), then do, the request, made like a tool call's (timeout,
-// cancellation, routing of what the server sends) and with its failures
-// told apart the same way. Hooks and validation are for tool calls only.
-//
-// method is the request's, for Trace.RequestMeta; do is given the
-// request's _meta (CallOptions.Meta and the trace's). req, when not nil,
-// is told of the request for Trace.RequestDone.
-func (c *core) featureCall(ctx context.Context, method string, call *Call, o *CallOptions, noAsk bool, req *RequestInfo,
-	do func(context.Context, *mcp.ClientSession, mcp.Meta) error) error {
-	if c.Policy != nil {
-		ask, rule, err := c.authorize(ctx, call, nil)
-		if err != nil {
-			return err
-		}
-		if ask && !noAsk {
-			if err := c.approveRequest(ctx, call, rule); err != nil {
-				return err
-			}
-		}
-	}
-	cn := c.byID[call.Server]
-	sess, err := cn.current()
-	if err != nil {
-		return newError(KindUnavailable, call.Server, call.Tool, "The server of "+call.Exposed+" is unavailable.", err)
-	}
-	timeout := o.RequestTimeout
-	if timeout <= 0 {
-		timeout = c.RequestTimeout
-	}
-	rctx, cancel := c.bound(ctx)
-	defer cancel()
-	tctx := rctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		tctx, cancel = context.WithTimeout(rctx, timeout)
-		defer cancel()
-	}
-	if c.routing() {
-		var end func()
-		tctx, end = cn.calls.start(tctx, o.Handlers)
-		defer end()
-	}
-	var meta mcp.Meta
-	if len(o.Meta) > 0 {
-		meta = maps.Clone(o.Meta) // the SDK adds its own keys to a request's _meta
-	}
-	if c.Trace != nil {
-		meta = c.requestMeta(ctx, method, call.Server, call, meta)
-	}
-	var sent time.Time
-	if req != nil {
-		sent = req.start(cn.peer, sess)
-		tctx = withRequestSlot(tctx, req)
-	}
-	err = do(tctx, sess, meta)
-	if req != nil {
-		req.Elapsed = time.Since(sent)
-	}
-	if err != nil {
-		return named(c.requestError(ctx, tctx, cn, sess, call, timeout, err), call)
-	}
-	return nil
-}
-
-// approveRequest asks the approver about a prompt or resource request, on
-// a goroutine of its own so that the request is answered when ctx ends
-// even if the approver ignores it.
-func (c *core) approveRequest(ctx context.Context, call *Call, rule Rule) error {
-	type answer struct {
-		a   Approval
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		a, err := runCallback(ctx, nil, "the approver", func() Approval {
-			return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule})
-		})
-		ch <- answer{a, err}
-	}()
-	var r answer
-	select {
-	case r = <-ch:
-	case <-ctx.Done():
-		e := named(ContextError(ctx, nil, 0, nil), call)
-		e.Message = strings.TrimSuffix(e.Message, ".") + ", waiting for the approver."
-		return e
-	}
-	switch {
-	case r.err != nil:
-		return newError(KindInternal, call.Server, call.Tool, "The request for "+call.Exposed+" failed in the approver.", r.err)
-	case ctx.Err() != nil:
-		return named(ContextError(ctx, nil, 0, nil), call)
-	case r.a.Allow:
-		return nil
-	}
-	msg := "The request for " + call.Exposed + " was denied"
-	if reason := strings.TrimSpace(r.a.Reason); reason != "" {
-		msg += ": " + strings.TrimSuffix(reason, ".")
-	}
-	e := newError(KindDenied, call.Server, call.Tool, msg+".", nil)
-	e.Halt = r.a.Halt
-	return e
-}
-
 // named puts call's server, name and exposed name into an error that
 // ContextError made without a tool.
 func named(e *Error, call *Call) *Error {
@@ -389,61 +270,60 @@ func (cl *Client) Complete(ctx context.Context, params *mcp.CompleteParams, opts
 	return cl.c.complete(ctx, params, opts)
 }
 
-func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *CallOptions) (res *mcp.CompleteResult, err error) {
-	var o CallOptions
-	if opts != nil {
-		o = *opts
-	}
-	call := &Call{ID: o.ID, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
+func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *CallOptions) (*mcp.CompleteResult, error) {
+	o := callOptions(opts)
+	var exposed string
 	if params != nil && params.Ref != nil {
-		call.Exposed = params.Ref.Name
+		exposed = params.Ref.Name
 		if params.Ref.Type == "ref/resource" {
-			call.Exposed = params.Ref.URI
+			exposed = params.Ref.URI
 		}
 	}
-	meta := o.Meta
-	if len(meta) == 0 && params != nil {
-		meta = params.Meta
+	r := &request{method: methodComplete, call: newCall(o, "", exposed), o: o, noAsk: true, startMeta: o.Meta}
+	if len(r.startMeta) == 0 && params != nil {
+		r.startMeta = params.Meta
 	}
-	ctx, req, done := c.traceRequest(ctx, methodComplete, call, meta)
-	defer func() { done(err) }()
-	if params == nil || params.Ref == nil {
-		return nil, newError(KindInvalidArguments, "", "", "A completion needs a reference to a prompt or a resource.", nil)
+	var p mcp.CompleteParams
+	var res *mcp.CompleteResult
+	r.resolve = func(ctx context.Context) error {
+		if params == nil || params.Ref == nil {
+			return newError(KindInvalidArguments, "", "", "A completion needs a reference to a prompt or a resource.", nil)
+		}
+		p = *params
+		ref := *params.Ref
+		p.Ref = &ref
+		call := r.call
+		switch ref.Type {
+		case "ref/prompt":
+			ps, err := c.listPrompts(ctx)
+			if err != nil {
+				return listingError(ctx, err)
+			}
+			pr, ok := ps.Lookup(ref.Name)
+			if !ok {
+				return unknownPromptError(ref.Name)
+			}
+			call.Method, call.Server, call.Tool, call.Exposed = methodGetPrompt, pr.Server, pr.Name, pr.Exposed
+			ref.Name = pr.Name
+		case "ref/resource":
+			rs, err := c.listResources(ctx)
+			if err != nil {
+				return listingError(ctx, err)
+			}
+			server, err := rs.route(ref.URI, true)
+			if err != nil {
+				return err
+			}
+			call.Method, call.Server, call.Tool, call.Exposed = methodReadResource, server, ref.URI, ref.URI
+		default:
+			return newError(KindInvalidArguments, "", "", fmt.Sprintf("Unknown completion reference type %q.", ref.Type), nil)
+		}
+		return nil
 	}
-	ctx, cancel := c.callLimit(ctx, &o)
-	defer cancel()
-	p := *params
-	ref := *params.Ref
-	p.Ref = &ref
-	switch ref.Type {
-	case "ref/prompt":
-		ps, err := c.listPrompts(ctx)
-		if err != nil {
-			return nil, listingError(ctx, err)
-		}
-		pr, ok := ps.Lookup(ref.Name)
-		if !ok {
-			return nil, unknownPromptError(ref.Name)
-		}
-		call.Method, call.Server, call.Tool, call.Exposed = methodGetPrompt, pr.Server, pr.Name, pr.Exposed
-		ref.Name = pr.Name
-	case "ref/resource":
-		rs, err := c.listResources(ctx)
-		if err != nil {
-			return nil, listingError(ctx, err)
-		}
-		server, err := rs.route(ref.URI, true)
-		if err != nil {
-			return nil, err
-		}
-		call.Method, call.Server, call.Tool, call.Exposed = methodReadResource, server, ref.URI, ref.URI
-	default:
-		return nil, newError(KindInvalidArguments, "", "", fmt.Sprintf("Unknown completion reference type %q.", ref.Type), nil)
-	}
-	err = c.featureCall(ctx, methodComplete, call, &o, true, req, func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
+	r.do = func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
 		if capabilities(sess).Completions == nil {
 			// Nothing to complete with: the empty answer, as the spec's.
-			req.unsent()
+			r.info.unsent()
 			res = &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}
 			return nil
 		}
@@ -457,8 +337,8 @@ func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *C
 		var err error
 		res, err = sess.Complete(ctx, &p)
 		return err
-	})
-	if err != nil {
+	}
+	if _, err := c.run(ctx, r); err != nil {
 		return nil, err
 	}
 	return res, nil

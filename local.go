@@ -61,7 +61,8 @@ func (c *core) callLocal(ctx context.Context, t *LocalTool, args any, opts *Call
 	if t == nil || t.Tool == nil || t.Answer == nil {
 		return nil, &Error{Kind: KindInternal, Message: "The tool could not be called.", Err: errNoLocalTool}
 	}
-	return c.pipeline(ctx, t.Tool.Exposed, args, opts, t)
+	o := callOptions(opts)
+	return c.run(ctx, &request{method: methodCallTool, call: newCall(o, methodCallTool, t.Tool.Exposed), o: o, halt: o.Halt, args: args, local: t})
 }
 
 func (c *core) offersLocal(t *Tool, opts *ListOptions) bool {

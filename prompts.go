@@ -216,38 +216,36 @@ func unknownPromptError(name string) *Error {
 	return newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown prompt %q: it is not among the prompts offered.", name), nil)
 }
 
-func (c *core) getPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (res *mcp.GetPromptResult, err error) {
-	var o CallOptions
-	if opts != nil {
-		o = *opts
+func (c *core) getPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
+	o := callOptions(opts)
+	r := &request{method: methodGetPrompt, call: newCall(o, methodGetPrompt, name), o: o}
+	var res *mcp.GetPromptResult
+	r.resolve = func(ctx context.Context) error {
+		ps, err := c.listPrompts(ctx)
+		if err != nil {
+			return listingError(ctx, err)
+		}
+		p, ok := ps.Lookup(name)
+		if !ok {
+			return unknownPromptError(name)
+		}
+		callArgs := make(map[string]any, len(args))
+		for k, v := range args {
+			callArgs[k] = v
+		}
+		call := r.call
+		call.Server, call.Tool, call.Exposed, call.Args = p.Server, p.Name, p.Exposed, callArgs
+		return nil
 	}
-	call := &Call{ID: o.ID, Method: methodGetPrompt, Exposed: name, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
-	ctx, req, done := c.traceRequest(ctx, methodGetPrompt, call, o.Meta)
-	defer func() { done(err) }()
-	ctx, cancel := c.callLimit(ctx, &o)
-	defer cancel()
-	ps, err := c.listPrompts(ctx)
-	if err != nil {
-		return nil, listingError(ctx, err)
-	}
-	p, ok := ps.Lookup(name)
-	if !ok {
-		return nil, unknownPromptError(name)
-	}
-	callArgs := make(map[string]any, len(args))
-	for k, v := range args {
-		callArgs[k] = v
-	}
-	call.Server, call.Tool, call.Exposed, call.Args = p.Server, p.Name, p.Exposed, callArgs
-	err = c.featureCall(ctx, methodGetPrompt, call, &o, false, req, func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
+	r.do = func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
 		var err error
-		res, err = sess.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: p.Name, Arguments: maps.Clone(args)})
+		res, err = sess.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: r.call.Tool, Arguments: maps.Clone(args)})
 		if err == nil && res == nil {
 			err = fmt.Errorf("the server sent an empty result")
 		}
 		return err
-	})
-	if err != nil {
+	}
+	if _, err := c.run(ctx, r); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -549,3 +549,56 @@ func TestTraceRequestUnsent(t *testing.T) {
 		t.Errorf("RequestDone %+v, want one with no request", done)
 	}
 }
+
+// TestTraceRequestApproved: the approval of a prompt or a resource read
+// goes through the one approver runner of the pipeline, so Trace.Approved
+// is told of it as of a tool call's, in the request's context, and a
+// denial names the request; an approver that ignores its context is
+// waited for no longer than the call's time limit, the message naming it.
+func TestTraceRequestApproved(t *testing.T) {
+	srv := featureServer(t, "a").echoTools("t")
+	rec := &recorder{}
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	h := newHub(t, []Server{srv.server("a")}, &Options{
+		Policy: NewPolicy(Ask("a/*")),
+		Approver: func(_ context.Context, req ApprovalRequest) Approval {
+			if req.Call.Exposed == "test://a/doc" {
+				<-block // ignores its context
+			}
+			return Approval{Allow: req.Call.Exposed != "a__a_only", Reason: "not that one"}
+		},
+		Trace: &Trace{
+			RequestStart: func(i RequestStartInfo) context.Context {
+				return context.WithValue(i.Context, spanKey{}, i.Method)
+			},
+			RequestDone: func(RequestDoneInfo) {},
+			Approved: func(i ApprovedInfo) {
+				rec.add("approved %s %s %v [%s]", i.Call.Method, i.Call.Exposed, i.Approval.Allow, spanOf(i.Context))
+			},
+		}})
+	ctx := context.Background()
+	if _, err := h.GetPrompt(ctx, "a__greet", map[string]string{"who": "you"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.GetPrompt(ctx, "a__a_only", nil, nil)
+	if e := wantKind(t, err, KindDenied); e.Message != "The request for a__a_only was denied: not that one." {
+		t.Errorf("denial %q", e.Message)
+	}
+	if _, err := h.CallTool(ctx, "a__t", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"approved prompts/get a__greet true [prompts/get]",
+		"approved prompts/get a__a_only false [prompts/get]",
+		"approved tools/call a__t true []",
+	}
+	if got := rec.get(); !slices.Equal(got, want) {
+		t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	_, err = h.ReadResource(ctx, "test://a/doc", &CallOptions{CallTimeout: 200 * time.Millisecond})
+	e := wantKind(t, err, KindTimeout)
+	if want := "The request for test://a/doc timed out after 200ms, waiting for the approver."; e.Message != want || e.Server != "a" {
+		t.Errorf("%q (server %q), want %q", e.Message, e.Server, want)
+	}
+}
