@@ -214,6 +214,18 @@ func contextError(ctx context.Context, call *Call, cause error) *Error {
 	return named(ContextError(ctx, call.Def, 0, cause), call)
 }
 
+// named puts call's server, name and exposed name into an error that
+// ContextError made without a tool.
+func named(e *Error, call *Call) *Error {
+	if e.Server == "" {
+		e.Server, e.Tool = call.Server, call.Tool
+		if rest, ok := strings.CutPrefix(e.Message, "The call "); ok {
+			e.Message = "The request for " + call.Exposed + " " + rest
+		}
+	}
+	return e
+}
+
 // subject is how a message names the request: "The call to x" for a tool
 // call, "The request for x" for the others.
 func subject(call *Call) string {

@@ -49,8 +49,8 @@ type conn struct {
 	listMu sync.Mutex // one tools/list in flight per server
 
 	calls calls            // requests in flight, to route what the server sends
-	feats features         // prompts and resources (features.go)
-	logs  *mailbox[logged] // log messages on their way (notify.go)
+	feats features         // prompts and resources (lists.go)
+	logs  *mailbox[logged] // log messages on their way (logging.go)
 
 	keepAlive time.Duration // the ping interval while idle; 0: none
 	heard     atomic.Int64  // when the server last answered, in UnixNano
@@ -68,7 +68,7 @@ func newConn(c *core, srv Server) *conn {
 		ToolListChangedHandler:      func(_ context.Context, req *mcp.ToolListChangedRequest) { cn.toolsChanged(req) },
 		ProgressNotificationHandler: c.onProgress,
 	}
-	cn.clientHandlers(opts) // handlers.go, features.go
+	cn.clientHandlers(opts) // handlers.go, lists.go
 	// conduit's own loop answers multi-round-trip requests (mrtr.go).
 	opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	cn.client = mcp.NewClient(c.Implementation, opts)
@@ -300,7 +300,7 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 			st.OAuthHandler = cn.oauth
 		}
 	} else {
-		tr = notesTransport{tr, cn} // notify.go
+		tr = notesTransport{tr, cn} // notesconn.go
 	}
 	sess, err := cn.client.Connect(sctx, tr, nil)
 	if !timer.Stop() && err == nil {

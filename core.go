@@ -60,7 +60,7 @@ type core struct {
 
 	limits limits // Options.Limits with defaults
 	// resultMarker marks the error that stands in for a result over the
-	// limit (notify.go).
+	// limit (notesconn.go).
 	resultMarker json.RawMessage
 
 	tokens   atomic.Uint64
@@ -280,10 +280,17 @@ func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, e
 		o = *opts
 	}
 	return ts.Filter(SkipPolicy, func(t *Tool) bool {
-		call := &Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool}
-		d, _, _, err := decide(c.Policy, call)
-		// A condition that panics hides nothing here; the call itself is
-		// then answered with the error.
-		return err != nil || d != DecisionDeny
+		return !c.policyDenies(&Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool})
 	}), nil
+}
+
+// policyDenies reports whether the policy denies call outright, as a
+// listing for a principal leaves out. A condition that panics hides
+// nothing here; the call itself is then answered with the error.
+func (c *core) policyDenies(call *Call) bool {
+	if c.Policy == nil {
+		return false
+	}
+	d, _, _, err := decide(c.Policy, call)
+	return err == nil && d == DecisionDeny
 }

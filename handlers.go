@@ -3,7 +3,6 @@ package conduit
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"maps"
 	"slices"
 	"sync"
@@ -287,21 +286,4 @@ func withDefaults(p *mcp.ElicitParams, res *mcp.ElicitResult) *mcp.ElicitResult 
 		return res
 	}
 	return &out
-}
-
-// onLog hands a server's log message to the call it belongs to.
-func (cn *conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
-	if req == nil || req.Params == nil {
-		return
-	}
-	// Attributed now, delivered by the mailbox (notify.go).
-	l := logged{req: req}
-	if in, ok := cn.calls.owner(ctx, true); ok && in != nil && in.h != nil && in.h.Logging != nil {
-		l.f, l.ctx = in.h.Logging, context.WithoutCancel(in.ctx)
-	} else if h := cn.core.Handlers; h != nil && h.Logging != nil {
-		l.f, l.ctx = h.Logging, context.WithoutCancel(ctx)
-	} else if !cn.core.Logger.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
-	cn.logs.put(l, logSize(req.Params))
 }

@@ -69,18 +69,11 @@ func (c *core) offersLocal(t *Tool, opts *ListOptions) bool {
 	if t == nil {
 		return false
 	}
-	if c.Policy == nil {
-		return true
-	}
 	var o ListOptions
 	if opts != nil {
 		o = *opts
 	}
-	call := &Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint}
-	d, _, _, err := decide(c.Policy, call)
-	// As in listToolsFor: a condition that panics hides nothing; the call
-	// is then answered with the error.
-	return err != nil || d != DecisionDeny
+	return !c.policyDenies(&Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool})
 }
 
 // resolveCall is the first step of the pipeline: the name against the

@@ -34,6 +34,19 @@ import (
 // itself stays on the caller's goroutine: the SDK's deep call path would
 // grow a fresh goroutine's stack on every call.
 
+// The MCP methods of a governed request, as in [Call.Method].
+const (
+	methodCallTool     = "tools/call"
+	methodGetPrompt    = "prompts/get"
+	methodReadResource = "resources/read"
+
+	// Requests traced as prompts and resources are, not governed
+	// methods of their own.
+	methodComplete    = "completion/complete"
+	methodSubscribe   = "resources/subscribe"
+	methodUnsubscribe = "resources/unsubscribe"
+)
+
 // request is one governed request on its way through the pipeline.
 type request struct {
 	// method is the MCP method sent (for Trace.RequestMeta and the
