@@ -205,7 +205,7 @@ func (cn *conn) run(ctx context.Context) {
 			release()
 			cn.down(sess, werr)
 		}
-		if ctx.Err() != nil || !cn.srv.reconnectable() || cn.core.Reconnect.Disabled || !cn.awaitLogin(ctx) {
+		if ctx.Err() != nil || !cn.retried() || !cn.awaitLogin(ctx) {
 			return
 		}
 		// Jitter keeps many hubs from reconnecting in step.
@@ -331,6 +331,7 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 	cn.gen++
 	cn.mu.Unlock()
 	cn.heard.Store(time.Now().UnixNano())
+	cn.core.stateChanged()
 	if t := cn.core.Trace; t != nil && t.ServerUp != nil {
 		t.ServerUp(ServerUpInfo{Server: cn.srv.ID})
 	}
@@ -365,10 +366,17 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 	cn.tools, cn.stale, cn.listed, cn.dropped = nil, true, false, nil
 	cn.gen++
 	cn.mu.Unlock()
+	cn.core.stateChanged()
 	if t := cn.core.Trace; t != nil && t.ServerDown != nil {
 		t.ServerDown(ServerDownInfo{Server: cn.srv.ID, Err: err})
 	}
 	cn.core.Logger.Warn("conduit: server down", "server", cn.srv.ID, "err", err)
+}
+
+// retried reports whether the server is reconnected after it is lost or
+// could not be reached.
+func (cn *conn) retried() bool {
+	return cn.srv.reconnectable() && !cn.core.Reconnect.Disabled
 }
 
 // drop asks run to end sess, which a request found unusable.

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,10 @@ type core struct {
 	// limit (notesconn.go).
 	resultMarker json.RawMessage
 
+	// stateCh is closed when a server's state changes (awaitUp).
+	stateMu sync.Mutex
+	stateCh chan struct{}
+
 	tokens   atomic.Uint64
 	progress sync.Map // progress token -> *mailbox[Progress]
 
@@ -76,6 +81,7 @@ type core struct {
 }
 
 func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) (*core, error) {
+	start := time.Now()
 	if o == nil {
 		o = &Options{}
 	}
@@ -147,7 +153,89 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 			return nil, ctx.Err()
 		}
 	}
+	if c.RequireServers {
+		if err := c.awaitUp(ctx, start); err != nil {
+			c.close()
+			return nil, err
+		}
+	} else if up := c.upCount(); up == 0 {
+		c.Logger.Warn("conduit: no server is up: no tools are offered until one is (see Status; RequireServers fails instead)", "servers", len(c.conns))
+	}
 	return c, nil
+}
+
+// ErrServersDown is the error of NewHub and NewClient, with
+// Options.RequireServers, when a server is not up within ConnectTimeout;
+// its text names each such server and why it is down.
+var ErrServersDown = errors.New("conduit: servers are not up")
+
+// upCount is the number of servers up.
+func (c *core) upCount() int {
+	n := 0
+	for _, cn := range c.conns {
+		if cn.status().State == StateUp {
+			n++
+		}
+	}
+	return n
+}
+
+// awaitUp waits until every server is up, for at most ConnectTimeout from
+// start, while the servers that are down are reconnected.
+func (c *core) awaitUp(ctx context.Context, start time.Time) error {
+	deadline := time.NewTimer(time.Until(start.Add(c.ConnectTimeout)))
+	defer deadline.Stop()
+	for {
+		changed := c.stateChange()
+		var down []string
+		retried := false
+		for _, cn := range c.conns {
+			if cn.status().State == StateUp {
+				continue
+			}
+			cn.mu.Lock()
+			down = append(down, cn.downErr().Error())
+			cn.mu.Unlock()
+			retried = retried || cn.retried()
+		}
+		if len(down) == 0 {
+			return nil
+		}
+		fail := func() error {
+			return fmt.Errorf("%w within %v: %s", ErrServersDown, c.ConnectTimeout, strings.Join(down, "; "))
+		}
+		if !retried {
+			return fail() // nothing will bring them up
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return fail()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// stateChange returns a channel closed at the next change of a server's
+// state.
+func (c *core) stateChange() <-chan struct{} {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	if c.stateCh == nil {
+		c.stateCh = make(chan struct{})
+	}
+	return c.stateCh
+}
+
+// stateChanged closes the channel stateChange returned.
+func (c *core) stateChanged() {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	if c.stateCh != nil {
+		close(c.stateCh)
+		c.stateCh = nil
+	}
 }
 
 func (c *core) close() error {

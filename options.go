@@ -59,6 +59,13 @@ type Options struct {
 	// an OAuth login under way in it, which a person may take longer over:
 	// oauth.Config.AuthorizeTimeout bounds that.
 	ConnectTimeout time.Duration
+	// RequireServers makes NewHub and NewClient fail fast: they return an
+	// error matching ErrServersDown, and keep nothing running, unless
+	// every server is up within ConnectTimeout of the call (retried with
+	// the Reconnect backoff meanwhile). Without it, they return with
+	// whatever servers answered the first attempt: the others are down,
+	// reported by Status and ToolSet.Warnings, and reconnected.
+	RequireServers bool
 	// Reconnect configures reconnection after a server is lost.
 	Reconnect Backoff
 	// Limits bound each call's arguments and result (see [Limits]); the

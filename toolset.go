@@ -312,6 +312,29 @@ func (ts *ToolSet) Skipped() []Skipped {
 	return slices.Clone(ts.skipped)
 }
 
+// Warnings says what a program should tell its user of the tool set
+// before offering it to a model: each server that is down, whose tools are
+// missing, after a first warning when the set offers no tool at all
+// because its servers are down. A server that comes back is in the next
+// listing.
+func (ts *ToolSet) Warnings() []string {
+	if ts == nil {
+		return nil
+	}
+	var down, out []string
+	for _, s := range ts.skipped {
+		if s.Reason != SkipServerDown {
+			continue
+		}
+		down = append(down, s.Server)
+		out = append(out, "server "+s.Server+" is down, so its tools are not offered: "+s.Detail)
+	}
+	if len(down) > 0 && len(ts.tools) == 0 {
+		out = append([]string{"no tools are offered: the servers are down (" + strings.Join(down, ", ") + ")"}, out...)
+	}
+	return out
+}
+
 // Filter returns a tool set of the tools for which keep returns true; each
 // tool left out is reported with reason.
 func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {

@@ -159,3 +159,20 @@ func TestProviders(t *testing.T) {
 		t.Error("ExecuteToolCalls with an invalid provider")
 	}
 }
+
+// A server that went down is a warning of every listing, for every
+// provider.
+func TestServerDown(t *testing.T) {
+	hub, _, gone := labHub(t, hubOpts{})
+	ctx := context.Background()
+	takeDown(t, hub, gone)
+	for _, p := range adapters.Providers() {
+		l, err := adapters.Tools(ctx, hub, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Warnings) == 0 || l.Warnings[0].Tool != "" || !strings.HasPrefix(l.Warnings[0].Message, "server gone is down, so its tools are not offered") {
+			t.Errorf("%v: warnings %+v", p, l.Warnings)
+		}
+	}
+}
