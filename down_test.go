@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,4 +93,50 @@ func TestAllServersDown(t *testing.T) {
 	if _, err := h2.CallTool(ctx, "late__t", nil, nil); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestToolOfDownServer: a call of a tool offered before its server went
+// down is answered KindUnavailable (the model may try again later), both
+// against the tool set it was offered and against the current one, where
+// the tool is missing; a name no server offers is still an unknown tool.
+func TestToolOfDownServer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	kid, _ := childServer(t, "kid", "basic")
+	up := newTestServer(t, "up").echoTools("t")
+	for _, prefix := range []string{"", "x_"} {
+		h := newHub(t, []Server{kid, up.server("up")}, &Options{Prefix: prefix, Reconnect: Backoff{Min: time.Hour}})
+		offered, err := h.ListTools(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		syscall.Kill(callPID(t, h, prefix+"kid__pid"), syscall.SIGKILL)
+		eventually(t, 15*time.Second, func() bool { return h.Status()[0].State != StateUp }, "the server down")
+
+		for _, ts := range []*ToolSet{offered, nil} {
+			_, err := h.CallTool(ctx, prefix+"kid__echo", nil, &CallOptions{ToolSet: ts})
+			e := wantKind(t, err, KindUnavailable)
+			if e.Server != "kid" || e.Message != "The server of "+prefix+"kid__echo is unavailable; try again later." {
+				t.Errorf("offered %v: %+v", ts != nil, e)
+			}
+		}
+		for _, name := range []string{prefix + "up__nope", prefix + "other__echo", "kid"} {
+			_, err := h.CallTool(ctx, name, nil, nil)
+			wantKind(t, err, KindUnknownTool)
+		}
+		// The listing says why the tools are missing.
+		ts, _ := h.ListTools(ctx)
+		if ws := ts.Warnings(); len(ws) != 1 || !strings.HasPrefix(ws[0], "server kid is down") {
+			t.Errorf("warnings %q", ws)
+		}
+	}
+
+	// A client's tools have no server part: with its server down, any
+	// name is the down server's.
+	kid2, _ := childServer(t, "kid", "basic")
+	cl := newClient(t, kid2, &Options{Reconnect: Backoff{Disabled: true}})
+	syscall.Kill(callPID(t, cl, "pid"), syscall.SIGKILL)
+	eventually(t, 15*time.Second, func() bool { return cl.Status()[0].State != StateUp }, "the server down")
+	_, err := cl.CallTool(ctx, "echo", nil, nil)
+	wantKind(t, err, KindUnavailable)
 }

@@ -228,7 +228,7 @@ func (c *core) checkArgs(ts *ToolSet, local *LocalTool, name string, args any) e
 	}
 	t, ok := ts.Lookup(name)
 	if !ok {
-		return unknownToolError(name)
+		return ts.unknown(name)
 	}
 	return argsLimitError(t, reason)
 }
@@ -329,8 +329,7 @@ func (c *core) session(ctx context.Context, r *request) (*conn, *mcp.ClientSessi
 	}
 	sess, err := cn.current()
 	if err != nil {
-		return nil, nil, newError(KindUnavailable, call.Server, call.Tool,
-			"The server of "+call.Exposed+" is unavailable.", err)
+		return nil, nil, unavailableError(call.Server, call.Tool, call.Exposed, err)
 	}
 	if r.isTool() && c.Pins != nil {
 		if sess, err = c.checkPinned(ctx, cn, call); err != nil {

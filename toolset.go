@@ -2,6 +2,7 @@ package conduit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -182,6 +183,12 @@ type ToolSet struct {
 	search  searchState // built by the first Search
 	drift   []Drift
 	listed  []ServerTools
+	// How exposed names were made (NewToolSet), to tell a name of a
+	// server that is down from an unknown one; named is false when that
+	// is not known (ToolSetOf).
+	named     bool
+	namespace bool
+	prefix    string
 }
 
 // NewToolSet builds a tool set from servers' tool lists, in the order given.
@@ -194,7 +201,8 @@ func NewToolSet(opts *ToolSetOptions, servers ...ServerTools) *ToolSet {
 	if opts != nil {
 		digests = opts.digests
 	}
-	ts := &ToolSet{byName: map[string]*Tool{}, byOrig: map[serverTool]*Tool{}, listed: slices.Clone(servers)}
+	ts := &ToolSet{byName: map[string]*Tool{}, byOrig: map[serverTool]*Tool{}, listed: slices.Clone(servers),
+		named: true, namespace: namespace, prefix: prefix}
 	var candidates []*Tool
 	for _, st := range servers {
 		if st.Down != nil {
@@ -312,6 +320,40 @@ func (ts *ToolSet) Skipped() []Skipped {
 	return slices.Clone(ts.skipped)
 }
 
+// downServer returns the server that is down in the set and whose tools
+// name would be one of: in a hub, the server of the name's server__
+// part; in a client, its one server. ok is false when name names no such
+// server.
+func (ts *ToolSet) downServer(name string) (server, detail string, ok bool) {
+	if ts == nil || !ts.named {
+		return "", "", false
+	}
+	for _, s := range ts.skipped {
+		if s.Reason != SkipServerDown {
+			continue
+		}
+		if !ts.namespace || strings.HasPrefix(name, SanitizeName(ts.prefix+s.Server+"__")) {
+			return s.Server, s.Detail, true
+		}
+	}
+	return "", "", false
+}
+
+// unknown is the error of a call of name, which the set does not offer:
+// KindUnavailable when name is a tool name of a server that is down (the
+// model was offered the tool earlier, and may try again later), else
+// KindUnknownTool.
+func (ts *ToolSet) unknown(name string) *Error {
+	if server, detail, ok := ts.downServer(name); ok {
+		var cause error
+		if detail != "" {
+			cause = errors.New(detail)
+		}
+		return unavailableError(server, "", name, cause)
+	}
+	return unknownToolError(name)
+}
+
 // Warnings says what a program should tell its user of the tool set
 // before offering it to a model: each server that is down, whose tools are
 // missing, after a first warning when the set offers no tool at all
@@ -347,6 +389,7 @@ func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {
 		skipped: slices.Clone(ts.skipped),
 		drift:   ts.drift,
 		listed:  ts.listed,
+		named:   ts.named, namespace: ts.namespace, prefix: ts.prefix,
 	}
 	for _, t := range ts.tools {
 		if keep(t) {

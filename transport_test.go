@@ -98,7 +98,7 @@ func TestHTTPHeadersRequired(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	_, err := cl.CallTool(context.Background(), "fetch", nil, nil)
-	wantKind(t, err, KindUnknownTool) // a down server offers no tools
+	wantKind(t, err, KindUnavailable) // the down server's, not an unknown tool
 }
 
 // TestHTTPReconnect stops an HTTP server under a hub and starts it again
