@@ -90,7 +90,9 @@ type CallOptions struct {
 // call runs one call of a server's tool through the pipeline (pipeline.go).
 func (c *core) call(ctx context.Context, name string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
 	o := callOptions(opts)
-	return c.run(ctx, &request{method: methodCallTool, call: newCall(o, methodCallTool, name), o: o, halt: o.Halt, args: args})
+	r := newRequest(methodCallTool, o, methodCallTool, name)
+	r.halt, r.args = o.Halt, args
+	return c.run(ctx, r)
 }
 
 func halted(ch <-chan struct{}) bool {
@@ -115,9 +117,3 @@ func (e *limitError) Error() string {
 
 // Is makes the limit a deadline, for errors.Is(err, context.DeadlineExceeded).
 func (e *limitError) Is(target error) bool { return target == context.DeadlineExceeded }
-
-// withLimit is ctx bounded by limit, whose expiry is told from the end of
-// ctx itself by its cause.
-func withLimit(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeoutCause(ctx, limit, &limitError{limit})
-}

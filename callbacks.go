@@ -27,12 +27,16 @@ import (
 // a callback overruns), with args as its Args: arguments no callback of
 // f changes, which the copy may share. With args nil (f's before-hooks
 // may change call.Args in place), call.Args is cloned, and only then.
-func guard[T any](ctx context.Context, c *core, r *request, args map[string]any, inline bool, f func(*stage) (T, error)) (T, error) {
+//
+// The stage and the channel f's goroutine reports on are r's, shared by
+// the stretches of one request, which run one after the other.
+func guard(ctx context.Context, c *core, r *request, args map[string]any, inline bool, f func(*stage) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	if ctx.Done() == nil {
 		return f(nil)
 	}
+	st := &r.stage
 	if inline {
-		return f(&stage{})
+		return f(st)
 	}
 	call := r.call
 	tracing := r.info != nil
@@ -44,43 +48,43 @@ func guard[T any](ctx context.Context, c *core, r *request, args map[string]any,
 		}
 		snap.Args = args
 	}
-	type result struct {
-		v   T
-		err error
+	if r.guarded == nil {
+		r.guarded = make(chan struct{}, 1)
 	}
-	st := &stage{}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := f(st)
-		ch <- result{v, err}
-	}()
+	go r.runGuarded(f)
 	select {
-	case r := <-ch:
-		return r.v, r.err
+	case <-r.guarded:
+		return r.gres, r.gerr
 	case <-ctx.Done():
 		if who := st.callback(); who != "" {
 			if tracing {
 				s := snap
 				r.traced = &s
 			}
-			var zero T
-			return zero, callbackError(ctx, call, who, ctx.Err())
+			return nil, callbackError(ctx, call, who, ctx.Err())
 		}
-		r := <-ch
-		return r.v, r.err
+		<-r.guarded
+		return r.gres, r.gerr
 	}
+}
+
+// runGuarded runs f for guard, on a goroutine of its own.
+func (r *request) runGuarded(f func(*stage) (*mcp.CallToolResult, error)) {
+	r.gres, r.gerr = f(&r.stage)
+	r.guarded <- struct{}{}
 }
 
 // beforeHooks runs the before-hooks of a tool call.
 func (c *core) beforeHooks(ctx context.Context, call *Call, st *stage) error {
 	tool := call.Def
-	for _, h := range c.Hooks {
+	for i, h := range c.Hooks {
 		if h.Before == nil {
 			continue
 		}
-		herr, err := runCallback(ctx, st, hookName(h), func() error { return h.Before(ctx, call) })
+		who := &c.hookNames[i]
+		herr, err := runCallback(ctx, st, who, func() error { return h.Before(ctx, call) })
 		if err != nil {
-			return callbackError(ctx, call, hookName(h), err)
+			return callbackError(ctx, call, *who, err)
 		}
 		// Hooks may change the arguments only: the call goes where the
 		// policy saw it going.
@@ -100,18 +104,19 @@ func (c *core) beforeHooks(ctx context.Context, call *Call, st *stage) error {
 
 // afterHooks runs the after-hooks over the server's result.
 func (c *core) afterHooks(ctx context.Context, call *Call, res *mcp.CallToolResult, st *stage) (*mcp.CallToolResult, error) {
-	for _, h := range c.Hooks {
+	for i, h := range c.Hooks {
 		if h.After == nil {
 			continue
 		}
+		who := &c.hookNames[i]
 		type out struct {
 			res *mcp.CallToolResult
 			err error
 		}
 		cur := res
-		r, err := runCallback(ctx, st, hookName(h), func() out { r, err := h.After(ctx, call, cur); return out{r, err} })
+		r, err := runCallback(ctx, st, who, func() out { r, err := h.After(ctx, call, cur); return out{r, err} })
 		if err != nil {
-			return nil, callbackError(ctx, call, hookName(h), err)
+			return nil, callbackError(ctx, call, *who, err)
 		}
 		if r.err != nil {
 			if t := c.Trace; t != nil && t.HookDenied != nil {
@@ -126,6 +131,8 @@ func (c *core) afterHooks(ctx context.Context, call *Call, res *mcp.CallToolResu
 	return res, nil
 }
 
+// hookName is how messages name h: computed once per hub, since a running
+// callback is marked by a pointer to its name (see stage).
 func hookName(h Hook) string {
 	if h.Name == "" {
 		return "a hook"
@@ -141,9 +148,9 @@ func (c *core) approve(ctx context.Context, call *Call, rule Rule, st *stage) er
 	if t != nil && t.Approved != nil {
 		asked = time.Now()
 	}
-	a, err := runCallback(ctx, st, "the approver", func() Approval { return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule}) })
+	a, err := runCallback(ctx, st, &approverName, func() Approval { return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule}) })
 	if err != nil {
-		return callbackError(ctx, call, "the approver", err)
+		return callbackError(ctx, call, approverName, err)
 	}
 	if t != nil && t.Approved != nil {
 		t.Approved(ApprovedInfo{Context: ctx, Call: call, Rule: rule, Approval: a, Elapsed: time.Since(asked)})
@@ -167,6 +174,9 @@ func approvalOutcome(call *Call, a Approval) error {
 	return e
 }
 
+// approverName is how messages name the approver.
+var approverName = "the approver"
+
 // stage is which callback a call's pipeline goroutine is running.
 type stage struct{ who atomic.Pointer[string] }
 
@@ -182,9 +192,9 @@ func (s *stage) callback() string {
 // first marks the callback as running, then starts it only if ctx has not
 // ended: a caller that finds ctx ended and no callback running can rely on
 // none starting.
-func runCallback[T any](ctx context.Context, st *stage, who string, f func() T) (v T, err error) {
+func runCallback[T any](ctx context.Context, st *stage, who *string, f func() T) (v T, err error) {
 	if st != nil {
-		st.who.Store(&who)
+		st.who.Store(who)
 		defer st.who.Store(nil)
 		if err := ctx.Err(); err != nil {
 			return v, err

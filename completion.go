@@ -39,7 +39,8 @@ func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *C
 			exposed = params.Ref.URI
 		}
 	}
-	r := &request{method: methodComplete, call: newCall(o, "", exposed), o: o, noAsk: true, startMeta: o.Meta}
+	r := newRequest(methodComplete, o, "", exposed)
+	r.noAsk, r.startMeta = true, o.Meta
 	if len(r.startMeta) == 0 && params != nil {
 		r.startMeta = params.Meta
 	}

@@ -49,6 +49,10 @@ type core struct {
 	// Inline: the pipeline skips what is not there.
 	before, after             bool
 	beforeInline, afterInline bool
+	hookNames                 []string // by hook, as messages name them
+	// limitErr is the cause of the end of a call's context at
+	// CallTimeout, the limit of most calls.
+	limitErr *limitError
 
 	conns      []*conn
 	byID       map[string]*conn
@@ -101,6 +105,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 	}
 	c.Hooks = slices.Clone(o.Hooks)
 	for _, h := range c.Hooks {
+		c.hookNames = append(c.hookNames, hookName(h))
 		c.before = c.before || h.Before != nil
 		c.after = c.after || h.After != nil
 		c.beforeInline = c.beforeInline && (h.Before == nil || h.Inline)
@@ -118,6 +123,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
+	c.limitErr = &limitError{c.CallTimeout}
 	c.limits = o.Limits.resolved()
 	c.sdkLogger = c.Logger.With("component", "mcp")
 	c.httpClient = newHTTPClient()

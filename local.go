@@ -62,7 +62,9 @@ func (c *core) callLocal(ctx context.Context, t *LocalTool, args any, opts *Call
 		return nil, &Error{Kind: KindInternal, Message: "The tool could not be called.", Err: errNoLocalTool}
 	}
 	o := callOptions(opts)
-	return c.run(ctx, &request{method: methodCallTool, call: newCall(o, methodCallTool, t.Tool.Exposed), o: o, halt: o.Halt, args: args, local: t})
+	r := newRequest(methodCallTool, o, methodCallTool, t.Tool.Exposed)
+	r.halt, r.args, r.local = o.Halt, args, t
+	return c.run(ctx, r)
 }
 
 func (c *core) offersLocal(t *Tool, opts *ListOptions) bool {

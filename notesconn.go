@@ -96,21 +96,29 @@ func (c *notesConn) write(ctx context.Context, msg jsonrpc.Message) error {
 		c.writes = make(chan writeReq)
 		go c.writer(closed)
 	})
-	r := writeReq{ctx: ctx, msg: msg, done: make(chan error, 1)}
+	done := writeDone.Get().(chan error)
+	r := writeReq{ctx: ctx, msg: msg, done: done}
 	select {
 	case c.writes <- r:
 	case <-ctx.Done():
+		writeDone.Put(done)
 		return ctx.Err()
 	case <-closed:
+		writeDone.Put(done)
 		return errConnClosed
 	}
 	select {
-	case err := <-r.done:
+	case err := <-done:
+		writeDone.Put(done)
 		return err
 	case <-ctx.Done():
+		// The writer still answers on done: it is not reused.
 		return ctx.Err()
 	}
 }
+
+// writeDone holds the empty channels that writes wait on.
+var writeDone = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 var errConnClosed = errors.New("conduit: connection closed")
 

@@ -52,7 +52,8 @@ type request struct {
 	// method is the MCP method sent (for Trace.RequestMeta and the
 	// Trace events); call.Method is the one the policy governs.
 	method string
-	call   *Call
+	call   *Call // &callv
+	callv  Call
 	o      *CallOptions // never nil
 	// halt is the call's CallOptions.Halt (tool calls only).
 	halt <-chan struct{}
@@ -80,6 +81,12 @@ type request struct {
 	// traced is what Trace's done event is given: call, or a copy of it
 	// when a callback overran (see guard).
 	traced *Call
+	// What guard runs the callbacks with: the callback running, the
+	// channel the goroutine running them reports on, and what it found.
+	stage   stage
+	guarded chan struct{}
+	gres    *mcp.CallToolResult
+	gerr    error
 	// info, when the done event is traced, is told of the request sent.
 	info *RequestInfo
 }
@@ -96,10 +103,13 @@ func callOptions(opts *CallOptions) *CallOptions {
 	return opts
 }
 
-// newCall is the call the policy sees for a request made with o, before
-// its name resolves.
-func newCall(o *CallOptions, method, exposed string) *Call {
-	return &Call{ID: o.ID, Exposed: exposed, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint, Method: method}
+// newRequest is a request of method for exposed, made with o, as the
+// policy sees it before its name resolves.
+func newRequest(method string, o *CallOptions, governed, exposed string) *request {
+	r := &request{method: method, o: o}
+	r.callv = Call{ID: o.ID, Exposed: exposed, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint, Method: governed}
+	r.call = &r.callv
+	return r
 }
 
 // run takes r through the pipeline. Results are returned as the server
@@ -121,7 +131,7 @@ func (c *core) run(ctx context.Context, r *request) (res *mcp.CallToolResult, er
 	}
 	if limit > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = withLimit(ctx, limit)
+		ctx, cancel = c.withLimit(ctx, limit)
 		defer cancel()
 	}
 	// resolve
@@ -143,8 +153,8 @@ func (c *core) run(ctx context.Context, r *request) (res *mcp.CallToolResult, er
 	// admit
 	hooks := r.isTool() && c.before
 	if ask || hooks {
-		if _, err := guard(ctx, c, r, r.stable, !ask && c.beforeInline, func(st *stage) (struct{}, error) {
-			return struct{}{}, c.admit(ctx, r, ask, rule, st)
+		if _, err := guard(ctx, c, r, r.stable, !ask && c.beforeInline, func(st *stage) (*mcp.CallToolResult, error) {
+			return nil, c.admit(ctx, r, ask, rule, st)
 		}); err != nil {
 			return nil, err
 		}
@@ -180,6 +190,16 @@ func (c *core) run(ctx context.Context, r *request) (res *mcp.CallToolResult, er
 		}
 	}
 	return res, nil
+}
+
+// withLimit is ctx bounded by limit, whose expiry is told from the end of
+// ctx itself by its cause.
+func (c *core) withLimit(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
+	cause := c.limitErr
+	if cause == nil || limit != cause.limit {
+		cause = &limitError{limit}
+	}
+	return context.WithTimeoutCause(ctx, limit, cause)
 }
 
 // resolveTool resolves a tool call: the name against the offered tool set

@@ -689,7 +689,7 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 // from a cancellation.
 func TestContextError(t *testing.T) {
 	tool := &Tool{Tool: &mcp.Tool{Name: "t"}, Server: "s", Exposed: "s__t"}
-	limited, cancel := withLimit(context.Background(), time.Nanosecond)
+	limited, cancel := (&core{}).withLimit(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-limited.Done()
 	deadline, cancel2 := context.WithTimeout(context.Background(), time.Nanosecond)

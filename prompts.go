@@ -218,7 +218,7 @@ func unknownPromptError(name string) *Error {
 
 func (c *core) getPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
 	o := callOptions(opts)
-	r := &request{method: methodGetPrompt, call: newCall(o, methodGetPrompt, name), o: o}
+	r := newRequest(methodGetPrompt, o, methodGetPrompt, name)
 	var res *mcp.GetPromptResult
 	r.resolve = func(ctx context.Context) error {
 		ps, err := c.listPrompts(ctx)

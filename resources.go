@@ -345,7 +345,7 @@ func (c *core) listResourcesFor(ctx context.Context, opts *ListOptions) (*Resour
 // server that offers it.
 func (c *core) resourceRequest(method, uri string, opts *CallOptions) *request {
 	o := callOptions(opts)
-	r := &request{method: method, call: newCall(o, methodReadResource, uri), o: o}
+	r := newRequest(method, o, methodReadResource, uri)
 	r.call.Tool = uri
 	r.resolve = func(ctx context.Context) error {
 		rs, err := c.listResources(ctx)
