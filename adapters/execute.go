@@ -264,12 +264,13 @@ func (r *runner) stop() { r.haltOnce.Do(func() { close(r.halt) }) }
 // run runs one call and answers it at its place in Results.
 func (r *runner) run(ctx context.Context, c toolcall.Call) {
 	res, err := r.call(ctx, c)
-	var ce *conduit.Error
-	if errors.As(err, &ce) && ce.Halt {
-		r.stop()
-		r.mu.Lock()
-		r.exec.Halted = true
-		r.mu.Unlock()
+	if err != nil {
+		if ce := (*conduit.Error)(nil); errors.As(err, &ce) && ce.Halt {
+			r.stop()
+			r.mu.Lock()
+			r.exec.Halted = true
+			r.mu.Unlock()
+		}
 	}
 	r.exec.Errors[c.Index] = err
 	r.exec.Results[c.Index] = r.d.answer(c, res, err, &r.o.AnswerOptions)
@@ -282,32 +283,35 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	}
 	copts := r.o.callOptions(r.ts, c.ID, r.halt)
 	args := jsonv.CloneObject(c.Args)
-	call := func(ctx context.Context) (res *mcp.CallToolResult, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				res, err = nil, &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool,
-					Message: modeltext.CallFailed(c.Name), Err: fmt.Errorf("panic: %v", p)}
-			}
-		}()
-		if l := r.o.local; l != nil && c.Def == l.Tool {
-			return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, &copts)
-		}
-		return r.src.CallTool(ctx, c.Name, args, &copts)
-	}
 	var res *mcp.CallToolResult
 	var err error
 	switch r.src.(type) {
 	case *conduit.Hub, *conduit.Client:
 		// conduit's own sources bound a call by its CallTimeout, approval
 		// and hooks included, and end it when ctx ends.
-		res, err = call(ctx)
+		res, err = r.send(ctx, c, args, &copts)
 	default:
-		res, err = r.callBounded(ctx, c, call)
+		res, err = r.callBounded(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) { return r.send(ctx, c, args, &copts) })
 	}
 	if err == nil && res == nil {
 		err = &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: modeltext.NoResult(c.Name)}
 	}
 	return res, err
+}
+
+// send makes the call c with args and o, a panic of the source's answered
+// as an internal error.
+func (r *runner) send(ctx context.Context, c toolcall.Call, args map[string]any, o *conduit.CallOptions) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool,
+				Message: modeltext.CallFailed(c.Name), Err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	if l := r.o.local; l != nil && c.Def == l.Tool {
+		return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
+	}
+	return r.src.CallTool(ctx, c.Name, args, o)
 }
 
 // callBounded runs call on a Source of the caller's, which may not honour its
