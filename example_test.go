@@ -260,3 +260,35 @@ func ExampleToolSet_Resolve() {
 	// conduit: invalid_arguments (github/get_issue): Invalid arguments for github__get_issue: the arguments must be a JSON object.
 	// true conduit: unknown_tool: Unknown tool "github__delete_repo": it is not among the tools offered.
 }
+
+func ExampleToolSet_Warnings() {
+	ctx := context.Background()
+	// Every server down: the hub starts, and its tool set says why it
+	// offers nothing (adapters.Listing.Warnings carries the same).
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "broken", Command: "/nonexistent/mcp-server"}},
+		&conduit.Options{Policy: conduit.AllowAll(), Reconnect: conduit.Backoff{Disabled: true}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer hub.Close()
+	ts, err := hub.ListTools(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(ts.Len(), "tools")
+	fmt.Println(ts.Warnings()[0])
+	// Output:
+	// 0 tools
+	// no tools are offered: the servers are down (broken)
+}
+
+func ExampleOptions_requireServers() {
+	// Fail fast instead: every server must be up within ConnectTimeout.
+	_, err := conduit.NewHub(context.Background(), []conduit.Server{
+		{ID: "github", Transport: github()},
+		{ID: "broken", Command: "/nonexistent/mcp-server"},
+	}, &conduit.Options{Policy: conduit.AllowAll(), RequireServers: true, Reconnect: conduit.Backoff{Disabled: true}})
+	fmt.Println(errors.Is(err, conduit.ErrServersDown))
+	// Output:
+	// true
+}
