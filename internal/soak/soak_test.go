@@ -499,6 +499,12 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 	if conv != nil {
 		offered = conv.Listing().ToolSet
 	}
+	down := map[string]bool{}
+	for _, sk := range offered.Skipped() {
+		if sk.Reason == conduit.SkipServerDown {
+			down[sk.Server] = true
+		}
+	}
 	for i := range calls {
 		if _, ok := offered.Lookup(calls[i].name); !ok {
 			if !calls[i].rejected && !calls[i].denied {
@@ -509,8 +515,13 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 			calls[i].rejected = true
 			if i < adapters.DefaultMaxToolCalls {
 				// Past the limit of calls a response, a call is answered
-				// KindLimit before its name is looked at.
+				// KindLimit before its name is looked at. A tool of a
+				// server that is down is unavailable (try again later),
+				// not unknown.
 				calls[i].kinds = []conduit.ErrorKind{conduit.KindUnknownTool}
+				if server, _, ok := strings.Cut(calls[i].name, "__"); ok && down[server] {
+					calls[i].kinds = []conduit.ErrorKind{conduit.KindUnavailable}
+				}
 			}
 		}
 	}
@@ -815,8 +826,9 @@ func (s *soak) directDenied(ctx context.Context, rng *rand.Rand) {
 	switch {
 	case err == nil:
 		s.problemLocked("denied answered", "hub.CallTool(%s) = %v", name, res)
-	case errors.Is(err, conduit.ErrDenied), errors.Is(err, conduit.ErrUnknownTool):
-		// Unknown while the server is down: the hub's listing lacks it.
+	case errors.Is(err, conduit.ErrDenied), errors.Is(err, conduit.ErrUnavailable):
+		// Unavailable while the server is down: the hub's listing lacks
+		// it, and says its server is down.
 		k, _ := conduit.KindOf(err)
 		s.outcomes[k.String()]++
 	default:
