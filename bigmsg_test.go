@@ -146,7 +146,7 @@ func callsDuring(h *Hub, tool string, args any, check func(string) bool) func(co
 func TestBigResultStdio(t *testing.T) {
 	srv, _ := childServer(t, "s", "basic")
 	ev := &events{}
-	h := newHub(t, []Server{srv}, &HubOptions{Options: Options{Trace: ev.trace()}})
+	h := newHub(t, []Server{srv}, &Options{Trace: ev.trace()})
 	checkBigResult(t, h, ev, "s", "big", map[string]any{"bytes": bigBytes}, callsDuring(h, "s__echo", map[string]any{"message": "m"},
 		func(s string) bool { return s == "echo: m" }))
 }
@@ -163,7 +163,7 @@ func TestBigResultFilesystem(t *testing.T) {
 	}
 	command, args := testenv.Filesystem(t, dir)
 	ev := &events{}
-	h := newHub(t, []Server{{ID: "fs", Command: command, Args: args}}, &HubOptions{Options: Options{Trace: ev.trace()}})
+	h := newHub(t, []Server{{ID: "fs", Command: command, Args: args}}, &Options{Trace: ev.trace()})
 	checkBigResult(t, h, ev, "fs", "read_text_file", map[string]any{"path": filepath.Join(dir, "big.txt")},
 		callsDuring(h, "fs__list_allowed_directories", nil, func(s string) bool { return strings.Contains(s, filepath.Base(dir)) }))
 }
@@ -216,7 +216,7 @@ func TestBigResultHTTP(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			url := bigHTTPChild(t, mode)
 			ev := &events{}
-			h := newHub(t, []Server{{ID: "h", URL: url}}, &HubOptions{Options: Options{Trace: ev.trace()}})
+			h := newHub(t, []Server{{ID: "h", URL: url}}, &Options{Trace: ev.trace()})
 			checkBigResult(t, h, ev, "h", "big", map[string]any{"bytes": bigBytes}, callsDuring(h, "h__big", map[string]any{"bytes": 10},
 				func(s string) bool { return s == "xxxxxxxxxx" }))
 		})

@@ -15,11 +15,11 @@ import (
 // The callback runtime: approvers and hooks are the user's code, which may
 // block, ignore ctx or panic, and the call must still be answered on time.
 
-// guard runs f, a stretch of the pipeline that calls callbacks, so that the
-// call is answered when ctx ends even if a callback ignores it. While
-// conduit's own code runs in f, an ended ctx is waited out: f then stops
-// before the next callback. traced is pointed at a copy of call when a
-// callback overruns, since the callback still holds call. Inline
+// guard runs f, a stretch of r's pipeline that calls callbacks, so that
+// the request is answered when ctx ends even if a callback ignores it.
+// While conduit's own code runs in f, an ended ctx is waited out: f then
+// stops before the next callback. r.traced is pointed at a copy of r.call
+// when a callback overruns, since the callback still holds the call. Inline
 // callbacks are trusted to return: f runs on the caller's goroutine, and
 // still starts no callback once ctx has ended.
 //
@@ -27,14 +27,19 @@ import (
 // a callback overruns), with args as its Args: arguments no callback of
 // f changes, which the copy may share. With args nil (f's before-hooks
 // may change call.Args in place), call.Args is cloned, and only then.
-func guard[T any](ctx context.Context, c *core, call *Call, args map[string]any, traced **Call, inline bool, f func(*stage) (T, error)) (T, error) {
+//
+// The stage and the channel f's goroutine reports on are r's, shared by
+// the stretches of one request, which run one after the other.
+func guard(ctx context.Context, c *core, r *request, args map[string]any, inline bool, f func(*stage) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	if ctx.Done() == nil {
 		return f(nil)
 	}
+	st := &r.stage
 	if inline {
-		return f(&stage{})
+		return f(st)
 	}
-	tracing := c.Trace != nil && c.Trace.CallDone != nil
+	call := r.call
+	tracing := r.info != nil
 	var snap Call
 	if tracing {
 		snap = *call
@@ -43,53 +48,43 @@ func guard[T any](ctx context.Context, c *core, call *Call, args map[string]any,
 		}
 		snap.Args = args
 	}
-	type result struct {
-		v   T
-		err error
+	if r.guarded == nil {
+		r.guarded = make(chan struct{}, 1)
 	}
-	st := &stage{}
-	ch := make(chan result, 1)
-	go func() {
-		v, err := f(st)
-		ch <- result{v, err}
-	}()
+	go r.runGuarded(f)
 	select {
-	case r := <-ch:
-		return r.v, r.err
+	case <-r.guarded:
+		return r.gres, r.gerr
 	case <-ctx.Done():
 		if who := st.callback(); who != "" {
 			if tracing {
 				s := snap
-				*traced = &s
+				r.traced = &s
 			}
-			var zero T
-			return zero, callbackError(ctx, call.Def, who, ctx.Err())
+			return nil, callbackError(ctx, call, who, ctx.Err())
 		}
-		r := <-ch
-		return r.v, r.err
+		<-r.guarded
+		return r.gres, r.gerr
 	}
 }
 
-// beforeHooks asks the approver, when the policy said ask, and runs the
-// before-hooks.
-func (c *core) beforeHooks(ctx context.Context, call *Call, halt <-chan struct{}, ask bool, rule Rule, st *stage) error {
+// runGuarded runs f for guard, on a goroutine of its own.
+func (r *request) runGuarded(f func(*stage) (*mcp.CallToolResult, error)) {
+	r.gres, r.gerr = f(&r.stage)
+	r.guarded <- struct{}{}
+}
+
+// beforeHooks runs the before-hooks of a tool call.
+func (c *core) beforeHooks(ctx context.Context, call *Call, st *stage) error {
 	tool := call.Def
-	if ask {
-		if err := c.approve(ctx, call, rule, st); err != nil {
-			return err
-		}
-	}
-	// A halted batch runs no hooks for the calls it has not sent.
-	if halted(halt) {
-		return HaltedError(tool)
-	}
-	for _, h := range c.Hooks {
+	for i, h := range c.Hooks {
 		if h.Before == nil {
 			continue
 		}
-		herr, err := runCallback(ctx, st, hookName(h), func() error { return h.Before(ctx, call) })
+		who := &c.hookNames[i]
+		herr, err := runCallback(ctx, st, who, func() error { return h.Before(ctx, call) })
 		if err != nil {
-			return callbackError(ctx, tool, hookName(h), err)
+			return callbackError(ctx, call, *who, err)
 		}
 		// Hooks may change the arguments only: the call goes where the
 		// policy saw it going.
@@ -104,27 +99,24 @@ func (c *core) beforeHooks(ctx context.Context, call *Call, halt <-chan struct{}
 			call.Args = map[string]any{}
 		}
 	}
-	// A callback that returned after ctx ended must not get the call sent.
-	if ctx.Err() != nil {
-		return ContextError(ctx, tool, 0, nil)
-	}
 	return nil
 }
 
 // afterHooks runs the after-hooks over the server's result.
 func (c *core) afterHooks(ctx context.Context, call *Call, res *mcp.CallToolResult, st *stage) (*mcp.CallToolResult, error) {
-	for _, h := range c.Hooks {
+	for i, h := range c.Hooks {
 		if h.After == nil {
 			continue
 		}
+		who := &c.hookNames[i]
 		type out struct {
 			res *mcp.CallToolResult
 			err error
 		}
 		cur := res
-		r, err := runCallback(ctx, st, hookName(h), func() out { r, err := h.After(ctx, call, cur); return out{r, err} })
+		r, err := runCallback(ctx, st, who, func() out { r, err := h.After(ctx, call, cur); return out{r, err} })
 		if err != nil {
-			return nil, callbackError(ctx, call.Def, hookName(h), err)
+			return nil, callbackError(ctx, call, *who, err)
 		}
 		if r.err != nil {
 			if t := c.Trace; t != nil && t.HookDenied != nil {
@@ -139,6 +131,8 @@ func (c *core) afterHooks(ctx context.Context, call *Call, res *mcp.CallToolResu
 	return res, nil
 }
 
+// hookName is how messages name h: computed once per hub, since a running
+// callback is marked by a pointer to its name (see stage).
 func hookName(h Hook) string {
 	if h.Name == "" {
 		return "a hook"
@@ -146,24 +140,32 @@ func hookName(h Hook) string {
 	return "hook " + h.Name
 }
 
-// approve asks the approver about a call the policy sent to it.
+// approve asks the approver about a request the policy sent to it: the
+// one approver runner of every method, which Trace.Approved is told of.
 func (c *core) approve(ctx context.Context, call *Call, rule Rule, st *stage) error {
 	var asked time.Time
 	t := c.Trace
 	if t != nil && t.Approved != nil {
 		asked = time.Now()
 	}
-	a, err := runCallback(ctx, st, "the approver", func() Approval { return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule}) })
+	a, err := runCallback(ctx, st, &approverName, func() Approval { return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule}) })
 	if err != nil {
-		return callbackError(ctx, call.Def, "the approver", err)
+		return callbackError(ctx, call, approverName, err)
 	}
 	if t != nil && t.Approved != nil {
 		t.Approved(ApprovedInfo{Context: ctx, Call: call, Rule: rule, Approval: a, Elapsed: time.Since(asked)})
 	}
+	return approvalOutcome(call, a)
+}
+
+// approvalOutcome is what an approver's answer makes of the request: nil
+// to go on, or the denial the model is told of. It is where the outcome of
+// an approval is decided.
+func approvalOutcome(call *Call, a Approval) error {
 	if a.Allow {
 		return nil
 	}
-	msg := "The call to " + call.Exposed + " was denied"
+	msg := subject(call) + " was denied"
 	if r := strings.TrimSpace(a.Reason); r != "" {
 		msg += ": " + strings.TrimSuffix(r, ".")
 	}
@@ -171,6 +173,9 @@ func (c *core) approve(ctx context.Context, call *Call, rule Rule, st *stage) er
 	e.Halt = a.Halt
 	return e
 }
+
+// approverName is how messages name the approver.
+var approverName = "the approver"
 
 // stage is which callback a call's pipeline goroutine is running.
 type stage struct{ who atomic.Pointer[string] }
@@ -187,9 +192,9 @@ func (s *stage) callback() string {
 // first marks the callback as running, then starts it only if ctx has not
 // ended: a caller that finds ctx ended and no callback running can rely on
 // none starting.
-func runCallback[T any](ctx context.Context, st *stage, who string, f func() T) (v T, err error) {
+func runCallback[T any](ctx context.Context, st *stage, who *string, f func() T) (v T, err error) {
 	if st != nil {
-		st.who.Store(&who)
+		st.who.Store(who)
 		defer st.who.Store(nil)
 		if err := ctx.Err(); err != nil {
 			return v, err
@@ -203,15 +208,41 @@ func runCallback[T any](ctx context.Context, st *stage, who string, f func() T) 
 	return f(), nil
 }
 
-// callbackError is the error of a call whose callback who failed with err,
-// or overran ctx.
-func callbackError(ctx context.Context, t *Tool, who string, err error) *Error {
+// callbackError is the error of a request whose callback who failed with
+// err, or overran ctx.
+func callbackError(ctx context.Context, call *Call, who string, err error) *Error {
 	if ctx.Err() != nil {
-		e := ContextError(ctx, t, 0, err)
+		e := contextError(ctx, call, err)
 		e.Message = strings.TrimSuffix(e.Message, ".") + ", waiting for " + who + "."
 		return e
 	}
-	return newError(KindInternal, t.Server, t.Name, "The call to "+t.Exposed+" failed in "+who+".", err)
+	return newError(KindInternal, call.Server, call.Tool, subject(call)+" failed in "+who+".", err)
+}
+
+// contextError is the error of a request that ctx's end stopped.
+func contextError(ctx context.Context, call *Call, cause error) *Error {
+	return named(ContextError(ctx, call.Def, 0, cause), call)
+}
+
+// named puts call's server, name and exposed name into an error that
+// ContextError made without a tool.
+func named(e *Error, call *Call) *Error {
+	if e.Server == "" {
+		e.Server, e.Tool = call.Server, call.Tool
+		if rest, ok := strings.CutPrefix(e.Message, "The call "); ok {
+			e.Message = "The request for " + call.Exposed + " " + rest
+		}
+	}
+	return e
+}
+
+// subject is how a message names the request: "The call to x" for a tool
+// call, "The request for x" for the others.
+func subject(call *Call) string {
+	if call.Method == methodCallTool || call.Method == "" {
+		return "The call to " + call.Exposed
+	}
+	return "The request for " + call.Exposed
 }
 
 // hookError is the error of a call that hook refused with err.

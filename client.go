@@ -7,8 +7,8 @@ import (
 )
 
 // Client is a source over one server: a hub of one, whose tools keep their
-// own sanitized names after Prefix instead of server__tool, and which needs
-// no Policy (see [Options.Policy]). Like a hub, it starts even when its
+// own sanitized names (after Options.Prefix) instead of server__tool, and
+// which may go without a Policy (see [Options.Policy]). Like a hub, it starts even when its
 // server is down, and keeps one session for its life, reconnecting with
 // backoff after the session is lost. A Client is safe for concurrent use.
 type Client struct{ c *core }
@@ -19,12 +19,9 @@ var _ Source = (*Client)(nil)
 // over, whatever its outcome: a server that could not be reached is
 // reported by [Client.Status] and reconnected with backoff, and calls
 // meanwhile are answered with KindUnavailable. ctx bounds the first
-// attempt only. opts may be nil.
-func NewClient(ctx context.Context, server Server, opts *ClientOptions) (*Client, error) {
-	if opts == nil {
-		opts = &ClientOptions{}
-	}
-	c, err := newCore(ctx, []Server{server}, &opts.Options, false, opts.Prefix)
+// attempt only. opts may be nil for the defaults.
+func NewClient(ctx context.Context, server Server, opts *Options) (*Client, error) {
+	c, err := newCore(ctx, []Server{server}, opts, false)
 	if err != nil {
 		return nil, err
 	}

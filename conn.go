@@ -49,8 +49,8 @@ type conn struct {
 	listMu sync.Mutex // one tools/list in flight per server
 
 	calls calls            // requests in flight, to route what the server sends
-	feats features         // prompts and resources (features.go)
-	logs  *mailbox[logged] // log messages on their way (notify.go)
+	feats features         // prompts and resources (lists.go)
+	logs  *mailbox[logged] // log messages on their way (logging.go)
 
 	keepAlive time.Duration // the ping interval while idle; 0: none
 	heard     atomic.Int64  // when the server last answered, in UnixNano
@@ -67,9 +67,8 @@ func newConn(c *core, srv Server) *conn {
 		Capabilities:                &mcp.ClientCapabilities{},
 		ToolListChangedHandler:      func(_ context.Context, req *mcp.ToolListChangedRequest) { cn.toolsChanged(req) },
 		ProgressNotificationHandler: c.onProgress,
-		ElicitationHandler:          c.Elicitation,
 	}
-	cn.clientHandlers(opts) // handlers.go, features.go
+	cn.clientHandlers(opts) // handlers.go, lists.go
 	// conduit's own loop answers multi-round-trip requests (mrtr.go).
 	opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	cn.client = mcp.NewClient(c.Implementation, opts)
@@ -206,7 +205,7 @@ func (cn *conn) run(ctx context.Context) {
 			release()
 			cn.down(sess, werr)
 		}
-		if ctx.Err() != nil || !cn.srv.reconnectable() || cn.core.Reconnect.Disabled || !cn.awaitLogin(ctx) {
+		if ctx.Err() != nil || !cn.retried() || !cn.awaitLogin(ctx) {
 			return
 		}
 		// Jitter keeps many hubs from reconnecting in step.
@@ -301,7 +300,7 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 			st.OAuthHandler = cn.oauth
 		}
 	} else {
-		tr = notesTransport{tr, cn} // notify.go
+		tr = notesTransport{tr, cn} // notesconn.go
 	}
 	sess, err := cn.client.Connect(sctx, tr, nil)
 	if !timer.Stop() && err == nil {
@@ -332,6 +331,7 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 	cn.gen++
 	cn.mu.Unlock()
 	cn.heard.Store(time.Now().UnixNano())
+	cn.core.stateChanged()
 	if t := cn.core.Trace; t != nil && t.ServerUp != nil {
 		t.ServerUp(ServerUpInfo{Server: cn.srv.ID})
 	}
@@ -366,10 +366,17 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 	cn.tools, cn.stale, cn.listed, cn.dropped = nil, true, false, nil
 	cn.gen++
 	cn.mu.Unlock()
+	cn.core.stateChanged()
 	if t := cn.core.Trace; t != nil && t.ServerDown != nil {
 		t.ServerDown(ServerDownInfo{Server: cn.srv.ID, Err: err})
 	}
 	cn.core.Logger.Warn("conduit: server down", "server", cn.srv.ID, "err", err)
+}
+
+// retried reports whether the server is reconnected after it is lost or
+// could not be reached.
+func (cn *conn) retried() bool {
+	return cn.srv.reconnectable() && !cn.core.Reconnect.Disabled
 }
 
 // drop asks run to end sess, which a request found unusable.

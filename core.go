@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,13 +43,16 @@ type ListOptions struct {
 type core struct {
 	Options   // a copy of the caller's, with defaults filled in
 	namespace bool
-	prefix    string
 	sdkLogger *slog.Logger
 
 	// Which hooks exist, and whether every Before and every After is
 	// Inline: the pipeline skips what is not there.
 	before, after             bool
 	beforeInline, afterInline bool
+	hookNames                 []string // by hook, as messages name them
+	// limitErr is the cause of the end of a call's context at
+	// CallTimeout, the limit of most calls.
+	limitErr *limitError
 
 	conns      []*conn
 	byID       map[string]*conn
@@ -61,8 +65,12 @@ type core struct {
 
 	limits limits // Options.Limits with defaults
 	// resultMarker marks the error that stands in for a result over the
-	// limit (notify.go).
+	// limit (notesconn.go).
 	resultMarker json.RawMessage
+
+	// stateCh is closed when a server's state changes (awaitUp).
+	stateMu sync.Mutex
+	stateCh chan struct{}
 
 	tokens   atomic.Uint64
 	progress sync.Map // progress token -> *mailbox[Progress]
@@ -76,7 +84,11 @@ type core struct {
 	digests digestCache
 }
 
-func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, prefix string) (*core, error) {
+func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) (*core, error) {
+	start := time.Now()
+	if o == nil {
+		o = &Options{}
+	}
 	if len(servers) == 0 {
 		return nil, errors.New("conduit: no servers")
 	}
@@ -86,19 +98,14 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, 
 	c := &core{
 		Options:      *o,
 		namespace:    namespace,
-		prefix:       prefix,
 		byID:         map[string]*conn{},
 		beforeInline: true,
 		afterInline:  true,
 		resultMarker: newResultMarker(),
 	}
 	c.Hooks = slices.Clone(o.Hooks)
-	if h := o.Handlers; h != nil && h.Elicitation == nil && o.Elicitation != nil {
-		hc := *h
-		hc.Elicitation = o.Elicitation
-		c.Handlers = &hc
-	}
 	for _, h := range c.Hooks {
+		c.hookNames = append(c.hookNames, hookName(h))
 		c.before = c.before || h.Before != nil
 		c.after = c.after || h.After != nil
 		c.beforeInline = c.beforeInline && (h.Before == nil || h.Inline)
@@ -116,6 +123,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, 
 	if c.CallTimeout == 0 {
 		c.CallTimeout = DefaultCallTimeout
 	}
+	c.limitErr = &limitError{c.CallTimeout}
 	c.limits = o.Limits.resolved()
 	c.sdkLogger = c.Logger.With("component", "mcp")
 	c.httpClient = newHTTPClient()
@@ -151,7 +159,89 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool, 
 			return nil, ctx.Err()
 		}
 	}
+	if c.RequireServers {
+		if err := c.awaitUp(ctx, start); err != nil {
+			c.close()
+			return nil, err
+		}
+	} else if up := c.upCount(); up == 0 {
+		c.Logger.Warn("conduit: no server is up: no tools are offered until one is (see Status; RequireServers fails instead)", "servers", len(c.conns))
+	}
 	return c, nil
+}
+
+// ErrServersDown is the error of NewHub and NewClient, with
+// Options.RequireServers, when a server is not up within ConnectTimeout;
+// its text names each such server and why it is down.
+var ErrServersDown = errors.New("conduit: servers are not up")
+
+// upCount is the number of servers up.
+func (c *core) upCount() int {
+	n := 0
+	for _, cn := range c.conns {
+		if cn.status().State == StateUp {
+			n++
+		}
+	}
+	return n
+}
+
+// awaitUp waits until every server is up, for at most ConnectTimeout from
+// start, while the servers that are down are reconnected.
+func (c *core) awaitUp(ctx context.Context, start time.Time) error {
+	deadline := time.NewTimer(time.Until(start.Add(c.ConnectTimeout)))
+	defer deadline.Stop()
+	for {
+		changed := c.stateChange()
+		var down []string
+		retried := false
+		for _, cn := range c.conns {
+			if cn.status().State == StateUp {
+				continue
+			}
+			cn.mu.Lock()
+			down = append(down, cn.downErr().Error())
+			cn.mu.Unlock()
+			retried = retried || cn.retried()
+		}
+		if len(down) == 0 {
+			return nil
+		}
+		fail := func() error {
+			return fmt.Errorf("%w within %v: %s", ErrServersDown, c.ConnectTimeout, strings.Join(down, "; "))
+		}
+		if !retried {
+			return fail() // nothing will bring them up
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return fail()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// stateChange returns a channel closed at the next change of a server's
+// state.
+func (c *core) stateChange() <-chan struct{} {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	if c.stateCh == nil {
+		c.stateCh = make(chan struct{})
+	}
+	return c.stateCh
+}
+
+// stateChanged closes the channel stateChange returned.
+func (c *core) stateChanged() {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	if c.stateCh != nil {
+		close(c.stateCh)
+		c.stateCh = nil
+	}
 }
 
 func (c *core) close() error {
@@ -265,7 +355,7 @@ func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
 	if c.ts != nil && slices.Equal(c.tsKey, key) && c.tsPins == pins {
 		return c.ts, nil
 	}
-	ts := NewToolSet(&ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix, Filter: c.Filter, Pins: c.Pins, digests: &c.digests}, lists...)
+	ts := NewToolSet(&ToolSetOptions{Namespace: c.namespace, Options: &c.Options, digests: &c.digests}, lists...)
 	if c.Pins != nil {
 		report = c.driftReport(ctx, ts, c.tsKey, key, c.ts != nil && c.tsPins != pins)
 		c.digests.keep(lists)
@@ -284,10 +374,17 @@ func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, e
 		o = *opts
 	}
 	return ts.Filter(SkipPolicy, func(t *Tool) bool {
-		call := &Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool}
-		d, _, _, err := decide(c.Policy, call)
-		// A condition that panics hides nothing here; the call itself is
-		// then answered with the error.
-		return err != nil || d != DecisionDeny
+		return !c.policyDenies(&Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool})
 	}), nil
+}
+
+// policyDenies reports whether the policy denies call outright, as a
+// listing for a principal leaves out. A condition that panics hides
+// nothing here; the call itself is then answered with the error.
+func (c *core) policyDenies(call *Call) bool {
+	if c.Policy == nil {
+		return false
+	}
+	d, _, _, err := decide(c.Policy, call)
+	return err == nil && d == DecisionDeny
 }

@@ -6,9 +6,19 @@
 // The provider formats (Anthropic, OpenAI, Gemini) live in package
 // adapters and its subpackages; this package knows nothing of them.
 //
+// Both are made with one [Options] (nil: the defaults), each field meaning
+// the same for a hub and a client:
+//
+//	hub, err := conduit.NewHub(ctx, servers, &conduit.Options{Policy: p, Approver: a})
+//	defer hub.Close()
+//	ts, err := hub.ListTools(ctx)
+//	res, err := hub.CallTool(ctx, "github__get_issue", args, &conduit.CallOptions{ToolSet: ts})
+//
 // # The pipeline
 //
-// [Hub.CallTool] and [Client.CallTool] run, in order: [ToolSet.Resolve],
+// Every governed request (a tool call, a prompt, a resource read, a
+// completion) goes through one pipeline. [Hub.CallTool] and
+// [Client.CallTool] run, in order: [ToolSet.Resolve],
 // the exposed name against the offered tool set and the arguments to a
 // JSON object (an unknown name, or arguments that are not an object, are
 // answered without sending anything); the [Policy] (first matching rule
@@ -30,14 +40,15 @@
 //
 // A [Client] is a hub of one server whose tools keep their own names:
 // both take the same [Options], start with their servers down if they
-// must, and reconnect them. A hub needs a Policy; a client without any
-// governance sends the model's calls as asked.
+// must ([Options.RequireServers] makes them fail instead), and reconnect
+// them. A nil Policy means no rules, every call allowed; NewHub asks for
+// one all the same, since a hub mixes servers ([AllowAll] says it).
 //
 // # Names
 //
 // Exposed names match ^[A-Za-z_][A-Za-z0-9_-]{0,63}$ (see [SanitizeName]).
-// A hub exposes server__tool; a client the tool's own name after its
-// Prefix. Two tools that would share an exposed name are both left out and
+// A hub exposes server__tool; a client the tool's own name; either puts
+// [Options.Prefix] in front. Two tools that would share an exposed name are both left out and
 // reported in [ToolSet.Skipped], never one shadowing the other. Servers are
 // listed in configuration order and tools by name, so a listing is
 // byte-identical between turns.
@@ -50,6 +61,11 @@
 // backoff, as is a server whose session is lost. A server's
 // notifications/tools/list_changed makes the next listing ask it again;
 // otherwise a listing costs no round trip.
+//
+// A tool of a server that is down is missing from the listings, which
+// say so ([ToolSet.Warnings]); a call of it, offered before the server
+// went down, is answered KindUnavailable ("try again later"), not as an
+// unknown tool.
 //
 // A session is over when the SDK ends it (a stdio child that exits or
 // writes something other than JSON-RPC to stdout; the error then carries
@@ -85,7 +101,7 @@
 //
 // A request that fails is answered by kind: the caller's ctx ending is
 // KindTimeout or KindCanceled (errors.Is reaches context.DeadlineExceeded
-// or context.Canceled); CallOptions.Timeout is KindTimeout; a JSON-RPC
+// or context.Canceled); CallOptions.RequestTimeout is KindTimeout; a JSON-RPC
 // error from the server is KindServerError; a lost session, a transport
 // that could not deliver the request, or a hub closed during the call is
 // KindUnavailable; an answer that cannot be decoded on a session that still

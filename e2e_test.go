@@ -34,7 +34,7 @@ func TestE2EEverything(t *testing.T) {
 func testEverything(t *testing.T, srv Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	h, err := NewHub(ctx, []Server{srv}, &HubOptions{Options: Options{Policy: AllowAll(), Validate: true}})
+	h, err := NewHub(ctx, []Server{srv}, &Options{Policy: AllowAll(), Validate: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func testEverything(t *testing.T, srv Server) {
 	eventually(t, 5*time.Second, func() bool { return progress.Load() >= 2 }, "progress notifications")
 
 	// A tool error is a result, not an *Error.
-	h2, err := NewHub(ctx, []Server{srv}, &HubOptions{Options: Options{Policy: AllowAll()}})
+	h2, err := NewHub(ctx, []Server{srv}, &Options{Policy: AllowAll()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func testEverything(t *testing.T, srv Server) {
 		t.Errorf("invalid arguments unvalidated: res %+v err %v", res, err)
 	}
 	// A timed-out request is cancelled on the server and the session stays.
-	_, err = h2.CallTool(ctx, "everything__trigger-long-running-operation", map[string]any{"duration": 10, "steps": 2}, &CallOptions{Timeout: 300 * time.Millisecond})
+	_, err = h2.CallTool(ctx, "everything__trigger-long-running-operation", map[string]any{"duration": 10, "steps": 2}, &CallOptions{RequestTimeout: 300 * time.Millisecond})
 	wantKind(t, err, KindTimeout)
 	if got := resultText(call("echo", map[string]any{"message": "still here"}, nil)); got != "Echo: still here" {
 		t.Errorf("echo after timeout = %q", got)
@@ -180,9 +180,7 @@ func TestE2EFilesystem(t *testing.T) {
 	command, args := testenv.Filesystem(t, dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	h, err := NewHub(ctx, []Server{{ID: "fs", Command: command, Args: args}}, &HubOptions{Options: Options{
-		Policy: NewPolicy(Allow("fs/read_*", "fs/list_*"), Deny("fs/*")),
-	}})
+	h, err := NewHub(ctx, []Server{{ID: "fs", Command: command, Args: args}}, &Options{Policy: NewPolicy(Allow("fs/read_*", "fs/list_*"), Deny("fs/*"))})
 	if err != nil {
 		t.Fatal(err)
 	}

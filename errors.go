@@ -145,6 +145,12 @@ func newError(kind ErrorKind, server, tool, msg string, cause error) *Error {
 // result: each is written here once, for the pipeline and the adapters
 // alike.
 
+// unavailableError is the error of a call of exposed, a tool of server,
+// which is down: the model is told it may try again later.
+func unavailableError(server, tool, exposed string, cause error) *Error {
+	return newError(KindUnavailable, server, tool, "The server of "+exposed+" is unavailable; try again later.", cause)
+}
+
 func unknownToolError(name string) *Error {
 	return newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown tool %q: it is not among the tools offered.", name), nil)
 }

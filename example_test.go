@@ -56,10 +56,8 @@ func ExampleNewHub() {
 		{ID: "files", Transport: files()},
 		// A server that cannot start does not stop the hub.
 		{ID: "broken", Command: "/nonexistent/mcp-server"},
-	}, &conduit.HubOptions{Options: conduit.Options{
-		Policy:    conduit.NewPolicy(conduit.Allow("github/get_*", "files/*"), conduit.Ask("github/*")),
-		Reconnect: conduit.Backoff{Disabled: true},
-	}})
+	}, &conduit.Options{Policy: conduit.NewPolicy(conduit.Allow("github/get_*", "files/*"), conduit.Ask("github/*")),
+		Reconnect: conduit.Backoff{Disabled: true}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -90,11 +88,7 @@ func ExampleNewHub() {
 
 func ExampleNewClient() {
 	ctx := context.Background()
-	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "github", Transport: github()}, &conduit.ClientOptions{Options: conduit.Options{
-		// Without a policy (or any other governance) a client sends the
-		// model's calls as asked; give one to any client a model uses.
-		Policy: conduit.NewPolicy(conduit.Allow("github/get_*")),
-	}, Prefix: "gh_"})
+	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "github", Transport: github()}, &conduit.Options{Policy: conduit.NewPolicy(conduit.Allow("github/get_*")), Prefix: "gh_"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -121,12 +115,10 @@ func ExampleNewClient() {
 
 func ExampleHub_CallTool() {
 	ctx := context.Background()
-	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "github", Transport: github()}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.NewPolicy(conduit.Allow("github/get_*"), conduit.Ask("github/*")),
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "github", Transport: github()}}, &conduit.Options{Policy: conduit.NewPolicy(conduit.Allow("github/get_*"), conduit.Ask("github/*")),
 		Approver: func(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
 			return conduit.Reject("deleting needs a human")
-		},
-	}})
+		}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -267,4 +259,36 @@ func ExampleToolSet_Resolve() {
 	// github get_issue map[number:7] <nil>
 	// conduit: invalid_arguments (github/get_issue): Invalid arguments for github__get_issue: the arguments must be a JSON object.
 	// true conduit: unknown_tool: Unknown tool "github__delete_repo": it is not among the tools offered.
+}
+
+func ExampleToolSet_Warnings() {
+	ctx := context.Background()
+	// Every server down: the hub starts, and its tool set says why it
+	// offers nothing (adapters.Listing.Warnings carries the same).
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "broken", Command: "/nonexistent/mcp-server"}},
+		&conduit.Options{Policy: conduit.AllowAll(), Reconnect: conduit.Backoff{Disabled: true}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer hub.Close()
+	ts, err := hub.ListTools(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(ts.Len(), "tools")
+	fmt.Println(ts.Warnings()[0])
+	// Output:
+	// 0 tools
+	// no tools are offered: the servers are down (broken)
+}
+
+func ExampleOptions_requireServers() {
+	// Fail fast instead: every server must be up within ConnectTimeout.
+	_, err := conduit.NewHub(context.Background(), []conduit.Server{
+		{ID: "github", Transport: github()},
+		{ID: "broken", Command: "/nonexistent/mcp-server"},
+	}, &conduit.Options{Policy: conduit.AllowAll(), RequireServers: true, Reconnect: conduit.Backoff{Disabled: true}})
+	fmt.Println(errors.Is(err, conduit.ErrServersDown))
+	// Output:
+	// true
 }

@@ -77,7 +77,7 @@ func TestFaultKilledMidCall(t *testing.T) {
 	kid, marker := childServer(t, "kid", "basic")
 	mem := newTestServer(t, "mem").echoTools("t")
 	ev := &events{}
-	h := newHub(t, []Server{kid, mem.server("mem")}, &HubOptions{Options: Options{Reconnect: fastReconnect, Trace: ev.trace()}})
+	h := newHub(t, []Server{kid, mem.server("mem")}, &Options{Reconnect: fastReconnect, Trace: ev.trace()})
 	ctx := context.Background()
 	pid := callPID(t, h, "kid__pid")
 
@@ -137,7 +137,7 @@ func TestFaultKilledMidCall(t *testing.T) {
 func TestFaultChildExitsMidCall(t *testing.T) {
 	t.Parallel()
 	kid, _ := childServer(t, "kid", "basic")
-	h := newHub(t, []Server{kid}, &HubOptions{Options: Options{Reconnect: Backoff{Disabled: true}}})
+	h := newHub(t, []Server{kid}, &Options{Reconnect: Backoff{Disabled: true}})
 	offered, err := h.ListTools(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -164,9 +164,9 @@ func TestFaultChildExitsMidCall(t *testing.T) {
 func TestFaultNeverAnswers(t *testing.T) {
 	t.Parallel()
 	kid, marker := childServer(t, "kid", "basic")
-	h := newHub(t, []Server{kid}, &HubOptions{})
+	h := newHub(t, []Server{kid}, &Options{})
 	start := time.Now()
-	_, err := h.CallTool(context.Background(), "kid__block", nil, &CallOptions{Timeout: 300 * time.Millisecond})
+	_, err := h.CallTool(context.Background(), "kid__block", nil, &CallOptions{RequestTimeout: 300 * time.Millisecond})
 	e := wantKind(t, err, KindTimeout)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("answered after %v", d)
@@ -189,9 +189,9 @@ func TestFaultGarbage(t *testing.T) {
 			t.Parallel()
 			kid, _ := childServer(t, "kid", "basic")
 			ev := &events{}
-			h := newHub(t, []Server{kid}, &HubOptions{Options: Options{Reconnect: fastReconnect, Trace: ev.trace()}})
+			h := newHub(t, []Server{kid}, &Options{Reconnect: fastReconnect, Trace: ev.trace()})
 			start := time.Now()
-			_, err := h.CallTool(context.Background(), "kid__"+tool, nil, &CallOptions{Timeout: 20 * time.Second})
+			_, err := h.CallTool(context.Background(), "kid__"+tool, nil, &CallOptions{RequestTimeout: 20 * time.Second})
 			e := wantKind(t, err, KindUnavailable)
 			if d := time.Since(start); d > 5*time.Second {
 				t.Fatalf("answered after %v", d)
@@ -213,7 +213,7 @@ func TestFaultGarbage(t *testing.T) {
 		tr := ev.trace()
 		down := tr.ServerDown
 		tr.ServerDown = func(i ServerDownInfo) { mu.Lock(); downErr = i.Err; mu.Unlock(); down(i) }
-		h := newHub(t, []Server{kid}, &HubOptions{Options: Options{Reconnect: fastReconnect, Trace: tr}})
+		h := newHub(t, []Server{kid}, &Options{Reconnect: fastReconnect, Trace: tr})
 		ts, err := h.ListTools(context.Background())
 		if err != nil || ts.Len() == 0 {
 			t.Fatalf("ListTools = %v, %v", exposed(ts), err)
@@ -233,7 +233,7 @@ func TestFaultToolListChanges(t *testing.T) {
 	t.Parallel()
 	srv := newTestServer(t, "s").echoTools("a", "b")
 	changed := make(chan string, 10)
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Trace: &Trace{ToolsChanged: func(i ToolsChangedInfo) { changed <- i.Server }}}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{ToolsChanged: func(i ToolsChangedInfo) { changed <- i.Server }}})
 	ctx := context.Background()
 	ts1, err := h.ListTools(ctx)
 	if err != nil {
@@ -266,7 +266,7 @@ func TestFaultToolListChanges(t *testing.T) {
 	// comes first, the server's error or conduit's own knowledge, the call
 	// is answered.
 	srv.RemoveTools("b")
-	_, err = h.CallTool(ctx, "s__b", nil, &CallOptions{ToolSet: ts1, Timeout: 5 * time.Second})
+	_, err = h.CallTool(ctx, "s__b", nil, &CallOptions{ToolSet: ts1, RequestTimeout: 5 * time.Second})
 	if k, _ := KindOf(err); k != KindServerError && k != KindUnknownTool {
 		t.Fatalf("removed tool: %v", err)
 	}
@@ -318,9 +318,7 @@ func TestFaultServersFailToStart(t *testing.T) {
 		{ID: "missing", Command: "/nonexistent/conduit-test-server"},
 		quits,
 		mem.server("mem"),
-	}, &HubOptions{Options: Options{
-		Reconnect: Backoff{Min: 50 * time.Millisecond, Max: 100 * time.Millisecond},
-	}})
+	}, &Options{Reconnect: Backoff{Min: 50 * time.Millisecond, Max: 100 * time.Millisecond}})
 	ctx := context.Background()
 	st := h.Status()
 	if st[0].ID != "missing" || st[0].State == StateUp || st[0].Err == nil || !strings.Contains(st[0].Err.Error(), "no such file") {
@@ -350,7 +348,7 @@ func TestFaultServersFailToStart(t *testing.T) {
 
 	// A client whose only server cannot start is made, as a hub of one:
 	// down, retried, and offering nothing.
-	cl := newClient(t, quits, &ClientOptions{Options: Options{Reconnect: fastReconnect}})
+	cl := newClient(t, quits, &Options{Reconnect: fastReconnect})
 	if st := cl.Status()[0]; st.State == StateUp || st.Err == nil || !strings.Contains(st.Err.Error(), "refuses to start") {
 		t.Fatalf("client status %+v", st)
 	}
@@ -365,7 +363,7 @@ func TestFaultConnectTimeout(t *testing.T) {
 	silent, _ := childServer(t, "silent", "silent")
 	mem := newTestServer(t, "mem").echoTools("t")
 	start := time.Now()
-	h := newHub(t, []Server{silent, mem.server("mem")}, &HubOptions{Options: Options{ConnectTimeout: 300 * time.Millisecond, Reconnect: Backoff{Disabled: true}}})
+	h := newHub(t, []Server{silent, mem.server("mem")}, &Options{ConnectTimeout: 300 * time.Millisecond, Reconnect: Backoff{Disabled: true}})
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("NewHub took %v", d)
 	}
@@ -377,7 +375,7 @@ func TestFaultConnectTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	silent2, _ := childServer(t, "silent", "silent")
-	if _, err := NewHub(ctx, []Server{silent2}, &HubOptions{Options: Options{Policy: AllowAll()}}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := NewHub(ctx, []Server{silent2}, &Options{Policy: AllowAll()}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("NewHub with an expired ctx: %v", err)
 	}
 }
@@ -393,7 +391,7 @@ func TestStdioCloseIsFast(t *testing.T) {
 		s, _ := childServer(t, id, "basic")
 		servers = append(servers, s)
 	}
-	h, err := NewHub(context.Background(), servers, &HubOptions{Options: Options{Policy: AllowAll()}})
+	h, err := NewHub(context.Background(), servers, &Options{Policy: AllowAll()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +416,7 @@ func TestSessionOutlivesConnectTimeout(t *testing.T) {
 	t.Parallel()
 	kid, _ := childServer(t, "kid", "basic")
 	// Long enough for a race-built child to start on a loaded machine.
-	h := newHub(t, []Server{kid}, &HubOptions{Options: Options{ConnectTimeout: 5 * time.Second}})
+	h := newHub(t, []Server{kid}, &Options{ConnectTimeout: 5 * time.Second})
 	time.Sleep(5500 * time.Millisecond) // past the connect timeout
 	if st := statusOf(h, "kid"); st.State != StateUp {
 		t.Fatalf("%+v", st)
@@ -434,7 +432,7 @@ func TestStdioServerOptions(t *testing.T) {
 	kid.Args = []string{"one", "two words"}
 	kid.Env["CONDUIT_TEST_VALUE"] = "v=1"
 	kid.Dir = t.TempDir()
-	cl := newClient(t, kid, &ClientOptions{})
+	cl := newClient(t, kid, &Options{})
 	ctx := context.Background()
 	res, err := cl.CallTool(ctx, "getenv", map[string]any{"name": "CONDUIT_TEST_VALUE"}, nil)
 	if err != nil || resultText(res) != "v=1" {
@@ -443,7 +441,7 @@ func TestStdioServerOptions(t *testing.T) {
 	// The child gets this process's environment too.
 	os.Setenv("CONDUIT_TEST_INHERITED", "yes") //nolint: the child is started below
 	kid2, _ := childServer(t, "kid", "basic")
-	cl2 := newClient(t, kid2, &ClientOptions{})
+	cl2 := newClient(t, kid2, &Options{})
 	if res, _ := cl2.CallTool(ctx, "getenv", map[string]any{"name": "CONDUIT_TEST_INHERITED"}, nil); resultText(res) != "yes" {
 		t.Fatalf("inherited env: %q", resultText(res))
 	}
@@ -468,7 +466,7 @@ func TestUndecodableResult(t *testing.T) {
 	t.Parallel()
 	srv := newTestServer(t, "s").echoTools("t")
 	tr := &tamper{Transport: srv.transport()}
-	h := newHub(t, []Server{{ID: "s", Transport: tr}}, &HubOptions{})
+	h := newHub(t, []Server{{ID: "s", Transport: tr}}, &Options{})
 	ctx := context.Background()
 	tr.set(true, false)
 	_, err := h.CallTool(ctx, "s__t", nil, nil)
@@ -492,7 +490,7 @@ func TestUnusableSessionIsDropped(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
 	tr := &tamper{Transport: srv.transport()}
 	ev := &events{}
-	h := newHub(t, []Server{{ID: "s", Transport: tr}}, &HubOptions{Options: Options{Trace: ev.trace()}})
+	h := newHub(t, []Server{{ID: "s", Transport: tr}}, &Options{Trace: ev.trace()})
 	tr.set(true, true)
 	_, err := h.CallTool(context.Background(), "s__t", nil, nil)
 	wantKind(t, err, KindUnavailable)

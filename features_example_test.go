@@ -29,7 +29,7 @@ func docs() mcp.Transport {
 func ExampleHub_GetPrompt() {
 	ctx := context.Background()
 	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "docs", Transport: docs()}},
-		&conduit.HubOptions{Options: conduit.Options{Policy: conduit.AllowAll()}})
+		&conduit.Options{Policy: conduit.AllowAll()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -54,10 +54,7 @@ func ExampleHub_GetPrompt() {
 func ExampleHub_ReadResource() {
 	ctx := context.Background()
 	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "docs", Transport: docs()}},
-		&conduit.HubOptions{Options: conduit.Options{
-			// Resources are governed as server/URI.
-			Policy: conduit.NewPolicy(conduit.Deny("docs/docs://secrets"), conduit.Allow("docs")),
-		}})
+		&conduit.Options{Policy: conduit.NewPolicy(conduit.Deny("docs/docs://secrets"), conduit.Allow("docs"))})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -106,13 +103,11 @@ func ExampleHandlers() {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
 		}}
 	}
-	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "survey", Transport: survey}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.AllowAll(),
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "survey", Transport: survey}}, &conduit.Options{Policy: conduit.AllowAll(),
 		// The hub's own declare elicitation; they answer what no call claims.
 		Handlers: &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "decline"}, nil
-		}},
-	}})
+		}}})
 	if err != nil {
 		log.Fatal(err)
 	}

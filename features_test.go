@@ -77,20 +77,18 @@ func TestPromptsAndResources(t *testing.T) {
 	a, b := featureServer(t, "a"), featureServer(t, "b")
 	var approved []string
 	var mu sync.Mutex
-	h := newHub(t, []Server{a.server("a"), b.server("b")}, &HubOptions{Options: Options{
-		Policy: NewPolicy(
-			Deny("b/b_only").When(Principal("eve")),
-			Deny("a/test://a/doc"),
-			Ask("b/greet", "b/test://b/items/*"),
-			Allow("*"),
-		),
+	h := newHub(t, []Server{a.server("a"), b.server("b")}, &Options{Policy: NewPolicy(
+		Deny("b/b_only").When(Principal("eve")),
+		Deny("a/test://a/doc"),
+		Ask("b/greet", "b/test://b/items/*"),
+		Allow("*"),
+	),
 		Approver: func(_ context.Context, req ApprovalRequest) Approval {
 			mu.Lock()
 			approved = append(approved, req.Call.Method+" "+req.Call.Exposed)
 			mu.Unlock()
 			return Approve()
-		},
-	}})
+		}})
 	ctx := context.Background()
 
 	ps, err := h.ListPromptsFor(ctx, nil)
@@ -181,11 +179,11 @@ func TestFeaturesChanged(t *testing.T) {
 		events = append(events, s)
 		mu.Unlock()
 	}
-	h := newHub(t, []Server{a.server("a")}, &HubOptions{Options: Options{Trace: &Trace{
+	h := newHub(t, []Server{a.server("a")}, &Options{Trace: &Trace{
 		PromptsChanged:   func(i PromptsChangedInfo) { record("prompts " + i.Server) },
 		ResourcesChanged: func(i ResourcesChangedInfo) { record("resources " + i.Server) },
 		ResourceUpdated:  func(i ResourceUpdatedInfo) { record("updated " + i.Server + " " + i.URI) },
-	}}})
+	}})
 	ctx := context.Background()
 	ps, err := h.ListPromptsFor(ctx, nil)
 	if err != nil || ps.Len() != 2 {

@@ -55,13 +55,11 @@ func TestNotificationFloodBounded(t *testing.T) {
 	release := make(chan struct{})
 	var logs, progress atomic.Int64
 	var last atomic.Value
-	h, err := NewHub(context.Background(), []Server{srv.server("s")}, &HubOptions{Options: Options{
-		Policy: AllowAll(),
+	h, err := NewHub(context.Background(), []Server{srv.server("s")}, &Options{Policy: AllowAll(),
 		Handlers: &Handlers{Logging: func(context.Context, *mcp.LoggingMessageRequest) {
 			<-release
 			logs.Add(1)
-		}},
-	}})
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}

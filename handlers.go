@@ -3,7 +3,7 @@ package conduit
 import (
 	"context"
 	"errors"
-	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -254,28 +254,36 @@ func (cn *conn) requestsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			})
 		case *mcp.ElicitRequest:
 			if method == "elicitation/create" && h != nil && h.Elicitation != nil {
-				return serverRequest(cn, ctx, r, "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				res, err := serverRequest(cn, ctx, r, "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					return h.Elicitation
 				})
+				if err != nil || res == nil {
+					return nil, err
+				}
+				return withDefaults(r.Params, res), nil
 			}
 		}
 		return next(ctx, method, req)
 	}
 }
 
-// onLog hands a server's log message to the call it belongs to.
-func (cn *conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
-	if req == nil || req.Params == nil {
-		return
+// withDefaults is an accepted form elicitation's answer with the defaults
+// of the requested schema filled in, as the SDK's own client does (the
+// MCP spec's SEP-1034): the user's handler need not restate them. A schema
+// the validator cannot resolve (one the SDK would refuse) leaves the
+// answer as it is; res itself is not modified.
+func withDefaults(p *mcp.ElicitParams, res *mcp.ElicitResult) *mcp.ElicitResult {
+	if p == nil || (p.Mode != "" && p.Mode != "form") || p.RequestedSchema == nil || res.Action != "accept" || res.Content == nil {
+		return res
 	}
-	// Attributed now, delivered by the mailbox (notify.go).
-	l := logged{req: req}
-	if in, ok := cn.calls.owner(ctx, true); ok && in != nil && in.h != nil && in.h.Logging != nil {
-		l.f, l.ctx = in.h.Logging, context.WithoutCancel(in.ctx)
-	} else if h := cn.core.Handlers; h != nil && h.Logging != nil {
-		l.f, l.ctx = h.Logging, context.WithoutCancel(ctx)
-	} else if !cn.core.Logger.Enabled(ctx, slog.LevelDebug) {
-		return
+	rs, err := compileSchema(p.RequestedSchema)
+	if err != nil {
+		return res
 	}
-	cn.logs.put(l, logSize(req.Params))
+	out := *res
+	out.Content = maps.Clone(res.Content)
+	if rs.ApplyDefaults(&out.Content) != nil {
+		return res
+	}
+	return &out
 }

@@ -136,7 +136,7 @@ func TestHandlersPerCall(t *testing.T) {
 				ts = newTestServer(t, "modern")
 				mrtrTools(ts.Server)
 			}
-			h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: hubHandlers}})
+			h := newHub(t, []Server{ts.server("s")}, &Options{Handlers: hubHandlers})
 			var mu sync.Mutex
 			var logs []string
 			alice, bob := caller("alice", &logs, &mu), caller("bob", &logs, &mu)
@@ -200,7 +200,7 @@ func TestHandlersAmbiguous(t *testing.T) {
 	ts := legacyServer(t)
 	release := make(chan struct{})
 	askTools(ts.Server, release)
-	h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: hubHandlers}})
+	h := newHub(t, []Server{ts.server("s")}, &Options{Handlers: hubHandlers})
 	var mu sync.Mutex
 	var logs []string
 	alice, bob := caller("alice", &logs, &mu), caller("bob", &logs, &mu)
@@ -249,7 +249,7 @@ func TestHandlersLogging(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	h := newHub(t, []Server{{ID: "s", Transport: ct}}, &HubOptions{Options: Options{Handlers: &hubH}})
+	h := newHub(t, []Server{{ID: "s", Transport: ct}}, &Options{Handlers: &hubH})
 	ctx := context.Background()
 	if err := h.SetLoggingLevel(ctx, "debug"); err != nil {
 		t.Fatal(err)
@@ -322,7 +322,7 @@ func TestHandlersInputFailClosed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := newTestServer(t, "modern")
 			mrtrTools(ts.Server)
-			h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: tc.hub}})
+			h := newHub(t, []Server{ts.server("s")}, &Options{Handlers: tc.hub})
 			res, err := h.CallTool(context.Background(), "s__roots", nil, &CallOptions{Handlers: tc.call})
 			if err == nil {
 				t.Fatalf("roots = %q, want an error", resultText(res))
@@ -358,7 +358,7 @@ func TestHandlersRootsRefusedLegacy(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := legacyServer(t)
 			askTools(ts.Server, nil)
-			h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: tc.hub}})
+			h := newHub(t, []Server{ts.server("s")}, &Options{Handlers: tc.hub})
 			if got := call(t, h, context.Background(), "s__roots", nil); !strings.Contains(got, tc.want) {
 				t.Errorf("roots = %q, want %q", got, tc.want)
 			}
@@ -383,7 +383,7 @@ func TestHandlersInputRounds(t *testing.T) {
 		asked.Add(1)
 		return &mcp.ListRootsResult{Roots: []*mcp.Root{}}, nil
 	}}
-	h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: hub}})
+	h := newHub(t, []Server{ts.server("s")}, &Options{Handlers: hub})
 	for _, tc := range []struct {
 		tool  string
 		calls int
@@ -432,7 +432,7 @@ func TestHandlersInputPromptsResources(t *testing.T) {
 		}
 		return &mcp.ReadResourceResult{InputRequests: ask}, nil
 	})
-	h := newHub(t, []Server{ts.server("s")}, &HubOptions{Options: Options{Handlers: hubHandlers}})
+	h := newHub(t, []Server{ts.server("s")}, &Options{Handlers: hubHandlers})
 	var mu sync.Mutex
 	var logs []string
 	alice := caller("alice", &logs, &mu)

@@ -284,10 +284,10 @@ func (ts *testServer) transport() mcp.Transport {
 // server returns a Server of this test server under id.
 func (ts *testServer) server(id string) Server { return Server{ID: id, Transport: ts.transport()} }
 
-func newHub(t testing.TB, servers []Server, opts *HubOptions) *Hub {
+func newHub(t testing.TB, servers []Server, opts *Options) *Hub {
 	t.Helper()
 	if opts == nil {
-		opts = &HubOptions{}
+		opts = &Options{}
 	}
 	if opts.Policy == nil {
 		opts.Policy = AllowAll()
@@ -300,7 +300,7 @@ func newHub(t testing.TB, servers []Server, opts *HubOptions) *Hub {
 	return h
 }
 
-func newClient(t testing.TB, server Server, opts *ClientOptions) *Client {
+func newClient(t testing.TB, server Server, opts *Options) *Client {
 	t.Helper()
 	cl, err := NewClient(context.Background(), server, opts)
 	if err != nil {

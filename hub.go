@@ -16,13 +16,16 @@ type Hub struct{ c *core }
 var _ Source = (*Hub)(nil)
 
 // NewHub connects to every server concurrently and returns when each has
-// been tried once; ctx bounds that first attempt only. opts must carry a
-// Policy.
-func NewHub(ctx context.Context, servers []Server, opts *HubOptions) (*Hub, error) {
+// been tried once; ctx bounds that first attempt only.
+//
+// A hub mixes servers, so allowing all of their tools must be said: NewHub
+// refuses opts without a Policy (conduit.AllowAll() is that choice). The
+// field's meaning is the one [Options.Policy] gives it.
+func NewHub(ctx context.Context, servers []Server, opts *Options) (*Hub, error) {
 	if opts == nil || opts.Policy == nil {
 		return nil, errors.New("conduit: a hub needs a Policy (conduit.AllowAll() allows every call)")
 	}
-	c, err := newCore(ctx, servers, &opts.Options, true, "")
+	c, err := newCore(ctx, servers, opts, true)
 	if err != nil {
 		return nil, err
 	}

@@ -113,9 +113,7 @@ func TestKeepAliveNoticesDeadServer(t *testing.T) {
 					close(downs)
 				}
 			}}
-			h := newHub(t, []Server{{ID: "web", URL: web.URL, SSE: tt.sse}, mem.server("mem")}, &HubOptions{Options: Options{
-				KeepAlive: 200 * time.Millisecond, Trace: tr,
-			}})
+			h := newHub(t, []Server{{ID: "web", URL: web.URL, SSE: tt.sse}, mem.server("mem")}, &Options{KeepAlive: 200 * time.Millisecond, Trace: tr})
 			ctx := context.Background()
 			ts, err := h.ListTools(ctx)
 			if err != nil || ts.Len() != 2 {
@@ -171,9 +169,7 @@ func TestKeepAliveHealthyServerStaysUp(t *testing.T) {
 			}
 			// A ping must be answered within the interval: one that a
 			// loaded machine's loopback does not miss.
-			h := newHub(t, []Server{{ID: "web", URL: web.URL, SSE: tt.sse}}, &HubOptions{Options: Options{
-				KeepAlive: time.Second, Trace: tr,
-			}})
+			h := newHub(t, []Server{{ID: "web", URL: web.URL, SSE: tt.sse}}, &Options{KeepAlive: time.Second, Trace: tr})
 			since := statusOf(h, "web").Since
 			// The SSE transport sends its messages as POSTs too.
 			eventually(t, 60*time.Second, func() bool { return pc.pings.Load() >= 4 }, "4 pings (%d so far)", pc.pings.Load())
@@ -211,9 +207,7 @@ func TestKeepAliveStalledServer(t *testing.T) {
 		inner.ServeHTTP(w, r)
 	}))
 	ev := &events{}
-	h := newHub(t, []Server{{ID: "web", URL: web.URL}}, &HubOptions{Options: Options{
-		KeepAlive: 200 * time.Millisecond, Reconnect: Backoff{Disabled: true}, Trace: ev.trace(),
-	}})
+	h := newHub(t, []Server{{ID: "web", URL: web.URL}}, &Options{KeepAlive: 200 * time.Millisecond, Reconnect: Backoff{Disabled: true}, Trace: ev.trace()})
 	stalled.Store(true)
 	start := time.Now()
 	eventually(t, minPingWait+30*time.Second, func() bool { return ev.count("down web") == 1 }, "web down")
@@ -254,7 +248,7 @@ func TestKeepAliveSkipsBusySession(t *testing.T) {
 	pc := &pingCounter{next: liveServers[0].handler(liveServer(t, nil))}
 	web := newKillableHTTP(t, pc)
 	const every = 3 * time.Second
-	h := newHub(t, []Server{{ID: "web", URL: web.URL}}, &HubOptions{Options: Options{KeepAlive: every}})
+	h := newHub(t, []Server{{ID: "web", URL: web.URL}}, &Options{KeepAlive: every})
 	last := time.Now()
 	var gap time.Duration // the longest time without an answer
 	for deadline := last.Add(every + time.Second); time.Now().Before(deadline); {

@@ -35,12 +35,10 @@ func TestNoGoroutineOutlivesClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev := &events{}
-	h, err := NewHub(context.Background(), []Server{kid1, kid2, {ID: "mem", Transport: memT}, {ID: "web", URL: hs.URL}}, &HubOptions{Options: Options{
-		Policy:    AllowAll(),
+	h, err := NewHub(context.Background(), []Server{kid1, kid2, {ID: "mem", Transport: memT}, {ID: "web", URL: hs.URL}}, &Options{Policy: AllowAll(),
 		Reconnect: fastReconnect,
 		Trace:     ev.trace(),
-		Hooks:     []Hook{{Before: func(context.Context, *Call) error { return nil }}},
-	}})
+		Hooks:     []Hook{{Before: func(context.Context, *Call) error { return nil }}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +53,7 @@ func TestNoGoroutineOutlivesClose(t *testing.T) {
 	}
 	// A call that times out (the SDK sends notifications/cancelled from a
 	// goroutine of its own).
-	if _, err := h.CallTool(ctx, "kid1__block", nil, &CallOptions{Timeout: 50 * time.Millisecond}); err == nil {
+	if _, err := h.CallTool(ctx, "kid1__block", nil, &CallOptions{RequestTimeout: 50 * time.Millisecond}); err == nil {
 		t.Fatal("block returned")
 	}
 	waitMarker(t, marker, "canceled")

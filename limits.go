@@ -134,6 +134,11 @@ func (l *limits) argsOver(depth, size int) error {
 }
 
 // checkResult measures a result. The error, if any, completes "it ...".
+// resultOver is the reason of a result over MaxResultBytes.
+func (l *limits) resultOver() error {
+	return fmt.Errorf("is larger than the limit of %s", byteSize(l.resultBytes))
+}
+
 func (l *limits) checkResult(res *mcp.CallToolResult) error {
 	if res == nil {
 		return nil
@@ -144,19 +149,18 @@ func (l *limits) checkResult(res *mcp.CallToolResult) error {
 	if l.resultBytes == 0 {
 		return nil
 	}
-	over := fmt.Errorf("is larger than the limit of %s", byteSize(l.resultBytes))
 	n := 0
 	for _, c := range res.Content {
 		n += contentSize(c)
 		if n > l.resultBytes {
-			return over
+			return l.resultOver()
 		}
 	}
 	if res.StructuredContent != nil {
 		m := jsonv.Measure{MaxBytes: l.resultBytes, Size: n}
 		m.Value(res.StructuredContent, 0)
 		if m.Over {
-			return over
+			return l.resultOver()
 		}
 	}
 	return nil

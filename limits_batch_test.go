@@ -37,7 +37,7 @@ func TestDeepCallInABatch(t *testing.T) {
 	}
 	defer ss.Close()
 	ctx := context.Background()
-	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "s", Transport: ct}}, &conduit.HubOptions{Options: conduit.Options{Policy: conduit.AllowAll()}})
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "s", Transport: ct}}, &conduit.Options{Policy: conduit.AllowAll()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,12 +48,10 @@ func TestDeepArgumentsNotSent(t *testing.T) {
 	})
 	var asked, hooked atomic.Int32
 	ev := &events{}
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-		Policy:   NewPolicy(Ask("*")),
+	h := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Ask("*")),
 		Approver: func(context.Context, ApprovalRequest) Approval { asked.Add(1); return Approve() },
 		Hooks:    []Hook{{Before: func(context.Context, *Call) error { hooked.Add(1); return nil }}},
-		Trace:    ev.trace(),
-	}})
+		Trace:    ev.trace()})
 	ctx := context.Background()
 	waited := make(chan error, 1)
 	go func() {
@@ -103,7 +101,7 @@ func TestArgLimitsConfigured(t *testing.T) {
 	ctx := context.Background()
 	big := `{"s":"` + strings.Repeat("x", DefaultMaxArgBytes) + `"}`
 
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Limits: Limits{MaxArgDepth: 10, MaxArgBytes: 1000}}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxArgDepth: 10, MaxArgBytes: 1000}})
 	for _, args := range []any{deepJSON(11), deepMap(11), `{"s":"` + strings.Repeat("x", 1000) + `"}`, map[string]any{"s": strings.Repeat("x", 1000)},
 		struct{ S string }{strings.Repeat("x", 1000)}} {
 		_, err := h.CallTool(ctx, "s__t", args, nil)
@@ -133,7 +131,7 @@ func TestArgLimitsConfigured(t *testing.T) {
 
 	// Switched off, deep and large arguments are sent (200 levels is what
 	// the SDK's server still reads).
-	off := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Limits: Limits{MaxArgDepth: -1, MaxArgBytes: -1}}})
+	off := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxArgDepth: -1, MaxArgBytes: -1}})
 	for _, args := range []any{deepJSON(200), deepMap(200), big} {
 		if _, err := off.CallTool(ctx, "s__t", args, nil); err != nil {
 			t.Fatalf("%T without limits: %v", args, err)
@@ -144,10 +142,8 @@ func TestArgLimitsConfigured(t *testing.T) {
 	}
 
 	// A before-hook that nests the arguments deeper than the limit.
-	hk := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-		Limits: Limits{MaxArgDepth: 10},
-		Hooks:  []Hook{{Before: func(_ context.Context, c *Call) error { c.Args = deepMap(11); return nil }}},
-	}})
+	hk := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxArgDepth: 10},
+		Hooks: []Hook{{Before: func(_ context.Context, c *Call) error { c.Args = deepMap(11); return nil }}}})
 	_, err = hk.CallTool(ctx, "s__t", nil, nil)
 	wantKind(t, err, KindLimit)
 	if n := srv.called("t"); n != 6 {
@@ -182,7 +178,7 @@ func TestResultLimits(t *testing.T) {
 			StructuredContent: map[string]any{"rows": []any{strings.Repeat("y", 32<<10), strings.Repeat("z", 32<<10)}}}, nil
 	})
 	ctx := context.Background()
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Limits: Limits{MaxResultBytes: 64 << 10}}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxResultBytes: 64 << 10}})
 	for _, tool := range []string{"text", "blocks", "image", "resource", "structured"} {
 		_, err := h.CallTool(ctx, "s__"+tool, nil, nil)
 		e := wantKind(t, err, KindLimit)
@@ -206,7 +202,7 @@ func TestResultLimits(t *testing.T) {
 		t.Errorf("message = %q", e.Message)
 	}
 
-	off := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Limits: Limits{MaxResultBytes: -1, MaxResultBlocks: -1}}})
+	off := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxResultBytes: -1, MaxResultBlocks: -1}})
 	for _, tool := range []string{"text", "blocks", "image", "resource", "structured"} {
 		if _, err := off.CallTool(ctx, "s__"+tool, nil, nil); err != nil {
 			t.Errorf("%s without limits: %v", tool, err)
@@ -227,7 +223,7 @@ func TestResultLimits(t *testing.T) {
 // a server's are.
 func TestLocalToolLimits(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Limits: Limits{MaxResultBlocks: 1}}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxResultBlocks: 1}})
 	ran := 0
 	lt := &LocalTool{Tool: &Tool{Tool: &mcp.Tool{Name: "l", InputSchema: json.RawMessage(`{"type":"object"}`)}, Server: "local", Exposed: "local__l"}, Answer: func(context.Context, *Call) (*mcp.CallToolResult, error) {
 		ran++
@@ -352,7 +348,7 @@ func (c *scriptConn) Write(_ context.Context, m jsonrpc.Message) error {
 // call's id is forgotten.
 func TestResultRefusedBeforeDecoding(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Limits: Limits{MaxResultBytes: 100}}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxResultBytes: 100}})
 	id := func(n float64) jsonrpc.ID { v, _ := jsonrpc.MakeID(n); return v }
 	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 100) + `"}]}`)
 	small := json.RawMessage(`{"content":[]}`)
@@ -417,7 +413,7 @@ func TestResultLimitNotSpoofed(t *testing.T) {
 	addTool(srv.Server, "text", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return textResult(strings.Repeat("x", 4<<10)), nil
 	})
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Limits: Limits{MaxResultBytes: 1 << 10}}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxResultBytes: 1 << 10}})
 	_, err := h.CallTool(context.Background(), "s__spoof", nil, nil)
 	if e := wantKind(t, err, KindServerError); strings.Contains(e.Message, "was not passed on") {
 		t.Errorf("message = %q: the server's error was taken for conduit's refusal", e.Message)

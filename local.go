@@ -61,25 +61,21 @@ func (c *core) callLocal(ctx context.Context, t *LocalTool, args any, opts *Call
 	if t == nil || t.Tool == nil || t.Answer == nil {
 		return nil, &Error{Kind: KindInternal, Message: "The tool could not be called.", Err: errNoLocalTool}
 	}
-	return c.pipeline(ctx, t.Tool.Exposed, args, opts, t)
+	o := callOptions(opts)
+	r := newRequest(methodCallTool, o, methodCallTool, t.Tool.Exposed)
+	r.halt, r.args, r.local = o.Halt, args, t
+	return c.run(ctx, r)
 }
 
 func (c *core) offersLocal(t *Tool, opts *ListOptions) bool {
 	if t == nil {
 		return false
 	}
-	if c.Policy == nil {
-		return true
-	}
 	var o ListOptions
 	if opts != nil {
 		o = *opts
 	}
-	call := &Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint}
-	d, _, _, err := decide(c.Policy, call)
-	// As in listToolsFor: a condition that panics hides nothing; the call
-	// is then answered with the error.
-	return err != nil || d != DecisionDeny
+	return !c.policyDenies(&Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool})
 }
 
 // resolveCall is the first step of the pipeline: the name against the

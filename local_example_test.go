@@ -11,12 +11,10 @@ import (
 
 func ExampleHub_CallLocal() {
 	ctx := context.Background()
-	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "github", Transport: github()}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.NewPolicy(
-			conduit.Deny("local/*").When(conduit.Principal("guest")),
-			conduit.Allow("local/time", "github/get_*"),
-		),
-	}})
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "github", Transport: github()}}, &conduit.Options{Policy: conduit.NewPolicy(
+		conduit.Deny("local/*").When(conduit.Principal("guest")),
+		conduit.Allow("local/time", "github/get_*"),
+	)})
 	if err != nil {
 		log.Fatal(err)
 	}

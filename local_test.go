@@ -41,12 +41,11 @@ func TestCallLocalGoverned(t *testing.T) {
 	var approved, hooked []string
 	var decided []DecidedInfo
 	var done []CallDoneInfo
-	hub := newHub(t, []Server{srv.server("gh")}, &HubOptions{Options: Options{
-		Policy: NewPolicy(
-			Deny("local/lookup").When(Principal("guest")),
-			Ask("local/lookup").When(Principal("careful")),
-			Allow("local/*", "gh/*"),
-		),
+	hub := newHub(t, []Server{srv.server("gh")}, &Options{Policy: NewPolicy(
+		Deny("local/lookup").When(Principal("guest")),
+		Ask("local/lookup").When(Principal("careful")),
+		Allow("local/*", "gh/*"),
+	),
 		Approver: func(_ context.Context, req ApprovalRequest) Approval {
 			mu.Lock()
 			defer mu.Unlock()
@@ -66,8 +65,7 @@ func TestCallLocalGoverned(t *testing.T) {
 		Trace: &Trace{
 			Decided:  func(i DecidedInfo) { mu.Lock(); decided = append(decided, i); mu.Unlock() },
 			CallDone: func(i CallDoneInfo) { mu.Lock(); done = append(done, i); mu.Unlock() },
-		},
-	}})
+		}})
 
 	// Allowed: answered locally, the before-hook's rewrite seen, nothing
 	// sent to the server.
@@ -125,7 +123,7 @@ func TestCallLocalFailures(t *testing.T) {
 	srv := newTestServer(t, "gh").echoTools("get_issue")
 	// The time limit is every case's: the one that ignores its context
 	// reaches it, and no other may.
-	cl := newClient(t, srv.server("gh"), &ClientOptions{Options: Options{CallTimeout: 2 * time.Second}})
+	cl := newClient(t, srv.server("gh"), &Options{CallTimeout: 2 * time.Second})
 	def := &Tool{Tool: &mcp.Tool{Name: "lookup"}, Exposed: "lookup", Server: "local"}
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -168,12 +166,12 @@ func TestCallLocalFailures(t *testing.T) {
 func TestOffersLocal(t *testing.T) {
 	srv := newTestServer(t, "gh").echoTools("get_issue")
 	def := &Tool{Tool: &mcp.Tool{Name: "lookup"}, Exposed: "lookup", Server: "local"}
-	hub := newHub(t, []Server{srv.server("gh")}, &HubOptions{Options: Options{Policy: NewPolicy(
+	hub := newHub(t, []Server{srv.server("gh")}, &Options{Policy: NewPolicy(
 		Deny("local/*").When(Principal("guest")),
 		Deny("local/lookup").When(Tainted("web")),
 		Ask("local/*"),
 		Allow("gh/*"),
-	)}})
+	)})
 	for _, tc := range []struct {
 		opts *ListOptions
 		want bool
@@ -188,7 +186,7 @@ func TestOffersLocal(t *testing.T) {
 		}
 	}
 	// No rule matches: denied, as any tool would be.
-	strict := newHub(t, []Server{newTestServer(t, "gh").echoTools("x").server("gh")}, &HubOptions{Options: Options{Policy: NewPolicy(Allow("gh/*"))}})
+	strict := newHub(t, []Server{newTestServer(t, "gh").echoTools("x").server("gh")}, &Options{Policy: NewPolicy(Allow("gh/*"))})
 	if strict.OffersLocal(def, nil) {
 		t.Error("a policy with no rule for local/lookup offers it")
 	}

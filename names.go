@@ -65,12 +65,11 @@ func validServerID(id string) error {
 }
 
 // exposedName is the name a model sees: prefix+tool for a client, or
-// server__tool in a hub (namespace true). The cut and hash apply to the
-// whole name so that it fits MaxNameLen.
+// prefix+server__tool in a hub (namespace true). The cut and hash apply to
+// the whole name so that it fits MaxNameLen.
 func exposedName(namespace bool, server, prefix, tool string) string {
-	full := prefix + tool
 	if namespace {
-		full = server + "__" + tool
+		return SanitizeName(prefix + server + "__" + tool)
 	}
-	return SanitizeName(full)
+	return SanitizeName(prefix + tool)
 }

@@ -120,7 +120,7 @@ func TestExposedName(t *testing.T) {
 	}{
 		{true, "github", "", "get_issue", "github__get_issue"},
 		{true, "fs", "", "read.file", "fs__read_file"},
-		{true, "fs", "ignored_", "9lives", "fs__9lives"},
+		{true, "fs", "x_", "9lives", "x_fs__9lives"}, // a hub's prefix too goes in front
 		{false, "fs", "", "9lives", "_9lives"},
 		{false, "fs", "gh_", "get", "gh_get"},
 		{false, "fs", "", "a/b", "a_b"},

@@ -36,7 +36,7 @@ func TestOAuthNeedsLogin(t *testing.T) {
 	var traced []string
 	srv := Server{ID: "remote", URL: as.MCPURL(), OAuth: &oauth.Config{Store: store, LoginPoll: 20 * time.Millisecond}}
 	// A client starts, as a hub of one, and says why it offers nothing.
-	one := newClient(t, srv, &ClientOptions{})
+	one := newClient(t, srv, &Options{})
 	if st := one.Status()[0]; st.State != StateNeedsLogin || !errors.Is(st.Err, oauth.ErrNeedsLogin) {
 		t.Fatalf("client status %s, %v; want needs login", st.State, st.Err)
 	}
@@ -46,16 +46,14 @@ func TestOAuthNeedsLogin(t *testing.T) {
 	// Its reconnection runs on, and would be counted below as the hub's.
 	one.Close()
 	// A hub starts, with the server in its status.
-	cl, err := NewHub(ctx, []Server{srv}, &HubOptions{Options: Options{
-		Policy: AllowAll(),
+	cl, err := NewHub(ctx, []Server{srv}, &Options{Policy: AllowAll(),
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Trace: &Trace{ServerDown: func(i ServerDownInfo) {
 			mu.Lock()
 			traced = append(traced, fmt.Sprint(i.Err))
 			mu.Unlock()
 		}},
-		Reconnect: Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond},
-	}})
+		Reconnect: Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,9 +183,7 @@ func TestOAuthInteractiveLoginOutlivesConnectTimeout(t *testing.T) {
 		}
 		return oauthtest.FollowRedirect(ctx, args)
 	}
-	cl, err := NewHub(ctx, []Server{{ID: "remote", URL: as.MCPURL(), OAuth: &oauth.Config{Authorize: slow}}}, &HubOptions{Options: Options{
-		Policy: AllowAll(), ConnectTimeout: 100 * time.Millisecond, Reconnect: Backoff{Min: time.Minute},
-	}})
+	cl, err := NewHub(ctx, []Server{{ID: "remote", URL: as.MCPURL(), OAuth: &oauth.Config{Authorize: slow}}}, &Options{Policy: AllowAll(), ConnectTimeout: 100 * time.Millisecond, Reconnect: Backoff{Min: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,9 +217,7 @@ func TestOAuthDeclinedLoginNeedsLogin(t *testing.T) {
 		return oauthtest.FollowRedirect(ctx, args)
 	}
 	srv := Server{ID: "remote", URL: as.MCPURL(), OAuth: &oauth.Config{Authorize: authorize, LoginPoll: 10 * time.Millisecond}}
-	cl, err := NewHub(ctx, []Server{srv}, &HubOptions{Options: Options{
-		Policy: AllowAll(), Reconnect: Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond},
-	}})
+	cl, err := NewHub(ctx, []Server{srv}, &Options{Policy: AllowAll(), Reconnect: Backoff{Min: time.Millisecond, Max: 2 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +262,7 @@ func TestOAuthDeclinedLoginNeedsLogin(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		h, err := NewHub(hctx, []Server{{ID: "remote", URL: as2.MCPURL(), OAuth: &oauth.Config{Authorize: wait, AuthorizeTimeout: time.Minute}}},
-			&HubOptions{Options: Options{Policy: AllowAll(), ConnectTimeout: 50 * time.Millisecond}})
+			&Options{Policy: AllowAll(), ConnectTimeout: 50 * time.Millisecond})
 		if h != nil {
 			h.Close()
 		}

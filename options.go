@@ -1,7 +1,6 @@
 package conduit
 
 import (
-	"context"
 	"log/slog"
 	"time"
 
@@ -17,16 +16,16 @@ const DefaultCallTimeout = 5 * time.Minute
 // be idle before it is pinged, when [Options.KeepAlive] is zero.
 const DefaultKeepAlive = 30 * time.Second
 
-// Options are what a [Hub] and a [Client] have alike: the governance of
-// every call and how sessions are kept. The zero value is valid (a hub
-// still needs a Policy).
+// Options configure a [Hub] ([NewHub]) or a [Client] ([NewClient]): the
+// governance of every call and how the servers' sessions are kept. A nil
+// *Options, and the zero value of each field, mean the defaults; each field
+// means the same for a hub and a client.
 type Options struct {
-	// Policy decides every call. A hub must have one; AllowAll() is an
-	// explicit choice. A client with none of Policy, Approver, Hooks,
-	// Filter or Validate is ungoverned: the model's calls are sent as
-	// asked; with any of them but no Policy, every call is allowed and the
-	// rest still applies. Configure a policy on any client you hand to a
-	// model.
+	// Policy decides every call, and every prompt, resource and completion
+	// request. Nil means no rules: every call is allowed (Approver, Hooks,
+	// Filter, Validate and Pins still apply). NewHub requires a Policy;
+	// conduit.AllowAll() says "no rules" explicitly. Configure a policy on
+	// anything you hand to a model.
 	Policy *Policy
 	// Approver decides the calls the policy asks about. Without one, an
 	// "ask" is answered as a denial saying that approval was needed.
@@ -42,18 +41,31 @@ type Options struct {
 	// pinned one (see [Pins]): a changed or new tool is left out of every
 	// tool set and a call to it is refused, nothing sent.
 	Pins *Pins
+	// Prefix is put in front of every exposed name (of tools and
+	// prompts): with "gh_", a client's get_issue is exposed as
+	// gh_get_issue and a hub's github__get_issue as gh_github__get_issue.
+	Prefix string
 
-	// CallTimeout bounds each call in all, approval and hooks included,
-	// when the call's own CallOptions.CallTimeout is zero (default
-	// DefaultCallTimeout; negative: no bound beyond the call's context).
+	// CallTimeout bounds each call in all, approval and hooks included.
+	// A call's own CallOptions.CallTimeout takes its place when set. If
+	// zero, DefaultCallTimeout is used; negative: no bound beyond the
+	// call's context.
 	CallTimeout time.Duration
-	// RequestTimeout bounds the request to the server when the call's
-	// CallOptions.Timeout is zero (zero: only the call's own bounds).
+	// RequestTimeout bounds each request to a server. A call's own
+	// CallOptions.RequestTimeout takes its place when set. If zero, only
+	// the call's own bounds apply.
 	RequestTimeout time.Duration
 	// ConnectTimeout bounds each connection attempt (default 30s), except
 	// an OAuth login under way in it, which a person may take longer over:
 	// oauth.Config.AuthorizeTimeout bounds that.
 	ConnectTimeout time.Duration
+	// RequireServers makes NewHub and NewClient fail fast: they return an
+	// error matching ErrServersDown, and keep nothing running, unless
+	// every server is up within ConnectTimeout of the call (retried with
+	// the Reconnect backoff meanwhile). Without it, they return with
+	// whatever servers answered the first attempt: the others are down,
+	// reported by Status and ToolSet.Warnings, and reconnected.
+	RequireServers bool
 	// Reconnect configures reconnection after a server is lost.
 	Reconnect Backoff
 	// Limits bound each call's arguments and result (see [Limits]); the
@@ -68,10 +80,6 @@ type Options struct {
 	// pipes close); negative: no pings.
 	KeepAlive time.Duration
 
-	// Elicitation, when set, answers servers' elicitation requests and
-	// makes the hub advertise the elicitation capability. It is the same
-	// as Handlers.Elicitation, which wins when both are set.
-	Elicitation func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 	// Handlers, when set, answer servers' requests (elicitation, sampling,
 	// roots) and log messages, and declare the capabilities they cover;
 	// with them, the calls' own CallOptions.Handlers take effect (see
@@ -84,16 +92,4 @@ type Options struct {
 	Logger *slog.Logger
 	// Trace, when set, is told of server and call events.
 	Trace *Trace
-}
-
-// HubOptions configure a [Hub]. Policy is required.
-type HubOptions struct {
-	Options
-}
-
-// ClientOptions configure a [Client].
-type ClientOptions struct {
-	Options
-	// Prefix is put in front of every exposed name.
-	Prefix string
 }

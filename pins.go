@@ -585,8 +585,7 @@ func (c *core) checkPinned(ctx context.Context, cn *conn, call *Call) (*mcp.Clie
 		cn.mu.Unlock()
 		if sess == nil {
 			_, err := cn.current()
-			return nil, newError(KindUnavailable, call.Server, call.Tool,
-				"The server of "+call.Exposed+" is unavailable.", err)
+			return nil, unavailableError(call.Server, call.Tool, call.Exposed, err)
 		}
 		if !fresh {
 			if _, _, err := cn.listTools(ctx); err != nil {

@@ -220,7 +220,7 @@ func TestPinsBetweenRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	var log driftLog
-	cl := newClient(t, srv, &ClientOptions{Options: Options{Pins: loaded, Trace: log.trace(), Logger: log.logger()}})
+	cl := newClient(t, srv, &Options{Pins: loaded, Trace: log.trace(), Logger: log.logger()})
 	ctx := context.Background()
 	ts, err := cl.ListTools(ctx)
 	if err != nil {
@@ -311,7 +311,7 @@ func TestPinsWithinSession(t *testing.T) {
 	pins := pinFirstRun(t, srv)
 
 	var log driftLog
-	h := newHub(t, []Server{srv}, &HubOptions{Options: Options{Pins: pins, Trace: log.trace(), Logger: log.logger()}})
+	h := newHub(t, []Server{srv}, &Options{Pins: pins, Trace: log.trace(), Logger: log.logger()})
 	ctx := context.Background()
 	offered, err := h.ListTools(ctx)
 	if err != nil {
@@ -369,7 +369,7 @@ func TestPinsAfterReconnect(t *testing.T) {
 	pins := pinFirstRun(t, srv) // run 1
 
 	ev := &events{}
-	cl := newClient(t, srv, &ClientOptions{Options: Options{Pins: pins, Reconnect: fastReconnect, Trace: ev.trace()}}) // run 2
+	cl := newClient(t, srv, &Options{Pins: pins, Reconnect: fastReconnect, Trace: ev.trace()}) // run 2
 	ctx := context.Background()
 	offered, err := cl.ListTools(ctx)
 	if err != nil {
@@ -419,7 +419,7 @@ func TestPinsListingFails(t *testing.T) {
 	if err := pins.Pin("mem", first.Listings()[0].Tools); err != nil {
 		t.Fatal(err)
 	}
-	cl := newClient(t, Server{ID: "mem", Transport: srv.transport()}, &ClientOptions{Options: Options{Pins: pins}})
+	cl := newClient(t, Server{ID: "mem", Transport: srv.transport()}, &Options{Pins: pins})
 	mu.Lock()
 	failing = true
 	mu.Unlock()
@@ -798,7 +798,7 @@ func TestPinDriftTraceCallsBack(t *testing.T) {
 	pins := NewPins()
 	pins.Pin("mem", []*mcp.Tool{{Name: "a", Description: "the a tool", InputSchema: json.RawMessage(`{"type":"object"}`)}})
 	mu.Lock()
-	h = newHub(t, []Server{srv.server("mem")}, &HubOptions{Options: Options{Pins: pins, Trace: trace}})
+	h = newHub(t, []Server{srv.server("mem")}, &Options{Pins: pins, Trace: trace})
 	mu.Unlock()
 	ts, err := h.ListTools(context.Background())
 	if err != nil {
@@ -822,7 +822,7 @@ func BenchmarkPinnedCall(b *testing.B) {
 				pins = NewPins()
 				pins.Pin("mem", []*mcp.Tool{{Name: "a", Description: "the a tool", InputSchema: json.RawMessage(`{"type":"object"}`)}})
 			}
-			h := newHub(b, []Server{srv.server("mem")}, &HubOptions{Options: Options{Pins: pins}})
+			h := newHub(b, []Server{srv.server("mem")}, &Options{Pins: pins})
 			ctx := context.Background()
 			ts, err := h.ListTools(ctx)
 			if err != nil || ts.Len() != 1 {

@@ -43,8 +43,7 @@ func TestPipelineOrder(t *testing.T) {
 			rec.add("server %s", req.Params.Arguments)
 			return textResult("written"), nil
 		})
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-		Policy:   NewPolicy(Ask("s/*")),
+	h := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Ask("s/*")),
 		Validate: true,
 		Approver: func(_ context.Context, req ApprovalRequest) Approval {
 			rec.add("approver %s rule=%q", req.Call.Exposed, req.Rule)
@@ -83,8 +82,7 @@ func TestPipelineOrder(t *testing.T) {
 			CallDone: func(i CallDoneInfo) {
 				rec.add("done %s err=%v", i.Call.Exposed, i.Err)
 			},
-		},
-	}})
+		}})
 	args := map[string]any{"file": "/tmp/x"}
 	res, err := h.CallTool(context.Background(), "s__write", args, nil)
 	if err != nil {
@@ -135,7 +133,7 @@ func errString(h *Hub, name string) string {
 
 func TestPipelineArguments(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
-	cl := newClient(t, srv.server("s"), &ClientOptions{})
+	cl := newClient(t, srv.server("s"), &Options{})
 	ctx := context.Background()
 	type params struct {
 		Path string `json:"path"`
@@ -170,7 +168,7 @@ func TestUngovernedClientSendsAsAsked(t *testing.T) {
 			return textResult(string(req.Params.Arguments)), nil
 		})
 	srv.echoTools("danger.zone")
-	cl := newClient(t, srv.server("s"), &ClientOptions{})
+	cl := newClient(t, srv.server("s"), &Options{})
 	ctx := context.Background()
 	// No validation: arguments the schema refuses are sent as they are.
 	res, err := cl.CallTool(ctx, "strict", map[string]any{"y": 1}, nil)
@@ -189,7 +187,7 @@ func TestUngovernedClientSendsAsAsked(t *testing.T) {
 		{Policy: AllowAll()}, {Approver: func(context.Context, ApprovalRequest) Approval { asked = true; return Approval{} }},
 		{Hooks: []Hook{{}}}, {Filter: func(string, *mcp.Tool) bool { return true }}, {Validate: true},
 	} {
-		g := newClient(t, srv.server("s"), &ClientOptions{Options: o})
+		g := newClient(t, srv.server("s"), &o)
 		if _, err := g.CallTool(ctx, "danger_zone", nil, nil); err != nil {
 			t.Errorf("%+v: %v", o, err)
 		}
@@ -205,7 +203,7 @@ func TestUngovernedClientSendsAsAsked(t *testing.T) {
 
 func TestClientPrefix(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("get", "list.all")
-	cl := newClient(t, srv.server("gh"), &ClientOptions{Prefix: "gh_"})
+	cl := newClient(t, srv.server("gh"), &Options{Prefix: "gh_"})
 	ts, err := cl.ListTools(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -225,10 +223,8 @@ func TestHooks(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
 	ctx := context.Background()
 	t.Run("denial", func(t *testing.T) {
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-			Hooks: []Hook{
-				{Name: "guard", Before: func(context.Context, *Call) error { return errors.New("no writes on Sundays") }},
-			},
+		h := newHub(t, []Server{srv.server("s")}, &Options{Hooks: []Hook{
+			{Name: "guard", Before: func(context.Context, *Call) error { return errors.New("no writes on Sundays") }},
 		}})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		e := wantKind(t, err, KindDenied)
@@ -241,10 +237,8 @@ func TestHooks(t *testing.T) {
 	})
 	t.Run("own error passed through", func(t *testing.T) {
 		mine := &Error{Kind: KindInvalidArguments, Message: "path must be absolute"}
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-			Hooks: []Hook{
-				{Before: func(context.Context, *Call) error { return fmt.Errorf("wrapped: %w", mine) }},
-			},
+		h := newHub(t, []Server{srv.server("s")}, &Options{Hooks: []Hook{
+			{Before: func(context.Context, *Call) error { return fmt.Errorf("wrapped: %w", mine) }},
 		}})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		var e *Error
@@ -253,12 +247,10 @@ func TestHooks(t *testing.T) {
 		}
 	})
 	t.Run("after-hook error withholds the result", func(t *testing.T) {
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-			Hooks: []Hook{
-				{Name: "dlp", After: func(context.Context, *Call, *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-					return nil, errors.New("secret in output")
-				}},
-			},
+		h := newHub(t, []Server{srv.server("s")}, &Options{Hooks: []Hook{
+			{Name: "dlp", After: func(context.Context, *Call, *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+				return nil, errors.New("secret in output")
+			}},
 		}})
 		res, err := h.CallTool(ctx, "s__t", nil, nil)
 		if res != nil || !strings.Contains(wantKind(t, err, KindDenied).Message, "secret in output") {
@@ -266,10 +258,8 @@ func TestHooks(t *testing.T) {
 		}
 	})
 	t.Run("panic", func(t *testing.T) {
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-			Hooks: []Hook{
-				{Name: "buggy", Before: func(context.Context, *Call) error { panic("oops") }},
-			},
+		h := newHub(t, []Server{srv.server("s")}, &Options{Hooks: []Hook{
+			{Name: "buggy", Before: func(context.Context, *Call) error { panic("oops") }},
 		}})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		if e := wantKind(t, err, KindInternal); !strings.Contains(e.Err.Error(), "oops") || !strings.Contains(e.Message, "hook buggy") {
@@ -278,12 +268,10 @@ func TestHooks(t *testing.T) {
 	})
 	t.Run("cannot redirect the call", func(t *testing.T) {
 		srv2 := newTestServer(t, "s").echoTools("safe", "dangerous")
-		h := newHub(t, []Server{srv2.server("s")}, &HubOptions{Options: Options{
-			Policy: NewPolicy(Allow("s/safe")),
+		h := newHub(t, []Server{srv2.server("s")}, &Options{Policy: NewPolicy(Allow("s/safe")),
 			Hooks: []Hook{
 				{Before: func(_ context.Context, c *Call) error { c.Tool, c.Server = "dangerous", "x"; return nil }},
-			},
-		}})
+			}})
 		if _, err := h.CallTool(ctx, "s__safe", nil, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +289,7 @@ func TestValidation(t *testing.T) {
 	srv := newTestServer(t, "s")
 	srv.AddTool(&mcp.Tool{Name: "read", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"limit":{"type":"integer","minimum":1}},"required":["path"]}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Validate: true}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Validate: true})
 	ctx := context.Background()
 	ts, err := h.ListTools(ctx)
 	if err != nil {
@@ -352,13 +340,11 @@ func TestApproval(t *testing.T) {
 	ctx := context.Background()
 	answer := Approve()
 	var asked []*Call
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-		Policy: NewPolicy(Ask("*")),
+	h := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Ask("*")),
 		Approver: func(_ context.Context, req ApprovalRequest) Approval {
 			asked = append(asked, req.Call)
 			return answer
-		},
-	}})
+		}})
 	call := func() error {
 		_, err := h.CallTool(ctx, "s__t", map[string]any{"a": 1}, &CallOptions{Principal: "alice", Taint: []string{"web"}, Assigns: map[string]any{"k": "v"}})
 		return err
@@ -390,7 +376,7 @@ func TestApproval(t *testing.T) {
 	}
 
 	t.Run("no approver", func(t *testing.T) {
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Policy: NewPolicy(Ask("*"))}})
+		h := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Ask("*"))})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		e := wantKind(t, err, KindApprovalRequired)
 		if !strings.Contains(e.Message, "needs approval") || !errors.Is(err, ErrApprovalRequired) {
@@ -398,22 +384,20 @@ func TestApproval(t *testing.T) {
 		}
 	})
 	t.Run("policy deny", func(t *testing.T) {
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Policy: NewPolicy(Deny("s/t"), Allow("*"))}})
+		h := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Deny("s/t"), Allow("*"))})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		if e := wantKind(t, err, KindDenied); e.Message != "The policy does not allow calling s__t." {
 			t.Fatalf("%q", e.Message)
 		}
-		h2 := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Policy: NewPolicy(Allow("other"))}})
+		h2 := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Allow("other"))})
 		_, err = h2.CallTool(ctx, "s__t", nil, nil)
 		if e := wantKind(t, err, KindDenied); !strings.Contains(e.Message, "no rule allows it") {
 			t.Fatalf("%q", e.Message)
 		}
 	})
 	t.Run("panicking approver", func(t *testing.T) {
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-			Policy:   NewPolicy(Ask("*")),
-			Approver: func(context.Context, ApprovalRequest) Approval { panic("approver bug") },
-		}})
+		h := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Ask("*")),
+			Approver: func(context.Context, ApprovalRequest) Approval { panic("approver bug") }})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
 		wantKind(t, err, KindInternal)
 	})
@@ -428,10 +412,8 @@ func TestHalt(t *testing.T) {
 	close(halt)
 	approverCalled := false
 	for _, p := range []*Policy{AllowAll(), NewPolicy(Ask("*"))} {
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-			Policy:   p,
-			Approver: func(context.Context, ApprovalRequest) Approval { approverCalled = true; return Approve() },
-		}})
+		h := newHub(t, []Server{srv.server("s")}, &Options{Policy: p,
+			Approver: func(context.Context, ApprovalRequest) Approval { approverCalled = true; return Approve() }})
 		_, err := h.CallTool(context.Background(), "s__t", nil, &CallOptions{Halt: halt})
 		if e := wantKind(t, err, KindHalted); !errors.Is(e, ErrHalted) || !strings.Contains(e.Message, "halted") {
 			t.Fatalf("%+v", e)
@@ -441,7 +423,7 @@ func TestHalt(t *testing.T) {
 		t.Fatal("a halted call went on")
 	}
 	// An open channel does not halt.
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{})
+	h := newHub(t, []Server{srv.server("s")}, &Options{})
 	if _, err := h.CallTool(context.Background(), "s__t", nil, &CallOptions{Halt: make(chan struct{})}); err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +454,7 @@ func TestProgressAndMeta(t *testing.T) {
 			}
 			return textResult("done"), nil
 		})
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{})
+	h := newHub(t, []Server{srv.server("s")}, &Options{})
 	res, err := h.CallTool(context.Background(), "s__long", nil, &CallOptions{
 		Meta:     mcp.Meta{"trace_id": "abc123"},
 		Progress: func(_ *Call, p Progress) { got <- p },
@@ -535,12 +517,12 @@ func TestTimeoutAndCancel(t *testing.T) {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "file not found"}}}, nil
 		})
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{RequestTimeout: time.Minute}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{RequestTimeout: time.Minute})
 	ctx := context.Background()
 
 	t.Run("request timeout", func(t *testing.T) {
 		start := time.Now()
-		_, err := h.CallTool(ctx, "s__hang", nil, &CallOptions{Timeout: 100 * time.Millisecond})
+		_, err := h.CallTool(ctx, "s__hang", nil, &CallOptions{RequestTimeout: 100 * time.Millisecond})
 		e := wantKind(t, err, KindTimeout)
 		if time.Since(start) > 5*time.Second {
 			t.Fatal("the timeout did not end the call")
@@ -561,7 +543,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 		}
 	})
 	t.Run("hub default timeout", func(t *testing.T) {
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{RequestTimeout: 50 * time.Millisecond}})
+		h := newHub(t, []Server{srv.server("s")}, &Options{RequestTimeout: 50 * time.Millisecond})
 		_, err := h.CallTool(ctx, "s__hang", nil, nil)
 		wantKind(t, err, KindTimeout)
 		waitCanceled(t, canceled)
@@ -665,7 +647,7 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 		}}}}, "hook slow"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: tt.opts})
+			h := newHub(t, []Server{srv.server("s")}, &tt.opts)
 			o := listed(t, h)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
@@ -689,7 +671,7 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 			t.Run(tt.name+"/"+limit.name, func(t *testing.T) {
 				o := tt.opts
 				o.CallTimeout = limit.hub
-				h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: o})
+				h := newHub(t, []Server{srv.server("s")}, &o)
 				co := listed(t, h)
 				co.CallTimeout = limit.call
 				_, err := h.CallTool(context.Background(), "s__t", nil, co)
@@ -707,7 +689,7 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 // from a cancellation.
 func TestContextError(t *testing.T) {
 	tool := &Tool{Tool: &mcp.Tool{Name: "t"}, Server: "s", Exposed: "s__t"}
-	limited, cancel := withLimit(context.Background(), time.Nanosecond)
+	limited, cancel := (&core{}).withLimit(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-limited.Done()
 	deadline, cancel2 := context.WithTimeout(context.Background(), time.Nanosecond)
@@ -776,7 +758,7 @@ func TestErrorFormatting(t *testing.T) {
 
 func TestClosedHub(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{})
+	h := newHub(t, []Server{srv.server("s")}, &Options{})
 	ts, _ := h.ListTools(context.Background())
 	h.Close()
 	h.Close() // idempotent
@@ -801,7 +783,7 @@ func TestCloseWithCallInFlight(t *testing.T) {
 			<-ctx.Done()
 			return nil, ctx.Err()
 		})
-	h, err := NewHub(context.Background(), []Server{srv.server("s")}, &HubOptions{Options: Options{Policy: AllowAll()}})
+	h, err := NewHub(context.Background(), []Server{srv.server("s")}, &Options{Policy: AllowAll()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -843,15 +825,13 @@ func TestLateHookSendsNothing(t *testing.T) {
 	release := make(chan struct{})
 	returned := make(chan struct{})
 	var traced atomic.Pointer[Call]
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-		Trace: &Trace{CallDone: func(i CallDoneInfo) { traced.Store(i.Call) }},
+	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{CallDone: func(i CallDoneInfo) { traced.Store(i.Call) }},
 		Hooks: []Hook{{Name: "late", Before: func(_ context.Context, c *Call) error {
 			defer close(returned)
 			<-release
 			c.Args["rewritten"] = true
 			return nil
-		}}},
-	}})
+		}}}})
 	// Listed beforehand: the deadline must find the call in its hook,
 	// which would otherwise never run, and returned never close.
 	ts, err := h.ListTools(context.Background())
@@ -885,16 +865,14 @@ func TestInlineHooks(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
 	t.Run("results", func(t *testing.T) {
 		var before, after atomic.Int32
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-			Hooks: []Hook{{
-				Name: "count", Inline: true,
-				Before: func(_ context.Context, c *Call) error { before.Add(1); c.Args["seen"] = true; return nil },
-				After: func(_ context.Context, _ *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-					after.Add(1)
-					return textResult("replaced"), nil
-				},
-			}},
-		}})
+		h := newHub(t, []Server{srv.server("s")}, &Options{Hooks: []Hook{{
+			Name: "count", Inline: true,
+			Before: func(_ context.Context, c *Call) error { before.Add(1); c.Args["seen"] = true; return nil },
+			After: func(_ context.Context, _ *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+				after.Add(1)
+				return textResult("replaced"), nil
+			},
+		}}})
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		args := map[string]any{"a": 1}
@@ -911,20 +889,18 @@ func TestInlineHooks(t *testing.T) {
 	})
 	t.Run("overrun holds the call", func(t *testing.T) {
 		var returned atomic.Bool
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-			Hooks: []Hook{{
-				Name: "slow", Inline: true,
-				// It returns only past the call's deadline.
-				Before: func(ctx context.Context, _ *Call) error {
-					select {
-					case <-ctx.Done():
-					case <-time.After(time.Minute):
-					}
-					returned.Store(true)
-					return nil
-				},
-			}},
-		}})
+		h := newHub(t, []Server{srv.server("s")}, &Options{Hooks: []Hook{{
+			Name: "slow", Inline: true,
+			// It returns only past the call's deadline.
+			Before: func(ctx context.Context, _ *Call) error {
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Minute):
+				}
+				returned.Store(true)
+				return nil
+			},
+		}}})
 		// Listed beforehand, so that the deadline finds the call in its
 		// hook, however slowly the machine lists.
 		ts, err := h.ListTools(context.Background())
@@ -942,11 +918,9 @@ func TestInlineHooks(t *testing.T) {
 	t.Run("mixed stays guarded", func(t *testing.T) {
 		release := make(chan struct{})
 		defer close(release)
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-			Hooks: []Hook{
-				{Name: "fast", Inline: true, Before: func(context.Context, *Call) error { return nil }},
-				{Name: "stuck", Before: func(context.Context, *Call) error { <-release; return nil }},
-			},
+		h := newHub(t, []Server{srv.server("s")}, &Options{Hooks: []Hook{
+			{Name: "fast", Inline: true, Before: func(context.Context, *Call) error { return nil }},
+			{Name: "stuck", Before: func(context.Context, *Call) error { <-release; return nil }},
 		}})
 		// Listed beforehand: a deadline that came during the listing would
 		// be answered as a timeout of the listing, not of the hook.

@@ -130,13 +130,13 @@ func TestPolicyBadPatterns(t *testing.T) {
 	}
 	srv := newTestServer(t, "s").echoTools("x")
 	bad := NewPolicy(Allow("a/[x"))
-	if _, err := NewHub(context.Background(), []Server{srv.server("s")}, &HubOptions{Options: Options{Policy: bad}}); err == nil || !strings.Contains(err.Error(), "a/[x") {
+	if _, err := NewHub(context.Background(), []Server{srv.server("s")}, &Options{Policy: bad}); err == nil || !strings.Contains(err.Error(), "a/[x") {
 		t.Fatalf("NewHub accepted a bad policy: %v", err)
 	}
-	if _, err := NewClient(context.Background(), srv.server("s"), &ClientOptions{Options: Options{Policy: bad}}); err == nil {
+	if _, err := NewClient(context.Background(), srv.server("s"), &Options{Policy: bad}); err == nil {
 		t.Fatal("NewClient accepted a bad policy")
 	}
-	if _, err := NewHub(context.Background(), []Server{srv.server("s")}, &HubOptions{}); err == nil || !strings.Contains(err.Error(), "AllowAll") {
+	if _, err := NewHub(context.Background(), []Server{srv.server("s")}, &Options{}); err == nil || !strings.Contains(err.Error(), "AllowAll") {
 		t.Fatalf("NewHub without a policy: %v", err)
 	}
 }
@@ -154,15 +154,13 @@ func TestDecisionString(t *testing.T) {
 func TestListToolsForLeavesOutDenied(t *testing.T) {
 	fs := newTestServer(t, "fs").echoTools("read", "write", "delete")
 	web := newTestServer(t, "web").echoTools("fetch")
-	h := newHub(t, []Server{fs.server("fs"), web.server("web")}, &HubOptions{Options: Options{
-		Policy: NewPolicy(
-			Deny("fs/delete"),
-			Deny("fs/write").When(Tainted("web")),
-			Allow("fs/*").When(Principal("alice")),
-			Ask("fs/*"),
-			Allow("web/*"),
-		),
-	}})
+	h := newHub(t, []Server{fs.server("fs"), web.server("web")}, &Options{Policy: NewPolicy(
+		Deny("fs/delete"),
+		Deny("fs/write").When(Tainted("web")),
+		Allow("fs/*").When(Principal("alice")),
+		Ask("fs/*"),
+		Allow("web/*"),
+	)})
 	ctx := context.Background()
 	all, err := h.ListTools(ctx)
 	if err != nil {
@@ -204,9 +202,7 @@ func TestListToolsForLeavesOutDenied(t *testing.T) {
 		t.Fatal("a call reached the server")
 	}
 	// A condition that panics leaves the tool listed; the call answers.
-	h2 := newHub(t, []Server{fs.server("fs")}, &HubOptions{Options: Options{
-		Policy: NewPolicy(Deny("*").When(func(c *Call) bool { panic("boom") })),
-	}})
+	h2 := newHub(t, []Server{fs.server("fs")}, &Options{Policy: NewPolicy(Deny("*").When(func(c *Call) bool { panic("boom") }))})
 	ts2, err := h2.ListToolsFor(ctx, nil)
 	if err != nil || ts2.Len() != 3 {
 		t.Fatalf("ListToolsFor with a panicking condition: %v %v", exposed(ts2), err)

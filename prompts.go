@@ -84,12 +84,10 @@ type ServerPrompts struct {
 }
 
 // NewPromptSet builds a prompt set from servers' prompt lists, naming
-// them as [NewToolSet] names tools (opts' Filter does not apply). opts
-// may be nil for the defaults.
+// them as [NewToolSet] names tools (the Options' Filter and Pins, which
+// are about tools, do not apply). opts may be nil for the defaults.
 func NewPromptSet(opts *ToolSetOptions, servers ...ServerPrompts) *PromptSet {
-	if opts == nil {
-		opts = &ToolSetOptions{}
-	}
+	namespace, prefix, _, _ := opts.naming()
 	ps := &PromptSet{byName: map[string]*Prompt{}}
 	var candidates []*Prompt
 	for _, sp := range servers {
@@ -104,7 +102,7 @@ func NewPromptSet(opts *ToolSetOptions, servers ...ServerPrompts) *PromptSet {
 			listed[p.Name]++
 		}
 		for _, p := range sorted {
-			exposed := exposedName(opts.Namespace, sp.Server, opts.Prefix, p.Name)
+			exposed := exposedName(namespace, sp.Server, prefix, p.Name)
 			switch {
 			case p.Name == "" || !utf8.ValidString(p.Name):
 				ps.skipped = append(ps.skipped, Skipped{Server: sp.Server, Tool: p.Name, Reason: SkipInvalidName,
@@ -197,7 +195,7 @@ func (c *core) listPrompts(ctx context.Context) (*PromptSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewPromptSet(&ToolSetOptions{Namespace: c.namespace, Prefix: c.prefix}, lists...), nil
+	return NewPromptSet(&ToolSetOptions{Namespace: c.namespace, Options: &c.Options}, lists...), nil
 }
 
 func (c *core) listPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {
@@ -218,38 +216,36 @@ func unknownPromptError(name string) *Error {
 	return newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown prompt %q: it is not among the prompts offered.", name), nil)
 }
 
-func (c *core) getPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (res *mcp.GetPromptResult, err error) {
-	var o CallOptions
-	if opts != nil {
-		o = *opts
+func (c *core) getPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
+	o := callOptions(opts)
+	r := newRequest(methodGetPrompt, o, methodGetPrompt, name)
+	var res *mcp.GetPromptResult
+	r.resolve = func(ctx context.Context) error {
+		ps, err := c.listPrompts(ctx)
+		if err != nil {
+			return listingError(ctx, err)
+		}
+		p, ok := ps.Lookup(name)
+		if !ok {
+			return unknownPromptError(name)
+		}
+		callArgs := make(map[string]any, len(args))
+		for k, v := range args {
+			callArgs[k] = v
+		}
+		call := r.call
+		call.Server, call.Tool, call.Exposed, call.Args = p.Server, p.Name, p.Exposed, callArgs
+		return nil
 	}
-	call := &Call{ID: o.ID, Method: methodGetPrompt, Exposed: name, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
-	ctx, req, done := c.traceRequest(ctx, methodGetPrompt, call, o.Meta)
-	defer func() { done(err) }()
-	ctx, cancel := c.callLimit(ctx, &o)
-	defer cancel()
-	ps, err := c.listPrompts(ctx)
-	if err != nil {
-		return nil, listingError(ctx, err)
-	}
-	p, ok := ps.Lookup(name)
-	if !ok {
-		return nil, unknownPromptError(name)
-	}
-	callArgs := make(map[string]any, len(args))
-	for k, v := range args {
-		callArgs[k] = v
-	}
-	call.Server, call.Tool, call.Exposed, call.Args = p.Server, p.Name, p.Exposed, callArgs
-	err = c.featureCall(ctx, methodGetPrompt, call, &o, false, req, func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
+	r.do = func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
 		var err error
-		res, err = sess.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: p.Name, Arguments: maps.Clone(args)})
+		res, err = sess.GetPrompt(ctx, &mcp.GetPromptParams{Meta: meta, Name: r.call.Tool, Arguments: maps.Clone(args)})
 		if err == nil && res == nil {
 			err = fmt.Errorf("the server sent an empty result")
 		}
 		return err
-	})
-	if err != nil {
+	}
+	if _, err := c.run(ctx, r); err != nil {
 		return nil, err
 	}
 	return res, nil

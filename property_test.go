@@ -203,7 +203,7 @@ func TestPolicyProperty(t *testing.T) {
 		for _, id := range ids {
 			hubServers = append(hubServers, servers[id].server(id))
 		}
-		h, err := NewHub(ctx, hubServers, &HubOptions{Options: Options{Policy: NewPolicy(rules...), Approver: approver}})
+		h, err := NewHub(ctx, hubServers, &Options{Policy: NewPolicy(rules...), Approver: approver})
 		if err != nil {
 			t.Fatal(err)
 		}

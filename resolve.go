@@ -12,7 +12,9 @@ import (
 // JSON object. It is the first step of every governed call, and the one
 // the adapters take for each call of a response; its error is an *Error
 // to answer the model with (KindUnknownTool, or KindInvalidArguments when
-// the arguments are not an object), and then nothing may be sent.
+// the arguments are not an object), and then nothing may be sent. A name
+// of a server that is down in the set (a tool offered before it went
+// down) is KindUnavailable instead, so that the model may try again later.
 //
 // args may be nil or a map[string]any (used as they are, not copied),
 // JSON as json.RawMessage, []byte or string, or any other value that
@@ -27,7 +29,7 @@ import (
 func (ts *ToolSet) Resolve(name string, args any) (*Tool, map[string]any, error) {
 	t, ok := ts.Lookup(name)
 	if !ok {
-		return nil, nil, unknownToolError(name)
+		return nil, nil, ts.unknown(name)
 	}
 	m, err := objectArgs(args)
 	if err != nil {

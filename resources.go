@@ -341,79 +341,61 @@ func (c *core) listResourcesFor(ctx context.Context, opts *ListOptions) (*Resour
 	}), nil
 }
 
-// resourceCall is the call the policy sees for a request about uri,
-// before it is resolved.
-func resourceCall(uri string, o *CallOptions) *Call {
-	return &Call{ID: o.ID, Method: methodReadResource, Tool: uri, Exposed: uri,
-		Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint}
+// resourceRequest is a request of method about uri, resolved to the
+// server that offers it.
+func (c *core) resourceRequest(method, uri string, opts *CallOptions) *request {
+	o := callOptions(opts)
+	r := newRequest(method, o, methodReadResource, uri)
+	r.call.Tool = uri
+	r.resolve = func(ctx context.Context) error {
+		rs, err := c.listResources(ctx)
+		if err != nil {
+			return listingError(ctx, err)
+		}
+		server, err := rs.Server(uri)
+		if err != nil {
+			return err
+		}
+		r.call.Server = server
+		return nil
+	}
+	return r
 }
 
-// routeResource resolves call's URI to the server that offers it.
-func (c *core) routeResource(ctx context.Context, call *Call) error {
-	rs, err := c.listResources(ctx)
-	if err != nil {
-		return listingError(ctx, err)
-	}
-	server, err := rs.Server(call.Tool)
-	if err != nil {
-		return err
-	}
-	call.Server = server
-	return nil
-}
-
-func (c *core) readResource(ctx context.Context, uri string, opts *CallOptions) (res *mcp.ReadResourceResult, err error) {
-	var o CallOptions
-	if opts != nil {
-		o = *opts
-	}
-	call := resourceCall(uri, &o)
-	ctx, req, done := c.traceRequest(ctx, methodReadResource, call, o.Meta)
-	defer func() { done(err) }()
-	ctx, cancel := c.callLimit(ctx, &o)
-	defer cancel()
-	if err := c.routeResource(ctx, call); err != nil {
-		return nil, err
-	}
-	err = c.featureCall(ctx, methodReadResource, call, &o, false, req, func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
+func (c *core) readResource(ctx context.Context, uri string, opts *CallOptions) (*mcp.ReadResourceResult, error) {
+	r := c.resourceRequest(methodReadResource, uri, opts)
+	var res *mcp.ReadResourceResult
+	r.do = func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
 		var err error
 		res, err = sess.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: uri})
 		if err == nil && res == nil {
 			err = errors.New("the server sent an empty result")
 		}
 		return err
-	})
-	if err != nil {
+	}
+	if _, err := c.run(ctx, r); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-func (c *core) subscribe(ctx context.Context, uri string, opts *CallOptions, on bool) (err error) {
-	var o CallOptions
-	if opts != nil {
-		o = *opts
-	}
+func (c *core) subscribe(ctx context.Context, uri string, opts *CallOptions, on bool) error {
 	method := methodSubscribe
 	if !on {
 		method = methodUnsubscribe
 	}
-	call := resourceCall(uri, &o)
-	ctx, req, done := c.traceRequest(ctx, method, call, o.Meta)
-	defer func() { done(err) }()
-	ctx, cancel := c.callLimit(ctx, &o)
-	defer cancel()
-	if err := c.routeResource(ctx, call); err != nil {
-		return err
-	}
-	return c.featureCall(ctx, method, call, &o, true, req, func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
+	r := c.resourceRequest(method, uri, opts)
+	r.noAsk = true
+	r.do = func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
 		if caps := capabilities(sess); caps.Resources == nil || !caps.Resources.Subscribe {
-			req.unsent()
+			r.info.unsent()
 			return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the server does not offer resource subscriptions"}
 		}
 		if on {
 			return sess.Subscribe(ctx, &mcp.SubscribeParams{Meta: meta, URI: uri})
 		}
 		return sess.Unsubscribe(ctx, &mcp.UnsubscribeParams{Meta: meta, URI: uri})
-	})
+	}
+	_, err := c.run(ctx, r)
+	return err
 }

@@ -226,13 +226,11 @@ func TestSearchPrincipal(t *testing.T) {
 	ctx := context.Background()
 	gh := newTestServer(t, "github").echoTools("create_pull_request", "delete_repository", "list_issues")
 	ops := newTestServer(t, "ops").echoTools("drop_database", "list_databases")
-	hub := newHub(t, []Server{gh.server("github"), ops.server("ops")}, &HubOptions{Options: Options{
-		Policy: NewPolicy(
-			Deny("*/delete_*", "ops/drop_*").When(Principal("guest")),
-			Allow("*"),
-		),
-		Filter: func(server string, tool *mcp.Tool) bool { return tool.Name != "list_databases" },
-	}})
+	hub := newHub(t, []Server{gh.server("github"), ops.server("ops")}, &Options{Policy: NewPolicy(
+		Deny("*/delete_*", "ops/drop_*").When(Principal("guest")),
+		Allow("*"),
+	),
+		Filter: func(server string, tool *mcp.Tool) bool { return tool.Name != "list_databases" }})
 	guest, err := hub.ListToolsFor(ctx, &ListOptions{Principal: "guest"})
 	if err != nil {
 		t.Fatal(err)

@@ -6,100 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"strconv"
 	"time"
 
-	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The request of a governed call, and what its failures mean: the SDK
-// reports a lost session, an undelivered request and a server's JSON-RPC
-// error in different ways, and a model must be told which.
+// What the failure of a governed request means: the SDK reports a lost
+// session, an undelivered request and a server's JSON-RPC error in
+// different ways, and a model must be told which.
 
 // probeTimeout bounds the ping that tells a lost session from a live one
 // after a call failed in a way the SDK does not classify. A variable for
 // tests.
 var probeTimeout = 5 * time.Second
-
-// send sends call's request; req, when not nil, is told of it for Trace.
-func (c *core) send(ctx context.Context, call *Call, o *CallOptions, req *RequestInfo) (*mcp.CallToolResult, error) {
-	cn := c.byID[call.Server]
-	if has, known := cn.has(call.Tool); known && !has {
-		return nil, newError(KindUnknownTool, call.Server, call.Tool,
-			"The tool "+call.Exposed+" is no longer offered by its server.", nil)
-	}
-	sess, err := cn.current()
-	if err != nil {
-		return nil, newError(KindUnavailable, call.Server, call.Tool,
-			"The server of "+call.Exposed+" is unavailable.", err)
-	}
-	if c.Pins != nil {
-		if sess, err = c.checkPinned(ctx, cn, call); err != nil {
-			return nil, err
-		}
-	}
-	params := &mcp.CallToolParams{Name: call.Tool, Arguments: call.Args}
-	if len(o.Meta) > 0 {
-		// The SDK adds its own keys to the request's _meta.
-		params.Meta = maps.Clone(o.Meta)
-	}
-	if c.Trace != nil {
-		params.Meta = c.requestMeta(ctx, "tools/call", call.Server, call, params.Meta)
-	}
-	if o.Progress != nil {
-		token := "conduit-" + strconv.FormatUint(c.tokens.Add(1), 10)
-		// Notifications that arrive after the result are dropped; those
-		// already in the mailbox are delivered before the call returns
-		// (a gateway forwards them, and a client ignores progress of a
-		// request already answered), unless the callback is slower than
-		// progressFlush.
-		mb := c.newProgress(call.Server, call, o.Progress)
-		c.progress.Store(token, mb)
-		defer func() {
-			c.progress.Delete(token)
-			mb.flush(ctx, progressFlush)
-		}()
-		params.SetProgressToken(token)
-	}
-	timeout := o.Timeout
-	if timeout <= 0 {
-		timeout = c.RequestTimeout
-	}
-	// The request ends with the caller's ctx, with the timeout and with
-	// Close; the SDK then tells the server with notifications/cancelled.
-	rctx, cancel := c.bound(ctx)
-	defer cancel()
-	tctx := rctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		tctx, cancel = context.WithTimeout(rctx, timeout)
-		defer cancel()
-	}
-	if c.routing() {
-		var end func()
-		tctx, end = cn.calls.start(tctx, o.Handlers)
-		defer end()
-	}
-	var sent time.Time
-	if req != nil {
-		sent = req.start(cn.peer, sess)
-		tctx = withRequestSlot(tctx, req)
-	}
-	res, err := sess.CallTool(tctx, params)
-	if req != nil {
-		req.Elapsed = time.Since(sent)
-	}
-	if err == nil {
-		if res == nil {
-			return nil, newError(KindServerError, call.Server, call.Tool, modeltext.NoResult(call.Exposed), nil)
-		}
-		return res, nil
-	}
-	return nil, c.requestError(ctx, tctx, cn, sess, call, timeout, err)
-}
 
 // requestError is the error of a request for call, made with tctx (ctx
 // bounded by the hub and timeout) on sess, that failed with err.
@@ -121,7 +41,7 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 	}
 	rpcErr, rejected := wireErrors(err)
 	if rpcErr != nil && rpcErr.Code == codeResultTooLarge && bytes.Equal(rpcErr.Data, c.resultMarker) {
-		// notify.go refused the result before it was decoded.
+		// notesconn.go refused the result before it was decoded.
 		return resultLimitError(call.Def, errors.New(rpcErr.Message))
 	}
 	if rpcErr != nil && rpcErr.Code != jsonrpc.CodeInvalidRequest {

@@ -141,7 +141,7 @@ func TestShapeOverTheWire(t *testing.T) {
 			&mcp.ResourceLink{URI: linked, Name: "x"},
 		}}, nil
 	})
-	cl := newClient(t, srv.server("s"), &ClientOptions{})
+	cl := newClient(t, srv.server("s"), &Options{})
 	res, err := cl.CallTool(context.Background(), "media", nil, nil)
 	if err != nil {
 		t.Fatal(err)

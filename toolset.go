@@ -2,6 +2,7 @@ package conduit
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -143,19 +144,29 @@ type ServerTools struct {
 	Down error
 }
 
-// ToolSetOptions configures how [NewToolSet] names tools.
+// ToolSetOptions configure how [NewToolSet] names and chooses tools, as a
+// hub's or a client's listing does.
 type ToolSetOptions struct {
-	// Namespace exposes tools as server__tool (a hub); otherwise tools keep
-	// their own sanitized names (a client).
+	// Namespace exposes tools as server__tool, as a [Hub] does; otherwise
+	// tools keep their own sanitized names, as a [Client]'s do.
 	Namespace bool
-	// Prefix is put in front of every exposed name when Namespace is false.
-	Prefix string
-	// Filter, when set, keeps only the tools for which it returns true.
-	Filter func(server string, tool *mcp.Tool) bool
-	// Pins, when set, keeps only the tools whose definition is pinned.
-	Pins *Pins
+	// Options, when set, are the hub's or client's whose tool set this is:
+	// their Prefix names the tools, and their Filter and Pins choose them,
+	// as in a listing. Nil: no prefix, every tool.
+	Options *Options
 
 	digests *digestCache // a hub's, kept between its tool sets
+}
+
+// naming returns what of o a tool set uses, with nil for none.
+func (o *ToolSetOptions) naming() (namespace bool, prefix string, filter func(string, *mcp.Tool) bool, pins *Pins) {
+	if o == nil {
+		return false, "", nil, nil
+	}
+	if o.Options != nil {
+		prefix, filter, pins = o.Options.Prefix, o.Options.Filter, o.Options.Pins
+	}
+	return o.Namespace, prefix, filter, pins
 }
 
 type serverTool struct{ server, tool string }
@@ -172,6 +183,12 @@ type ToolSet struct {
 	search  searchState // built by the first Search
 	drift   []Drift
 	listed  []ServerTools
+	// How exposed names were made (NewToolSet), to tell a name of a
+	// server that is down from an unknown one; named is false when that
+	// is not known (ToolSetOf).
+	named     bool
+	namespace bool
+	prefix    string
 }
 
 // NewToolSet builds a tool set from servers' tool lists, in the order given.
@@ -179,10 +196,13 @@ type ToolSet struct {
 // NewToolSet serves tests and programs that drive the pipeline themselves.
 // opts may be nil for the defaults.
 func NewToolSet(opts *ToolSetOptions, servers ...ServerTools) *ToolSet {
-	if opts == nil {
-		opts = &ToolSetOptions{}
+	namespace, prefix, filter, pins := opts.naming()
+	var digests *digestCache
+	if opts != nil {
+		digests = opts.digests
 	}
-	ts := &ToolSet{byName: map[string]*Tool{}, byOrig: map[serverTool]*Tool{}, listed: slices.Clone(servers)}
+	ts := &ToolSet{byName: map[string]*Tool{}, byOrig: map[serverTool]*Tool{}, listed: slices.Clone(servers),
+		named: true, namespace: namespace, prefix: prefix}
 	var candidates []*Tool
 	for _, st := range servers {
 		if st.Down != nil {
@@ -206,24 +226,24 @@ func NewToolSet(opts *ToolSetOptions, servers ...ServerTools) *ToolSet {
 				// Which definition the server would run is unknown, so none
 				// is offered.
 				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name,
-					Exposed: exposedName(opts.Namespace, st.Server, opts.Prefix, t.Name), Reason: SkipCollision,
+					Exposed: exposedName(namespace, st.Server, prefix, t.Name), Reason: SkipCollision,
 					Detail: fmt.Sprintf("the server listed this name %d times; none of them is offered", listed[t.Name])})
 				continue
-			case opts.Filter != nil && !opts.Filter(st.Server, t):
+			case filter != nil && !filter(st.Server, t):
 				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: SkipFiltered,
 					Detail: "left out by the tool filter"})
 				continue
 			}
-			if d := opts.Pins.drift(st.Server, t, opts.digests); d != nil {
+			if d := pins.drift(st.Server, t, digests); d != nil {
 				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: d.skipReason(),
-					Exposed: exposedName(opts.Namespace, st.Server, opts.Prefix, t.Name), Detail: d.Message()})
+					Exposed: exposedName(namespace, st.Server, prefix, t.Name), Detail: d.Message()})
 				ts.drift = append(ts.drift, *d)
 				continue
 			}
 			candidates = append(candidates, &Tool{
 				Tool:    t,
 				Server:  st.Server,
-				Exposed: exposedName(opts.Namespace, st.Server, opts.Prefix, t.Name),
+				Exposed: exposedName(namespace, st.Server, prefix, t.Name),
 			})
 		}
 	}
@@ -300,6 +320,63 @@ func (ts *ToolSet) Skipped() []Skipped {
 	return slices.Clone(ts.skipped)
 }
 
+// downServer returns the server that is down in the set and whose tools
+// name would be one of: in a hub, the server of the name's server__
+// part; in a client, its one server. ok is false when name names no such
+// server.
+func (ts *ToolSet) downServer(name string) (server, detail string, ok bool) {
+	if ts == nil || !ts.named {
+		return "", "", false
+	}
+	for _, s := range ts.skipped {
+		if s.Reason != SkipServerDown {
+			continue
+		}
+		if !ts.namespace || strings.HasPrefix(name, SanitizeName(ts.prefix+s.Server+"__")) {
+			return s.Server, s.Detail, true
+		}
+	}
+	return "", "", false
+}
+
+// unknown is the error of a call of name, which the set does not offer:
+// KindUnavailable when name is a tool name of a server that is down (the
+// model was offered the tool earlier, and may try again later), else
+// KindUnknownTool.
+func (ts *ToolSet) unknown(name string) *Error {
+	if server, detail, ok := ts.downServer(name); ok {
+		var cause error
+		if detail != "" {
+			cause = errors.New(detail)
+		}
+		return unavailableError(server, "", name, cause)
+	}
+	return unknownToolError(name)
+}
+
+// Warnings says what a program should tell its user of the tool set
+// before offering it to a model: each server that is down, whose tools are
+// missing, after a first warning when the set offers no tool at all
+// because its servers are down. A server that comes back is in the next
+// listing.
+func (ts *ToolSet) Warnings() []string {
+	if ts == nil {
+		return nil
+	}
+	var down, out []string
+	for _, s := range ts.skipped {
+		if s.Reason != SkipServerDown {
+			continue
+		}
+		down = append(down, s.Server)
+		out = append(out, "server "+s.Server+" is down, so its tools are not offered: "+s.Detail)
+	}
+	if len(down) > 0 && len(ts.tools) == 0 {
+		out = append([]string{"no tools are offered: the servers are down (" + strings.Join(down, ", ") + ")"}, out...)
+	}
+	return out
+}
+
 // Filter returns a tool set of the tools for which keep returns true; each
 // tool left out is reported with reason.
 func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {
@@ -312,6 +389,7 @@ func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {
 		skipped: slices.Clone(ts.skipped),
 		drift:   ts.drift,
 		listed:  ts.listed,
+		named:   ts.named, namespace: ts.namespace, prefix: ts.prefix,
 	}
 	for _, t := range ts.tools {
 		if keep(t) {

@@ -90,12 +90,17 @@ func TestToolSetKeepsDefinitions(t *testing.T) {
 }
 
 func TestToolSetPrefix(t *testing.T) {
-	ts := NewToolSet(&ToolSetOptions{Prefix: "gh_"}, ServerTools{Server: "github", Tools: tools("get_issue", "list.prs")})
+	ts := NewToolSet(&ToolSetOptions{Options: &Options{Prefix: "gh_"}}, ServerTools{Server: "github", Tools: tools("get_issue", "list.prs")})
 	if got := exposed(ts); !slices.Equal(got, []string{"gh_get_issue", "gh_list_prs"}) {
 		t.Fatalf("exposed = %v", got)
 	}
 	if name, _ := ts.ExposedName("github", "list.prs"); name != "gh_list_prs" {
 		t.Fatalf("ExposedName = %q", name)
+	}
+	// The prefix means the same in a hub: in front of every exposed name.
+	hub := NewToolSet(&ToolSetOptions{Namespace: true, Options: &Options{Prefix: "gh_"}}, ServerTools{Server: "github", Tools: tools("get_issue")})
+	if got := exposed(hub); !slices.Equal(got, []string{"gh_github__get_issue"}) {
+		t.Fatalf("hub exposed = %v", got)
 	}
 }
 
@@ -191,7 +196,7 @@ func TestToolSetInvalidAndNil(t *testing.T) {
 func TestToolSetFilterAndDown(t *testing.T) {
 	ts := NewToolSet(&ToolSetOptions{
 		Namespace: true,
-		Filter:    func(server string, tool *mcp.Tool) bool { return !strings.HasPrefix(tool.Name, "write") },
+		Options:   &Options{Filter: func(server string, tool *mcp.Tool) bool { return !strings.HasPrefix(tool.Name, "write") }},
 	},
 		ServerTools{Server: "fs", Tools: tools("read", "write", "write_all")},
 		ServerTools{Server: "web", Down: errors.New("connection refused")},

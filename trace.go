@@ -41,8 +41,8 @@ type Trace struct {
 	// every later event of the call get it. A Trace that sets CallStart
 	// should set CallDone, the call's end.
 	CallStart func(CallStartInfo) context.Context
-	// Approved is called with an approver's answer to a call the policy
-	// asked about.
+	// Approved is called with an approver's answer to a call (or a
+	// prompt or resource request) the policy asked about.
 	Approved func(ApprovedInfo)
 	// HookDenied is called when a before- or after-hook refuses a call.
 	HookDenied func(HookDeniedInfo)

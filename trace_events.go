@@ -285,31 +285,6 @@ func (cn *conn) traceList(ctx context.Context, sess *mcp.ClientSession, method s
 	}
 }
 
-// traceRequest begins the Trace events of a prompt, resource or
-// completion request (method) for call, made with the caller's meta. It
-// returns the request's context, the RequestInfo the request fills in
-// (nil when no RequestDone is set), and the function that ends it, which
-// does nothing when no RequestDone is set.
-func (c *core) traceRequest(ctx context.Context, method string, call *Call, meta mcp.Meta) (context.Context, *RequestInfo, func(error)) {
-	t := c.Trace
-	if t == nil {
-		return ctx, nil, func(error) {}
-	}
-	if t.RequestStart != nil {
-		if rctx := t.RequestStart(RequestStartInfo{Context: ctx, Method: method, Call: call, Meta: meta}); rctx != nil {
-			ctx = rctx
-		}
-	}
-	if t.RequestDone == nil {
-		return ctx, nil, func(error) {}
-	}
-	start, req := time.Now(), new(RequestInfo)
-	return ctx, req, func(err error) {
-		req.Err = err
-		t.RequestDone(RequestDoneInfo{Context: ctx, Method: method, Call: call, Err: err, Elapsed: time.Since(start), Request: req.ifSent()})
-	}
-}
-
 // requestSlot is the context key under which a request's RequestInfo
 // waits for the JSON-RPC id its connection gives it (see notesConn).
 type requestSlot struct{}

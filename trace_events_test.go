@@ -69,8 +69,7 @@ func TestTraceCallEvents(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("read", "write", "drop", "secret")
 	srv.AddTool(&mcp.Tool{Name: "typed", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("ok"), nil })
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-		Policy:   NewPolicy(Deny("s/drop"), Ask("s/write", "s/secret"), Allow("s/*")),
+	h := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Deny("s/drop"), Ask("s/write", "s/secret"), Allow("s/*")),
 		Validate: true,
 		Approver: func(ctx context.Context, req ApprovalRequest) Approval {
 			rec.add("approver sees [%s]", spanOf(ctx))
@@ -95,8 +94,7 @@ func TestTraceCallEvents(t *testing.T) {
 				return nil, nil
 			},
 		}},
-		Trace: eventTrace(rec),
-	}})
+		Trace: eventTrace(rec)})
 	ctx := context.Background()
 	ts, err := h.ListTools(ctx)
 	if err != nil {
@@ -191,7 +189,7 @@ func TestTraceCallEvents(t *testing.T) {
 func TestTraceUnset(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("read")
 	for _, tr := range []*Trace{nil, {}, {CallDone: func(CallDoneInfo) {}}} {
-		h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Trace: tr}})
+		h := newHub(t, []Server{srv.server("s")}, &Options{Trace: tr})
 		res, err := h.CallTool(context.Background(), "s__read", map[string]any{"a": 1}, &CallOptions{Meta: mcp.Meta{"k": "v"}})
 		if err != nil || !strings.HasPrefix(resultText(res), "read ") {
 			t.Fatalf("trace %+v: %v %v", tr, resultText(res), err)
@@ -223,7 +221,7 @@ func TestTraceRequestInfo(t *testing.T) {
 	h := newHub(t, []Server{
 		{ID: "web", URL: url, Headers: map[string]string{"Authorization": "Bearer t0ken"}},
 		{ID: "mem", Transport: newTestServer(t, "mem").echoTools("get").transport()},
-	}, &HubOptions{Options: Options{Trace: tr}})
+	}, &Options{Trace: tr})
 	ctx := context.Background()
 	for _, name := range []string{"web__get", "mem__get"} {
 		if _, err := h.CallTool(ctx, name, map[string]any{}, nil); err != nil {
@@ -295,7 +293,7 @@ func TestTraceListing(t *testing.T) {
 			return map[string]any{"traceparent": spanOf(i.Context)}
 		},
 	}
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Trace: tr}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: tr})
 	ctx := context.Background()
 	for range 2 {
 		if _, err := h.ListTools(ctx); err != nil {
@@ -375,15 +373,13 @@ func TestTraceRequestErr(t *testing.T) {
 	})
 	var mu sync.Mutex
 	done := map[string]CallDoneInfo{}
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{
-		Hooks: []Hook{{Name: "dlp", After: func(_ context.Context, c *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
-			if c.Tool == "ok" {
-				return nil, errors.New("withheld")
-			}
-			return nil, nil
-		}}},
-		Trace: &Trace{CallDone: func(i CallDoneInfo) { mu.Lock(); done[i.Call.Tool] = i; mu.Unlock() }},
-	}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Hooks: []Hook{{Name: "dlp", After: func(_ context.Context, c *Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+		if c.Tool == "ok" {
+			return nil, errors.New("withheld")
+		}
+		return nil, nil
+	}}},
+		Trace: &Trace{CallDone: func(i CallDoneInfo) { mu.Lock(); done[i.Call.Tool] = i; mu.Unlock() }}})
 	ctx := context.Background()
 	h.CallTool(ctx, "s__ok", map[string]any{}, nil)
 	h.CallTool(ctx, "s__fail", map[string]any{}, nil)
@@ -418,8 +414,7 @@ func TestTraceRequests(t *testing.T) {
 	var starts []RequestStartInfo
 	var dones []RequestDoneInfo
 	var callIDs []string
-	h := newHub(t, []Server{srv.server("a")}, &HubOptions{Options: Options{
-		Policy: NewPolicy(Deny("a/a_only"), Allow("*")),
+	h := newHub(t, []Server{srv.server("a")}, &Options{Policy: NewPolicy(Deny("a/a_only"), Allow("*")),
 		Trace: &Trace{
 			RequestStart: func(i RequestStartInfo) context.Context {
 				mu.Lock()
@@ -458,8 +453,7 @@ func TestTraceRequests(t *testing.T) {
 					mu.Unlock()
 				}
 			},
-		},
-	}})
+		}})
 	ctx := context.Background()
 	client := mcp.Meta{"traceparent": "client's", "k": "v"}
 	if _, err := h.GetPrompt(ctx, "a__greet", map[string]string{"who": "you"}, &CallOptions{Meta: client}); err != nil {
@@ -544,14 +538,67 @@ func TestTraceRequestUnsent(t *testing.T) {
 		return &mcp.GetPromptResult{}, nil
 	})
 	var done []RequestDoneInfo
-	h := newHub(t, []Server{srv.server("s")}, &HubOptions{Options: Options{Trace: &Trace{
+	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{
 		RequestDone: func(i RequestDoneInfo) { done = append(done, i) },
-	}}})
+	}})
 	res, err := h.Complete(context.Background(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "s__p"}}, nil)
 	if err != nil || len(res.Completion.Values) != 0 {
 		t.Fatalf("%v %v", res, err)
 	}
 	if len(done) != 1 || done[0].Request != nil || done[0].Err != nil {
 		t.Errorf("RequestDone %+v, want one with no request", done)
+	}
+}
+
+// TestTraceRequestApproved: the approval of a prompt or a resource read
+// goes through the one approver runner of the pipeline, so Trace.Approved
+// is told of it as of a tool call's, in the request's context, and a
+// denial names the request; an approver that ignores its context is
+// waited for no longer than the call's time limit, the message naming it.
+func TestTraceRequestApproved(t *testing.T) {
+	srv := featureServer(t, "a").echoTools("t")
+	rec := &recorder{}
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	h := newHub(t, []Server{srv.server("a")}, &Options{
+		Policy: NewPolicy(Ask("a/*")),
+		Approver: func(_ context.Context, req ApprovalRequest) Approval {
+			if req.Call.Exposed == "test://a/doc" {
+				<-block // ignores its context
+			}
+			return Approval{Allow: req.Call.Exposed != "a__a_only", Reason: "not that one"}
+		},
+		Trace: &Trace{
+			RequestStart: func(i RequestStartInfo) context.Context {
+				return context.WithValue(i.Context, spanKey{}, i.Method)
+			},
+			RequestDone: func(RequestDoneInfo) {},
+			Approved: func(i ApprovedInfo) {
+				rec.add("approved %s %s %v [%s]", i.Call.Method, i.Call.Exposed, i.Approval.Allow, spanOf(i.Context))
+			},
+		}})
+	ctx := context.Background()
+	if _, err := h.GetPrompt(ctx, "a__greet", map[string]string{"who": "you"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.GetPrompt(ctx, "a__a_only", nil, nil)
+	if e := wantKind(t, err, KindDenied); e.Message != "The request for a__a_only was denied: not that one." {
+		t.Errorf("denial %q", e.Message)
+	}
+	if _, err := h.CallTool(ctx, "a__t", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"approved prompts/get a__greet true [prompts/get]",
+		"approved prompts/get a__a_only false [prompts/get]",
+		"approved tools/call a__t true []",
+	}
+	if got := rec.get(); !slices.Equal(got, want) {
+		t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	_, err = h.ReadResource(ctx, "test://a/doc", &CallOptions{CallTimeout: 200 * time.Millisecond})
+	e := wantKind(t, err, KindTimeout)
+	if want := "The request for test://a/doc timed out after 200ms, waiting for the approver."; e.Message != want || e.Server != "a" {
+		t.Errorf("%q (server %q), want %q", e.Message, e.Server, want)
 	}
 }

@@ -43,14 +43,12 @@ func ExampleTrace() {
 			fmt.Printf("done: %s %s, sent %v, err %v\n", i.Context.Value(requestIDKey{}), i.Call.Exposed, sent, i.Err != nil)
 		},
 	}
-	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "github", Transport: server}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.NewPolicy(conduit.Ask("github/*")),
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "github", Transport: server}}, &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("github/*")),
 		Approver: func(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
 			fmt.Println("approver:", ctx.Value(requestIDKey{}))
 			return conduit.Approval{Allow: req.Call.Args["number"] == 1}
 		},
-		Trace: trace,
-	}})
+		Trace: trace})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -59,11 +59,7 @@ func TestHTTPTransports(t *testing.T) {
 			defer hs.Close()
 			rt := &countingTransport{}
 			h := newHub(t, []Server{{ID: "web", URL: hs.URL, SSE: tt.sse, Headers: map[string]string{"Authorization": "Bearer secret"},
-				HTTPClient: &http.Client{Transport: rt}}}, &HubOptions{Options: Options{
-				// Seconds: a loaded machine can take a good part of one
-				// for the handshake.
-				ConnectTimeout: 3 * time.Second,
-			}})
+				HTTPClient: &http.Client{Transport: rt}}}, &Options{ConnectTimeout: 3 * time.Second})
 			defer h.Close() // before hs.Close, which waits for open streams
 			ctx := context.Background()
 			if st := h.Status()[0]; st.State != StateUp {
@@ -96,13 +92,13 @@ func TestHTTPHeadersRequired(t *testing.T) {
 	hs := httptest.NewServer(check)
 	defer hs.Close()
 	// A client starts with its server down, as a hub does.
-	cl := newClient(t, Server{ID: "web", URL: hs.URL}, &ClientOptions{Options: Options{Reconnect: Backoff{Disabled: true}}})
+	cl := newClient(t, Server{ID: "web", URL: hs.URL}, &Options{Reconnect: Backoff{Disabled: true}})
 	st := cl.Status()[0]
 	if st.State != StateDown || st.Err == nil || (!strings.Contains(st.Err.Error(), "Unauthorized") && !strings.Contains(st.Err.Error(), "401")) {
 		t.Fatalf("status %+v", st)
 	}
 	_, err := cl.CallTool(context.Background(), "fetch", nil, nil)
-	wantKind(t, err, KindUnknownTool) // a down server offers no tools
+	wantKind(t, err, KindUnavailable) // the down server's, not an unknown tool
 }
 
 // TestHTTPReconnect stops an HTTP server under a hub and starts it again
@@ -119,7 +115,7 @@ func TestHTTPReconnect(t *testing.T) {
 	hs := &http.Server{Handler: handler}
 	go hs.Serve(ln)
 	ev := &events{}
-	h := newHub(t, []Server{{ID: "web", URL: "http://" + addr}}, &HubOptions{Options: Options{Reconnect: fastReconnect, Trace: ev.trace()}})
+	h := newHub(t, []Server{{ID: "web", URL: "http://" + addr}}, &Options{Reconnect: fastReconnect, Trace: ev.trace()})
 	ctx := context.Background()
 	ts, err := h.ListTools(ctx)
 	if err != nil || ts.Len() != 1 {
@@ -151,16 +147,16 @@ func TestServerValidation(t *testing.T) {
 		{Server{ID: "a", Command: "x", SSE: true}, "SSE needs a URL"},
 		{Server{ID: "a.b", Command: "x"}, "must match"},
 	} {
-		_, err := NewHub(context.Background(), []Server{tt.s}, &HubOptions{Options: Options{Policy: AllowAll()}})
+		_, err := NewHub(context.Background(), []Server{tt.s}, &Options{Policy: AllowAll()})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%+v: %v", tt.s, err)
 		}
 	}
-	_, err := NewHub(context.Background(), []Server{{ID: "a", Command: "x"}, {ID: "a", Command: "y"}}, &HubOptions{Options: Options{Policy: AllowAll()}})
+	_, err := NewHub(context.Background(), []Server{{ID: "a", Command: "x"}, {ID: "a", Command: "y"}}, &Options{Policy: AllowAll()})
 	if err == nil || !strings.Contains(err.Error(), "used twice") {
 		t.Fatal(err)
 	}
-	if _, err := NewHub(context.Background(), nil, &HubOptions{Options: Options{Policy: AllowAll()}}); err == nil {
+	if _, err := NewHub(context.Background(), nil, &Options{Policy: AllowAll()}); err == nil {
 		t.Fatal("a hub without servers")
 	}
 }
@@ -201,7 +197,7 @@ func TestHTTPParallelCallsReuseConnections(t *testing.T) {
 	}
 	hs.Start()
 	defer hs.Close()
-	h := newHub(t, []Server{{ID: "web", URL: hs.URL}}, &HubOptions{})
+	h := newHub(t, []Server{{ID: "web", URL: hs.URL}}, &Options{})
 	defer h.Close()
 	const n = 16
 	batch := func() {

@@ -8,7 +8,7 @@
 // provider, an agent loop is two calls a turn,
 //
 //	conv, err := adapters.NewConversation(ctx, hub, adapters.Anthropic, &adapters.ConversationOptions{
-//		CallOptions: conduit.CallOptions{Principal: userID},
+//		Principal: userID,
 //	})
 //	// each turn: send conv.Tools() with the messages, then
 //	exec, err := conv.Execute(ctx, responseBody)

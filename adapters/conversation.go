@@ -4,19 +4,30 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ConversationOptions configure a [Conversation]. The zero value is fine.
 type ConversationOptions struct {
-	// CallOptions are every call's (see conduit.CallOptions). Principal is
-	// who the conversation is for: its listing leaves out what the policy
-	// denies them. Taint is the taint the conversation starts with.
-	// ToolSet, when set, is offered instead of the source's listing. ID
-	// and Halt are each call's and each turn's own, and are ignored here.
-	conduit.CallOptions
+	// ToolSet, when set, is offered instead of the source's listing.
+	ToolSet *conduit.ToolSet
+	// Principal is who the conversation is for: its listing leaves out
+	// what the policy denies them, and every call is made for them.
+	Principal string
+	// Taint is the taint the conversation starts with.
+	Taint []string
+	// Assigns, CallTimeout, RequestTimeout, Meta, Progress and Handlers
+	// are every call's, as in conduit.CallOptions.
+	Assigns        map[string]any
+	CallTimeout    time.Duration
+	RequestTimeout time.Duration
+	Meta           mcp.Meta
+	Progress       func(*conduit.Call, conduit.Progress)
+	Handlers       *conduit.Handlers
 	// ListingOptions say how the tools are written for the provider.
 	ListingOptions
 	// AnswerOptions say how answers are written.
@@ -85,8 +96,9 @@ func NewConversation(ctx context.Context, src conduit.Source, p Provider, o *Con
 		}
 	}
 	c := &Conversation{src: src, p: p, taint: slices.Clone(o.Taint)}
-	c.o = ExecOptions{CallOptions: o.CallOptions, AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency, Limits: o.Limits}
-	c.o.ID, c.o.Halt = "", nil
+	c.o = ExecOptions{ToolSet: o.ToolSet, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint,
+		CallTimeout: o.CallTimeout, RequestTimeout: o.RequestTimeout, Meta: o.Meta, Progress: o.Progress, Handlers: o.Handlers,
+		AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency, Limits: o.Limits}
 	if err := c.list(ctx, ts, d, o); err != nil {
 		return nil, err
 	}

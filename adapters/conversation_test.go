@@ -25,7 +25,7 @@ func TestConversationTaint(t *testing.T) {
 			)})
 			ctx := context.Background()
 			conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
-				CallOptions: conduit.CallOptions{CallTimeout: 5 * time.Second}})
+				CallTimeout: 5 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +71,7 @@ func TestConversationTimeoutAddsNoTaint(t *testing.T) {
 	ctx := context.Background()
 	p := adapters.Anthropic
 	conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
-		CallOptions: conduit.CallOptions{CallTimeout: 50 * time.Millisecond, Taint: []string{"web"}}})
+		CallTimeout: 50 * time.Millisecond, Taint: []string{"web"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestConversationToolsStable(t *testing.T) {
 	// A principal's conversation offers what the policy lets them see.
 	ts, _ := hub.ListTools(ctx)
 	conv, err := adapters.NewConversation(ctx, hub, adapters.Gemini, &adapters.ConversationOptions{
-		CallOptions: conduit.CallOptions{ToolSet: ts.Filter(conduit.SkipFiltered, func(t *conduit.Tool) bool { return t.Name == "echo" })}})
+		ToolSet: ts.Filter(conduit.SkipFiltered, func(t *conduit.Tool) bool { return t.Name == "echo" })})
 	if err != nil {
 		t.Fatal(err)
 	}

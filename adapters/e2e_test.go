@@ -51,13 +51,11 @@ func TestEndToEnd(t *testing.T) {
 	hub, err := conduit.NewHub(ctx, []conduit.Server{
 		{ID: "every", Command: everyCmd, Args: everyArgs},
 		{ID: "fs", Command: fsCmd, Args: fsArgs},
-	}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.NewPolicy(
-			conduit.Ask("fs/write_file", "fs/move_file", "fs/edit_file"),
-			conduit.Allow("every/*", "fs/*"),
-		),
-		Approver: approver,
-	}})
+	}, &conduit.Options{Policy: conduit.NewPolicy(
+		conduit.Ask("fs/write_file", "fs/move_file", "fs/edit_file"),
+		conduit.Allow("every/*", "fs/*"),
+	),
+		Approver: approver})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +98,7 @@ func TestEndToEnd(t *testing.T) {
 			response := script(p, turn...)
 			before := deepCopy(t, response)
 			start := time.Now()
-			exec, err := adapters.ExecuteToolCalls(ctx, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 2 * time.Second}, NullPaths: listing.NullPaths, MaxConcurrency: 4})
+			exec, err := adapters.ExecuteToolCalls(ctx, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 2 * time.Second, NullPaths: listing.NullPaths, MaxConcurrency: 4})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -48,12 +48,10 @@ func weatherHubWith(policy *conduit.Policy) *conduit.Hub {
 	if _, err := srv.Connect(context.Background(), serverEnd, nil); err != nil {
 		log.Fatal(err)
 	}
-	hub, err := conduit.NewHub(context.Background(), []conduit.Server{{ID: "weather", Transport: clientEnd}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: policy,
+	hub, err := conduit.NewHub(context.Background(), []conduit.Server{{ID: "weather", Transport: clientEnd}}, &conduit.Options{Policy: policy,
 		Approver: func(context.Context, conduit.ApprovalRequest) conduit.Approval {
 			return conduit.Reject("alerts are set by the on-call team")
-		},
-	}})
+		}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -151,7 +149,7 @@ func ExampleExecuteToolCalls() {
 	    }
 	  }]
 	}`)
-	exec, err := adapters.ExecuteToolCalls(ctx, hub, adapters.OpenAIChat, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 30 * time.Second}, NullPaths: listing.NullPaths})
+	exec, err := adapters.ExecuteToolCalls(ctx, hub, adapters.OpenAIChat, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 30 * time.Second, NullPaths: listing.NullPaths})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -194,7 +192,7 @@ func ExampleNewConversation() {
 	// One conversation per chat: it lists the tools once and keeps the tool
 	// set, strict mode's null paths, the principal and the taint.
 	conv, err := adapters.NewConversation(ctx, hub, adapters.Anthropic, &adapters.ConversationOptions{
-		CallOptions:    conduit.CallOptions{Principal: "ada"},
+		Principal:      "ada",
 		ListingOptions: adapters.ListingOptions{CacheLast: true},
 	})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/openai"
@@ -20,18 +21,29 @@ import (
 // ExecOptions are the options of ExecuteToolCalls. The zero value is fine,
 // but pass the listing's ToolSet and NullPaths (a [Conversation] does).
 type ExecOptions struct {
-	// CallOptions are every call's options (see conduit.CallOptions):
 	// ToolSet is the tool set the model was offered (Listing.ToolSet),
-	// which calls resolve against, nil listing the source's tools now;
-	// Principal, Assigns, Taint, CallTimeout, Timeout, Meta, Progress and
-	// Halt apply to each call; ID is set to each call's own id.
-	conduit.CallOptions
-	// AnswerOptions say how answers are written: structuredContent's use,
-	// OpenAI's error prefix.
-	toolcall.AnswerOptions
+	// which calls resolve against; nil lists the source's tools now.
+	ToolSet *conduit.ToolSet
 	// NullPaths are OpenAI strict mode's null paths (Listing.NullPaths):
 	// the nulls strict mode made the model send are removed before a call.
 	NullPaths map[string][]openai.NullPath
+	// Principal, Assigns, Taint, CallTimeout, RequestTimeout, Meta,
+	// Progress and Handlers are each call's, as in conduit.CallOptions.
+	// Each call's ID is its id in the response.
+	Principal      string
+	Assigns        map[string]any
+	Taint          []string
+	CallTimeout    time.Duration
+	RequestTimeout time.Duration
+	Meta           mcp.Meta
+	Progress       func(*conduit.Call, conduit.Progress)
+	Handlers       *conduit.Handlers
+	// Halt, when closed, stops the calls not yet sent: they are answered
+	// with a KindHalted error.
+	Halt <-chan struct{}
+	// AnswerOptions say how answers are written: structuredContent's use,
+	// OpenAI's error prefix.
+	toolcall.AnswerOptions
 	// MaxConcurrency is how many calls run at once (default
 	// runtime.GOMAXPROCS(0)).
 	MaxConcurrency int
@@ -226,6 +238,13 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	return exec, nil
 }
 
+// callOptions are the options of the call id, resolved against ts and
+// stopped by halt.
+func (o *ExecOptions) callOptions(ts *conduit.ToolSet, id string, halt <-chan struct{}) conduit.CallOptions {
+	return conduit.CallOptions{ToolSet: ts, ID: id, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint,
+		CallTimeout: o.CallTimeout, RequestTimeout: o.RequestTimeout, Meta: o.Meta, Progress: o.Progress, Halt: halt, Handlers: o.Handlers}
+}
+
 // runner runs the resolved calls of one Execution.
 type runner struct {
 	src  conduit.Source
@@ -245,12 +264,13 @@ func (r *runner) stop() { r.haltOnce.Do(func() { close(r.halt) }) }
 // run runs one call and answers it at its place in Results.
 func (r *runner) run(ctx context.Context, c toolcall.Call) {
 	res, err := r.call(ctx, c)
-	var ce *conduit.Error
-	if errors.As(err, &ce) && ce.Halt {
-		r.stop()
-		r.mu.Lock()
-		r.exec.Halted = true
-		r.mu.Unlock()
+	if err != nil {
+		if ce := (*conduit.Error)(nil); errors.As(err, &ce) && ce.Halt {
+			r.stop()
+			r.mu.Lock()
+			r.exec.Halted = true
+			r.mu.Unlock()
+		}
 	}
 	r.exec.Errors[c.Index] = err
 	r.exec.Results[c.Index] = r.d.answer(c, res, err, &r.o.AnswerOptions)
@@ -261,35 +281,37 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	if halted(r.halt) {
 		return nil, conduit.HaltedError(c.Def)
 	}
-	copts := r.o.CallOptions
-	copts.ToolSet, copts.ID, copts.Halt = r.ts, c.ID, r.halt
+	copts := r.o.callOptions(r.ts, c.ID, r.halt)
 	args := jsonv.CloneObject(c.Args)
-	call := func(ctx context.Context) (res *mcp.CallToolResult, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				res, err = nil, &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool,
-					Message: modeltext.CallFailed(c.Name), Err: fmt.Errorf("panic: %v", p)}
-			}
-		}()
-		if l := r.o.local; l != nil && c.Def == l.Tool {
-			return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, &copts)
-		}
-		return r.src.CallTool(ctx, c.Name, args, &copts)
-	}
 	var res *mcp.CallToolResult
 	var err error
 	switch r.src.(type) {
 	case *conduit.Hub, *conduit.Client:
 		// conduit's own sources bound a call by its CallTimeout, approval
 		// and hooks included, and end it when ctx ends.
-		res, err = call(ctx)
+		res, err = r.send(ctx, c, args, &copts)
 	default:
-		res, err = r.callBounded(ctx, c, call)
+		res, err = r.callBounded(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) { return r.send(ctx, c, args, &copts) })
 	}
 	if err == nil && res == nil {
 		err = &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: modeltext.NoResult(c.Name)}
 	}
 	return res, err
+}
+
+// send makes the call c with args and o, a panic of the source's answered
+// as an internal error.
+func (r *runner) send(ctx context.Context, c toolcall.Call, args map[string]any, o *conduit.CallOptions) (res *mcp.CallToolResult, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool,
+				Message: modeltext.CallFailed(c.Name), Err: fmt.Errorf("panic: %v", p)}
+		}
+	}()
+	if l := r.o.local; l != nil && c.Def == l.Tool {
+		return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
+	}
+	return r.src.CallTool(ctx, c.Name, args, o)
 }
 
 // callBounded runs call on a Source of the caller's, which may not honour its

@@ -81,7 +81,7 @@ func TestMaxConcurrency(t *testing.T) {
 			// Each call holds until 3 are in flight (or 30 s): the limit is
 			// reached, and never passed.
 			response := script(p, calls(8, "lab__count", func(int) any { return map[string]any{"hold": 3, "total": 8} })...)
-			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, MaxConcurrency: 3})
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, MaxConcurrency: 3})
 			if got := l.maxInflight.Load(); got != 3 {
 				t.Errorf("at most %d calls were in flight, want 3", got)
 			}
@@ -99,7 +99,7 @@ func TestMaxConcurrencyDefault(t *testing.T) {
 	hub, l, _ := labHub(t, hubOpts{noGone: true})
 	listing := listFor(t, hub, adapters.Anthropic)
 	response := script(adapters.Anthropic, calls(6, "lab__count", func(int) any { return map[string]any{"hold": 2, "total": 6} })...)
-	run(t, hub, adapters.Anthropic, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}})
+	run(t, hub, adapters.Anthropic, response, &adapters.ExecOptions{ToolSet: listing.ToolSet})
 	if got := l.maxInflight.Load(); got != 2 {
 		t.Errorf("at most %d calls were in flight with GOMAXPROCS 2, want 2", got)
 	}
@@ -173,7 +173,7 @@ func TestAnswersInModelOrder(t *testing.T) {
 			})...)
 			// A call that waits holds its worker: all must run at once. The
 			// time limit only ends the test if they do not.
-			exec := run(t, src, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: time.Minute}, MaxConcurrency: n})
+			exec := run(t, src, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: time.Minute, MaxConcurrency: n})
 			reversed := slices.Clone(keys)
 			slices.Reverse(reversed)
 			if got := finished(); !slices.Equal(got, reversed) {
@@ -207,7 +207,7 @@ func TestCallTimeout(t *testing.T) {
 				scripted{id: "call_sleep", name: "lab__sleep", args: map[string]any{}},
 				scripted{id: "call_echo", name: "lab__echo", args: map[string]any{"message": "quick"}})
 			start := time.Now()
-			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 5 * time.Second}})
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 5 * time.Second})
 			if el := time.Since(start); el > time.Minute {
 				t.Errorf("took %v", el)
 			}
@@ -244,7 +244,7 @@ func TestCallTimeoutApproverIgnoresContext(t *testing.T) {
 			response := script(p, scripted{id: "call_deploy", name: "lab__deploy", args: map[string]any{}})
 			start := time.Now()
 			// The approver is stuck until the test ends.
-			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond}})
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond})
 			if el := time.Since(start); el > time.Minute {
 				t.Errorf("took %v", el)
 			}
@@ -277,7 +277,7 @@ func TestCallTimeoutSourceIgnoresContext(t *testing.T) {
 	response := script(adapters.OpenAIChat, scripted{id: "call_1", name: "lab__echo", args: map[string]any{"message": "x"}})
 	start := time.Now()
 	// The source is stuck until the test ends.
-	exec := run(t, src, adapters.OpenAIChat, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond}})
+	exec := run(t, src, adapters.OpenAIChat, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond})
 	if el := time.Since(start); el > time.Minute {
 		t.Errorf("took %v", el)
 	}
@@ -294,7 +294,7 @@ func TestCanceledContext(t *testing.T) {
 	before := len(l.sent())
 	exec, err := adapters.ExecuteToolCalls(ctx, hub, adapters.Gemini,
 		script(adapters.Gemini, scripted{name: "lab__echo", args: map[string]any{"message": "x"}}),
-		&adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}})
+		&adapters.ExecOptions{ToolSet: listing.ToolSet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestDenyAndHalt(t *testing.T) {
 				scripted{id: "call_echo", name: "lab__echo", args: map[string]any{"message": "after"}},
 				scripted{id: "call_unknown", name: "lab__nope", args: map[string]any{}},
 				scripted{id: "call_text", name: "lab__text", args: map[string]any{}})
-			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, MaxConcurrency: 1})
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, MaxConcurrency: 1})
 			if !exec.Halted {
 				t.Error("not Halted")
 			}
@@ -394,7 +394,7 @@ func TestDenyAndHaltConcurrent(t *testing.T) {
 		scripted{id: "call_a", name: "lab__echo", args: map[string]any{"message": "a"}},
 		scripted{id: "call_b", name: "lab__echo", args: map[string]any{"message": "b"}})
 	// Without a halt, the sleep would last the call's time limit.
-	exec := run(t, src, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: time.Minute}, MaxConcurrency: 2})
+	exec := run(t, src, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: time.Minute, MaxConcurrency: 2})
 	if !exec.Halted {
 		t.Error("not Halted")
 	}
@@ -432,7 +432,7 @@ func TestPipelineOptionsPassThrough(t *testing.T) {
 			response := script(p,
 				scripted{id: "call_progress", name: "lab__progress", args: map[string]any{}},
 				scripted{id: "call_meta", name: "lab__meta", args: map[string]any{}})
-			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, Principal: "ada", Assigns: map[string]any{"tenant": "acme"}, Taint: []string{"mail"}, Timeout: 5 * time.Second, Meta: mcp.Meta{"trace": "t-1"}, Progress: func(c *conduit.Call, pr conduit.Progress) {
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, Principal: "ada", Assigns: map[string]any{"tenant": "acme"}, Taint: []string{"mail"}, RequestTimeout: 5 * time.Second, Meta: mcp.Meta{"trace": "t-1"}, Progress: func(c *conduit.Call, pr conduit.Progress) {
 				progressCall.Store(c.Exposed + " " + c.ID)
 				if progress.Add(1) == 3 {
 					select {
@@ -440,7 +440,7 @@ func TestPipelineOptionsPassThrough(t *testing.T) {
 					default:
 					}
 				}
-			}}})
+			}})
 			if got := resultText(p, exec.Results[1]); got != `{"trace":"t-1"}` {
 				t.Errorf("the server saw _meta %s", got)
 			}
@@ -486,8 +486,7 @@ func TestCallOptionsPerCall(t *testing.T) {
 	src := &recordingSource{Source: hub}
 	response := script(adapters.Anthropic, scripted{id: "a", name: "lab__echo", args: map[string]any{"message": "x"}},
 		scripted{id: "b", name: "lab__echo", args: map[string]any{"message": "y"}})
-	run(t, src, adapters.Anthropic, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{
-		ToolSet: listing.ToolSet, Timeout: time.Second, CallTimeout: time.Minute, Principal: "ada", ID: "ignored"}})
+	run(t, src, adapters.Anthropic, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, RequestTimeout: time.Second, CallTimeout: time.Minute, Principal: "ada"})
 	if len(src.opts) != 2 {
 		t.Fatal(len(src.opts))
 	}
@@ -497,7 +496,7 @@ func TestCallOptionsPerCall(t *testing.T) {
 		t.Errorf("ids %v", ids)
 	}
 	for _, o := range src.opts {
-		if o.Timeout != time.Second || o.CallTimeout != time.Minute || o.Principal != "ada" || o.ToolSet != listing.ToolSet || o.Halt == nil {
+		if o.RequestTimeout != time.Second || o.CallTimeout != time.Minute || o.Principal != "ada" || o.ToolSet != listing.ToolSet || o.Halt == nil {
 			t.Errorf("call options %+v", o)
 		}
 	}
@@ -515,7 +514,7 @@ func TestTaintAcrossTurns(t *testing.T) {
 		scripted{id: "t1a", name: "gone__ping", args: map[string]any{}},
 		scripted{id: "t1b", name: "lab__echo", args: map[string]any{"message": "x"}},
 		scripted{id: "t1c", name: "lab__nope", args: map[string]any{}},
-	), &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}})
+	), &adapters.ExecOptions{ToolSet: listing.ToolSet})
 	var servers []string
 	for _, c := range turn1.Calls {
 		servers = append(servers, c.Server)
@@ -529,7 +528,7 @@ func TestTaintAcrossTurns(t *testing.T) {
 	}
 	// Turn 2: with gone's output in context, lab/secret is denied.
 	turn2 := run(t, hub, p, script(p, scripted{id: "t2", name: "lab__secret", args: map[string]any{}}),
-		&adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, Taint: taint}})
+		&adapters.ExecOptions{ToolSet: listing.ToolSet, Taint: taint})
 	if !errors.Is(turn2.Errors[0], conduit.ErrDenied) {
 		t.Errorf("turn 2: %v, want denied", turn2.Errors[0])
 	}
@@ -567,10 +566,8 @@ func TestResponseNotModified(t *testing.T) {
 			return text(canon(a))
 		}}))
 	tr, _ := connect(t, l.srv)
-	hub, err := conduit.NewHub(context.Background(), []conduit.Server{{ID: "lab", Transport: tr}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.AllowAll(),
-		Hooks:  []conduit.Hook{rewrite},
-	}})
+	hub, err := conduit.NewHub(context.Background(), []conduit.Server{{ID: "lab", Transport: tr}}, &conduit.Options{Policy: conduit.AllowAll(),
+		Hooks: []conduit.Hook{rewrite}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +603,7 @@ func TestResponseNotModified(t *testing.T) {
 			// decoded here, and its arguments are Calls' own.
 			bodyBefore := bytes.Clone(body)
 			for _, resp := range []any{response, body} {
-				exec := run(t, hub, p, resp, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, NullPaths: listing.NullPaths})
+				exec := run(t, hub, p, resp, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths})
 				if !reflect.DeepEqual(any(response), before) {
 					t.Errorf("the response was modified:\n%s\n%s", canon(before), canon(response))
 				}
@@ -646,12 +643,12 @@ func TestNullStripping(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			listing := listFor(t, hub, p)
 			response := script(p, scripted{id: "c", name: "lab__search", args: map[string]any{"q": "go", "limit": nil}})
-			exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, NullPaths: listing.NullPaths})
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths})
 			if got := resultText(p, exec.Results[0]); got != `search {"q":"go"}` {
 				t.Errorf("with null paths the server got %s", got)
 			}
 			// Without the listing's null paths the null goes through.
-			exec = run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}})
+			exec = run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet})
 			if got := resultText(p, exec.Results[0]); got != `search {"limit":null,"q":"go"}` {
 				t.Errorf("without null paths the server got %s", got)
 			}
@@ -660,7 +657,7 @@ func TestNullStripping(t *testing.T) {
 	// Other providers' listings have no null paths: their nulls are sent.
 	listing := listFor(t, hub, adapters.Anthropic)
 	exec := run(t, hub, adapters.Anthropic, script(adapters.Anthropic, scripted{id: "c", name: "lab__search", args: map[string]any{"q": "go", "limit": nil}}),
-		&adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, NullPaths: listing.NullPaths})
+		&adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths})
 	if got := resultText(adapters.Anthropic, exec.Results[0]); got != `search {"limit":null,"q":"go"}` {
 		t.Errorf("anthropic: the server got %s", got)
 	}
@@ -676,14 +673,14 @@ func TestErrorPrefix(t *testing.T) {
 			scripted{id: "b", name: "lab__nope", args: map[string]any{}},
 			scripted{id: "c", name: "lab__echo", args: map[string]any{"message": "fine"}})
 		prefix := "TOOL ERROR - "
-		exec := run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, AnswerOptions: toolcall.AnswerOptions{ErrorPrefix: prefix}})
+		exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, AnswerOptions: toolcall.AnswerOptions{ErrorPrefix: prefix}})
 		want := []string{"TOOL ERROR - disk full", `TOOL ERROR - Unknown tool "lab__nope": it is not among the tools offered.`, "Echo: fine"}
 		for i, w := range want {
 			if got := resultText(p, exec.Results[i]); got != w {
 				t.Errorf("%v %d: %q, want %q", p, i, got, w)
 			}
 		}
-		exec = run(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, AnswerOptions: toolcall.AnswerOptions{NoErrorPrefix: true}})
+		exec = run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, AnswerOptions: toolcall.AnswerOptions{NoErrorPrefix: true}})
 		if got := resultText(p, exec.Results[0]); got != "disk full" {
 			t.Errorf("%v: empty prefix gives %q", p, got)
 		}
@@ -722,7 +719,7 @@ func TestExecuteWithoutToolSet(t *testing.T) {
 	p := adapters.Gemini
 	exec := run(t, hub, p, script(p,
 		scripted{name: "lab__echo", args: map[string]any{"message": "x"}},
-		scripted{name: "lab__secret", args: map[string]any{}}), &adapters.ExecOptions{CallOptions: conduit.CallOptions{Taint: []string{"web"}}})
+		scripted{name: "lab__secret", args: map[string]any{}}), &adapters.ExecOptions{Taint: []string{"web"}})
 	if exec.Errors[0] != nil {
 		t.Error(exec.Errors[0])
 	}
@@ -758,12 +755,12 @@ func TestResponseAsStruct(t *testing.T) {
 	listing := listFor(t, hub, adapters.OpenAIChat)
 	resp := &completion{Choices: []choice{{Message: message{Role: "assistant",
 		ToolCalls: []toolCall{{ID: "call_1", Type: "function", Function: fn{Name: "lab__echo", Arguments: `{"message":"typed"}`}}}}}}}
-	exec := run(t, hub, adapters.OpenAIChat, resp, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}})
+	exec := run(t, hub, adapters.OpenAIChat, resp, &adapters.ExecOptions{ToolSet: listing.ToolSet})
 	if got := exec.Results[0]["content"]; got != "Echo: typed" {
 		t.Errorf("got %v", got)
 	}
 	raw := json.RawMessage(canon(resp))
-	exec = run(t, hub, adapters.OpenAIChat, raw, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}})
+	exec = run(t, hub, adapters.OpenAIChat, raw, &adapters.ExecOptions{ToolSet: listing.ToolSet})
 	if got := exec.Results[0]["content"]; got != "Echo: typed" {
 		t.Errorf("json.RawMessage: got %v", got)
 	}
@@ -779,7 +776,7 @@ func TestRejectedCallsSendNothing(t *testing.T) {
 		tr, _ := connect(t, l.srv)
 		servers = append(servers, conduit.Server{ID: fmt.Sprintf("lab%d", i+1), Transport: tr})
 	}
-	hub, err := conduit.NewHub(context.Background(), servers, &conduit.HubOptions{Options: conduit.Options{Policy: conduit.AllowAll()}})
+	hub, err := conduit.NewHub(context.Background(), servers, &conduit.Options{Policy: conduit.AllowAll()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -803,7 +800,7 @@ func TestRejectedCallsSendNothing(t *testing.T) {
 				// JSON null is not an object, in every provider's shape.
 				{id: "j3", name: "lab2__echo"},
 			}
-			exec := run(t, hub, p, script(p, turn...), &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}})
+			exec := run(t, hub, p, script(p, turn...), &adapters.ExecOptions{ToolSet: listing.ToolSet})
 			for i, c := range turn {
 				want := conduit.ErrInvalidArguments
 				if c.id[0] == 'u' {
@@ -844,7 +841,7 @@ func TestCallTimeoutHookAndRequestTimeout(t *testing.T) {
 	start := time.Now()
 	// The hook is stuck until the test ends.
 	exec := run(t, hub, p, script(p, scripted{id: "h", name: "lab__text", args: map[string]any{}}),
-		&adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond}})
+		&adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond})
 	if el := time.Since(start); el > time.Minute {
 		t.Errorf("took %v", el)
 	}
@@ -856,7 +853,7 @@ func TestCallTimeoutHookAndRequestTimeout(t *testing.T) {
 	}
 
 	exec = run(t, hub, p, script(p, scripted{id: "r", name: "lab__sleep", args: map[string]any{}}),
-		&adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, Timeout: 500 * time.Millisecond, CallTimeout: time.Minute}})
+		&adapters.ExecOptions{ToolSet: listing.ToolSet, RequestTimeout: 500 * time.Millisecond, CallTimeout: time.Minute})
 	if !errors.Is(exec.Errors[0], conduit.ErrTimeout) {
 		t.Fatalf("request timeout: %v", exec.Errors[0])
 	}
@@ -916,7 +913,7 @@ func TestNullOrMissingArguments(t *testing.T) {
 		t.Run(tt.p.String(), func(t *testing.T) {
 			listing := listFor(t, hub, tt.p)
 			before := len(l.sent())
-			exec := run(t, hub, tt.p, []byte(tt.response), &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}})
+			exec := run(t, hub, tt.p, []byte(tt.response), &adapters.ExecOptions{ToolSet: listing.ToolSet})
 			if len(exec.Results) != len(tt.calls) {
 				t.Fatalf("%d answers for %d calls", len(exec.Results), len(tt.calls))
 			}

@@ -281,7 +281,7 @@ func docsServer(t testing.TB) (*conduit.Client, func() []string) {
 	tr, _ := connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "docs", Transport: tr}, &conduit.ClientOptions{})
+	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "docs", Transport: tr}, &conduit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestGoldenDocs(t *testing.T) {
 					t.Fatal(err)
 				}
 				response := readJSON(t, f)
-				exec, out := execute(t, cl, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, NullPaths: listing.NullPaths}, sent)
+				exec, out := execute(t, cl, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths}, sent)
 				for i, e := range exec.Errors {
 					if e != nil {
 						t.Errorf("documented call %d failed: %v", i, e)
@@ -318,7 +318,7 @@ func TestGoldenDocs(t *testing.T) {
 				// The same response as bytes, as the SDK's raw body, gives
 				// the same answers.
 				data, _ := os.ReadFile(f)
-				exec2, err := adapters.ExecuteToolCalls(context.Background(), cl, p, data, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, NullPaths: listing.NullPaths})
+				exec2, err := adapters.ExecuteToolCalls(context.Background(), cl, p, data, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -367,11 +367,11 @@ func TestGoldenResults(t *testing.T) {
 			}
 			takeDown(t, hub, gone)
 			response := script(p, resultsScript()...)
-			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, CallTimeout: 5 * time.Second,
+			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 5 * time.Second,
 				// Web output is in the model's context: lab/secret is denied.
 				// The time limit is every call's: the sleep, which lasts
 				// until the test ends, reaches it, and no other may.
-				Taint: []string{"web"}}, NullPaths: listing.NullPaths}, l.sent)
+				Taint: []string{"web"}, NullPaths: listing.NullPaths}, l.sent)
 			out.Response = response
 			wantKinds := map[string]conduit.ErrorKind{
 				"call_unknown": conduit.KindUnknownTool, "call_notobject": conduit.KindInvalidArguments,
@@ -420,7 +420,7 @@ func TestGoldenMedia(t *testing.T) {
 				calls = append(calls, scripted{id: "call_" + name, name: "lab__" + name, args: map[string]any{}})
 			}
 			response := script(p, calls...)
-			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}}, l.sent)
+			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet}, l.sent)
 			for i, e := range exec.Errors {
 				if e != nil {
 					t.Errorf("%s: %v", mediaTools[i], e)
@@ -459,7 +459,7 @@ func TestGoldenStructured(t *testing.T) {
 			)
 			byMode := map[string][]map[string]any{}
 			for _, m := range modes {
-				exec, _ := execute(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, AnswerOptions: toolcall.AnswerOptions{Structured: m.mode}}, nil)
+				exec, _ := execute(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, AnswerOptions: toolcall.AnswerOptions{Structured: m.mode}}, nil)
 				byMode[m.name] = exec.Results
 			}
 			golden(t, p, "structured.golden.json", map[string]any{"response": response, "results": byMode})

@@ -409,13 +409,11 @@ func labHub(t testing.TB, o hubOpts) (*conduit.Hub, *lab, func()) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	hub, err := conduit.NewHub(ctx, servers, &conduit.HubOptions{Options: conduit.Options{
-		Policy:    o.policy,
+	hub, err := conduit.NewHub(ctx, servers, &conduit.Options{Policy: o.policy,
 		Approver:  o.approver,
 		Hooks:     o.hooks,
 		Filter:    o.filter,
-		Reconnect: conduit.Backoff{Disabled: true},
-	}})
+		Reconnect: conduit.Backoff{Disabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

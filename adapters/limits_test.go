@@ -70,7 +70,7 @@ func TestMaxToolCalls(t *testing.T) {
 				skip := len(l.argsOf("echo"))
 				cs, msgs := echoes(tt.calls)
 				exec := run(t, hub, p, script(p, cs...), &adapters.ExecOptions{
-					CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, Limits: tt.limits, MaxConcurrency: 8})
+					ToolSet: listing.ToolSet, Limits: tt.limits, MaxConcurrency: 8})
 				want := slices.Clone(msgs[:tt.wantSent])
 				slices.Sort(want)
 				if got := received(l, skip); !slices.Equal(got, want) {
@@ -166,7 +166,7 @@ func TestMaxResponseBytes(t *testing.T) {
 		for name, resp := range forms {
 			t.Run(p.String()+"/"+name, func(t *testing.T) {
 				before := len(l.sent())
-				o := &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, Limits: adapters.Limits{MaxResponseBytes: 2000}}
+				o := &adapters.ExecOptions{ToolSet: listing.ToolSet, Limits: adapters.Limits{MaxResponseBytes: 2000}}
 				exec, err := adapters.ExecuteToolCalls(context.Background(), hub, p, resp, o)
 				if !errors.Is(err, adapters.ErrResponseTooLarge) || exec != nil {
 					t.Errorf("got %v, %v; want ErrResponseTooLarge", exec, err)
@@ -199,11 +199,11 @@ func TestMaxResponseBytesDefault(t *testing.T) {
 	ts := conduit.NewToolSet(nil)
 	huge := bytes.Repeat([]byte("{"), adapters.DefaultMaxResponseBytes+1)
 	for _, p := range adapters.Providers() {
-		_, err := adapters.ExecuteToolCalls(context.Background(), src, p, huge, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: ts}})
+		_, err := adapters.ExecuteToolCalls(context.Background(), src, p, huge, &adapters.ExecOptions{ToolSet: ts})
 		if !errors.Is(err, adapters.ErrResponseTooLarge) {
 			t.Errorf("%v: %v", p, err)
 		}
-		_, err = adapters.ExecuteToolCalls(context.Background(), src, p, huge[:1000], &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: ts}})
+		_, err = adapters.ExecuteToolCalls(context.Background(), src, p, huge[:1000], &adapters.ExecOptions{ToolSet: ts})
 		if err == nil || errors.Is(err, adapters.ErrResponseTooLarge) {
 			t.Errorf("%v: a short invalid body: %v, want a parse error", p, err)
 		}
@@ -278,7 +278,7 @@ func mediaServer(t testing.TB) *conduit.Client {
 	tr, _ := connect(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "media", Transport: tr}, &conduit.ClientOptions{})
+	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "media", Transport: tr}, &conduit.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestImageOverProviderLimit(t *testing.T) {
 			if tt.maxDims > 0 {
 				args["wide"] = tt.maxDims + 1
 			}
-			exec := run(t, tt.src, tt.p, script(tt.p, scripted{id: "call_0", name: "media", args: args}), &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}})
+			exec := run(t, tt.src, tt.p, script(tt.p, scripted{id: "call_0", name: "media", args: args}), &adapters.ExecOptions{ToolSet: listing.ToolSet})
 			if err := exec.Errors[0]; err != nil {
 				t.Fatal(err)
 			}
@@ -366,7 +366,7 @@ func TestImageOverProviderLimit(t *testing.T) {
 				}
 			}
 			// Exactly at the limit, the image is sent.
-			exec = run(t, tt.src, tt.p, script(tt.p, scripted{id: "call_0", name: "media", args: map[string]any{"big": tt.limit / 4 * 3}}), &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}})
+			exec = run(t, tt.src, tt.p, script(tt.p, scripted{id: "call_0", name: "media", args: map[string]any{"big": tt.limit / 4 * 3}}), &adapters.ExecOptions{ToolSet: listing.ToolSet})
 			if n := imagesIn(tt.p, exec.Results[0]); n != 2 {
 				t.Errorf("at the limit: %d images, want 2", n)
 			}
@@ -382,7 +382,7 @@ func TestMaxImageBytesOption(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			listing := listFor(t, cl, p)
 			resp := script(p, scripted{id: "call_0", name: "media", args: map[string]any{"big": 3000, "blob": 3000}})
-			o := &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}}
+			o := &adapters.ExecOptions{ToolSet: listing.ToolSet}
 			o.MaxImageBytes = 1000
 			s := canon(run(t, cl, p, resp, o).Results[0])
 			for _, kind := range []string{"image", "resource: file:///big.png"} {
@@ -467,7 +467,7 @@ func TestInvalidUTF8Repaired(t *testing.T) {
 				for i, name := range []string{"lab__text", "lab__fail", "lab__fail_empty", "lab__structured"} {
 					cs = append(cs, scripted{id: fmt.Sprintf("call_%d", i), name: name, args: map[string]any{}})
 				}
-				o := &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}}
+				o := &adapters.ExecOptions{ToolSet: listing.ToolSet}
 				o.Structured = mode
 				exec := run(t, src, p, script(p, cs...), o)
 				for i, ans := range exec.Results {
@@ -535,7 +535,7 @@ func FuzzExecuteLimits(f *testing.F) {
 		src := &countingSource{}
 		lim := adapters.Limits{MaxToolCalls: int(maxCalls%8) + 1, MaxResponseBytes: int(maxBytes) + 1}
 		exec, err := adapters.ExecuteToolCalls(context.Background(), src, p, data, &adapters.ExecOptions{
-			CallOptions: conduit.CallOptions{ToolSet: ts}, MaxConcurrency: 1, Limits: lim})
+			ToolSet: ts, MaxConcurrency: 1, Limits: lim})
 		if len(data) > lim.MaxResponseBytes {
 			if !errors.Is(err, adapters.ErrResponseTooLarge) || src.n.Load() != 0 {
 				t.Fatalf("a response of %d bytes over %d: %v, %d sent", len(data), lim.MaxResponseBytes, err, src.n.Load())

@@ -266,7 +266,7 @@ func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d dr
 	if err != nil {
 		return fmt.Errorf("adapters: %s's tool search: %w", c.p, err)
 	}
-	l := &Listing{Tools: s.tools, ToolSet: ts, NullPaths: s.rep.NullPaths, Excluded: s.rep.Excluded, Warnings: s.warnings,
+	l := &Listing{Tools: s.tools, ToolSet: ts, NullPaths: s.rep.NullPaths, Excluded: s.rep.Excluded, Warnings: append(serverWarnings(ts), s.warnings...),
 		SearchTool: s.name, Deferred: deferredNames(ts, lts)}
 	for _, f := range s.rep.Fallbacks {
 		l.Fallbacks = append(l.Fallbacks, f.Tool)
@@ -321,7 +321,7 @@ func (s *searcher) listing() (*Listing, []openai.Fallback) {
 	ts := conduit.ToolSetOf(s.loaded...)
 	tools, rep := s.d.tools(ts, &s.lo)
 	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded,
-		Warnings:   append(slices.Clip(s.notes), s.d.check(ts)...),
+		Warnings:   append(append(serverWarnings(s.all), s.notes...), s.d.check(ts)...),
 		SearchTool: SearchToolName, Deferred: deferredNames(s.all, ts), Revealed: slices.Clone(s.revealed)}
 	var fresh []openai.Fallback
 	for _, f := range rep.Fallbacks {

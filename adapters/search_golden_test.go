@@ -104,14 +104,14 @@ func TestGoldenSearchDocs(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				defer cancel()
-				hub, err := conduit.NewHub(ctx, servers, &conduit.HubOptions{Options: conduit.Options{Policy: conduit.AllowAll()}})
+				hub, err := conduit.NewHub(ctx, servers, &conduit.Options{Policy: conduit.AllowAll()})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer hub.Close()
 				conv := newConv(t, hub, p, &adapters.ConversationOptions{Search: adapters.SearchOptions{Mode: adapters.SearchOn}})
 				response := readJSON(t, f)
-				exec, out := execute(t, hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: conv.Listing().ToolSet}, NullPaths: conv.Listing().NullPaths}, mu.calls)
+				exec, out := execute(t, hub, p, response, &adapters.ExecOptions{ToolSet: conv.Listing().ToolSet, NullPaths: conv.Listing().NullPaths}, mu.calls)
 				for i, e := range exec.Errors {
 					if e != nil {
 						t.Errorf("documented call %d failed: %v", i, e)

@@ -113,8 +113,7 @@ func catalogHub(t testing.TB, o hubOpts) (*conduit.Hub, *catalog) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	hub, err := conduit.NewHub(ctx, servers, &conduit.HubOptions{Options: conduit.Options{
-		Policy: o.policy, Approver: o.approver, Hooks: o.hooks, Filter: o.filter, Reconnect: conduit.Backoff{Disabled: true}}})
+	hub, err := conduit.NewHub(ctx, servers, &conduit.Options{Policy: o.policy, Approver: o.approver, Hooks: o.hooks, Filter: o.filter, Reconnect: conduit.Backoff{Disabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,7 +382,7 @@ func TestSearchNeverFindsHidden(t *testing.T) {
 	queries := append([]string{"delete", "drop database", "delete file", "delete repository", "kubectl delete", strings.Join(words, " ")}, words...)
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
-			opts := &adapters.ConversationOptions{CallOptions: conduit.CallOptions{Principal: "guest"},
+			opts := &adapters.ConversationOptions{Principal: "guest",
 				Search: adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: true, Limit: adapters.MaxSearchLimit}}
 			conv := newConv(t, hub, p, opts)
 			var calls []scripted
@@ -428,7 +427,7 @@ func TestSearchNeverFindsHidden(t *testing.T) {
 			}
 			// The provider's own search is offered only what the guest may
 			// see, too.
-			native := newConv(t, hub, p, &adapters.ConversationOptions{CallOptions: conduit.CallOptions{Principal: "guest"},
+			native := newConv(t, hub, p, &adapters.ConversationOptions{Principal: "guest",
 				Search: adapters.SearchOptions{Mode: adapters.SearchOn}})
 			nl := native.Listing()
 			for _, h := range hidden {
@@ -461,7 +460,7 @@ func TestSearchGoverned(t *testing.T) {
 	})
 	p := adapters.Gemini
 	// Asked, and rejected: nothing is revealed.
-	careful := newConv(t, hub, p, &adapters.ConversationOptions{CallOptions: conduit.CallOptions{Principal: "careful"}})
+	careful := newConv(t, hub, p, &adapters.ConversationOptions{Principal: "careful"})
 	exec, err := careful.Execute(ctx, script(p, scripted{id: "s1", name: "search_tools", args: map[string]any{"query": "pods"}}))
 	if err != nil {
 		t.Fatal(err)
@@ -616,7 +615,7 @@ func FuzzSearchPrefix(f *testing.F) {
 			qs = qs[:8]
 		}
 		for _, p := range adapters.Providers() {
-			conv := newConv(t, hub, p, &adapters.ConversationOptions{CallOptions: conduit.CallOptions{Principal: "guest"},
+			conv := newConv(t, hub, p, &adapters.ConversationOptions{Principal: "guest",
 				ListingOptions: adapters.ListingOptions{CacheLast: true},
 				Search:         adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: true, Limit: int(limit)}})
 			prev := conv.Tools()

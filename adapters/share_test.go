@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 )
 
@@ -97,7 +96,7 @@ func TestAnswersShareNothing(t *testing.T) {
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
 			listing := listFor(t, hub, p)
-			opts := &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet}, NullPaths: listing.NullPaths}
+			opts := &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths}
 			// A response as a model's API gives it: decoded JSON.
 			decoded := func() map[string]any {
 				var m map[string]any

@@ -69,7 +69,10 @@ type Listing struct {
 	// Excluded the tools left out under StrictOn (exposed names).
 	Fallbacks []string
 	Excluded  []string
-	// Warnings are what the provider is known to reject or mishandle.
+	// Warnings are what the user should know before the tools are sent:
+	// servers that are down (conduit.ToolSet.Warnings: above all, no tool
+	// offered at all), and what the provider is known to reject or
+	// mishandle.
 	Warnings []toolcall.Warning
 	// SearchTool, in a Conversation's search mode, is the name of the
 	// search tool offered (search_tools, or the provider's own), and
@@ -117,12 +120,21 @@ func listToolSet(ctx context.Context, ts *conduit.ToolSet, p Provider, o *Listin
 		o = &ListingOptions{}
 	}
 	tools, rep := d.tools(ts, o)
-	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded, Warnings: d.check(ts)}
+	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded, Warnings: append(serverWarnings(ts), d.check(ts)...)}
 	for _, f := range rep.Fallbacks {
 		l.Fallbacks = append(l.Fallbacks, f.Tool)
 	}
 	traceFallbacks(ctx, o, rep.Fallbacks)
 	return l, nil
+}
+
+// serverWarnings are ts's warnings of servers that are down.
+func serverWarnings(ts *conduit.ToolSet) []toolcall.Warning {
+	var ws []toolcall.Warning
+	for _, w := range ts.Warnings() {
+		ws = append(ws, toolcall.Warning{Message: w})
+	}
+	return ws
 }
 
 // traceFallbacks tells the listing's Trace and Logger of strict-mode

@@ -159,3 +159,38 @@ func TestProviders(t *testing.T) {
 		t.Error("ExecuteToolCalls with an invalid provider")
 	}
 }
+
+// A server that went down is a warning of every listing, for every
+// provider; and a call of its tool, offered before it went down, is
+// answered as unavailable (try again later), whether the calls resolve
+// against the tool set offered or, as in another process, against the
+// current one.
+func TestServerDown(t *testing.T) {
+	hub, _, gone := labHub(t, hubOpts{})
+	ctx := context.Background()
+	conv, err := adapters.NewConversation(ctx, hub, adapters.Anthropic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeDown(t, hub, gone)
+	for _, p := range adapters.Providers() {
+		l, err := adapters.Tools(ctx, hub, p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l.Warnings) == 0 || l.Warnings[0].Tool != "" || !strings.HasPrefix(l.Warnings[0].Message, "server gone is down, so its tools are not offered") {
+			t.Errorf("%v: warnings %+v", p, l.Warnings)
+		}
+	}
+	response := script(adapters.Anthropic, scripted{id: "a", name: "gone__ping", args: map[string]any{}})
+	later, err := conv.Execute(ctx, response)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := run(t, hub, adapters.Anthropic, response, nil)
+	for _, exec := range []*adapters.Execution{later, elsewhere} {
+		if k, _ := conduit.KindOf(exec.Errors[0]); k != conduit.KindUnavailable || !strings.Contains(exec.Errors[0].Error(), "try again later") {
+			t.Errorf("answer %v", exec.Errors[0])
+		}
+	}
+}

@@ -74,28 +74,28 @@ func BenchmarkParts(b *testing.B) {
 	audit := hooks[0]
 	for _, part := range []struct {
 		name  string
-		edit  func(*conduit.HubOptions)
+		edit  func(*conduit.Options)
 		shape bool
 	}{
-		{"none", func(o *conduit.HubOptions) {
-			o.Options = conduit.Options{Logger: o.Logger, Policy: conduit.AllowAll()}
+		{"none", func(o *conduit.Options) {
+			*o = conduit.Options{Logger: o.Logger, Policy: conduit.AllowAll()}
 		}, false},
-		{"policy", func(o *conduit.HubOptions) {
-			o.Options = conduit.Options{Logger: o.Logger, Policy: p, Approver: a}
+		{"policy", func(o *conduit.Options) {
+			*o = conduit.Options{Logger: o.Logger, Policy: p, Approver: a}
 		}, false},
-		{"validate", func(o *conduit.HubOptions) {
-			o.Options = conduit.Options{Logger: o.Logger, Policy: p, Approver: a, Validate: true}
+		{"validate", func(o *conduit.Options) {
+			*o = conduit.Options{Logger: o.Logger, Policy: p, Approver: a, Validate: true}
 		}, false},
-		{"before", func(o *conduit.HubOptions) {
-			o.Options = conduit.Options{Logger: o.Logger, Policy: p, Approver: a, Validate: true,
+		{"before", func(o *conduit.Options) {
+			*o = conduit.Options{Logger: o.Logger, Policy: p, Approver: a, Validate: true,
 				Hooks: []conduit.Hook{{Name: audit.Name, Before: audit.Before}}}
 		}, false},
-		{"after", func(o *conduit.HubOptions) {
-			o.Options = conduit.Options{Logger: o.Logger, Policy: p, Approver: a, Validate: true,
+		{"after", func(o *conduit.Options) {
+			*o = conduit.Options{Logger: o.Logger, Policy: p, Approver: a, Validate: true,
 				Hooks: hooks}
 		}, false},
 		{"shape", nil, true},
-		{"inline", func(o *conduit.HubOptions) {
+		{"inline", func(o *conduit.Options) {
 			o.Hooks = slices.Clone(o.Hooks)
 			for i := range o.Hooks {
 				o.Hooks[i].Inline = true

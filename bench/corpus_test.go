@@ -26,7 +26,7 @@ func corpusHub(ctx context.Context, c *corpus.Corpus) (*conduit.Hub, *conduit.To
 		}
 		servers = append(servers, conduit.Server{ID: s.ID, Transport: t})
 	}
-	hub, err := conduit.NewHub(ctx, servers, fixture.HubOptions())
+	hub, err := conduit.NewHub(ctx, servers, fixture.Options())
 	if err != nil {
 		return nil, nil, err
 	}

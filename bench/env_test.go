@@ -48,7 +48,7 @@ func newEnv(tb testing.TB, kind transportKind) *env {
 }
 
 // newEnvWith is newEnv with the hub's options changed by edit first.
-func newEnvWith(tb testing.TB, kind transportKind, edit func(*conduit.HubOptions)) *env {
+func newEnvWith(tb testing.TB, kind transportKind, edit func(*conduit.Options)) *env {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	tb.Cleanup(cancel)
@@ -98,7 +98,7 @@ func newEnvWith(tb testing.TB, kind transportKind, edit func(*conduit.HubOptions
 	}
 	e.raw = raw
 
-	hopts := fixture.HubOptions()
+	hopts := fixture.Options()
 	governed := true
 	if edit != nil {
 		edit(hopts)
@@ -125,7 +125,7 @@ func newEnvWith(tb testing.TB, kind transportKind, edit func(*conduit.HubOptions
 	// The governed call shapes its result for a model, as a program that
 	// hands it to one does (0.1 did it in the pipeline).
 	e.copts, e.shape = &conduit.CallOptions{ToolSet: e.listing.ToolSet, Principal: principal}, true
-	e.eopts = &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: e.listing.ToolSet, Principal: principal}, NullPaths: e.listing.NullPaths}
+	e.eopts = &adapters.ExecOptions{ToolSet: e.listing.ToolSet, Principal: principal, NullPaths: e.listing.NullPaths}
 
 	// Both paths must work, and the governance must run, before anything
 	// is timed.

@@ -79,7 +79,7 @@ func newGatewayEnv(tb testing.TB) *gatewayEnv {
 	// conduit serve.
 	p, _, _ := fixture.Governance()
 	g, err := gateway.New(ctx, []conduit.Server{{ID: fixture.ServerID, URL: up.URL}}, &gateway.Options{
-		Options:     conduit.Options{Policy: p, Logger: slog.New(slog.DiscardHandler)},
+		Hub:         &conduit.Options{Policy: p, Logger: slog.New(slog.DiscardHandler)},
 		Transparent: true,
 	})
 	if err != nil {

@@ -62,7 +62,7 @@ func firstListing(ctx context.Context, tools []*mcp.Tool, n int, raw bool) (time
 	for i, t := range ts {
 		servers = append(servers, conduit.Server{ID: fmt.Sprintf("files%02d", i), Transport: t})
 	}
-	hub, err := conduit.NewHub(ctx, servers, fixture.HubOptions())
+	hub, err := conduit.NewHub(ctx, servers, fixture.Options())
 	if err != nil {
 		return 0, err
 	}
@@ -147,7 +147,7 @@ func BenchmarkList(b *testing.B) {
 			}
 			servers = append(servers, conduit.Server{ID: fmt.Sprintf("files%02d", i), Transport: t})
 		}
-		hub, err := conduit.NewHub(ctx, servers, fixture.HubOptions())
+		hub, err := conduit.NewHub(ctx, servers, fixture.Options())
 		if err != nil {
 			b.Fatal(err)
 		}

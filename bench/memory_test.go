@@ -101,7 +101,7 @@ func BenchmarkMemory(b *testing.B) {
 		for i, t := range ts {
 			servers = append(servers, conduit.Server{ID: fmt.Sprintf("files%03d", i), Transport: t})
 		}
-		hub, err := conduit.NewHub(ctx, servers, fixture.HubOptions())
+		hub, err := conduit.NewHub(ctx, servers, fixture.Options())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -80,7 +80,7 @@ func tracedEnv(b *testing.B, kind transportKind, mk func(*testing.B) *conduit.Tr
 		return e
 	}
 	tr := mk(b)
-	return newEnvWith(b, kind, func(o *conduit.HubOptions) { o.Trace = tr })
+	return newEnvWith(b, kind, func(o *conduit.Options) { o.Trace = tr })
 }
 
 // otlpProviders are an SDK tracer provider with a batching span processor

@@ -97,7 +97,7 @@ func serverSamples(t *testing.T) []tokenSample {
 	h, err := conduit.NewHub(ctx, []conduit.Server{
 		{ID: "fs", Command: fsCmd, Args: fsArgs},
 		{ID: "ev", Command: evCmd, Args: evArgs},
-	}, &conduit.HubOptions{Options: conduit.Options{Policy: conduit.AllowAll(), Limits: conduit.Limits{MaxResultBytes: -1}}})
+	}, &conduit.Options{Policy: conduit.AllowAll(), Limits: conduit.Limits{MaxResultBytes: -1}})
 	if err != nil {
 		t.Fatal(err)
 	}

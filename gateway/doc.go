@@ -42,7 +42,7 @@
 // session's client, naming the tool and its arguments: accept runs the
 // call, decline, cancel or no answer within [Options.ApprovalTimeout]
 // deny it. A client that declared no elicitation cannot be asked: the
-// call is denied with a message that says so (or [conduit.Options]'
+// call is denied with a message that says so (or Options.Hub's
 // Approver decides, when one is set).
 //
 // What a server asks of its client during a call (elicitation, sampling,

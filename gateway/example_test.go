@@ -34,7 +34,7 @@ func notesServer() conduit.Server {
 
 func ExampleGateway_Serve() {
 	ctx := context.Background()
-	g, err := gateway.New(ctx, []conduit.Server{notesServer()}, &gateway.Options{Options: conduit.Options{
+	g, err := gateway.New(ctx, []conduit.Server{notesServer()}, &gateway.Options{Hub: &conduit.Options{
 		Policy: conduit.NewPolicy(conduit.Allow("notes/add")),
 	}})
 	if err != nil {
@@ -81,7 +81,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func ExampleGateway_Handler() {
 	ctx := context.Background()
-	g, err := gateway.New(ctx, []conduit.Server{notesServer()}, &gateway.Options{Options: conduit.Options{
+	g, err := gateway.New(ctx, []conduit.Server{notesServer()}, &gateway.Options{Hub: &conduit.Options{
 		Policy: conduit.NewPolicy(conduit.Allow("notes/delete").When(conduit.Principal("admin")), conduit.Allow("notes/add")),
 	}})
 	if err != nil {
@@ -130,7 +130,7 @@ func ExampleGateway_Handler() {
 }
 
 func ExampleGateway_ListenAndServe() {
-	g, err := gateway.New(context.Background(), []conduit.Server{notesServer()}, &gateway.Options{Options: conduit.Options{
+	g, err := gateway.New(context.Background(), []conduit.Server{notesServer()}, &gateway.Options{Hub: &conduit.Options{
 		Policy: conduit.AllowAll(),
 	}})
 	if err != nil {

@@ -18,17 +18,19 @@ import (
 const DefaultApprovalTimeout = 2 * time.Minute
 
 // Options configure a [Gateway]. The zero value of each field is its
-// default; a Policy is required.
+// default, except Hub, which must carry a Policy.
 type Options struct {
-	// Options govern every call and keep the servers' sessions, as for a
-	// hub. Policy is required (conduit.AllowAll() is an explicit choice).
-	// Approver answers the "ask" rules of sessions whose client cannot be
-	// asked (it declared no elicitation); without one, those calls are
-	// denied with a message that says why. Implementation is also the
-	// gateway's identity to its clients. Trace is called as well as the
-	// gateway's own. Handlers must be nil: the gateway routes what servers
-	// send to the sessions whose calls it belongs to.
-	conduit.Options
+	// Hub governs every call and keeps the servers' sessions, as it does
+	// for conduit.NewHub (or conduit.NewClient in transparent mode).
+	// Hub.Policy is required (conduit.AllowAll() is an explicit choice).
+	// Hub.Approver answers the "ask" rules of sessions whose client cannot
+	// be asked (it declared no elicitation); without one, those calls are
+	// denied with a message that says why. Hub.Implementation is also the
+	// gateway's identity to its clients, and Hub.Logger its logger.
+	// Hub.Trace is called as well as the gateway's own. Hub.Handlers must
+	// be nil (New refuses them): the gateway routes what servers send to
+	// the sessions whose calls it belongs to.
+	Hub *conduit.Options
 
 	// Transparent serves a single server under its own tool and prompt
 	// names, without the server__ prefix (a conduit.Client instead of a
@@ -114,21 +116,21 @@ const (
 // first connection attempts), and returns a gateway ready to serve them.
 // In transparent mode servers must hold exactly one server.
 func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway, error) {
-	if opts == nil || opts.Policy == nil {
-		return nil, errors.New("gateway: a Policy is required (conduit.AllowAll() allows every call)")
+	if opts == nil || opts.Hub == nil || opts.Hub.Policy == nil {
+		return nil, errors.New("gateway: a Policy is required in Options.Hub (conduit.AllowAll() allows every call)")
 	}
-	if opts.Handlers != nil {
-		return nil, errors.New("gateway: Options.Handlers must be nil: the gateway routes what servers send to its sessions")
+	if opts.Hub.Handlers != nil {
+		return nil, errors.New("gateway: Options.Hub.Handlers must be nil: the gateway routes what servers send to its sessions")
 	}
 	if opts.Transparent && len(servers) != 1 {
 		return nil, fmt.Errorf("gateway: transparent mode serves one server, not %d", len(servers))
 	}
 	g := &Gateway{
 		middleware:  slices.Clone(opts.Middleware),
-		approver:    opts.Approver,
+		approver:    opts.Hub.Approver,
 		approveWait: opts.ApprovalTimeout,
 		instr:       opts.Instructions,
-		logger:      opts.Logger,
+		logger:      opts.Hub.Logger,
 		sessions:    map[*session]struct{}{},
 		subs:        map[string]int{},
 		kick:        make(chan struct{}, 1),
@@ -141,22 +143,22 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		g.logger = slog.New(slog.DiscardHandler)
 	}
 	g.sdkLogger = g.logger.With("component", "mcp-server")
-	g.impl = opts.Implementation
+	g.impl = opts.Hub.Implementation
 	if g.impl == nil {
 		g.impl = &mcp.Implementation{Name: "conduit", Version: conduit.Version}
 	}
-	o := opts.Options
+	o := *opts.Hub
 	o.Approver = g.approve
 	o.Handlers = g.hubHandlers()
-	o.Trace = g.trace(opts.Trace)
+	o.Trace = g.trace(opts.Hub.Trace)
 	// The trace may be called while the servers connect.
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	var src source
 	var err error
 	if opts.Transparent {
-		src, err = conduit.NewClient(ctx, servers[0], &conduit.ClientOptions{Options: o})
+		src, err = conduit.NewClient(ctx, servers[0], &o)
 	} else {
-		src, err = conduit.NewHub(ctx, servers, &conduit.HubOptions{Options: o})
+		src, err = conduit.NewHub(ctx, servers, &o)
 	}
 	if err != nil {
 		g.cancel()

@@ -182,7 +182,7 @@ func TestToolsAndCalls(t *testing.T) {
 	})
 	notes.tool("delete", "Delete a note.", echo("deleted "))
 	notes.tool("admin", "Administer.", echo("admin "))
-	g := newGateway(t, []conduit.Server{notes.server("notes")}, &gateway.Options{Options: conduit.Options{Policy: conduit.NewPolicy(
+	g := newGateway(t, []conduit.Server{notes.server("notes")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.NewPolicy(
 		conduit.Deny("notes/admin").When(conduit.Not(conduit.Principal("root"))),
 		conduit.Deny("notes/delete"),
 		conduit.Allow("*"),
@@ -239,7 +239,7 @@ func TestToolsAndCalls(t *testing.T) {
 func TestDeniedCall(t *testing.T) {
 	files := newUpstream(t, "files")
 	files.tool("write", "Write.", echo("wrote "))
-	g := newGateway(t, []conduit.Server{files.server("files")}, &gateway.Options{Options: conduit.Options{Policy: conduit.NewPolicy(
+	g := newGateway(t, []conduit.Server{files.server("files")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.NewPolicy(
 		conduit.Deny("files/write").When(func(c *conduit.Call) bool { return c.Args != nil && c.Args["path"] == "/etc/passwd" }),
 		conduit.Allow("*"),
 	)}})
@@ -260,7 +260,7 @@ func TestAskBecomesElicitation(t *testing.T) {
 	shell := newUpstream(t, "shell")
 	shell.tool("run", "Run a command.", echo("ran "))
 	g := newGateway(t, []conduit.Server{shell.server("shell")}, &gateway.Options{
-		Options: conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("shell/*"))},
+		Hub: &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("shell/*"))},
 	})
 	var mu sync.Mutex
 	action := "accept"
@@ -296,7 +296,7 @@ func TestApprovalTimeout(t *testing.T) {
 	shell := newUpstream(t, "shell")
 	shell.tool("run", "Run a command.", echo("ran "))
 	g := newGateway(t, []conduit.Server{shell.server("shell")}, &gateway.Options{
-		Options:         conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("shell/*"))},
+		Hub:             &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("shell/*"))},
 		ApprovalTimeout: 100 * time.Millisecond,
 	})
 	release := make(chan struct{})
@@ -319,7 +319,7 @@ func TestSessionTaint(t *testing.T) {
 	web.tool("fetch", "Fetch a page.", echo("page "))
 	mail := newUpstream(t, "mail")
 	mail.tool("send", "Send mail.", echo("sent "))
-	g := newGateway(t, []conduit.Server{web.server("web"), mail.server("mail")}, &gateway.Options{Options: conduit.Options{Policy: conduit.NewPolicy(
+	g := newGateway(t, []conduit.Server{web.server("web"), mail.server("mail")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.NewPolicy(
 		conduit.Deny("mail/*").When(conduit.Tainted("web")),
 		conduit.Allow("*"),
 	)}})
@@ -356,7 +356,7 @@ func TestSessionTaint(t *testing.T) {
 func TestListChanged(t *testing.T) {
 	a := newUpstream(t, "a")
 	a.tool("one", "One.", echo(""))
-	g := newGateway(t, []conduit.Server{a.server("a")}, &gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll()}})
+	g := newGateway(t, []conduit.Server{a.server("a")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
 	s1, ev1 := connect(t, g, "u1", nil)
 	s2, ev2 := connect(t, g, "u2", nil)
 	toolNames(t, s1)
@@ -391,7 +391,7 @@ func TestProgressAndServerRequests(t *testing.T) {
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": &mcp.ElicitParams{
 			Message: "your name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}}}, nil
 	})
-	g := newGateway(t, []conduit.Server{up.server("up")}, &gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll()}})
+	g := newGateway(t, []conduit.Server{up.server("up")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
 	cs, ev := connect(t, g, "", func(req *mcp.ElicitRequest) *mcp.ElicitResult {
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}
 	})
@@ -427,7 +427,7 @@ func TestPromptsAndResources(t *testing.T) {
 	}
 	docs.AddResource(&mcp.Resource{Name: "readme", URI: "docs://readme"}, read)
 	docs.AddResourceTemplate(&mcp.ResourceTemplate{Name: "page", URITemplate: "docs://pages/{n}"}, read)
-	g := newGateway(t, []conduit.Server{docs.server("docs")}, &gateway.Options{Options: conduit.Options{Policy: conduit.NewPolicy(
+	g := newGateway(t, []conduit.Server{docs.server("docs")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.NewPolicy(
 		conduit.Deny("docs/secret"), conduit.Allow("*"))}})
 	cs, _ := connect(t, g, "", nil)
 	ctx := context.Background()
@@ -459,8 +459,8 @@ func TestNewErrors(t *testing.T) {
 		want string
 	}{
 		{nil, 1, "Policy is required"},
-		{&gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll(), Handlers: &conduit.Handlers{}}}, 1, "Handlers must be nil"},
-		{&gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll()}, Transparent: true}, 2, "transparent mode serves one server"},
+		{&gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll(), Handlers: &conduit.Handlers{}}}, 1, "Handlers must be nil"},
+		{&gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}, Transparent: true}, 2, "transparent mode serves one server"},
 	} {
 		servers := []conduit.Server{a.server("a"), a.server("b")}[:tc.n]
 		if _, err := gateway.New(context.Background(), servers, tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -484,7 +484,7 @@ func TestPinnedTools(t *testing.T) {
 		{Name: "read", Description: "Read.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		{Name: "write", Description: "Write, as reviewed.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 	})
-	g := newGateway(t, []conduit.Server{files.server("files")}, &gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll(), Pins: pins}})
+	g := newGateway(t, []conduit.Server{files.server("files")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll(), Pins: pins}})
 	cs, _ := connect(t, g, "", nil)
 	if got := toolNames(t, cs); !slices.Equal(got, []string{"files__read"}) {
 		t.Fatalf("tools %v: the changed write is offered", got)

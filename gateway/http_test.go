@@ -37,7 +37,7 @@ func rawGateway(t *testing.T, o *gateway.HTTPOptions) (url string, received *ato
 			return next(ctx, method, req)
 		}
 	})
-	g := newGateway(t, []conduit.Server{up.server("up")}, &gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll()}})
+	g := newGateway(t, []conduit.Server{up.server("up")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
 	h, err := g.Handler(o)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +211,7 @@ func TestHTTPNoAuth(t *testing.T) {
 	open(t, url, "")
 
 	up := newUpstream(t, "up")
-	g := newGateway(t, []conduit.Server{up.server("up")}, &gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll()}})
+	g := newGateway(t, []conduit.Server{up.server("up")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
 	h, err := g.Handler(&gateway.HTTPOptions{NoAuth: true})
 	if err != nil {
 		t.Fatal(err)

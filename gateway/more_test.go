@@ -48,7 +48,7 @@ func TestServerDownAndBack(t *testing.T) {
 	g := newGateway(t, []conduit.Server{
 		stable.server("stable"),
 		{ID: "child", Command: exe, Env: map[string]string{childEnv: "1", "GORACE": "atexit_sleep_ms=0"}},
-	}, &gateway.Options{Options: conduit.Options{
+	}, &gateway.Options{Hub: &conduit.Options{
 		Policy:    conduit.AllowAll(),
 		Reconnect: conduit.Backoff{Min: 50 * time.Millisecond, Max: 100 * time.Millisecond},
 	}})
@@ -95,7 +95,7 @@ func TestMetaCancelLogging(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		return text("logged"), nil
 	})
-	g := newGateway(t, []conduit.Server{up.server("up")}, &gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll()}})
+	g := newGateway(t, []conduit.Server{up.server("up")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
 	cs, ev := connect(t, g, "", nil)
 	ctx := context.Background()
 
@@ -145,7 +145,7 @@ func TestResourceUpdates(t *testing.T) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "ok"}}}, nil
 	})
 	u := &upstream{Server: up, t: t}
-	g := newGateway(t, []conduit.Server{u.server("up")}, &gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll()}})
+	g := newGateway(t, []conduit.Server{u.server("up")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
 	updated := make(chan string, 100)
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -231,7 +231,7 @@ func TestSharedURIAndLegacyRequests(t *testing.T) {
 		return text(res.Action), nil
 	})
 	var logs syncBuffer
-	g := newGateway(t, []conduit.Server{a.server("a"), b.server("b")}, &gateway.Options{Options: conduit.Options{
+	g := newGateway(t, []conduit.Server{a.server("a"), b.server("b")}, &gateway.Options{Hub: &conduit.Options{
 		Policy: conduit.AllowAll(),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	}})

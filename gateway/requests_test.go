@@ -128,7 +128,7 @@ func TestServerRequestsDuringCall(t *testing.T) {
 	modern := askingServer(t, "modern", nil, &modernCalls)
 	legacy := askingServer(t, "legacy", []string{"2025-11-25"}, &legacyCalls)
 	g := newGateway(t, []conduit.Server{modern.server("modern"), legacy.server("legacy")},
-		&gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll()}})
+		&gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
 
 	client := func(name string, caps *mcp.ClientCapabilities) *mcp.Client {
 		c := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
@@ -215,7 +215,7 @@ func TestCompletion(t *testing.T) {
 	mail := newUpstream(t, "mail")
 	mail.tool("send", "Send mail.", echo("sent "))
 	g := newGateway(t, []conduit.Server{docs.server("docs"), other.server("other"), quiet.server("quiet"), mail.server("mail")},
-		&gateway.Options{Options: conduit.Options{Policy: conduit.NewPolicy(
+		&gateway.Options{Hub: &conduit.Options{Policy: conduit.NewPolicy(
 			conduit.Deny("mail/*").When(conduit.Tainted("docs")),
 			conduit.Allow("*"),
 		)}})

@@ -4,9 +4,9 @@
 // conduit's go.mod does not carry the OpenTelemetry SDK.
 //
 //	tel, err := otelconduit.New(nil) // the global tracer and meter providers and propagator
-//	hub, err := conduit.NewHub(ctx, servers, &conduit.HubOptions{Options: conduit.Options{
+//	hub, err := conduit.NewHub(ctx, servers, &conduit.Options{
 //		Policy: p, Trace: tel.Trace(),
-//	}})
+//	})
 //	conv, err := adapters.NewConversation(ctx, hub, adapters.OpenAIChat, &adapters.ConversationOptions{
 //		ListingOptions: adapters.ListingOptions{Trace: tel.AdaptersTrace()},
 //	})

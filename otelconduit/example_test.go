@@ -46,10 +46,8 @@ func ExampleNew() {
 	}
 	defer ss.Close()
 
-	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "notes", Transport: ct}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.NewPolicy(conduit.Allow("notes/search")),
-		Trace:  tel.Trace(),
-	}})
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "notes", Transport: ct}}, &conduit.Options{Policy: conduit.NewPolicy(conduit.Allow("notes/search")),
+		Trace: tel.Trace()})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -118,7 +116,7 @@ func ExampleTelemetry_ServerMiddleware() {
 	defer ss.Close()
 
 	g, err := gateway.New(ctx, []conduit.Server{{ID: "notes", Transport: ct}}, &gateway.Options{
-		Options:    conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()},
+		Hub:        &conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()},
 		Middleware: []mcp.Middleware{tel.ServerMiddleware()},
 	})
 	if err != nil {

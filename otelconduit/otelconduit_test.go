@@ -143,9 +143,8 @@ func (s *server) inMemory(t *testing.T) mcp.Transport {
 	return ct
 }
 
-func governance(tr *conduit.Trace) *conduit.HubOptions {
-	return &conduit.HubOptions{Options: conduit.Options{
-		Policy:   conduit.NewPolicy(conduit.Deny("*/drop"), conduit.Ask("*/write"), conduit.Allow("*")),
+func governance(tr *conduit.Trace) *conduit.Options {
+	return &conduit.Options{Policy: conduit.NewPolicy(conduit.Deny("*/drop"), conduit.Ask("*/write"), conduit.Allow("*")),
 		Validate: true,
 		Approver: func(_ context.Context, req conduit.ApprovalRequest) conduit.Approval {
 			if req.Call.Args["please"] == true {
@@ -162,11 +161,10 @@ func governance(tr *conduit.Trace) *conduit.HubOptions {
 				return nil
 			},
 		}},
-		Trace: tr,
-	}}
+		Trace: tr}
 }
 
-func newHub(t *testing.T, servers []conduit.Server, o *conduit.HubOptions) *conduit.Hub {
+func newHub(t *testing.T, servers []conduit.Server, o *conduit.Options) *conduit.Hub {
 	h, err := conduit.NewHub(context.Background(), servers, o)
 	if err != nil {
 		t.Fatal(err)
@@ -338,7 +336,7 @@ func TestHTTPPropagationAndPeer(t *testing.T) {
 	tel := s.telemetry(t, otelconduit.Options{})
 	url := strings.Replace(hs.URL, "http://", "http://me:pa55word@", 1) + "/mcp?token=s3cret"
 	hub := newHub(t, []conduit.Server{{ID: "web", URL: url, Headers: map[string]string{"Authorization": "Bearer t0ken"}}},
-		&conduit.HubOptions{Options: conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()}})
+		&conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()})
 
 	// A parent span of the caller's: the listing and the call are its
 	// children.
@@ -467,13 +465,11 @@ func TestAfterHookOutcome(t *testing.T) {
 	s := newSDK(t)
 	srv := newServer()
 	tel := s.telemetry(t, otelconduit.Options{})
-	hub := newHub(t, []conduit.Server{{ID: "fs", Transport: srv.inMemory(t)}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.AllowAll(),
+	hub := newHub(t, []conduit.Server{{ID: "fs", Transport: srv.inMemory(t)}}, &conduit.Options{Policy: conduit.AllowAll(),
 		Hooks: []conduit.Hook{{Name: "dlp", After: func(context.Context, *conduit.Call, *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 			return nil, errors.New("withheld")
 		}}},
-		Trace: tel.Trace(),
-	}})
+		Trace: tel.Trace()})
 	if _, err := hub.CallTool(context.Background(), "fs__read", map[string]any{}, nil); !errors.Is(err, conduit.ErrDenied) {
 		t.Fatalf("err = %v", err)
 	}
@@ -513,7 +509,7 @@ func TestStrictFallbackEvent(t *testing.T) {
 	}
 	t.Cleanup(func() { ss.Close() })
 	tel := s.telemetry(t, otelconduit.Options{})
-	hub := newHub(t, []conduit.Server{{ID: "t", Transport: ct}}, &conduit.HubOptions{Options: conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()}})
+	hub := newHub(t, []conduit.Server{{ID: "t", Transport: ct}}, &conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()})
 	ctx, turn := s.tp.Tracer("test").Start(context.Background(), "turn")
 	listing, err := adapters.Tools(ctx, hub, adapters.OpenAIChat, &adapters.ToolsOptions{ListingOptions: adapters.ListingOptions{Trace: tel.AdaptersTrace()}})
 	if err != nil {

@@ -69,7 +69,7 @@ func TestGatewayContinuesClientTrace(t *testing.T) {
 	tel := s.telemetry(t, otelconduit.Options{})
 	ctx := context.Background()
 	cs := serveGateway(t, []conduit.Server{{ID: "fs", Transport: srv.inMemory(t)}},
-		&gateway.Options{Options: conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()}})
+		&gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()}})
 
 	s.spans.Reset()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__read", Arguments: map[string]any{},
@@ -139,7 +139,7 @@ func TestRequestSpans(t *testing.T) {
 	s := newSDK(t)
 	tel := s.telemetry(t, otelconduit.Options{})
 	hub := newHub(t, []conduit.Server{{ID: "docs", Transport: featureServer(t)}},
-		&conduit.HubOptions{Options: conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()}})
+		&conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()})
 	ctx, turn := s.tp.Tracer("test").Start(context.Background(), "turn")
 	if _, err := hub.GetPrompt(ctx, "docs__review", map[string]string{"lang": "go"}, nil); err != nil {
 		t.Fatal(err)
@@ -234,7 +234,7 @@ func TestRequestContinuesMeta(t *testing.T) {
 	s := newSDK(t)
 	tel := s.telemetry(t, otelconduit.Options{})
 	hub := newHub(t, []conduit.Server{{ID: "docs", Transport: featureServer(t)}},
-		&conduit.HubOptions{Options: conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()}})
+		&conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()})
 	ctx, ambient := s.tp.Tracer("test").Start(context.Background(), "ambient")
 	defer ambient.End()
 	if _, err := hub.GetPrompt(ctx, "docs__review", nil, &conduit.CallOptions{Meta: mcp.Meta{"traceparent": clientTraceparen}}); err != nil {
@@ -254,7 +254,7 @@ func TestRequestContinuesMeta(t *testing.T) {
 func TestLocalSpan(t *testing.T) {
 	s := newSDK(t)
 	tel := s.telemetry(t, otelconduit.Options{})
-	hub := newHub(t, []conduit.Server{{ID: "fs", Transport: newServer().inMemory(t)}}, &conduit.HubOptions{Options: conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()}})
+	hub := newHub(t, []conduit.Server{{ID: "fs", Transport: newServer().inMemory(t)}}, &conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()})
 	lt := &conduit.LocalTool{
 		Tool: &conduit.Tool{Tool: &mcp.Tool{Name: "now", InputSchema: json.RawMessage(`{"type":"object"}`)}, Server: "app", Exposed: "app__now"},
 		Answer: func(context.Context, *conduit.Call) (*mcp.CallToolResult, error) {
@@ -288,7 +288,7 @@ func TestPinDriftEvent(t *testing.T) {
 	}
 	srv := newServer()
 	hub := newHub(t, []conduit.Server{{ID: "fs", Transport: srv.inMemory(t)}},
-		&conduit.HubOptions{Options: conduit.Options{Policy: conduit.AllowAll(), Pins: pins, Trace: tel.Trace()}})
+		&conduit.Options{Policy: conduit.AllowAll(), Pins: pins, Trace: tel.Trace()})
 	ctx, turn := s.tp.Tracer("test").Start(context.Background(), "turn")
 	if _, err := hub.ListTools(ctx); err != nil {
 		t.Fatal(err)

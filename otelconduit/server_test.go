@@ -26,7 +26,7 @@ func TestGatewayServerSpans(t *testing.T) {
 	tel := s.telemetry(t, otelconduit.Options{})
 	ctx := context.Background()
 	cs := serveGateway(t, []conduit.Server{{ID: "fs", Transport: srv.inMemory(t)}}, &gateway.Options{
-		Options:    conduit.Options{Policy: conduit.NewPolicy(conduit.Deny("*/drop"), conduit.Allow("*")), Trace: tel.Trace()},
+		Hub:        &conduit.Options{Policy: conduit.NewPolicy(conduit.Deny("*/drop"), conduit.Allow("*")), Trace: tel.Trace()},
 		Middleware: []mcp.Middleware{tel.ServerMiddleware()},
 	})
 

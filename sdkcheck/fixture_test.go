@@ -211,17 +211,15 @@ func newKit(t *testing.T) *kit {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: serverID, Transport: ct}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.NewPolicy(
-			conduit.Deny(serverID+"/forbidden").When(conduit.Tainted("web")),
-			conduit.Ask(serverID+"/deploy"),
-			conduit.Allow(serverID+"/*", "conduit/search_tools"),
-		),
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: serverID, Transport: ct}}, &conduit.Options{Policy: conduit.NewPolicy(
+		conduit.Deny(serverID+"/forbidden").When(conduit.Tainted("web")),
+		conduit.Ask(serverID+"/deploy"),
+		conduit.Allow(serverID+"/*", "conduit/search_tools"),
+	),
 		Approver: func(context.Context, conduit.ApprovalRequest) conduit.Approval {
 			return conduit.RejectAndHalt("deploys are frozen")
 		},
-		ConnectTimeout: 10 * time.Second,
-	}})
+		ConnectTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +252,7 @@ func (k *kit) list(t *testing.T, p adapters.Provider, o *adapters.ToolsOptions) 
 // at a time, so that the halt of deploy, the last call, cannot overtake
 // another call and the answers are the same on every run.
 func execOptions(l *adapters.Listing) *adapters.ExecOptions {
-	return &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: l.ToolSet, Taint: []string{"web"}, CallTimeout: 30 * time.Second}, NullPaths: l.NullPaths, MaxConcurrency: 1}
+	return &adapters.ExecOptions{ToolSet: l.ToolSet, Taint: []string{"web"}, CallTimeout: 30 * time.Second, NullPaths: l.NullPaths, MaxConcurrency: 1}
 }
 
 // part is one piece of an expected answer's content.

@@ -82,6 +82,12 @@ func TestServersDown(t *testing.T) {
 	// are not; with none up, they fail.
 	r = conduit(t, runOpts{dir: dir}, "tools", "--provider", "anthropic")
 	expect(t, r, 0, "server missing is down", "server quits is down")
+	// --require-servers fails fast instead, naming each, as conduit serve
+	// does.
+	for _, cmd := range [][]string{{"tools", "--provider", "anthropic"}, {"serve"}} {
+		r = conduit(t, runOpts{dir: dir}, append(cmd, "--require-servers", "--connect-timeout", "2s")...)
+		expect(t, r, 1, "servers are not up within 2s", "server missing is down", "server quits is down", "--require-servers")
+	}
 	dir = writeConfig(t, nil, "missing", map[string]any{"command": "/nonexistent/mcp-server"})
 	r = conduit(t, runOpts{dir: dir}, "tools", "--provider", "anthropic")
 	expect(t, r, 1, "no server in mcp.json is up")

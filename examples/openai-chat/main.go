@@ -45,7 +45,7 @@ func main() {
 	if cfg.Policy == nil {
 		log.Fatalf("%s has no policy: add one, such as \"policy\": [{\"ask\": [\"*\"]}]", *config)
 	}
-	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{Policy: cfg.Policy, Approver: askOnStdin}})
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.Options{Policy: cfg.Policy, Approver: askOnStdin})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -71,7 +71,7 @@ const maxTurns = 10
 // for them before a call reaches its server.
 func run(ctx context.Context, baseURL string, hc *http.Client, key, model string, src conduit.Source, user, prompt string) (string, error) {
 	conv, err := adapters.NewConversation(ctx, src, adapters.OpenAIChat, &adapters.ConversationOptions{
-		CallOptions: conduit.CallOptions{Principal: user},
+		Principal: user,
 	})
 	if err != nil {
 		return "", err

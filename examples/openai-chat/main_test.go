@@ -30,7 +30,7 @@ func newHub(t *testing.T, approver conduit.Approver) *conduit.Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub, err := conduit.NewHub(context.Background(), srvs, &conduit.HubOptions{Options: conduit.Options{Policy: cfg.Policy, Approver: approver}})
+	hub, err := conduit.NewHub(context.Background(), srvs, &conduit.Options{Policy: cfg.Policy, Approver: approver})
 	if err != nil {
 		t.Fatal(err)
 	}

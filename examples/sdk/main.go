@@ -47,7 +47,7 @@ func main() {
 	}
 	// No approver: the policy's "ask" rules are answered as denials that
 	// say approval was needed.
-	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{Policy: cfg.Policy}})
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.Options{Policy: cfg.Policy})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func run(ctx context.Context, baseURL string, hc *http.Client, model string, src
 	client := openai.NewClient(append([]option.RequestOption{option.WithBaseURL(baseURL), option.WithHTTPClient(hc)}, opts...)...)
 
 	conv, err := adapters.NewConversation(ctx, src, adapters.OpenAIChat, &adapters.ConversationOptions{
-		CallOptions: conduit.CallOptions{Principal: user},
+		Principal: user,
 	})
 	if err != nil {
 		return "", err

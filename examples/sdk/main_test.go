@@ -28,7 +28,7 @@ func newHub(t *testing.T) *conduit.Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub, err := conduit.NewHub(context.Background(), srvs, &conduit.HubOptions{Options: conduit.Options{Policy: cfg.Policy}})
+	hub, err := conduit.NewHub(context.Background(), srvs, &conduit.Options{Policy: cfg.Policy})
 	if err != nil {
 		t.Fatal(err)
 	}

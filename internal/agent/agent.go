@@ -150,7 +150,7 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	// at its end), which prompt caching needs, and the taint grows with
 	// every result that reaches the model.
 	conv, err := adapters.NewConversation(ctx, src, o.Provider, &adapters.ConversationOptions{
-		CallOptions:    conduit.CallOptions{Principal: o.Principal, CallTimeout: o.CallTimeout},
+		Principal: o.Principal, CallTimeout: o.CallTimeout,
 		ListingOptions: adapters.ListingOptions{CacheLast: true, Strict: o.Strict, Trace: o.ListingTrace},
 		Search:         o.Search,
 	})

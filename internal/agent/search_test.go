@@ -23,11 +23,11 @@ func searchHub(t *testing.T) *conduit.Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hub, err := conduit.NewHub(ctx, srvs, &conduit.HubOptions{Options: conduit.Options{Policy: conduit.NewPolicy(
+	hub, err := conduit.NewHub(ctx, srvs, &conduit.Options{Policy: conduit.NewPolicy(
 		conduit.Deny("notes/delete_*").When(conduit.Tainted("web")),
 		conduit.Allow("notes/search_*", "web/*", "conduit/search_tools"),
 		conduit.Ask("notes/*"),
-	)}})
+	)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -136,7 +136,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	}
 	defer hub.Close()
 	conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
-		CallOptions:    conduit.CallOptions{Principal: l.principal, Taint: taint, CallTimeout: c.timeout},
+		Principal: l.principal, Taint: taint, CallTimeout: c.timeout,
 		ListingOptions: adapters.ListingOptions{Strict: strict, Trace: env.listingTrace(nil)},
 		AnswerOptions:  toolcall.AnswerOptions{Structured: mode},
 		Search:         search,

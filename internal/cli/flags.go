@@ -77,12 +77,14 @@ func (fs *flagSet) parse(args []string) ([]string, error) {
 type hubFlags struct {
 	config         string
 	connectTimeout time.Duration
+	requireServers bool
 	verbose        bool
 }
 
 func (h *hubFlags) register(fs *flagSet) {
 	fs.StringVar(&h.config, "config", "mcp.json", "the MCP configuration `file` (mcpServers, and an optional policy)")
 	fs.DurationVar(&h.connectTimeout, "connect-timeout", 20*time.Second, "how long each server has to start and answer initialize")
+	fs.BoolVar(&h.requireServers, "require-servers", false, "fail unless every server is up within --connect-timeout (by default the command goes on with the servers that are up)")
 	fs.BoolVar(&h.verbose, "v", false, "log conduit's and the MCP SDK's events to stderr")
 }
 
@@ -170,18 +172,27 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 			return nil, err
 		}
 	}
-	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.HubOptions{Options: conduit.Options{
-		Policy:         policy,
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.Options{Policy: policy,
 		Approver:       o.approver,
 		Trace:          h.pinTrace(env, pins, env.hubTrace(o.trace)),
 		Logger:         logger,
 		ConnectTimeout: h.connectTimeout,
-		Pins:           pins,
-	}})
+		RequireServers: h.requireServers,
+		Pins:           pins})
 	if err != nil {
-		return nil, inputError("%s: %v", h.config, err)
+		return nil, h.openError(err)
 	}
 	return hub, nil
+}
+
+// openError is the error of a command whose hub or gateway could not be
+// made: servers not up under --require-servers are work that failed, the
+// rest a configuration to fix.
+func (h *hubFlags) openError(err error) error {
+	if errors.Is(err, conduit.ErrServersDown) {
+		return failure("%s: %v (--require-servers)", h.config, strings.TrimPrefix(err.Error(), "conduit: "))
+	}
+	return inputError("%s: %v", h.config, err)
 }
 
 // providerFlag parses --provider.

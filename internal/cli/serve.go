@@ -90,14 +90,14 @@ after 'conduit pin --update'.`)
 		return err
 	}
 	g, err := gateway.New(ctx, cfg.Servers, &gateway.Options{
-		Options: conduit.Options{Policy: policy, Logger: logger, ConnectTimeout: h.connectTimeout,
+		Hub: &conduit.Options{Policy: policy, Logger: logger, ConnectTimeout: h.connectTimeout, RequireServers: h.requireServers,
 			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil))},
 		Transparent:     *transparent,
 		ApprovalTimeout: *approvalTimeout,
 		Middleware:      env.serverMiddleware(),
 	})
 	if err != nil {
-		return inputError("%s: %v", h.config, err)
+		return h.openError(err)
 	}
 	defer g.Close()
 	// Servers that are down are reconnected: the gateway serves meanwhile.

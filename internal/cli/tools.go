@@ -91,7 +91,7 @@ conversation offers them on its next turn.`)
 
 	var fallbacks []strictNote
 	conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
-		CallOptions: conduit.CallOptions{Principal: l.principal},
+		Principal: l.principal,
 		ListingOptions: adapters.ListingOptions{CacheLast: *cacheLast, Strict: strict,
 			Trace: env.listingTrace(&adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
 				fallbacks = append(fallbacks, strictNote{f.Tool, reason(f.Err)})

@@ -150,8 +150,7 @@ func PlayWith(ctx context.Context, o *Options) (*Report, error) {
 	var mu sync.Mutex
 	script := map[string]string{}
 	decisions := map[string]CallReport{}
-	hub, err := conduit.NewHub(ctx, srvs, &conduit.HubOptions{Options: conduit.Options{
-		Policy: cfg.Policy,
+	hub, err := conduit.NewHub(ctx, srvs, &conduit.Options{Policy: cfg.Policy,
 		Approver: func(_ context.Context, req conduit.ApprovalRequest) conduit.Approval {
 			mu.Lock()
 			defer mu.Unlock()
@@ -178,8 +177,7 @@ func PlayWith(ctx context.Context, o *Options) (*Report, error) {
 			r.Sent = maps.Clone(di.Call.Args)
 			decisions[di.Call.Exposed] = r
 		}}),
-		ConnectTimeout: 10 * time.Second,
-	}})
+		ConnectTimeout: 10 * time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -219,8 +217,8 @@ func PlayWith(ctx context.Context, o *Options) (*Report, error) {
 		clear(decisions)
 		mu.Unlock()
 		exec, err := adapters.ExecuteToolCalls(ctx, hub, p, []byte(tf.Response), &adapters.ExecOptions{
-			CallOptions: conduit.CallOptions{ToolSet: listing.ToolSet, Principal: Principal, Taint: taint},
-			NullPaths:   listing.NullPaths,
+			ToolSet: listing.ToolSet, Principal: Principal, Taint: taint,
+			NullPaths: listing.NullPaths,
 			// One at a time, so the story reads in the model's order.
 			MaxConcurrency: 1,
 		})

@@ -36,7 +36,7 @@ func TestFetchProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	cl, err := conduit.NewClient(ctx, srvs[0], &conduit.ClientOptions{Options: conduit.Options{Policy: conduit.AllowAll()}})
+	cl, err := conduit.NewClient(ctx, srvs[0], &conduit.Options{Policy: conduit.AllowAll()})
 	if err != nil {
 		t.Fatal(err)
 	}

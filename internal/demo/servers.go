@@ -98,9 +98,9 @@ func SearchHub(ctx context.Context) (hub *conduit.Hub, closeAll func(), err erro
 	if err != nil {
 		return nil, nil, err
 	}
-	hub, err = conduit.NewHub(ctx, srvs, &conduit.HubOptions{Options: conduit.Options{Policy: conduit.NewPolicy(
+	hub, err = conduit.NewHub(ctx, srvs, &conduit.Options{Policy: conduit.NewPolicy(
 		conduit.Allow("web/*", "notes/search_*", "catalog/*", "conduit/search_tools"),
-	)}})
+	)})
 	if err != nil {
 		stop()
 		return nil, nil, err

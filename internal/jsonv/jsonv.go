@@ -5,10 +5,8 @@
 package jsonv
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 )
 
 // Decode turns a provider response, given as []byte, json.RawMessage, a
@@ -56,18 +54,14 @@ func Decode(response any) (map[string]any, error) {
 			return nil, fmt.Errorf("the response does not marshal to JSON: %w", err)
 		}
 	}
+	// A body is one JSON value: one with more after it ("{...}}", two
+	// objects) is not run in part; json.Unmarshal refuses it.
 	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&m); err != nil {
+	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("the response is not a JSON object: %w", err)
 	}
 	if m == nil {
 		return nil, fmt.Errorf("the response is not a JSON object")
-	}
-	// A body is one JSON value: one with more after it ("{...}}", two
-	// objects) is not run in part.
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("the response is not a JSON object: data after the top-level object")
 	}
 	return m, nil
 }

@@ -34,8 +34,12 @@ type measured struct {
 // Value measures v, held in a container of the given depth (0 for a
 // value at the top).
 func (m *Measure) Value(v any, depth int) {
-	stack := []measured{{v, depth}}
-	var num []byte
+	// Arguments are mostly shallow and small: the walk's stack and the
+	// number buffer start on the goroutine's stack.
+	var stackBuf [16]measured
+	var numBuf [32]byte
+	stack := append(stackBuf[:0], measured{v, depth})
+	num := numBuf[:0]
 	for len(stack) > 0 && !m.Over {
 		e := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]

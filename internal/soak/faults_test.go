@@ -242,7 +242,7 @@ func (s *soak) hostileTurn(ctx context.Context, kind string, rng *rand.Rand) {
 			[]byte(`[]`), []byte(`null`), []byte(`"text"`), []byte(`42`), []byte(``),
 		}
 		for _, body := range bodies {
-			exec, err := adapters.ExecuteToolCalls(ctx, s.hub, p, body, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: ts}})
+			exec, err := adapters.ExecuteToolCalls(ctx, s.hub, p, body, &adapters.ExecOptions{ToolSet: ts})
 			s.mu.Lock()
 			s.turns++
 			if err != nil {

@@ -251,14 +251,12 @@ func TestSoak(t *testing.T) {
 	}
 	ctx := context.Background()
 	startCtx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	hub, err := conduit.NewHub(startCtx, servers, &conduit.HubOptions{Options: conduit.Options{
-		Policy:         policy(),
+	hub, err := conduit.NewHub(startCtx, servers, &conduit.Options{Policy: policy(),
 		Validate:       true,
 		CallTimeout:    callTimeout,
 		RequestTimeout: requestTimeout,
 		Reconnect:      conduit.Backoff{Min: 100 * time.Millisecond, Max: time.Second},
-		Trace:          s.trace(),
-	}})
+		Trace:          s.trace()})
 	cancel()
 	if err != nil {
 		t.Fatal(err)
@@ -501,6 +499,12 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 	if conv != nil {
 		offered = conv.Listing().ToolSet
 	}
+	down := map[string]bool{}
+	for _, sk := range offered.Skipped() {
+		if sk.Reason == conduit.SkipServerDown {
+			down[sk.Server] = true
+		}
+	}
 	for i := range calls {
 		if _, ok := offered.Lookup(calls[i].name); !ok {
 			if !calls[i].rejected && !calls[i].denied {
@@ -511,8 +515,13 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 			calls[i].rejected = true
 			if i < adapters.DefaultMaxToolCalls {
 				// Past the limit of calls a response, a call is answered
-				// KindLimit before its name is looked at.
+				// KindLimit before its name is looked at. A tool of a
+				// server that is down is unavailable (try again later),
+				// not unknown.
 				calls[i].kinds = []conduit.ErrorKind{conduit.KindUnknownTool}
+				if server, _, ok := strings.Cut(calls[i].name, "__"); ok && down[server] {
+					calls[i].kinds = []conduit.ErrorKind{conduit.KindUnavailable}
+				}
 			}
 		}
 	}
@@ -536,7 +545,7 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 		exec, err = conv.Execute(ctx, response)
 	} else {
 		// Many calls at once, as a loop that runs a big response would.
-		exec, err = adapters.ExecuteToolCalls(ctx, s.hub, p, response, &adapters.ExecOptions{CallOptions: conduit.CallOptions{ToolSet: ts}, MaxConcurrency: 16})
+		exec, err = adapters.ExecuteToolCalls(ctx, s.hub, p, response, &adapters.ExecOptions{ToolSet: ts, MaxConcurrency: 16})
 	}
 	return exec, err, time.Since(start)
 }
@@ -817,8 +826,9 @@ func (s *soak) directDenied(ctx context.Context, rng *rand.Rand) {
 	switch {
 	case err == nil:
 		s.problemLocked("denied answered", "hub.CallTool(%s) = %v", name, res)
-	case errors.Is(err, conduit.ErrDenied), errors.Is(err, conduit.ErrUnknownTool):
-		// Unknown while the server is down: the hub's listing lacks it.
+	case errors.Is(err, conduit.ErrDenied), errors.Is(err, conduit.ErrUnavailable):
+		// Unavailable while the server is down: the hub's listing lacks
+		// it, and says its server is down.
 		k, _ := conduit.KindOf(err)
 		s.outcomes[k.String()]++
 	default:

@@ -31,10 +31,8 @@ func TestStalledServerCallsAreBounded(t *testing.T) {
 		stall          = 25 * time.Second
 	)
 	ctx := context.Background()
-	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "ev", Command: node, Args: args}}, &conduit.HubOptions{Options: conduit.Options{
-		Policy: conduit.AllowAll(), RequestTimeout: requestTimeout, CallTimeout: callTimeout,
-		Reconnect: conduit.Backoff{Min: 100 * time.Millisecond, Max: time.Second},
-	}})
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "ev", Command: node, Args: args}}, &conduit.Options{Policy: conduit.AllowAll(), RequestTimeout: requestTimeout, CallTimeout: callTimeout,
+		Reconnect: conduit.Backoff{Min: 100 * time.Millisecond, Max: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func Measure(ts *conduit.ToolSet, queries []string) ([]Row, error) {
 func measure(ts *conduit.ToolSet, p adapters.Provider, so adapters.SearchOptions, queries []string) (Row, error) {
 	ctx := context.Background()
 	conv, err := adapters.NewConversation(ctx, offline{ts}, p, &adapters.ConversationOptions{
-		CallOptions:    conduit.CallOptions{ToolSet: ts},
+		ToolSet:        ts,
 		ListingOptions: adapters.ListingOptions{CacheLast: true},
 		Search:         so,
 	})

@@ -131,14 +131,12 @@ func followRedirect(ctx context.Context, args *auth.AuthorizationArgs) (*auth.Au
 }
 
 func run(ctx context.Context, url string, sc scenario, oc *oauth.Config) error {
-	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "conformance", URL: url, OAuth: oc}, &conduit.ClientOptions{Options: conduit.Options{
-		Policy: conduit.AllowAll(),
-		// Accepting with no content lets the SDK fill the requested
+	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "conformance", URL: url, OAuth: oc}, &conduit.Options{Policy: conduit.AllowAll(),
+		// Accepting with no content lets conduit fill the requested
 		// schema's defaults, which is what SEP-1034 checks.
-		Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		Handlers: &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
-		},
-	}})
+		}}})
 	if err != nil {
 		return err
 	}

@@ -8,188 +8,16 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"time"
 
-	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A server's notifications reach conduit one at a time: the SDK hands each
-// to its handler and queues the ones read meanwhile, without bound. A
-// handler that waits for the user's callback (a slow Progress, Logging or
-// slog handler) would let a flooding server fill that queue, and even
-// quick handlers fall behind a server that does nothing but notify, as
-// the SDK's dispatch of each costs more than its reading. So conduit's
-// handlers only put the notification in a bounded mailbox, whose own
-// goroutine calls the callback; and on the connections it can wrap (all
-// but Streamable HTTP's), conduit takes progress and log notifications
-// off the connection as the SDK reads them, before they reach the SDK's
-// queue. Over Streamable HTTP the SDK's queue is bounded only by how far
-// the server outpaces its dispatch.
-
-// The bounds of the mailboxes: per call with a Progress callback, and per
-// server for log messages. A single notification larger than the bytes
-// bound is still held, alone.
-const (
-	progressQueue      = 16
-	progressQueueBytes = 64 << 10
-	logQueue           = 256
-	logQueueBytes      = 1 << 20
-)
-
-// mailbox hands values to deliver, in order, on a goroutine it starts when
-// it has some and that ends when it is empty. It holds at most maxItems
-// values and about maxBytes of them, dropping the oldest to make room:
-// the newest progress and the latest log lines are the ones worth
-// keeping.
-type mailbox[T any] struct {
-	deliver            func(T)
-	maxItems, maxBytes int
-	// dropped, when set, is told how many values were dropped since it was
-	// last told, when the mailbox empties.
-	dropped func(n int)
-
-	mu      sync.Mutex
-	ring    []sized[T] // allocated on first use
-	head, n int
-	bytes   int
-	running bool
-	idle    chan struct{} // closed when the running goroutine ends
-	drops   int
-}
-
-type sized[T any] struct {
-	v    T
-	size int
-}
-
-// put queues v, of about size bytes.
-func (m *mailbox[T]) put(v T, size int) {
-	m.mu.Lock()
-	if m.ring == nil {
-		m.ring = make([]sized[T], m.maxItems)
-	}
-	for m.n > 0 && (m.n == len(m.ring) || m.bytes+size > m.maxBytes) {
-		m.bytes -= m.ring[m.head].size
-		m.ring[m.head] = sized[T]{}
-		m.head = (m.head + 1) % len(m.ring)
-		m.n--
-		m.drops++
-	}
-	m.ring[(m.head+m.n)%len(m.ring)] = sized[T]{v, size}
-	m.n++
-	m.bytes += size
-	start := !m.running
-	if start {
-		m.running, m.idle = true, make(chan struct{})
-	}
-	m.mu.Unlock()
-	if start {
-		go m.run()
-	}
-}
-
-func (m *mailbox[T]) run() {
-	for {
-		m.mu.Lock()
-		if m.n == 0 {
-			m.running = false
-			drops := m.drops
-			m.drops = 0
-			close(m.idle)
-			m.idle = nil
-			m.mu.Unlock()
-			if drops > 0 && m.dropped != nil {
-				m.dropped(drops)
-			}
-			return
-		}
-		e := m.ring[m.head]
-		m.ring[m.head] = sized[T]{}
-		m.head = (m.head + 1) % len(m.ring)
-		m.n--
-		m.bytes -= e.size
-		m.mu.Unlock()
-		m.deliver(e.v)
-	}
-}
-
-// flush waits until everything put so far has been delivered, for at most
-// d or until ctx ends.
-func (m *mailbox[T]) flush(ctx context.Context, d time.Duration) {
-	m.mu.Lock()
-	idle := m.idle
-	m.mu.Unlock()
-	if idle == nil {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-idle:
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
-
-// progressFlush bounds how long a call's answer waits for its Progress
-// callback to be given the notifications that came before the result.
-const progressFlush = 2 * time.Second
-
-// newProgress is the mailbox of a call's progress notifications.
-func (c *core) newProgress(server string, call *Call, f func(*Call, Progress)) *mailbox[Progress] {
-	return &mailbox[Progress]{
-		deliver:  func(p Progress) { f(call, p) },
-		maxItems: progressQueue, maxBytes: progressQueueBytes,
-		dropped: func(n int) {
-			c.Logger.Debug("conduit: progress notifications dropped: the Progress callback was slower than the server", "server", server, "tool", call.Tool, "dropped", n)
-		},
-	}
-}
-
-func (c *core) onProgress(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-	if req == nil || req.Params == nil {
-		return
-	}
-	if mb, ok := c.progress.Load(req.Params.ProgressToken); ok {
-		p := req.Params
-		mb.(*mailbox[Progress]).put(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message}, len(p.Message)+32)
-	}
-}
-
-// logged is a server's log message on its way to f, or to the hub's
-// Logger when f is nil.
-type logged struct {
-	f   func(context.Context, *mcp.LoggingMessageRequest)
-	ctx context.Context
-	req *mcp.LoggingMessageRequest
-}
-
-func (cn *conn) newLogs() *mailbox[logged] {
-	return &mailbox[logged]{
-		deliver:  cn.deliverLog,
-		maxItems: logQueue, maxBytes: logQueueBytes,
-		dropped: func(n int) {
-			cn.core.Logger.Warn("conduit: server log messages dropped: their handler was slower than the server", "server", cn.srv.ID, "dropped", n)
-		},
-	}
-}
-
-func (cn *conn) deliverLog(l logged) {
-	if l.f != nil {
-		l.f(l.ctx, l.req)
-		return
-	}
-	cn.core.Logger.Debug("conduit: server log", "server", cn.srv.ID, "level", l.req.Params.Level, "logger", l.req.Params.Logger)
-}
-
-// logSize is about the bytes a log message holds.
-func logSize(p *mcp.LoggingMessageParams) int {
-	m := jsonv.Measure{MaxBytes: logQueueBytes}
-	m.Value(p.Data, 0)
-	return m.Size + len(p.Logger) + len(p.Level) + 32
-}
+// The connection conduit wraps around a server's (stdio, in-memory, SSE):
+// it takes progress and log notifications off the wire as they are read,
+// writes on one goroutine so that a stalled server cannot block a call's
+// timeout, and refuses a tools/call result over Limits.MaxResultBytes
+// before it is decoded.
 
 // notesTransport takes progress and log notifications off the connections
 // of its Transport, handing them to conduit's handlers as they are read.
@@ -268,21 +96,29 @@ func (c *notesConn) write(ctx context.Context, msg jsonrpc.Message) error {
 		c.writes = make(chan writeReq)
 		go c.writer(closed)
 	})
-	r := writeReq{ctx: ctx, msg: msg, done: make(chan error, 1)}
+	done := writeDone.Get().(chan error)
+	r := writeReq{ctx: ctx, msg: msg, done: done}
 	select {
 	case c.writes <- r:
 	case <-ctx.Done():
+		writeDone.Put(done)
 		return ctx.Err()
 	case <-closed:
+		writeDone.Put(done)
 		return errConnClosed
 	}
 	select {
-	case err := <-r.done:
+	case err := <-done:
+		writeDone.Put(done)
 		return err
 	case <-ctx.Done():
+		// The writer still answers on done: it is not reused.
 		return ctx.Err()
 	}
 }
+
+// writeDone holds the empty channels that writes wait on.
+var writeDone = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 var errConnClosed = errors.New("conduit: connection closed")
 

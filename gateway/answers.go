@@ -1,0 +1,65 @@
+package gateway
+
+import (
+	"errors"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// What a client is answered when a request fails: conduit's errors as
+// tool errors or JSON-RPC errors, as a client of an MCP server expects.
+
+// answer is a call's error as a client gets it: a JSON-RPC error from the
+// server as the server sent it, an unknown tool as the SDK's server says
+// it, and anything else (a denial, a time-out, a server that is down) as a
+// tool error whose text is conduit's message.
+func answer(err error) (*mcp.CallToolResult, error) {
+	if rpcErr := protocolError(err); rpcErr != nil {
+		return nil, rpcErr
+	}
+	msg := err.Error()
+	var e *conduit.Error
+	if errors.As(err, &e) {
+		msg = e.Message
+	}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
+}
+
+// protocolError is err as a JSON-RPC error, when it is one: the server's
+// own, passed on, or an unknown name (invalid params, as the SDK says of
+// an unknown tool). Nil for the failures a tool error tells.
+func protocolError(err error) *jsonrpc.Error {
+	var e *conduit.Error
+	if !errors.As(err, &e) {
+		return nil
+	}
+	switch e.Kind {
+	case conduit.KindUnknownTool:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
+	case conduit.KindServerError:
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			return rpcErr
+		}
+	}
+	return nil
+}
+
+// requestError is the error of a prompt, resource or completion request:
+// a JSON-RPC error in every case, the server's own passed on.
+func requestError(err error) error {
+	if rpcErr := protocolError(err); rpcErr != nil {
+		return rpcErr
+	}
+	var e *conduit.Error
+	if errors.As(err, &e) {
+		code := int64(jsonrpc.CodeInternalError)
+		if e.Kind == conduit.KindInvalidArguments {
+			code = jsonrpc.CodeInvalidParams
+		}
+		return &jsonrpc.Error{Code: code, Message: e.Message}
+	}
+	return err
+}

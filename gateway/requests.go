@@ -1,0 +1,145 @@
+package gateway
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A session's requests (tools/call, prompts/get, resources/read,
+// completion/complete, resources/subscribe), each run through the hub's
+// pipeline for the session's principal and with its taint.
+
+// forwardMeta is the _meta a client sent with a request (tools/call,
+// prompts/get, resources/read, completion/complete), to pass on to the
+// server, added to out: the progress token is conduit's to set (progress
+// comes back through the call), and the io.modelcontextprotocol/ keys
+// describe the client's hop, not the call. A trace context in it
+// (traceparent, tracestate, baggage) reaches the hub's Trace as
+// CallStartInfo.Meta (RequestStartInfo.Meta), whose span continues it;
+// the hub's Trace.RequestMeta then replaces it with the span's own, so
+// that the server's span is a child of conduit's, not of the client's.
+func forwardMeta(m, out mcp.Meta) mcp.Meta {
+	for k, v := range m {
+		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+			continue
+		}
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// callTool runs a client's tools/call through the hub's pipeline.
+func (s *session) callTool(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s.mu.Lock()
+	ts := s.tools
+	s.mu.Unlock()
+	opts := s.callOptions(ts)
+	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
+	if token := req.Params.GetProgressToken(); token != nil {
+		ss := req.Session
+		opts.Progress = func(_ *conduit.Call, p conduit.Progress) {
+			ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		}
+	}
+	var args any
+	if len(req.Params.Arguments) > 0 {
+		args = req.Params.Arguments
+	}
+	res, err := s.g.src.CallTool(context.WithValue(ctx, sessionKey{}, s), name, args, opts)
+	if t, ok := ts.Lookup(name); ok {
+		s.taintFrom(t.Server, err)
+	}
+	if err != nil {
+		return answer(err)
+	}
+	return res, nil
+}
+
+func (s *session) getPrompt(ctx context.Context, name string, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	s.mu.Lock()
+	var server string
+	if p := s.prompts[name]; p != nil {
+		server = p.Server
+	}
+	s.mu.Unlock()
+	opts := s.callOptions(nil)
+	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
+	res, err := s.g.src.GetPrompt(context.WithValue(ctx, sessionKey{}, s), name, req.Params.Arguments, opts)
+	s.taintFrom(server, err)
+	if err != nil {
+		return nil, requestError(err)
+	}
+	return res, nil
+}
+
+func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	s.mu.Lock()
+	server, _ := s.rset.Server(req.Params.URI)
+	s.mu.Unlock()
+	opts := s.callOptions(nil)
+	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
+	res, err := s.g.src.ReadResource(context.WithValue(ctx, sessionKey{}, s), req.Params.URI, opts)
+	s.taintFrom(server, err)
+	if err != nil {
+		return nil, requestError(err)
+	}
+	return res, nil
+}
+
+// complete asks the server of the reference for completions. The values
+// are the server's output, which the client shows its user and which may
+// end up in a prompt's arguments: they taint the session as a prompt or a
+// resource does. An answer without values carries no text of the
+// server's (and conduit answers so itself for a server that offers no
+// completions), so it taints nothing.
+func (s *session) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	server := s.completionServer(req.Params)
+	opts := s.callOptions(nil)
+	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
+	res, err := s.g.src.Complete(ctx, req.Params, opts)
+	if err != nil || len(res.Completion.Values) > 0 {
+		s.taintFrom(server, err)
+	}
+	if err != nil {
+		return nil, requestError(err)
+	}
+	return res, nil
+}
+
+func (s *session) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	if err := s.g.subscribe(ctx, s, req.Params.URI); err != nil {
+		return requestError(err)
+	}
+	s.mu.Lock()
+	s.subs[req.Params.URI] = true
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *session) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	s.mu.Lock()
+	had := s.subs[req.Params.URI]
+	delete(s.subs, req.Params.URI)
+	s.mu.Unlock()
+	if !had {
+		return nil
+	}
+	if err := s.g.unsubscribe(ctx, s, req.Params.URI); err != nil {
+		return requestError(err)
+	}
+	return nil
+}
+
+func (s *session) subscriptions() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.subs))
+}

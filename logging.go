@@ -1,0 +1,99 @@
+package conduit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Servers' log messages: asking for them (logging/setLevel), attributing
+// each to the call it belongs to, and delivering it through a bounded
+// mailbox to the Handlers' Logging or the hub's Logger.
+
+// SetLoggingLevel asks every server that is up and offers logging to send
+// log messages of level and above (logging/setLevel); they then reach the
+// [Handlers]' Logging. A server that connects later is not told: call
+// again after [Trace.ServerUp]. A server on protocol 2026-07-28 takes
+// the level with each request instead: put it in the call's
+// CallOptions.Meta under mcp.MetaKeyLogLevel. The error joins the
+// servers' errors.
+func (h *Hub) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	return h.c.setLoggingLevel(ctx, level)
+}
+
+// SetLoggingLevel asks the server to send log messages of level and
+// above, as [Hub.SetLoggingLevel] does.
+func (cl *Client) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	return cl.c.setLoggingLevel(ctx, level)
+}
+
+func (c *core) setLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	errs := make([]error, len(c.conns))
+	err := c.eachServer(ctx, func(ctx context.Context, i int, cn *conn) {
+		sess, err := cn.current()
+		if err != nil || capabilities(sess).Logging == nil {
+			return
+		}
+		if err := sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			errs[i] = fmt.Errorf("server %s: %w", cn.srv.ID, err)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+// onLog hands a server's log message to the call it belongs to.
+func (cn *conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
+	if req == nil || req.Params == nil {
+		return
+	}
+	// Attributed now, delivered by the mailbox (mailbox.go).
+	l := logged{req: req}
+	if in, ok := cn.calls.owner(ctx, true); ok && in != nil && in.h != nil && in.h.Logging != nil {
+		l.f, l.ctx = in.h.Logging, context.WithoutCancel(in.ctx)
+	} else if h := cn.core.Handlers; h != nil && h.Logging != nil {
+		l.f, l.ctx = h.Logging, context.WithoutCancel(ctx)
+	} else if !cn.core.Logger.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	cn.logs.put(l, logSize(req.Params))
+}
+
+// logged is a server's log message on its way to f, or to the hub's
+// Logger when f is nil.
+type logged struct {
+	f   func(context.Context, *mcp.LoggingMessageRequest)
+	ctx context.Context
+	req *mcp.LoggingMessageRequest
+}
+
+func (cn *conn) newLogs() *mailbox[logged] {
+	return &mailbox[logged]{
+		deliver:  cn.deliverLog,
+		maxItems: logQueue, maxBytes: logQueueBytes,
+		dropped: func(n int) {
+			cn.core.Logger.Warn("conduit: server log messages dropped: their handler was slower than the server", "server", cn.srv.ID, "dropped", n)
+		},
+	}
+}
+
+func (cn *conn) deliverLog(l logged) {
+	if l.f != nil {
+		l.f(l.ctx, l.req)
+		return
+	}
+	cn.core.Logger.Debug("conduit: server log", "server", cn.srv.ID, "level", l.req.Params.Level, "logger", l.req.Params.Logger)
+}
+
+// logSize is about the bytes a log message holds.
+func logSize(p *mcp.LoggingMessageParams) int {
+	m := jsonv.Measure{MaxBytes: logQueueBytes}
+	m.Value(p.Data, 0)
+	return m.Size + len(p.Logger) + len(p.Level) + 32
+}
