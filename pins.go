@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"github.com/conduitmcp/conduit/internal/atomicfile"
+	"github.com/conduitmcp/conduit/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -548,7 +549,7 @@ func (p *Pins) Marshal() ([]byte, error) {
 	if err := enc.Encode(lf); err != nil {
 		return nil, err
 	}
-	return []byte(escapeHidden(b.String())), nil
+	return []byte(textsafe.Escape(b.String())), nil
 }
 
 // Save writes the lock file to path, replacing it at once (through a

@@ -772,9 +772,6 @@ func TestLineDiff(t *testing.T) {
 	if got := lineDiff("a", "b", "", "x\ny"); got != "--- a\n+++ b\n@@ -0,0 +1,2 @@\n+x\n+y\n" {
 		t.Errorf("all added:\n%s", got)
 	}
-	if got := escapeHidden("a\u200bb\U000e0041\u202e\t"); got != `a\u200bb\udb40\udc41\u202e\u0009` {
-		t.Errorf("escapeHidden = %s", got)
-	}
 }
 
 // Trace.PinDrift is called with no lock held: it may call back into the
