@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -405,7 +405,7 @@ func (a *auditor) tool(server string, t *mcp.Tool) []Finding {
 	if t.Annotations != nil {
 		texts = append(texts, text{"annotations.title", t.Annotations.Title, true})
 	}
-	in, outSchema := schemaMap(t.InputSchema), schemaMap(t.OutputSchema)
+	in, outSchema := jsonv.ObjectOf(t.InputSchema), jsonv.ObjectOf(t.OutputSchema)
 	texts = schemaTexts(texts, "inputSchema", in, "", 0)
 	texts = schemaTexts(texts, "outputSchema", outSchema, "", 0)
 	for _, tx := range texts {
@@ -469,33 +469,6 @@ func visibleLen(s string) int {
 		}
 	}
 	return n
-}
-
-// schemaMap returns a schema as a decoded JSON object, or nil.
-func schemaMap(schema any) map[string]any {
-	switch s := schema.(type) {
-	case nil:
-		return nil
-	case map[string]any:
-		return s
-	}
-	var data []byte
-	switch s := schema.(type) {
-	case json.RawMessage:
-		data = s
-	case []byte:
-		data = s
-	default:
-		var err error
-		if data, err = json.Marshal(schema); err != nil {
-			return nil
-		}
-	}
-	var m map[string]any
-	if json.Unmarshal(data, &m) != nil {
-		return nil
-	}
-	return m
 }
 
 // nonProse are the schema keywords whose string values are not prose:

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -220,15 +220,9 @@ func (s *session) sync(ctx context.Context, c changes) error {
 // whose schema is the server's: the input schema must be an object
 // schema.
 func servable(t *mcp.Tool) error {
-	var m map[string]any
-	switch s := t.InputSchema.(type) {
-	case map[string]any:
-		m = s
-	default:
-		data, err := json.Marshal(s)
-		if err != nil || json.Unmarshal(data, &m) != nil {
-			return errors.New("its input schema is not a JSON object")
-		}
+	m := jsonv.ObjectOf(t.InputSchema)
+	if m == nil {
+		return errors.New("its input schema is not a JSON object")
 	}
 	if m["type"] != "object" {
 		return errors.New(`its input schema is not of type "object"`)

@@ -1,10 +1,10 @@
 package toolcall
 
 import (
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/textsafe"
 )
 
@@ -56,17 +56,7 @@ func clean(s string) bool {
 // schema without "type" gets "type": "object", which MCP requires and
 // providers enforce. The result is shared and must not be modified.
 func SchemaMap(schema any) map[string]any {
-	var m map[string]any
-	switch s := schema.(type) {
-	case nil:
-	case map[string]any:
-		m = s
-	default:
-		data, err := json.Marshal(s)
-		if err == nil {
-			_ = json.Unmarshal(data, &m)
-		}
-	}
+	m := jsonv.ObjectOf(schema)
 	if m == nil {
 		return map[string]any{"type": "object", "properties": map[string]any{}}
 	}
