@@ -91,6 +91,15 @@ func ObjectOf(v any) map[string]any {
 	return m
 }
 
+// NonNil returns s, or an empty slice when s is nil, so that it encodes
+// as [] and not as null.
+func NonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // Shared reports whether Decode(response) returns the caller's own map,
 // whose values must then be copied before they are changed.
 func Shared(response any) bool {

@@ -70,3 +70,13 @@ func TestObjectOf(t *testing.T) {
 		}
 	}
 }
+
+func TestNonNil(t *testing.T) {
+	if data, _ := json.Marshal(NonNil[string](nil)); string(data) != "[]" {
+		t.Errorf("nil encodes as %s", data)
+	}
+	s := []any{1.0}
+	if got := NonNil(s); &got[0] != &s[0] {
+		t.Error("a slice is copied")
+	}
+}
