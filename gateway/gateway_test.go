@@ -334,8 +334,11 @@ func TestSessionTaint(t *testing.T) {
 	}
 	before := ev.snapshot().changed
 	callTool(t, cs, "web__fetch", map[string]any{"url": "x"})
-	// Denied at once: by the policy, or, once the list is up to date, as
-	// a tool no longer offered.
+	// Denied at once: by the policy while the session's server still
+	// offers the tool, or, once the refresh the taint started has removed
+	// it, by the SDK's server as a tool it does not have. Never by
+	// conduit as unknown: a tool's calls resolve against the tool set
+	// that offered it (see syncTools).
 	got, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "mail__send", Arguments: map[string]any{}})
 	switch {
 	case err != nil && strings.Contains(err.Error(), `unknown tool "mail__send"`):

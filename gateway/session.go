@@ -35,7 +35,6 @@ type session struct {
 	mu      sync.Mutex
 	ss      *mcp.ServerSession
 	taint   []string
-	tools   *conduit.ToolSet           // as offered
 	defs    map[string]*mcp.Tool       // exposed name -> the server's own tool registered under it
 	prompts map[string]*conduit.Prompt // exposed name -> the prompt registered under it
 	rset    *conduit.ResourceSet       // as offered
@@ -242,9 +241,14 @@ func register(name string, add func()) (err error) {
 	return nil
 }
 
+// syncTools registers the tools of ts with the session's server, and
+// removes those ts no longer offers. A tool's handler resolves its calls
+// against the tool set that offered it, not the session's newest: the
+// client calls what it was offered, and a call the server dispatched just
+// before a refresh removed its tool (a taint the policy now denies it
+// for) must meet the policy, not be answered as an unknown tool.
 func (s *session) syncTools(ts *conduit.ToolSet) {
 	s.mu.Lock()
-	s.tools = ts
 	old := maps.Clone(s.defs)
 	s.mu.Unlock()
 	keep := map[string]*mcp.Tool{}
@@ -264,7 +268,7 @@ func (s *session) syncTools(ts *conduit.ToolSet) {
 		name := t.Exposed
 		if err := register(name, func() {
 			s.server.AddTool(&def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return s.callTool(ctx, name, req)
+				return s.callTool(ctx, ts, name, req)
 			})
 		}); err != nil {
 			s.g.logger.Warn("gateway: a tool is left out", "tool", name, "reason", err)
@@ -393,11 +397,9 @@ func forwardMeta(m, out mcp.Meta) mcp.Meta {
 	return out
 }
 
-// callTool runs a client's tools/call through the hub's pipeline.
-func (s *session) callTool(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	s.mu.Lock()
-	ts := s.tools
-	s.mu.Unlock()
+// callTool runs a client's tools/call of name, offered by ts, through the
+// hub's pipeline.
+func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	opts := s.callOptions(ts)
 	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
 	if token := req.Params.GetProgressToken(); token != nil {
