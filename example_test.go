@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strings"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -181,6 +182,38 @@ func ExampleNewPolicy() {
 	// files/write_file "admin" []: allow (allow files/* (when ...))
 	// files/write_file "admin" [web]: deny (deny */write_*,*/delete_* (when ...))
 	// mail/send "" []: deny ()
+}
+
+func ExamplePolicy_Check() {
+	p := conduit.NewPolicy(
+		conduit.Deny("gihtub/delete_*"),
+		conduit.Deny("*/write_*").When(conduit.Tainted("wbe")),
+		conduit.Allow("*/read_*", "conduit/search_tools"),
+	)
+	err := p.Check([]string{"github", "web"})
+	fmt.Println(errors.Is(err, conduit.ErrUnknownServer))
+	fmt.Println(err)
+	// Output:
+	// true
+	// policy rule 1 (deny gihtub/delete_*): pattern "gihtub/delete_*" names no configured server (did you mean "github"?)
+	// policy rule 2 (deny */write_* (when ...)): tainted "wbe" names no configured server (did you mean "web"?)
+}
+
+func ExampleConditionFunc() {
+	p := conduit.NewPolicy(
+		conduit.Deny("files/write_file").When(conduit.ConditionFunc(func(c *conduit.Call) bool {
+			path, _ := c.Args["path"].(string)
+			return strings.HasPrefix(path, "/etc/")
+		})),
+		conduit.Allow("files/*"),
+	)
+	for _, path := range []string{"/tmp/notes.txt", "/etc/passwd"} {
+		d, _, _ := p.Decide(&conduit.Call{Server: "files", Tool: "write_file", Args: map[string]any{"path": path}})
+		fmt.Println(path, d)
+	}
+	// Output:
+	// /tmp/notes.txt allow
+	// /etc/passwd deny
 }
 
 func ExampleParseConfig() {

@@ -240,7 +240,7 @@ func TestDeniedCall(t *testing.T) {
 	files := newUpstream(t, "files")
 	files.tool("write", "Write.", echo("wrote "))
 	g := newGateway(t, []conduit.Server{files.server("files")}, &gateway.Options{Options: conduit.Options{Policy: conduit.NewPolicy(
-		conduit.Deny("files/write").When(func(c *conduit.Call) bool { return c.Args != nil && c.Args["path"] == "/etc/passwd" }),
+		conduit.Deny("files/write").When(conduit.ConditionFunc(func(c *conduit.Call) bool { return c.Args != nil && c.Args["path"] == "/etc/passwd" })),
 		conduit.Allow("*"),
 	)}})
 	cs, _ := connect(t, g, "", nil)

@@ -181,6 +181,9 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 	if err != nil {
 		return nil, inputError("%s: %v", h.config, err)
 	}
+	for _, w := range hub.Warnings() {
+		fmt.Fprintf(env.Stderr, "conduit: %s: %s\n", h.config, w)
+	}
 	return hub, nil
 }
 
