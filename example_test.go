@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
 	"strings"
 
 	"github.com/conduitmcp/conduit"
@@ -235,6 +236,8 @@ func ExampleParseConfig() {
 	}
 	d, _, _ := cfg.Policy.Decide(&conduit.Call{Server: "remote", Tool: "post", Taint: []string{"files"}})
 	fmt.Println(d)
+	// A secret written in the file works, and is worth a word.
+	fmt.Println(cfg.Warnings)
 
 	_, err = conduit.ParseConfig([]byte(`{"mcpServers": {"files": {"comand": "npx"}}}`))
 	fmt.Println(err)
@@ -242,7 +245,31 @@ func ExampleParseConfig() {
 	// files: command "npx" args ["-y" "@modelcontextprotocol/server-filesystem" "/tmp"] url ""
 	// remote: command "" args [] url "https://mcp.example.com/mcp"
 	// deny
+	// [server "remote": header "Authorization" is written in the file: keep the secret in an environment variable and write ${env:NAME} in its place]
 	// config: mcpServers: server "files": unknown key "comand"
+}
+
+// ${env:NAME} reads a value from the environment, so that the file holds
+// no secret.
+func ExampleParseConfig_env() {
+	os.Setenv("REMOTE_TOKEN", "t0ken") // as the shell would
+	cfg, err := conduit.ParseConfig([]byte(`{"mcpServers": {
+	  "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}}
+	}}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(cfg.Servers[0].Headers["Authorization"], len(cfg.Warnings))
+
+	_, err = conduit.ParseConfig([]byte(`{"mcpServers": {
+	  "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKN}"}}
+	}}`))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, conduit.ErrEnvNotSet))
+	// Output:
+	// Bearer t0ken 0
+	// config: mcpServers: server "remote": headers: "Authorization": ${env:REMOTE_TOKN} is not set
+	// true
 }
 
 func ExampleSanitizeName() {

@@ -55,3 +55,50 @@ func TestPolicyWarnings(t *testing.T) {
 		t.Errorf("%d warnings:\n%s", n, errb)
 	}
 }
+
+// setServerEnv sets the env of a server of the configuration file at path.
+func setServerEnv(t *testing.T, path, server string, env map[string]string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	e := cfg["mcpServers"].(map[string]any)[server].(map[string]any)["env"].(map[string]any)
+	for k, v := range env {
+		e[k] = v
+	}
+	if data, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestConfigEnvCommand: ${env:NAME} is read from the environment, a
+// variable that is not set stops the command with its name, and a secret
+// written in the file is reported without its value.
+func TestConfigEnvCommand(t *testing.T) {
+	t.Setenv("CONDUIT_TEST_NOTES_KEY", "from-the-environment")
+	config, write, _ := defsConfig(t, "notes")
+	write("notes", defTool("add", "Adds a note."))
+	setServerEnv(t, config, "notes", map[string]string{"NOTES_KEY": "${env:CONDUIT_TEST_NOTES_KEY}", "NOTES_TOKEN": "written-in-the-file"})
+	code, out, errb := run(t, "servers", "--config", config)
+	if code != ExitOK {
+		t.Fatalf("servers: exit %d\n%s%s", code, out, errb)
+	}
+	want := config + `: server "notes": env "NOTES_TOKEN" is written in the file: keep the secret in an environment variable and write ${env:NAME} in its place` + "\n"
+	if !strings.Contains(errb, want) || strings.Contains(errb, "written-in-the-file") || strings.Contains(errb, "from-the-environment") {
+		t.Errorf("stderr:\n%s", errb)
+	}
+
+	setServerEnv(t, config, "notes", map[string]string{"NOTES_KEY": "${env:CONDUIT_TEST_UNSET}"})
+	code, out, errb = run(t, "servers", "--config", config)
+	if code != ExitUsage || !strings.Contains(errb, `server "notes": env: "NOTES_KEY": ${env:CONDUIT_TEST_UNSET} is not set`) {
+		t.Errorf("unset: exit %d\n%s%s", code, out, errb)
+	}
+}

@@ -78,9 +78,11 @@ type hubFlags struct {
 	config         string
 	connectTimeout time.Duration
 	verbose        bool
+	env            *Env
 }
 
 func (h *hubFlags) register(fs *flagSet) {
+	h.env = fs.env
 	fs.StringVar(&h.config, "config", "mcp.json", "the MCP configuration `file` (mcpServers, and an optional policy)")
 	fs.DurationVar(&h.connectTimeout, "connect-timeout", 20*time.Second, "how long each server has to start and answer initialize")
 	fs.BoolVar(&h.verbose, "v", false, "log conduit's and the MCP SDK's events to stderr")
@@ -99,6 +101,9 @@ func (h *hubFlags) loadConfig() (*conduit.Config, error) {
 	cfg, err := conduit.ParseConfig(data)
 	if err != nil {
 		return nil, inputError("%s: %v", h.config, strings.TrimPrefix(err.Error(), "config: "))
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(h.env.Stderr, "conduit: %s: %s\n", h.config, w)
 	}
 	return cfg, nil
 }
