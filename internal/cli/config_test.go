@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// setPolicy replaces the policy of the configuration file at path.
-func setPolicy(t *testing.T, path string, policy []any) {
+// editConfig changes the configuration file at path with edit.
+func editConfig(t *testing.T, path string, edit func(cfg map[string]any)) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -18,7 +18,7 @@ func setPolicy(t *testing.T, path string, policy []any) {
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg["policy"] = policy
+	edit(cfg)
 	if data, err = json.Marshal(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -34,10 +34,12 @@ func TestPolicyWarnings(t *testing.T) {
 	config, write, _ := defsConfig(t, "github", "web")
 	write("github", defTool("get_issue", "Gets an issue."))
 	write("web", defTool("fetch", "Fetches a page."))
-	setPolicy(t, config, []any{
-		map[string]any{"deny": []string{"gihtub/*"}},
-		map[string]any{"deny": []string{"github/*"}, "tainted": []string{"wbe"}},
-		map[string]any{"allow": []string{"*/get_*", "web", "conduit/search_tools"}},
+	editConfig(t, config, func(cfg map[string]any) {
+		cfg["policy"] = []any{
+			map[string]any{"deny": []string{"gihtub/*"}},
+			map[string]any{"deny": []string{"github/*"}, "tainted": []string{"wbe"}},
+			map[string]any{"allow": []string{"*/get_*", "web", "conduit/search_tools"}},
+		}
 	})
 	code, out, errb := run(t, "servers", "--config", config)
 	if code != ExitOK || !strings.Contains(out, `"status": "up"`) {
@@ -56,27 +58,15 @@ func TestPolicyWarnings(t *testing.T) {
 	}
 }
 
-// setServerEnv sets the env of a server of the configuration file at path.
+// setServerEnv sets variables of the env of a server of the
+// configuration file at path.
 func setServerEnv(t *testing.T, path, server string, env map[string]string) {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	e := cfg["mcpServers"].(map[string]any)[server].(map[string]any)["env"].(map[string]any)
-	for k, v := range env {
-		e[k] = v
-	}
-	if data, err = json.Marshal(cfg); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	editConfig(t, path, func(cfg map[string]any) {
+		e := cfg["mcpServers"].(map[string]any)[server].(map[string]any)["env"].(map[string]any)
+		for k, v := range env {
+			e[k] = v
+		}
+	})
 }
 
 // TestConfigEnvCommand: ${env:NAME} is read from the environment, a
