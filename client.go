@@ -2,6 +2,7 @@ package conduit
 
 import (
 	"context"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,6 +47,10 @@ func (cl *Client) CallTool(ctx context.Context, name string, args any, opts *Cal
 // Status reports the server's state, as [Hub.Status] does for each of its
 // servers.
 func (cl *Client) Status() []ServerStatus { return cl.c.status() }
+
+// Warnings reports what the client accepted at its start but is likely a
+// mistake, as [Hub.Warnings] does.
+func (cl *Client) Warnings() []string { return slices.Clone(cl.c.warnings) }
 
 // Reconnect asks the server to connect now, as [Hub.Reconnect] does.
 func (cl *Client) Reconnect() error { return cl.c.reconnect(cl.c.conns[0].srv.ID) }

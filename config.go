@@ -21,6 +21,11 @@ type Config struct {
 	Policy *Policy
 	// Serve is nil when the file has no "serve" key (see [ServeConfig]).
 	Serve *ServeConfig
+	// Warnings are what the file holds that works but should change, one
+	// line each, never quoting a value: a secret written in it (an
+	// Authorization header, a variable of env named like a token) rather
+	// than read from the environment with ${env:NAME}.
+	Warnings []string
 }
 
 // LoadConfig reads and parses a configuration file; see [ParseConfig].
@@ -41,7 +46,7 @@ func LoadConfig(path string) (*Config, error) {
 //	{
 //	  "mcpServers": {
 //	    "files":  {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "env": {"K": "V"}, "cwd": "/"},
-//	    "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ..."}, "type": "http"}
+//	    "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}, "type": "http"}
 //	  },
 //	  "policy": [
 //	    {"allow": ["files/read_*", "files/list_*"]},
@@ -56,6 +61,17 @@ func LoadConfig(path string) (*Config, error) {
 // exactly one of "allow", "ask" or "deny", and may add "tainted" (a list of
 // servers, or true for any taint) and "principal" (a list of ids). Unknown
 // keys are errors, so a misspelt rule never passes silently.
+//
+// In a server's "url" and in the values of its "headers" and "env",
+// ${env:NAME} is the value of the environment variable NAME (letters,
+// digits and _), as in VS Code: "Bearer ${env:GH_TOKEN}". A variable that
+// is not set is an error that names it; an empty one is its value. A
+// value read is not expanded again, and there is no escape (as in VS
+// Code, a value cannot hold the text ${env:...}). Other ${...} are kept as
+// written; VS Code's ${input:ID}, which conduit has no prompt for, is
+// also reported in [Config.Warnings]. The values read never appear in conduit's errors, logs or
+// status: a server's errors show ${env:NAME} in their place. A secret
+// written in the file itself is reported in [Config.Warnings].
 func ParseConfig(data []byte) (*Config, error) {
 	// Syntax first, over the whole input: only json.Unmarshal reports the
 	// offset of a syntax error from the start of the input.
@@ -68,7 +84,7 @@ func ParseConfig(data []byte) (*Config, error) {
 		}
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	return parseConfig(data)
+	return parseConfig(data, os.LookupEnv)
 }
 
 // position turns a byte offset into a 1-based line and column.
@@ -80,7 +96,9 @@ func position(data []byte, offset int64) (line, col int) {
 	return line, max(col, 1)
 }
 
-func parseConfig(data []byte) (*Config, error) {
+// parseConfig parses a configuration whose ${env:NAME} are read with
+// lookup.
+func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -101,7 +119,7 @@ func parseConfig(data []byte) (*Config, error) {
 			if seen["mcpServers"] && seen["servers"] {
 				return nil, errors.New(`config: use one of "mcpServers" and "servers"`)
 			}
-			if cfg.Servers, err = parseServers(dec); err != nil {
+			if cfg.Servers, err = parseServers(dec, lookup, &cfg.Warnings); err != nil {
 				return nil, fmt.Errorf("config: %s: %w", key, err)
 			}
 		case "policy":
@@ -161,8 +179,9 @@ type serverEntry struct {
 }
 
 // parseServers reads the servers object, keeping the file's order, which
-// json.Unmarshal into a map would lose.
-func parseServers(dec *json.Decoder) ([]Server, error) {
+// json.Unmarshal into a map would lose. ${env:NAME} is read with lookup;
+// secrets written in the file are added to warnings.
+func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warnings *[]string) ([]Server, error) {
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, err
 	}
@@ -191,7 +210,19 @@ func parseServers(dec *json.Decoder) ([]Server, error) {
 		if e.EnvFile != "" {
 			return nil, fmt.Errorf("server %q: envFile is not supported; put the variables under \"env\"", id)
 		}
-		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers}
+		*warnings = append(*warnings, writtenSecrets(id, e.Headers, e.Env)...)
+		x := &envExpander{lookup: lookup}
+		if e.URL, err = x.expand(e.URL); err != nil {
+			return nil, fmt.Errorf("server %q: url: %w", id, err)
+		}
+		if err := x.expandMap("headers", e.Headers); err != nil {
+			return nil, fmt.Errorf("server %q: %w", id, err)
+		}
+		if err := x.expandMap("env", e.Env); err != nil {
+			return nil, fmt.Errorf("server %q: %w", id, err)
+		}
+		*warnings = append(*warnings, inputWarnings(id, x.inputs)...)
+		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers, fromEnv: x.read}
 		switch {
 		case e.Command != "" && e.URL != "":
 			return nil, fmt.Errorf(`server %q: has both "command" and "url"; a server is one or the other`, id)
@@ -222,11 +253,11 @@ func parseServers(dec *json.Decoder) ([]Server, error) {
 		}
 		if e.OAuth != nil {
 			if s.OAuth, err = oauth.ParseConfig(e.OAuth, e.URL); err != nil {
-				return nil, fmt.Errorf("server %q: oauth: %w", id, err)
+				return nil, s.redact(fmt.Errorf("server %q: oauth: %w", id, err))
 			}
 		}
 		if err := s.validate(); err != nil {
-			return nil, err
+			return nil, s.redact(err)
 		}
 		out = append(out, s)
 	}

@@ -91,9 +91,13 @@ func TestParseConfigVSCode(t *testing.T) {
 	if got := serverIDs(cfg); !reflect.DeepEqual(got, []string{"github", "memory", "streamy"}) {
 		t.Fatalf("ids = %v", got)
 	}
-	// Variables are not expanded: they are the editor's.
+	// The editor's prompts are not conduit's: sent as written, and
+	// reported.
 	if h := cfg.Servers[0].Headers["Authorization"]; h != "Bearer ${input:gh-token}" {
 		t.Fatalf("header = %q", h)
+	}
+	if want := []string{`server "github": ${input:gh-token} is VS Code's prompt, which conduit does not have: it is sent as written; set an environment variable and write ${env:NAME} in its place`}; !reflect.DeepEqual(cfg.Warnings, want) {
+		t.Errorf("warnings = %q", cfg.Warnings)
 	}
 }
 
@@ -247,6 +251,7 @@ func FuzzParseConfig(f *testing.F) {
 		`{"mcpServers": {"r": {"url": "https://x/mcp", "oauth": {"clientId": "c", "clientSecretEnv": "S", "scopes": ["a"]}}}}`,
 		`{"mcpServers": {"r": {"url": "https://x/mcp", "oauth": {"clientSecret": "leaked"}}}}`,
 		`{"mcpServers": {"a": {"command": "x"}}, "serve": {"tokens": [{"principal": "p", "env": "T"}], "hosts": ["h"]}}`,
+		`{"mcpServers": {"r": {"url": "https://${env:HOME}/x", "headers": {"Authorization": "Bearer ${env:NOPE}", "X-Api-Key": "k"}}, "c": {"command": "x", "env": {"T": "${input:t}", "A_TOKEN": "t"}}}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -357,9 +357,11 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 	if sess != nil {
 		err = errServerStderr(err, cn.stderr.String())
 	}
+	err = cn.srv.redact(err)
 	cn.session = nil
 	cn.state, cn.since, cn.lastErr = StateDown, time.Now(), err
 	if login, lerr := needsLogin(err); login {
+		lerr = cn.srv.redact(lerr)
 		cn.state, cn.lastErr, err = StateNeedsLogin, lerr, lerr
 	}
 	cn.attempts++

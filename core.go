@@ -75,6 +75,10 @@ type core struct {
 	tokens   atomic.Uint64
 	progress sync.Map // progress token -> *mailbox[Progress]
 
+	// warnings are what is accepted in the configuration but likely a
+	// mistake (Hub.Warnings), fixed at start.
+	warnings []string
+
 	tsMu   sync.Mutex
 	ts     *ToolSet
 	tsKey  []uint64
@@ -126,6 +130,9 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 	c.limitErr = &limitError{c.CallTimeout}
 	c.limits = o.Limits.resolved()
 	c.sdkLogger = c.Logger.With("component", "mcp")
+	if err := c.checkPolicy(servers); err != nil {
+		return nil, err
+	}
 	c.httpClient = newHTTPClient()
 	for _, s := range servers {
 		if err := s.validate(); err != nil {

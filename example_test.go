@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"os"
+	"strings"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -175,6 +177,38 @@ func ExampleNewPolicy() {
 	// mail/send "" []: deny ()
 }
 
+func ExamplePolicy_Check() {
+	p := conduit.NewPolicy(
+		conduit.Deny("gihtub/delete_*"),
+		conduit.Deny("*/write_*").When(conduit.Tainted("wbe")),
+		conduit.Allow("*/read_*", "conduit/search_tools"),
+	)
+	err := p.Check([]string{"github", "web"})
+	fmt.Println(errors.Is(err, conduit.ErrUnknownServer))
+	fmt.Println(err)
+	// Output:
+	// true
+	// policy rule 1 (deny gihtub/delete_*): pattern "gihtub/delete_*" names no configured server (did you mean "github"?)
+	// policy rule 2 (deny */write_* (when ...)): tainted "wbe" names no configured server (did you mean "web"?)
+}
+
+func ExampleConditionFunc() {
+	p := conduit.NewPolicy(
+		conduit.Deny("files/write_file").When(conduit.ConditionFunc(func(c *conduit.Call) bool {
+			path, _ := c.Args["path"].(string)
+			return strings.HasPrefix(path, "/etc/")
+		})),
+		conduit.Allow("files/*"),
+	)
+	for _, path := range []string{"/tmp/notes.txt", "/etc/passwd"} {
+		d, _, _ := p.Decide(&conduit.Call{Server: "files", Tool: "write_file", Args: map[string]any{"path": path}})
+		fmt.Println(path, d)
+	}
+	// Output:
+	// /tmp/notes.txt allow
+	// /etc/passwd deny
+}
+
 func ExampleParseConfig() {
 	cfg, err := conduit.ParseConfig([]byte(`{
 	  "mcpServers": {
@@ -194,6 +228,8 @@ func ExampleParseConfig() {
 	}
 	d, _, _ := cfg.Policy.Decide(&conduit.Call{Server: "remote", Tool: "post", Taint: []string{"files"}})
 	fmt.Println(d)
+	// A secret written in the file works, and is worth a word.
+	fmt.Println(cfg.Warnings)
 
 	_, err = conduit.ParseConfig([]byte(`{"mcpServers": {"files": {"comand": "npx"}}}`))
 	fmt.Println(err)
@@ -201,7 +237,31 @@ func ExampleParseConfig() {
 	// files: command "npx" args ["-y" "@modelcontextprotocol/server-filesystem" "/tmp"] url ""
 	// remote: command "" args [] url "https://mcp.example.com/mcp"
 	// deny
+	// [server "remote": header "Authorization" is written in the file: keep the secret in an environment variable and write ${env:NAME} in its place]
 	// config: mcpServers: server "files": unknown key "comand"
+}
+
+// ${env:NAME} reads a value from the environment, so that the file holds
+// no secret.
+func ExampleParseConfig_env() {
+	os.Setenv("REMOTE_TOKEN", "t0ken") // as the shell would
+	cfg, err := conduit.ParseConfig([]byte(`{"mcpServers": {
+	  "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}}
+	}}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(cfg.Servers[0].Headers["Authorization"], len(cfg.Warnings))
+
+	_, err = conduit.ParseConfig([]byte(`{"mcpServers": {
+	  "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKN}"}}
+	}}`))
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, conduit.ErrEnvNotSet))
+	// Output:
+	// Bearer t0ken 0
+	// config: mcpServers: server "remote": headers: "Authorization": ${env:REMOTE_TOKN} is not set
+	// true
 }
 
 func ExampleSanitizeName() {

@@ -3,6 +3,7 @@ package conduit
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -49,6 +50,11 @@ func (h *Hub) CallTool(ctx context.Context, name string, args any, opts *CallOpt
 
 // Status reports each server's state, in configuration order.
 func (h *Hub) Status() []ServerStatus { return h.c.status() }
+
+// Warnings reports what the hub accepted at its start but is likely a
+// mistake, one line each: a policy that names a server that is not
+// configured ([Policy.Check]). Each was logged as a warning too.
+func (h *Hub) Warnings() []string { return slices.Clone(h.c.warnings) }
 
 // Reconnect asks the server with the given id to connect now: one that is
 // down skips the rest of its backoff, and one that needs a login tries

@@ -27,6 +27,10 @@ type Options struct {
 	// conduit.AllowAll() says "no rules" explicitly. Configure a policy on
 	// anything you hand to a model.
 	Policy *Policy
+	// StrictPolicy makes NewHub and NewClient fail when the policy names
+	// a server that is not configured (see [Policy.Check]), instead of
+	// logging a warning and reporting it by Warnings.
+	StrictPolicy bool
 	// Approver decides the calls the policy asks about. Without one, an
 	// "ask" is answered as a denial saying that approval was needed.
 	Approver Approver

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 
 	"github.com/conduitmcp/conduit/internal/atomicfile"
+	"github.com/conduitmcp/conduit/internal/digest"
+	"github.com/conduitmcp/conduit/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -93,7 +95,7 @@ func (p *Pins) Pin(server string, tools []*mcp.Tool) error {
 			errs = append(errs, &PinToolError{Server: server, Tool: t.Name, Err: err})
 			continue
 		}
-		defs[t.Name] = pinnedDef{digest: digestOf(c), canonical: c}
+		defs[t.Name] = pinnedDef{digest: digest.Of(c), canonical: c}
 	}
 	p.mu.Lock()
 	if p.servers == nil {
@@ -444,26 +446,13 @@ func parsePinnedDefinition(name string, e lockFileEntry) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !validDigest(e.Digest) {
-		return nil, fmt.Errorf(`"digest" %q is not "sha256:" and 64 lowercase hex digits`, e.Digest)
+	if err := digest.Check(e.Digest); err != nil {
+		return nil, fmt.Errorf(`"digest" %w`, err)
 	}
-	if got := digestOf(c); got != e.Digest {
+	if got := digest.Of(c); got != e.Digest {
 		return nil, fmt.Errorf("the digest %s is not that of the definition (%s): was one edited without the other?", e.Digest, got)
 	}
 	return c, nil
-}
-
-func validDigest(s string) bool {
-	hex, ok := strings.CutPrefix(s, "sha256:")
-	if !ok || len(hex) != 64 {
-		return false
-	}
-	for i := 0; i < len(hex); i++ {
-		if c := hex[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // noDuplicateKeys walks a JSON document and fails on an object that holds
@@ -548,7 +537,7 @@ func (p *Pins) Marshal() ([]byte, error) {
 	if err := enc.Encode(lf); err != nil {
 		return nil, err
 	}
-	return []byte(escapeHidden(b.String())), nil
+	return []byte(textsafe.Escape(b.String())), nil
 }
 
 // Save writes the lock file to path, replacing it at once (through a

@@ -2,8 +2,6 @@ package conduit
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
+	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -61,12 +60,7 @@ func ToolDigest(t *mcp.Tool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return digestOf(b), nil
-}
-
-func digestOf(canonical []byte) string {
-	sum := sha256.Sum256(canonical)
-	return "sha256:" + hex.EncodeToString(sum[:])
+	return digest.Of(b), nil
 }
 
 // toolDefinition is the definition of CanonicalTool as a decoded JSON

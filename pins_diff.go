@@ -5,16 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/conduitmcp/conduit/internal/textsafe"
 )
 
 // readableDefinition indents a canonical definition, one member a line,
-// and writes the characters a terminal would not show (format characters
-// such as zero-width and bidi controls, variation selectors, tags,
-// unassigned and private-use code points) as \uXXXX escapes, so that a
-// reviewer of a diff sees what the model would read.
+// and writes the characters a terminal would not show as JSON escapes
+// (textsafe.Escape), so that a reviewer of a diff sees what the model
+// would read.
 func readableDefinition(canonical []byte) string {
 	if len(canonical) == 0 {
 		return ""
@@ -23,41 +21,7 @@ func readableDefinition(canonical []byte) string {
 	if err := json.Indent(&b, canonical, "", "  "); err != nil {
 		return string(canonical)
 	}
-	return escapeHidden(b.String())
-}
-
-func escapeHidden(s string) string {
-	if !strings.ContainsFunc(s, hiddenRune) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if !hiddenRune(r) {
-			b.WriteRune(r)
-			continue
-		}
-		if r > 0xffff {
-			r1, r2 := utf16.EncodeRune(r)
-			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
-			continue
-		}
-		fmt.Fprintf(&b, `\u%04x`, r)
-	}
-	return b.String()
-}
-
-// hiddenRune reports whether a terminal would show r as nothing, or as
-// something else than it is.
-func hiddenRune(r rune) bool {
-	switch {
-	case r == '\n' || r == ' ':
-		return false
-	case r < utf8.RuneSelf:
-		return r < 0x20 || r == 0x7f
-	case r >= 0xfe00 && r <= 0xfe0f, r >= 0xe0100 && r <= 0xe01ef, r == 0x34f, r == utf8.RuneError:
-		return true
-	}
-	return !unicode.IsPrint(r) || unicode.Is(unicode.Co, r)
+	return textsafe.Escape(b.String())
 }
 
 // lineDiff returns a unified diff of two texts, with three lines of

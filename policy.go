@@ -32,34 +32,65 @@ func (d Decision) String() string {
 
 // Condition is a predicate over a call that restricts a [Rule]. When a
 // tool set is listed for a principal, conditions see a Call whose Args is
-// nil.
-type Condition func(c *Call) bool
+// nil. [Tainted], [Principal] and [Not] make conditions; [ConditionFunc]
+// makes one of a function.
+type Condition interface {
+	Holds(c *Call) bool
+}
+
+// ConditionFunc is a function used as a [Condition]:
+//
+//	conduit.Deny("files/write").When(conduit.ConditionFunc(func(c *conduit.Call) bool {
+//		return c.Args["path"] == "/etc/passwd"
+//	}))
+type ConditionFunc func(c *Call) bool
+
+// Holds returns f(c); a nil f holds.
+func (f ConditionFunc) Holds(c *Call) bool { return f == nil || f(c) }
 
 // Tainted holds when the call's taint set contains one of servers, or, with
-// no servers, when it holds any taint at all.
-func Tainted(servers ...string) Condition {
-	servers = slices.Clone(servers)
-	return func(c *Call) bool {
-		if len(servers) == 0 {
-			return len(c.Taint) > 0
-		}
-		for _, t := range c.Taint {
-			if slices.Contains(servers, t) {
-				return true
-			}
-		}
-		return false
+// no servers, when it holds any taint at all. [Policy.Check] reports
+// servers that are not configured.
+func Tainted(servers ...string) Condition { return taintCond(slices.Clone(servers)) }
+
+type taintCond []string
+
+func (servers taintCond) Holds(c *Call) bool {
+	if len(servers) == 0 {
+		return len(c.Taint) > 0
 	}
+	for _, t := range c.Taint {
+		if slices.Contains(servers, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // Principal holds when the call is made for one of ids.
-func Principal(ids ...string) Condition {
-	ids = slices.Clone(ids)
-	return func(c *Call) bool { return slices.Contains(ids, c.Principal) }
-}
+func Principal(ids ...string) Condition { return principalCond(slices.Clone(ids)) }
+
+type principalCond []string
+
+func (ids principalCond) Holds(c *Call) bool { return slices.Contains(ids, c.Principal) }
 
 // Not holds when cond does not.
-func Not(cond Condition) Condition { return func(c *Call) bool { return !cond(c) } }
+func Not(cond Condition) Condition { return notCond{cond} }
+
+type notCond struct{ cond Condition }
+
+func (n notCond) Holds(c *Call) bool { return n.cond != nil && !n.cond.Holds(c) }
+
+// taintedServers returns the servers a condition's Tainted names.
+func taintedServers(cond Condition) []string {
+	switch c := cond.(type) {
+	case taintCond:
+		return c
+	case notCond:
+		return taintedServers(c.cond)
+	}
+	return nil
+}
 
 // Rule is one line of a [Policy]: a decision for the calls whose
 // server/tool matches one of its patterns and that meet all its conditions.
@@ -71,6 +102,7 @@ func Not(cond Condition) Condition { return func(c *Call) bool { return !cond(c)
 type Rule struct {
 	decision Decision
 	patterns []pattern
+	written  []string // the patterns as written
 	conds    []Condition
 	text     string
 	err      error
@@ -106,6 +138,7 @@ func newRule(d Decision, patterns []string) Rule {
 			}
 		}
 		r.patterns = append(r.patterns, pattern{server, slashless(tool)})
+		r.written = append(r.written, p)
 	}
 	return r
 }
@@ -141,7 +174,7 @@ func (r *Rule) matchesName(server, tool string) bool {
 // holds reports whether all of r's conditions hold for c.
 func (r *Rule) holds(c *Call) bool {
 	for _, cond := range r.conds {
-		if cond != nil && !cond(c) {
+		if cond != nil && !cond.Holds(c) {
 			return false
 		}
 	}
@@ -189,6 +222,100 @@ func AllowAll() *Policy { return NewPolicy(Allow("*")) }
 
 // Err reports malformed rules.
 func (p *Policy) Err() error { return p.err }
+
+// ErrUnknownServer is the cause of each problem [Policy.Check] reports:
+// errors.Is(err, ErrUnknownServer).
+var ErrUnknownServer = errors.New("names no configured server")
+
+// ownServer is the server id of conduit's own tools (the adapters'
+// search_tools, adapters.SearchToolServer), which every policy may name.
+const ownServer = "conduit"
+
+// Check reports the names of p that no server of servers (the configured
+// ids) can match, which make their rules match nothing: a pattern whose
+// server part is not one of them ("gihtub/*"), or a glob that matches none
+// of them ("gh*/read"), and a server of a Tainted condition that is not
+// one of them. It returns nil when there are none, or one error per
+// problem joined by errors.Join, each with ErrUnknownServer as its cause
+// and the rule's position and text in its message. Globs such as
+// "*/read_*" name no server and are fine; conduit's own tools (server
+// "conduit") are always there. NewHub and NewClient log what Check
+// reports, and refuse the policy under [Options.StrictPolicy].
+func (p *Policy) Check(servers []string) error {
+	if p == nil {
+		return nil
+	}
+	known := append(slices.Clip(servers), ownServer)
+	var errs []error
+	report := func(i int, r *Rule, what, name string) {
+		hint := ""
+		if s := closest(name, servers); s != "" && !strings.ContainsAny(name, `*?[\`) {
+			hint = fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		errs = append(errs, fmt.Errorf("policy rule %d (%s): %s %w%s", i+1, r.text, what, ErrUnknownServer, hint))
+	}
+	for i := range p.rules {
+		r := &p.rules[i]
+		if r.err != nil {
+			continue // Err reports it
+		}
+		for j, pat := range r.patterns {
+			if !slices.ContainsFunc(known, func(id string) bool { return globMatch(pat.server, id) }) {
+				report(i, r, fmt.Sprintf("pattern %q", r.written[j]), pat.server)
+			}
+		}
+		for _, cond := range r.conds {
+			for _, s := range taintedServers(cond) {
+				if !slices.Contains(known, s) {
+					report(i, r, fmt.Sprintf("tainted %q", s), s)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// closest returns the id of ids that name is most likely a misspelling
+// of: the same but for case, or at most two edits (a swap of neighbours
+// is one) away and shorter a distance than name's length; "" when none
+// is.
+func closest(name string, ids []string) string {
+	best, bestD := "", 3
+	for _, id := range ids {
+		if strings.EqualFold(id, name) {
+			return id
+		}
+		if d := editDistance(name, id); d < bestD && d < len(name) {
+			best, bestD = id, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b, in
+// bytes: insertions, deletions, substitutions and swaps of neighbours.
+func editDistance(a, b string) int {
+	// Three rows of the table: two back, one back, this one.
+	pp, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], pp[j-2]+1)
+			}
+		}
+		pp, prev, cur = prev, cur, pp
+	}
+	return prev[len(b)]
+}
 
 // Decide returns the decision for c and the rule that made it; ok is false
 // when no rule matched (and the decision is deny).
@@ -238,4 +365,26 @@ func (p *Policy) matching(t *Tool) []int {
 		}
 		return idx
 	}).([]int)
+}
+
+// checkPolicy is where a hub's or client's policy meets its servers: what
+// Policy.Check reports is an error under StrictPolicy, and otherwise a
+// warning, logged and kept for Warnings.
+func (c *core) checkPolicy(servers []Server) error {
+	ids := make([]string, len(servers))
+	for i, s := range servers {
+		ids[i] = s.ID
+	}
+	err := c.Policy.Check(ids)
+	if err == nil {
+		return nil
+	}
+	if c.StrictPolicy {
+		return fmt.Errorf("conduit: %w", err)
+	}
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		c.warnings = append(c.warnings, e.Error())
+		c.Logger.Warn("conduit: the policy names a server that is not configured", "problem", e.Error())
+	}
+	return nil
 }

@@ -1,9 +1,13 @@
 package conduit
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -68,7 +72,7 @@ func TestPolicyFirstMatchWins(t *testing.T) {
 }
 
 func TestPolicyConditions(t *testing.T) {
-	isWrite := func(c *Call) bool { return strings.HasPrefix(c.Tool, "write") }
+	isWrite := ConditionFunc(func(c *Call) bool { return strings.HasPrefix(c.Tool, "write") })
 	p := NewPolicy(
 		Deny("*").When(Tainted("web")),
 		Ask("fs/write*").When(Tainted()),
@@ -108,7 +112,7 @@ func TestPolicyConditions(t *testing.T) {
 	servers := []string{"web"}
 	cond := Tainted(servers...)
 	servers[0] = "other"
-	if !cond(&Call{Taint: []string{"web"}}) {
+	if !cond.Holds(&Call{Taint: []string{"web"}}) {
 		t.Error("Tainted kept the caller's slice")
 	}
 }
@@ -202,7 +206,7 @@ func TestListToolsForLeavesOutDenied(t *testing.T) {
 		t.Fatal("a call reached the server")
 	}
 	// A condition that panics leaves the tool listed; the call answers.
-	h2 := newHub(t, []Server{fs.server("fs")}, &Options{Policy: NewPolicy(Deny("*").When(func(c *Call) bool { panic("boom") }))})
+	h2 := newHub(t, []Server{fs.server("fs")}, &Options{Policy: NewPolicy(Deny("*").When(ConditionFunc(func(c *Call) bool { panic("boom") })))})
 	ts2, err := h2.ListToolsFor(ctx, nil)
 	if err != nil || ts2.Len() != 3 {
 		t.Fatalf("ListToolsFor with a panicking condition: %v %v", exposed(ts2), err)
@@ -210,5 +214,121 @@ func TestListToolsForLeavesOutDenied(t *testing.T) {
 	_, err = h2.CallTool(ctx, "fs__read", nil, nil)
 	if e := wantKind(t, err, KindInternal); !strings.Contains(e.Err.Error(), "boom") {
 		t.Fatalf("err = %v", e.Err)
+	}
+}
+
+func TestPolicyCheck(t *testing.T) {
+	servers := []string{"github", "web", "mail"}
+	p := NewPolicy(
+		Allow("github/get_*", "gihtub/list_*"),                    // 1: a typo of a server
+		Allow("*/read_*", "*", "conduit/search_tools"),            // fine: globs and conduit's own tools
+		Deny("mail/*").When(Tainted("wbe", "web")),                // 3: a typo in a tainted list
+		Ask("gh*/x", "w?b", "GitHub"),                             // 4: a glob that matches nothing, a glob that does, a case
+		Deny("fs").When(Not(Tainted("files")), Principal("mail")), // 5: a server, and a tainted server, not configured; principals are not servers
+		Allow("[").When(Tainted("nope")),                          // malformed: Err's, not Check's
+	)
+	err := p.Check(servers)
+	if !errors.Is(err, ErrUnknownServer) {
+		t.Fatalf("Check = %v", err)
+	}
+	var got []string
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		if !errors.Is(e, ErrUnknownServer) {
+			t.Errorf("%v: not ErrUnknownServer", e)
+		}
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`policy rule 1 (allow github/get_*,gihtub/list_*): pattern "gihtub/list_*" names no configured server (did you mean "github"?)`,
+		`policy rule 3 (deny mail/* (when ...)): tainted "wbe" names no configured server (did you mean "web"?)`,
+		`policy rule 4 (ask gh*/x,w?b,GitHub): pattern "gh*/x" names no configured server`,
+		`policy rule 4 (ask gh*/x,w?b,GitHub): pattern "GitHub" names no configured server (did you mean "github"?)`,
+		`policy rule 5 (deny fs (when ...)): pattern "fs" names no configured server`,
+		`policy rule 5 (deny fs (when ...)): tainted "files" names no configured server`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Check:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if err := NewPolicy(Allow("github/*"), Deny("*").When(Tainted("web"), Tainted())).Check(servers); err != nil {
+		t.Errorf("a good policy: %v", err)
+	}
+	if err := AllowAll().Check(nil); err != nil {
+		t.Errorf("AllowAll with no servers: %v", err)
+	}
+	if err := (*Policy)(nil).Check(servers); err != nil {
+		t.Errorf("nil policy: %v", err)
+	}
+	// The rules of a configuration file are checked the same way.
+	cfg, err := ParseConfig([]byte(`{"mcpServers": {"web": {"url": "http://x"}, "mail": {"url": "http://y"}},
+		"policy": [{"deny": ["mail/*"], "tainted": ["wbe"]}, {"allow": ["*"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Policy.Check([]string{"web", "mail"}); err == nil || !strings.Contains(err.Error(), `tainted "wbe" names no configured server (did you mean "web"?)`) {
+		t.Errorf("config's tainted list: %v", err)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		d    int
+	}{
+		{"", "", 0}, {"a", "", 1}, {"", "ab", 2}, {"web", "web", 0}, {"wbe", "web", 1},
+		{"gihtub", "github", 1}, {"githb", "github", 1}, {"gitlab", "github", 2}, {"abc", "xyz", 3},
+	} {
+		if d := editDistance(tt.a, tt.b); d != tt.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, d, tt.d)
+		}
+		if d := editDistance(tt.b, tt.a); d != tt.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.b, tt.a, d, tt.d)
+		}
+	}
+}
+
+// TestPolicyMeetsServers: NewHub and NewClient report what Check finds,
+// as warnings (logged, and by Warnings) or, with StrictPolicy, as an
+// error before anything starts.
+func TestPolicyMeetsServers(t *testing.T) {
+	t.Parallel()
+	srv := newTestServer(t, "mem").echoTools("a")
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
+	policy := NewPolicy(Deny("gihtub/*"), Allow("*").When(Not(Tainted("wbe"))), Allow("conduit/search_tools"))
+	h := newHub(t, []Server{srv.server("github"), srv.server("web")}, &Options{Policy: policy, Logger: logger})
+	want := []string{
+		`policy rule 1 (deny gihtub/*): pattern "gihtub/*" names no configured server (did you mean "github"?)`,
+		`policy rule 2 (allow * (when ...)): tainted "wbe" names no configured server (did you mean "web"?)`,
+	}
+	if got := h.Warnings(); !slices.Equal(got, want) {
+		t.Errorf("Warnings = %q", got)
+	}
+	mu.Lock()
+	log := buf.String()
+	mu.Unlock()
+	if !strings.Contains(log, "level=WARN") || !strings.Contains(log, `names no configured server (did you mean \"github\"?)`) {
+		t.Errorf("log:\n%s", log)
+	}
+	// The hub works as configured all the same.
+	if _, err := h.CallTool(context.Background(), "github__a", map[string]any{}, nil); err != nil {
+		t.Errorf("call: %v", err)
+	}
+
+	_, err := NewHub(context.Background(), []Server{srv.server("github")}, &Options{Policy: policy, StrictPolicy: true})
+	if !errors.Is(err, ErrUnknownServer) || !strings.Contains(err.Error(), `pattern "gihtub/*"`) {
+		t.Errorf("strict hub: %v", err)
+	}
+	// A client's policy names its one server.
+	cl := newClient(t, srv.server("notes"), &Options{Policy: NewPolicy(Allow("notes/*", "note/x"))})
+	if got := cl.Warnings(); len(got) != 1 || !strings.Contains(got[0], `pattern "note/x" names no configured server (did you mean "notes"?)`) {
+		t.Errorf("client Warnings = %q", got)
+	}
+	_, err = NewClient(context.Background(), srv.server("notes"), &Options{Policy: NewPolicy(Allow("note")), StrictPolicy: true})
+	if !errors.Is(err, ErrUnknownServer) {
+		t.Errorf("strict client: %v", err)
+	}
+	if h := newHub(t, []Server{srv.server("web")}, &Options{Policy: AllowAll(), StrictPolicy: true}); len(h.Warnings()) != 0 {
+		t.Errorf("AllowAll warns: %q", h.Warnings())
 	}
 }

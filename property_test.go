@@ -99,7 +99,7 @@ func (r refRule) rule() Rule {
 		conds = append(conds, Not(Tainted()))
 	}
 	if r.needsArgs {
-		conds = append(conds, func(c *Call) bool { return len(c.Args) > 0 })
+		conds = append(conds, ConditionFunc(func(c *Call) bool { return len(c.Args) > 0 }))
 	}
 	if len(conds) > 0 {
 		rule = rule.When(conds...)

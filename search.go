@@ -1,7 +1,6 @@
 package conduit
 
 import (
-	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/kljensen/snowball/english"
 )
 
@@ -329,28 +329,8 @@ func newSearchDoc(t *Tool, stems stemCache) *searchDoc {
 	add(fieldTitle, title)
 	add(fieldDesc, t.Description)
 	n := 0
-	paramNames(schemaObject(t.InputSchema), 0, &n, func(name string) { add(fieldParams, name) })
+	paramNames(jsonv.ObjectOf(t.InputSchema), 0, &n, func(name string) { add(fieldParams, name) })
 	return d
-}
-
-// schemaObject returns a schema as a JSON object: as the client side of the
-// SDK decodes it, or through JSON for a typed schema.
-func schemaObject(s any) map[string]any {
-	switch v := s.(type) {
-	case nil:
-		return nil
-	case map[string]any:
-		return v
-	}
-	data, err := json.Marshal(s)
-	if err != nil {
-		return nil
-	}
-	var m map[string]any
-	if json.Unmarshal(data, &m) != nil {
-		return nil
-	}
-	return m
 }
 
 // paramNames calls emit with the property names of schema and of the

@@ -52,6 +52,10 @@ type Server struct {
 	// Most transports connect once, so a server given this way is not
 	// reconnected after its session is lost.
 	Transport mcp.Transport
+
+	// fromEnv are the values its configuration read from the environment
+	// (${env:NAME}), which its errors do not show.
+	fromEnv []envValue
 }
 
 func (s Server) validate() error {

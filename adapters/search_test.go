@@ -682,3 +682,12 @@ func TestSearchTracesFallbacks(t *testing.T) {
 		t.Errorf("traced %v, listing's fallbacks %v", traced, conv.Listing().Fallbacks)
 	}
 }
+
+// TestSearchToolServerIsKnown: a policy may name conduit's search tool
+// without a warning that its server is not configured.
+func TestSearchToolServerIsKnown(t *testing.T) {
+	p := conduit.NewPolicy(conduit.Allow(adapters.SearchToolServer+"/"+adapters.SearchToolName), conduit.Deny(adapters.SearchToolServer))
+	if err := p.Check([]string{"notes"}); err != nil {
+		t.Errorf("Check = %v", err)
+	}
+}

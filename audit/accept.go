@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/conduitmcp/conduit/internal/atomicfile"
+	"github.com/conduitmcp/conduit/internal/digest"
 )
 
 // Accepted findings.
@@ -223,8 +224,8 @@ func ParseAccepted(data []byte) (*Accepted, error) {
 		if e.Server == "" || e.Tool == "" || e.Rule == "" {
 			return nil, fmt.Errorf("accepted findings: entry %d: server, tool and rule are required", i)
 		}
-		if !validDigest(e.Digest) {
-			return nil, fmt.Errorf("accepted findings: entry %d: digest %q is not \"sha256:\" and 64 lowercase hex digits", i, e.Digest)
+		if err := digest.Check(e.Digest); err != nil {
+			return nil, fmt.Errorf("accepted findings: entry %d: digest %w", i, err)
 		}
 		k := acceptKey{e.Server, e.Tool, e.Rule}
 		if _, dup := a.m[k]; dup {
@@ -233,19 +234,6 @@ func ParseAccepted(data []byte) (*Accepted, error) {
 		a.m[k] = e.Digest
 	}
 	return a, nil
-}
-
-func validDigest(s string) bool {
-	hex, ok := strings.CutPrefix(s, "sha256:")
-	if !ok || len(hex) != 64 {
-		return false
-	}
-	for i := 0; i < len(hex); i++ {
-		if c := hex[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
 }
 
 // Marshal returns the file: acceptances by server, tool and rule, one a

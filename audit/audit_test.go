@@ -8,6 +8,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -201,7 +202,7 @@ func TestRules(t *testing.T) {
 					t.Errorf("want one finding on %s with %q, got %+v", c.field, c.message, got)
 				}
 				for _, f := range got {
-					if strings.ContainsFunc(f.Excerpt, toolcall.Invisible) {
+					if strings.ContainsFunc(f.Excerpt, textsafe.Invisible) {
 						t.Errorf("the excerpt shows invisible characters: %q", f.Excerpt)
 					}
 				}
@@ -319,7 +320,7 @@ func FuzzCheck(f *testing.F) {
 			if ruleSeverity(fd.Rule) != fd.Severity || fd.Message == "" {
 				t.Fatalf("finding %+v", fd)
 			}
-			if strings.ContainsFunc(fd.Excerpt, toolcall.Invisible) {
+			if strings.ContainsFunc(fd.Excerpt, textsafe.Invisible) {
 				t.Fatalf("invisible characters in the excerpt %q", fd.Excerpt)
 			}
 		}

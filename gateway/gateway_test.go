@@ -240,7 +240,7 @@ func TestDeniedCall(t *testing.T) {
 	files := newUpstream(t, "files")
 	files.tool("write", "Write.", echo("wrote "))
 	g := newGateway(t, []conduit.Server{files.server("files")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.NewPolicy(
-		conduit.Deny("files/write").When(func(c *conduit.Call) bool { return c.Args != nil && c.Args["path"] == "/etc/passwd" }),
+		conduit.Deny("files/write").When(conduit.ConditionFunc(func(c *conduit.Call) bool { return c.Args != nil && c.Args["path"] == "/etc/passwd" })),
 		conduit.Allow("*"),
 	)}})
 	cs, _ := connect(t, g, "", nil)
@@ -334,8 +334,11 @@ func TestSessionTaint(t *testing.T) {
 	}
 	before := ev.snapshot().changed
 	callTool(t, cs, "web__fetch", map[string]any{"url": "x"})
-	// Denied at once: by the policy, or, once the list is up to date, as
-	// a tool no longer offered.
+	// Denied at once: by the policy while the session's server still
+	// offers the tool, or, once the refresh the taint started has removed
+	// it, by the SDK's server as a tool it does not have. Never by
+	// conduit as unknown: a tool's calls resolve against the tool set
+	// that offered it (see syncTools).
 	got, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "mail__send", Arguments: map[string]any{}})
 	switch {
 	case err != nil && strings.Contains(err.Error(), `unknown tool "mail__send"`):

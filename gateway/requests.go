@@ -36,11 +36,9 @@ func forwardMeta(m, out mcp.Meta) mcp.Meta {
 	return out
 }
 
-// callTool runs a client's tools/call through the hub's pipeline.
-func (s *session) callTool(ctx context.Context, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	s.mu.Lock()
-	ts := s.tools
-	s.mu.Unlock()
+// callTool runs a client's tools/call of name, offered by ts, through the
+// hub's pipeline.
+func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	opts := s.callOptions(ts)
 	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
 	if token := req.Params.GetProgressToken(); token != nil {

@@ -31,7 +31,6 @@ type session struct {
 	mu      sync.Mutex
 	ss      *mcp.ServerSession
 	taint   []string
-	tools   *conduit.ToolSet           // as offered
 	defs    map[string]*mcp.Tool       // exposed name -> the server's own tool registered under it
 	prompts map[string]*conduit.Prompt // exposed name -> the prompt registered under it
 	rset    *conduit.ResourceSet       // as offered

@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -61,15 +61,9 @@ func (s *session) sync(ctx context.Context, c changes) error {
 // whose schema is the server's: the input schema must be an object
 // schema.
 func servable(t *mcp.Tool) error {
-	var m map[string]any
-	switch s := t.InputSchema.(type) {
-	case map[string]any:
-		m = s
-	default:
-		data, err := json.Marshal(s)
-		if err != nil || json.Unmarshal(data, &m) != nil {
-			return errors.New("its input schema is not a JSON object")
-		}
+	m := jsonv.ObjectOf(t.InputSchema)
+	if m == nil {
+		return errors.New("its input schema is not a JSON object")
 	}
 	if m["type"] != "object" {
 		return errors.New(`its input schema is not of type "object"`)
@@ -89,9 +83,14 @@ func register(name string, add func()) (err error) {
 	return nil
 }
 
+// syncTools registers the tools of ts with the session's server, and
+// removes those ts no longer offers. A tool's handler resolves its calls
+// against the tool set that offered it, not the session's newest: the
+// client calls what it was offered, and a call the server dispatched just
+// before a refresh removed its tool (a taint the policy now denies it
+// for) must meet the policy, not be answered as an unknown tool.
 func (s *session) syncTools(ts *conduit.ToolSet) {
 	s.mu.Lock()
-	s.tools = ts
 	old := maps.Clone(s.defs)
 	s.mu.Unlock()
 	keep := map[string]*mcp.Tool{}
@@ -111,7 +110,7 @@ func (s *session) syncTools(ts *conduit.ToolSet) {
 		name := t.Exposed
 		if err := register(name, func() {
 			s.server.AddTool(&def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				return s.callTool(ctx, name, req)
+				return s.callTool(ctx, ts, name, req)
 			})
 		}); err != nil {
 			s.g.logger.Warn("gateway: a tool is left out", "tool", name, "reason", err)

@@ -49,7 +49,7 @@ func Request(r toolcall.Request) map[string]any {
 	if max <= 0 {
 		max = toolcall.DefaultMaxTokens
 	}
-	b := map[string]any{"model": r.Model, "max_tokens": max, "messages": nonNil(r.Conversation)}
+	b := map[string]any{"model": r.Model, "max_tokens": max, "messages": jsonv.NonNil(r.Conversation)}
 	if len(r.Tools) > 0 {
 		b["tools"] = r.Tools
 	}
@@ -127,7 +127,7 @@ func Response(text string, calls ...toolcall.Raw) map[string]any {
 		stop = "tool_use"
 	}
 	return map[string]any{"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
-		"content": nonNil(content), "stop_reason": stop}
+		"content": jsonv.NonNil(content), "stop_reason": stop}
 }
 
 func anys(ms []map[string]any) []any {
@@ -136,11 +136,4 @@ func anys(ms []map[string]any) []any {
 		out[i] = m
 	}
 	return out
-}
-
-func nonNil(l []any) []any {
-	if l == nil {
-		return []any{}
-	}
-	return l
 }

@@ -42,7 +42,7 @@ func Prompt(text string) map[string]any {
 // Request is a generateContent request body: the model is in the URL, and
 // the declarations are wrapped as {"functionDeclarations": tools}.
 func Request(r toolcall.Request) map[string]any {
-	b := map[string]any{"contents": nonNil(r.Conversation)}
+	b := map[string]any{"contents": jsonv.NonNil(r.Conversation)}
 	if len(r.Tools) > 0 {
 		b["tools"] = []any{map[string]any{"functionDeclarations": r.Tools}}
 	}
@@ -127,12 +127,5 @@ func Response(text string, calls ...toolcall.Raw) map[string]any {
 		parts = append(parts, map[string]any{"functionCall": fc})
 	}
 	return map[string]any{"candidates": []any{map[string]any{
-		"content": map[string]any{"role": "model", "parts": nonNil(parts)}, "finishReason": "STOP", "index": 0}}}
-}
-
-func nonNil(l []any) []any {
-	if l == nil {
-		return []any{}
-	}
-	return l
+		"content": map[string]any{"role": "model", "parts": jsonv.NonNil(parts)}, "finishReason": "STOP", "index": 0}}}
 }

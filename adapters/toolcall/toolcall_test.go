@@ -27,6 +27,7 @@ func TestDescription(t *testing.T) {
 		{"controls", "a\x00b\x07c\x1bd\x7fe\u0085f", "abcdef"},
 		{"line separators", "a\u2028b\u2029c", "abc"},
 		{"hangul fillers and joiner", "a\u115fb\u3164c\u034fd", "abcd"},
+		{"other default-ignorables", "a\u17b4b\u180bc\u180fd\ufff0e\U000E0080f\U000E0FFFg", "abcdefg"},
 		{"invalid utf-8", "a\xffb", "a\ufffdb"},
 		{"emoji kept", "ok 👍 ✓", "ok 👍 ✓"},
 		{"empty", "", ""},

@@ -197,7 +197,7 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 			res.Stop = StopDone
 			return res, nil
 		}
-		res.Taint = nonNil(conv.Taint())
+		res.Taint = jsonv.NonNil(conv.Taint())
 		if exec.Halted {
 			res.Stop = StopHalted
 			return res, nil
@@ -206,13 +206,6 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	}
 	res.Stop = StopMaxTurns
 	return res, nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 func post(ctx context.Context, o Options, w adapters.Wire, body map[string]any) (map[string]any, error) {

@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
-
 	"github.com/conduitmcp/conduit/audit"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
 type auditJSON struct {
@@ -113,7 +113,7 @@ Rules:
 	open := audit.Open(findings)
 	// Accepted findings after the others, in their own order.
 	findings = append(slices.Clone(open), slices.DeleteFunc(slices.Clone(findings), func(f audit.Finding) bool { return !f.Accepted })...)
-	out := auditJSON{Servers: []pinServerJSON{}, Findings: nonNil(findings), Counts: audit.Counts(findings)}
+	out := auditJSON{Servers: []pinServerJSON{}, Findings: jsonv.NonNil(findings), Counts: audit.Counts(findings)}
 	for _, l := range listings {
 		s := pinServerJSON{ID: l.Server, Tools: len(l.Tools)}
 		if l.Down != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
 // callFlags are the flags of commands that make calls.
@@ -163,7 +164,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 		Paused   bool             `json:"paused"`
 		Taint    []string         `json:"taint"`
 		Revealed []string         `json:"revealed"`
-	}{nonNil(exec.Results), exec.Halted, paused, nonNil(conv.Taint()), nonNil(conv.Listing().Revealed)})
+	}{jsonv.NonNil(exec.Results), exec.Halted, paused, jsonv.NonNil(conv.Taint()), jsonv.NonNil(conv.Listing().Revealed)})
 }
 
 // pausedTurn reports whether the provider paused the turn the response

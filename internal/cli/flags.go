@@ -79,9 +79,11 @@ type hubFlags struct {
 	connectTimeout time.Duration
 	requireServers bool
 	verbose        bool
+	env            *Env
 }
 
 func (h *hubFlags) register(fs *flagSet) {
+	h.env = fs.env
 	fs.StringVar(&h.config, "config", "mcp.json", "the MCP configuration `file` (mcpServers, and an optional policy)")
 	fs.DurationVar(&h.connectTimeout, "connect-timeout", 20*time.Second, "how long each server has to start and answer initialize")
 	fs.BoolVar(&h.requireServers, "require-servers", false, "fail unless every server is up within --connect-timeout (by default the command goes on with the servers that are up)")
@@ -101,6 +103,9 @@ func (h *hubFlags) loadConfig() (*conduit.Config, error) {
 	cfg, err := conduit.ParseConfig(data)
 	if err != nil {
 		return nil, inputError("%s: %v", h.config, strings.TrimPrefix(err.Error(), "config: "))
+	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(h.env.Stderr, "conduit: %s: %s\n", h.config, w)
 	}
 	return cfg, nil
 }
@@ -181,6 +186,9 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 		Pins:           pins})
 	if err != nil {
 		return nil, h.openError(err)
+	}
+	for _, w := range hub.Warnings() {
+		fmt.Fprintf(env.Stderr, "conduit: %s: %s\n", h.config, w)
 	}
 	return hub, nil
 }

@@ -47,10 +47,3 @@ func describe(err error) string {
 	}
 	return err.Error()
 }
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}

@@ -245,7 +245,7 @@ func TestAuditCommand(t *testing.T) {
 	for _, want := range []string{
 		"high   conceal-from-user  facts/daily_fact  description\n",
 		"medium cross-server-shadowing  facts/daily_fact  description\n       names the tool send_email of another server, mail\n",
-		`> A fact a day.\u200B <IMPORTANT>`,
+		`> A fact a day.\u200b <IMPORTANT>`,
 		"medium secret-parameter  facts/daily_fact  inputSchema.properties.password",
 	} {
 		if !strings.Contains(out, want) {

@@ -9,6 +9,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
 // listFlags are the flags that decide a listing, shared by tools, exec and
@@ -113,7 +114,7 @@ conversation offers them on its next turn.`)
 		Excluded  []strictNote       `json:"excluded"`
 		Warnings  []toolcall.Warning `json:"warnings"`
 		Search    *searchNote        `json:"search,omitempty"`
-	}{nonNil(listing.Tools), nonNil(fallbacks), excluded, nonNil(listing.Warnings), searchOf(listing)})
+	}{jsonv.NonNil(listing.Tools), jsonv.NonNil(fallbacks), excluded, jsonv.NonNil(listing.Warnings), searchOf(listing)})
 }
 
 // strictReason says why a tool left out under --strict true did not

@@ -17,6 +17,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
 // Config is the demo's mcp.json: the two servers, as a file would start them
@@ -229,7 +230,7 @@ func PlayWith(ctx context.Context, o *Options) (*Report, error) {
 		turn := Turn{
 			Provider: tf.Provider, Title: tf.Title, Tools: listing.Tools, Fallbacks: fallbacks,
 			Warnings: listing.Warnings, Response: tf.Response, Approver: tf.Approver,
-			Taint: nonNil(taint), Results: exec.Results, Halted: exec.Halted,
+			Taint: jsonv.NonNil(slices.Clone(taint)), Results: exec.Results, Halted: exec.Halted,
 		}
 		if len(listing.NullPaths) > 0 {
 			turn.NullPaths = map[string][][]string{}
@@ -252,7 +253,7 @@ func PlayWith(ctx context.Context, o *Options) (*Report, error) {
 		}
 		mu.Unlock()
 		taint = exec.Taint(taint)
-		turn.After = nonNil(taint)
+		turn.After = jsonv.NonNil(slices.Clone(taint))
 		rep.Turns = append(rep.Turns, turn)
 		if exec.Halted {
 			break
@@ -299,13 +300,6 @@ func loadTurns() ([]turnFile, error) {
 		out = append(out, tf)
 	}
 	return out, nil
-}
-
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return slices.Clone(s)
 }
 
 // argsObject is a call's arguments as the model wrote them, decoded.

@@ -66,6 +66,34 @@ func Decode(response any) (map[string]any, error) {
 	return m, nil
 }
 
+// ObjectOf returns v as a decoded JSON object, or nil when v is nil or not
+// one: a map as it is (not copied), JSON text decoded, any other value
+// (a *jsonschema.Schema, a struct) through encoding/json. It is how a
+// tool's InputSchema or OutputSchema, which a server's listing decodes
+// to a map but a program may give in any of these forms, is read.
+func ObjectOf(v any) map[string]any {
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		return x
+	}
+	m, err := Decode(v)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// NonNil returns s, or an empty slice when s is nil, so that it encodes
+// as [] and not as null.
+func NonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
 // Shared reports whether Decode(response) returns the caller's own map,
 // whose values must then be copied before they are changed.
 func Shared(response any) bool {

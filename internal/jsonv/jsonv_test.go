@@ -48,3 +48,35 @@ func TestShared(t *testing.T) {
 		t.Error("only a map is shared")
 	}
 }
+
+func TestObjectOf(t *testing.T) {
+	want := map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"type": "string"}}}
+	text := `{"type":"object","properties":{"a":{"type":"string"}}}`
+	type schema struct {
+		Type       string         `json:"type"`
+		Properties map[string]any `json:"properties"`
+	}
+	for _, in := range []any{want, []byte(text), json.RawMessage(text), text, &schema{"object", map[string]any{"a": map[string]any{"type": "string"}}}} {
+		if got := ObjectOf(in); !reflect.DeepEqual(got, want) {
+			t.Errorf("ObjectOf(%T) = %v", in, got)
+		}
+	}
+	if m := map[string]any{}; reflect.ValueOf(ObjectOf(m)).Pointer() != reflect.ValueOf(m).Pointer() {
+		t.Error("a map is copied")
+	}
+	for _, in := range []any{nil, (*schema)(nil), []byte("[1]"), json.RawMessage("null"), "x", 3, []byte("{} {}"), func() {}} {
+		if got := ObjectOf(in); got != nil {
+			t.Errorf("ObjectOf(%T %v) = %v, want nil", in, in, got)
+		}
+	}
+}
+
+func TestNonNil(t *testing.T) {
+	if data, _ := json.Marshal(NonNil[string](nil)); string(data) != "[]" {
+		t.Errorf("nil encodes as %s", data)
+	}
+	s := []any{1.0}
+	if got := NonNil(s); &got[0] != &s[0] {
+		t.Error("a slice is copied")
+	}
+}

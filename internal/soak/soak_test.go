@@ -59,10 +59,10 @@ const forbidden = "FORBIDDEN"
 func policy() *conduit.Policy {
 	return conduit.NewPolicy(
 		conduit.Deny("*/get-env"),
-		conduit.Deny("*/echo").When(func(c *conduit.Call) bool {
+		conduit.Deny("*/echo").When(conduit.ConditionFunc(func(c *conduit.Call) bool {
 			m, _ := c.Args["message"].(string)
 			return strings.Contains(m, forbidden)
-		}),
+		})),
 		conduit.Allow("*"),
 	)
 }

@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"unicode"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/audit"
 	"github.com/conduitmcp/conduit/bench/internal/corpus"
+	"github.com/conduitmcp/conduit/internal/textsafe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -136,27 +136,9 @@ func RulesSection() string {
 	fmt.Fprintln(&b, "| --- | --- | --- | --- |")
 	for _, r := range audit.Rules() {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s (%s) |\n", r.ID, r.Severity, strings.NewReplacer("|", "\\|", "<", "\\<").Replace(r.Summary),
-			quote(escape(r.Example)), r.Where)
+			quote(textsafe.EscapeLine(r.Example)), r.Where)
 	}
 	fmt.Fprintln(&b, End("rules"))
-	return b.String()
-}
-
-// escape writes the characters a terminal would not show as \uXXXX, as
-// the audit's excerpts do.
-func escape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r > 0x7e && !unicode.IsPrint(r) || r < 0x20 || (r >= 0xfe00 && r <= 0xfe0f) {
-			if r > 0xffff {
-				fmt.Fprintf(&b, `\U%08X`, r)
-			} else {
-				fmt.Fprintf(&b, `\u%04X`, r)
-			}
-			continue
-		}
-		b.WriteRune(r)
-	}
 	return b.String()
 }
 

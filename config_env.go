@@ -1,0 +1,202 @@
+package conduit
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Environment variables in configuration values: ${env:NAME}, VS Code's
+// syntax, so that a secret stays in the environment and the file can be
+// shared. One expander serves every value that takes it (a server's url,
+// headers and env today); the values it read are kept with the server so
+// that errors that would print them print ${env:NAME} instead.
+
+// ErrEnvNotSet is the cause of a configuration error for a ${env:NAME}
+// whose variable is not set: errors.Is(err, ErrEnvNotSet).
+var ErrEnvNotSet = errors.New("is not set")
+
+// envValue is a value read from the environment by a configuration.
+type envValue struct{ name, value string }
+
+// envExpander expands ${env:NAME} in configuration values with lookup
+// (os.LookupEnv), and remembers what it read, and the ${input:ID} of VS
+// Code it left as written.
+type envExpander struct {
+	lookup func(string) (string, bool)
+	read   []envValue
+	inputs []string
+}
+
+// expand returns s with each ${env:NAME} replaced by the variable's
+// value. The text around a reference is kept ("Bearer ${env:GH_TOKEN}").
+// A value is not expanded again, and there is no escape, as in VS Code:
+// a value cannot hold the literal text ${env:...}. NAME is letters,
+// digits and _, not starting with a digit. An error names the variable,
+// never a value: one that is not set (an empty one is its value), a
+// reference without its closing brace, a malformed name. Other ${...}
+// are kept as written, VS Code's ${input:ID} among them (recorded in
+// inputs: conduit has no prompt for them).
+func (x *envExpander) expand(s string) (string, error) {
+	if !strings.Contains(s, "${") {
+		return s, nil
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			return b.String(), nil
+		}
+		b.WriteString(s[:i])
+		s = s[i:]
+		switch {
+		case strings.HasPrefix(s, "${env:"):
+		case strings.HasPrefix(s, "${input:"):
+			if id, _, ok := strings.Cut(s[len("${input:"):], "}"); ok && !slices.Contains(x.inputs, safeName(id)) {
+				x.inputs = append(x.inputs, safeName(id))
+			}
+			fallthrough
+		default:
+			// Not ours: VS Code's ${workspaceFolder} and the like, or text.
+			b.WriteString("${")
+			s = s[2:]
+			continue
+		}
+		end := strings.IndexByte(s, '}')
+		if end < 0 {
+			return "", errors.New(`"${env:" is not closed by "}"`)
+		}
+		name := s[len("${env:"):end]
+		if !envName.MatchString(name) {
+			return "", fmt.Errorf(`${env:%s}: a variable's name is letters, digits and _, not starting with a digit`, safeName(name))
+		}
+		v, ok := x.lookup(name)
+		if !ok {
+			return "", fmt.Errorf("${env:%s} %w", name, ErrEnvNotSet)
+		}
+		if !slices.Contains(x.read, envValue{name, v}) {
+			x.read = append(x.read, envValue{name, v})
+		}
+		b.WriteString(v)
+		s = s[end+1:]
+	}
+}
+
+// safeName is a name to show in an error: a malformed one may be part of
+// a literal secret (a value with a stray "${env:"), so only a short one
+// of letters, digits and _ . - is shown.
+func safeName(name string) string {
+	if len(name) > 16 || strings.ContainsFunc(name, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("_.-", r))
+	}) {
+		return "…"
+	}
+	return name
+}
+
+// expandMap expands every value of m in place; key names the map in
+// errors ("headers").
+func (x *envExpander) expandMap(key string, m map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		v, err := x.expand(m[k])
+		if err != nil {
+			return fmt.Errorf("%s: %q: %w", key, k, err)
+		}
+		m[k] = v
+	}
+	return nil
+}
+
+// minRedacted is the length of the shortest value redacted from errors:
+// replacing shorter ones ("443") would garble messages, and they are no
+// secrets worth the name.
+const minRedacted = 8
+
+// redact returns err with every value s's configuration read from the
+// environment (as it is, and as a URL's query, path or path segment
+// escapes it)
+// replaced by its ${env:NAME}, so that a secret in a URL, a header or a
+// child's environment does not reach a status line, a log or a trace
+// through an error's text. errors.Is and errors.As still reach err.
+func (s Server) redact(err error) error {
+	if err == nil || len(s.fromEnv) == 0 {
+		return err
+	}
+	msg := err.Error()
+	out := msg
+	for _, v := range s.fromEnv {
+		if len(v.value) < minRedacted {
+			continue
+		}
+		for _, form := range []string{v.value, url.QueryEscape(v.value), url.PathEscape(v.value), (&url.URL{Path: v.value}).EscapedPath()} {
+			out = strings.ReplaceAll(out, form, "${env:"+v.name+"}")
+		}
+	}
+	if out == msg {
+		return err
+	}
+	return &redactedError{msg: out, err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// writtenSecrets warns of the secrets server id's configuration writes
+// in the file instead of reading them with ${env:NAME}: a non-empty value
+// without ${env: of a header that carries credentials (Authorization,
+// Proxy-Authorization, Cookie, X-API-Key, X-Auth-Token...) or of a
+// variable named like one (GITHUB_TOKEN, OPENAI_API_KEY, DB_PASSWORD...).
+// A value with a ${...} reference is left to the expander. The warnings
+// name the key, never the value.
+func writtenSecrets(id string, headers, env map[string]string) []string {
+	var out []string
+	check := func(what string, m map[string]string, secret func(string) bool) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if v := m[k]; v != "" && !strings.Contains(v, "${") && secret(k) {
+				out = append(out, fmt.Sprintf("server %q: %s %q is written in the file: keep the secret in an environment variable and write ${env:NAME} in its place", id, what, k))
+			}
+		}
+	}
+	check("header", headers, func(k string) bool {
+		k = strings.ToLower(k)
+		switch k {
+		case "authorization", "proxy-authorization", "cookie":
+			return true
+		}
+		return secretWord(k[strings.LastIndexAny(k, "-_")+1:])
+	})
+	check("env", env, func(k string) bool {
+		k = strings.ToLower(k)
+		return secretWord(k[strings.LastIndexAny(k, "-_")+1:])
+	})
+	return out
+}
+
+// inputWarnings warns of the ${input:ID} of VS Code that server id's
+// values hold, which conduit sends as written.
+func inputWarnings(id string, inputs []string) []string {
+	var out []string
+	for _, in := range inputs {
+		out = append(out, fmt.Sprintf("server %q: ${input:%s} is VS Code's prompt, which conduit does not have: it is sent as written; set an environment variable and write ${env:NAME} in its place", id, in))
+	}
+	return out
+}
+
+// secretWord reports whether the last word of a header's or variable's
+// name, in lower case, says it holds a secret.
+func secretWord(w string) bool {
+	switch w {
+	case "token", "secret", "password", "passwd", "passphrase", "key", "apikey", "pat", "credentials":
+		return true
+	}
+	return false
+}
