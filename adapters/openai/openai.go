@@ -164,20 +164,12 @@ func (api API) Tools(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Re
 	if api != Responses {
 		api = Chat
 	}
-	key := defKey{api, o.Strict}
 	rep := Report{NullPaths: map[string][]NullPath{}}
 	out := make([]map[string]any, 0, ts.Len())
 	for t := range ts.All() {
-		d := t.Memo(key, func() any { return definition(api, o.Strict, t) }).(toolDef)
-		switch {
-		case d.def == nil:
-			rep.Excluded = append(rep.Excluded, t.Exposed)
+		d := api.definition(t, o.Strict)
+		if !rep.add(t, d) {
 			continue
-		case d.fallback != nil:
-			rep.Fallbacks = append(rep.Fallbacks, Fallback{Tool: t.Exposed, Err: d.fallback})
-		}
-		if len(d.nullPaths) > 0 {
-			rep.NullPaths[t.Exposed] = d.nullPaths
 		}
 		cp := make(map[string]any, len(d.def))
 		for k, v := range d.def {
@@ -186,6 +178,27 @@ func (api API) Tools(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Re
 		out = append(out, cp)
 	}
 	return out, rep
+}
+
+// definition is t's memoized listing for the API and strict choice.
+func (api API) definition(t *conduit.Tool, strict Strict) toolDef {
+	return t.Memo(defKey{api, strict}, func() any { return definition(api, strict, t) }).(toolDef)
+}
+
+// add records what strict mode did to t, listed as d, and reports whether
+// t is listed.
+func (rep *Report) add(t *conduit.Tool, d toolDef) bool {
+	switch {
+	case d.def == nil:
+		rep.Excluded = append(rep.Excluded, t.Exposed)
+		return false
+	case d.fallback != nil:
+		rep.Fallbacks = append(rep.Fallbacks, Fallback{Tool: t.Exposed, Err: d.fallback})
+	}
+	if len(d.nullPaths) > 0 {
+		rep.NullPaths[t.Exposed] = d.nullPaths
+	}
+	return true
 }
 
 // MaxTools is the most tools OpenAI accepts in one request.
