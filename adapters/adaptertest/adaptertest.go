@@ -22,7 +22,16 @@ type Fake interface {
 	Conversation(request map[string]any) []any
 	// Answered returns the answers that end a conversation: the call each
 	// answers, and whether it reports a failure.
-	Answered(conversation []any) []toolcall.Answered
+	Answered(conversation []any) []Answered
+}
+
+// Answered is an answer found in a conversation: the call it answers, and
+// whether it reports a failure.
+type Answered struct {
+	// ID is the call's id, or for a Gemini answer without one, the
+	// function's name.
+	ID    string
+	Error bool
 }
 
 // Pauser is the Fake of an API that pauses a turn before it ends

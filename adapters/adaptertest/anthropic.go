@@ -47,12 +47,12 @@ func (anthropicFake) Conversation(request map[string]any) []any {
 
 // Answered reads the tool_result blocks of the last message, when it is a
 // user message.
-func (anthropicFake) Answered(conversation []any) []toolcall.Answered {
-	var out []toolcall.Answered
+func (anthropicFake) Answered(conversation []any) []Answered {
+	var out []Answered
 	for _, b := range render.LastOf(conversation, "user", "content") {
 		blk := jsonv.Object(b)
 		if blk["type"] == "tool_result" {
-			out = append(out, toolcall.Answered{ID: jsonv.String(blk["tool_use_id"]), Error: blk["is_error"] == true})
+			out = append(out, Answered{ID: jsonv.String(blk["tool_use_id"]), Error: blk["is_error"] == true})
 		}
 	}
 	return out

@@ -29,8 +29,8 @@ func (geminiFake) Conversation(request map[string]any) []any { return jsonv.List
 
 // Answered reads the functionResponse parts of the last content, when it
 // is the user's; an answer without an id reads as its function's name.
-func (geminiFake) Answered(conversation []any) []toolcall.Answered {
-	var out []toolcall.Answered
+func (geminiFake) Answered(conversation []any) []Answered {
+	var out []Answered
 	for _, p := range render.LastOf(conversation, "user", "parts") {
 		fr := jsonv.Object(jsonv.Object(p)["functionResponse"])
 		if fr == nil {
@@ -40,7 +40,7 @@ func (geminiFake) Answered(conversation []any) []toolcall.Answered {
 		if id == "" {
 			id = jsonv.String(fr["name"])
 		}
-		out = append(out, toolcall.Answered{ID: id, Error: jsonv.Object(fr["response"])["error"] != nil})
+		out = append(out, Answered{ID: id, Error: jsonv.Object(fr["response"])["error"] != nil})
 	}
 	return out
 }

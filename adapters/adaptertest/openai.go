@@ -33,7 +33,7 @@ func (chatFake) Response(text string, calls ...toolcall.Raw) map[string]any {
 func (chatFake) Conversation(request map[string]any) []any { return jsonv.List(request["messages"]) }
 
 // Answered reads the trailing tool messages.
-func (chatFake) Answered(conversation []any) []toolcall.Answered {
+func (chatFake) Answered(conversation []any) []Answered {
 	return trailing(conversation, func(m map[string]any) (string, string, bool) {
 		return jsonv.String(m["tool_call_id"]), jsonv.String(m["content"]), m["role"] == "tool"
 	})
@@ -67,7 +67,7 @@ func (responsesFake) Conversation(request map[string]any) []any { return jsonv.L
 
 // Answered reads the trailing function_call_output items; an output that
 // is a list reads as its first item's text.
-func (responsesFake) Answered(conversation []any) []toolcall.Answered {
+func (responsesFake) Answered(conversation []any) []Answered {
 	return trailing(conversation, func(m map[string]any) (string, string, bool) {
 		text := jsonv.String(m["output"])
 		if items := jsonv.List(m["output"]); len(items) > 0 {
@@ -82,15 +82,15 @@ func (responsesFake) Answered(conversation []any) []toolcall.Answered {
 // error flag, and an answer is a failure when its text starts with
 // toolcall.DefaultErrorPrefix (without its space when the text is that
 // alone, before an image).
-func trailing(conversation []any, answer func(map[string]any) (id, text string, ok bool)) []toolcall.Answered {
-	var out []toolcall.Answered
+func trailing(conversation []any, answer func(map[string]any) (id, text string, ok bool)) []Answered {
+	var out []Answered
 	for i := len(conversation) - 1; i >= 0; i-- {
 		id, text, ok := answer(jsonv.Object(conversation[i]))
 		if !ok {
 			break
 		}
 		failed := strings.HasPrefix(text, toolcall.DefaultErrorPrefix) || text == strings.TrimSpace(toolcall.DefaultErrorPrefix)
-		out = append([]toolcall.Answered{{ID: id, Error: failed}}, out...)
+		out = append([]Answered{{ID: id, Error: failed}}, out...)
 	}
 	return out
 }
