@@ -10,10 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Provider is an LLM API whose tool calling conduit speaks. Each is one
-// row of the table in providers.go, a driver.Provider of its package
-// under adapters/; what only some providers can do is detected there, not
-// named here.
+// Provider is an LLM API whose tool calling conduit speaks: a row of the
+// table in providers.go, which holds its package's driver.
 type Provider int
 
 // The providers.

@@ -2,15 +2,16 @@
 // and Responses APIs: function tools with strict-mode schemas (and the
 // Responses tool search's listing, API.SearchTools), tool calls into
 // calls, and tool answers. Its functions are pure, over the APIs' JSON
-// as map[string]any.
+// as map[string]any; [API.Driver] is each API as package adapters drives
+// it (adapters.OpenAIChat, adapters.OpenAIResponses).
 //
 // "strict" is always sent: when it is omitted, the Responses API tries
 // strict mode and silently falls back, so the same list would behave
 // differently per API.
 //
 // The methods of [API] branch on Chat and Responses: this package is the
-// one place outside adapters' provider table that tells two providers
-// apart. It is kept so on purpose: the two APIs share the definitions,
+// one place that tells two providers apart (only Responses' driver
+// searches). It is kept so on purpose: the two APIs share the definitions,
 // strict mode, arguments and error prefix, and differ in a line or two of
 // each shape (where the function sits in a tool, calls in choices or in
 // output items, answers as messages or as input items, images only in
