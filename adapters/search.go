@@ -155,6 +155,7 @@ type localSource interface {
 
 // searcher is the state of conduit's own search in a Conversation.
 type searcher struct {
+	p     Provider
 	d     driver.Provider
 	lo    ListingOptions   // the conversation's, marking the search tool for Anthropic's cache
 	all   *conduit.ToolSet // what can be found
@@ -271,7 +272,7 @@ func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d dr
 		return fmt.Errorf("adapters: %s's tool search: %w", c.p, err)
 	}
 	l := &Listing{Tools: s.Tools, ToolSet: ts, Warnings: s.Warnings, SearchTool: s.SearchTool, Deferred: deferredNames(ts, lts)}
-	traceFallbacks(ctx, &o.ListingOptions, l.strict(d, ts, lo))
+	traceFallbacks(ctx, &o.ListingOptions, l.strict(c.p, ts, lo))
 	c.setListing(l)
 	return nil
 }
@@ -283,7 +284,7 @@ func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d d
 	if limit <= 0 {
 		limit = DefaultSearchLimit
 	}
-	s := &searcher{d: d, lo: o.ListingOptions, all: ts, limit: min(limit, MaxSearchLimit),
+	s := &searcher{p: c.p, d: d, lo: o.ListingOptions, all: ts, limit: min(limit, MaxSearchLimit),
 		shown: map[*conduit.Tool]bool{}, reported: map[string]bool{}}
 	s.lo.cacheTool = SearchToolName
 	s.tool = &conduit.LocalTool{Tool: tool, Answer: func(ctx context.Context, call *conduit.Call) (*mcp.CallToolResult, error) {
@@ -317,16 +318,16 @@ func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d d
 // traced before, to trace once the Conversation's mu is released (a
 // Trace may call the Conversation). The caller holds mu (or owns the
 // Conversation, while it is made).
-func (s *searcher) listing() (*Listing, []driver.Fallback) {
+func (s *searcher) listing() (*Listing, []fallback) {
 	ts := conduit.ToolSetOf(s.loaded...)
 	lo := s.lo.toDriver()
 	l := &Listing{Tools: s.d.Tools(ts, lo), ToolSet: ts,
 		Warnings:   append(slices.Clip(s.notes), s.d.Check(ts)...),
 		SearchTool: SearchToolName, Deferred: deferredNames(s.all, ts), Revealed: slices.Clone(s.revealed)}
-	var fresh []driver.Fallback
-	for _, f := range l.strict(s.d, ts, lo) {
-		if !s.reported[f.Tool] {
-			s.reported[f.Tool] = true
+	var fresh []fallback
+	for _, f := range l.strict(s.p, ts, lo) {
+		if !s.reported[f.tool] {
+			s.reported[f.tool] = true
 			fresh = append(fresh, f)
 		}
 	}
@@ -410,7 +411,7 @@ func (c *Conversation) reveal(ctx context.Context, found []*conduit.Tool) []stri
 			added = append(added, t.Exposed)
 		}
 	}
-	var fallbacks []driver.Fallback
+	var fallbacks []fallback
 	if len(added) > 0 {
 		var l *Listing
 		l, fallbacks = s.listing()

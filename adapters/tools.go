@@ -145,7 +145,7 @@ func listToolSet(ctx context.Context, ts *conduit.ToolSet, p Provider, o *Listin
 	}
 	lo := o.toDriver()
 	l := &Listing{Tools: d.Tools(ts, lo), ToolSet: ts, Warnings: d.Check(ts)}
-	traceFallbacks(ctx, o, l.strict(d, ts, lo))
+	traceFallbacks(ctx, o, l.strict(p, ts, lo))
 	return l, nil
 }
 
@@ -156,37 +156,64 @@ func (o *ListingOptions) toDriver() *driver.ListOptions {
 }
 
 // strict fills in what strict mode did to the listing of ts, for a
-// provider that has one, and returns its fallbacks.
-func (l *Listing) strict(d driver.Provider, ts *conduit.ToolSet, lo *driver.ListOptions) []driver.Fallback {
-	s, ok := d.(driver.Strict)
+// provider p that has one, and returns its fallbacks.
+func (l *Listing) strict(p Provider, ts *conduit.ToolSet, lo *driver.ListOptions) []fallback {
+	s, ok := p.impl().(driver.Strict)
 	if !ok {
 		return nil
 	}
-	rep := s.StrictReport(ts, lo)
-	l.Excluded = rep.Excluded
-	l.NullPaths = make(map[string][]NullPath, len(rep.NullPaths))
-	for name, paths := range rep.NullPaths {
-		nps := make([]NullPath, len(paths))
-		for i, p := range paths {
-			nps[i] = p
+	var fallbacks []fallback
+	l.NullPaths = map[string][]NullPath{}
+	for t := range ts.All() {
+		r := s.StrictTool(t, lo)
+		switch {
+		case r.Excluded:
+			l.Excluded = append(l.Excluded, t.Exposed)
+		case r.Fallback != nil:
+			l.Fallbacks = append(l.Fallbacks, t.Exposed)
+			fallbacks = append(fallbacks, fallback{t.Exposed, r.Fallback})
 		}
-		l.NullPaths[name] = nps
+		if len(r.NullPaths) > 0 {
+			// A tool's null paths are its own under a provider: converted
+			// once, not in every listing.
+			l.NullPaths[t.Exposed] = t.Memo(nullPathsKeys[p], func() any {
+				nps := make([]NullPath, len(r.NullPaths))
+				for i, np := range r.NullPaths {
+					nps[i] = np
+				}
+				return nps
+			}).([]NullPath)
+		}
 	}
-	for _, f := range rep.Fallbacks {
-		l.Fallbacks = append(l.Fallbacks, f.Tool)
+	return fallbacks
+}
+
+// nullPathsKeys are the memo keys of each provider's null paths, boxed
+// once.
+var nullPathsKeys = func() (keys [len(table)]any) {
+	for p := range keys {
+		keys[p] = nullPathsKey{Provider(p)}
 	}
-	return rep.Fallbacks
+	return keys
+}()
+
+type nullPathsKey struct{ p Provider }
+
+// fallback is a tool sent without strict mode, and why.
+type fallback struct {
+	tool string
+	err  error
 }
 
 // traceFallbacks tells the listing's Trace and Logger of strict-mode
 // fallbacks; ctx is the listing's.
-func traceFallbacks(ctx context.Context, o *ListingOptions, fallbacks []driver.Fallback) {
+func traceFallbacks(ctx context.Context, o *ListingOptions, fallbacks []fallback) {
 	for _, f := range fallbacks {
 		if o.Trace != nil && o.Trace.StrictFallback != nil {
-			o.Trace.StrictFallback(StrictFallbackInfo{Tool: f.Tool, Err: f.Err, Context: ctx})
+			o.Trace.StrictFallback(StrictFallbackInfo{Tool: f.tool, Err: f.err, Context: ctx})
 		}
 		if o.Logger != nil {
-			o.Logger.Info("conduit: strict mode fallback", "tool", f.Tool, "err", f.Err)
+			o.Logger.Info("conduit: strict mode fallback", "tool", f.tool, "err", f.err)
 		}
 	}
 }

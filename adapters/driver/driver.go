@@ -124,29 +124,23 @@ type SearchListing struct {
 // properties into required ones that may be null, and the nulls the model
 // sends for them must be removed before a call is sent.
 type Strict interface {
-	// StrictReport says what Tools (and SearchTools, for a Searcher) did
-	// to ts's tools under o: the tools sent without strict mode, the
-	// tools left out, and each strict tool's null paths, in ts's order.
-	StrictReport(ts *conduit.ToolSet, o *ListOptions) *Report
-	// StripNull removes from args, in place, the property at path (as a
-	// Report's NullPaths write it) when its value is null.
+	// StrictTool says what Tools (and SearchTools, for a Searcher) does
+	// to t under o.
+	StrictTool(t *conduit.Tool, o *ListOptions) StrictResult
+	// StripNull removes from args, in place, the property at path (one of
+	// a StrictResult's NullPaths) when its value is null.
 	StripNull(args map[string]any, path []string)
 }
 
-// Report is what a strict mode did to a listing.
-type Report struct {
-	// Fallbacks are the tools sent without strict mode, and why.
-	Fallbacks []Fallback
-	// Excluded are the tools left out (exposed names).
-	Excluded []string
-	// NullPaths are, by exposed name, the paths of the properties made
-	// nullable.
-	NullPaths map[string][][]string
-}
-
-// Fallback is a tool sent without strict mode because its schema does not
-// convert.
-type Fallback struct {
-	Tool string // the exposed name
-	Err  error  // why the schema does not convert
+// StrictResult is what a strict mode does to one tool.
+type StrictResult struct {
+	// Excluded reports that the tool is left out.
+	Excluded bool
+	// Fallback, when set, is why the tool is sent without strict mode.
+	Fallback error
+	// NullPaths are the paths of the properties made nullable: elements
+	// are property names, "[]" every item of an array. They are the
+	// tool's, the same in every listing under a strict choice that has
+	// them, and are not modified.
+	NullPaths [][]string
 }

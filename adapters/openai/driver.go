@@ -42,8 +42,7 @@ func (f functions) Name() string          { return "openai-" + f.api.String() }
 func (f functions) Shapes() driver.Shapes { return f.shapes }
 
 func (f functions) Tools(ts *conduit.ToolSet, o *driver.ListOptions) []map[string]any {
-	tools, _ := f.api.Tools(ts, &ToolsOptions{Strict: strictOf(o.Strict)})
-	return tools
+	return f.api.list(ts, strictOf(o.Strict), nil)
 }
 
 func (functions) Check(ts *conduit.ToolSet) []toolcall.Warning { return Check(ts) }
@@ -59,25 +58,10 @@ func (f functions) API() driver.API {
 		Prompt: f.api.Prompt, Request: f.api.Request, Turn: f.api.Turn, Answers: f.api.Answers}
 }
 
-// StrictReport reads what Tools did from the tools' memoized definitions.
-func (f functions) StrictReport(ts *conduit.ToolSet, o *driver.ListOptions) *driver.Report {
-	strict := strictOf(o.Strict)
-	rep := Report{NullPaths: map[string][]NullPath{}}
-	for t := range ts.All() {
-		rep.add(t, f.api.definition(t, strict))
-	}
-	out := &driver.Report{Excluded: rep.Excluded, NullPaths: make(map[string][][]string, len(rep.NullPaths))}
-	for _, fb := range rep.Fallbacks {
-		out.Fallbacks = append(out.Fallbacks, driver.Fallback{Tool: fb.Tool, Err: fb.Err})
-	}
-	for name, paths := range rep.NullPaths {
-		ps := make([][]string, len(paths))
-		for i, p := range paths {
-			ps[i] = p
-		}
-		out.NullPaths[name] = ps
-	}
-	return out
+// StrictTool reads what Tools does from the tool's memoized definition.
+func (f functions) StrictTool(t *conduit.Tool, o *driver.ListOptions) driver.StrictResult {
+	d := f.api.definition(t, strictOf(o.Strict))
+	return driver.StrictResult{Excluded: d.def == nil, Fallback: d.fallback, NullPaths: d.paths}
 }
 
 func (functions) StripNull(args map[string]any, path []string) {

@@ -121,7 +121,8 @@ func convert(t *conduit.Tool) converted {
 type toolDef struct {
 	def       map[string]any // nil: excluded
 	nullPaths []NullPath
-	fallback  error // set when strict mode fell back
+	paths     [][]string // nullPaths, as the driver reports them
+	fallback  error      // set when strict mode fell back
 }
 
 func definition(api API, strict Strict, t *conduit.Tool) toolDef {
@@ -132,6 +133,9 @@ func definition(api API, strict Strict, t *conduit.Tool) toolDef {
 		switch {
 		case c.err == nil:
 			schema, isStrict, d.nullPaths = c.schema, true, c.nullPaths
+			for _, p := range c.nullPaths {
+				d.paths = append(d.paths, p)
+			}
 		case strict == StrictOn:
 			return d
 		default:
@@ -166,10 +170,19 @@ func (api API) Tools(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Re
 		api = Chat
 	}
 	rep := Report{NullPaths: map[string][]NullPath{}}
+	return api.list(ts, o.Strict, &rep), rep
+}
+
+// list lists ts under strict, and records what strict mode did in rep
+// when it is not nil.
+func (api API) list(ts *conduit.ToolSet, strict Strict, rep *Report) []map[string]any {
 	out := make([]map[string]any, 0, ts.Len())
 	for t := range ts.All() {
-		d := api.definition(t, o.Strict)
-		if !rep.add(t, d) {
+		d := api.definition(t, strict)
+		if rep != nil {
+			rep.add(t, d)
+		}
+		if d.def == nil {
 			continue
 		}
 		cp := make(map[string]any, len(d.def))
@@ -178,28 +191,43 @@ func (api API) Tools(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Re
 		}
 		out = append(out, cp)
 	}
-	return out, rep
+	return out
 }
+
+// defKeys are the memo keys of the definitions, boxed once: a key boxed
+// at each lookup would cost an allocation per tool per listing.
+var defKeys = func() (keys [2][StrictOff + 1]any) {
+	for _, api := range []API{Chat, Responses} {
+		for s := StrictAuto; s <= StrictOff; s++ {
+			keys[api-Chat][s] = defKey{api, s}
+		}
+	}
+	return keys
+}()
 
 // definition is t's memoized listing for the API and strict choice.
 func (api API) definition(t *conduit.Tool, strict Strict) toolDef {
-	return t.Memo(defKey{api, strict}, func() any { return definition(api, strict, t) }).(toolDef)
+	var key any
+	if (api == Chat || api == Responses) && strict >= StrictAuto && strict <= StrictOff {
+		key = defKeys[api-Chat][strict]
+	} else {
+		key = defKey{api, strict}
+	}
+	return t.Memo(key, func() any { return definition(api, strict, t) }).(toolDef)
 }
 
-// add records what strict mode did to t, listed as d, and reports whether
-// t is listed.
-func (rep *Report) add(t *conduit.Tool, d toolDef) bool {
+// add records what strict mode did to t, listed as d.
+func (rep *Report) add(t *conduit.Tool, d toolDef) {
 	switch {
 	case d.def == nil:
 		rep.Excluded = append(rep.Excluded, t.Exposed)
-		return false
+		return
 	case d.fallback != nil:
 		rep.Fallbacks = append(rep.Fallbacks, Fallback{Tool: t.Exposed, Err: d.fallback})
 	}
 	if len(d.nullPaths) > 0 {
 		rep.NullPaths[t.Exposed] = d.nullPaths
 	}
-	return true
 }
 
 // MaxTools is the most tools OpenAI accepts in one request.

@@ -61,7 +61,8 @@ func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) (
 			continue
 		}
 		d := api.definition(t, o.Strict)
-		if !rep.add(t, d) {
+		rep.add(t, d)
+		if d.def == nil {
 			continue
 		}
 		cp := make(map[string]any, len(d.def)+1)
