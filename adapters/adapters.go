@@ -21,11 +21,15 @@
 // [ExecuteToolCalls] are the same steps as functions, for callers that
 // keep those themselves.
 //
-// Each [Provider] is one row of a table (providers.go); what differs
-// between providers (definitions, parsing, answers, the HTTP API of
-// [Wire]) lives in its package under adapters/ (anthropic, openai,
-// gemini) as pure functions, and what every provider shares lives here
-// and in toolcall.
+// Each [Provider] is the driver of its package under adapters/
+// (anthropic, openai, gemini), as gocloud.dev's portable types wrap their
+// drivers: what differs between providers (definitions, parsing, answers,
+// the HTTP API of [Wire]) is there, as pure functions; the interface they
+// implement is adapters/driver, where what only some providers can do
+// (their own tool search, a strict mode) is an optional interface; what
+// every provider shares lives here and in toolcall. Fakes of the
+// providers' APIs, and the conformance suite every provider runs, are in
+// adapters/adaptertest.
 //
 // # Choices
 //

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/bounded"
 	"github.com/conduitmcp/conduit/internal/jsonv"
@@ -24,9 +24,9 @@ type ExecOptions struct {
 	// ToolSet is the tool set the model was offered (Listing.ToolSet),
 	// which calls resolve against; nil lists the source's tools now.
 	ToolSet *conduit.ToolSet
-	// NullPaths are OpenAI strict mode's null paths (Listing.NullPaths):
-	// the nulls strict mode made the model send are removed before a call.
-	NullPaths map[string][]openai.NullPath
+	// NullPaths are strict mode's null paths (Listing.NullPaths): the
+	// nulls strict mode made the model send are removed before a call.
+	NullPaths map[string][]NullPath
 	// Principal, Assigns, Taint, CallTimeout, RequestTimeout, Meta,
 	// Progress and Handlers are each call's, as in conduit.CallOptions.
 	// Each call's ID is its id in the response.
@@ -152,7 +152,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	if err != nil {
 		return nil, err
 	}
-	raws, err := d.parse(bounded)
+	raws, err := d.Parse(bounded)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		c := &calls[i]
 		if c.Err != nil {
 			exec.Errors[i] = c.Err
-			exec.Results[i] = d.answer(*c, nil, c.Err, &o.AnswerOptions)
+			exec.Results[i] = d.Answer(*c, nil, c.Err, &o.AnswerOptions)
 			continue
 		}
 		// The model's arguments belong to the caller when it handed over a
@@ -188,8 +188,10 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		if shared {
 			c.Args = jsonv.CloneObject(c.Args)
 		}
-		if np := o.NullPaths[c.Name]; len(np) > 0 {
-			c.Args = openai.StripNulls(c.Args, np)
+		if s, ok := d.(driver.Strict); ok {
+			for _, np := range o.NullPaths[c.Name] {
+				s.StripNull(c.Args, np)
+			}
 		}
 		exec.Calls = append(exec.Calls, *c)
 		pending = append(pending, i)
@@ -248,7 +250,7 @@ func (o *ExecOptions) callOptions(ts *conduit.ToolSet, id string, halt <-chan st
 // runner runs the resolved calls of one Execution.
 type runner struct {
 	src  conduit.Source
-	d    driver
+	d    driver.Provider
 	o    *ExecOptions
 	ts   *conduit.ToolSet
 	exec *Execution
@@ -273,7 +275,7 @@ func (r *runner) run(ctx context.Context, c toolcall.Call) {
 		}
 	}
 	r.exec.Errors[c.Index] = err
-	r.exec.Results[c.Index] = r.d.answer(c, res, err, &r.o.AnswerOptions)
+	r.exec.Results[c.Index] = r.d.Answer(c, res, err, &r.o.AnswerOptions)
 }
 
 // call sends one call through the pipeline.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/internal/render"
-	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -136,9 +136,8 @@ func record(exec *adapters.Execution) outcome {
 // conversation they join; an answer without one (Gemini) reads as its
 // name.
 func answerIDs(p adapters.Provider, results []map[string]any) []string {
-	w := p.Wire()
 	var ids []string
-	for _, a := range w.Answered(w.Answers(results)) {
+	for _, a := range adaptertest.FakeOf(p).Answered(p.Wire().Answers(results)) {
 		ids = append(ids, a.ID)
 	}
 	return ids
@@ -238,7 +237,7 @@ type scripted struct {
 func rawArgs(s string) *string { return &s }
 
 // script writes calls as a response of provider p, as the provider's fake
-// (Wire.Response) writes it and json.Unmarshal would have decoded it.
+// writes it and json.Unmarshal would have decoded it.
 func script(p adapters.Provider, calls ...scripted) map[string]any {
 	raws := make([]toolcall.Raw, len(calls))
 	for i, c := range calls {
@@ -248,7 +247,7 @@ func script(p adapters.Provider, calls ...scripted) map[string]any {
 		}
 	}
 	var out map[string]any
-	if err := json.Unmarshal([]byte(canon(p.Wire().Response("I'll run these.", raws...))), &out); err != nil {
+	if err := json.Unmarshal([]byte(canon(adaptertest.FakeOf(p).Response("I'll run these.", raws...))), &out); err != nil {
 		panic(err)
 	}
 	return out
@@ -473,11 +472,11 @@ func TestGoldenTools(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			hub, _, _ := labHub(t, hubOpts{})
 			type listed struct {
-				Tools     []map[string]any             `json:"tools"`
-				Fallbacks []string                     `json:"fallbacks,omitempty"`
-				Excluded  []string                     `json:"excluded,omitempty"`
-				NullPaths map[string][]openai.NullPath `json:"null_paths,omitempty"`
-				Warnings  []toolcall.Warning           `json:"warnings,omitempty"`
+				Tools     []map[string]any               `json:"tools"`
+				Fallbacks []string                       `json:"fallbacks,omitempty"`
+				Excluded  []string                       `json:"excluded,omitempty"`
+				NullPaths map[string][]adapters.NullPath `json:"null_paths,omitempty"`
+				Warnings  []toolcall.Warning             `json:"warnings,omitempty"`
 			}
 			list := func(o *adapters.ToolsOptions) listed {
 				l, err := adapters.Tools(context.Background(), hub, p, o)
@@ -496,8 +495,8 @@ func TestGoldenTools(t *testing.T) {
 				"default":        {},
 				"cache_last":     {CacheLast: true},
 				"cache_last_ttl": {CacheLast: true, CacheTTL: "1h"},
-				"strict_on":      {Strict: openai.StrictOn},
-				"strict_off":     {Strict: openai.StrictOff},
+				"strict_on":      {Strict: adapters.StrictOn},
+				"strict_off":     {Strict: adapters.StrictOff},
 			} {
 				out[name] = list(&adapters.ToolsOptions{ListingOptions: o})
 			}

@@ -5,14 +5,13 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Provider is an LLM API whose tool calling conduit speaks. Each is one
-// row of the table in providers.go, the only place that tells providers
-// apart.
+// Provider is an LLM API whose tool calling conduit speaks: a row of the
+// table in providers.go, which holds its package's driver.
 type Provider int
 
 // The providers.
@@ -28,39 +27,6 @@ const (
 	Gemini
 )
 
-// driver is what differs between providers: one value per provider, in
-// the table.
-type driver interface {
-	// name is the provider's name, as String returns it.
-	name() string
-	// shapes describes its listings and answers, for people.
-	shapes() Shapes
-	// tools lists ts; rep is strict mode's report, for OpenAI only.
-	tools(ts *conduit.ToolSet, o *ListingOptions) (tools []map[string]any, rep openai.Report)
-	// check reports what the provider is known to reject in ts.
-	check(ts *conduit.ToolSet) []toolcall.Warning
-	// parse returns a response's tool calls as the model wrote them.
-	parse(response any) ([]toolcall.Raw, error)
-	// answer answers one call.
-	answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any
-	// wire is the provider's HTTP API.
-	wire() Wire
-	// hasSearch reports whether the provider searches deferred tools
-	// itself; search lists loaded from the start, its search tool, and
-	// the rest of all deferred; its error is a listing that cannot be
-	// made, which the Conversation returns rather than offer nothing.
-	hasSearch() bool
-	search(loaded, all *conduit.ToolSet, o *ListingOptions, regex bool) (searchListing, error)
-}
-
-// searchListing is a listing for the provider's own tool search.
-type searchListing struct {
-	tools    []map[string]any
-	rep      openai.Report
-	name     string // the search tool's
-	warnings []toolcall.Warning
-}
-
 // Providers lists every provider, in a stable order.
 func Providers() []Provider {
 	out := make([]Provider, 0, len(table)-1)
@@ -72,7 +38,8 @@ func Providers() []Provider {
 	return out
 }
 
-func (p Provider) driver() driver {
+// impl is the provider's driver, nil for an invalid provider.
+func (p Provider) impl() driver.Provider {
 	if p <= 0 || int(p) >= len(table) {
 		return nil
 	}
@@ -82,8 +49,8 @@ func (p Provider) driver() driver {
 // String returns the provider's name: anthropic, openai-chat,
 // openai-responses or gemini.
 func (p Provider) String() string {
-	if d := p.driver(); d != nil {
-		return d.name()
+	if d := p.impl(); d != nil {
+		return d.Name()
 	}
 	return fmt.Sprintf("Provider(%d)", int(p))
 }
@@ -100,8 +67,8 @@ func ParseProvider(s string) (Provider, error) {
 	return 0, fmt.Errorf("unknown provider %q (%s)", s, strings.Join(names, ", "))
 }
 
-func (p Provider) valid() (driver, error) {
-	d := p.driver()
+func (p Provider) valid() (driver.Provider, error) {
+	d := p.impl()
 	if d == nil {
 		return nil, fmt.Errorf("adapters: invalid provider %v", p)
 	}
@@ -119,7 +86,7 @@ func (p Provider) Parse(response any) ([]toolcall.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.parse(response)
+	return d.Parse(response)
 }
 
 // ToolCalls resolves a response's tool calls against ts: the calls to
@@ -131,8 +98,8 @@ func (p Provider) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call,
 	if err != nil {
 		return nil, nil, err
 	}
-	raws, err := d.parse(response)
-	return toolcall.ToolCalls(raws, err, ts, d.answer)
+	raws, err := d.Parse(response)
+	return toolcall.ToolCalls(raws, err, ts, d.Answer)
 }
 
 // Answer answers one call in the provider's shape, keyed by the call's id:
@@ -143,7 +110,7 @@ func (p Provider) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o 
 	if verr != nil {
 		return nil
 	}
-	return d.answer(c, res, err, o)
+	return d.Answer(c, res, err, o)
 }
 
 // Shapes describes, for people, what a provider's listing and answers
@@ -158,19 +125,19 @@ type Shapes struct {
 // Shapes describes the provider's listing and answers; its zero value for
 // an invalid provider.
 func (p Provider) Shapes() Shapes {
-	d := p.driver()
+	d := p.impl()
 	if d == nil {
 		return Shapes{}
 	}
-	return d.shapes()
+	return Shapes(d.Shapes())
 }
 
 // Wire describes the provider's HTTP API (see [Wire]); its zero value for
 // an invalid provider.
 func (p Provider) Wire() Wire {
-	d := p.driver()
+	d := p.impl()
 	if d == nil {
 		return Wire{}
 	}
-	return d.wire()
+	return Wire(d.API())
 }

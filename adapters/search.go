@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -155,7 +155,8 @@ type localSource interface {
 
 // searcher is the state of conduit's own search in a Conversation.
 type searcher struct {
-	d     driver
+	p     Provider
+	d     driver.Provider
 	lo    ListingOptions   // the conversation's, marking the search tool for Anthropic's cache
 	all   *conduit.ToolSet // what can be found
 	tool  *conduit.LocalTool
@@ -171,7 +172,7 @@ type searcher struct {
 
 // list makes the Conversation's first listing of ts, with or without
 // search as o says.
-func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver, o *ConversationOptions) error {
+func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions) error {
 	so := o.Search
 	if so.Mode != SearchAuto && so.Mode != SearchOn && so.Mode != SearchOff {
 		return fmt.Errorf("adapters: invalid search mode %v", so.Mode)
@@ -182,7 +183,8 @@ func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver, 
 	}
 	var why string
 	search := so.Mode == SearchOn || (so.Mode == SearchAuto && exceeds(ts, d, &o.ListingOptions, so))
-	if search && (so.Conduit || !d.hasSearch()) {
+	_, native := d.(driver.Searcher)
+	if search && (so.Conduit || !native) {
 		// conduit's own search, when it can be offered.
 		tool := newSearchTool()
 		if _, taken := ts.Lookup(SearchToolName); taken {
@@ -230,7 +232,7 @@ func alwaysLoaded(ts *conduit.ToolSet, patterns []string) ([]*conduit.Tool, erro
 }
 
 // exceeds reports whether ts is past SearchAuto's threshold or budget.
-func exceeds(ts *conduit.ToolSet, d driver, lo *ListingOptions, so SearchOptions) bool {
+func exceeds(ts *conduit.ToolSet, d driver.Provider, lo *ListingOptions, so SearchOptions) bool {
 	threshold, budget := so.Threshold, so.Budget
 	if threshold == 0 {
 		threshold = DefaultSearchThreshold
@@ -244,10 +246,7 @@ func exceeds(ts *conduit.ToolSet, d driver, lo *ListingOptions, so SearchOptions
 	if budget < 0 {
 		return false
 	}
-	quiet := *lo
-	quiet.Trace, quiet.Logger = nil, nil
-	tools, _ := d.tools(ts, &quiet)
-	return jsonSize(tools) > budget
+	return jsonSize(d.Tools(ts, lo.toDriver())) > budget
 }
 
 func jsonSize(v any) int {
@@ -260,30 +259,32 @@ func jsonSize(v any) int {
 
 // listNative lists ts for the provider's own search: loaded from the
 // start, every other tool deferred. Calls resolve against all of ts.
-func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d driver, o *ConversationOptions, loaded []*conduit.Tool) error {
+func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions, loaded []*conduit.Tool) error {
+	native, ok := d.(driver.Searcher)
+	if !ok {
+		return fmt.Errorf("adapters: %s has no tool search of its own", c.p)
+	}
 	lts := conduit.ToolSetOf(loaded...)
-	s, err := d.search(lts, ts, &o.ListingOptions, o.Search.Regex)
+	lo := o.ListingOptions.toDriver()
+	lo.SearchRegex = o.Search.Regex
+	s, err := native.SearchTools(lts, ts, lo)
 	if err != nil {
 		return fmt.Errorf("adapters: %s's tool search: %w", c.p, err)
 	}
-	l := &Listing{Tools: s.tools, ToolSet: ts, NullPaths: s.rep.NullPaths, Excluded: s.rep.Excluded, Warnings: append(serverWarnings(ts), s.warnings...),
-		SearchTool: s.name, Deferred: deferredNames(ts, lts)}
-	for _, f := range s.rep.Fallbacks {
-		l.Fallbacks = append(l.Fallbacks, f.Tool)
-	}
-	traceFallbacks(ctx, &o.ListingOptions, s.rep.Fallbacks)
+	l := &Listing{Tools: s.Tools, ToolSet: ts, Warnings: append(serverWarnings(ts), s.Warnings...), SearchTool: s.SearchTool, Deferred: deferredNames(ts, lts)}
+	traceFallbacks(ctx, &o.ListingOptions, l.strict(c.p, ts, lo))
 	c.setListing(l)
 	return nil
 }
 
 // listConduit lists the loaded tools and conduit's search tool, and keeps
 // what the search needs.
-func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d driver, o *ConversationOptions, loaded []*conduit.Tool, tool *conduit.Tool) error {
+func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions, loaded []*conduit.Tool, tool *conduit.Tool) error {
 	limit := o.Search.Limit
 	if limit <= 0 {
 		limit = DefaultSearchLimit
 	}
-	s := &searcher{d: d, lo: o.ListingOptions, all: ts, limit: min(limit, MaxSearchLimit),
+	s := &searcher{p: c.p, d: d, lo: o.ListingOptions, all: ts, limit: min(limit, MaxSearchLimit),
 		shown: map[*conduit.Tool]bool{}, reported: map[string]bool{}}
 	s.lo.cacheTool = SearchToolName
 	s.tool = &conduit.LocalTool{Tool: tool, Answer: func(ctx context.Context, call *conduit.Call) (*mcp.CallToolResult, error) {
@@ -317,17 +318,16 @@ func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d d
 // traced before, to trace once the Conversation's mu is released (a
 // Trace may call the Conversation). The caller holds mu (or owns the
 // Conversation, while it is made).
-func (s *searcher) listing() (*Listing, []openai.Fallback) {
+func (s *searcher) listing() (*Listing, []fallback) {
 	ts := conduit.ToolSetOf(s.loaded...)
-	tools, rep := s.d.tools(ts, &s.lo)
-	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded,
-		Warnings:   append(append(serverWarnings(s.all), s.notes...), s.d.check(ts)...),
+	lo := s.lo.toDriver()
+	l := &Listing{Tools: s.d.Tools(ts, lo), ToolSet: ts,
+		Warnings:   append(append(serverWarnings(s.all), s.notes...), s.d.Check(ts)...),
 		SearchTool: SearchToolName, Deferred: deferredNames(s.all, ts), Revealed: slices.Clone(s.revealed)}
-	var fresh []openai.Fallback
-	for _, f := range rep.Fallbacks {
-		l.Fallbacks = append(l.Fallbacks, f.Tool)
-		if !s.reported[f.Tool] {
-			s.reported[f.Tool] = true
+	var fresh []fallback
+	for _, f := range l.strict(s.p, ts, lo) {
+		if !s.reported[f.tool] {
+			s.reported[f.tool] = true
 			fresh = append(fresh, f)
 		}
 	}
@@ -411,7 +411,7 @@ func (c *Conversation) reveal(ctx context.Context, found []*conduit.Tool) []stri
 			added = append(added, t.Exposed)
 		}
 	}
-	var fallbacks []openai.Fallback
+	var fallbacks []fallback
 	if len(added) > 0 {
 		var l *Listing
 		l, fallbacks = s.listing()

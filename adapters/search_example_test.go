@@ -8,7 +8,6 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
-	"github.com/conduitmcp/conduit/adapters/toolcall"
 )
 
 func ExampleSearchOptions() {
@@ -29,7 +28,8 @@ func ExampleSearchOptions() {
 
 	// The model searches; the conversation answers it, and the tool found
 	// is offered from the next turn on, after what was offered before.
-	response := adapters.Gemini.Wire().Response("", toolcall.Raw{Name: "search_tools", Args: map[string]any{"query": "forecast"}})
+	response := `{"candidates": [{"content": {"role": "model", "parts": [
+		{"functionCall": {"name": "search_tools", "args": {"query": "forecast"}}}]}}]}`
 	exec, err := conv.Execute(ctx, response)
 	if err != nil {
 		log.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 )
 
@@ -26,8 +26,9 @@ type ListingOptions struct {
 	// optionally sets its ttl ("5m", "1h").
 	CacheLast bool
 	CacheTTL  string
-	// Strict is OpenAI's strict-mode choice (default openai.StrictAuto).
-	Strict openai.Strict
+	// Strict, for OpenAI, is the strict-mode choice (default
+	// StrictAuto).
+	Strict Strict
 	// Trace, when set, is told of listing events.
 	Trace *Trace
 	// Logger, when set, logs listing events.
@@ -37,11 +38,36 @@ type ListingOptions struct {
 	cacheTool string
 }
 
+// Strict is the strict-mode choice of a listing, for providers with a
+// strict mode for tool schemas (OpenAI's, see openai.StrictSchema).
+type Strict int
+
+const (
+	// StrictAuto sends a tool whose schema converts in strict mode, and
+	// any other without strict mode and with its original schema, which
+	// Listing.Fallbacks names and Trace.StrictFallback is told of.
+	StrictAuto Strict = iota
+	// StrictOn sends only the tools whose schema converts; the others,
+	// which the provider would reject, are left out and named in
+	// Listing.Excluded.
+	StrictOn
+	// StrictOff sends every tool without strict mode, with its original
+	// schema.
+	StrictOff
+)
+
+// NullPath is the path, from the arguments' root, of a property that
+// strict mode made nullable: the model sends null for it when it means
+// to leave it out, and the null is removed before the call is sent.
+// Elements are property names; the element "[]" stands for every item of
+// an array, so the path of tags[].note is NullPath{"tags", "[]", "note"}.
+type NullPath []string
+
 // Trace is a set of optional hooks for adapter events, in the manner of
 // net/http/httptrace; each takes an info struct.
 type Trace struct {
 	// StrictFallback is called for each tool that OpenAIChat or
-	// OpenAIResponses sends with "strict": false under openai.StrictAuto.
+	// OpenAIResponses sends with "strict": false under StrictAuto.
 	StrictFallback func(StrictFallbackInfo)
 }
 
@@ -62,9 +88,10 @@ type Listing struct {
 	Tools []map[string]any
 	// ToolSet is what the model was offered; calls resolve against it.
 	ToolSet *conduit.ToolSet
-	// NullPaths are OpenAI strict mode's null paths, by exposed name: the
-	// nulls strict mode makes the model send, removed before a call.
-	NullPaths map[string][]openai.NullPath
+	// NullPaths are strict mode's null paths, by exposed name: the nulls
+	// strict mode makes the model send, removed before a call (OpenAI
+	// only).
+	NullPaths map[string][]NullPath
 	// Fallbacks are tools sent with "strict": false under StrictAuto, and
 	// Excluded the tools left out under StrictOn (exposed names).
 	Fallbacks []string
@@ -119,13 +146,66 @@ func listToolSet(ctx context.Context, ts *conduit.ToolSet, p Provider, o *Listin
 	if o == nil {
 		o = &ListingOptions{}
 	}
-	tools, rep := d.tools(ts, o)
-	l := &Listing{Tools: tools, ToolSet: ts, NullPaths: rep.NullPaths, Excluded: rep.Excluded, Warnings: append(serverWarnings(ts), d.check(ts)...)}
-	for _, f := range rep.Fallbacks {
-		l.Fallbacks = append(l.Fallbacks, f.Tool)
-	}
-	traceFallbacks(ctx, o, rep.Fallbacks)
+	lo := o.toDriver()
+	l := &Listing{Tools: d.Tools(ts, lo), ToolSet: ts, Warnings: append(serverWarnings(ts), d.Check(ts)...)}
+	traceFallbacks(ctx, o, l.strict(p, ts, lo))
 	return l, nil
+}
+
+// toDriver is o as a driver takes it.
+func (o *ListingOptions) toDriver() *driver.ListOptions {
+	return &driver.ListOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL, CacheTool: o.cacheTool,
+		Strict: driver.StrictMode(o.Strict)}
+}
+
+// strict fills in what strict mode did to the listing of ts, for a
+// provider p that has one, and returns its fallbacks.
+func (l *Listing) strict(p Provider, ts *conduit.ToolSet, lo *driver.ListOptions) []fallback {
+	s, ok := p.impl().(driver.Strict)
+	if !ok {
+		return nil
+	}
+	var fallbacks []fallback
+	l.NullPaths = map[string][]NullPath{}
+	for t := range ts.All() {
+		r := s.StrictTool(t, lo)
+		switch {
+		case r.Excluded:
+			l.Excluded = append(l.Excluded, t.Exposed)
+		case r.Fallback != nil:
+			l.Fallbacks = append(l.Fallbacks, t.Exposed)
+			fallbacks = append(fallbacks, fallback{t.Exposed, r.Fallback})
+		}
+		if len(r.NullPaths) > 0 {
+			// A tool's null paths are its own under a provider: converted
+			// once, not in every listing.
+			l.NullPaths[t.Exposed] = t.Memo(nullPathsKeys[p], func() any {
+				nps := make([]NullPath, len(r.NullPaths))
+				for i, np := range r.NullPaths {
+					nps[i] = np
+				}
+				return nps
+			}).([]NullPath)
+		}
+	}
+	return fallbacks
+}
+
+// nullPathsKeys are the memo keys of each provider's null paths, boxed
+// once.
+var nullPathsKeys = func() (keys [len(table)]any) {
+	for p := range keys {
+		keys[p] = nullPathsKey{Provider(p)}
+	}
+	return keys
+}()
+
+type nullPathsKey struct{ p Provider }
+
+// fallback is a tool sent without strict mode, and why.
+type fallback struct {
+	tool string
+	err  error
 }
 
 // serverWarnings are ts's warnings of servers that are down.
@@ -139,13 +219,13 @@ func serverWarnings(ts *conduit.ToolSet) []toolcall.Warning {
 
 // traceFallbacks tells the listing's Trace and Logger of strict-mode
 // fallbacks; ctx is the listing's.
-func traceFallbacks(ctx context.Context, o *ListingOptions, fallbacks []openai.Fallback) {
+func traceFallbacks(ctx context.Context, o *ListingOptions, fallbacks []fallback) {
 	for _, f := range fallbacks {
 		if o.Trace != nil && o.Trace.StrictFallback != nil {
-			o.Trace.StrictFallback(StrictFallbackInfo{Tool: f.Tool, Err: f.Err, Context: ctx})
+			o.Trace.StrictFallback(StrictFallbackInfo{Tool: f.tool, Err: f.err, Context: ctx})
 		}
 		if o.Logger != nil {
-			o.Logger.Info("conduit: strict mode fallback", "tool", f.Tool, "err", f.Err)
+			o.Logger.Info("conduit: strict mode fallback", "tool", f.tool, "err", f.err)
 		}
 	}
 }

@@ -98,14 +98,14 @@ func TestStrictFallbackEvent(t *testing.T) {
 	// No event under StrictOn (the tool is excluded) or StrictOff, nor for
 	// other providers.
 	events = nil
-	for _, s := range []openai.Strict{openai.StrictOn, openai.StrictOff} {
+	for _, s := range []adapters.Strict{adapters.StrictOn, adapters.StrictOff} {
 		o.Strict = s
 		l, _ := adapters.Tools(context.Background(), hub, adapters.OpenAIChat, o)
-		if s == openai.StrictOn && !slices.Equal(l.Excluded, []string{"lab__pick"}) {
+		if s == adapters.StrictOn && !slices.Equal(l.Excluded, []string{"lab__pick"}) {
 			t.Errorf("excluded %v", l.Excluded)
 		}
 	}
-	o.Strict = openai.StrictAuto
+	o.Strict = adapters.StrictAuto
 	adapters.Tools(context.Background(), hub, adapters.Anthropic, o)
 	if events != nil {
 		t.Errorf("events %v", events)

@@ -9,9 +9,10 @@ import (
 // Wire is how a provider's HTTP API is spoken, for loops that send the
 // requests with their own client (conduit sends none): where a request
 // goes and how it is authenticated, how it is built, and how a response
-// and its answers join the conversation. conduit's own agent loop (`conduit
-// agent`) is written against it, as are the fakes of the providers' APIs
-// in its tests, so that they work for every provider alike.
+// and its answers join the conversation. conduit's own agent loop
+// (`conduit agent`) is written against it, so that it works for every
+// provider alike. Fakes of the APIs, for tests, are in
+// adapters/adaptertest.
 //
 // Every field is set for every provider. The functions are pure and safe
 // for concurrent use.
@@ -40,14 +41,4 @@ type Wire struct {
 	// Answers are the items that carry a turn's answers
 	// (Execution.Results) into the conversation.
 	Answers func(results []map[string]any) []any
-
-	// For fakes of the API, in tests.
-
-	// Conversation returns the conversation a request body carries.
-	Conversation func(request map[string]any) []any
-	// Answered returns the answers that end a conversation.
-	Answered func(conversation []any) []toolcall.Answered
-	// Response is a response of the API in which the model says text and
-	// makes calls, in order.
-	Response func(text string, calls ...toolcall.Raw) map[string]any
 }

@@ -20,7 +20,7 @@ var openaiName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // strictTools are the tools whose schema converts to strict mode; the
 // others fall back to "strict": false under StrictAuto.
 func strictExpected(name string, o *adapters.ToolsOptions) bool {
-	return o.Strict != copenai.StrictOff && name != exposed("loose")
+	return o.Strict != adapters.StrictOff && name != exposed("loose")
 }
 
 // checkOpenAIFunction checks a function definition's fields, as the SDK
@@ -44,10 +44,10 @@ func checkOpenAIFunction(t *testing.T, what string, fn map[string]any, name stri
 	}
 }
 
-var openaiListings = []*adapters.ToolsOptions{{}, {ListingOptions: adapters.ListingOptions{Strict: copenai.StrictOff}}}
+var openaiListings = []*adapters.ToolsOptions{{}, {ListingOptions: adapters.ListingOptions{Strict: adapters.StrictOff}}}
 
 func strictName(o *adapters.ToolsOptions) string {
-	if o.Strict == copenai.StrictOff {
+	if o.Strict == adapters.StrictOff {
 		return "StrictOff"
 	}
 	return "StrictAuto"
@@ -110,13 +110,13 @@ func TestOpenAIResponsesToolDefinitions(t *testing.T) {
 func checkFallbacks(t *testing.T, l *adapters.Listing, o *adapters.ToolsOptions) {
 	t.Helper()
 	var want []string
-	if o.Strict != copenai.StrictOff {
+	if o.Strict != adapters.StrictOff {
 		want = []string{exposed("loose")}
 	}
 	if !slices.Equal(l.Fallbacks, want) {
 		t.Errorf("Fallbacks = %q, want %q", l.Fallbacks, want)
 	}
-	if o.Strict != copenai.StrictOff {
+	if o.Strict != adapters.StrictOff {
 		for _, tool := range []string{"search", "nested"} {
 			if len(l.NullPaths[exposed(tool)]) == 0 {
 				t.Errorf("no null paths for %s", exposed(tool))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	oa "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
@@ -32,8 +33,7 @@ func searchConv(t *testing.T, k *kit, p adapters.Provider, conduitSearch, regex 
 // than the search tool.
 func reveal(t *testing.T, p adapters.Provider, conv *adapters.Conversation) {
 	t.Helper()
-	w := p.Wire()
-	resp := w.Response("", toolcall.Raw{ID: "call_search", Name: "search_tools", Args: map[string]any{"query": "image text structured", "limit": 5}})
+	resp := adaptertest.FakeOf(p).Response("", toolcall.Raw{ID: "call_search", Name: "search_tools", Args: map[string]any{"query": "image text structured", "limit": 5}})
 	exec, err := conv.Execute(context.Background(), resp)
 	if err != nil || exec.Errors[0] != nil {
 		t.Fatalf("search: %v %v", err, exec.Errors)

@@ -1,7 +1,8 @@
 // Package anthropic maps MCP tools and results to the Anthropic Messages
 // API: tool definitions (and the tool search tool's listing, SearchTools),
 // tool_use blocks into calls, and tool_result blocks. Its functions are
-// pure, over the API's JSON as map[string]any.
+// pure, over the API's JSON as map[string]any; [Driver] is the API as
+// package adapters drives it (adapters.Anthropic).
 //
 // The adapter never builds a tool_choice of type "any" or "tool": current
 // Claude models reject forced tool use with HTTP 400 in the configurations

@@ -3,12 +3,13 @@ package anthropic_test
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/anthropic"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/fuzzgen"
@@ -149,80 +150,21 @@ func TestToolResult(t *testing.T) {
 	}
 }
 
+// TestConformance runs the suite every provider passes.
+func TestConformance(t *testing.T) { adaptertest.RunConformanceTests(t, adapters.Anthropic) }
+
 // FuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
-// call it finds is answered, under every outcome, by a tool_result that
-// marshals and is keyed by the call's id. The same bytes also make a valid
-// response (see roundTrip), which must parse back to exactly its calls.
+// call it finds is answered, under every outcome, by a tool_result keyed
+// by the call's id (adaptertest.CheckAnswers). The same bytes also make a
+// valid response (see roundTrip), which must parse back to exactly its
+// calls.
 func FuzzParse(f *testing.F) {
-	seed(f, "anthropic")
+	adaptertest.SeedCorpus(f, filepath.Join("..", "testdata", "anthropic"))
 	f.Add([]byte(`{"content":[{"type":"tool_use","id":"a","name":"get_weather","input":{"location":"x"}}]}`))
 	f.Add([]byte(`{"content":[{"type":"tool_use","id":"\ud800","name":7,"input":"s"}]}`))
 	// "input" null or missing: malformed, answered as not an object.
 	f.Add([]byte(`{"content":[{"type":"tool_use","id":"a","name":"get_weather","input":null},{"type":"tool_use","id":"b","name":"get_weather"}]}`))
-	ts := weatherTools()
-	outcomes := fuzzOutcomes()
-	f.Fuzz(func(t *testing.T, data []byte) {
-		roundTrip(t, data)
-		raws, err := anthropic.Parse(data)
-		if err != nil {
-			return
-		}
-		for _, c := range toolcall.Resolve(raws, ts) {
-			for _, o := range outcomes {
-				ans := anthropic.ToolResult(c, o.res, o.err, &toolcall.AnswerOptions{Structured: o.mode})
-				if _, err := json.Marshal(ans); err != nil {
-					t.Fatalf("answer does not marshal: %v", err)
-				}
-				if ans["tool_use_id"] != c.ID {
-					t.Fatalf("answer keyed by %v, want %q", ans["tool_use_id"], c.ID)
-				}
-			}
-			if c.Err != nil && c.Args != nil {
-				t.Fatal("a rejected call has arguments")
-			}
-		}
-	})
-}
-
-type fuzzOutcome struct {
-	res  *mcp.CallToolResult
-	err  error
-	mode toolcall.Structured
-}
-
-func fuzzOutcomes() []fuzzOutcome {
-	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-	full := &mcp.CallToolResult{Content: []mcp.Content{
-		&mcp.TextContent{Text: "t"}, &mcp.ImageContent{MIMEType: "image/png", Data: png},
-		&mcp.AudioContent{MIMEType: "audio/aac", Data: []byte{1}}, &mcp.ResourceLink{URI: "u://x", Name: "x"},
-		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "u://y", Blob: png, MIMEType: "image/png"}},
-	}, StructuredContent: map[string]any{"k": []any{1.0}}}
-	return []fuzzOutcome{
-		{res: full}, {res: full, mode: toolcall.StructuredPrefer}, {res: full, mode: toolcall.StructuredAppend},
-		{res: &mcp.CallToolResult{IsError: true}},
-		{err: &conduit.Error{Kind: conduit.KindTimeout, Message: "timed out"}},
-		{},
-	}
-}
-
-// seed adds the golden files of a provider (documented examples and the
-// scripted responses recorded in goldens) to the corpus.
-func seed(f *testing.F, provider string) {
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", provider, "*.json"))
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		var g struct {
-			Response json.RawMessage `json:"response"`
-		}
-		if json.Unmarshal(data, &g) == nil && len(g.Response) > 0 {
-			f.Add([]byte(g.Response))
-		} else {
-			f.Add(data)
-		}
-	}
+	adaptertest.Fuzz(f, adapters.Anthropic, weatherTools(), roundTrip)
 }
 
 // roundTrip builds a Messages response from the turn data makes, in the
@@ -252,17 +194,5 @@ func roundTrip(t *testing.T, data []byte) {
 	}
 	resp := map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
 		"content": content, "stop_reason": "tool_use", "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}}
-	b, err := json.Marshal(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []any{b, resp} {
-		raws, err := anthropic.Parse(r)
-		if err != nil {
-			t.Fatalf("a valid response does not parse: %v\n%s", err, b)
-		}
-		if d := fuzzgen.Check(turn, raws); d != "" {
-			t.Fatalf("%s\n%s", d, b)
-		}
-	}
+	fuzzgen.RoundTrip(t, turn, resp, anthropic.Parse)
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
@@ -93,41 +92,6 @@ func Turn(response map[string]any) (toolcall.Turn, error) {
 // first in one user message.
 func Answers(results []map[string]any) []any {
 	return []any{map[string]any{"role": "user", "content": anys(results)}}
-}
-
-// Conversation returns the messages of a request body.
-func Conversation(request map[string]any) []any { return jsonv.List(request["messages"]) }
-
-// Answered returns the tool_result blocks that end a conversation: those
-// of its last message, when it is a user message.
-func Answered(conversation []any) []toolcall.Answered {
-	var out []toolcall.Answered
-	for _, b := range render.LastOf(conversation, "user", "content") {
-		blk := jsonv.Object(b)
-		if blk["type"] == "tool_result" {
-			out = append(out, toolcall.Answered{ID: jsonv.String(blk["tool_use_id"]), Error: blk["is_error"] == true})
-		}
-	}
-	return out
-}
-
-// Response is a Messages API response in which the model says text and
-// calls tools, in order, as the API would send it: for fakes of the API in
-// tests.
-func Response(text string, calls ...toolcall.Raw) map[string]any {
-	var content []any
-	if text != "" {
-		content = append(content, textBlock(text))
-	}
-	for _, c := range calls {
-		content = append(content, map[string]any{"type": "tool_use", "id": c.ID, "name": c.Name, "input": c.Args})
-	}
-	stop := "end_turn"
-	if len(calls) > 0 {
-		stop = "tool_use"
-	}
-	return map[string]any{"id": "msg_fake", "type": "message", "role": "assistant", "model": "fake",
-		"content": jsonv.NonNil(content), "stop_reason": stop}
 }
 
 func anys(ms []map[string]any) []any {

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
@@ -88,44 +87,4 @@ func Answers(results []map[string]any) []any {
 		parts[i] = r
 	}
 	return []any{map[string]any{"role": "user", "parts": parts}}
-}
-
-// Conversation returns the contents of a request body.
-func Conversation(request map[string]any) []any { return jsonv.List(request["contents"]) }
-
-// Answered returns the functionResponse parts that end a conversation:
-// those of its last content, when it is the user's.
-func Answered(conversation []any) []toolcall.Answered {
-	var out []toolcall.Answered
-	for _, p := range render.LastOf(conversation, "user", "parts") {
-		fr := jsonv.Object(jsonv.Object(p)["functionResponse"])
-		if fr == nil {
-			continue
-		}
-		id := jsonv.String(fr["id"])
-		if id == "" {
-			id = jsonv.String(fr["name"])
-		}
-		out = append(out, toolcall.Answered{ID: id, Error: jsonv.Object(fr["response"])["error"] != nil})
-	}
-	return out
-}
-
-// Response is a generateContent response in which the model says text and
-// calls functions, in order, as the API would send it: for fakes of the
-// API in tests.
-func Response(text string, calls ...toolcall.Raw) map[string]any {
-	var parts []any
-	if text != "" {
-		parts = append(parts, map[string]any{"text": text})
-	}
-	for _, c := range calls {
-		fc := map[string]any{"name": c.Name, "args": c.Args}
-		if c.ID != "" {
-			fc["id"] = c.ID
-		}
-		parts = append(parts, map[string]any{"functionCall": fc})
-	}
-	return map[string]any{"candidates": []any{map[string]any{
-		"content": map[string]any{"role": "model", "parts": jsonv.NonNil(parts)}, "finishReason": "STOP", "index": 0}}}
 }

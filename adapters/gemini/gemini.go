@@ -1,7 +1,8 @@
 // Package gemini maps MCP tools and results to the Gemini API's
 // generateContent: function declarations, functionCall parts into calls,
 // and functionResponse parts. Its functions are pure, over the API's JSON
-// as map[string]any.
+// as map[string]any; [Driver] is the API as package adapters drives it
+// (adapters.Gemini).
 //
 // Experimental: the shapes come from the Gemini API reference, not from
 // end-to-end runs against the API, and may change in a minor release.

@@ -3,12 +3,13 @@ package gemini_test
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/gemini"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/fuzzgen"
@@ -140,59 +141,19 @@ func TestFunctionResponse(t *testing.T) {
 	}
 }
 
+// TestConformance runs the suite every provider passes.
+func TestConformance(t *testing.T) { adaptertest.RunConformanceTests(t, adapters.Gemini) }
+
 // FuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
 // call it finds is answered, under every outcome, by a functionResponse
-// part that marshals and carries the call's id (when it has one) and name.
-// The same bytes also make a valid response (see roundTrip), which must
-// parse back to exactly its calls.
+// part keyed by the call's id, or its name when it has none
+// (adaptertest.CheckAnswers). The same bytes also make a valid response
+// (see roundTrip), which must parse back to exactly its calls.
 func FuzzParse(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", "gemini", "*.json"))
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		var g struct {
-			Response json.RawMessage `json:"response"`
-		}
-		if json.Unmarshal(data, &g) == nil && len(g.Response) > 0 {
-			data = g.Response
-		}
-		f.Add(data)
-	}
+	adaptertest.SeedCorpus(f, filepath.Join("..", "testdata", "gemini"))
 	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"id":"a","name":"dim_lights","args":{"brightness":1}}}]}}]}`))
 	f.Add([]byte(`{"parts":[{"functionCall":{"name":3,"args":null}}]}`))
-	ts := lights()
-	outcomes := []struct {
-		res  *mcp.CallToolResult
-		err  error
-		mode toolcall.Structured
-	}{
-		{res: &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "t"}}, StructuredContent: map[string]any{"k": 1.0}}},
-		{res: &mcp.CallToolResult{StructuredContent: json.RawMessage(`{"k":[1]}`)}, mode: toolcall.StructuredAuto},
-		{res: &mcp.CallToolResult{IsError: true}, mode: toolcall.StructuredAppend},
-		{err: errors.New("x")}, {},
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		roundTrip(t, data)
-		raws, err := gemini.Parse(data)
-		if err != nil {
-			return
-		}
-		for _, c := range toolcall.Resolve(raws, ts) {
-			for _, o := range outcomes {
-				ans := gemini.FunctionResponse(c, o.res, o.err, &toolcall.AnswerOptions{Structured: o.mode})
-				if _, err := json.Marshal(ans); err != nil {
-					t.Fatalf("answer does not marshal: %v", err)
-				}
-				fr := ans["functionResponse"].(map[string]any)
-				id, hasID := fr["id"]
-				if fr["name"] != c.Name || hasID != (c.ID != "") || (hasID && id != c.ID) {
-					t.Fatalf("answer %v for call %q %q", fr, c.ID, c.Name)
-				}
-			}
-		}
-	})
+	adaptertest.Fuzz(f, adapters.Gemini, lights(), roundTrip)
 }
 
 // roundTrip builds a generateContent response from the turn data makes, in
@@ -226,17 +187,5 @@ func roundTrip(t *testing.T, data []byte) {
 	resp := map[string]any{"candidates": []any{map[string]any{
 		"content": map[string]any{"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}},
 		"usageMetadata": map[string]any{"promptTokenCount": 1}, "modelVersion": "gemini"}
-	b, err := json.Marshal(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []any{b, resp} {
-		raws, err := gemini.Parse(r)
-		if err != nil {
-			t.Fatalf("a valid response does not parse: %v\n%s", err, b)
-		}
-		if d := fuzzgen.Check(turn, raws); d != "" {
-			t.Fatalf("%s\n%s", d, b)
-		}
-	}
+	fuzzgen.RoundTrip(t, turn, resp, gemini.Parse)
 }

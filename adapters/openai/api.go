@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -62,15 +61,6 @@ func (api API) Request(r toolcall.Request) map[string]any {
 	return b
 }
 
-// Conversation returns the messages (Chat) or input items (Responses) of
-// a request body.
-func (api API) Conversation(request map[string]any) []any {
-	if api == Responses {
-		return jsonv.List(request["input"])
-	}
-	return jsonv.List(request["messages"])
-}
-
 // Turn reads a response as the model's turn: for Chat, the first choice's
 // message; for Responses, every output item (reasoning items included,
 // which the API wants back); its text; and whether it called functions.
@@ -119,89 +109,4 @@ func (api API) Answers(results []map[string]any) []any {
 		out[i] = r
 	}
 	return out
-}
-
-// Answered returns the answers that end a conversation: its trailing tool
-// messages or function_call_output items. An answer is a failure when its
-// text starts with toolcall.DefaultErrorPrefix.
-func (api API) Answered(conversation []any) []toolcall.Answered {
-	var out []toolcall.Answered
-	for i := len(conversation) - 1; i >= 0; i-- {
-		m := jsonv.Object(conversation[i])
-		var a toolcall.Answered
-		var text string
-		switch {
-		case api == Chat && m["role"] == "tool":
-			a.ID, text = jsonv.String(m["tool_call_id"]), jsonv.String(m["content"])
-		case api == Responses && m["type"] == "function_call_output":
-			a.ID, text = jsonv.String(m["call_id"]), jsonv.String(m["output"])
-			if items := jsonv.List(m["output"]); len(items) > 0 {
-				text = jsonv.String(jsonv.Object(items[0])["text"])
-			}
-		default:
-			return out
-		}
-		a.Error = strings.HasPrefix(text, toolcall.DefaultErrorPrefix)
-		out = append([]toolcall.Answered{a}, out...)
-	}
-	return out
-}
-
-// Response is a response in which the model says text and calls
-// functions, in order, as the API would send it (arguments as JSON
-// strings): for fakes of the API in tests.
-func (api API) Response(text string, calls ...toolcall.Raw) map[string]any {
-	if api == Responses {
-		var out []any
-		if len(calls) > 0 {
-			// A reasoning model's output starts with its reasoning.
-			out = append(out, map[string]any{"type": "reasoning", "id": "rs_fake", "summary": []any{}})
-		}
-		if text != "" {
-			out = append(out, map[string]any{"type": "message", "id": "msg_fake", "role": "assistant", "status": "completed",
-				"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}})
-		}
-		for i, c := range calls {
-			fc := map[string]any{"type": "function_call", "id": fmt.Sprintf("fc_%d", i), "call_id": c.ID,
-				"name": c.Name, "arguments": argsText(c.Args), "status": "completed"}
-			if c.Namespace != "" {
-				fc["namespace"] = c.Namespace
-			}
-			out = append(out, fc)
-		}
-		if out == nil {
-			out = []any{}
-		}
-		return map[string]any{"id": "resp_fake", "object": "response", "status": "completed", "output": out}
-	}
-	msg := map[string]any{"role": "assistant", "content": nil}
-	if text != "" {
-		msg["content"] = text
-	}
-	finish := "stop"
-	if len(calls) > 0 {
-		var tcs []any
-		for _, c := range calls {
-			tcs = append(tcs, map[string]any{"id": c.ID, "type": "function",
-				"function": map[string]any{"name": c.Name, "arguments": argsText(c.Args)}})
-		}
-		msg["tool_calls"], finish = tcs, "tool_calls"
-	}
-	return map[string]any{"id": "chatcmpl-fake", "object": "chat.completion", "choices": []any{map[string]any{
-		"index": 0, "finish_reason": finish, "message": msg}}}
-}
-
-// argsText is arguments as the APIs send them: a JSON string.
-func argsText(v any) string {
-	switch a := v.(type) {
-	case json.RawMessage:
-		return string(a)
-	case string:
-		return a
-	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return "{}"
-	}
-	return string(data)
 }

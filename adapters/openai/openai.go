@@ -2,15 +2,16 @@
 // and Responses APIs: function tools with strict-mode schemas (and the
 // Responses tool search's listing, API.SearchTools), tool calls into
 // calls, and tool answers. Its functions are pure, over the APIs' JSON
-// as map[string]any.
+// as map[string]any; [API.Driver] is each API as package adapters drives
+// it (adapters.OpenAIChat, adapters.OpenAIResponses).
 //
 // "strict" is always sent: when it is omitted, the Responses API tries
 // strict mode and silently falls back, so the same list would behave
 // differently per API.
 //
 // The methods of [API] branch on Chat and Responses: this package is the
-// one place outside adapters' provider table that tells two providers
-// apart. It is kept so on purpose: the two APIs share the definitions,
+// one place that tells two providers apart (only Responses' driver
+// searches). It is kept so on purpose: the two APIs share the definitions,
 // strict mode, arguments and error prefix, and differ in a line or two of
 // each shape (where the function sits in a tool, calls in choices or in
 // output items, answers as messages or as input items, images only in
@@ -120,7 +121,8 @@ func convert(t *conduit.Tool) converted {
 type toolDef struct {
 	def       map[string]any // nil: excluded
 	nullPaths []NullPath
-	fallback  error // set when strict mode fell back
+	paths     [][]string // nullPaths, as the driver reports them
+	fallback  error      // set when strict mode fell back
 }
 
 func definition(api API, strict Strict, t *conduit.Tool) toolDef {
@@ -131,6 +133,9 @@ func definition(api API, strict Strict, t *conduit.Tool) toolDef {
 		switch {
 		case c.err == nil:
 			schema, isStrict, d.nullPaths = c.schema, true, c.nullPaths
+			for _, p := range c.nullPaths {
+				d.paths = append(d.paths, p)
+			}
 		case strict == StrictOn:
 			return d
 		default:
@@ -164,20 +169,21 @@ func (api API) Tools(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Re
 	if api != Responses {
 		api = Chat
 	}
-	key := defKey{api, o.Strict}
 	rep := Report{NullPaths: map[string][]NullPath{}}
+	return api.list(ts, o.Strict, &rep), rep
+}
+
+// list lists ts under strict, and records what strict mode did in rep
+// when it is not nil.
+func (api API) list(ts *conduit.ToolSet, strict Strict, rep *Report) []map[string]any {
 	out := make([]map[string]any, 0, ts.Len())
 	for t := range ts.All() {
-		d := t.Memo(key, func() any { return definition(api, o.Strict, t) }).(toolDef)
-		switch {
-		case d.def == nil:
-			rep.Excluded = append(rep.Excluded, t.Exposed)
-			continue
-		case d.fallback != nil:
-			rep.Fallbacks = append(rep.Fallbacks, Fallback{Tool: t.Exposed, Err: d.fallback})
+		d := api.definition(t, strict)
+		if rep != nil {
+			rep.add(t, d)
 		}
-		if len(d.nullPaths) > 0 {
-			rep.NullPaths[t.Exposed] = d.nullPaths
+		if d.def == nil {
+			continue
 		}
 		cp := make(map[string]any, len(d.def))
 		for k, v := range d.def {
@@ -185,7 +191,43 @@ func (api API) Tools(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Re
 		}
 		out = append(out, cp)
 	}
-	return out, rep
+	return out
+}
+
+// defKeys are the memo keys of the definitions, boxed once: a key boxed
+// at each lookup would cost an allocation per tool per listing.
+var defKeys = func() (keys [2][StrictOff + 1]any) {
+	for _, api := range []API{Chat, Responses} {
+		for s := StrictAuto; s <= StrictOff; s++ {
+			keys[api-Chat][s] = defKey{api, s}
+		}
+	}
+	return keys
+}()
+
+// definition is t's memoized listing for the API and strict choice.
+func (api API) definition(t *conduit.Tool, strict Strict) toolDef {
+	var key any
+	if (api == Chat || api == Responses) && strict >= StrictAuto && strict <= StrictOff {
+		key = defKeys[api-Chat][strict]
+	} else {
+		key = defKey{api, strict}
+	}
+	return t.Memo(key, func() any { return definition(api, strict, t) }).(toolDef)
+}
+
+// add records what strict mode did to t, listed as d.
+func (rep *Report) add(t *conduit.Tool, d toolDef) {
+	switch {
+	case d.def == nil:
+		rep.Excluded = append(rep.Excluded, t.Exposed)
+		return
+	case d.fallback != nil:
+		rep.Fallbacks = append(rep.Fallbacks, Fallback{Tool: t.Exposed, Err: d.fallback})
+	}
+	if len(d.nullPaths) > 0 {
+		rep.NullPaths[t.Exposed] = d.nullPaths
+	}
 }
 
 // MaxTools is the most tools OpenAI accepts in one request.

@@ -4,13 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/fuzzgen"
@@ -180,6 +181,9 @@ func TestParseResponses(t *testing.T) {
 	if _, err := (openai.API(9)).Parse(`{}`); err == nil {
 		t.Error("unknown API")
 	}
+	if openai.API(9).Driver() != nil {
+		t.Error("an unknown API has a driver")
+	}
 }
 
 func TestToolCalls(t *testing.T) {
@@ -243,63 +247,28 @@ func TestToolOutput(t *testing.T) {
 	}
 }
 
-func FuzzParseChat(f *testing.F)      { fuzzParse(f, openai.Chat, "openai-chat") }
-func FuzzParseResponses(f *testing.F) { fuzzParse(f, openai.Responses, "openai-responses") }
+// TestConformance runs the suite every provider passes, for both APIs.
+func TestConformance(t *testing.T) {
+	t.Run("chat", func(t *testing.T) { adaptertest.RunConformanceTests(t, adapters.OpenAIChat) })
+	t.Run("responses", func(t *testing.T) { adaptertest.RunConformanceTests(t, adapters.OpenAIResponses) })
+}
+
+func FuzzParseChat(f *testing.F)      { fuzzParse(f, openai.Chat, adapters.OpenAIChat) }
+func FuzzParseResponses(f *testing.F) { fuzzParse(f, openai.Responses, adapters.OpenAIResponses) }
 
 // fuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
-// call it finds is answered, under every outcome, by an answer that
-// marshals and is keyed by the call's id. The same bytes also make a valid
-// response (see responseRoundTrip), which must parse back to exactly its calls.
-func fuzzParse(f *testing.F, api openai.API, dir string) {
-	files, _ := filepath.Glob(filepath.Join("..", "testdata", dir, "*.json"))
-	for _, file := range files {
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		var g struct {
-			Response json.RawMessage `json:"response"`
-		}
-		if json.Unmarshal(data, &g) == nil && len(g.Response) > 0 {
-			data = g.Response
-		}
-		f.Add(data)
-	}
+// call it finds is answered, under every outcome, by an answer keyed by
+// the call's id (adaptertest.CheckAnswers). The same bytes also make a
+// valid response (see responseRoundTrip), which must parse back to
+// exactly its calls.
+func fuzzParse(f *testing.F, api openai.API, p adapters.Provider) {
+	adaptertest.SeedCorpus(f, filepath.Join("..", "testdata", p.String()))
 	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"search","arguments":"{\"q\":1}"}}]}}]}`))
 	f.Add([]byte(`{"output":[{"type":"function_call","call_id":"a","name":"search","arguments":"\"s\""}]}`))
 	// "arguments" null or missing: malformed, answered as not an object.
 	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"search","arguments":null}},{"id":"b","function":{"name":"search"}}]}}]}`))
 	f.Add([]byte(`{"output":[{"type":"function_call","call_id":"a","name":"search","arguments":null},{"type":"function_call","call_id":"b","name":"search"}]}`))
-	ts := oaTools()
-	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-	full := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: png}, &mcp.TextContent{Text: "t"}},
-		StructuredContent: map[string]any{"k": 1.0}}
-	outcomes := []struct {
-		res *mcp.CallToolResult
-		err error
-	}{{res: full}, {res: &mcp.CallToolResult{}}, {err: errors.New("x")}, {}}
-	key := "tool_call_id"
-	if api == openai.Responses {
-		key = "call_id"
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		responseRoundTrip(t, api, data)
-		raws, err := api.Parse(data)
-		if err != nil {
-			return
-		}
-		for _, c := range toolcall.Resolve(raws, ts) {
-			for _, o := range outcomes {
-				ans := api.ToolOutput(c, o.res, o.err, &toolcall.AnswerOptions{Structured: toolcall.StructuredAppend})
-				if _, err := json.Marshal(ans); err != nil {
-					t.Fatalf("answer does not marshal: %v", err)
-				}
-				if ans[key] != c.ID {
-					t.Fatalf("answer keyed by %v, want %q", ans[key], c.ID)
-				}
-			}
-		}
-	})
+	adaptertest.Fuzz(f, p, oaTools(), func(t *testing.T, data []byte) { responseRoundTrip(t, api, data) })
 }
 
 // responseRoundTrip builds a response of api from the turn data makes, in the
@@ -348,17 +317,5 @@ func responseRoundTrip(t *testing.T, api openai.API, data []byte) {
 		resp = map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "choices": []any{map[string]any{
 			"index": 0, "message": msg, "finish_reason": "tool_calls"}}}
 	}
-	b, err := json.Marshal(resp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range []any{b, resp} {
-		raws, err := api.Parse(r)
-		if err != nil {
-			t.Fatalf("a valid response does not parse: %v\n%s", err, b)
-		}
-		if d := fuzzgen.Check(turn, raws); d != "" {
-			t.Fatalf("%s\n%s", d, b)
-		}
-	}
+	fuzzgen.RoundTrip(t, turn, resp, api.Parse)
 }

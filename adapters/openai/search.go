@@ -50,7 +50,6 @@ func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) (
 	}
 	out, rep := api.Tools(loaded, o)
 	out = append(out, searchTool())
-	key := defKey{api, o.Strict}
 	type namespace struct {
 		name  string
 		tools []map[string]any
@@ -61,16 +60,10 @@ func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) (
 		if _, ok := loaded.Lookup(t.Exposed); ok {
 			continue
 		}
-		d := t.Memo(key, func() any { return definition(api, o.Strict, t) }).(toolDef)
-		switch {
-		case d.def == nil:
-			rep.Excluded = append(rep.Excluded, t.Exposed)
+		d := api.definition(t, o.Strict)
+		rep.add(t, d)
+		if d.def == nil {
 			continue
-		case d.fallback != nil:
-			rep.Fallbacks = append(rep.Fallbacks, Fallback{Tool: t.Exposed, Err: d.fallback})
-		}
-		if len(d.nullPaths) > 0 {
-			rep.NullPaths[t.Exposed] = d.nullPaths
 		}
 		cp := make(map[string]any, len(d.def)+1)
 		for k, v := range d.def {

@@ -23,8 +23,8 @@ func ExampleAPI_SearchTools() {
 	}
 	printJSON(tools)
 	// The model's call names the namespace and the function in it.
-	raws, _ := openai.Responses.Parse(openai.Responses.Response("", toolcall.Raw{ID: "call_1", Namespace: "crm", Name: "get_customer_profile",
-		Args: map[string]any{"customer_id": "c1"}}))
+	raws, _ := openai.Responses.Parse(`{"output": [{"type": "function_call", "call_id": "call_1",
+		"namespace": "crm", "name": "get_customer_profile", "arguments": "{\"customer_id\": \"c1\"}"}]}`)
 	fmt.Println(toolcall.Resolve(raws, ts)[0].Name)
 	// Output:
 	// [

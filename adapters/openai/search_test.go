@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,7 +96,7 @@ func TestParseNamespace(t *testing.T) {
 		t.Errorf("resolved %+v", calls[0])
 	}
 	// The fake writes the namespace back.
-	resp := openai.Responses.Response("", toolcall.Raw{ID: "c", Name: "search", Namespace: "notes", Args: map[string]any{}})
+	resp := adaptertest.FakeOf(adapters.OpenAIResponses).Response("", toolcall.Raw{ID: "c", Name: "search", Namespace: "notes", Args: map[string]any{}})
 	if back, _ := openai.Responses.Parse(resp); len(back) != 1 || back[0].Namespace != "notes" {
 		t.Errorf("round trip %+v", back)
 	}

@@ -37,12 +37,3 @@ type Request struct {
 
 // DefaultMaxTokens is a Request's MaxTokens when it is zero.
 const DefaultMaxTokens = 4096
-
-// Answered is an answer found in a conversation: the call it answers, and
-// whether it reports a failure.
-type Answered struct {
-	// ID is the call's id, or for a Gemini answer without one, the
-	// function's name.
-	ID    string
-	Error bool
-}

@@ -23,7 +23,6 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
-	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
@@ -54,7 +53,7 @@ type Options struct {
 	// Principal is who the calls are made for.
 	Principal string
 	// Strict is the OpenAI strict-mode choice of the listing.
-	Strict openai.Strict
+	Strict adapters.Strict
 	// CallTimeout bounds each tool call, approval included (default
 	// conduit.DefaultCallTimeout).
 	CallTimeout time.Duration

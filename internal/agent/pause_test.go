@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/internal/agent"
 	"github.com/conduitmcp/conduit/internal/agent/agenttest"
 	"github.com/conduitmcp/conduit/internal/demo"
@@ -44,7 +45,7 @@ func TestRunPauseTurn(t *testing.T) {
 	}
 	reqs := f.Requests()
 	// The second request ends with the paused turn as it came.
-	msgs := p.Wire().Conversation(reqs[1].Body)
+	msgs := adaptertest.FakeOf(p).Conversation(reqs[1].Body)
 	last := jsonv.Object(msgs[len(msgs)-1])
 	var want map[string]any
 	if err := json.Unmarshal(paused, &want); err != nil {

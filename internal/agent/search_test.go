@@ -9,6 +9,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/internal/agent"
 	"github.com/conduitmcp/conduit/internal/agent/agenttest"
 	"github.com/conduitmcp/conduit/internal/demo"
@@ -125,7 +126,7 @@ func TestRunProviderSearch(t *testing.T) {
 				t.Error("the tool list changed between requests")
 			}
 			var types []string
-			for _, item := range tc.p.Wire().Conversation(reqs[1].Body) {
+			for _, item := range adaptertest.FakeOf(tc.p).Conversation(reqs[1].Body) {
 				m := jsonv.Object(item)
 				if tc.p == adapters.Anthropic && m["role"] == "assistant" {
 					for _, b := range jsonv.List(m["content"]) {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
-	"github.com/conduitmcp/conduit/adapters/openai"
 )
 
 // flagSet is a subcommand's flags, with its usage text.
@@ -224,14 +223,14 @@ func providerNames() string {
 }
 
 // parseStrict parses --strict, which providers other than OpenAI's ignore.
-func parseStrict(cmd, s string) (openai.Strict, error) {
+func parseStrict(cmd, s string) (adapters.Strict, error) {
 	switch strings.ToLower(s) {
 	case "auto", "":
-		return openai.StrictAuto, nil
+		return adapters.StrictAuto, nil
 	case "true", "on":
-		return openai.StrictOn, nil
+		return adapters.StrictOn, nil
 	case "false", "off":
-		return openai.StrictOff, nil
+		return adapters.StrictOff, nil
 	}
 	return 0, usageError(cmd, "--strict is auto, true or false, not %q", s)
 }

@@ -28,7 +28,7 @@ func (l *listFlags) register(fs *flagSet, strictToo bool) {
 	}
 }
 
-func (l *listFlags) parse(fs *flagSet) (adapters.Provider, openai.Strict, error) {
+func (l *listFlags) parse(fs *flagSet) (adapters.Provider, adapters.Strict, error) {
 	p, err := parseProvider(fs.cmd, l.provider)
 	if err != nil {
 		return 0, 0, err

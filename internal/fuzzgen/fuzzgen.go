@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"testing"
 
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 )
@@ -115,6 +116,25 @@ func Check(t Turn, raws []toolcall.Raw) string {
 		}
 	}
 	return ""
+}
+
+// RoundTrip checks that parse finds exactly t's calls in resp, a response
+// built from t, from its bytes and from the decoded value alike.
+func RoundTrip(tb testing.TB, t Turn, resp map[string]any, parse func(any) ([]toolcall.Raw, error)) {
+	tb.Helper()
+	b, err := json.Marshal(resp)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, r := range []any{b, resp} {
+		raws, err := parse(r)
+		if err != nil {
+			tb.Fatalf("a valid response does not parse: %v\n%s", err, b)
+		}
+		if d := Check(t, raws); d != "" {
+			tb.Fatalf("%s\n%s", d, b)
+		}
+	}
 }
 
 // Normalize decodes args, a decoded value or JSON text, to the value a

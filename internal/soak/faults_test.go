@@ -23,6 +23,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 )
 
 // The hostile responses the injector feeds through the adapters.
@@ -234,7 +235,7 @@ func (s *soak) hostileTurn(ctx context.Context, kind string, rng *rand.Rand) {
 	switch kind {
 	case "malformed JSON":
 		id := s.id("h")
-		full, _ := json.Marshal(p.Wire().Response("", planned{id: id, name: srv + "__echo", args: map[string]any{"message": "MALFORMED-" + id}}.raw()))
+		full, _ := json.Marshal(adaptertest.FakeOf(p).Response("", planned{id: id, name: srv + "__echo", args: map[string]any{"message": "MALFORMED-" + id}}.raw()))
 		bodies := [][]byte{
 			full[:1+rng.IntN(len(full)-1)], // cut short: a strict prefix of an object is never JSON
 			[]byte("<html><body>502 Bad Gateway</body></html>"),

@@ -22,6 +22,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/testenv"
 )
@@ -525,7 +526,7 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 			}
 		}
 	}
-	body, err := json.Marshal(p.Wire().Response("", raws...))
+	body, err := json.Marshal(adaptertest.FakeOf(p).Response("", raws...))
 	if err != nil {
 		s.problem("test", "marshal: %v", err)
 		return nil, err, 0
@@ -553,9 +554,8 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 // answerIDs returns the call ids the results answer, as the provider's
 // next request carries them.
 func answerIDs(p adapters.Provider, results []map[string]any) []string {
-	w := p.Wire()
 	var ids []string
-	for _, a := range w.Answered(w.Answers(results)) {
+	for _, a := range adaptertest.FakeOf(p).Answered(p.Wire().Answers(results)) {
 		ids = append(ids, a.ID)
 	}
 	return ids
@@ -760,7 +760,7 @@ func (s *soak) caller(ctx context.Context, n int, rng *rand.Rand) {
 			for i, c := range calls {
 				raws[i] = c.raw()
 			}
-			turn, err := w.Turn(p.Wire().Response("", raws...))
+			turn, err := w.Turn(adaptertest.FakeOf(p).Response("", raws...))
 			if err != nil {
 				s.problem("test", "%s: Turn: %v", p, err)
 			}

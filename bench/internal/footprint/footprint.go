@@ -26,6 +26,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -130,7 +131,7 @@ func measure(ts *conduit.ToolSet, p adapters.Provider, so adapters.SearchOptions
 	seen := map[*conduit.Tool]bool{}
 	for i, q := range queries {
 		if r.Mode == ConduitSearch {
-			resp := w.Response("", toolcall.Raw{ID: fmt.Sprintf("search_%d", i), Name: adapters.SearchToolName, Args: map[string]any{"query": q}})
+			resp := adaptertest.FakeOf(p).Response("", toolcall.Raw{ID: fmt.Sprintf("search_%d", i), Name: adapters.SearchToolName, Args: map[string]any{"query": q}})
 			exec, err := conv.Execute(ctx, resp)
 			if err != nil {
 				return Row{}, err

@@ -1,7 +1,8 @@
 // Package agenttest is a loopback fake of the providers' HTTP APIs for tests
 // of agent loops: it serves scripted responses in order, records every
 // request, and checks the headers each provider requires. It is written
-// against adapters.Wire, so it knows no provider of its own.
+// against adapters.Wire and adaptertest's fakes, so it knows no provider
+// of its own.
 package agenttest
 
 import (
@@ -16,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
@@ -135,13 +137,13 @@ func ToolTurn(p adapters.Provider, calls ...Call) string {
 	for i, c := range calls {
 		raws[i] = toolcall.Raw{ID: c.ID, Name: c.Name, Args: c.Args}
 	}
-	data, _ := json.Marshal(p.Wire().Response("Let me look.", raws...))
+	data, _ := json.Marshal(adaptertest.FakeOf(p).Response("Let me look.", raws...))
 	return string(data)
 }
 
 // TextTurn is a response of p in which the model answers with text only.
 func TextTurn(p adapters.Provider, text string) string {
-	data, _ := json.Marshal(p.Wire().Response(text))
+	data, _ := json.Marshal(adaptertest.FakeOf(p).Response(text))
 	return string(data)
 }
 
@@ -168,8 +170,8 @@ func ToolNames(body map[string]any) []string {
 // conversation, in order, and whether each is marked as an error; ids are
 // the names for Gemini answers that carry none.
 func Answers(p adapters.Provider, body map[string]any) (ids []string, isErr []bool) {
-	w := p.Wire()
-	for _, a := range w.Answered(w.Conversation(body)) {
+	f := adaptertest.FakeOf(p)
+	for _, a := range f.Answered(f.Conversation(body)) {
 		ids = append(ids, a.ID)
 		isErr = append(isErr, a.Error)
 	}

@@ -1,0 +1,59 @@
+// Package adaptertest is for tests of the adapters: fakes of each
+// provider's HTTP API ([FakeOf]), and the conformance suite that every
+// provider's package runs ([RunConformanceTests]), as gocloud.dev's
+// drivertest is for its drivers. A new provider adds its fake here and
+// runs the same suite.
+package adaptertest
+
+import (
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+)
+
+// Fake fakes a provider's HTTP API, in its documented shapes: it writes
+// the responses a model would send, and reads what the requests sent to
+// the API carry. Its methods are pure and safe for concurrent use.
+type Fake interface {
+	// Response is a response in which the model says text and makes
+	// calls, in order, as the API would send it (OpenAI's arguments as
+	// JSON strings).
+	Response(text string, calls ...toolcall.Raw) map[string]any
+	// Conversation returns the conversation a request body carries.
+	Conversation(request map[string]any) []any
+	// Answered returns the answers that end a conversation: the call each
+	// answers, and whether it reports a failure.
+	Answered(conversation []any) []Answered
+}
+
+// Answered is an answer found in a conversation: the call it answers, and
+// whether it reports a failure.
+type Answered struct {
+	// ID is the call's id, or for a Gemini answer without one, the
+	// function's name.
+	ID    string
+	Error bool
+}
+
+// Pauser is the Fake of an API that pauses a turn before it ends
+// (Anthropic's pause_turn), which adapters reads as toolcall.Turn.Paused.
+type Pauser interface {
+	Fake
+	// Paused is a response in which the model says text and the API
+	// pauses the turn, with no call of the model's own.
+	Paused(text string) map[string]any
+}
+
+// FakeOf returns provider p's fake, nil for a provider without one.
+func FakeOf(p adapters.Provider) Fake {
+	switch p {
+	case adapters.Anthropic:
+		return anthropicFake{}
+	case adapters.OpenAIChat:
+		return chatFake{}
+	case adapters.OpenAIResponses:
+		return responsesFake{}
+	case adapters.Gemini:
+		return geminiFake{}
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package anthropic
+
+import (
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/driver"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The Messages API as package adapters drives it (adapters.Anthropic): a
+// driver.Provider with the tool search tool (a driver.Searcher).
+
+// Driver returns the Messages API as a driver.Provider, for package
+// adapters.
+func Driver() driver.Provider { return messages{} }
+
+type messages struct{}
+
+func (messages) Name() string { return "anthropic" }
+
+func (messages) Shapes() driver.Shapes {
+	return driver.Shapes{
+		Tools:   `{name, description, input_schema}, cache_control on the last tool`,
+		Answers: "tool_result blocks; they go first in the next user message",
+	}
+}
+
+func (messages) Tools(ts *conduit.ToolSet, o *driver.ListOptions) []map[string]any {
+	return Tools(ts, &ToolsOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL, CacheTool: o.CacheTool})
+}
+
+func (messages) Check(ts *conduit.ToolSet) []toolcall.Warning { return Check(ts) }
+
+func (messages) Parse(response any) ([]toolcall.Raw, error) { return Parse(response) }
+
+func (messages) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
+	return ToolResult(c, res, err, o)
+}
+
+func (messages) API() driver.API {
+	return driver.API{BaseURL: BaseURL, KeyEnv: KeyEnv, Endpoint: Endpoint, Authorize: Authorize,
+		Prompt: Prompt, Request: Request, Turn: Turn, Answers: Answers}
+}
+
+// SearchTools lists for the tool search tool; every tool is checked, since
+// the API reads the deferred definitions too.
+func (messages) SearchTools(loaded, all *conduit.ToolSet, o *driver.ListOptions) (*driver.SearchListing, error) {
+	name := SearchBM25Name
+	if o.SearchRegex {
+		name = SearchRegexName
+	}
+	tools := SearchTools(loaded, all, &SearchOptions{ToolsOptions: ToolsOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL}, Regex: o.SearchRegex})
+	return &driver.SearchListing{Tools: tools, SearchTool: name, Warnings: Check(all)}, nil
+}

@@ -1,0 +1,146 @@
+// Package driver defines the interface a provider package implements for
+// package adapters, as gocloud.dev/blob/driver does for blob: adapters
+// wraps each provider's Provider in its portable API, and
+// adapters/adaptertest checks that a provider conforms. Programs use
+// package adapters, not this one.
+//
+// Capabilities only some providers have are optional interfaces, detected
+// with a type assertion as database/sql/driver's are: [Searcher] (the
+// provider searches deferred tools itself) and [Strict] (a strict mode for
+// tool schemas, whose nulls are removed before a call).
+//
+// Adding a provider is a package under adapters/ whose Provider
+// implements this package's interfaces, a constant and a row in
+// adapters' provider table, a fake in adaptertest, and a test that runs
+// adaptertest.RunConformanceTests.
+package driver
+
+import (
+	"net/http"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Provider is what every provider implements: its tool definitions, how
+// calls are read from a response and answered, and its HTTP API. The
+// methods are pure and safe for concurrent use.
+type Provider interface {
+	// Name is the provider's name, as adapters.Provider.String returns
+	// it.
+	Name() string
+	// Shapes describes the provider's listings and answers, for people.
+	Shapes() Shapes
+	// Tools returns ts's tools as the provider's tool definitions, in
+	// ts's order. The options it has no use for are ignored.
+	Tools(ts *conduit.ToolSet, o *ListOptions) []map[string]any
+	// Check reports what the provider is known to reject or mishandle in
+	// ts.
+	Check(ts *conduit.ToolSet) []toolcall.Warning
+	// Parse returns a response's tool calls as the model wrote them, in
+	// order. The response is []byte, json.RawMessage, a string, a
+	// map[string]any or a value that marshals to the provider's JSON; it
+	// is never modified. The error is for a response that cannot be read;
+	// a call that cannot be made as written is a Raw to answer, not an
+	// error.
+	Parse(response any) ([]toolcall.Raw, error)
+	// Answer answers one call, keyed by its id: with res, or with err
+	// when the call failed. o may be nil.
+	Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any
+	// API is the provider's HTTP API.
+	API() API
+}
+
+// API is how a provider's HTTP API is spoken, for loops that send their
+// own requests; adapters.Wire documents each field, and is made of it.
+type API struct {
+	BaseURL   string
+	KeyEnv    string
+	Endpoint  func(base, model string) string
+	Authorize func(h http.Header, key string)
+	Prompt    func(text string) map[string]any
+	Request   func(r toolcall.Request) map[string]any
+	Turn      func(response map[string]any) (toolcall.Turn, error)
+	Answers   func(results []map[string]any) []any
+}
+
+// Shapes describes, for people, what a provider's listing and answers
+// look like.
+type Shapes struct {
+	// Tools is the shape of one tool definition.
+	Tools string
+	// Answers is how a turn's answers join the conversation.
+	Answers string
+}
+
+// ListOptions say how tool definitions are written. Each provider uses
+// those it has a use for.
+type ListOptions struct {
+	// CacheLast marks the end of the tool list for prompt caching,
+	// CacheTTL optionally with a ttl; CacheTool, when set, names the tool
+	// to mark instead of the last one.
+	CacheLast bool
+	CacheTTL  string
+	CacheTool string
+	// Strict is the strict-mode choice of a [Strict] provider.
+	Strict StrictMode
+	// SearchRegex asks a [Searcher] with a regular-expression variant of
+	// its search tool for that one.
+	SearchRegex bool
+}
+
+// StrictMode is a strict-mode choice; adapters.Strict documents the
+// values.
+type StrictMode int
+
+// The strict-mode choices, in adapters.Strict's order.
+const (
+	StrictAuto StrictMode = iota
+	StrictOn
+	StrictOff
+)
+
+// Searcher is a Provider that searches deferred tools itself: every tool
+// is sent, and the provider's search loads those the model needs.
+type Searcher interface {
+	// SearchTools lists loaded's tools, offered from the start, the
+	// provider's search tool, and every other tool of all, deferred. Its
+	// error is a listing that cannot be made.
+	SearchTools(loaded, all *conduit.ToolSet, o *ListOptions) (*SearchListing, error)
+}
+
+// SearchListing is a Searcher's listing.
+type SearchListing struct {
+	Tools []map[string]any
+	// SearchTool is the name of the provider's search tool.
+	SearchTool string
+	// Warnings are what the provider is known to reject in the listing.
+	Warnings []toolcall.Warning
+}
+
+// Strict is a Provider with a strict mode for tool schemas (OpenAI's),
+// which ListOptions.Strict chooses: a schema made strict turns optional
+// properties into required ones that may be null, and the nulls the model
+// sends for them must be removed before a call is sent.
+type Strict interface {
+	// StrictTool says what Tools (and SearchTools, for a Searcher) does
+	// to t under o.
+	StrictTool(t *conduit.Tool, o *ListOptions) StrictResult
+	// StripNull removes from args, in place, the property at path (one of
+	// a StrictResult's NullPaths) when its value is null.
+	StripNull(args map[string]any, path []string)
+}
+
+// StrictResult is what a strict mode does to one tool.
+type StrictResult struct {
+	// Excluded reports that the tool is left out.
+	Excluded bool
+	// Fallback, when set, is why the tool is sent without strict mode.
+	Fallback error
+	// NullPaths are the paths of the properties made nullable: elements
+	// are property names, "[]" every item of an array. They are the
+	// tool's, the same in every listing under a strict choice that has
+	// them, and are not modified.
+	NullPaths [][]string
+}

@@ -1,0 +1,43 @@
+package gemini
+
+import (
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/driver"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// generateContent as package adapters drives it (adapters.Gemini): a
+// driver.Provider with no optional capability.
+
+// Driver returns generateContent as a driver.Provider, for package
+// adapters.
+func Driver() driver.Provider { return generateContent{} }
+
+type generateContent struct{}
+
+func (generateContent) Name() string { return "gemini" }
+
+func (generateContent) Shapes() driver.Shapes {
+	return driver.Shapes{
+		Tools:   "functionDeclarations {name, description, parametersJsonSchema}",
+		Answers: `functionResponse parts of the next {"role": "user"} content`,
+	}
+}
+
+func (generateContent) Tools(ts *conduit.ToolSet, _ *driver.ListOptions) []map[string]any {
+	return Tools(ts, nil)
+}
+
+func (generateContent) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
+	return FunctionResponse(c, res, err, o)
+}
+
+func (generateContent) Parse(response any) ([]toolcall.Raw, error) { return Parse(response) }
+
+func (generateContent) Check(ts *conduit.ToolSet) []toolcall.Warning { return Check(ts) }
+
+func (generateContent) API() driver.API {
+	return driver.API{BaseURL: BaseURL, KeyEnv: KeyEnv, Endpoint: Endpoint, Authorize: Authorize,
+		Prompt: Prompt, Request: Request, Turn: Turn, Answers: Answers}
+}
