@@ -1,0 +1,108 @@
+// The auth scenarios' servers, as a user would configure them in
+// mcp.json: the setting is written as a configuration file's "oauth"
+// object, its secrets put in the environment it names, and parsed by
+// conduit's own loader.
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+func isAuth(name string) bool { return strings.HasPrefix(name, "auth/") }
+
+// clientMetadataURL is the client ID metadata document the suite expects
+// a client to use where the authorization server supports them.
+const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
+
+// The environment variables the configuration names for the context's
+// secrets.
+const (
+	envSecret     = "CONFORMANCE_CLIENT_SECRET"
+	envPrivateKey = "CONFORMANCE_PRIVATE_KEY"
+	envIdPToken   = "CONFORMANCE_IDP_ID_TOKEN"
+)
+
+// authServer is the server of auth scenario name at serverURL.
+func authServer(name, serverURL string, sc *scenarioContext) (conduit.Server, error) {
+	o := oauthSetting(name, sc)
+	for env, v := range map[string]string{envSecret: sc.ClientSecret, envPrivateKey: sc.PrivateKeyPEM, envIdPToken: sc.IdPIDToken} {
+		if v != "" {
+			os.Setenv(env, v)
+		}
+	}
+	file, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"conformance": map[string]any{"url": serverURL, "oauth": o},
+	}})
+	if err != nil {
+		return conduit.Server{}, err
+	}
+	cfg, err := conduit.ParseConfig(file)
+	if err != nil {
+		return conduit.Server{}, fmt.Errorf("the configuration %s: %w", file, err)
+	}
+	srv := cfg.Servers[0]
+	// The interactive step is a program's, not a file's.
+	srv.OAuth.Authorize = followRedirect
+	return srv, nil
+}
+
+// oauthSetting is the "oauth" object a user would write for the
+// scenario's server: the grant and the credentials the suite hands out.
+// Everything else is discovered.
+func oauthSetting(name string, sc *scenarioContext) map[string]any {
+	o := map[string]any{}
+	if sc.ClientID != "" {
+		o["clientId"] = sc.ClientID
+	}
+	if sc.ClientSecret != "" {
+		o["clientSecretEnv"] = envSecret
+	}
+	switch {
+	case strings.HasPrefix(name, "auth/client-credentials-"):
+		o["grant"] = "client_credentials"
+		if sc.PrivateKeyPEM != "" {
+			o["privateKeyEnv"] = envPrivateKey
+			o["signingAlg"] = sc.SigningAlgorithm
+		}
+	case name == "auth/enterprise-managed-authorization":
+		o["grant"] = "cross_app_access"
+		o["idp"] = map[string]any{"issuer": sc.IdPIssuer, "tokenEndpoint": sc.IdPTokenEndpoint,
+			"clientId": sc.IdPClientID, "idTokenEnv": envIdPToken}
+	default:
+		o["clientMetadataUrl"] = clientMetadataURL
+		o["redirectUrl"] = "http://localhost:3000/callback"
+	}
+	return o
+}
+
+// followRedirect is the interactive step without a person: the suite's
+// authorization server redirects at once, and the redirect carries the
+// code and state.
+func followRedirect(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || loc.String() == "" {
+		return nil, fmt.Errorf("the authorization endpoint answered %s without a redirect", resp.Status)
+	}
+	q := loc.Query()
+	return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+}
