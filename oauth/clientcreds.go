@@ -68,11 +68,23 @@ func (h *Handler) clientCredentials(ctx context.Context, cs []oauthex.Challenge)
 // and those asked for before, so that a step-up does not lose what an
 // earlier round was granted (SEP-2350, as the SDK's handlers do).
 func (h *Handler) grantScopes(cs []oauthex.Challenge, prm *oauthex.ProtectedResourceMetadata) []string {
-	var before []string
-	if ts := h.current(); ts != nil {
-		before = ts.record().Scopes
+	return union(h.previousScopes(""), union(h.serverScopes(cs, prm), h.cfg.Scopes))
+}
+
+// previousScopes are the scopes the current tokens were asked for, which
+// a new authorization asks for again (SEP-2350: the union of those asked
+// for before and those the server now asks for); none when the tokens
+// come from another authorization server than issuer ("" for any).
+func (h *Handler) previousScopes(issuer string) []string {
+	ts := h.current()
+	if ts == nil {
+		return nil
 	}
-	return union(before, union(h.serverScopes(cs, prm), h.cfg.Scopes))
+	rec := ts.record()
+	if issuer != "" && rec.Issuer != "" && rec.Issuer != issuer {
+		return nil
+	}
+	return slices.DeleteFunc(slices.Clone(rec.Scopes), func(s string) bool { return s == "offline_access" })
 }
 
 // adoptSource makes a grant's own token source current; such tokens are
