@@ -298,7 +298,7 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 	tr := cn.srv.transport(&cn.stderr, cn.core.httpClient)
 	if st, ok := tr.(*mcp.StreamableClientTransport); ok {
 		if cn.oauth != nil {
-			st.OAuthHandler = cn.oauth
+			cn.oauth.Attach(st)
 		}
 	} else {
 		tr = notesTransport{tr, cn} // notify.go

@@ -34,6 +34,18 @@ const (
 
 // authServer is the server of auth scenario name at serverURL.
 func authServer(name, serverURL string, sc *scenarioContext) (conduit.Server, error) {
+	if sc.ValidJWT != "" {
+		// The workload's token, in a file as Kubernetes projects one.
+		f, err := os.CreateTemp("", "conformance-token-*")
+		if err != nil {
+			return conduit.Server{}, err
+		}
+		defer f.Close()
+		if _, err := f.WriteString(sc.ValidJWT); err != nil {
+			return conduit.Server{}, err
+		}
+		tokenFile = f.Name()
+	}
 	o := oauthSetting(name, sc)
 	for env, v := range map[string]string{envSecret: sc.ClientSecret, envPrivateKey: sc.PrivateKeyPEM, envIdPToken: sc.IdPIDToken} {
 		if v != "" {
@@ -74,6 +86,9 @@ func oauthSetting(name string, sc *scenarioContext) map[string]any {
 			o["privateKeyEnv"] = envPrivateKey
 			o["signingAlg"] = sc.SigningAlgorithm
 		}
+	case name == "auth/wif-jwt-bearer":
+		o["grant"] = "jwt_bearer"
+		o["assertionFile"] = tokenFile
 	case name == "auth/enterprise-managed-authorization":
 		o["grant"] = "cross_app_access"
 		o["idp"] = map[string]any{"issuer": sc.IdPIssuer, "tokenEndpoint": sc.IdPTokenEndpoint,
@@ -81,9 +96,15 @@ func oauthSetting(name string, sc *scenarioContext) map[string]any {
 	default:
 		o["clientMetadataUrl"] = clientMetadataURL
 		o["redirectUrl"] = "http://localhost:3000/callback"
+		if strings.HasPrefix(name, "auth/dpop") {
+			o["dpop"] = true
+		}
 	}
 	return o
 }
+
+// tokenFile is the workload token's file, removed when the client exits.
+var tokenFile string
 
 // followRedirect is the interactive step without a person: the suite's
 // authorization server redirects at once, and the redirect carries the

@@ -54,6 +54,7 @@ type scenarioContext struct {
 	IdPIDToken       string `json:"idp_id_token"`
 	IdPIssuer        string `json:"idp_issuer"`
 	IdPTokenEndpoint string `json:"idp_token_endpoint"`
+	ValidJWT         string `json:"valid_jwt"`
 	ToolCalls        []struct {
 		Name      string         `json:"name"`
 		Arguments map[string]any `json:"arguments"`
@@ -87,7 +88,11 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	if err := connect(ctx, srv, func(cl *conduit.Client) error { return run(ctx, cl, &sc) }); err != nil {
+	err := connect(ctx, srv, func(cl *conduit.Client) error { return run(ctx, cl, &sc) })
+	if tokenFile != "" {
+		os.Remove(tokenFile)
+	}
+	if err != nil {
 		log.Fatalf("scenario %s: %v", name, err)
 	}
 }
