@@ -138,7 +138,7 @@ func (c *core) pipeline(ctx context.Context, name string, args any, opts *CallOp
 	}
 	ts := o.ToolSet
 	if ts == nil && local == nil {
-		if ts, err = c.listTools(ctx); err != nil {
+		if ts, err = c.listToolsAs(ctx, listFor{principal: o.Principal, resolve: true}); err != nil {
 			return nil, listingError(ctx, err)
 		}
 	}

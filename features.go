@@ -27,7 +27,8 @@ const (
 )
 
 // features keeps a server's prompts and resources, listed as its tools
-// are: once per session, again after the server says they changed.
+// are: once per session, again after the server says they changed or
+// their cache hint ran out (cache.go).
 type features struct {
 	prompts   listCache[*mcp.Prompt]
 	resources listCache[*mcp.Resource]
@@ -40,8 +41,9 @@ type listCache[T any] struct {
 	mu      sync.Mutex
 	sess    *mcp.ClientSession // the session items were listed on
 	items   []T
-	changes uint64 // list_changed notifications seen
-	at      uint64 // changes when items were listed
+	changes uint64   // list_changed notifications seen
+	at      uint64   // changes when items were listed
+	hint    listHint // how long items stay fresh, and for whom
 
 	fetch sync.Mutex // one listing in flight
 }
@@ -52,28 +54,34 @@ func (lc *listCache[T]) changed() {
 	lc.mu.Unlock()
 }
 
-func (lc *listCache[T]) cached(sess *mcp.ClientSession) ([]T, bool) {
+func (lc *listCache[T]) cached(sess *mcp.ClientSession, lf listFor) ([]T, bool) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if lc.sess != sess || lc.at != lc.changes {
+	if lc.sess != sess || lc.at != lc.changes || !lc.hint.fresh(lf, time.Now()) {
 		return nil, false
 	}
 	return lc.items, true
 }
 
-// get returns the list for sess, calling list only when it is not cached.
-func (lc *listCache[T]) get(ctx context.Context, sess *mcp.ClientSession, list func(context.Context) ([]T, error)) ([]T, error) {
-	if items, ok := lc.cached(sess); ok {
+// get returns the list for sess and lf, calling list only when it is not
+// cached.
+func (lc *listCache[T]) get(ctx context.Context, sess *mcp.ClientSession, lf listFor, list func(context.Context) ([]T, error)) ([]T, error) {
+	if items, ok := lc.cached(sess, lf); ok {
 		return items, nil
 	}
 	lc.fetch.Lock()
 	defer lc.fetch.Unlock()
-	if items, ok := lc.cached(sess); ok {
+	if items, ok := lc.cached(sess, lf); ok {
 		return items, nil
 	}
 	lc.mu.Lock()
-	at := lc.changes
+	at, prev := lc.changes, lc.hint
+	if lc.sess != sess {
+		prev = listHint{}
+	}
 	lc.mu.Unlock()
+	start := time.Now()
+	ctx, hints := withHints(ctx)
 	items, err := list(ctx)
 	if err != nil {
 		return nil, err
@@ -81,6 +89,7 @@ func (lc *listCache[T]) get(ctx context.Context, sess *mcp.ClientSession, list f
 	lc.mu.Lock()
 	// A change during the listing lists again next time.
 	lc.sess, lc.items, lc.at = sess, items, at
+	lc.hint = hints.hint(sess, lf.principal, start, prev)
 	lc.mu.Unlock()
 	return items, nil
 }
@@ -148,7 +157,7 @@ func capabilities(sess *mcp.ClientSession) *mcp.ServerCapabilities {
 // items, or why the server is left out of it.
 // The request (method) is traced as a tools/list request is, and list
 // given the _meta Trace.RequestMeta contributes.
-func listFeature[T any](ctx context.Context, c *core, cn *conn, lc *listCache[T], method string, has func(*mcp.ServerCapabilities) bool,
+func listFeature[T any](ctx context.Context, c *core, cn *conn, lc *listCache[T], lf listFor, method string, has func(*mcp.ServerCapabilities) bool,
 	list func(context.Context, *mcp.ClientSession, mcp.Meta) ([]T, error)) ([]T, error) {
 	sess, err := cn.current()
 	if err != nil {
@@ -157,7 +166,7 @@ func listFeature[T any](ctx context.Context, c *core, cn *conn, lc *listCache[T]
 	if !has(capabilities(sess)) {
 		return nil, nil
 	}
-	items, err := lc.get(ctx, sess, func(ctx context.Context) ([]T, error) {
+	items, err := lc.get(ctx, sess, lf, func(ctx context.Context) ([]T, error) {
 		ctx, meta, done := cn.traceList(ctx, sess, method)
 		items, err := list(ctx, sess, meta)
 		if done != nil {
@@ -417,7 +426,7 @@ func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *C
 	p.Ref = &ref
 	switch ref.Type {
 	case "ref/prompt":
-		ps, err := c.listPrompts(ctx)
+		ps, err := c.listPromptsAs(ctx, listFor{principal: o.Principal, resolve: true})
 		if err != nil {
 			return nil, listingError(ctx, err)
 		}
@@ -428,7 +437,7 @@ func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *C
 		call.Method, call.Server, call.Tool, call.Exposed = methodGetPrompt, pr.Server, pr.Name, pr.Exposed
 		ref.Name = pr.Name
 	case "ref/resource":
-		rs, err := c.listResources(ctx)
+		rs, err := c.listResourcesAs(ctx, listFor{principal: o.Principal, resolve: true})
 		if err != nil {
 			return nil, listingError(ctx, err)
 		}

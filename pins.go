@@ -589,7 +589,7 @@ func (c *core) checkPinned(ctx context.Context, cn *conn, call *Call) (*mcp.Clie
 				"The server of "+call.Exposed+" is unavailable.", err)
 		}
 		if !fresh {
-			if _, _, err := cn.listTools(ctx); err != nil {
+			if _, _, err := cn.listTools(ctx, listFor{resolve: true}); err != nil {
 				if ctx.Err() != nil {
 					return nil, ContextError(ctx, call.Def, 0, err)
 				}

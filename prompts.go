@@ -180,10 +180,11 @@ func (cl *Client) GetPrompt(ctx context.Context, name string, args map[string]st
 	return cl.c.getPrompt(ctx, name, args, opts)
 }
 
-func (c *core) listPrompts(ctx context.Context) (*PromptSet, error) {
+// listPromptsAs lists the prompts for lf (cache.go).
+func (c *core) listPromptsAs(ctx context.Context, lf listFor) (*PromptSet, error) {
 	lists := make([]ServerPrompts, len(c.conns))
 	err := c.eachServer(ctx, func(ctx context.Context, i int, cn *conn) {
-		prompts, err := listFeature(ctx, c, cn, &cn.feats.prompts, methodListPrompts,
+		prompts, err := listFeature(ctx, c, cn, &cn.feats.prompts, lf, methodListPrompts,
 			func(caps *mcp.ServerCapabilities) bool { return caps.Prompts != nil },
 			func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) ([]*mcp.Prompt, error) {
 				var params *mcp.ListPromptsParams
@@ -201,13 +202,13 @@ func (c *core) listPrompts(ctx context.Context) (*PromptSet, error) {
 }
 
 func (c *core) listPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {
-	ps, err := c.listPrompts(ctx)
-	if err != nil || c.Policy == nil {
-		return ps, err
-	}
 	var o ListOptions
 	if opts != nil {
 		o = *opts
+	}
+	ps, err := c.listPromptsAs(ctx, listFor{principal: o.Principal})
+	if err != nil || c.Policy == nil {
+		return ps, err
 	}
 	return ps.filter(SkipPolicy, func(p *Prompt) bool {
 		return !c.policyDenies(&Call{Method: methodGetPrompt, Server: p.Server, Tool: p.Name, Exposed: p.Exposed, Principal: o.Principal, Taint: o.Taint})
@@ -228,7 +229,7 @@ func (c *core) getPrompt(ctx context.Context, name string, args map[string]strin
 	defer func() { done(err) }()
 	ctx, cancel := c.callLimit(ctx, &o)
 	defer cancel()
-	ps, err := c.listPrompts(ctx)
+	ps, err := c.listPromptsAs(ctx, listFor{principal: o.Principal, resolve: true})
 	if err != nil {
 		return nil, listingError(ctx, err)
 	}
