@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/conduitmcp/conduit"
@@ -82,6 +83,9 @@ func main() {
 			log.Fatalf("scenario %s: %v", name, err)
 		}
 		run, ok = authScenario, true
+	}
+	if !ok && strings.HasPrefix(name, "sep-2640-") {
+		log.Fatalf("scenario %s: conduit does not support the skills extension (SEP-2640); see its README", name)
 	}
 	if !ok {
 		log.Fatalf("unknown scenario %q", name)
