@@ -58,14 +58,17 @@ func FuzzDPoPAnswer(f *testing.F) {
 	f.Add(400, "nonce-1", []byte(`{"error":"use_dpop_nonce"}`), "")
 	f.Add(401, "n", []byte(``), `DPoP error="use_dpop_nonce", resource_metadata="https://x"`)
 	f.Add(400, "bad nonce", []byte(`{"error":`), "")
-	f.Add(400, strings.Repeat("n", 2000), bytes.Repeat([]byte("x"), 70<<10), "Bearer")
+	// A body over maxErrorBody is TestDPoPLongErrorBody's: one as a seed
+	// makes the fuzzer spend its time minimizing.
+	f.Add(400, strings.Repeat("n", 2000), []byte(`{"error":"use_dpop_nonce","x":"`+strings.Repeat("x", 500)+`"}`), "Bearer")
 	f.Add(200, "\"q\"", []byte(`null`), "DPoP ,,,")
 	u, _ := url.Parse("https://as.example/token")
+	d, err := newDPoPKey(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, status int, nonce string, body []byte, challenge string) {
-		d, err := newDPoPKey(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		clear(d.nonces)
 		resp := &http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body))}
 		resp.Header.Set("DPoP-Nonce", nonce)
 		resp.Header.Set("WWW-Authenticate", challenge)
@@ -86,6 +89,19 @@ func FuzzDPoPAnswer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// An error body longer than what is read to tell a nonce refusal comes
+// back whole.
+func TestDPoPLongErrorBody(t *testing.T) {
+	body := append([]byte(`{"error":"use_dpop_nonce",`), bytes.Repeat([]byte("x"), 2*maxErrorBody)...)
+	resp := &http.Response{StatusCode: http.StatusBadRequest, Header: http.Header{}, Body: io.NopCloser(bytes.NewReader(body))}
+	if retry, err := nonceRefusal(resp, false); retry || err != nil {
+		t.Fatalf("a body cut short was read as a nonce refusal (%v, %v)", retry, err)
+	}
+	if got, err := io.ReadAll(resp.Body); err != nil || !bytes.Equal(got, body) {
+		t.Fatalf("read %d bytes of %d back (%v)", len(got), len(body), err)
+	}
 }
 
 // FuzzAssertion feeds arbitrary files to the jwt_bearer grant's reader:
