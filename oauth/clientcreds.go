@@ -40,14 +40,10 @@ func (h *Handler) clientCredentials(ctx context.Context, cs []oauthex.Challenge)
 	if secret == "" {
 		return h.privateKeyJWT(ctx, cs, id)
 	}
-	asm, prm, resource, err := h.discover(ctx, cs)
+	asm, resource, scopes, err := h.tokenEndpoint(ctx, cs)
 	if err != nil {
 		return err
 	}
-	if err := CheckEndpoint("the token endpoint", asm.TokenEndpoint); err != nil {
-		return err
-	}
-	scopes := h.grantScopes(cs, prm)
 	cc := &clientcredentials.Config{
 		ClientID: id, ClientSecret: secret, TokenURL: asm.TokenEndpoint, Scopes: scopes,
 		AuthStyle:      authStyle(asm.TokenEndpointAuthMethodsSupported),
@@ -61,6 +57,20 @@ func (h *Handler) clientCredentials(ctx context.Context, cs []oauthex.Challenge)
 	}
 	h.adoptSource(src, Record{Resource: h.endpoint, Indicator: resource, Issuer: asm.Issuer, ClientID: id, Scopes: scopes})
 	return nil
+}
+
+// tokenEndpoint is the discovery of a grant without a user: the
+// authorization server (whose token endpoint must be HTTPS off loopback),
+// the resource indicator, and the scopes to ask for.
+func (h *Handler) tokenEndpoint(ctx context.Context, cs []oauthex.Challenge) (*oauthex.AuthServerMeta, string, []string, error) {
+	asm, prm, resource, err := h.discover(ctx, cs)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if err := CheckEndpoint("the token endpoint", asm.TokenEndpoint); err != nil {
+		return nil, "", nil, err
+	}
+	return asm, resource, h.grantScopes(cs, prm), nil
 }
 
 // grantScopes are the scopes a grant without a user asks for: those the
@@ -111,17 +121,13 @@ func (h *Handler) privateKeyJWT(ctx context.Context, cs []oauthex.Challenge, id 
 	if err != nil {
 		return err
 	}
-	asm, prm, resource, err := h.discover(ctx, cs)
+	asm, resource, scopes, err := h.tokenEndpoint(ctx, cs)
 	if err != nil {
 		return err
 	}
 	if m := asm.TokenEndpointAuthMethodsSupported; len(m) > 0 && !slices.Contains(m, "private_key_jwt") {
 		return fmt.Errorf("oauth: authorization server %s does not accept private_key_jwt (it accepts %s)", asm.Issuer, strings.Join(m, ", "))
 	}
-	if err := CheckEndpoint("the token endpoint", asm.TokenEndpoint); err != nil {
-		return err
-	}
-	scopes := h.grantScopes(cs, prm)
 	src := oauth2.ReuseTokenSource(nil, &assertionSource{
 		ctx:      context.WithValue(context.Background(), oauth2.HTTPClient, h.hc),
 		clientID: id, tokenURL: asm.TokenEndpoint, audience: asm.Issuer,

@@ -106,14 +106,10 @@ func (h *Handler) jwtBearer(ctx context.Context, cs []oauthex.Challenge) error {
 	if err := h.refusedAssertion(a); err != nil {
 		return err
 	}
-	asm, prm, resource, err := h.discover(ctx, cs)
+	asm, resource, scopes, err := h.tokenEndpoint(ctx, cs)
 	if err != nil {
 		return err
 	}
-	if err := CheckEndpoint("the token endpoint", asm.TokenEndpoint); err != nil {
-		return err
-	}
-	scopes := h.grantScopes(cs, prm)
 	src := oauth2.ReuseTokenSource(nil, &jwtBearerSource{
 		h:   h,
 		ctx: context.WithValue(context.Background(), oauth2.HTTPClient, h.hc),

@@ -121,8 +121,15 @@ func (s *Server) jwtBearer(w http.ResponseWriter, f url.Values, jkt string) {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "the assertion: " + err.Error()})
 		return
 	}
+	s.grantAccess(w, "jb", f, jkt)
+}
+
+// grantAccess answers a grant without a refresh token (client credentials,
+// JWT bearer) with an access token, bound to the DPoP key of thumbprint
+// jkt when it is set. Call with s.mu held.
+func (s *Server) grantAccess(w http.ResponseWriter, kind string, f url.Values, jkt string) {
 	s.n++
-	at := fmt.Sprintf("at-jb-%d-%x", s.n, time.Now().UnixNano())
+	at := fmt.Sprintf("at-%s-%d-%x", kind, s.n, time.Now().UnixNano())
 	s.access[at] = true
 	s.issued = append(s.issued, at)
 	typ := "Bearer"

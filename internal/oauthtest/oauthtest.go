@@ -359,15 +359,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "the client must authenticate with " + s.opts.ConfidentialAuth})
 			return
 		}
-		s.n++
-		at := fmt.Sprintf("at-cc-%d-%x", s.n, time.Now().UnixNano())
-		s.access[at] = true
-		s.issued = append(s.issued, at)
-		typ := "Bearer"
-		if jkt != "" {
-			s.bound[at], typ = jkt, "DPoP"
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": typ, "expires_in": 3600, "scope": f.Get("scope")})
+		s.grantAccess(w, "cc", f, jkt)
 		return
 	default:
 		fail("unsupported_grant_type", f.Get("grant_type"))

@@ -6,16 +6,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/conduitmcp/conduit/internal/oauthtest"
 )
 
 func isAuth(name string) bool { return strings.HasPrefix(name, "auth/") }
@@ -63,8 +60,9 @@ func authServer(name, serverURL string, sc *scenarioContext) (conduit.Server, er
 		return conduit.Server{}, fmt.Errorf("the configuration %s: %w", file, err)
 	}
 	srv := cfg.Servers[0]
-	// The interactive step is a program's, not a file's.
-	srv.OAuth.Authorize = followRedirect
+	// The interactive step is a program's, not a file's; the suite's
+	// authorization server redirects at once with the code and state.
+	srv.OAuth.Authorize = oauthtest.FollowRedirect
 	return srv, nil
 }
 
@@ -105,25 +103,3 @@ func oauthSetting(name string, sc *scenarioContext) map[string]any {
 
 // tokenFile is the workload token's file, removed when the client exits.
 var tokenFile string
-
-// followRedirect is the interactive step without a person: the suite's
-// authorization server redirects at once, and the redirect carries the
-// code and state.
-func followRedirect(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.String() == "" {
-		return nil, fmt.Errorf("the authorization endpoint answered %s without a redirect", resp.Status)
-	}
-	q := loc.Query()
-	return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
-}
