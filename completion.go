@@ -56,7 +56,7 @@ func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *C
 		call := r.call
 		switch ref.Type {
 		case "ref/prompt":
-			ps, err := c.listPrompts(ctx)
+			ps, err := c.listPromptsAs(ctx, listFor{principal: call.Principal, resolve: true})
 			if err != nil {
 				return listingError(ctx, err)
 			}
@@ -67,7 +67,7 @@ func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *C
 			call.Method, call.Server, call.Tool, call.Exposed = methodGetPrompt, pr.Server, pr.Name, pr.Exposed
 			ref.Name = pr.Name
 		case "ref/resource":
-			rs, err := c.listResources(ctx)
+			rs, err := c.listResourcesAs(ctx, listFor{principal: call.Principal, resolve: true})
 			if err != nil {
 				return listingError(ctx, err)
 			}

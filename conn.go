@@ -37,10 +37,11 @@ type conn struct {
 	attempts int
 	closed   bool
 	tools    []*mcp.Tool
-	listed   bool   // tools holds a listing of the current session
-	stale    bool   // the tool list must be fetched again
-	changes  uint64 // list_changed notifications seen
-	gen      uint64 // bumped whenever tools or session change
+	listed   bool     // tools holds a listing of the current session
+	stale    bool     // the tool list must be fetched again
+	hint     listHint // how long tools stay fresh, and for whom (cache.go)
+	changes  uint64   // list_changed notifications seen
+	gen      uint64   // bumped whenever tools or session change
 	// dropped is why the current session was dropped after a failed call
 	// or keepalive ping showed it unusable although the SDK had not
 	// noticed (an HTTP server gone away).
@@ -77,6 +78,7 @@ func newConn(c *core, srv Server) *conn {
 	if cn.keepAlive = keepAliveOf(c.KeepAlive, srv); cn.keepAlive > 0 {
 		cn.client.AddSendingMiddleware(cn.heardMiddleware)
 	}
+	cn.client.AddSendingMiddleware(hintMiddleware)
 	cn.client.AddSendingMiddleware(cn.inputMiddleware) // outermost: each round is heard
 	return cn
 }
@@ -297,7 +299,7 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 	tr := cn.srv.transport(&cn.stderr, cn.core.httpClient, cn.core.bounds(cn.srv.ID))
 	if st, ok := tr.(*mcp.StreamableClientTransport); ok {
 		if cn.oauth != nil {
-			st.OAuthHandler = cn.oauth
+			cn.oauth.Attach(st)
 		}
 	} else {
 		tr = notesTransport{tr, cn} // notesconn.go
@@ -470,33 +472,40 @@ func (cn *conn) status() ServerStatus {
 	return st
 }
 
-// snapshot returns the cached tool list, or ok false when it must be fetched.
-func (cn *conn) snapshot() (tools []*mcp.Tool, gen uint64, err error, ok bool) {
+// snapshot returns the tool list cached for lf, or ok false when it must
+// be fetched.
+func (cn *conn) snapshot(lf listFor) (tools []*mcp.Tool, gen uint64, err error, ok bool) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()
 	if cn.session == nil {
 		return nil, cn.gen, cn.downErr(), true
 	}
-	if cn.stale {
+	if cn.stale || !cn.hint.fresh(lf, time.Now()) {
 		return nil, cn.gen, nil, false
 	}
 	return cn.tools, cn.gen, nil, true
 }
 
-// listTools returns the server's tools, fetching them only when the
-// session is new or the server said they changed.
-func (cn *conn) listTools(ctx context.Context) ([]*mcp.Tool, uint64, error) {
-	if tools, gen, err, ok := cn.snapshot(); ok {
+// listTools returns the server's tools for lf, fetching them only when
+// the session is new, the server said they changed, or their cache hint
+// ran out (cache.go).
+func (cn *conn) listTools(ctx context.Context, lf listFor) ([]*mcp.Tool, uint64, error) {
+	if tools, gen, err, ok := cn.snapshot(lf); ok {
 		return tools, gen, err
 	}
 	cn.listMu.Lock()
 	defer cn.listMu.Unlock()
-	if tools, gen, err, ok := cn.snapshot(); ok {
+	if tools, gen, err, ok := cn.snapshot(lf); ok {
 		return tools, gen, err
 	}
 	cn.mu.Lock()
-	sess, changes := cn.session, cn.changes
+	sess, changes, prev := cn.session, cn.changes, cn.hint
+	if !cn.listed {
+		prev = listHint{} // another session's
+	}
 	cn.mu.Unlock()
+	start := time.Now()
+	ctx, hints := withHints(ctx)
 
 	var tools []*mcp.Tool
 	if ir := sess.InitializeResult(); ir == nil || ir.Capabilities == nil || ir.Capabilities.Tools != nil {
@@ -537,8 +546,13 @@ func (cn *conn) listTools(ctx context.Context) ([]*mcp.Tool, uint64, error) {
 		}
 		return nil, 0, fmt.Errorf("the session with %s was replaced during the listing", cn.srv.ID)
 	}
-	cn.tools, cn.listed = tools, true
 	cn.stale = cn.changes != changes // a change during the listing lists again next time
+	cn.hint = hints.hint(sess, lf.principal, start, prev)
+	if cn.listed && sameTools(cn.tools, tools) {
+		// Listed again as it was (a hint ran out): the tool set stays.
+		return cn.tools, cn.gen, nil
+	}
+	cn.tools, cn.listed = tools, true
 	cn.gen++
 	return tools, cn.gen, nil
 }

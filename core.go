@@ -315,7 +315,10 @@ func (c *core) status() []ServerStatus {
 	return out
 }
 
-func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
+func (c *core) listTools(ctx context.Context) (*ToolSet, error) { return c.listToolsAs(ctx, listFor{}) }
+
+// listToolsAs lists the tools for lf (cache.go).
+func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 	if c.ctx.Err() != nil {
 		return nil, errClosed
 	}
@@ -324,7 +327,7 @@ func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
 	var wg sync.WaitGroup
 	asking := false
 	for i, cn := range c.conns {
-		tools, gen, err, ok := cn.snapshot()
+		tools, gen, err, ok := cn.snapshot(lf)
 		if ok {
 			lists[i], key[i] = ServerTools{Server: cn.srv.ID, Tools: tools, Down: err}, gen
 			continue
@@ -339,7 +342,7 @@ func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
 		wg.Go(func() {
 			// A server whose listing fails is reported as down in this
 			// tool set; key 0 matches no session, so it is asked again.
-			tools, gen, err := cn.listTools(ctx)
+			tools, gen, err := cn.listTools(ctx, lf)
 			lists[i], key[i] = ServerTools{Server: cn.srv.ID, Tools: tools, Down: err}, gen
 		})
 	}
@@ -372,13 +375,13 @@ func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
 }
 
 func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, error) {
-	ts, err := c.listTools(ctx)
-	if err != nil || c.Policy == nil {
-		return ts, err
-	}
 	var o ListOptions
 	if opts != nil {
 		o = *opts
+	}
+	ts, err := c.listToolsAs(ctx, listFor{principal: o.Principal})
+	if err != nil || c.Policy == nil {
+		return ts, err
 	}
 	return ts.Filter(SkipPolicy, func(t *Tool) bool {
 		return !c.policyDenies(&Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool})

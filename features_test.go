@@ -24,6 +24,7 @@ func featureServer(t *testing.T, name string) *testServer {
 		},
 		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		SetCacheable:       stableLists,
 	})
 	prompt := func(p string) {
 		ts.AddPrompt(&mcp.Prompt{Name: p, Description: "the " + p + " prompt", Arguments: []*mcp.PromptArgument{{Name: "who"}}},

@@ -216,9 +216,20 @@ type testServer struct {
 	lastMeta map[string]any
 }
 
+// stableLists is the cache hint of a test server whose lists change only
+// when it says so (list_changed): fresh for an hour, the same for all.
+func stableLists(_ context.Context, _ mcp.Request, c *mcp.Cacheable) {
+	c.TTLMs, c.CacheScope = int(time.Hour/time.Millisecond), "public"
+}
+
 func newTestServer(t testing.TB, name string) *testServer {
+	return newTestServerWith(t, name, &mcp.ServerOptions{SetCacheable: stableLists})
+}
+
+// newTestServerWith is a test server with the SDK server options opts.
+func newTestServerWith(t testing.TB, name string, opts *mcp.ServerOptions) *testServer {
 	ts := &testServer{
-		Server:  mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil),
+		Server:  mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, opts),
 		t:       t,
 		methods: map[string]int{},
 		calls:   map[string]int{},

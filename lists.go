@@ -3,6 +3,7 @@ package conduit
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,13 +22,15 @@ type features struct {
 }
 
 // listCache is one list of a server's, cached for the session it was
-// listed on until the server says it changed.
+// listed on until the server says it changed or its cache hint ran out
+// (cache.go).
 type listCache[T any] struct {
 	mu      sync.Mutex
 	sess    *mcp.ClientSession // the session items were listed on
 	items   []T
-	changes uint64 // list_changed notifications seen
-	at      uint64 // changes when items were listed
+	changes uint64   // list_changed notifications seen
+	at      uint64   // changes when items were listed
+	hint    listHint // how long items stay fresh, and for whom
 
 	fetch sync.Mutex // one listing in flight
 }
@@ -38,28 +41,34 @@ func (lc *listCache[T]) changed() {
 	lc.mu.Unlock()
 }
 
-func (lc *listCache[T]) cached(sess *mcp.ClientSession) ([]T, bool) {
+func (lc *listCache[T]) cached(sess *mcp.ClientSession, lf listFor) ([]T, bool) {
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if lc.sess != sess || lc.at != lc.changes {
+	if lc.sess != sess || lc.at != lc.changes || !lc.hint.fresh(lf, time.Now()) {
 		return nil, false
 	}
 	return lc.items, true
 }
 
-// get returns the list for sess, calling list only when it is not cached.
-func (lc *listCache[T]) get(ctx context.Context, sess *mcp.ClientSession, list func(context.Context) ([]T, error)) ([]T, error) {
-	if items, ok := lc.cached(sess); ok {
+// get returns the list for sess and lf, calling list only when it is not
+// cached.
+func (lc *listCache[T]) get(ctx context.Context, sess *mcp.ClientSession, lf listFor, list func(context.Context) ([]T, error)) ([]T, error) {
+	if items, ok := lc.cached(sess, lf); ok {
 		return items, nil
 	}
 	lc.fetch.Lock()
 	defer lc.fetch.Unlock()
-	if items, ok := lc.cached(sess); ok {
+	if items, ok := lc.cached(sess, lf); ok {
 		return items, nil
 	}
 	lc.mu.Lock()
-	at := lc.changes
+	at, prev := lc.changes, lc.hint
+	if lc.sess != sess {
+		prev = listHint{}
+	}
 	lc.mu.Unlock()
+	start := time.Now()
+	ctx, hints := withHints(ctx)
 	items, err := list(ctx)
 	if err != nil {
 		return nil, err
@@ -67,6 +76,7 @@ func (lc *listCache[T]) get(ctx context.Context, sess *mcp.ClientSession, list f
 	lc.mu.Lock()
 	// A change during the listing lists again next time.
 	lc.sess, lc.items, lc.at = sess, items, at
+	lc.hint = hints.hint(sess, lf.principal, start, prev)
 	lc.mu.Unlock()
 	return items, nil
 }
@@ -134,7 +144,7 @@ func capabilities(sess *mcp.ClientSession) *mcp.ServerCapabilities {
 // items, or why the server is left out of it.
 // The request (method) is traced as a tools/list request is, and list
 // given the _meta Trace.RequestMeta contributes.
-func listFeature[T any](ctx context.Context, c *core, cn *conn, lc *listCache[T], method string, has func(*mcp.ServerCapabilities) bool,
+func listFeature[T any](ctx context.Context, c *core, cn *conn, lc *listCache[T], lf listFor, method string, has func(*mcp.ServerCapabilities) bool,
 	list func(context.Context, *mcp.ClientSession, mcp.Meta) ([]T, error)) ([]T, error) {
 	sess, err := cn.current()
 	if err != nil {
@@ -143,7 +153,7 @@ func listFeature[T any](ctx context.Context, c *core, cn *conn, lc *listCache[T]
 	if !has(capabilities(sess)) {
 		return nil, nil
 	}
-	items, err := lc.get(ctx, sess, func(ctx context.Context) ([]T, error) {
+	items, err := lc.get(ctx, sess, lf, func(ctx context.Context) ([]T, error) {
 		ctx, meta, done := cn.traceList(ctx, sess, method)
 		items, err := list(ctx, sess, meta)
 		if done != nil {

@@ -577,7 +577,7 @@ func (c *core) checkPinned(ctx context.Context, cn *conn, call *Call) (*mcp.Clie
 			return nil, unavailableError(call.Server, call.Tool, call.Exposed, err)
 		}
 		if !fresh {
-			if _, _, err := cn.listTools(ctx); err != nil {
+			if _, _, err := cn.listTools(ctx, listFor{resolve: true}); err != nil {
 				if ctx.Err() != nil {
 					return nil, ContextError(ctx, call.Def, 0, err)
 				}

@@ -208,7 +208,7 @@ func (c *core) resolveTool(ctx context.Context, r *request) error {
 	ts := r.o.ToolSet
 	if ts == nil && r.local == nil {
 		var err error
-		if ts, err = c.listTools(ctx); err != nil {
+		if ts, err = c.listToolsAs(ctx, listFor{principal: r.o.Principal, resolve: true}); err != nil {
 			return listingError(ctx, err)
 		}
 	}

@@ -178,10 +178,11 @@ func (cl *Client) GetPrompt(ctx context.Context, name string, args map[string]st
 	return cl.c.getPrompt(ctx, name, args, opts)
 }
 
-func (c *core) listPrompts(ctx context.Context) (*PromptSet, error) {
+// listPromptsAs lists the prompts for lf (cache.go).
+func (c *core) listPromptsAs(ctx context.Context, lf listFor) (*PromptSet, error) {
 	lists := make([]ServerPrompts, len(c.conns))
 	err := c.eachServer(ctx, func(ctx context.Context, i int, cn *conn) {
-		prompts, err := listFeature(ctx, c, cn, &cn.feats.prompts, methodListPrompts,
+		prompts, err := listFeature(ctx, c, cn, &cn.feats.prompts, lf, methodListPrompts,
 			func(caps *mcp.ServerCapabilities) bool { return caps.Prompts != nil },
 			func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) ([]*mcp.Prompt, error) {
 				var params *mcp.ListPromptsParams
@@ -199,13 +200,13 @@ func (c *core) listPrompts(ctx context.Context) (*PromptSet, error) {
 }
 
 func (c *core) listPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {
-	ps, err := c.listPrompts(ctx)
-	if err != nil || c.Policy == nil {
-		return ps, err
-	}
 	var o ListOptions
 	if opts != nil {
 		o = *opts
+	}
+	ps, err := c.listPromptsAs(ctx, listFor{principal: o.Principal})
+	if err != nil || c.Policy == nil {
+		return ps, err
 	}
 	return ps.filter(SkipPolicy, func(p *Prompt) bool {
 		return !c.policyDenies(&Call{Method: methodGetPrompt, Server: p.Server, Tool: p.Name, Exposed: p.Exposed, Principal: o.Principal, Taint: o.Taint})
@@ -221,7 +222,7 @@ func (c *core) getPrompt(ctx context.Context, name string, args map[string]strin
 	r := newRequest(methodGetPrompt, o, methodGetPrompt, name)
 	var res *mcp.GetPromptResult
 	r.resolve = func(ctx context.Context) error {
-		ps, err := c.listPrompts(ctx)
+		ps, err := c.listPromptsAs(ctx, listFor{principal: o.Principal, resolve: true})
 		if err != nil {
 			return listingError(ctx, err)
 		}

@@ -289,11 +289,12 @@ func (cl *Client) UnsubscribeResource(ctx context.Context, uri string, opts *Cal
 	return cl.c.subscribe(ctx, uri, opts, false)
 }
 
-func (c *core) listResources(ctx context.Context) (*ResourceSet, error) {
+// listResourcesAs lists the resources for lf (cache.go).
+func (c *core) listResourcesAs(ctx context.Context, lf listFor) (*ResourceSet, error) {
 	lists := make([]ServerResources, len(c.conns))
 	has := func(caps *mcp.ServerCapabilities) bool { return caps.Resources != nil }
 	err := c.eachServer(ctx, func(ctx context.Context, i int, cn *conn) {
-		res, err := listFeature(ctx, c, cn, &cn.feats.resources, methodListResources, has,
+		res, err := listFeature(ctx, c, cn, &cn.feats.resources, lf, methodListResources, has,
 			func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) ([]*mcp.Resource, error) {
 				var params *mcp.ListResourcesParams
 				if len(meta) > 0 {
@@ -303,7 +304,7 @@ func (c *core) listResources(ctx context.Context) (*ResourceSet, error) {
 			})
 		var tmpls []*mcp.ResourceTemplate
 		if err == nil {
-			tmpls, err = listFeature(ctx, c, cn, &cn.feats.templates, methodListTemplates, has,
+			tmpls, err = listFeature(ctx, c, cn, &cn.feats.templates, lf, methodListTemplates, has,
 				func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) ([]*mcp.ResourceTemplate, error) {
 					var params *mcp.ListResourceTemplatesParams
 					if len(meta) > 0 {
@@ -328,13 +329,13 @@ func (c *core) listResources(ctx context.Context) (*ResourceSet, error) {
 }
 
 func (c *core) listResourcesFor(ctx context.Context, opts *ListOptions) (*ResourceSet, error) {
-	rs, err := c.listResources(ctx)
-	if err != nil || c.Policy == nil {
-		return rs, err
-	}
 	var o ListOptions
 	if opts != nil {
 		o = *opts
+	}
+	rs, err := c.listResourcesAs(ctx, listFor{principal: o.Principal})
+	if err != nil || c.Policy == nil {
+		return rs, err
 	}
 	return rs.filter(SkipPolicy, func(server, uri string) bool {
 		return !c.policyDenies(&Call{Method: methodReadResource, Server: server, Tool: uri, Exposed: uri, Principal: o.Principal, Taint: o.Taint})
@@ -348,7 +349,7 @@ func (c *core) resourceRequest(method, uri string, opts *CallOptions) *request {
 	r := newRequest(method, o, methodReadResource, uri)
 	r.call.Tool = uri
 	r.resolve = func(ctx context.Context) error {
-		rs, err := c.listResources(ctx)
+		rs, err := c.listResourcesAs(ctx, listFor{principal: o.Principal, resolve: true})
 		if err != nil {
 			return listingError(ctx, err)
 		}

@@ -119,7 +119,11 @@ func (h *Handler) sdkHandler(known *client) (*auth.AuthorizationCodeHandler, err
 		// conduit keeps tokens in a store and refreshes them.
 		RequestRefreshToken: true,
 		Client:              h.hc,
-		ScopeFilter:         func(discovered []string) []string { return union(discovered, h.cfg.Scopes) },
+		// Scopes asked for before come along (SEP-2350): the SDK's own
+		// union is lost with its handler when a registration changes.
+		ScopeFilter: func(discovered []string) []string {
+			return union(h.previousScopes(h.issuer), union(discovered, h.cfg.Scopes))
+		},
 		NewTokenSource: func(ctx context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			rec := &Record{Resource: h.endpoint, Indicator: h.indicator, Issuer: h.issuer, ClientID: oc.ClientID, ClientSecret: oc.ClientSecret,
 				TokenURL: oc.Endpoint.TokenURL, AuthStyle: oc.Endpoint.AuthStyle, Scopes: oc.Scopes, Token: tok}
@@ -366,7 +370,7 @@ func (h *Handler) legacyAuthorizationCode(ctx context.Context, cs []oauthex.Chal
 			h.forgetClient(ctx, known)
 		}
 	}()
-	scopes := union(scopesFrom(cs), h.cfg.Scopes)
+	scopes := union(h.previousScopes(asm.Issuer), union(scopesFrom(cs), h.cfg.Scopes))
 	if slices.Contains(asm.ScopesSupported, "offline_access") {
 		scopes = union(scopes, []string{"offline_access"})
 	}

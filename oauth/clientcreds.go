@@ -40,14 +40,10 @@ func (h *Handler) clientCredentials(ctx context.Context, cs []oauthex.Challenge)
 	if secret == "" {
 		return h.privateKeyJWT(ctx, cs, id)
 	}
-	asm, prm, resource, err := h.discover(ctx, cs)
+	asm, resource, scopes, err := h.tokenEndpoint(ctx, cs)
 	if err != nil {
 		return err
 	}
-	if err := CheckEndpoint("the token endpoint", asm.TokenEndpoint); err != nil {
-		return err
-	}
-	scopes := h.grantScopes(cs, prm)
 	cc := &clientcredentials.Config{
 		ClientID: id, ClientSecret: secret, TokenURL: asm.TokenEndpoint, Scopes: scopes,
 		AuthStyle:      authStyle(asm.TokenEndpointAuthMethodsSupported),
@@ -63,16 +59,42 @@ func (h *Handler) clientCredentials(ctx context.Context, cs []oauthex.Challenge)
 	return nil
 }
 
+// tokenEndpoint is the discovery of a grant without a user: the
+// authorization server (whose token endpoint must be HTTPS off loopback),
+// the resource indicator, and the scopes to ask for.
+func (h *Handler) tokenEndpoint(ctx context.Context, cs []oauthex.Challenge) (*oauthex.AuthServerMeta, string, []string, error) {
+	asm, prm, resource, err := h.discover(ctx, cs)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if err := CheckEndpoint("the token endpoint", asm.TokenEndpoint); err != nil {
+		return nil, "", nil, err
+	}
+	return asm, resource, h.grantScopes(cs, prm), nil
+}
+
 // grantScopes are the scopes a grant without a user asks for: those the
 // server asks for (the MCP specification's order), the configured ones,
 // and those asked for before, so that a step-up does not lose what an
 // earlier round was granted (SEP-2350, as the SDK's handlers do).
 func (h *Handler) grantScopes(cs []oauthex.Challenge, prm *oauthex.ProtectedResourceMetadata) []string {
-	var before []string
-	if ts := h.current(); ts != nil {
-		before = ts.record().Scopes
+	return union(h.previousScopes(""), union(h.serverScopes(cs, prm), h.cfg.Scopes))
+}
+
+// previousScopes are the scopes the current tokens were asked for, which
+// a new authorization asks for again (SEP-2350: the union of those asked
+// for before and those the server now asks for); none when the tokens
+// come from another authorization server than issuer ("" for any).
+func (h *Handler) previousScopes(issuer string) []string {
+	ts := h.current()
+	if ts == nil {
+		return nil
 	}
-	return union(before, union(h.serverScopes(cs, prm), h.cfg.Scopes))
+	rec := ts.record()
+	if issuer != "" && rec.Issuer != "" && rec.Issuer != issuer {
+		return nil
+	}
+	return slices.DeleteFunc(slices.Clone(rec.Scopes), func(s string) bool { return s == "offline_access" })
 }
 
 // adoptSource makes a grant's own token source current; such tokens are
@@ -99,17 +121,13 @@ func (h *Handler) privateKeyJWT(ctx context.Context, cs []oauthex.Challenge, id 
 	if err != nil {
 		return err
 	}
-	asm, prm, resource, err := h.discover(ctx, cs)
+	asm, resource, scopes, err := h.tokenEndpoint(ctx, cs)
 	if err != nil {
 		return err
 	}
 	if m := asm.TokenEndpointAuthMethodsSupported; len(m) > 0 && !slices.Contains(m, "private_key_jwt") {
 		return fmt.Errorf("oauth: authorization server %s does not accept private_key_jwt (it accepts %s)", asm.Issuer, strings.Join(m, ", "))
 	}
-	if err := CheckEndpoint("the token endpoint", asm.TokenEndpoint); err != nil {
-		return err
-	}
-	scopes := h.grantScopes(cs, prm)
 	src := oauth2.ReuseTokenSource(nil, &assertionSource{
 		ctx:      context.WithValue(context.Background(), oauth2.HTTPClient, h.hc),
 		clientID: id, tokenURL: asm.TokenEndpoint, audience: asm.Issuer,

@@ -32,6 +32,13 @@ const (
 	// is exchanged there for an ID-JAG (RFC 8693), which the server's
 	// authorization server exchanges for an access token (RFC 7523).
 	GrantCrossApp Grant = "cross_app_access"
+	// GrantJWTBearer: workload identity federation (the MCP extension
+	// SEP-1933). A token the workload's platform issues it (a Kubernetes
+	// projected service account token, a cloud provider's identity token)
+	// is the assertion of the JWT bearer grant (RFC 7523 §2.1), read anew
+	// from Config.AssertionFile (or AssertionEnv) for every token request,
+	// so that a rotated token is used.
+	GrantJWTBearer Grant = "jwt_bearer"
 )
 
 // DefaultRedirectURL is the redirect URL of the authorization code grant
@@ -105,6 +112,22 @@ type Config struct {
 	// IdP is the enterprise identity provider of GrantCrossApp.
 	IdP *IdP
 
+	// AssertionFile is the file that holds the JWT of GrantJWTBearer, as
+	// a platform projects one (Kubernetes:
+	// /var/run/secrets/tokens/<name>); or AssertionEnv the variable that
+	// holds it. It is read for every token request; an expired one is
+	// not sent, and one the authorization server refused is not sent
+	// again.
+	AssertionFile string
+	AssertionEnv  string
+
+	// DPoP makes every grant ask for sender-constrained tokens (RFC 9449):
+	// token requests and the requests that carry the tokens go with a
+	// proof signed by a key of the handler's own (ES256), which is stored
+	// with the tokens. Without it, DPoP is used once a server's challenge
+	// asks for it (the DPoP scheme). Server-provided nonces are honoured.
+	DPoP bool
+
 	// Store keeps tokens between connections and processes; nil keeps them
 	// in memory for the life of the handler.
 	Store TokenStore
@@ -174,6 +197,7 @@ func (c *Config) String() string {
 	for _, f := range []struct{ name, value string }{
 		{"ClientIDEnv", c.ClientIDEnv}, {"ClientSecretEnv", c.ClientSecretEnv},
 		{"PrivateKeyEnv", c.PrivateKeyEnv}, {"PrivateKeyFile", c.PrivateKeyFile},
+		{"AssertionFile", c.AssertionFile}, {"AssertionEnv", c.AssertionEnv},
 		{"RedirectURL", c.RedirectURL}, {"MetadataURL", c.MetadataURL},
 	} {
 		if f.value != "" {
@@ -283,8 +307,18 @@ func (c *Config) Validate(endpoint string) error {
 		if err := c.IdP.validate(); err != nil {
 			return err
 		}
+	case GrantJWTBearer:
+		if (c.AssertionFile != "") == (c.AssertionEnv != "") {
+			return errors.New("oauth: the jwt_bearer grant needs an assertion file or the environment variable that holds one (one of them)")
+		}
+		if keys > 0 {
+			return errors.New("oauth: a private key is for the client_credentials grant")
+		}
 	default:
-		return fmt.Errorf("oauth: unknown grant %q (authorization_code, client_credentials or cross_app_access)", c.Grant)
+		return fmt.Errorf("oauth: unknown grant %q (authorization_code, client_credentials, cross_app_access or jwt_bearer)", c.Grant)
+	}
+	if (c.AssertionFile != "" || c.AssertionEnv != "") && c.grant() != GrantJWTBearer {
+		return errors.New("oauth: an assertion (file or environment variable) is for the jwt_bearer grant")
 	}
 	if c.IdP != nil && c.grant() != GrantCrossApp {
 		return errors.New("oauth: an identity provider (IdP) is for the cross_app_access grant")

@@ -30,9 +30,23 @@
 //     github.com/golang-jwt/jwt/v5), after the same discovery: metadata
 //     that names another resource ends it, and every token request names
 //     the resource (RFC 8707);
-//   - cross-app access (SEP-990): the user's ID token exchanged for an
-//     ID-JAG at the enterprise identity provider (oauthex.ExchangeToken),
-//     and the ID-JAG for an access token.
+//   - cross-app access, now enterprise-managed authorization (SEP-990):
+//     the user's ID token exchanged for an ID-JAG at the enterprise
+//     identity provider (oauthex.ExchangeToken), and the ID-JAG for an
+//     access token;
+//   - workload identity federation (SEP-1933): the JWT bearer grant (RFC
+//     7523 §2.1) with the token the workload's platform gives it, read
+//     from Config.AssertionFile for every token request; an expired one is
+//     not sent, and one refused is not sent again until it changes.
+//
+// Any grant may give sender-constrained tokens (DPoP, RFC 9449):
+// Config.DPoP asks for them, and so does a server's DPoP challenge. The
+// handler keeps an ES256 key (stored with the tokens) and signs, with
+// github.com/go-jose/go-jose/v4, a proof for every token request and every
+// request that carries a DPoP-bound token, honouring the nonces servers
+// ask for (use_dpop_nonce) by asking again once. [Handler.Attach] puts the
+// handler and its proofs on a transport. A token of a type conduit cannot
+// present is refused rather than sent as a Bearer token.
 //
 // A 403 with insufficient_scope asks for the larger set of scopes (step-up),
 // at most three times in ten minutes and never again for scopes already

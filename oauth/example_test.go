@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/conduitmcp/conduit/oauth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
 )
 
@@ -50,4 +51,30 @@ func ExampleLogin() {
 	if _, err := oauth.Login(context.Background(), "linear", "https://mcp.linear.app/mcp", cfg); err != nil {
 		fmt.Println(err)
 	}
+}
+
+// Workload identity federation: the workload's token, as Kubernetes
+// projects one, is the assertion of the JWT bearer grant; tokens are
+// sender-constrained with DPoP. Nobody logs in.
+func ExampleParseConfig_workloadIdentity() {
+	cfg, err := oauth.ParseConfig([]byte(`{"grant": "jwt_bearer", "clientId": "deploy-agent",
+		"assertionFile": "/var/run/secrets/tokens/mcp", "dpop": true}`), "https://deploy.example.com/mcp")
+	fmt.Println(cfg, cfg.DPoP, err)
+	// Output:
+	// oauth.Config{Grant: jwt_bearer, ClientID: "deploy-agent", AssertionFile: "/var/run/secrets/tokens/mcp"} true <nil>
+}
+
+// A program that opens its own MCP sessions puts a handler on their
+// transport: the handler answers the server's 401s, and adds the DPoP
+// proofs of a DPoP-bound token to the requests that carry it.
+func ExampleHandler_Attach() {
+	h, err := oauth.NewHandler("linear", "https://mcp.linear.app/mcp", &oauth.Config{DPoP: true})
+	if err != nil {
+		panic(err)
+	}
+	defer h.Close()
+	t := &mcp.StreamableClientTransport{Endpoint: "https://mcp.linear.app/mcp"}
+	h.Attach(t)
+	fmt.Println(t.OAuthHandler == h, t.HTTPClient != nil)
+	// Output: true true
 }

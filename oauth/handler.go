@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -50,7 +51,9 @@ type Handler struct {
 	ts        *tokenSource
 	dead      string // the access token whose refresh was refused
 	changed   chan struct{}
-	asked     bool // an interactive step obtained tokens
+	asked     bool     // an interactive step obtained tokens
+	dpopKey   *dpopKey // nil until DPoP is used (dpop.go)
+	refused   refusal  // the jwt_bearer assertion refused (jwtbearer.go)
 	// failed is the outcome of an interactive step that failed or was
 	// declined, kept until new tokens come or Retry: a user is asked once,
 	// not again on every request or reconnection that meets a 401.
@@ -91,12 +94,18 @@ func NewHandler(server, endpoint string, cfg *Config) (*Handler, error) {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	if hc.Timeout == 0 {
-		cp := *hc
+	cp := *hc
+	if cp.Timeout == 0 {
 		cp.Timeout = authTimeout
-		hc = &cp
 	}
-	h.hc = hc
+	// Token requests carry DPoP proofs once DPoP is in use.
+	cp.Transport = &dpopTransport{h: h, base: hc.Transport}
+	h.hc = &cp
+	if cfg.DPoP {
+		if err := h.useDPoP(); err != nil {
+			return nil, err
+		}
+	}
 	h.red.add(cfg.ClientSecret, cfg.PrivateKey)
 	if cfg.IdP != nil {
 		h.red.add(cfg.IdP.ClientSecret)
@@ -154,6 +163,13 @@ func (h *Handler) installLocked(rec *Record, persist bool) *tokenSource {
 		base, static = oauth2.StaticTokenSource(&tok), true
 	}
 	h.red.add(tok.AccessToken, tok.RefreshToken, rec.ClientSecret)
+	if rec.DPoPKey != "" {
+		// Tokens bound to a key go with that key; one that cannot be
+		// read leaves them to be refused and authorized anew.
+		if d, err := parseDPoPKey(rec.DPoPKey); err == nil {
+			h.dpopKey = d
+		}
+	}
 	ts := &tokenSource{h: h, base: base, rec: *rec, persist: persist, static: static, saved: tok.AccessToken}
 	ts.rec.Token = &tok
 	h.ts = ts
@@ -165,6 +181,9 @@ func (h *Handler) installLocked(rec *Record, persist bool) *tokenSource {
 // adopt saves rec and makes it current; it is the token hook of the SDK's
 // handler and the end of conduit's own grants.
 func (h *Handler) adopt(ctx context.Context, rec *Record, persist bool) (*tokenSource, error) {
+	if err := h.withDPoPKey(rec); err != nil {
+		return nil, err
+	}
 	if persist {
 		if err := h.store.Save(ctx, h.key, rec); err != nil {
 			return nil, h.red.wrap(fmt.Errorf("oauth: saving the tokens of %s: %w", h.server, err))
@@ -249,6 +268,9 @@ func (s *tokenSource) Token() (*oauth2.Token, error) {
 		}
 		return nil, s.h.red.wrap(err)
 	}
+	if err := s.h.usable(t); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t.AccessToken != s.saved {
@@ -311,6 +333,16 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 	}
 	// A malformed challenge leaves discovery to the well-known URLs.
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	if dpopChallenge(challenges) {
+		// The server wants sender-constrained tokens (RFC 9449 §7.1).
+		if err := h.useDPoP(); err != nil {
+			return err
+		}
+	}
+	if challengeParam(challenges, "error") == "use_dpop_nonce" {
+		// The transport has the nonce now; the retry carries it.
+		return nil
+	}
 	forbidden := resp.StatusCode == http.StatusForbidden
 	if forbidden && challengeParam(challenges, "error") != "insufficient_scope" {
 		// Only insufficient_scope is for authorization to fix; the retried
@@ -334,6 +366,8 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 		return h.clientCredentials(ctx, challenges)
 	case GrantCrossApp:
 		return h.crossApp(ctx, challenges)
+	case GrantJWTBearer:
+		return h.jwtBearer(ctx, challenges)
 	}
 	return h.authorizationCode(ctx, req, resp, challenges, forbidden)
 }
@@ -529,11 +563,11 @@ func (h *Handler) interactive(ctx context.Context) (context.Context, context.Can
 	}
 }
 
-// challengeParam returns a parameter of the first Bearer challenge that
-// has it.
+// challengeParam returns a parameter of the first Bearer or DPoP challenge
+// that has it.
 func challengeParam(cs []oauthex.Challenge, name string) string {
 	for _, c := range cs {
-		if c.Scheme == "bearer" && c.Params[name] != "" {
+		if (c.Scheme == "bearer" || c.Scheme == "dpop") && c.Params[name] != "" {
 			return c.Params[name]
 		}
 	}
@@ -546,21 +580,26 @@ func scopesFrom(cs []oauthex.Challenge) []string {
 
 // withMetadataURL returns resp with the configured metadata URL in its
 // challenge, for a server that names none: the SDK's handlers then find
-// the metadata there (and still check it).
+// the metadata there (and still check it). A DPoP challenge is told to
+// them as a Bearer one, the only scheme whose scope they read.
 func (h *Handler) withMetadataURL(resp *http.Response, cs []oauthex.Challenge) *http.Response {
-	if h.cfg.MetadataURL == "" || challengeParam(cs, "resource_metadata") != "" {
+	rm := challengeParam(cs, "resource_metadata")
+	configured := rm == "" && h.cfg.MetadataURL != ""
+	if !configured && !dpopChallenge(cs) {
 		return resp
+	}
+	if configured {
+		rm = h.cfg.MetadataURL
+	}
+	var params []string
+	for _, p := range [][2]string{{"resource_metadata", rm}, {"scope", challengeParam(cs, "scope")}, {"error", challengeParam(cs, "error")}} {
+		if p[1] != "" {
+			params = append(params, p[0]+"="+strconv.Quote(p[1]))
+		}
 	}
 	cp := *resp
 	cp.Header = resp.Header.Clone()
-	v := `Bearer resource_metadata="` + h.cfg.MetadataURL + `"`
-	if s := challengeParam(cs, "scope"); s != "" {
-		v += `, scope="` + s + `"`
-	}
-	if e := challengeParam(cs, "error"); e != "" {
-		v += `, error="` + e + `"`
-	}
-	cp.Header.Set("WWW-Authenticate", v)
+	cp.Header.Set("WWW-Authenticate", strings.TrimSpace("Bearer "+strings.Join(params, ", ")))
 	return &cp
 }
 

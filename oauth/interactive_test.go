@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -199,6 +200,14 @@ func TestStepUpRetryLimit(t *testing.T) {
 		// Each step-up uses the client registered for the first.
 		if r := as.Snapshot().Registrations; r != 1 {
 			t.Fatalf("after step-up %d, %d dynamic registrations, want 1", i, r)
+		}
+		// Each asks for what was asked for before as well (SEP-2350).
+		a := as.Snapshot().Authorize
+		asked := strings.Fields(a[len(a)-1].Get("scope"))
+		for j := 1; j <= i; j++ {
+			if !slices.Contains(asked, fmt.Sprint("scope-", j)) {
+				t.Fatalf("step-up %d asked for %q, without scope-%d", i, asked, j)
+			}
 		}
 	}
 	err = stepUp("scope-4")

@@ -26,7 +26,9 @@ func Login(ctx context.Context, server, endpoint string, cfg *Config) (asked boo
 	}
 	h.fresh = true
 	client := mcp.NewClient(&mcp.Implementation{Name: "conduit", Version: "login"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
-	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: cfg.HTTPClient, OAuthHandler: h}, nil)
+	t := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: cfg.HTTPClient}
+	h.Attach(t)
+	sess, err := client.Connect(ctx, t, nil)
 	if err != nil {
 		return h.wasAsked(), h.red.wrap(fmt.Errorf("oauth: connecting to %s: %w", server, err))
 	}

@@ -131,7 +131,15 @@ func (l *Loopback) Authorize(ctx context.Context, args *auth.AuthorizationArgs) 
 	mux.Handle(l.redirect.Path, l.redirectHandler(state, done))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
-	defer srv.Close()
+	defer func() {
+		// The page of the answer is still being written when its outcome
+		// arrives: Shutdown lets it finish (briefly), Close would cut it.
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if srv.Shutdown(sctx) != nil {
+			srv.Close()
+		}
+	}()
 
 	if l.opts.Show != nil {
 		l.opts.Show(args.URL)

@@ -37,7 +37,9 @@ func connect(t *testing.T, endpoint string, cfg *oauth.Config) (*oauth.Handler, 
 		t.Fatal(err)
 	}
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	sess, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: h}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: endpoint}
+	h.Attach(tr)
+	sess, err := c.Connect(ctx, tr, nil)
 	if err != nil {
 		return h, err
 	}

@@ -22,6 +22,9 @@ type fileConfig struct {
 	RedirectURL       string   `json:"redirectUrl"`
 	MetadataURL       string   `json:"metadataUrl"`
 	ClientMetadataURL string   `json:"clientMetadataUrl"`
+	AssertionFile     string   `json:"assertionFile"`
+	AssertionEnv      string   `json:"assertionEnv"`
+	DPoP              bool     `json:"dpop"`
 	IdP               *struct {
 		Issuer          string `json:"issuer"`
 		TokenEndpoint   string `json:"tokenEndpoint"`
@@ -41,6 +44,7 @@ var secretKeys = map[string]string{
 	"accessToken":   "conduit login",
 	"refreshToken":  "conduit login",
 	"idToken":       "idTokenEnv",
+	"assertion":     "assertionFile or assertionEnv",
 }
 
 // ParseConfig parses the "oauth" object of a server in a configuration
@@ -51,11 +55,13 @@ var secretKeys = map[string]string{
 //	  "clientSecretEnv": "LINEAR_SECRET",
 //	  "scopes": ["read", "write"],
 //	  "redirectUrl": "http://127.0.0.1:8976/callback",
-//	  "grant": "authorization_code",        (or "client_credentials", "cross_app_access")
+//	  "grant": "authorization_code",        (or "client_credentials", "cross_app_access", "jwt_bearer")
 //	  "metadataUrl": "https://mcp.example.com/.well-known/oauth-protected-resource",
 //	  "clientMetadataUrl": "https://example.com/conduit-client.json",
 //	  "privateKeyFile": "/path/key.pem",    (or "privateKeyEnv"; "signingAlg": "ES256")
-//	  "idp": {"issuer": "https://idp.example.com", "clientId": "...", "clientSecretEnv": "...", "idTokenEnv": "..."}
+//	  "idp": {"issuer": "https://idp.example.com", "clientId": "...", "clientSecretEnv": "...", "idTokenEnv": "..."},
+//	  "assertionFile": "/var/run/secrets/tokens/mcp",  (or "assertionEnv"; the jwt_bearer grant)
+//	  "dpop": true                          (sender-constrained tokens, RFC 9449)
 //	}
 //
 // Every key is optional; {} is the authorization code grant with
@@ -103,6 +109,7 @@ func ParseConfig(data []byte, endpoint string) (*Config, error) {
 		Grant: Grant(f.Grant), ClientID: f.ClientID, ClientIDEnv: f.ClientIDEnv, ClientSecretEnv: f.ClientSecretEnv,
 		PrivateKeyEnv: f.PrivateKeyEnv, PrivateKeyFile: f.PrivateKeyFile, SigningAlg: f.SigningAlg,
 		Scopes: f.Scopes, RedirectURL: f.RedirectURL, MetadataURL: f.MetadataURL, ClientMetadataURL: f.ClientMetadataURL,
+		AssertionFile: f.AssertionFile, AssertionEnv: f.AssertionEnv, DPoP: f.DPoP,
 	}
 	if f.IdP != nil {
 		c.IdP = &IdP{Issuer: f.IdP.Issuer, TokenEndpoint: f.IdP.TokenEndpoint, ClientID: f.IdP.ClientID,

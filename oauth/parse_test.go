@@ -17,6 +17,10 @@ func TestParseConfig(t *testing.T) {
 	if c, err := ParseConfig([]byte(`{}`), ep); err != nil || c.grant() != GrantAuthorizationCode {
 		t.Fatalf("{} = %v, %v", c, err)
 	}
+	c, err = ParseConfig([]byte(`{"grant": "jwt_bearer", "clientId": "w", "assertionFile": "/var/run/secrets/tokens/mcp", "dpop": true}`), ep)
+	if err != nil || c.grant() != GrantJWTBearer || c.AssertionFile != "/var/run/secrets/tokens/mcp" || !c.DPoP {
+		t.Fatalf("the jwt_bearer setting parsed as %v, %v", c, err)
+	}
 	for _, tc := range []struct{ in, want string }{
 		{`{"clientSecret": "s3cret-value"}`, "clientSecretEnv"},
 		{`{"grant": "cross_app_access", "clientId": "c", "idp": {"issuer": "https://idp", "clientId": "i", "idToken": "eyJ..."}}`, "idTokenEnv"},
@@ -27,6 +31,11 @@ func TestParseConfig(t *testing.T) {
 		{`{"grant": "client_credentials"}`, "client id"},
 		{`{"grant": "client_credentials", "clientId": "c"}`, "secret or a private key"},
 		{`{"redirectUrl": "http://example.com/cb"}`, "HTTPS"},
+		{`{"grant": "jwt_bearer", "assertion": "eyJ..."}`, "assertionFile or assertionEnv"},
+		{`{"grant": "jwt_bearer"}`, "assertion file"},
+		{`{"grant": "jwt_bearer", "assertionFile": "/t", "assertionEnv": "T"}`, "one of them"},
+		{`{"assertionFile": "/t"}`, "for the jwt_bearer grant"},
+		{`{"dpop": "yes"}`, `"dpop"`},
 		{`[]`, "object"},
 	} {
 		_, err := ParseConfig([]byte(tc.in), ep)
@@ -48,6 +57,7 @@ func FuzzParseConfig(f *testing.F) {
 		`{"grant": "client_credentials", "clientId": "c", "privateKeyFile": "/k.pem", "signingAlg": "ES256"}`,
 		`{"grant": "cross_app_access", "clientIdEnv": "C", "idp": {"issuer": "https://idp", "clientId": "i", "idTokenEnv": "T"}}`,
 		`{"clientSecret": "x"}`, `{"idp": {"idToken": "x"}}`, `null`, `[`, `{"scopes": [""]}`,
+		`{"grant": "jwt_bearer", "assertionEnv": "T", "dpop": true}`, `{"assertion": "x"}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -55,6 +55,10 @@ type Record struct {
 	Scopes []string `json:"scopes,omitempty"`
 	// Token is the access token, its expiry and the refresh token.
 	Token *oauth2.Token `json:"token"`
+	// DPoPKey is the private key (a JWK) that Token is bound to, when it
+	// is a DPoP token (RFC 9449): the token, and a refresh token bound to
+	// it, are useless without it.
+	DPoPKey string `json:"dpop_key,omitempty"`
 }
 
 // indicator is the resource parameter of the record's token requests.

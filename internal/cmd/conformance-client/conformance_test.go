@@ -6,19 +6,20 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/conduitmcp/conduit/internal/testenv"
 )
 
 // clientScenarios are the client scenarios of the pinned suite
-// (@modelcontextprotocol/conformance 0.1.16), in its order: the four core
-// ones and the 22 about authorization.
+// (@modelcontextprotocol/conformance 0.2.0-alpha.12), in its order.
 var clientScenarios = []string{
 	"initialize",
 	"tools_call",
 	"elicitation-sep1034-client-defaults",
 	"sse-retry",
+	"request-metadata",
 	"auth/metadata-default",
 	"auth/metadata-var1",
 	"auth/metadata-var2",
@@ -38,16 +39,53 @@ var clientScenarios = []string{
 	"auth/resource-mismatch",
 	"auth/offline-access-scope",
 	"auth/offline-access-not-supported",
+	"auth/authorization-server-migration",
+	"auth/iss-supported",
+	"auth/iss-not-advertised",
+	"auth/iss-supported-missing",
+	"auth/iss-wrong-issuer",
+	"auth/iss-unexpected",
+	"auth/iss-normalized",
+	"auth/metadata-issuer-mismatch",
 	"auth/client-credentials-jwt",
 	"auth/client-credentials-basic",
-	"auth/cross-app-access-complete-flow",
+	"auth/enterprise-managed-authorization",
+	"auth/dpop",
+	"auth/dpop-nonce",
+	"auth/wif-jwt-bearer",
+	"sep-2322-client-request-state",
+	"http-standard-headers",
+	"http-custom-headers",
+	"http-invalid-tool-headers",
+	"json-schema-ref-no-deref",
+	"json-schema-2020-12-preservation",
+	"sep-2640-client-no-prefetch",
+	"sep-2640-client-verify-digest",
+	"sep-2640-client-verify-size",
+	"sep-2640-client-verify-frontmatter",
 }
+
+// unsupported are the scenarios of the skills extension (SEP-2640), which
+// conduit does not support (README, "Protocol versions"); they are not
+// run.
+var unsupported = []string{
+	"sep-2640-client-no-prefetch",
+	"sep-2640-client-verify-digest",
+	"sep-2640-client-verify-size",
+	"sep-2640-client-verify-frontmatter",
+}
+
+// revisions are the requirement sets, each run at its revision's wire:
+// 2026-07-28 stateless, 2025-11-25 with the initialize handshake.
+var revisions = []string{"2026-07-28", "2025-11-25"}
 
 var listedRE = regexp.MustCompile(`(?m)^\s+- (\S+)`)
 
 // TestConformance runs every client scenario of the MCP conformance suite
-// against this program; each scenario has its own servers on their own
-// ports, so they run in parallel.
+// against this program, but the skills extension's: the requirement sets
+// of 2026-07-28 and 2025-11-25 (which must pass: exit 0, and no scenario
+// failing or warning, scored or not), then, alone, the scenarios neither
+// set runs (those of 2025-03-26).
 func TestConformance(t *testing.T) {
 	node, script := testenv.Conformance(t) // skips, or fails under CI, without node_modules
 	out, err := exec.Command(node, script, "list", "--client").CombinedOutput()
@@ -59,28 +97,82 @@ func TestConformance(t *testing.T) {
 		listed = append(listed, m[1])
 	}
 	if !slices.Equal(listed, clientScenarios) {
-		t.Fatalf("the suite lists these client scenarios:\n%s\nthis test runs:\n%s", strings.Join(listed, "\n"), strings.Join(clientScenarios, "\n"))
+		t.Fatalf("the suite lists these client scenarios:\n%s\nthis test knows:\n%s", strings.Join(listed, "\n"), strings.Join(clientScenarios, "\n"))
 	}
 	bin := filepath.Join(t.TempDir(), "conformance-client")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	for _, name := range clientScenarios {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			res := testenv.ConformanceClient(t, name, bin)
-			if !res.Passed {
-				t.Fatalf("scenario %s failed (exit %d):\n%s", name, res.ExitCode, res.Output)
+	var mu sync.Mutex
+	passed := map[string]bool{}
+	pass := func(name string) {
+		mu.Lock()
+		passed[name] = true
+		mu.Unlock()
+	}
+	for _, rev := range revisions {
+		t.Run("requirements "+rev, func(t *testing.T) {
+			run := testenv.ConformanceRequirements(t, "client", rev, bin)
+			if !run.Passed {
+				t.Errorf("client --requirements %s failed:\n%s", rev, run.Output)
 			}
-			for _, c := range res.Checks {
-				if c.Status != "SUCCESS" && c.Status != "INFO" {
-					t.Errorf("check %s: %s %s", c.ID, c.Status, c.ErrorMessage)
+			for _, name := range run.Names() {
+				if checkScenario(t, name, run.Verdicts[name], run.Scenarios[name]) {
+					pass(name)
 				}
 			}
-			if len(res.Checks) == 0 {
-				t.Fatalf("scenario %s recorded no check", name)
-			}
-			t.Logf("%d checks passed", len(res.Checks))
+			t.Logf("%d scenarios (%d scored), %d checks", len(run.Scenarios), len(run.Scored()), run.Checks())
 		})
 	}
+	t.Run("alone", func(t *testing.T) {
+		for _, name := range clientScenarios {
+			if passed[name] || slices.Contains(unsupported, name) {
+				continue
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				res := testenv.ConformanceClient(t, name, bin)
+				if !res.Passed {
+					t.Errorf("exit %d:\n%s", res.ExitCode, res.Output)
+				}
+				if checkScenario(t, name, res.Passed, res.Checks) {
+					pass(name)
+				}
+			})
+		}
+	})
+	want := slices.DeleteFunc(slices.Clone(clientScenarios), func(n string) bool { return slices.Contains(unsupported, n) })
+	for _, name := range want {
+		if !passed[name] {
+			t.Errorf("scenario %s did not pass", name)
+		}
+	}
+	t.Logf("%d of the suite's %d client scenarios passed (%d of the skills extension not run)", len(passed), len(clientScenarios), len(unsupported))
+}
+
+// checkScenario reports whether a scenario passed: the suite's verdict,
+// no check but a success (or one not applicable), and one success at
+// least.
+func checkScenario(t *testing.T, name string, verdict bool, checks []testenv.ConformanceCheck) bool {
+	t.Helper()
+	ok := verdict
+	if !verdict {
+		t.Errorf("%s: the suite failed it", name)
+	}
+	succeeded := false
+	for _, c := range checks {
+		switch c.Status {
+		case "SUCCESS":
+			succeeded = true
+		case "INFO", "SKIPPED":
+		default:
+			ok = false
+			t.Errorf("%s: check %s: %s %s", name, c.ID, c.Status, c.ErrorMessage)
+		}
+	}
+	if !succeeded {
+		ok = false
+		t.Errorf("%s: no check succeeded", name)
+	}
+	return ok
 }

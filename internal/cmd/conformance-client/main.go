@@ -1,11 +1,13 @@
 // Command conformance-client is an MCP client built on conduit for the MCP
 // conformance suite's client scenarios: the suite runs it with the test
 // server's URL as its last argument, the scenario's name in
-// MCP_CONFORMANCE_SCENARIO and, for some, a JSON context (credentials) in
-// MCP_CONFORMANCE_CONTEXT. Every call goes through conduit's governed
-// pipeline and every auth scenario through conduit's oauth package, so the
-// suite checks conduit's sessions, transports and OAuth, not the bare
-// SDK's.
+// MCP_CONFORMANCE_SCENARIO and, for some, a JSON context (credentials,
+// calls to make) in MCP_CONFORMANCE_CONTEXT. It is a thin runner: each
+// scenario is what a user of conduit would do (list, call, read), every
+// call goes through conduit's governed pipeline, and every auth scenario
+// through an "oauth" setting of mcp.json parsed by conduit's own
+// configuration loader, so the suite checks conduit's sessions,
+// transports and OAuth, not the bare SDK's.
 package main
 
 import (
@@ -13,39 +15,52 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/oauth"
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// scenario is what the client does once connected: the tool it must call,
-// with its arguments ("" to only list).
-type scenario struct {
-	tool string
-	args map[string]any
-}
+// A scenario is what the client does once connected.
+type scenario func(ctx context.Context, cl *conduit.Client, sc *scenarioContext) error
 
 var scenarios = map[string]scenario{
-	"initialize":                          {},
-	"tools_call":                          {tool: "add_numbers", args: map[string]any{"a": 5, "b": 3}},
-	"sse-retry":                           {tool: "test_reconnection", args: map[string]any{}},
-	"elicitation-sep1034-client-defaults": {tool: "test_client_elicitation_defaults", args: map[string]any{}},
+	"initialize":                          listOnly,
+	"request-metadata":                    listOnly,
+	"json-schema-ref-no-deref":            listOnly,
+	"tools_call":                          callOne("add_numbers", map[string]any{"a": 5, "b": 3}),
+	"sse-retry":                           callOne("test_reconnection", map[string]any{}),
+	"elicitation-sep1034-client-defaults": callOne("test_client_elicitation_defaults", map[string]any{}),
+	"sep-2322-client-request-state":       callEach(nil),
+	"http-custom-headers":                 callContext,
+	"http-invalid-tool-headers":           callEach(map[string]any{"region": "us-west1"}),
+	"http-standard-headers":               oneOfEach,
+	"json-schema-2020-12-preservation":    echoSchema,
 }
 
 // authScenario is what every auth/ scenario does: list, then call the
 // test server's one tool.
-var authScenario = scenario{tool: "test-tool", args: map[string]any{}}
+var authScenario = callOne("test-tool", map[string]any{})
 
-// clientMetadataURL is the client ID metadata document the suite expects
-// a client to use where the authorization server supports them.
-const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
+// scenarioContext is MCP_CONFORMANCE_CONTEXT: credentials for the auth
+// scenarios, calls to make for others.
+type scenarioContext struct {
+	ClientID         string `json:"client_id"`
+	ClientSecret     string `json:"client_secret"`
+	PrivateKeyPEM    string `json:"private_key_pem"`
+	SigningAlgorithm string `json:"signing_algorithm"`
+	IdPClientID      string `json:"idp_client_id"`
+	IdPIDToken       string `json:"idp_id_token"`
+	IdPIssuer        string `json:"idp_issuer"`
+	IdPTokenEndpoint string `json:"idp_token_endpoint"`
+	ValidJWT         string `json:"valid_jwt"`
+	ToolCalls        []struct {
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+	} `json:"toolCalls"`
+}
 
 func main() {
 	log.SetFlags(0)
@@ -53,90 +68,48 @@ func main() {
 		log.Fatalf("usage: %s <server-url> (with MCP_CONFORMANCE_SCENARIO set)", os.Args[0])
 	}
 	name := os.Getenv("MCP_CONFORMANCE_SCENARIO")
-	sc, ok := scenarios[name]
-	var oc *oauth.Config
-	if strings.HasPrefix(name, "auth/") {
+	var sc scenarioContext
+	if raw := os.Getenv("MCP_CONFORMANCE_CONTEXT"); raw != "" {
+		if err := json.Unmarshal([]byte(raw), &sc); err != nil {
+			log.Fatalf("MCP_CONFORMANCE_CONTEXT: %v", err)
+		}
+	}
+	url := os.Args[len(os.Args)-1]
+	run, ok := scenarios[name]
+	srv := conduit.Server{ID: "conformance", URL: url}
+	if isAuth(name) {
 		var err error
-		if oc, err = oauthConfig(name, os.Getenv("MCP_CONFORMANCE_CONTEXT")); err != nil {
+		if srv, err = authServer(name, url, &sc); err != nil {
 			log.Fatalf("scenario %s: %v", name, err)
 		}
-		sc, ok = authScenario, true
+		run, ok = authScenario, true
+	}
+	if !ok && strings.HasPrefix(name, "sep-2640-") {
+		log.Fatalf("scenario %s: conduit does not support the skills extension (SEP-2640); see its README", name)
 	}
 	if !ok {
 		log.Fatalf("unknown scenario %q", name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
 	defer cancel()
-	if err := run(ctx, os.Args[len(os.Args)-1], sc, oc); err != nil {
+	err := connect(ctx, srv, func(cl *conduit.Client) error { return run(ctx, cl, &sc) })
+	if tokenFile != "" {
+		os.Remove(tokenFile)
+	}
+	if err != nil {
 		log.Fatalf("scenario %s: %v", name, err)
 	}
 }
 
-// oauthConfig is the OAuth setting a user would write for the scenario's
-// server: the grant and the credentials the suite hands out in its
-// context. Everything else is discovered.
-func oauthConfig(name, rawContext string) (*oauth.Config, error) {
-	var c struct {
-		ClientID         string `json:"client_id"`
-		ClientSecret     string `json:"client_secret"`
-		PrivateKeyPEM    string `json:"private_key_pem"`
-		SigningAlgorithm string `json:"signing_algorithm"`
-		IdPClientID      string `json:"idp_client_id"`
-		IdPIDToken       string `json:"idp_id_token"`
-		IdPIssuer        string `json:"idp_issuer"`
-		IdPTokenEndpoint string `json:"idp_token_endpoint"`
-	}
-	if rawContext != "" {
-		if err := json.Unmarshal([]byte(rawContext), &c); err != nil {
-			return nil, fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
-		}
-	}
-	switch {
-	case strings.HasPrefix(name, "auth/client-credentials-"):
-		return &oauth.Config{Grant: oauth.GrantClientCredentials, ClientID: c.ClientID,
-			ClientSecret: c.ClientSecret, PrivateKey: c.PrivateKeyPEM, SigningAlg: c.SigningAlgorithm}, nil
-	case strings.HasPrefix(name, "auth/cross-app-access"):
-		return &oauth.Config{Grant: oauth.GrantCrossApp, ClientID: c.ClientID, ClientSecret: c.ClientSecret,
-			IdP: &oauth.IdP{Issuer: c.IdPIssuer, TokenEndpoint: c.IdPTokenEndpoint, ClientID: c.IdPClientID,
-				IDToken: func(context.Context) (string, error) { return c.IdPIDToken, nil }}}, nil
-	}
-	return &oauth.Config{
-		ClientID: c.ClientID, ClientSecret: c.ClientSecret,
-		ClientMetadataURL: clientMetadataURL,
-		RedirectURL:       "http://localhost:3000/callback",
-		Authorize:         followRedirect,
-	}, nil
-}
-
-// followRedirect is the interactive step without a person: the suite's
-// authorization server redirects at once, and the redirect carries the
-// code and state.
-func followRedirect(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body.Close()
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || loc.String() == "" {
-		return nil, fmt.Errorf("the authorization endpoint answered %s without a redirect", resp.Status)
-	}
-	q := loc.Query()
-	return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
-}
-
-func run(ctx context.Context, url string, sc scenario, oc *oauth.Config) error {
-	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "conformance", URL: url, OAuth: oc}, &conduit.Options{Policy: conduit.AllowAll(),
-		// Accepting with no content lets conduit fill the requested
+func connect(ctx context.Context, srv conduit.Server, run func(*conduit.Client) error) error {
+	cl, err := conduit.NewClient(ctx, srv, &conduit.Options{
+		Policy: conduit.AllowAll(),
+		// Accepting with no content lets conduit fill in the requested
 		// schema's defaults, which is what SEP-1034 checks.
 		Handlers: &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
-		}}})
+		}},
+	})
 	if err != nil {
 		return err
 	}
@@ -144,26 +117,129 @@ func run(ctx context.Context, url string, sc scenario, oc *oauth.Config) error {
 	if st := cl.Status()[0]; st.State != conduit.StateUp {
 		return fmt.Errorf("could not connect: %v", st.Err)
 	}
+	return run(cl)
+}
+
+func listOnly(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
+	_, err := listTools(ctx, cl)
+	return err
+}
+
+func listTools(ctx context.Context, cl *conduit.Client) (*conduit.ToolSet, error) {
 	ts, err := cl.ListTools(ctx)
 	if err != nil {
-		return fmt.Errorf("listing tools: %w", err)
+		return nil, fmt.Errorf("listing tools: %w", err)
 	}
-	if sc.tool == "" {
-		return nil
+	if st := cl.Status()[0]; st.Err != nil {
+		return nil, fmt.Errorf("listing tools: the server is %s: %v", st.State, st.Err)
 	}
-	name, ok := ts.ExposedName("conformance", sc.tool)
+	return ts, nil
+}
+
+// call calls the server's tool by its own name, as listed in ts.
+func call(ctx context.Context, cl *conduit.Client, ts *conduit.ToolSet, tool string, args map[string]any) error {
+	name, ok := ts.ExposedName("conformance", tool)
 	if !ok {
-		if st := cl.Status()[0]; st.Err != nil {
-			return fmt.Errorf("the server does not list %q: it is %s: %v", sc.tool, st.State, st.Err)
-		}
-		return fmt.Errorf("the server does not list %q (skipped: %v)", sc.tool, ts.Skipped())
+		return fmt.Errorf("the server does not list %q (skipped: %v)", tool, ts.Skipped())
 	}
-	res, err := cl.CallTool(ctx, name, sc.args, &conduit.CallOptions{ToolSet: ts})
+	res, err := cl.CallTool(ctx, name, args, &conduit.CallOptions{ToolSet: ts})
 	if err != nil {
-		return fmt.Errorf("calling %s: %w", sc.tool, err)
+		return fmt.Errorf("calling %s: %w", tool, err)
 	}
 	if res.IsError {
-		return fmt.Errorf("%s answered isError", sc.tool)
+		return fmt.Errorf("%s answered isError", tool)
 	}
 	return nil
+}
+
+func callOne(tool string, args map[string]any) scenario {
+	return func(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
+		ts, err := listTools(ctx, cl)
+		if err != nil {
+			return err
+		}
+		return call(ctx, cl, ts, tool, args)
+	}
+}
+
+// callEach calls every tool listed, with args; a call that fails is
+// logged, not fatal (the scenarios judge what reached the server).
+func callEach(args map[string]any) scenario {
+	return func(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
+		ts, err := listTools(ctx, cl)
+		if err != nil {
+			return err
+		}
+		for t := range ts.All() {
+			if err := call(ctx, cl, ts, t.Name, args); err != nil {
+				log.Print(err)
+			}
+		}
+		return nil
+	}
+}
+
+// callContext makes the calls the scenario's context lists.
+func callContext(ctx context.Context, cl *conduit.Client, sc *scenarioContext) error {
+	ts, err := listTools(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, c := range sc.ToolCalls {
+		if err := call(ctx, cl, ts, c.Name, c.Arguments); err != nil {
+			log.Print(err)
+		}
+	}
+	return nil
+}
+
+// oneOfEach calls the first tool, reads the first resource and gets the
+// first prompt.
+func oneOfEach(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
+	ts, err := listTools(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for t := range ts.All() {
+		if err := call(ctx, cl, ts, t.Name, map[string]any{}); err != nil {
+			log.Print(err)
+		}
+		break
+	}
+	rs, err := cl.ListResourcesFor(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("listing resources: %w", err)
+	}
+	for r := range rs.Resources() {
+		if _, err := cl.ReadResource(ctx, r.URI, nil); err != nil {
+			log.Print(err)
+		}
+		break
+	}
+	ps, err := cl.ListPromptsFor(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("listing prompts: %w", err)
+	}
+	for p := range ps.All() {
+		if _, err := cl.GetPrompt(ctx, p.Exposed, map[string]string{}, nil); err != nil {
+			log.Print(err)
+		}
+		break
+	}
+	return nil
+}
+
+// echoSchema passes the input schema conduit offers for the focal tool
+// back to the server, which checks what was kept of it.
+func echoSchema(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
+	ts, err := listTools(ctx, cl)
+	if err != nil {
+		return err
+	}
+	name, ok := ts.ExposedName("conformance", "json_schema_2020_12_tool")
+	if !ok {
+		return fmt.Errorf("the server does not list json_schema_2020_12_tool (skipped: %v)", ts.Skipped())
+	}
+	t, _ := ts.Lookup(name)
+	return call(ctx, cl, ts, "json_schema_echo", map[string]any{"schema": t.InputSchema})
 }
