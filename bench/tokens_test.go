@@ -190,8 +190,8 @@ func fileSamples(t *testing.T) []tokenSample {
 		{"bench corpus.json (1,000 tool definitions)", "json", read(filepath.Join(root, "bench", "testdata", "corpus.json"))},
 		{"bench servers/github.json (a tools/list)", "json", read(filepath.Join(root, "bench", "testdata", "servers", "github.json"))},
 		{"package-lock.json (hashes)", "json", read(filepath.Join(root, "package-lock.json"))},
-		{"conduit README.md", "prose", read(filepath.Join(root, "README.md"))},
-		{"conduit notify.go", "code", read(filepath.Join(root, "notify.go"))},
+		{"Go SDK README.md", "prose", read(filepath.Join(sdkDir(t), "README.md"))},
+		{"Go SDK server.go", "code", read(filepath.Join(sdkDir(t), "mcp", "server.go"))},
 		{"Go SDK streamable.go", "code", read(filepath.Join(sdkDir(t), "mcp", "streamable.go"))},
 	}
 	langs, err := filepath.Glob(filepath.Join(root, "bench", "testdata", "budget", "*.txt"))
