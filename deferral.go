@@ -63,18 +63,18 @@ func (d *Deferral) Error() string {
 type PendingInput struct {
 	// Requests are what the server asked, by the keys of its input
 	// requests; under Resend, its one request, under [ResendKey].
-	Requests mcp.InputRequestMap
+	Requests mcp.InputRequestMap `json:"requests"`
 	// Responses are the answers, by the same keys: those given already
 	// (to requests of the same round that were not deferred), to which
 	// the decision adds the others.
-	Responses mcp.InputResponseMap
+	Responses mcp.InputResponseMap `json:"responses,omitempty"`
 	// RequestState is the server's request state, sent back with the
 	// answers (protocol 2026-07-28).
-	RequestState string
+	RequestState string `json:"requestState,omitempty"`
 	// Resend reports that the call was cancelled and is sent again, the
 	// recorded answer then given to the same question (earlier
 	// protocols).
-	Resend bool
+	Resend bool `json:"resend,omitempty"`
 }
 
 // ResendKey is the key of the one request of a [PendingInput] that
