@@ -185,6 +185,13 @@ func deferredInput(err error) (string, bool) {
 	return "", false
 }
 
+// DeferredError is the error of a call to t deferred as d says, as the
+// pipeline makes it: for programs that restore a deferred call from saved
+// state (adapters.ResumeConversation).
+func DeferredError(t *Tool, d *Deferral) *Error {
+	return deferredError(&Call{Exposed: t.Exposed, Server: t.Server, Tool: t.Name}, d)
+}
+
 // deferredError is the error of call, deferred as d says.
 func deferredError(call *Call, d *Deferral) *Error {
 	what := "a decision"

@@ -69,9 +69,16 @@ type ConversationOptions struct {
 // search_tools, which the Conversation answers itself and whose finds
 // join the list of the next turn, after everything offered before.
 //
+// A turn whose calls an approver deferred is kept until Resume decides
+// them; State saves the conversation, that turn included, and
+// ResumeConversation carries it on in another process (see [StateOptions]
+// for what is guaranteed of the calls decided).
+//
 // A Conversation is safe for concurrent use, though a conversation's turns
 // are sequential by nature: concurrent Execute calls each run with the
-// taint as it was when they began, and each adds its own when it ends.
+// taint as it was when they began, and each adds its own when it ends; of
+// those that leave calls pending, only the first can be resumed (the
+// others return their Execution with an error matching ErrTurnPending).
 type Conversation struct {
 	src    conduit.Source
 	p      Provider

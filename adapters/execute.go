@@ -147,6 +147,9 @@ func reached(err error) bool {
 // cannot be read at all (or no tool set is at hand); a response without
 // tool calls gives an Execution with no Results. o may be nil.
 //
+// A call an approver defers (conduit.Defer) is not answered: it is in
+// Execution.Pending, and only a Conversation can resume it.
+//
 // The response is bounded by o.Limits: one over MaxResponseBytes is not
 // parsed and the error matches ErrResponseTooLarge; the calls past
 // MaxToolCalls are answered with an error and not sent.

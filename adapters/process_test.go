@@ -150,7 +150,9 @@ func bank(t *testing.T) (url string, transfers *atomic.Int32) {
 			return text(fmt.Sprintf("transfer %d made: %s", n, req.Params.Arguments)), nil
 		})
 	srv.AddTool(&mcp.Tool{Name: "balance", Description: "Reads the balance.", InputSchema: obj(map[string]any{})},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("balance: 100"), nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("balance: 100"), nil
+		})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 	t.Cleanup(hs.Close)
 	return hs.URL, transfers

@@ -142,13 +142,8 @@ func pausedTurnOf(d *turnV1) *pausedTurn {
 // deferredError is the error that stands for pending call p in an
 // Execution.
 func deferredError(p *pendingCall) *conduit.Error {
-	what := "a decision"
-	if p.Input != nil {
-		what = "an answer to what its server asked"
-	}
-	return &conduit.Error{Kind: conduit.KindDeferred, Server: p.Server, Tool: p.Tool,
-		Message: "The call to " + p.Name + " waits for " + what + ".",
-		Err:     &conduit.Deferral{Reason: p.Reason, Args: p.Arguments, Input: p.Input}}
+	t := &conduit.Tool{Tool: &mcp.Tool{Name: p.Tool}, Exposed: p.Name, Server: p.Server}
+	return conduit.DeferredError(t, &conduit.Deferral{Reason: p.Reason, Args: p.Arguments, Input: p.Input})
 }
 
 // ResumeConversation restores a Conversation from its state (as State
@@ -169,8 +164,9 @@ func deferredError(p *pendingCall) *conduit.Error {
 // the principal (or in o.ToolSet): a tool whose definition changed since
 // (its digest differs), or that is no longer listed, is left out of the
 // offer, with a warning in Listing.Warnings, and its pending calls are
-// not made on the decision taken on the old one (see Resume). o may be
-// nil only for a state... it may not: the keys are needed.
+// not made on the decision taken on the old one (see Resume). The options
+// must list the tools as the conversation's did (strict mode's null paths
+// are compared). o is required: it holds the keys.
 func ResumeConversation(ctx context.Context, src conduit.Source, p Provider, state []byte, o *ConversationOptions) (*Conversation, error) {
 	if _, err := p.valid(); err != nil {
 		return nil, err
@@ -295,6 +291,9 @@ func sameNullPaths(got, saved map[string][]NullPath, kept []*conduit.Tool) bool 
 // state is resumed (see StateOptions.Claims): a call another resumption
 // decided first is answered with that one's answer, or, while it has
 // recorded none, with an error matching ErrDecidedElsewhere.
+//
+// The Execution's Calls are the turn's calls that resolved; only those
+// this Resume sent carry their arguments.
 //
 // Resume fails, deciding nothing and sending nothing, when no call is
 // pending (ErrNothingPending), when a decision names no pending call, or

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
 )
 
 func runResume(ctx context.Context, env *Env, args []string) error {
@@ -39,6 +41,8 @@ library's shared claims store (adapters.StateOptions.Claims) is.`)
 	deny := fs.String("deny", "", "the `IDs` of the pending calls to deny, comma-separated")
 	reason := fs.String("reason", "", "why the calls of --deny are denied, for the model")
 	halt := fs.Bool("halt", false, "the denial also stops the agent loop")
+	timeout := fs.Duration("timeout", conduit.DefaultCallTimeout, "how long one call may take in all")
+	structured := fs.String("structured", "", "how results' structuredContent is answered, as exec's --structured (give the same)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -48,6 +52,10 @@ library's shared claims store (adapters.StateOptions.Claims) is.`)
 	}
 	if *stateFile == "" {
 		return usageError("resume", "--state FILE is required")
+	}
+	mode, err := toolcall.ParseStructured(*structured)
+	if err != nil {
+		return usageError("resume", "--structured: %v", err)
 	}
 	decisions := map[string]adapters.Decision{}
 	for _, id := range splitList(*allow) {
@@ -91,7 +99,9 @@ library's shared claims store (adapters.StateOptions.Claims) is.`)
 	}
 	defer hub.Close()
 	conv, err := st.conversation(ctx, hub, info.Provider, &adapters.ConversationOptions{
+		CallTimeout:    *timeout,
 		ListingOptions: adapters.ListingOptions{Trace: env.listingTrace(nil)},
+		AnswerOptions:  toolcall.AnswerOptions{Structured: mode},
 		State:          adapters.StateOptions{Keys: st.keys},
 	})
 	if err != nil {
