@@ -159,6 +159,9 @@ func inputDeferred(in *inflight, err error) *inputDeferral {
 			return d
 		}
 	}
+	if err == nil {
+		return nil
+	}
 	if d := (*inputDeferral)(nil); errors.As(err, &d) {
 		return d
 	}

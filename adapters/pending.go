@@ -66,6 +66,9 @@ type Decision struct {
 // pendingOf is the Pending item of call c, whose outcome was err, when
 // err is a deferral.
 func pendingOf(c toolcall.Call, err error) (Pending, bool) {
+	if err == nil {
+		return Pending{}, false
+	}
 	var d *conduit.Deferral
 	if k, _ := conduit.KindOf(err); k != conduit.KindDeferred || !errors.As(err, &d) {
 		return Pending{}, false
