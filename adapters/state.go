@@ -155,6 +155,14 @@ func (o *StateOptions) config() (stateConfig, error) {
 // The bytes are text (safe in a cookie or a URL); they are authenticated,
 // not encrypted: they hold the calls' arguments and answers, so keep them
 // where those may be kept. Without keys State fails with ErrNoStateKey.
+//
+// The state is versioned. This release writes version 1 and reads version
+// 1 only. Later releases read every state of the version they write (a
+// field is added only where its absence means what it meant before), and
+// a release that moves to a new version still reads the one before for as
+// long as DefaultStateTTL lets its states live. A state written by a
+// later release, with fields this one does not know, is refused
+// (ErrInvalidState) rather than read in part.
 func (c *Conversation) State() ([]byte, error) {
 	if c.state.sealer == nil {
 		return nil, ErrNoStateKey
@@ -168,6 +176,11 @@ func (c *Conversation) State() ([]byte, error) {
 
 // MarshalBinary is State, for encoding.BinaryMarshaler.
 func (c *Conversation) MarshalBinary() ([]byte, error) { return c.State() }
+
+// MarshalText is State, for encoding.TextMarshaler: json.Marshal of a
+// Conversation is its state, as a JSON string (and an error without keys,
+// rather than an empty object).
+func (c *Conversation) MarshalText() ([]byte, error) { return c.State() }
 
 // stateV1 is the document of a state of version 1.
 type stateV1 struct {

@@ -186,6 +186,17 @@ func TestStateKeyRotation(t *testing.T) {
 	if _, err := plain.State(); !errors.Is(err, adapters.ErrNoStateKey) {
 		t.Errorf("State without keys: %v", err)
 	}
+	if _, err := json.Marshal(plain); !errors.Is(err, adapters.ErrNoStateKey) {
+		t.Errorf("json.Marshal without keys: %v", err)
+	}
+	// json.Marshal of a Conversation is its state.
+	var text string
+	if data, err := json.Marshal(conv); err != nil || json.Unmarshal(data, &text) != nil {
+		t.Fatalf("json.Marshal: %v", err)
+	}
+	if _, err := adapters.ResumeConversation(ctx, hub, adapters.Anthropic, []byte(text), rotated); err != nil {
+		t.Errorf("the state json.Marshal wrote: %v", err)
+	}
 	if _, err := adapters.ResumeConversation(ctx, hub, adapters.Anthropic, state, nil); !errors.Is(err, adapters.ErrNoStateKey) {
 		t.Errorf("ResumeConversation without keys: %v", err)
 	}

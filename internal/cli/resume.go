@@ -1,3 +1,6 @@
+// conduit resume: the decisions on the calls that exec --approve defer
+// left pending, taken in a process of their own.
+
 package cli
 
 import (
