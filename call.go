@@ -85,6 +85,16 @@ type CallOptions struct {
 	// sampling and roots requests, and log messages. They take effect on
 	// a hub or client whose Options.Handlers are set; see [Handlers].
 	Handlers *Handlers
+	// Approval, when set, is the answer to the policy's "ask" for this
+	// call, decided beforehand: the call was deferred, and a person
+	// decided it later. The approver is not asked; Trace.Approved is told
+	// of it. The policy still decides first: a call it now allows or
+	// denies outright is not asked about at all.
+	Approval *Approval
+	// Input, when set, takes up a call that was deferred while its
+	// server asked for input ([Deferral].Input), its Responses now
+	// complete: see [PendingInput].
+	Input *PendingInput
 }
 
 // call runs one call of a server's tool through the pipeline (pipeline.go).

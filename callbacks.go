@@ -142,36 +142,44 @@ func hookName(h Hook) string {
 
 // approve asks the approver about a request the policy sent to it: the
 // one approver runner of every method, which Trace.Approved is told of.
-func (c *core) approve(ctx context.Context, call *Call, rule Rule, st *stage) error {
+// A request whose approval was decided beforehand (CallOptions.Approval:
+// a deferred call, decided later) is not asked about again: that decision
+// is its approval.
+func (c *core) approve(ctx context.Context, r *request, rule Rule, st *stage) error {
+	call := r.call
 	var asked time.Time
 	t := c.Trace
 	if t != nil && t.Approved != nil {
 		asked = time.Now()
 	}
-	a, err := runCallback(ctx, st, &approverName, func() Approval { return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule}) })
-	if err != nil {
-		return callbackError(ctx, call, approverName, err)
+	var a Approval
+	if pre := r.o.Approval; pre != nil {
+		a = *pre
+	} else {
+		var err error
+		a, err = runCallback(ctx, st, &approverName, func() Approval { return c.Approver(ctx, ApprovalRequest{Call: call, Rule: rule}) })
+		if err != nil {
+			return callbackError(ctx, call, approverName, err)
+		}
 	}
 	if t != nil && t.Approved != nil {
 		t.Approved(ApprovedInfo{Context: ctx, Call: call, Rule: rule, Approval: a, Elapsed: time.Since(asked)})
 	}
-	return approvalOutcome(call, a)
+	return approvalOutcome(call, rule, a)
 }
 
 // approvalOutcome is what an approver's answer makes of the request: nil
-// to go on, or the denial the model is told of. It is where the outcome of
-// an approval is decided.
-func approvalOutcome(call *Call, a Approval) error {
-	if a.Allow {
+// to go on, the denial the model is told of, or the deferral that leaves
+// it pending. It is where the outcome of an approval is decided: the seam
+// for deferred approvals.
+func approvalOutcome(call *Call, rule Rule, a Approval) error {
+	switch {
+	case a.Allow:
 		return nil
+	case a.Defer:
+		return deferredError(call, &Deferral{Rule: rule, Reason: a.Reason, Args: maps.Clone(call.Args)})
 	}
-	msg := subject(call) + " was denied"
-	if r := strings.TrimSpace(a.Reason); r != "" {
-		msg += ": " + strings.TrimSuffix(r, ".")
-	}
-	e := newError(KindDenied, call.Server, call.Tool, msg+".", nil)
-	e.Halt = a.Halt
-	return e
+	return deniedError(call, a.Reason, a.Halt)
 }
 
 // approverName is how messages name the approver.

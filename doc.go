@@ -32,6 +32,14 @@
 // failure is an [*Error] whose Kind tells a policy denial from a timeout, a
 // lost server or a JSON-RPC error; a result with isError is a result.
 //
+// An approver that cannot decide now answers [Defer]: the call is not
+// sent, and fails with [KindDeferred], its [Deferral] holding what it
+// waits for; the decision taken later is passed as
+// [CallOptions.Approval], and the approver is not asked again. A handler
+// may defer what a server asks during a call the same way ([DeferInput],
+// [PendingInput]). The adapters' Conversation keeps such calls pending,
+// saves them with its state, and resumes them in any process.
+//
 // Results are returned as the server sent them, never shaped: a program
 // that hands them to a model itself calls [ShapeForModel]; the adapters
 // render results for their provider, placeholders included.

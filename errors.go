@@ -42,6 +42,11 @@ const (
 	// [Limits]. Arguments over a limit are not sent; a result over one was
 	// produced by the server but is not passed on.
 	KindLimit
+	// KindDeferred: the call was not sent, or not finished, and waits for
+	// a decision: an approver deferred it ([Defer]), or a handler deferred
+	// what its server asked during it ([DeferInput]). Its cause is the
+	// [Deferral]; the adapters report it as pending.
+	KindDeferred
 )
 
 var kindNames = [...]string{
@@ -56,6 +61,7 @@ var kindNames = [...]string{
 	KindUnavailable:      "unavailable",
 	KindServerError:      "server_error",
 	KindLimit:            "limit",
+	KindDeferred:         "deferred",
 }
 
 // String returns the kind's snake_case name, as used in logs and JSON.
@@ -96,6 +102,7 @@ var (
 	ErrUnavailable      = &Error{Kind: KindUnavailable}
 	ErrServerError      = &Error{Kind: KindServerError}
 	ErrLimit            = &Error{Kind: KindLimit}
+	ErrDeferred         = &Error{Kind: KindDeferred}
 )
 
 // Error returns the message with the kind, server and tool, for logs.

@@ -87,6 +87,22 @@ type inflight struct {
 	ctx   context.Context
 	h     *Handlers // nil: the call has none of its own
 	ended time.Time // zero while the request runs
+	// cancel ends the request: a handler deferred what the server asked
+	// by a JSON-RPC request, which cannot wait (see PendingInput).
+	cancel context.CancelFunc
+	// recorded is the answer to give the server's request equal to the
+	// one it asked before the call was deferred (PendingInput.Resend).
+	recorded *PendingInput
+
+	mu       sync.Mutex
+	deferral *inputDeferral // set when a handler deferred the server's request
+}
+
+// deferred returns the deferral a handler made of the request, if any.
+func (in *inflight) deferred() *inputDeferral {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.deferral
 }
 
 type inflightKey struct{}
@@ -100,14 +116,17 @@ type calls struct {
 }
 
 // start registers a request made with ctx and returns the context to make
-// it with (which lets a multi-round-trip request name its call) and the
-// func that ends it.
-func (cs *calls) start(ctx context.Context, h *Handlers) (context.Context, func()) {
-	in := &inflight{ctx: ctx, h: h}
+// it with (which lets a multi-round-trip request name its call), the
+// request as registered, and the func that ends it. recorded, if any, is
+// the answer to the server's request a deferral recorded.
+func (cs *calls) start(ctx context.Context, h *Handlers, recorded *PendingInput) (context.Context, *inflight, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	in := &inflight{ctx: ctx, h: h, cancel: cancel, recorded: recorded}
 	cs.mu.Lock()
 	cs.live = append(cs.live, in)
 	cs.mu.Unlock()
-	return context.WithValue(ctx, inflightKey{}, in), func() {
+	return context.WithValue(ctx, inflightKey{}, in), in, func() {
+		cancel()
 		cs.mu.Lock()
 		defer cs.mu.Unlock()
 		if i := slices.Index(cs.live, in); i >= 0 {
@@ -171,34 +190,61 @@ func detached(ctx, also context.Context) (context.Context, context.CancelFunc) {
 // routing reports whether the hub routes what servers send to calls.
 func (c *core) routing() bool { return c.Handlers != nil }
 
-// serverRequest answers a server's request of type R: by the handler pick
-// finds in the Handlers of the call it belongs to, else in the hub's.
-func serverRequest[Req any, Res any](cn *conn, ctx context.Context, req Req, method string, pick func(*Handlers) func(context.Context, Req) (Res, error)) (Res, error) {
+// serverRequest answers a server's request of type R, which asks for
+// ask: with the answer recorded for it when the call it belongs to was
+// deferred for it before (PendingInput.Resend), else by the handler pick
+// finds in the Handlers of the call, else in the hub's. A handler that
+// defers a JSON-RPC request (DeferInput) cancels the call it belongs to,
+// which cannot wait for the answer (see PendingInput).
+func serverRequest[Req any, Res any](cn *conn, ctx context.Context, req Req, ask mcp.InputRequest, method string, pick func(*Handlers) func(context.Context, Req) (Res, error)) (Res, error) {
 	var zero Res
 	in, ok := cn.calls.owner(ctx, false)
 	if !ok {
 		return zero, ErrUnattributed
 	}
+	if in != nil && in.recorded != nil {
+		if a, ok := in.recorded.answerTo(ask).(Res); ok {
+			return a, nil
+		}
+	}
 	hctx := ctx
-	if in != nil && ctx.Value(inflightKey{}) == nil {
+	legacy := in != nil && ctx.Value(inflightKey{}) == nil
+	if legacy {
 		// A request the SDK handles on the session's context: it is given
 		// the call's values, and ends with the call too.
 		var cancel context.CancelFunc
 		hctx, cancel = detached(in.ctx, ctx)
 		defer cancel()
 	}
+	var f func(context.Context, Req) (Res, error)
 	if in != nil && in.h != nil {
-		if f := pick(in.h); f != nil {
-			return f(hctx, req)
-		}
+		f = pick(in.h)
 	}
-	if h := cn.core.Handlers; h != nil {
-		if f := pick(h); f != nil {
-			return f(hctx, req)
-		}
+	if h := cn.core.Handlers; f == nil && h != nil {
+		f = pick(h)
 	}
-	return zero, errors.New("conduit: " + method + " is not supported")
+	if f == nil {
+		return zero, errors.New("conduit: " + method + " is not supported")
+	}
+	res, err := f(hctx, req)
+	if reason, deferred := deferredInput(err); deferred && legacy {
+		in.mu.Lock()
+		if in.deferral == nil {
+			in.deferral = &inputDeferral{reason: reason, input: &PendingInput{
+				Requests: mcp.InputRequestMap{ResendKey: ask}, Resend: true}}
+		}
+		in.mu.Unlock()
+		// Cancelled before the server reads the refusal: the call ends
+		// here, not with what the server makes of the refusal.
+		in.cancel()
+		return zero, errInputDeferred
+	}
+	return res, err
 }
+
+// errInputDeferred is what a server is answered when its request was
+// deferred: its call is cancelled, and will be sent again.
+var errInputDeferred = errors.New("conduit: the request is deferred; the call is cancelled and will be sent again with the answer")
 
 // clientHandlers fills in the handlers and capabilities of a server's
 // client from the hub's Handlers.
@@ -211,14 +257,14 @@ func (cn *conn) clientHandlers(o *mcp.ClientOptions) {
 	}
 	if h.Elicitation != nil {
 		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return serverRequest(cn, ctx, req, "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return serverRequest(cn, ctx, req, mcp.InputRequest(req.Params), "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				return h.Elicitation
 			})
 		}
 	}
 	if h.Sampling != nil {
 		o.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			return serverRequest(cn, ctx, req, "sampling", func(h *Handlers) func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return serverRequest(cn, ctx, req, mcp.InputRequest(req.Params), "sampling", func(h *Handlers) func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 				return h.Sampling
 			})
 		}
@@ -249,12 +295,12 @@ func (cn *conn) requestsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if h == nil || h.Roots == nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "conduit: roots are not supported"}
 			}
-			return serverRequest(cn, ctx, r, "roots", func(h *Handlers) func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+			return serverRequest(cn, ctx, r, mcp.InputRequest(r.Params), "roots", func(h *Handlers) func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
 				return h.Roots
 			})
 		case *mcp.ElicitRequest:
 			if method == "elicitation/create" && h != nil && h.Elicitation != nil {
-				res, err := serverRequest(cn, ctx, r, "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				res, err := serverRequest(cn, ctx, r, mcp.InputRequest(r.Params), "elicitation", func(h *Handlers) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 					return h.Elicitation
 				})
 				if err != nil || res == nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -112,6 +115,12 @@ func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, &inputError{msg: fmt.Sprintf("a request of %T cannot be answered", req.GetSession())}
 			}
 			answers, err := cn.answerInputs(ctx, cs, asks)
+			if d := (*inputDeferral)(nil); errors.As(err, &d) {
+				// The question waits: what the server needs to go on is
+				// kept with the call's deferral (PendingInput).
+				d.input.RequestState = state
+				return nil, d
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -169,21 +178,28 @@ func retryRequest(req mcp.Request, answers mcp.InputResponseMap, state string) (
 }
 
 // answerInputs answers every input request, concurrently as the SDK does;
-// the first that fails ends the others and the request.
+// the first that fails ends the others and the request. When handlers
+// defer some (DeferInput) and the others are answered, the request ends
+// with an *inputDeferral that holds the requests and those answers.
 func (cn *conn) answerInputs(ctx context.Context, cs *mcp.ClientSession, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		mu      sync.Mutex
-		wg      sync.WaitGroup
-		first   error
-		answers = make(mcp.InputResponseMap, len(asks))
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		first    error
+		answers  = make(mcp.InputResponseMap, len(asks))
+		deferred []string // the handlers' reasons
 	)
 	for id, ask := range asks {
 		wg.Go(func() {
 			a, err := cn.answerInput(ctx, cs, ask)
 			mu.Lock()
 			defer mu.Unlock()
+			if reason, ok := deferredInput(err); ok {
+				deferred = append(deferred, reason)
+				return
+			}
 			if err != nil {
 				if first == nil {
 					first = err
@@ -197,6 +213,11 @@ func (cn *conn) answerInputs(ctx context.Context, cs *mcp.ClientSession, asks mc
 	wg.Wait()
 	if first != nil {
 		return nil, first
+	}
+	if len(deferred) > 0 {
+		slices.Sort(deferred)
+		return nil, &inputDeferral{reason: strings.Join(slices.Compact(deferred), "; "),
+			input: &PendingInput{Requests: maps.Clone(asks), Responses: answers}}
 	}
 	return answers, nil
 }

@@ -145,7 +145,7 @@ func (c *core) run(ctx context.Context, r *request) (res *mcp.CallToolResult, er
 	}
 	// authorize
 	call := r.call
-	ask, rule, err := c.authorize(ctx, call, r.halt)
+	ask, rule, err := c.authorize(ctx, call, r.halt, r.o.Approval != nil)
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +153,9 @@ func (c *core) run(ctx context.Context, r *request) (res *mcp.CallToolResult, er
 	// admit
 	hooks := r.isTool() && c.before
 	if ask || hooks {
-		if _, err := guard(ctx, c, r, r.stable, !ask && c.beforeInline, func(st *stage) (*mcp.CallToolResult, error) {
+		// An approval decided beforehand runs no approver.
+		inline := (!ask || r.o.Approval != nil) && c.beforeInline
+		if _, err := guard(ctx, c, r, r.stable, inline, func(st *stage) (*mcp.CallToolResult, error) {
 			return nil, c.admit(ctx, r, ask, rule, st)
 		}); err != nil {
 			return nil, err
@@ -254,8 +256,9 @@ func (c *core) checkArgs(ts *ToolSet, local *LocalTool, name string, args any) e
 }
 
 // authorize applies the policy. ask reports that the approver must be
-// asked; it is true only when an approver is configured.
-func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}) (ask bool, rule Rule, err error) {
+// asked; it is true only when an approver is configured, or the approval
+// was decided beforehand.
+func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}, decided bool) (ask bool, rule Rule, err error) {
 	if c.Policy == nil {
 		return false, Rule{}, nil
 	}
@@ -279,7 +282,7 @@ func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}) 
 	if halted(halt) {
 		return false, rule, HaltedError(call.Def)
 	}
-	if c.Approver == nil {
+	if c.Approver == nil && !decided {
 		return false, rule, newError(KindApprovalRequired, call.Server, call.Tool,
 			"Calling "+call.Exposed+" needs approval, and no approver is configured.", nil)
 	}
@@ -291,7 +294,7 @@ func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}) 
 func (c *core) admit(ctx context.Context, r *request, ask bool, rule Rule, st *stage) error {
 	call := r.call
 	if ask {
-		if err := c.approve(ctx, call, rule, st); err != nil {
+		if err := c.approve(ctx, r, rule, st); err != nil {
 			return err
 		}
 	}
@@ -377,8 +380,17 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 		meta = c.requestMeta(ctx, r.method, call.Server, call, meta)
 	}
 	var params *mcp.CallToolParams
+	var recorded *PendingInput
 	if r.isTool() {
 		params = &mcp.CallToolParams{Name: call.Tool, Arguments: call.Args, Meta: meta}
+		if in := o.Input; in != nil {
+			// A call deferred for input goes on with the answers.
+			if in.Resend {
+				recorded = in
+			} else {
+				params.InputResponses, params.RequestState = in.Responses, in.RequestState
+			}
+		}
 		if o.Progress != nil {
 			token := "conduit-" + strconv.FormatUint(c.tokens.Add(1), 10)
 			// Notifications that arrive after the result are dropped; those
@@ -409,9 +421,10 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 		tctx, cancel = context.WithTimeout(rctx, timeout)
 		defer cancel()
 	}
+	var in *inflight
 	if c.routing() {
 		var end func()
-		tctx, end = cn.calls.start(tctx, o.Handlers)
+		tctx, in, end = cn.calls.start(tctx, o.Handlers, recorded)
 		defer end()
 	}
 	var sent time.Time
@@ -427,6 +440,9 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 	}
 	if r.info != nil {
 		r.info.Elapsed = time.Since(sent)
+	}
+	if d := inputDeferred(in, err); d != nil {
+		return nil, deferredError(call, &Deferral{Reason: d.reason, Args: call.Args, Input: d.input})
 	}
 	if err != nil {
 		return nil, named(c.requestError(ctx, tctx, cn, sess, call, timeout, err), call)

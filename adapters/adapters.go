@@ -15,7 +15,12 @@
 //	// append exec.Results to the messages; stop when exec.Halted
 //
 // and it carries the offered tool set, strict mode's null paths, the
-// principal and the taint from turn to turn. Past a size it offers tool
+// principal and the taint from turn to turn. A call the approver defers
+// (conduit.Defer) leaves the turn incomplete: it is listed in
+// [Execution.Pending], [Conversation.State] saves the conversation as
+// sealed bytes, and [ResumeConversation] and [Conversation.Resume], in
+// this process or another, complete the turn with the decisions, each
+// decided call sent at most once ([StateOptions]). Past a size it offers tool
 // search instead of every tool ([SearchOptions]): the provider's own where
 // it has one, conduit's search_tools elsewhere. [Tools] and
 // [ExecuteToolCalls] are the same steps as functions, for callers that

@@ -2,6 +2,8 @@ package adapters
 
 import (
 	"context"
+	"crypto/rand"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -42,6 +44,10 @@ type ConversationOptions struct {
 	// every tool (by default past DefaultSearchThreshold tools or
 	// DefaultSearchBudget bytes), and how; see SearchOptions.
 	Search SearchOptions
+	// State says how the conversation's state is saved and resumed in
+	// another process, and how a resumed turn's calls are kept from being
+	// sent twice (see [Conversation.State] and [ResumeConversation]).
+	State StateOptions
 }
 
 // Conversation is one conversation with a model over one source and one
@@ -63,26 +69,47 @@ type ConversationOptions struct {
 // search_tools, which the Conversation answers itself and whose finds
 // join the list of the next turn, after everything offered before.
 //
+// A turn whose calls an approver deferred is kept until Resume decides
+// them; State saves the conversation, that turn included, and
+// ResumeConversation carries it on in another process (see [StateOptions]
+// for what is guaranteed of the calls decided).
+//
 // A Conversation is safe for concurrent use, though a conversation's turns
 // are sequential by nature: concurrent Execute calls each run with the
-// taint as it was when they began, and each adds its own when it ends.
+// taint as it was when they began, and each adds its own when it ends; of
+// those that leave calls pending, only the first can be resumed (the
+// others return their Execution with an error matching ErrTurnPending).
 type Conversation struct {
 	src    conduit.Source
 	p      Provider
 	search *searcher // conduit's own search, when offered
 
+	// id names the conversation in its claims (StateOptions.Claims); base
+	// is the tool set it was listed from, which it offers or searches, and
+	// listTaint the taint it was listed with: what its state records.
+	id        string
+	base      *conduit.ToolSet
+	listTaint []string
+	state     stateConfig
+
+	// resumeMu lets one Resume run at a time.
+	resumeMu sync.Mutex
+
 	mu      sync.Mutex
 	o       ExecOptions // ToolSet and NullPaths change as search reveals tools
 	listing *Listing
 	taint   []string
+	// turns counts the turns executed; turn is the last one while calls
+	// of it are pending.
+	turns int
+	turn  *pausedTurn
 }
 
 // NewConversation lists src's tools for provider p and the options'
 // principal and taint (or takes the options' ToolSet), and returns the
 // conversation that offers them, or search over them. o may be nil.
 func NewConversation(ctx context.Context, src conduit.Source, p Provider, o *ConversationOptions) (*Conversation, error) {
-	d, err := p.valid()
-	if err != nil {
+	if _, err := p.valid(); err != nil {
 		return nil, err
 	}
 	if o == nil {
@@ -95,7 +122,21 @@ func NewConversation(ctx context.Context, src conduit.Source, p Provider, o *Con
 			return nil, err
 		}
 	}
-	c := &Conversation{src: src, p: p, taint: slices.Clone(o.Taint)}
+	return newConversation(ctx, src, p, ts, o, rand.Text())
+}
+
+// newConversation is the conversation with id over ts, listed as o says:
+// a new one, or one restored from its state.
+func newConversation(ctx context.Context, src conduit.Source, p Provider, ts *conduit.ToolSet, o *ConversationOptions, id string) (*Conversation, error) {
+	d, err := p.valid()
+	if err != nil {
+		return nil, err
+	}
+	sc, err := o.State.config()
+	if err != nil {
+		return nil, err
+	}
+	c := &Conversation{src: src, p: p, taint: slices.Clone(o.Taint), id: id, base: ts, listTaint: slices.Clone(o.Taint), state: sc}
 	c.o = ExecOptions{ToolSet: o.ToolSet, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint,
 		CallTimeout: o.CallTimeout, RequestTimeout: o.RequestTimeout, Meta: o.Meta, Progress: o.Progress, Handlers: o.Handlers,
 		AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency, Limits: o.Limits}
@@ -139,10 +180,22 @@ func (c *Conversation) Taint() []string {
 // found them (Execution.Revealed). Send Execution.Results in the
 // next request (Wire.Answers puts them in the conversation); when
 // Execution.Halted, end the loop.
+//
+// When calls are deferred (Execution.Pending), the turn is not complete:
+// the Conversation keeps it, with the answers already produced and the
+// taint its calls ran with, and [Conversation.Resume] completes it once
+// they are decided, in this process or, from [Conversation.State], in
+// another one. Until then Execute refuses another turn (ErrTurnPending).
 func (c *Conversation) Execute(ctx context.Context, response any) (*Execution, error) {
 	c.mu.Lock()
+	if c.turn != nil {
+		c.mu.Unlock()
+		return nil, ErrTurnPending
+	}
 	o := c.o
 	o.Taint = slices.Clone(c.taint)
+	c.turns++
+	n := c.turns
 	c.mu.Unlock()
 	var rv *reveals
 	if c.search != nil {
@@ -156,15 +209,24 @@ func (c *Conversation) Execute(ctx context.Context, response any) (*Execution, e
 	if rv != nil {
 		exec.Revealed = c.reveal(ctx, rv.inOrder(exec.Errors))
 	}
-	added := exec.Taint(nil)
-	if len(added) > 0 {
-		c.mu.Lock()
-		for _, s := range added {
-			if !slices.Contains(c.taint, s) {
-				c.taint = append(c.taint, s)
-			}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addTaint(exec.Taint(nil))
+	if !exec.Complete() {
+		if c.turn != nil {
+			// A concurrent Execute left calls pending first.
+			return exec, fmt.Errorf("%w: the calls deferred by this one cannot be resumed", ErrTurnPending)
 		}
-		c.mu.Unlock()
+		c.turn = newPausedTurn(n, o.Taint, exec)
 	}
 	return exec, nil
+}
+
+// addTaint adds servers to the taint; the caller holds mu.
+func (c *Conversation) addTaint(servers []string) {
+	for _, s := range servers {
+		if !slices.Contains(c.taint, s) {
+			c.taint = append(c.taint, s)
+		}
+	}
 }

@@ -23,6 +23,13 @@ func weatherHub() *conduit.Hub {
 
 // weatherHubWith is weatherHub with another policy.
 func weatherHubWith(policy *conduit.Policy) *conduit.Hub {
+	return weatherHubApproving(policy, func(context.Context, conduit.ApprovalRequest) conduit.Approval {
+		return conduit.Reject("alerts are set by the on-call team")
+	})
+}
+
+// weatherHubApproving is weatherHub with another policy and approver.
+func weatherHubApproving(policy *conduit.Policy, approver conduit.Approver) *conduit.Hub {
 	srv := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "1.0.0"}, nil)
 	srv.AddTool(&mcp.Tool{
 		Name:        "get_forecast",
@@ -49,9 +56,7 @@ func weatherHubWith(policy *conduit.Policy) *conduit.Hub {
 		log.Fatal(err)
 	}
 	hub, err := conduit.NewHub(context.Background(), []conduit.Server{{ID: "weather", Transport: clientEnd}}, &conduit.Options{Policy: policy,
-		Approver: func(context.Context, conduit.ApprovalRequest) conduit.Approval {
-			return conduit.Reject("alerts are set by the on-call team")
-		}})
+		Approver: approver})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -82,9 +81,20 @@ type Execution struct {
 	// the order of the calls that found them): they are offered from the
 	// next turn on, after what was offered before.
 	Revealed []string
+	// Pending are the calls that wait for a decision (an approver's
+	// conduit.Defer, a handler's conduit.DeferInput), in the model's
+	// order. Their places in Results are nil, and their Errors match
+	// conduit.ErrDeferred: the turn is not complete (see Complete), and
+	// its answers must not be sent yet. A Conversation keeps the turn, and
+	// its Resume completes it when they are decided.
+	Pending []Pending
 
 	local *conduit.Tool // conduit's search tool, whose output taints nothing
 }
+
+// Complete reports whether every call of the response is answered: no
+// call is pending, and Results may be sent to the model.
+func (e *Execution) Complete() bool { return len(e.Pending) == 0 }
 
 // Taint returns prev plus the servers whose output reached the model in
 // these results, the taint of the next turn: the servers of the calls
@@ -137,6 +147,9 @@ func reached(err error) bool {
 // cannot be read at all (or no tool set is at hand); a response without
 // tool calls gives an Execution with no Results. o may be nil.
 //
+// A call an approver defers (conduit.Defer) is not answered: it is in
+// Execution.Pending, and only a Conversation can resume it.
+//
 // The response is bounded by o.Limits: one over MaxResponseBytes is not
 // parsed and the error matches ErrResponseTooLarge; the calls past
 // MaxToolCalls are answered with an error and not sent.
@@ -172,7 +185,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	calls := o.Limits.resolve(raws, ts)
 	shared := jsonv.Shared(response)
 
-	var pending []int
+	var run []toolcall.Call
 	for i := range calls {
 		c := &calls[i]
 		if c.Err != nil {
@@ -194,13 +207,14 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 			}
 		}
 		exec.Calls = append(exec.Calls, *c)
-		pending = append(pending, i)
+		run = append(run, *c)
 	}
-	if len(pending) == 0 {
+	if len(run) == 0 {
 		return exec, nil
 	}
 
 	r := &runner{src: src, d: d, o: o, ts: ts, exec: exec, halt: make(chan struct{})}
+	defer r.pendingInOrder()
 	if o.Halt != nil {
 		done := make(chan struct{})
 		defer close(done)
@@ -212,31 +226,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 			}
 		}()
 	}
-	workers := o.MaxConcurrency
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	workers = min(workers, len(pending))
-	if workers <= 1 {
-		for _, i := range pending {
-			r.run(ctx, calls[i])
-		}
-		return exec, nil
-	}
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for i := range next {
-				r.run(ctx, calls[i])
-			}
-		})
-	}
-	for _, i := range pending {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	r.runAll(ctx, run)
 	return exec, nil
 }
 
@@ -257,7 +247,16 @@ type runner struct {
 
 	halt     chan struct{}
 	haltOnce sync.Once
-	mu       sync.Mutex // guards exec.Halted
+	mu       sync.Mutex // guards exec.Halted and exec.Pending
+	// resumed are the options of the calls a Resume runs: the decision
+	// that approves them, and the answers to what their server asked.
+	resumed map[int]resumedCall
+}
+
+// resumedCall is what a resumed call is sent with.
+type resumedCall struct {
+	approval *conduit.Approval
+	input    *conduit.PendingInput
 }
 
 // stop halts the calls not yet sent.
@@ -275,6 +274,13 @@ func (r *runner) run(ctx context.Context, c toolcall.Call) {
 		}
 	}
 	r.exec.Errors[c.Index] = err
+	if p, ok := pendingOf(c, err); ok {
+		// Not answered: the turn waits for the decision.
+		r.mu.Lock()
+		r.exec.Pending = append(r.exec.Pending, p)
+		r.mu.Unlock()
+		return
+	}
 	r.exec.Results[c.Index] = r.d.Answer(c, res, err, &r.o.AnswerOptions)
 }
 
@@ -284,6 +290,9 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 		return nil, conduit.HaltedError(c.Def)
 	}
 	copts := r.o.callOptions(r.ts, c.ID, r.halt)
+	if rc, ok := r.resumed[c.Index]; ok {
+		copts.Approval, copts.Input = rc.approval, rc.input
+	}
 	args := jsonv.CloneObject(c.Args)
 	var res *mcp.CallToolResult
 	var err error

@@ -16,7 +16,11 @@ import (
 type approveFlag struct{ mode string }
 
 func (a *approveFlag) register(fs *flagSet) {
-	fs.StringVar(&a.mode, "approve", "", "the `mode` for the policy's \"ask\" rules: ask (prompt on the terminal; the default when stdin is a terminal), allow, or deny (the default otherwise)")
+	usage := "the `mode` for the policy's \"ask\" rules: ask (prompt on the terminal; the default when stdin is a terminal), allow, or deny (the default otherwise)"
+	if fs.cmd == "exec" {
+		usage += "; defer (with --state) leaves them pending, for 'conduit resume'"
+	}
+	fs.StringVar(&a.mode, "approve", "", usage)
 }
 
 // approver returns the approver for the mode, and a func that releases the
@@ -46,6 +50,14 @@ func (a *approveFlag) approver(cmd string, env *Env) (conduit.Approver, func(), 
 			fmt.Fprintf(env.Stderr, "conduit: %s needs approval (%s); denied: %s\n", req.Call.Exposed, req.Rule, why)
 			return conduit.Reject("It needs the user's approval, and none could be asked for.")
 		}, func() {}, nil
+	case "defer":
+		if cmd != "exec" {
+			break
+		}
+		return func(_ context.Context, req conduit.ApprovalRequest) conduit.Approval {
+			fmt.Fprintf(env.Stderr, "conduit: %s needs approval (%s); deferred (--approve defer)\n", req.Call.Exposed, req.Rule)
+			return conduit.Defer("--approve defer: decide it with conduit resume")
+		}, func() {}, nil
 	case "ask":
 		if env.OpenTTY == nil {
 			return nil, nil, usageError(cmd, "--approve ask needs a terminal; use --approve allow or --approve deny")
@@ -57,6 +69,9 @@ func (a *approveFlag) approver(cmd string, env *Env) (conduit.Approver, func(), 
 		p := &prompter{tty: tty, lines: make(chan string), done: make(chan struct{})}
 		go p.read()
 		return p.approve, func() { close(p.done); tty.Close() }, nil
+	}
+	if cmd == "exec" {
+		return nil, nil, usageError(cmd, "--approve is ask, allow, deny or defer, not %q", a.mode)
 	}
 	return nil, nil, usageError(cmd, "--approve is ask, allow or deny, not %q", a.mode)
 }

@@ -73,6 +73,17 @@ ask prompts on the terminal for each call (allow, deny, or deny and halt),
 reading /dev/tty even when the response comes on stdin; it is the default
 when stdin is a terminal, and deny is the default otherwise.
 
+With --state FILE the conversation outlives the process: FILE is read when
+it exists (the conversation goes on with its tools, principal, taint and
+revealed tools, so --principal, --taint and --revealed are not given
+again) and written after the turn. With --approve defer, the calls the
+policy asks about are not sent: they wait in FILE, listed under "pending"
+(each with its "id", "name" and "arguments"), and "results" stays empty
+until 'conduit resume --state FILE --allow ID,... --deny ID,...' decides
+them, in another process, and prints the turn's complete results. FILE is
+sealed with the key in CONDUIT_STATE_KEY, or else with a key file created
+in conduit's configuration directory; an altered FILE is refused.
+
 A response that is not JSON, or not the provider's shape, is exit status 2.
 Denied and failed calls are answers, not failures: the exit status is 0.`)
 	var h hubFlags
@@ -85,6 +96,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	sf.register(fs)
 	respFile := fs.String("response", "", "the provider response `file` (default: stdin)")
 	structured := fs.String("structured", "", "how results' structuredContent is answered: `auto`, prefer, append or ignore (default: the provider's)")
+	stateFile := fs.String("state", "", "the conversation's state `file`: read when it exists, written after the turn; with --approve defer the calls asked about wait in it for 'conduit resume'")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -104,6 +116,14 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	if err != nil {
 		return usageError("exec", "--structured: %v", err)
 	}
+	if c.approve.mode == "defer" && *stateFile == "" {
+		return usageError("exec", "--approve defer needs --state FILE, where the deferred calls wait for 'conduit resume'")
+	}
+	st, err := openStateFlag(env, fs, *stateFile, p, &l, &c, &sf)
+	if err != nil {
+		return err
+	}
+	defer st.unlock()
 	approver, release, err := c.approve.approver("exec", env)
 	if err != nil {
 		return err
@@ -136,35 +156,59 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 		return err
 	}
 	defer hub.Close()
-	conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
+	copts := &adapters.ConversationOptions{
 		Principal: l.principal, Taint: taint, CallTimeout: c.timeout,
 		ListingOptions: adapters.ListingOptions{Strict: strict, Trace: env.listingTrace(nil)},
 		AnswerOptions:  toolcall.AnswerOptions{Structured: mode},
 		Search:         search,
-	})
+		State:          adapters.StateOptions{Keys: st.keys},
+	}
+	conv, err := st.conversation(ctx, hub, p, copts)
 	if err != nil {
-		return failure("listing tools: %v", err)
+		return err
 	}
 	reportWarnings(env, conv.Listing().Warnings, "revealed by an earlier search")
+	reportWarnings(env, conv.Listing().Warnings, "when the conversation was saved")
 	exec, err := conv.Execute(ctx, json.RawMessage(data))
 	if err != nil {
 		return inputError("the response: %v", err)
 	}
 	reportCalls(env, raws, exec)
 	reportRevealed(env, exec)
-	if exec.Halted {
-		fmt.Fprintln(env.Stderr, "conduit: halted: every call is answered, but the agent loop should stop here")
+	if err := st.save(conv); err != nil {
+		return err
 	}
 	if paused {
 		fmt.Fprintln(env.Stderr, "conduit: paused: the provider paused the turn; send the conversation again, this response last, for the model to continue")
 	}
-	return writeJSON(env.Stdout, struct {
-		Results  []map[string]any `json:"results"`
-		Halted   bool             `json:"halted"`
-		Paused   bool             `json:"paused"`
-		Taint    []string         `json:"taint"`
-		Revealed []string         `json:"revealed"`
-	}{jsonv.NonNil(exec.Results), exec.Halted, paused, jsonv.NonNil(conv.Taint()), jsonv.NonNil(conv.Listing().Revealed)})
+	return writeTurn(env, *stateFile, exec, conv, paused)
+}
+
+// turnOutput is what exec and resume print of a turn.
+type turnOutput struct {
+	Results  []map[string]any   `json:"results"`
+	Halted   bool               `json:"halted"`
+	Paused   bool               `json:"paused"`
+	Taint    []string           `json:"taint"`
+	Revealed []string           `json:"revealed"`
+	Pending  []adapters.Pending `json:"pending"`
+}
+
+// writeTurn prints a turn: its results when it is complete, else the
+// calls that wait for 'conduit resume'.
+func writeTurn(env *Env, stateFile string, exec *adapters.Execution, conv *adapters.Conversation, paused bool) error {
+	out := turnOutput{Results: []map[string]any{}, Halted: exec.Halted, Paused: paused,
+		Taint: jsonv.NonNil(conv.Taint()), Revealed: jsonv.NonNil(conv.Listing().Revealed), Pending: jsonv.NonNil(exec.Pending)}
+	if exec.Complete() {
+		out.Results = jsonv.NonNil(exec.Results)
+		if exec.Halted {
+			fmt.Fprintln(env.Stderr, "conduit: halted: every call is answered, but the agent loop should stop here")
+		}
+	} else {
+		fmt.Fprintf(env.Stderr, "conduit: %d call(s) wait for a decision (%s): conduit resume --state %s --allow ID,... --deny ID,...\n",
+			len(exec.Pending), pendingIDs(exec.Pending), stateFile)
+	}
+	return writeJSON(env.Stdout, out)
 }
 
 // pausedTurn reports whether the provider paused the turn the response

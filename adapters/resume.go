@@ -1,0 +1,635 @@
+package adapters
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/store"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Resuming a turn whose calls were deferred: the decisions come, each
+// decided call is claimed (StateOptions.Claims) so that it is sent at most
+// once whoever else resumes the same state, and the turn's answers are
+// completed in the model's order.
+
+// Errors of the calls of a resumed turn, the causes of their
+// *conduit.Error (for errors.Is).
+var (
+	// ErrDecidedElsewhere: another Resume of the same state decided the
+	// call first and has recorded no outcome (it is running, or it died):
+	// whether the call was sent is unknown, and it is not sent again.
+	ErrDecidedElsewhere = errors.New("adapters: the call was decided by another resumption of the conversation")
+	// ErrToolChanged: the tool's definition changed after the call was
+	// deferred, so the decision, taken on the old one, is not applied.
+	ErrToolChanged = errors.New("adapters: the tool's definition changed after the call was deferred")
+	// ErrClaimsUnavailable: the store of claims could not be reached; the
+	// call stays pending, unsent, and can be resumed again.
+	ErrClaimsUnavailable = errors.New("adapters: the call could not be claimed")
+)
+
+// pausedTurn is a turn whose calls are not all answered.
+type pausedTurn struct {
+	n      int
+	taint  []string // the taint its calls ran with
+	halted bool
+	calls  []turnCall // every call of the response, in order
+}
+
+// turnCall is one call of a paused turn: answered, or pending.
+type turnCall struct {
+	id, name, server, tool string
+	answer                 map[string]any
+	err                    error
+	reached                bool
+	pending                *pendingCall
+}
+
+// pendingCall is a pending call, with what its claim and its check need.
+type pendingCall struct {
+	Pending
+	digest string
+	round  int
+}
+
+// newPausedTurn records turn n, whose calls ran with taint, from its
+// Execution.
+func newPausedTurn(n int, taint []string, exec *Execution) *pausedTurn {
+	t := &pausedTurn{n: n, taint: slices.Clone(taint), halted: exec.Halted, calls: make([]turnCall, len(exec.Results))}
+	for _, c := range exec.Calls {
+		t.calls[c.Index] = turnCall{id: c.ID, name: c.Name, server: c.Server, tool: c.Tool}
+	}
+	for i := range t.calls {
+		tc := &t.calls[i]
+		tc.answer, tc.err = exec.Results[i], exec.Errors[i]
+		tc.reached = exec.Results[i] != nil && reached(exec.Errors[i])
+	}
+	for _, c := range exec.Calls {
+		if c.Def != nil && c.Def == exec.local {
+			t.calls[c.Index].reached = false
+		}
+	}
+	for _, p := range exec.Pending {
+		var dg string
+		for _, c := range exec.Calls {
+			if c.Index == p.index && c.Def != exec.local {
+				dg = toolDigest(c.Def)
+			}
+		}
+		t.calls[p.index].pending = &pendingCall{Pending: p, digest: dg}
+	}
+	return t
+}
+
+// document is t as the state records it.
+func (t *pausedTurn) document() *turnV1 {
+	d := &turnV1{N: t.n, Taint: slices.Clone(t.taint), Halted: t.halted, Calls: make([]callV1, len(t.calls))}
+	for i, tc := range t.calls {
+		c := callV1{ID: tc.id, Name: tc.name, Server: tc.server, Tool: tc.tool, Answer: tc.answer, Reached: tc.reached}
+		if p := tc.pending; p != nil {
+			c.Answer = nil
+			c.Pending = &pendingV1{ID: p.ID, Arguments: p.Arguments, Digest: p.digest, Rule: p.Rule, Reason: p.Reason, Round: p.round}
+			if in := p.Input; in != nil {
+				c.Pending.Input = &inputV1{Requests: in.Requests, Responses: in.Responses, RequestState: in.RequestState, Resend: in.Resend}
+			}
+		} else if ce := (*conduit.Error)(nil); errors.As(tc.err, &ce) {
+			c.Err = &errV1{Kind: ce.Kind.String(), Message: ce.Message, Halt: ce.Halt}
+		} else if tc.err != nil {
+			c.Err = &errV1{Kind: conduit.KindInternal.String(), Message: tc.err.Error()}
+		}
+		d.Calls[i] = c
+	}
+	return d
+}
+
+// pausedTurnOf is the turn a state records.
+func pausedTurnOf(d *turnV1) *pausedTurn {
+	t := &pausedTurn{n: d.N, taint: slices.Clone(d.Taint), halted: d.Halted, calls: make([]turnCall, len(d.Calls))}
+	for i, c := range d.Calls {
+		tc := turnCall{id: c.ID, name: c.Name, server: c.Server, tool: c.Tool, answer: c.Answer, reached: c.Reached}
+		if e := c.Err; e != nil {
+			k, _ := kindOf(e.Kind)
+			tc.err = &conduit.Error{Kind: k, Server: c.Server, Tool: c.Tool, Message: e.Message, Halt: e.Halt}
+		}
+		if p := c.Pending; p != nil {
+			pc := &pendingCall{Pending: Pending{ID: p.ID, Name: c.Name, Server: c.Server, Tool: c.Tool, Arguments: p.Arguments,
+				Rule: p.Rule, Reason: p.Reason, index: i}, digest: p.Digest, round: p.Round}
+			if pc.Arguments == nil {
+				pc.Arguments = map[string]any{}
+			}
+			if in := p.Input; in != nil {
+				pc.Input = &conduit.PendingInput{Requests: in.Requests, Responses: in.Responses, RequestState: in.RequestState, Resend: in.Resend}
+			}
+			tc.pending = pc
+			tc.err = deferredError(pc)
+		}
+		t.calls[i] = tc
+	}
+	return t
+}
+
+// deferredError is the error that stands for pending call p in an
+// Execution.
+func deferredError(p *pendingCall) *conduit.Error {
+	t := &conduit.Tool{Tool: &mcp.Tool{Name: p.Tool}, Exposed: p.Name, Server: p.Server}
+	return conduit.DeferredError(t, &conduit.Deferral{Reason: p.Reason, Args: p.Arguments, Input: p.Input})
+}
+
+// ResumeConversation restores a Conversation from its state (as State
+// returned it, in this process or another), over src, for provider p: the
+// conversation goes on as if it had never left, its pending calls, if
+// any, waiting for Resume. o gives what the state does not carry
+// (timeouts, handlers, how answers and tools are written: give the
+// options the conversation was made with); its Principal, Taint and
+// Search.Revealed are the state's, and its State.Keys must hold the key
+// that sealed it.
+//
+// A state that is not authentic (altered, truncated, sealed by no key of
+// o's, or of a version this release does not read) is refused with an
+// error matching ErrInvalidState, one whose TTL has passed with
+// ErrStateExpired; nothing is listed or sent then.
+//
+// The tools offered are the state's, found again in src's listing for
+// the principal (or in o.ToolSet): a tool whose definition changed since
+// (its digest differs), or that is no longer listed, is left out of the
+// offer, with a warning in Listing.Warnings, and its pending calls are
+// not made on the decision taken on the old one (see Resume). The options
+// must list the tools as the conversation's did (strict mode's null paths
+// are compared). o is required: it holds the keys.
+func ResumeConversation(ctx context.Context, src conduit.Source, p Provider, state []byte, o *ConversationOptions) (*Conversation, error) {
+	if _, err := p.valid(); err != nil {
+		return nil, err
+	}
+	if o == nil {
+		return nil, ErrNoStateKey
+	}
+	sc, err := o.State.config()
+	if err != nil {
+		return nil, err
+	}
+	st, err := openState(sc, state)
+	if err != nil {
+		return nil, err
+	}
+	if st.Provider != p.String() {
+		return nil, fmt.Errorf("adapters: the state is of a conversation with %s, not %s", st.Provider, p)
+	}
+	if o.Principal != "" && o.Principal != st.Principal {
+		return nil, fmt.Errorf("adapters: the state is of a conversation for another principal than %q", o.Principal)
+	}
+	ts := o.ToolSet
+	if ts == nil {
+		if ts, err = src.ListToolsFor(ctx, &conduit.ListOptions{Principal: st.Principal}); err != nil {
+			return nil, err
+		}
+	}
+	kept, warnings := findTools(ts, st.Tools)
+	ro := *o
+	ro.ToolSet, ro.Principal, ro.Taint = conduit.ToolSetOf(kept...), st.Principal, st.ListTaint
+	ro.Search.Revealed = st.Revealed
+	c, err := newConversation(ctx, src, p, ro.ToolSet, &ro, st.ID)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(warnings) > 0 {
+		l := *c.listing
+		l.Warnings = append(slices.Clip(l.Warnings), warnings...)
+		c.listing = &l
+	}
+	if !sameNullPaths(c.o.NullPaths, st.NullPaths, kept) {
+		return nil, errors.New("adapters: the options list the tools otherwise than the saved conversation did (strict mode's null paths differ): give the ListingOptions it was made with")
+	}
+	c.taint, c.turns = slices.Clone(st.Taint), st.Turns
+	if st.Turn != nil {
+		c.turn = pausedTurnOf(st.Turn)
+	}
+	return c, nil
+}
+
+// findTools finds the tools refs name in ts, in refs' order, each with
+// the same exposed name and definition; the others are left out, each with
+// a warning.
+func findTools(ts *conduit.ToolSet, refs []toolRef) ([]*conduit.Tool, []toolcall.Warning) {
+	kept := make([]*conduit.Tool, 0, len(refs))
+	var warnings []toolcall.Warning
+	for _, r := range refs {
+		t, why := findTool(ts, r.Server, r.Tool, r.Exposed, r.Digest)
+		if t == nil {
+			warnings = append(warnings, toolcall.Warning{Tool: r.Exposed, Message: "offered when the conversation was saved, but left out: " + why})
+			continue
+		}
+		kept = append(kept, t)
+	}
+	return kept, warnings
+}
+
+// findTool finds server's tool in ts, exposed as exposed and with the
+// definition of digest dg; else it says why not.
+func findTool(ts *conduit.ToolSet, server, tool, exposed, dg string) (*conduit.Tool, string) {
+	name, ok := ts.ExposedName(server, tool)
+	if !ok {
+		for _, s := range ts.Skipped() {
+			if s.Server == server && s.Reason == conduit.SkipServerDown {
+				return nil, "its server is down"
+			}
+		}
+		return nil, "it is no longer offered"
+	}
+	t, _ := ts.Lookup(name)
+	if name != exposed || dg == "" || toolDigest(t) != dg {
+		return nil, "its definition changed"
+	}
+	return t, ""
+}
+
+// sameNullPaths reports whether the null paths of a listing are those a
+// state recorded, for the tools kept.
+func sameNullPaths(got, saved map[string][]NullPath, kept []*conduit.Tool) bool {
+	for _, t := range kept {
+		a, b := got[t.Exposed], saved[t.Exposed]
+		if !slices.EqualFunc(a, b, func(x, y NullPath) bool { return slices.Equal(x, y) }) {
+			return false
+		}
+	}
+	return true
+}
+
+// Resume decides pending calls of the last turn (Execution.Pending), each
+// by its Pending.ID, and returns the turn's Execution: when no call is
+// left pending, Results answer every call of the response in the model's
+// order, those answered before the deferral included (they are never run
+// again). A pending call without a decision stays pending; so does one
+// whose claim could not be made (the store is unavailable; its Errors
+// entry matches ErrClaimsUnavailable), to be decided again later.
+//
+// A call allowed is sent as an approver's conduit.Approve would have sent
+// it, with the taint the turn's calls ran with: the policy still decides
+// first, the approver is not asked, and hooks, validation and timeouts
+// apply; a call deferred for input goes on with Decision.Input. A call
+// denied is answered with its Reason and sent nothing. A halt (a denial
+// with Halt, or a halt of the turn before) answers the calls allowed with
+// it as halted, unsent, and makes the Execution Halted. A call whose tool
+// changed since it was deferred (its definition's digest differs, or the
+// tool is no longer offered, or its server is down) is not made on the
+// decision: its answer says so (ErrToolChanged, or KindUnknownTool,
+// KindUnavailable).
+//
+// Every decided call is sent at most once, however many times the same
+// state is resumed (see StateOptions.Claims): a call another resumption
+// decided first is answered with that one's answer, or, while it has
+// recorded none, with an error matching ErrDecidedElsewhere.
+//
+// The Execution's Calls are the turn's calls that resolved; only those
+// this Resume sent carry their arguments.
+//
+// Resume fails, deciding nothing and sending nothing, when no call is
+// pending (ErrNothingPending), when a decision names no pending call, or
+// when one allows a call deferred for input without answering all it
+// asked.
+func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision) (*Execution, error) {
+	c.resumeMu.Lock()
+	defer c.resumeMu.Unlock()
+	c.mu.Lock()
+	t, o := c.turn, c.o
+	c.mu.Unlock()
+	if t == nil {
+		return nil, ErrNothingPending
+	}
+	d, err := c.p.valid()
+	if err != nil {
+		return nil, err
+	}
+	o.Taint = slices.Clone(t.taint)
+	decided, inputs, err := t.decided(decisions)
+	if err != nil {
+		return nil, err
+	}
+	fresh, err := c.src.ListToolsFor(ctx, &conduit.ListOptions{Principal: o.Principal})
+	if err != nil {
+		return nil, err
+	}
+	halt := t.halted
+	for _, i := range decided {
+		if dec := decisions[t.calls[i].pending.ID]; !dec.Allow && dec.Halt {
+			halt = true
+		}
+	}
+
+	exec := &Execution{Results: make([]map[string]any, len(t.calls)), Errors: make([]error, len(t.calls))}
+	if c.search != nil {
+		exec.local = c.search.tool.Tool
+	}
+	offered := c.Listing().ToolSet
+	r := &runner{src: c.src, d: d, o: &o, ts: fresh, exec: exec, halt: make(chan struct{}), resumed: map[int]resumedCall{}}
+	res := &resumed{settled: map[int]bool{}, reached: map[int]bool{}, again: map[int]Pending{}}
+	tokens := map[int]string{}
+	var send []toolcall.Call
+	allow := conduit.Approve()
+	for _, i := range decided {
+		tc := &t.calls[i]
+		p := tc.pending
+		call := c.callOf(i, tc, fresh, offered)
+		key := c.claimKey(t.n, i, p.round)
+		cl, err := c.state.claims.Claim(ctx, key, c.state.ttl)
+		if err != nil {
+			exec.Errors[i] = &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool,
+				Message: "The call to " + p.Name + " was not decided: " + err.Error() + ".", Err: errors.Join(ErrClaimsUnavailable, err)}
+			continue
+		}
+		switch cl.State {
+		case store.Completed:
+			if rec, ok := readOutcome(cl.Result); ok {
+				exec.Results[i], exec.Errors[i] = rec.Answer, rec.error(p)
+				res.settled[i], res.reached[i] = true, rec.Reached
+				continue
+			}
+			fallthrough
+		case store.Pending:
+			err := &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool, Err: ErrDecidedElsewhere,
+				Message: "The call to " + p.Name + " was decided by another resumption of this conversation, which has not recorded its outcome: whether it was made is unknown, and it was not made again."}
+			exec.Results[i], exec.Errors[i] = d.Answer(call, nil, err, &o.AnswerOptions), err
+			res.settled[i] = true
+			continue
+		}
+		dec := decisions[p.ID]
+		err = c.refusal(call, p, dec, halt, fresh)
+		if err == nil {
+			send = append(send, call)
+			tokens[i] = cl.Token
+			r.resumed[i] = resumedCall{approval: &allow, input: inputs[i]}
+			continue
+		}
+		exec.Results[i], exec.Errors[i] = d.Answer(call, nil, err, &o.AnswerOptions), err
+		res.settled[i] = true
+		c.record(ctx, key, cl.Token, exec, i, false)
+	}
+	if len(send) > 0 {
+		var rv *reveals
+		rctx := ctx
+		if c.search != nil {
+			rv = &reveals{}
+			rctx = withReveals(ctx, rv)
+		}
+		exec.Calls = send
+		r.runAll(rctx, send)
+		if rv != nil {
+			exec.Revealed = c.reveal(ctx, rv.inOrder(exec.Errors))
+		}
+		for _, p := range exec.Pending {
+			// Its server asked again, and it was deferred again: a new
+			// round, whose claim is another; this one's stays unrecorded.
+			res.again[p.index] = p
+		}
+		for _, call := range send {
+			i := call.Index
+			if _, again := res.again[i]; again {
+				continue
+			}
+			res.settled[i] = true
+			res.reached[i] = reached(exec.Errors[i]) && call.Def != exec.local
+			c.record(ctx, c.claimKey(t.n, i, t.calls[i].pending.round), tokens[i], exec, i, res.reached[i])
+		}
+	}
+	return c.settle(t, exec, res, halt), nil
+}
+
+// resumed is what a Resume settled: the positions of the calls answered,
+// whether their servers' output reached the model, and the calls
+// deferred again.
+type resumed struct {
+	settled, reached map[int]bool
+	again            map[int]Pending
+}
+
+// decided returns the positions of the pending calls decisions decide, in
+// order, and the input each allowed call deferred for input goes on with;
+// an error for a decision that names no pending call, or that allows one
+// without answering what its server asked.
+func (t *pausedTurn) decided(decisions map[string]Decision) ([]int, map[int]*conduit.PendingInput, error) {
+	byID := map[string]int{}
+	var ids []string
+	for i, tc := range t.calls {
+		if tc.pending != nil {
+			byID[tc.pending.ID] = i
+			ids = append(ids, tc.pending.ID)
+		}
+	}
+	var out []int
+	inputs := map[int]*conduit.PendingInput{}
+	for id, dec := range decisions {
+		i, ok := byID[id]
+		if !ok {
+			return nil, nil, fmt.Errorf("adapters: no pending call has the id %q (pending: %s)", id, strings.Join(ids, ", "))
+		}
+		out = append(out, i)
+		in := t.calls[i].pending.Input
+		if !dec.Allow || in == nil {
+			continue
+		}
+		merged := &conduit.PendingInput{Requests: in.Requests, Responses: maps.Clone(in.Responses), RequestState: in.RequestState, Resend: in.Resend}
+		if merged.Responses == nil {
+			merged.Responses = mcp.InputResponseMap{}
+		}
+		maps.Copy(merged.Responses, dec.Input)
+		if missing := merged.Missing(); len(missing) > 0 {
+			slices.Sort(missing)
+			return nil, nil, fmt.Errorf("adapters: the decision allowing %q answers none of its server's requests %s (Decision.Input)", id, strings.Join(missing, ", "))
+		}
+		inputs[i] = merged
+	}
+	slices.Sort(out)
+	return out, inputs, nil
+}
+
+// callOf is the call at position i of the turn, as its answer names it,
+// with its tool as fresh offers it now, or else as offered did.
+func (c *Conversation) callOf(i int, tc *turnCall, fresh, offered *conduit.ToolSet) toolcall.Call {
+	call := toolcall.Call{Index: i, ID: tc.id, Name: tc.name, Server: tc.server, Tool: tc.tool}
+	if p := tc.pending; p != nil {
+		call.Args = jsonv.CloneObject(p.Arguments)
+	}
+	if c.search != nil && tc.server == SearchToolServer && tc.name == SearchToolName {
+		call.Def = c.search.tool.Tool
+	} else if t, ok := fresh.Lookup(tc.name); ok && t.Server == tc.server && t.Name == tc.tool {
+		call.Def = t
+	} else if t, ok := offered.Lookup(tc.name); ok {
+		call.Def = t
+	} else {
+		call.Def = &conduit.Tool{Tool: &mcp.Tool{Name: tc.tool}, Exposed: tc.name, Server: tc.server}
+	}
+	return call
+}
+
+// refusal is the error that answers the decided pending call p instead of
+// sending it, or nil to send it.
+func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Decision, halt bool, fresh *conduit.ToolSet) error {
+	switch {
+	case !dec.Allow:
+		return conduit.DeniedError(call.Def, dec.Reason, dec.Halt)
+	case halt:
+		return conduit.HaltedError(call.Def)
+	case c.search != nil && call.Def == c.search.tool.Tool:
+		return nil // conduit's own search tool, whose definition is its own
+	}
+	t, why := findTool(fresh, p.Server, p.Tool, p.Name, p.digest)
+	if t != nil {
+		return nil
+	}
+	msg := "The call to " + p.Name + " was not made: "
+	switch why {
+	case "its server is down":
+		return &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool,
+			Message: msg + "its server is unavailable now; try again later."}
+	case "it is no longer offered":
+		return &conduit.Error{Kind: conduit.KindUnknownTool, Server: p.Server, Tool: p.Tool,
+			Message: msg + "the tool is no longer offered."}
+	}
+	return &conduit.Error{Kind: conduit.KindDenied, Server: p.Server, Tool: p.Tool, Err: ErrToolChanged,
+		Message: msg + "the tool's definition changed after it was asked for, and the approval given does not cover the new one. Call it again if it is still wanted."}
+}
+
+// claimKey is the key of the claim of the call at position i of turn n,
+// deferred round+1 times.
+func (c *Conversation) claimKey(n, i, round int) string {
+	key := "conduit/conversation/" + c.id + "/" + strconv.Itoa(n) + "/" + strconv.Itoa(i)
+	if round > 0 {
+		key += "/" + strconv.Itoa(round)
+	}
+	return key
+}
+
+// outcome is what a claim records of a decided call: its answer, as the
+// model reads it, and whether its server's output reached the model.
+type outcome struct {
+	Answer  map[string]any `json:"answer"`
+	Err     *errV1         `json:"err,omitempty"`
+	Reached bool           `json:"reached,omitempty"`
+}
+
+// error is the error a recorded outcome stands for.
+func (o *outcome) error(p *pendingCall) error {
+	if o.Err == nil {
+		return nil
+	}
+	k, _ := kindOf(o.Err.Kind)
+	return &conduit.Error{Kind: k, Server: p.Server, Tool: p.Tool, Message: o.Err.Message, Halt: o.Err.Halt}
+}
+
+func readOutcome(data []byte) (*outcome, bool) {
+	var o outcome
+	if json.Unmarshal(data, &o) != nil || o.Answer == nil || (o.Err != nil && !knownKind(o.Err.Kind)) {
+		return nil, false
+	}
+	return &o, true
+}
+
+// record completes the claim of the call at position i with its outcome
+// in exec. A record that fails leaves the claim pending: later resumers
+// are told the outcome is unknown, and still send nothing.
+func (c *Conversation) record(ctx context.Context, key, token string, exec *Execution, i int, reachedIt bool) {
+	rec := outcome{Answer: exec.Results[i], Reached: reachedIt}
+	var ce *conduit.Error
+	if errors.As(exec.Errors[i], &ce) {
+		rec.Err = &errV1{Kind: ce.Kind.String(), Message: ce.Message, Halt: ce.Halt}
+	} else if err := exec.Errors[i]; err != nil {
+		rec.Err = &errV1{Kind: conduit.KindInternal.String(), Message: err.Error()}
+	}
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return
+	}
+	_ = c.state.claims.Complete(context.WithoutCancel(ctx), key, token, data, c.state.ttl)
+}
+
+// settle puts what a Resume settled into the turn, and returns the turn's
+// Execution; a turn with no call left pending is over, and its taint joins
+// the conversation's.
+func (c *Conversation) settle(t *pausedTurn, exec *Execution, res *resumed, halt bool) *Execution {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range t.calls {
+		tc := &t.calls[i]
+		if res.settled[i] {
+			tc.answer, tc.err, tc.reached, tc.pending = exec.Results[i], exec.Errors[i], res.reached[i], nil
+		} else if p, again := res.again[i]; again {
+			p.ID = tc.pending.ID
+			tc.pending = &pendingCall{Pending: p, digest: tc.pending.digest, round: tc.pending.round + 1}
+			tc.err = exec.Errors[i]
+		}
+	}
+	t.halted = t.halted || halt
+	out := &Execution{Results: make([]map[string]any, len(t.calls)), Errors: make([]error, len(t.calls)), Halted: t.halted,
+		Revealed: exec.Revealed, local: exec.local}
+	offered := c.listing.ToolSet
+	for i := range t.calls {
+		tc := &t.calls[i]
+		if tc.pending != nil {
+			out.Pending = append(out.Pending, tc.pending.Pending)
+			out.Errors[i] = tc.err
+			if errors.Is(exec.Errors[i], ErrClaimsUnavailable) {
+				out.Errors[i] = exec.Errors[i]
+			}
+			continue
+		}
+		out.Results[i], out.Errors[i] = tc.answer, tc.err
+		if tc.server == "" {
+			continue // a call that did not resolve
+		}
+		if p := slices.IndexFunc(exec.Calls, func(x toolcall.Call) bool { return x.Index == i }); p >= 0 {
+			out.Calls = append(out.Calls, exec.Calls[p])
+		} else {
+			out.Calls = append(out.Calls, c.callOf(i, tc, offered, offered))
+		}
+	}
+	if len(out.Pending) == 0 {
+		c.turn = nil
+		for _, tc := range t.calls {
+			if tc.reached {
+				c.addTaint([]string{tc.server})
+			}
+		}
+	}
+	return out
+}
+
+// runAll runs calls, at most o.MaxConcurrency at a time.
+func (r *runner) runAll(ctx context.Context, calls []toolcall.Call) {
+	workers := r.o.MaxConcurrency
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, len(calls))
+	if workers <= 1 {
+		for _, c := range calls {
+			r.run(ctx, c)
+		}
+		return
+	}
+	next := make(chan toolcall.Call)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for c := range next {
+				r.run(ctx, c)
+			}
+		})
+	}
+	for _, c := range calls {
+		next <- c
+	}
+	close(next)
+	wg.Wait()
+}

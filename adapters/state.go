@@ -1,0 +1,470 @@
+package adapters
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/digest"
+	"github.com/conduitmcp/conduit/internal/seal"
+	"github.com/conduitmcp/conduit/store"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// A Conversation's state, as bytes that leave the process (a database, a
+// browser) and come back to another one: what it offers, for whom, its
+// taint, and the turn that waits for decisions.
+//
+// # The format
+//
+// The state is a JSON document (stateV1 below), sealed by internal/seal
+// under the application's keys (HMAC-SHA256, the key named by an id so
+// that keys can be rotated, with an expiry). It is authenticated, not
+// encrypted: whoever holds it can read the calls' arguments and answers,
+// but not change a byte of it. An altered, truncated or foreign state is
+// refused (ErrInvalidState) before anything is listed or sent.
+//
+// # Versions
+//
+// The document carries its version, "v". This release writes version 1
+// and reads version 1 only. The rule for later releases: a field is added
+// to the document only when its absence means what a state without it
+// meant (an empty list, a false flag), so that a release reads every
+// earlier state of the same version; a release refuses a document with a
+// field it does not know (a state written by a later release), rather
+// than drop what it does not understand. A change that an old state
+// cannot be read under (a field whose meaning changes) makes a new
+// version, and the release that writes version n+1 still reads version n
+// for as long as DefaultStateTTL allows states of it to live, by
+// converting it when it is read.
+//
+// To add a field: add it to stateV1 (or the struct it belongs to) with
+// omitempty, fill it in Conversation.snapshot, read it back in
+// ResumeConversation (its zero value meaning "as before"), and add a case
+// to TestStateVersionOne's documents.
+
+// DefaultStateTTL is StateOptions.TTL's default: a saved state can be
+// resumed for 30 days after it was saved.
+const DefaultStateTTL = 30 * 24 * time.Hour
+
+// stateVersion is the version of the state this release writes, and the
+// only one it reads.
+const stateVersion = 1
+
+// statePurpose separates the keys of saved conversations from those of
+// every other sealed value (seal.New derives a key per purpose).
+const statePurpose = "adapters.Conversation state"
+
+// Errors of saved state, for errors.Is.
+var (
+	// ErrNoStateKey is the error of State and ResumeConversation without
+	// StateOptions.Keys.
+	ErrNoStateKey = errors.New("adapters: no key for the conversation's state (StateOptions.Keys)")
+	// ErrInvalidState is the error of a state that was not sealed by one
+	// of the keys, was altered or truncated, or is of a version this
+	// release does not read. Nothing is listed or sent.
+	ErrInvalidState = errors.New("adapters: the conversation state is not authentic")
+	// ErrStateExpired is the error of an authentic state older than its
+	// StateOptions.TTL.
+	ErrStateExpired = errors.New("adapters: the conversation state has expired")
+	// ErrTurnPending is the error of Execute while the last turn has
+	// pending calls: decide them first (Resume).
+	ErrTurnPending = errors.New("adapters: the conversation's last turn has pending calls; decide them with Resume first")
+	// ErrNothingPending is the error of Resume when no call is pending.
+	ErrNothingPending = errors.New("adapters: no call of the conversation is pending")
+)
+
+// StateOptions say how a Conversation's state is saved and resumed. The
+// zero value has no key: a Conversation can still defer and resume calls
+// within its process, but cannot save its state.
+type StateOptions struct {
+	// Keys authenticate the saved state (HMAC-SHA256), each at least 32
+	// bytes of secret: the first seals, every one opens. To rotate, put a
+	// new key first and keep the old one after it until the states it
+	// sealed have expired (TTL).
+	Keys [][]byte
+	// Claims keep every decided call of a resumed turn from being sent
+	// twice: the first Resume that decides a call claims it and records
+	// its answer, and any other Resume of the same state (the same saved
+	// bytes resumed twice, in sequence or at once) reads that answer, or,
+	// while the first has recorded none (it is running, or it died), is
+	// answered that the call was decided elsewhere and its outcome is
+	// unknown, and never sends it.
+	//
+	// Nil means one in-memory store of this process (store.NewMemory),
+	// shared by all its Conversations: every Resume in this process sees
+	// the others', but not those of another process, nor of this one
+	// after a restart. Across processes (instances of a web application,
+	// a deploy), give every instance the same shared store, such as
+	// store/redisstore's. Without one, at most once holds only within a
+	// process: two processes that resume the same state can both send a
+	// call.
+	Claims store.Claims
+	// TTL is how long a saved state can be resumed after it was saved
+	// (default DefaultStateTTL); the claims of the calls a Resume decides
+	// are kept as long, so that no state that could still be resumed
+	// finds a claim of its calls forgotten.
+	TTL time.Duration
+}
+
+// stateConfig is StateOptions made ready.
+type stateConfig struct {
+	sealer *seal.Sealer // nil without keys
+	claims store.Claims
+	ttl    time.Duration
+}
+
+// processClaims is the in-memory store of claims of the Conversations of
+// this process that were given none.
+var processClaims = sync.OnceValue(func() store.Claims { return store.NewMemory() })
+
+func (o *StateOptions) config() (stateConfig, error) {
+	sc := stateConfig{claims: o.Claims, ttl: o.TTL}
+	if sc.claims == nil {
+		sc.claims = processClaims()
+	}
+	if sc.ttl == 0 {
+		sc.ttl = DefaultStateTTL
+	}
+	if sc.ttl < 0 {
+		return sc, fmt.Errorf("adapters: StateOptions.TTL is negative (%v)", o.TTL)
+	}
+	if len(o.Keys) > 0 {
+		var err error
+		if sc.sealer, err = seal.New(statePurpose, o.Keys...); err != nil {
+			return sc, fmt.Errorf("adapters: StateOptions.Keys: %w", err)
+		}
+	}
+	return sc, nil
+}
+
+// State returns the conversation's state, sealed with the first of
+// StateOptions.Keys: what ResumeConversation needs to carry it on in
+// another process (or in this one, later). It records the tools offered
+// (each by its server, name, exposed name and the digest of its
+// definition), strict mode's null paths, the principal, the taint, the
+// tools conduit's search revealed, and the last turn while calls of it are
+// pending, with the answers already produced and the pending calls. It
+// reflects the turns whose Execute or Resume has returned.
+//
+// The bytes are text (safe in a cookie or a URL); they are authenticated,
+// not encrypted: they hold the calls' arguments and answers, so keep them
+// where those may be kept. Without keys State fails with ErrNoStateKey.
+//
+// The state is versioned. This release writes version 1 and reads version
+// 1 only. Later releases read every state of the version they write (a
+// field is added only where its absence means what it meant before), and
+// a release that moves to a new version still reads the one before for as
+// long as DefaultStateTTL lets its states live. A state written by a
+// later release, with fields this one does not know, is refused
+// (ErrInvalidState) rather than read in part.
+func (c *Conversation) State() ([]byte, error) {
+	if c.state.sealer == nil {
+		return nil, ErrNoStateKey
+	}
+	data, err := json.Marshal(c.snapshot())
+	if err != nil {
+		return nil, fmt.Errorf("adapters: the conversation's state: %w", err)
+	}
+	return []byte(c.state.sealer.Seal(data, time.Now().Add(c.state.ttl))), nil
+}
+
+// MarshalBinary is State, for encoding.BinaryMarshaler.
+func (c *Conversation) MarshalBinary() ([]byte, error) { return c.State() }
+
+// MarshalText is State, for encoding.TextMarshaler: json.Marshal of a
+// Conversation is its state, as a JSON string (and an error without keys,
+// rather than an empty object).
+func (c *Conversation) MarshalText() ([]byte, error) { return c.State() }
+
+// stateV1 is the document of a state of version 1.
+type stateV1 struct {
+	V        int    `json:"v"`
+	ID       string `json:"id"`
+	Provider string `json:"provider"`
+	// Principal is whom the conversation is for; ListTaint the taint its
+	// tools were listed with; Taint the taint now.
+	Principal string   `json:"principal,omitempty"`
+	ListTaint []string `json:"list_taint,omitempty"`
+	Taint     []string `json:"taint,omitempty"`
+	// Tools are the tool set the conversation offers, or searches, in
+	// order.
+	Tools []toolRef `json:"tools"`
+	// Revealed are the tools conduit's search revealed, in order.
+	Revealed  []string              `json:"revealed,omitempty"`
+	NullPaths map[string][]NullPath `json:"null_paths,omitempty"`
+	// Turns counts the turns executed; Turn is the last one while calls
+	// of it are pending.
+	Turns int     `json:"turns"`
+	Turn  *turnV1 `json:"turn,omitempty"`
+}
+
+// toolRef names one tool and the definition it had.
+type toolRef struct {
+	Server  string `json:"server"`
+	Tool    string `json:"tool"`
+	Exposed string `json:"exposed"`
+	Digest  string `json:"digest"`
+}
+
+// turnV1 is a turn whose calls are not all answered.
+type turnV1 struct {
+	N      int      `json:"n"`
+	Taint  []string `json:"taint,omitempty"` // the taint its calls ran with
+	Halted bool     `json:"halted,omitempty"`
+	Calls  []callV1 `json:"calls"` // every call of the response, in order
+}
+
+// callV1 is one call of a turn: answered (Answer), or pending.
+type callV1 struct {
+	ID      string         `json:"id,omitempty"`
+	Name    string         `json:"name,omitempty"`
+	Server  string         `json:"server,omitempty"`
+	Tool    string         `json:"tool,omitempty"`
+	Answer  map[string]any `json:"answer,omitempty"`
+	Err     *errV1         `json:"err,omitempty"`
+	Reached bool           `json:"reached,omitempty"`
+	Pending *pendingV1     `json:"pending,omitempty"`
+}
+
+// errV1 is a call's failure, as the model was told of it.
+type errV1 struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Halt    bool   `json:"halt,omitempty"`
+}
+
+// pendingV1 is a pending call.
+type pendingV1 struct {
+	ID        string         `json:"id"`
+	Arguments map[string]any `json:"arguments"`
+	// Digest is the digest of the tool's definition when the call was
+	// deferred ("" for conduit's own search tool).
+	Digest string   `json:"digest,omitempty"`
+	Rule   string   `json:"rule,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+	Input  *inputV1 `json:"input,omitempty"`
+	// Round counts the times the call was deferred again after a Resume
+	// sent it (a server that asks again): each time is claimed apart.
+	Round int `json:"round,omitempty"`
+}
+
+// inputV1 is what a server asked during a call that was deferred.
+type inputV1 struct {
+	Requests     mcp.InputRequestMap  `json:"requests"`
+	Responses    mcp.InputResponseMap `json:"responses,omitempty"`
+	RequestState string               `json:"request_state,omitempty"`
+	Resend       bool                 `json:"resend,omitempty"`
+}
+
+// snapshot is the conversation's state document.
+func (c *Conversation) snapshot() *stateV1 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := &stateV1{V: stateVersion, ID: c.id, Provider: c.p.String(), Principal: c.o.Principal,
+		ListTaint: slices.Clone(c.listTaint), Taint: slices.Clone(c.taint), Turns: c.turns, NullPaths: c.o.NullPaths}
+	st.Tools = make([]toolRef, 0, c.base.Len())
+	for t := range c.base.All() {
+		st.Tools = append(st.Tools, toolRef{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Digest: toolDigest(t)})
+	}
+	if c.search != nil {
+		st.Revealed = slices.Clone(c.search.revealed)
+	}
+	if len(st.NullPaths) == 0 {
+		st.NullPaths = nil
+	}
+	if t := c.turn; t != nil {
+		st.Turn = t.document()
+	}
+	return st
+}
+
+// digestKey is the memo key of a tool's digest.
+type digestKey struct{}
+
+// toolDigest is the digest of t's definition (conduit.ToolDigest), or ""
+// when it has none, which matches no digest.
+func toolDigest(t *conduit.Tool) string {
+	if t == nil || t.Tool == nil {
+		return ""
+	}
+	return t.Memo(digestKey{}, func() any {
+		d, err := conduit.ToolDigest(t.Tool)
+		if err != nil {
+			return ""
+		}
+		return d
+	}).(string)
+}
+
+// openState opens a sealed state and reads its document.
+func openState(sc stateConfig, data []byte) (*stateV1, error) {
+	if sc.sealer == nil {
+		return nil, ErrNoStateKey
+	}
+	payload, err := sc.sealer.Open(string(data), time.Now())
+	switch {
+	case errors.Is(err, seal.ErrExpired):
+		return nil, ErrStateExpired
+	case err != nil:
+		return nil, ErrInvalidState
+	}
+	return decodeState(payload)
+}
+
+// decodeState reads a state document. It was sealed by conduit, so an
+// error here is a state of another version, or a bug; still, every field
+// is checked as outside input is.
+func decodeState(payload []byte) (*stateV1, error) {
+	var head struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(payload, &head); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidState, err)
+	}
+	if head.V != stateVersion {
+		return nil, fmt.Errorf("%w: version %d; this release reads version %d", ErrInvalidState, head.V, stateVersion)
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.DisallowUnknownFields()
+	var st stateV1
+	if err := dec.Decode(&st); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidState, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: data after the document", ErrInvalidState)
+	}
+	if err := st.check(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidState, err)
+	}
+	return &st, nil
+}
+
+// check reports what makes st unusable.
+func (st *stateV1) check() error {
+	if st.ID == "" {
+		return errors.New("no id")
+	}
+	if _, err := ParseProvider(st.Provider); err != nil {
+		return err
+	}
+	exposed := map[string]bool{}
+	for _, t := range st.Tools {
+		if t.Server == "" || t.Tool == "" || t.Exposed == "" || exposed[t.Exposed] {
+			return fmt.Errorf("tool %q: incomplete or repeated", t.Exposed)
+		}
+		if t.Digest != "" {
+			if err := digest.Check(t.Digest); err != nil {
+				return fmt.Errorf("tool %q: %v", t.Exposed, err)
+			}
+		}
+		exposed[t.Exposed] = true
+	}
+	if st.Turns < 0 {
+		return errors.New("negative turns")
+	}
+	t := st.Turn
+	if t == nil {
+		return nil
+	}
+	if t.N < 1 || t.N > st.Turns || len(t.Calls) == 0 {
+		return fmt.Errorf("turn %d of %d, with %d calls", t.N, st.Turns, len(t.Calls))
+	}
+	ids := map[string]bool{}
+	pending := 0
+	for i, c := range t.Calls {
+		switch {
+		case c.Pending != nil && (c.Answer != nil || c.Err != nil):
+			return fmt.Errorf("call %d is both pending and answered", i+1)
+		case c.Pending == nil && c.Answer == nil:
+			return fmt.Errorf("call %d is neither pending nor answered", i+1)
+		case c.Err != nil && !knownKind(c.Err.Kind):
+			return fmt.Errorf("call %d: unknown kind %q", i+1, c.Err.Kind)
+		case c.Pending == nil:
+			continue
+		}
+		p := c.Pending
+		if p.ID == "" || ids[p.ID] || c.Name == "" || c.Server == "" || c.Tool == "" || p.Round < 0 {
+			return fmt.Errorf("pending call %d: incomplete, or its id repeated", i+1)
+		}
+		if p.Digest != "" {
+			if err := digest.Check(p.Digest); err != nil {
+				return fmt.Errorf("pending call %d: %v", i+1, err)
+			}
+		}
+		if p.Input != nil && len(p.Input.Requests) == 0 {
+			return fmt.Errorf("pending call %d: input without requests", i+1)
+		}
+		ids[p.ID] = true
+		pending++
+	}
+	if pending == 0 {
+		return errors.New("a turn without pending calls")
+	}
+	return nil
+}
+
+// kindOf is the conduit.ErrorKind named name, as ErrorKind.String writes
+// it.
+func kindOf(name string) (conduit.ErrorKind, bool) {
+	for k := conduit.ErrorKind(0); k < 64; k++ {
+		if k.String() == name {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+func knownKind(name string) bool {
+	_, ok := kindOf(name)
+	return ok
+}
+
+// SavedState is what a saved state says, read without a source: whom the
+// conversation is for, with which provider, and what waits for a
+// decision, to show the person who decides before anything is connected.
+type SavedState struct {
+	Provider  Provider
+	Principal string
+	// Taint is the conversation's taint as it was saved.
+	Taint []string
+	// Pending are the calls of the last turn that wait for a decision,
+	// in the model's order (see Execution.Pending).
+	Pending []Pending
+}
+
+// ReadState opens a state that State returned, as ResumeConversation
+// does (o's Keys must hold the key that sealed it; an altered state is
+// refused with ErrInvalidState), and returns what it says. It lists and
+// sends nothing.
+func ReadState(state []byte, o *StateOptions) (*SavedState, error) {
+	if o == nil {
+		return nil, ErrNoStateKey
+	}
+	sc, err := o.config()
+	if err != nil {
+		return nil, err
+	}
+	st, err := openState(sc, state)
+	if err != nil {
+		return nil, err
+	}
+	p, err := ParseProvider(st.Provider)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidState, err)
+	}
+	out := &SavedState{Provider: p, Principal: st.Principal, Taint: slices.Clone(st.Taint)}
+	if st.Turn != nil {
+		for _, c := range pausedTurnOf(st.Turn).calls {
+			if c.pending != nil {
+				out.Pending = append(out.Pending, c.pending.Pending)
+			}
+		}
+	}
+	return out, nil
+}

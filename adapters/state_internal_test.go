@@ -1,0 +1,141 @@
+package adapters
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conduitmcp/conduit"
+)
+
+var internalKey = []byte("0123456789abcdef0123456789abcdef-internal")
+
+// v1Document is a state of version 1 as this release writes it: every
+// later release of the same version must read it (see the package doc of
+// state.go).
+const v1Document = `{"v":1,"id":"CONV7XQ","provider":"anthropic","principal":"ada","list_taint":["web"],"taint":["web","lab"],
+"tools":[{"server":"lab","tool":"echo","exposed":"lab__echo","digest":"sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"},
+{"server":"lab","tool":"text","exposed":"lab__text","digest":"sha256:fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9"}],
+"revealed":["lab__text"],"null_paths":{"lab__echo":[["tags","[]","note"]]},"turns":3,
+"turn":{"n":3,"taint":["web"],"halted":false,"calls":[
+{"id":"c1","name":"lab__text","server":"lab","tool":"text","answer":{"type":"tool_result","tool_use_id":"c1","content":"plain text"},"reached":true},
+{"id":"c2","name":"lab__echo","server":"lab","tool":"echo","pending":{"id":"c2","arguments":{"message":"hi"},
+ "digest":"sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae","rule":"ask lab/echo","reason":"waiting",
+ "input":{"requests":{"who":{"method":"elicitation/create","params":{"message":"who?","requestedSchema":{"type":"object"}}}},"request_state":"s1"},"round":1}},
+{"id":"c3","name":"lab__nope","answer":{"type":"tool_result","tool_use_id":"c3","content":"Unknown tool","is_error":true},"err":{"kind":"unknown_tool","message":"Unknown tool"}}]}}`
+
+// TestStateVersionOne: a document of version 1 is read, every field of
+// it; one of another version, or with a field this release does not know,
+// is refused even when authentic.
+func TestStateVersionOne(t *testing.T) {
+	st, err := decodeState([]byte(v1Document))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Principal != "ada" || len(st.Tools) != 2 || st.Revealed[0] != "lab__text" || st.NullPaths["lab__echo"][0][1] != "[]" || st.Turns != 3 {
+		t.Errorf("state %+v", st)
+	}
+	turn := pausedTurnOf(st.Turn)
+	p := turn.calls[1].pending
+	if p == nil || p.ID != "c2" || p.Arguments["message"] != "hi" || p.round != 1 || p.Input.RequestState != "s1" || p.Input.Requests["who"] == nil {
+		t.Fatalf("pending %+v", p)
+	}
+	if !errors.Is(turn.calls[1].err, conduit.ErrDeferred) || turn.calls[2].err.Error() == "" || !turn.calls[0].reached {
+		t.Errorf("calls %+v", turn.calls)
+	}
+	// What it reads it writes back the same.
+	again, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2, err := decodeState(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again2, _ := json.Marshal(st2); string(again2) != string(again) {
+		t.Errorf("written back:\n%s\n%s", again, again2)
+	}
+
+	sc, err := (&StateOptions{Keys: [][]byte{internalKey}}).config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seal := func(doc string) []byte { return []byte(sc.sealer.Seal([]byte(doc), time.Now().Add(time.Hour))) }
+	if _, err := openState(sc, seal(v1Document)); err != nil {
+		t.Errorf("sealed v1: %v", err)
+	}
+	for name, doc := range map[string]string{
+		"version 2":     strings.Replace(v1Document, `"v":1`, `"v":2`, 1),
+		"version 0":     strings.Replace(v1Document, `"v":1,`, ``, 1),
+		"unknown field": strings.Replace(v1Document, `"turns":3`, `"turns":3,"budget":{}`, 1),
+		"two documents": v1Document + v1Document,
+		"bad digest":    strings.Replace(v1Document, `sha256:2c26`, `sha256:XX26`, 1),
+		"turn n":        strings.Replace(v1Document, `"n":3`, `"n":4`, 1),
+		"unknown kind":  strings.Replace(v1Document, `"kind":"unknown_tool"`, `"kind":"nope"`, 1),
+		"no pending":    strings.Replace(v1Document, `"pending":{`, `"pendingx":{`, 1),
+	} {
+		if _, err := openState(sc, seal(doc)); !errors.Is(err, ErrInvalidState) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if _, err := openState(sc, seal(strings.Replace(v1Document, `"v":1`, `"v":2`, 1))); err == nil || !strings.Contains(err.Error(), "version 2; this release reads version 1") {
+		t.Errorf("the version's message: %v", err)
+	}
+}
+
+// FuzzOpenState: sealed state is outside input: whatever it holds,
+// ResumeConversation's reading of it returns an error or a state, never
+// panics, and never accepts what the key did not seal.
+func FuzzOpenState(f *testing.F) {
+	sc, err := (&StateOptions{Keys: [][]byte{internalKey}}).config()
+	if err != nil {
+		f.Fatal(err)
+	}
+	good := sc.sealer.Seal([]byte(v1Document), time.Time{})
+	f.Add([]byte(good))
+	f.Add([]byte(good[:len(good)-1]))
+	f.Add([]byte("cs1.x.0.e30.AAAA"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := openState(sc, data)
+		if err == nil && string(data) != good {
+			// Only what the key sealed opens: here, the one seed.
+			t.Fatalf("opened %q as %+v", data, st)
+		}
+	})
+}
+
+// FuzzDecodeState: the document of an authentic state is checked as
+// outside input is; what decodes is consistent enough to resume (its
+// turn restores without panicking) and writes back to what decodes the
+// same.
+func FuzzDecodeState(f *testing.F) {
+	f.Add([]byte(v1Document))
+	f.Add([]byte(`{"v":1,"id":"x","provider":"gemini","tools":[],"turns":0}`))
+	f.Add([]byte(`{"v":1,"id":"x","provider":"gemini","tools":[],"turns":1,"turn":{"n":1,"calls":[{"name":"a","server":"s","tool":"t","pending":{"id":"#1","arguments":null}}]}}`))
+	f.Add([]byte(`{"v":2}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := decodeState(data)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidState) {
+				t.Fatalf("error %v does not match ErrInvalidState", err)
+			}
+			return
+		}
+		if st.Turn != nil {
+			turn := pausedTurnOf(st.Turn)
+			if turn.document() == nil {
+				t.Fatal("no document")
+			}
+		}
+		again, err := json.Marshal(st)
+		if err != nil {
+			t.Fatalf("written back: %v", err)
+		}
+		if _, err := decodeState(again); err != nil {
+			t.Fatalf("what decoded does not decode again: %v\n%s", err, again)
+		}
+	})
+}

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+)
+
+// stateKey is CONDUIT_STATE_KEY for the runs of these tests.
+const stateKey = "CONDUIT_STATE_KEY=a-test-key-of-at-least-thirty-two-bytes"
+
+type turnOut struct {
+	Results []map[string]any `json:"results"`
+	Halted  bool             `json:"halted"`
+	Taint   []string         `json:"taint"`
+	Pending []struct {
+		ID        string         `json:"id"`
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+		Rule      string         `json:"rule"`
+	} `json:"pending"`
+}
+
+// The whole round trip, for every provider, across two processes: exec
+// defers the asks into the state file and prints them as pending; resume,
+// in a process of its own whose configuration no longer even has the web
+// server, runs the call allowed, denies the other with the reason, and
+// prints the turn's complete answers in the model's order, the fetch
+// answered by the first process carried over and not run again.
+func TestExecDeferResumeEveryProvider(t *testing.T) {
+	for _, p := range adapters.Providers() {
+		t.Run(p.String(), func(t *testing.T) {
+			dir := demoDir(t)
+			ids := []string{"call_f", "call_a", "call_d"}
+			if p == adapters.Gemini {
+				ids = []string{"", "", ""} // Gemini may send none: the pending calls are named by position
+			}
+			resp := adaptertest.FakeOf(p).Response("Saving the list.",
+				toolcall.Raw{ID: ids[0], Name: "web__fetch", Args: map[string]any{"url": "https://example.com/recipes/pasta"}},
+				toolcall.Raw{ID: ids[1], Name: "notes__add_note", Args: map[string]any{"title": "Pasta shopping", "body": "tomatoes"}},
+				toolcall.Raw{ID: ids[2], Name: "notes__delete_note", Args: map[string]any{"id": "n1"}})
+			if p != adapters.Gemini {
+				// OpenAI's arguments are JSON strings.
+				resp = adaptertest.FakeOf(p).Response("Saving the list.",
+					toolcall.Raw{ID: ids[0], Name: "web__fetch", Args: jsonArgs(t, map[string]any{"url": "https://example.com/recipes/pasta"}, p)},
+					toolcall.Raw{ID: ids[1], Name: "notes__add_note", Args: jsonArgs(t, map[string]any{"title": "Pasta shopping", "body": "tomatoes"}, p)},
+					toolcall.Raw{ID: ids[2], Name: "notes__delete_note", Args: jsonArgs(t, map[string]any{"id": "n1"}, p)})
+			}
+			respFile := filepath.Join(t.TempDir(), "response.json")
+			data, _ := json.Marshal(resp)
+			os.WriteFile(respFile, data, 0o644)
+			state := filepath.Join(t.TempDir(), "conv.state")
+			env := []string{stateKey}
+
+			r := conduit(t, runOpts{dir: dir, env: env}, "exec", "--provider", p.String(), "--response", respFile, "--state", state, "--approve", "defer")
+			expect(t, r, 0, "notes__add_note needs approval", "deferred (--approve defer)", "2 call(s) wait for a decision")
+			var out turnOut
+			decode(t, r, &out)
+			if len(out.Results) != 0 || len(out.Pending) != 2 {
+				t.Fatalf("exec: %s", r)
+			}
+			wantIDs := []string{"call_a", "call_d"}
+			if p == adapters.Gemini {
+				wantIDs = []string{"#2", "#3"}
+			}
+			if a := out.Pending[0]; a.ID != wantIDs[0] || a.Name != "notes__add_note" || a.Arguments["title"] != "Pasta shopping" || a.Rule != "ask notes/*" {
+				t.Errorf("pending %+v", a)
+			}
+			if fi, err := os.Stat(state); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("state file: %v %v", fi, err)
+			}
+			if _, err := os.Stat(state + ".lock"); !os.IsNotExist(err) {
+				t.Errorf("the lock is left: %v", err)
+			}
+
+			// A process of its own, without the web server.
+			notesOnly := writeConfig(t, demoPolicy, "notes", demoServer("notes"))
+			r = conduit(t, runOpts{dir: notesOnly, env: env}, "resume", "--state", state, "--allow", wantIDs[0], "--deny", wantIDs[1], "--reason", "keep the old notes")
+			expect(t, r, 0, "web__fetch", "left out")
+			out = turnOut{}
+			decode(t, r, &out)
+			if len(out.Results) != 3 || len(out.Pending) != 0 || out.Halted {
+				t.Fatalf("resume: %s", r)
+			}
+			answers := adaptertest.FakeOf(p).Answered(p.Wire().Answers(out.Results))
+			if len(answers) != 3 || answers[0].Error || answers[1].Error || !answers[2].Error {
+				t.Errorf("answers %+v", answers)
+			}
+			all, _ := json.Marshal(out.Results)
+			for _, want := range []string{"Creamy tomato pasta", "n4", "was denied: keep the old notes"} {
+				if !strings.Contains(string(all), want) {
+					t.Errorf("results lack %q: %s", want, all)
+				}
+			}
+			if strings.Join(out.Taint, ",") != "web,notes" {
+				t.Errorf("taint %v", out.Taint)
+			}
+			// Nothing is left to decide, and nothing is sent again.
+			r = conduit(t, runOpts{dir: notesOnly, env: env}, "resume", "--state", state, "--allow", wantIDs[0])
+			expect(t, r, 2, "no call waiting for a decision")
+			// The conversation goes on from the file.
+			next := adaptertest.FakeOf(p).Response("", toolcall.Raw{ID: "call_s", Name: "notes__search_notes", Args: jsonArgs(t, map[string]any{"query": "pasta"}, p)})
+			data, _ = json.Marshal(next)
+			r = conduit(t, runOpts{dir: dir, env: env, stdin: strings.NewReader(string(data))}, "exec", "--provider", p.String(), "--state", state)
+			expect(t, r, 0)
+			out = turnOut{}
+			decode(t, r, &out)
+			if len(out.Results) != 1 || strings.Join(out.Taint, ",") != "web,notes" {
+				t.Errorf("next turn: %s", r)
+			}
+		})
+	}
+}
+
+// jsonArgs are args as provider p's response carries them.
+func jsonArgs(t *testing.T, args map[string]any, p adapters.Provider) any {
+	if p == adapters.Gemini || p == adapters.Anthropic {
+		return args
+	}
+	data, err := json.Marshal(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// What the CLI refuses: a state altered or sealed with another key, a
+// state with pending calls given to exec, decisions that name nothing, a
+// state file in use; and its key: without CONDUIT_STATE_KEY, a key file is
+// made in the configuration directory, readable by its owner only.
+func TestResumeRefusals(t *testing.T) {
+	dir := demoDir(t)
+	home := t.TempDir()
+	env := []string{"XDG_CONFIG_HOME=" + home, "CONDUIT_STATE_KEY="}
+	state := filepath.Join(t.TempDir(), "conv.state")
+	resp := turn(t, "4-gemini.json")
+	r := conduit(t, runOpts{dir: dir, env: env, stdin: strings.NewReader(string(resp))}, "exec", "--provider", "gemini", "--state", state, "--approve", "defer")
+	expect(t, r, 0, "created the key of saved states")
+	keyFile := filepath.Join(home, "conduit", "state.key")
+	if fi, err := os.Stat(keyFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v %v", fi, err)
+	}
+
+	// exec refuses to go on while calls wait.
+	r = conduit(t, runOpts{dir: dir, env: env, stdin: strings.NewReader(string(resp))}, "exec", "--provider", "gemini", "--state", state)
+	expect(t, r, 2, "calls waiting for a decision (#1)")
+	// Decisions that name nothing, or both allow and deny.
+	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", state, "--allow", "call_x")
+	expect(t, r, 2, `no pending call has the id "call_x" (pending: #1)`)
+	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", state, "--allow", "#1", "--deny", "#1")
+	expect(t, r, 2, "both allowed and denied")
+	// Another key (CONDUIT_STATE_KEY set) refuses the state.
+	r = conduit(t, runOpts{dir: dir, env: append(env, stateKey)}, "resume", "--state", state, "--allow", "#1")
+	expect(t, r, 2, "not authentic")
+	// An altered state is refused.
+	data, _ := os.ReadFile(state)
+	altered := filepath.Join(t.TempDir(), "altered.state")
+	parts := strings.Split(strings.TrimSpace(string(data)), ".")
+	parts[3] = parts[3][:len(parts[3])-2] + "AA"
+	os.WriteFile(altered, []byte(strings.Join(parts, ".")), 0o600)
+	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", altered, "--allow", "#1")
+	expect(t, r, 2, "not authentic")
+	// A state file in use.
+	os.WriteFile(state+".lock", []byte("1\n"), 0o600)
+	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", state, "--allow", "#1")
+	expect(t, r, 1, "in use by another conduit command")
+	os.Remove(state + ".lock")
+	// --approve defer needs a state file.
+	r = conduit(t, runOpts{dir: dir, env: env, stdin: strings.NewReader(string(resp))}, "exec", "--provider", "gemini", "--approve", "defer")
+	expect(t, r, 2, "--approve defer needs --state FILE")
+	// A denial that halts.
+	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", state, "--deny", "#1", "--halt", "--reason", "stop")
+	expect(t, r, 0, "halted")
+	var out turnOut
+	decode(t, r, &out)
+	if !out.Halted || len(out.Results) != 1 {
+		t.Errorf("halt: %s", r)
+	}
+}

@@ -1,0 +1,229 @@
+package conduit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"maps"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Deferred calls: a call that an approver, or a handler of what its server
+// asks, cannot decide now leaves the pipeline with what it waits for (a
+// KindDeferred error whose cause is a Deferral), and is taken up again
+// later with the decision (CallOptions.Approval and CallOptions.Input),
+// by the same process or another one (adapters.Conversation).
+
+// Deferral is the cause of a KindDeferred error: what a deferred call
+// waits for. Get it with errors.As.
+type Deferral struct {
+	// Rule is the policy rule that asked for approval; the zero Rule for
+	// a call deferred for input.
+	Rule Rule
+	// Reason is the approver's or the handler's, for the person who
+	// decides.
+	Reason string
+	// Args are the arguments as the approver saw them (a copy), or, for a
+	// call deferred for input, as they were sent.
+	Args map[string]any
+	// Input, for a call whose server asked for input that a handler
+	// deferred ([DeferInput]), is what the server asked and what the call
+	// needs to go on; nil for a deferred approval.
+	Input *PendingInput
+}
+
+// Error says what the call waits for.
+func (d *Deferral) Error() string {
+	what := "approval"
+	if d.Input != nil {
+		what = "input"
+	}
+	if d.Reason == "" {
+		return "deferred: waiting for " + what
+	}
+	return "deferred: waiting for " + what + ": " + d.Reason
+}
+
+// PendingInput is what a server asked during a call, which a handler
+// deferred, and what the call needs to go on once it is answered
+// ([CallOptions.Input]).
+//
+// A server of protocol 2026-07-28 asks by a multi-round-trip result, which
+// ends its request: the question waits as long as need be, and the call
+// goes on by sending the request again with the answers and the server's
+// RequestState, as the protocol means it to. A server of an earlier
+// protocol asks by a JSON-RPC request in the middle of its call, which
+// cannot wait: conduit answers it with an error and cancels the call
+// (Resend). On resume the call is sent again, from the start, and when the
+// server asks the same question (an equal request), it is given the
+// recorded answer without asking anyone: such a server sees the call
+// twice, the first one cancelled while it waited for its answer.
+type PendingInput struct {
+	// Requests are what the server asked, by the keys of its input
+	// requests; under Resend, its one request, under [ResendKey].
+	Requests mcp.InputRequestMap `json:"requests"`
+	// Responses are the answers, by the same keys: those given already
+	// (to requests of the same round that were not deferred), to which
+	// the decision adds the others.
+	Responses mcp.InputResponseMap `json:"responses,omitempty"`
+	// RequestState is the server's request state, sent back with the
+	// answers (protocol 2026-07-28).
+	RequestState string `json:"requestState,omitempty"`
+	// Resend reports that the call was cancelled and is sent again, the
+	// recorded answer then given to the same question (earlier
+	// protocols).
+	Resend bool `json:"resend,omitempty"`
+}
+
+// ResendKey is the key of the one request of a [PendingInput] that
+// Resend marks.
+const ResendKey = "request"
+
+// Missing returns the keys of the requests without an answer.
+func (p *PendingInput) Missing() []string {
+	var out []string
+	for k := range p.Requests {
+		if _, ok := p.Responses[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// clone is a copy of p whose maps may be added to.
+func (p *PendingInput) clone() *PendingInput {
+	c := *p
+	c.Requests = maps.Clone(p.Requests)
+	c.Responses = maps.Clone(p.Responses)
+	if c.Responses == nil {
+		c.Responses = mcp.InputResponseMap{}
+	}
+	return &c
+}
+
+// answerTo returns the recorded answer to ask: the answer to the request
+// of p that asks the same, if there is one.
+func (p *PendingInput) answerTo(ask mcp.InputRequest) mcp.InputResponse {
+	if p == nil || ask == nil {
+		return nil
+	}
+	want, err := question(ask)
+	if err != nil {
+		return nil
+	}
+	for k, r := range p.Requests {
+		if q, err := question(r); err == nil && bytes.Equal(q, want) {
+			if a, ok := p.Responses[k]; ok {
+				return a
+			}
+		}
+	}
+	return nil
+}
+
+// question is what ask asks, as JSON, without the _meta a server may fill
+// in anew each time it asks.
+func question(ask mcp.InputRequest) ([]byte, error) {
+	switch p := ask.(type) {
+	case *mcp.ElicitParams:
+		c := *p
+		c.Meta = nil
+		ask = &c
+	case *mcp.ListRootsParams:
+		c := *p
+		c.Meta = nil
+		ask = &c
+	}
+	return json.Marshal(mcp.InputRequestMap{"": ask})
+}
+
+// inputDeferral is a request whose server's question a handler deferred:
+// the multi-round-trip loop (mrtr.go) or a JSON-RPC request's handler
+// (handlers.go) ends the request with it.
+type inputDeferral struct {
+	reason string
+	input  *PendingInput
+}
+
+func (e *inputDeferral) Error() string { return "conduit: deferred: " + e.reason }
+
+// inputDeferred returns the deferral of a request, made with in (nil
+// when it was not registered) and ended with err, whose server's question
+// a handler deferred; nil when none did. A JSON-RPC request's deferral
+// wins over what the server made of the call it cancelled.
+func inputDeferred(in *inflight, err error) *inputDeferral {
+	if in != nil {
+		if d := in.deferred(); d != nil {
+			return d
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	if d := (*inputDeferral)(nil); errors.As(err, &d) {
+		return d
+	}
+	return nil
+}
+
+// DeferInput is the error a [Handlers] function returns to defer what the
+// server asked (an elicitation, a sampling or roots request) rather than
+// answer it now: the call fails with a KindDeferred error whose
+// [Deferral] carries the question ([PendingInput]), to be answered later
+// (see adapters.Conversation.Resume). reason is for the person who will
+// answer.
+func DeferInput(reason string) error {
+	return &Error{Kind: KindDeferred, Message: reason}
+}
+
+// deferredInput reports whether err, a handler's, defers its question,
+// and with what reason.
+func deferredInput(err error) (string, bool) {
+	var e *Error
+	if errors.As(err, &e) && e.Kind == KindDeferred {
+		return e.Message, true
+	}
+	return "", false
+}
+
+// DeferredError is the error of a call to t deferred as d says, as the
+// pipeline makes it: for programs that restore a deferred call from saved
+// state (adapters.ResumeConversation).
+func DeferredError(t *Tool, d *Deferral) *Error {
+	return deferredError(&Call{Exposed: t.Exposed, Server: t.Server, Tool: t.Name}, d)
+}
+
+// deferredError is the error of call, deferred as d says.
+func deferredError(call *Call, d *Deferral) *Error {
+	what := "a decision"
+	if d.Input != nil {
+		what = "an answer to what its server asked"
+	}
+	msg := subject(call) + " waits for " + what
+	if r := strings.TrimSpace(d.Reason); r != "" {
+		msg += ": " + strings.TrimSuffix(r, ".")
+	}
+	return newError(KindDeferred, call.Server, call.Tool, msg+".", d)
+}
+
+// DeniedError is the error of a call to t that was denied, with reason
+// for the model, as an approver's denial is answered; halt marks it as a
+// denial that stops the agent loop. It answers a call whose approval was
+// decided elsewhere (adapters.Conversation.Resume).
+func DeniedError(t *Tool, reason string, halt bool) *Error {
+	call := &Call{Exposed: t.Exposed, Server: t.Server, Tool: t.Name}
+	return deniedError(call, reason, halt)
+}
+
+// deniedError is the error of call, denied with reason.
+func deniedError(call *Call, reason string, halt bool) *Error {
+	msg := subject(call) + " was denied"
+	if r := strings.TrimSpace(reason); r != "" {
+		msg += ": " + strings.TrimSuffix(r, ".")
+	}
+	e := newError(KindDenied, call.Server, call.Tool, msg+".", nil)
+	e.Halt = halt
+	return e
+}

@@ -1,0 +1,127 @@
+// conduit resume: the decisions on the calls that exec --approve defer
+// left pending, taken in a process of their own.
+
+package cli
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+)
+
+func runResume(ctx context.Context, env *Env, args []string) error {
+	fs := newFlags(env, "resume", `
+Decide the calls that 'conduit exec --state FILE --approve defer' left
+pending, in a process of its own (minutes or days later), and print the
+turn's answers as exec does:
+
+  {"results": [...], "halted": false, "paused": false, "taint": [...],
+   "revealed": [...], "pending": []}
+
+--allow runs the calls it names (as an approver's "allow" would have: the
+policy still decides first), --deny answers them with --reason, and --halt
+makes the denial stop the agent loop ("halted": true; the calls allowed
+with it are then answered as halted, not sent). A call neither allowed nor
+denied stays pending, in FILE and under "pending", and "results" stays
+empty until every call is decided; once it is, "results" answers every
+call of the turn in the model's order, those answered before included.
+A call whose tool changed since it was deferred (its definition, or its
+server gone) is not made on the decision: its answer says so.
+
+FILE is written back, for the next 'conduit exec --state FILE'. While a
+command uses it, FILE.lock exists: a second resume of the same file waits
+for nothing and sends nothing (it fails, and after the first one, FILE has
+nothing pending). A copy of FILE resumed elsewhere is not protected: the
+library's shared claims store (adapters.StateOptions.Claims) is.`)
+	var h hubFlags
+	h.register(fs)
+	stateFile := fs.String("state", "", "the conversation's state `file`, as 'conduit exec --state' wrote it")
+	allow := fs.String("allow", "", "the `IDs` of the pending calls to run, comma-separated")
+	deny := fs.String("deny", "", "the `IDs` of the pending calls to deny, comma-separated")
+	reason := fs.String("reason", "", "why the calls of --deny are denied, for the model")
+	halt := fs.Bool("halt", false, "the denial also stops the agent loop")
+	timeout := fs.Duration("timeout", conduit.DefaultCallTimeout, "how long one call may take in all")
+	structured := fs.String("structured", "", "how results' structuredContent is answered, as exec's --structured (give the same)")
+	pos, err := fs.parse(args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usageError("resume", "unexpected argument %q", pos[0])
+	}
+	if *stateFile == "" {
+		return usageError("resume", "--state FILE is required")
+	}
+	mode, err := toolcall.ParseStructured(*structured)
+	if err != nil {
+		return usageError("resume", "--structured: %v", err)
+	}
+	decisions := map[string]adapters.Decision{}
+	for _, id := range splitList(*allow) {
+		decisions[id] = adapters.Decision{Allow: true}
+	}
+	for _, id := range splitList(*deny) {
+		if _, both := decisions[id]; both {
+			return usageError("resume", "%q is both allowed and denied", id)
+		}
+		decisions[id] = adapters.Decision{Reason: *reason, Halt: *halt}
+	}
+	if *halt && *deny == "" {
+		return usageError("resume", "--halt is a denial's: name the calls with --deny")
+	}
+
+	st, err := openState(env, *stateFile)
+	if err != nil {
+		return err
+	}
+	defer st.unlock()
+	if st.saved == nil {
+		return inputError("no state in %s: 'conduit exec --state %s --approve defer' writes one", *stateFile, *stateFile)
+	}
+	info := st.info
+	if len(info.Pending) == 0 {
+		return inputError("%s has no call waiting for a decision", *stateFile)
+	}
+	for id := range decisions {
+		if !slices.ContainsFunc(info.Pending, func(p adapters.Pending) bool { return p.ID == id }) {
+			return usageError("resume", "no pending call has the id %q (pending: %s)", id, pendingIDs(info.Pending))
+		}
+	}
+	cfg, err := h.loadConfig()
+	if err != nil {
+		return err
+	}
+	// The calls decided need no approver: the decision is their approval.
+	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{needPolicy: true})
+	if err != nil {
+		return err
+	}
+	defer hub.Close()
+	conv, err := st.conversation(ctx, hub, info.Provider, &adapters.ConversationOptions{
+		CallTimeout:    *timeout,
+		ListingOptions: adapters.ListingOptions{Trace: env.listingTrace(nil)},
+		AnswerOptions:  toolcall.AnswerOptions{Structured: mode},
+		State:          adapters.StateOptions{Keys: st.keys},
+	})
+	if err != nil {
+		return err
+	}
+	reportWarnings(env, conv.Listing().Warnings, "when the conversation was saved")
+	exec, err := conv.Resume(ctx, decisions)
+	if err != nil {
+		return inputError("%v", err)
+	}
+	for i, err := range exec.Errors {
+		if err != nil && exec.Results[i] != nil {
+			fmt.Fprintf(env.Stderr, "conduit: call %d: %s\n", i+1, describe(err))
+		}
+	}
+	if err := st.save(conv); err != nil {
+		return err
+	}
+	return writeTurn(env, *stateFile, exec, conv, false)
+}
