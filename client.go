@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -58,3 +59,6 @@ func (cl *Client) Reconnect() error { return cl.c.reconnect(cl.c.conns[0].srv.ID
 // Close ends the session and stops the server process, if one was started,
 // as [Hub.Close] does.
 func (cl *Client) Close() error { return cl.c.close() }
+
+// Store returns what the client's processes share, as [Hub.Store] does.
+func (cl *Client) Store() store.Store { return cl.c.Store }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -57,6 +58,9 @@ type core struct {
 	conns      []*conn
 	byID       map[string]*conn
 	httpClient *http.Client // for servers without their own
+	// ownStore is Options.Store when the core made it (none was given),
+	// which Close closes.
+	ownStore store.Store
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -129,6 +133,10 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 	}
 	c.limitErr = &limitError{c.CallTimeout}
 	c.limits = o.Limits.resolved()
+	if c.Store == nil {
+		c.Store = store.NewMemory()
+		c.ownStore = c.Store
+	}
 	c.sdkLogger = c.Logger.With("component", "mcp")
 	if err := c.checkPolicy(servers); err != nil {
 		return nil, err
@@ -266,6 +274,9 @@ func (c *core) close() error {
 		wg.Wait()
 		c.wg.Wait()
 		c.httpClient.CloseIdleConnections()
+		if c.ownStore != nil {
+			c.ownStore.Close()
+		}
 	})
 	return nil
 }

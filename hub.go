@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -69,3 +70,7 @@ func (h *Hub) Reconnect(id string) error { return h.c.reconnect(id) }
 // server that does not exit when its stdin closes is sent SIGTERM after
 // two seconds.
 func (h *Hub) Close() error { return h.c.close() }
+
+// Store returns what the hub's processes share: Options.Store, or the
+// in-memory store the hub made when it was given none.
+func (h *Hub) Store() store.Store { return h.c.Store }

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -96,4 +97,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Trace, when set, is told of server and call events.
 	Trace *Trace
+	// Store holds what the processes of one deployment share (see package
+	// store): the claims that keep a resumed conversation's decided calls
+	// from being sent twice, and, under conduit serve, taint, single-use
+	// marks and counters for limits. Nil: an in-memory store of the hub
+	// or client, shared by everything that uses it, which holds within
+	// this process only. A store given here is the caller's to close.
+	Store store.Store
 }

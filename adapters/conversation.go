@@ -132,7 +132,7 @@ func newConversation(ctx context.Context, src conduit.Source, p Provider, ts *co
 	if err != nil {
 		return nil, err
 	}
-	sc, err := o.State.config()
+	sc, err := o.State.config(src)
 	if err != nil {
 		return nil, err
 	}

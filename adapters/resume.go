@@ -174,7 +174,7 @@ func ResumeConversation(ctx context.Context, src conduit.Source, p Provider, sta
 	if o == nil {
 		return nil, ErrNoStateKey
 	}
-	sc, err := o.State.config()
+	sc, err := o.State.config(src)
 	if err != nil {
 		return nil, err
 	}

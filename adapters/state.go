@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/conduitmcp/conduit"
@@ -96,12 +95,16 @@ type StateOptions struct {
 	// answered that the call was decided elsewhere and its outcome is
 	// unknown, and never sends it.
 	//
-	// Nil means one in-memory store of this process (store.NewMemory),
-	// shared by all its Conversations: every Resume in this process sees
-	// the others', but not those of another process, nor of this one
-	// after a restart. Across processes (instances of a web application,
-	// a deploy), give every instance the same shared store, such as
-	// store/redisstore's. Without one, at most once holds only within a
+	// Nil means the source's store (conduit.Options.Store of the Hub or
+	// Client, by default an in-memory store of that hub, shared by all
+	// its Conversations), or, for a Source of one's own without a
+	// Store() store.Store method, an in-memory store of the Conversation
+	// alone. An in-memory store holds within its process: every Resume
+	// over the same hub sees the others', but not those of another
+	// process, nor of this one after a restart. Across processes
+	// (instances of a web application, a deploy), give every instance the
+	// same shared store, such as store/redisstore's, here or as the hub's
+	// Options.Store. Without one, at most once holds only within a
 	// process: two processes that resume the same state can both send a
 	// call.
 	Claims store.Claims
@@ -119,14 +122,19 @@ type stateConfig struct {
 	ttl    time.Duration
 }
 
-// processClaims is the in-memory store of claims of the Conversations of
-// this process that were given none.
-var processClaims = sync.OnceValue(func() store.Claims { return store.NewMemory() })
+// storer is a Source that keeps a store.Store, as a Hub and a Client do.
+type storer interface{ Store() store.Store }
 
-func (o *StateOptions) config() (stateConfig, error) {
+// config makes o ready for a Conversation over src (nil: none, for
+// reading a state only).
+func (o *StateOptions) config(src conduit.Source) (stateConfig, error) {
 	sc := stateConfig{claims: o.Claims, ttl: o.TTL}
-	if sc.claims == nil {
-		sc.claims = processClaims()
+	if sc.claims == nil && src != nil {
+		if s, ok := src.(storer); ok {
+			sc.claims = s.Store()
+		} else {
+			sc.claims = store.NewMemory()
+		}
 	}
 	if sc.ttl == 0 {
 		sc.ttl = DefaultStateTTL
@@ -446,7 +454,7 @@ func ReadState(state []byte, o *StateOptions) (*SavedState, error) {
 	if o == nil {
 		return nil, ErrNoStateKey
 	}
-	sc, err := o.config()
+	sc, err := o.config(nil)
 	if err != nil {
 		return nil, err
 	}

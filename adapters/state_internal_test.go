@@ -58,7 +58,7 @@ func TestStateVersionOne(t *testing.T) {
 		t.Errorf("written back:\n%s\n%s", again, again2)
 	}
 
-	sc, err := (&StateOptions{Keys: [][]byte{internalKey}}).config()
+	sc, err := (&StateOptions{Keys: [][]byte{internalKey}}).config(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestStateVersionOne(t *testing.T) {
 // ResumeConversation's reading of it returns an error or a state, never
 // panics, and never accepts what the key did not seal.
 func FuzzOpenState(f *testing.F) {
-	sc, err := (&StateOptions{Keys: [][]byte{internalKey}}).config()
+	sc, err := (&StateOptions{Keys: [][]byte{internalKey}}).config(nil)
 	if err != nil {
 		f.Fatal(err)
 	}
