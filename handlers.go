@@ -192,6 +192,10 @@ func serverRequest[Req any, Res any](cn *conn, ctx context.Context, req Req, met
 			return f(hctx, req)
 		}
 	}
+	if in == nil && cn.principal != "" {
+		// A principal's session asks only the principal's own calls.
+		return zero, errors.New("conduit: " + method + " outside any call of the session's principal is not answered")
+	}
 	if h := cn.core.Handlers; h != nil {
 		if f := pick(h); f != nil {
 			return f(hctx, req)
