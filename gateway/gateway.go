@@ -115,8 +115,8 @@ type Gateway struct {
 
 	reported map[string]bool // what was left out and logged once
 
-	taints   *taints          // taint.go
-	subjects *subjects        // callers' verified tokens, for token exchange (oauth.go)
+	taints   *taints         // taint.go
+	subjects *subjects       // callers' verified tokens, for token exchange (oauth.go)
 	perP     map[string]bool // the servers whose sessions are per principal
 }
 

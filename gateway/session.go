@@ -30,9 +30,6 @@ type session struct {
 
 	mu      sync.Mutex
 	ss      *mcp.ServerSession
-	// conversation is the one the session's requests last named
-	// (MetaConversation), whose taint its listings are made with.
-	conversation string
 	defs    map[string]*mcp.Tool       // exposed name -> the server's own tool registered under it
 	prompts map[string]*conduit.Prompt // exposed name -> the prompt registered under it
 	rset    *conduit.ResourceSet       // as offered
@@ -41,6 +38,9 @@ type session struct {
 	subs    map[string]bool
 	level   mcp.LoggingLevel // as the client set it
 	closed  bool
+	// conversation is the one the session's requests last named
+	// (MetaConversation), whose taint its listings are made with.
+	conversation string
 
 	syncMu sync.Mutex // one refresh at a time
 }

@@ -235,16 +235,16 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 		grants = append(grants, grantTokenExchange)
 	}
 	meta := &oauthex.AuthServerMeta{
-		JWKSURI:                                    s.URL + "/jwks",
-		Issuer:                                     issuer,
-		AuthorizationEndpoint:                      s.URL + "/authorize",
-		TokenEndpoint:                              s.URL + "/token",
-		RegistrationEndpoint:                       s.URL + "/register",
-		ResponseTypesSupported:                     []string{"code"},
-		GrantTypesSupported:                        grants,
-		CodeChallengeMethodsSupported:              []string{"S256"},
-		TokenEndpointAuthMethodsSupported:          methods,
-		ScopesSupported:                            []string{"tools", "offline_access"},
+		JWKSURI:                           s.URL + "/jwks",
+		Issuer:                            issuer,
+		AuthorizationEndpoint:             s.URL + "/authorize",
+		TokenEndpoint:                     s.URL + "/token",
+		RegistrationEndpoint:              s.URL + "/register",
+		ResponseTypesSupported:            []string{"code"},
+		GrantTypesSupported:               grants,
+		CodeChallengeMethodsSupported:     []string{"S256"},
+		TokenEndpointAuthMethodsSupported: methods,
+		ScopesSupported:                   []string{"tools", "offline_access"},
 		AuthorizationResponseIssParameterSupported: s.opts.WrongIss,
 	}
 	if !s.opts.DPoP {
