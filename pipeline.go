@@ -219,6 +219,11 @@ func (c *core) resolveTool(ctx context.Context, r *request) error {
 	}
 	tool, args, err := resolveCall(ts, r.local, r.call.Exposed, r.args)
 	if err != nil {
+		var e *Error
+		if p := r.o.Principal; p != "" && errors.As(err, &e) && e.Kind == KindUnavailable && e.Err != nil {
+			// A server down for this principal: say whose.
+			return sessionError(e.Server, e.Tool, r.call.Exposed, p, e.Err)
+		}
 		return err
 	}
 	if r.local == nil && c.byID[tool.Server] == nil {
