@@ -365,3 +365,49 @@ func jsonDecode(resp *http.Response, v any) error {
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
 }
+
+// TestServeOAuthProcess runs conduit serve --http as its own process,
+// behind OAuth (--oauth-issuer, --oauth-resource), in front of a server of
+// identity principal: two clients log in as alice and bob (JWTs of the
+// local authorization server), and each is seen by the server as
+// themselves; a client without a token is refused, pointed at the
+// metadata.
+func TestServeOAuthProcess(t *testing.T) {
+	as := oauthtest.New(t, oauthtest.Options{})
+	ids := identitytest.NewHTTP(map[string]string{"gh-alice-0123456789": "alice", "gh-bob-0123456789": "bob"})
+	hs := httptest.NewServer(ids)
+	t.Cleanup(hs.Close)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	config := fmt.Sprintf(`{
+		"mcpServers": {"gh": {"url": %q, "identity": "principal", "principals": {
+			"alice": {"headers": {"Authorization": "Bearer ${env:GH_ALICE}"}},
+			"bob":   {"headers": {"Authorization": "Bearer ${env:GH_BOB}"}}}}},
+		"policy": [{"allow": ["gh/*"]}]
+	}`, hs.URL)
+	url := serveHTTP(t, config, []string{"GH_ALICE=gh-alice-0123456789", "GH_BOB=gh-bob-0123456789"},
+		"--http", addr, "--oauth-issuer", as.URL, "--oauth-resource", "http://"+addr+"/mcp")
+	for _, who := range []string{"alice", "bob"} {
+		cs := httpClient(t, url, as.AccessToken(who, url, time.Hour), nil)
+		if got := resultText(callTool(t, cs, "gh__whoami", map[string]any{})); got != who {
+			t.Errorf("%s is seen as %q", who, got)
+		}
+	}
+	resp, err := http.Post(url, "application/json", strings.NewReader(initialize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), "/.well-known/oauth-protected-resource/mcp") {
+		t.Errorf("without a token: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	for _, tok := range ids.Seen() {
+		if tok != "gh-alice-0123456789" && tok != "gh-bob-0123456789" {
+			t.Errorf("the server received %q", tok)
+		}
+	}
+}
