@@ -138,14 +138,7 @@ func TestTaintByPrincipal(t *testing.T) {
 	web := newUpstream(t, "web")
 	web.tool("fetch", "Fetch a page.", echo("page "))
 	env := newUpstream(t, "env")
-	var sent int
-	var mu sync.Mutex
-	env.tool("get", "The environment.", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		mu.Lock()
-		sent++
-		mu.Unlock()
-		return text("SECRET=1"), nil
-	})
+	sent := countedTool(env, "get", "SECRET=1")
 	g := newGateway(t, []conduit.Server{web.server("web"), env.server("env")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.NewPolicy(
 		conduit.Deny("env/*").When(conduit.Tainted("web")),
 		conduit.Allow("*"),
@@ -185,11 +178,20 @@ func TestTaintByPrincipal(t *testing.T) {
 	if res := call(bob, "env__get", nil); denied(res) {
 		t.Errorf("bob: %q", resultText(res))
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if sent != 2 {
-		t.Errorf("env__get ran %d times, want 2 (c2's and bob's)", sent)
+	if n := sent.Load(); n != 2 {
+		t.Errorf("env__get ran %d times, want 2 (c2's and bob's)", n)
 	}
+}
+
+// countedTool adds a tool to u that answers answer, and returns how many
+// times it ran.
+func countedTool(u *upstream, name, answer string) *atomic.Int64 {
+	n := &atomic.Int64{}
+	u.tool(name, "The "+name+" tool.", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n.Add(1)
+		return text(answer), nil
+	})
+	return n
 }
 
 // failingSets is a store whose reads or writes fail, as a Redis that is
@@ -227,14 +229,7 @@ func TestTaintStoreFailsClosed(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			web := newUpstream(t, "web")
-			var sent int
-			var mu sync.Mutex
-			web.tool("fetch", "Fetch.", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				mu.Lock()
-				sent++
-				mu.Unlock()
-				return text("the page"), nil
-			})
+			sent := countedTool(web, "fetch", "the page")
 			sets := &failingSets{Sets: store.NewMemory()}
 			g := newGateway(t, []conduit.Server{web.server("web")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}, Taint: sets})
 			cs, _ := connect(t, g, "alice", nil)
@@ -244,10 +239,8 @@ func TestTaintStoreFailsClosed(t *testing.T) {
 			if !res.IsError || !strings.Contains(resultText(res), tt.want) || strings.Contains(resultText(res), "the page") {
 				t.Errorf("answer: %q", resultText(res))
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if sent != tt.sent {
-				t.Errorf("sent %d times, want %d", sent, tt.sent)
+			if n := sent.Load(); n != int64(tt.sent) {
+				t.Errorf("sent %d times, want %d", n, tt.sent)
 			}
 		})
 	}

@@ -139,18 +139,7 @@ func (s *Server) exchange(w http.ResponseWriter, f url.Values, jkt string) {
 		fail(http.StatusBadRequest, "invalid_grant", "the subject token: "+err.Error())
 		return
 	}
-	s.n++
-	at := fmt.Sprintf("at-tx-%d-%x", s.n, time.Now().UnixNano())
-	s.access[at] = true
+	at, typ, exp := s.issueAccess("tx", jkt)
 	s.subjects[at] = sub
-	s.issued = append(s.issued, at)
-	typ := "Bearer"
-	if jkt != "" {
-		s.bound[at], typ = jkt, "DPoP"
-	}
-	exp := s.opts.ExpiresIn
-	if exp == 0 {
-		exp = 3600
-	}
 	writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "issued_token_type": tokenTypeAccessToken, "token_type": typ, "expires_in": exp})
 }
