@@ -123,6 +123,7 @@ func (p *pool) get(ctx context.Context, principal string) (*conn, func(), error)
 		// too.
 		p.c.Logger.Debug("conduit: closing the least recently used session for another principal's", "server", p.srv.ID)
 		victim.close()
+		p.c.forget(victim.principal)
 	}
 	p.start(e)
 	release := func() { p.release(e) }

@@ -210,7 +210,16 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 			g.subjects.note(ti.UserID, token, ti.Expiration)
 			return ti, nil
 		}
-		bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, Scopes: scopes})(open)
+		// The challenge is for the middleware's own refusals: a 403 of the
+		// MCP handler (a session opened by another principal) is not about
+		// scopes.
+		inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if c, ok := w.(*challenge); ok {
+				w = c.ResponseWriter
+			}
+			open.ServeHTTP(w, r)
+		})
+		bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, Scopes: scopes})(inner)
 		ch := challenger{scopes: scopes}
 		if o.OAuth != nil {
 			ch.metadata = o.OAuth.MetadataURL()

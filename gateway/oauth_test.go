@@ -126,9 +126,19 @@ func TestJWTRefusals(t *testing.T) {
 	}
 	// A session stays with its principal: bob's valid token is refused on
 	// alice's session.
-	code, _, _ = post(t, url, rawReq{body: callEcho, session: id, token: as.AccessToken("bob", url, time.Hour)})
-	if code != http.StatusForbidden || received.Load() != 1 {
-		t.Errorf("bob's token on alice's session: %d", code)
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(callEcho))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+as.AccessToken("bob", url, time.Hour))
+	req.Header.Set("Mcp-Session-Id", id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || received.Load() != 1 || resp.Header.Get("WWW-Authenticate") != "" {
+		t.Errorf("bob's token on alice's session: %d %q", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
 }
 
