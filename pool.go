@@ -106,12 +106,14 @@ func (p *pool) get(ctx context.Context, principal string) (*conn, func(), error)
 				p.mu.Unlock()
 				return nil, nil, &errPoolBusy{server: p.srv.ID, max: p.max}
 			}
-			delete(p.byP, victim.principal)
-			victim.stopTimer()
 		}
 		if e, err = p.newPooled(srv, principal); err != nil {
 			p.mu.Unlock()
 			return nil, nil, err
+		}
+		if victim != nil {
+			delete(p.byP, victim.principal)
+			victim.stopTimer()
 		}
 		p.byP[principal] = e
 	}
