@@ -54,7 +54,7 @@ func (cl *Client) Status() []ServerStatus { return cl.c.status() }
 func (cl *Client) Warnings() []string { return slices.Clone(cl.c.warnings) }
 
 // Reconnect asks the server to connect now, as [Hub.Reconnect] does.
-func (cl *Client) Reconnect() error { return cl.c.reconnect(cl.c.conns[0].srv.ID) }
+func (cl *Client) Reconnect() error { return cl.c.reconnect(cl.c.slots[0].srv.ID) }
 
 // Close ends the session and stops the server process, if one was started,
 // as [Hub.Close] does.

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/conduitmcp/conduit/oauth"
@@ -54,6 +56,19 @@ func LoadConfig(path string) (*Config, error) {
 //	    {"ask": ["*"]}
 //	  ]
 //	}
+//
+// A server's "identity" is "shared" (the default: one session, with the
+// credentials above, for every caller) or "principal" (a session per
+// principal, with the principal's own credentials; see [Identity]). Under
+// "principal", "principals" holds each principal's credentials, "headers"
+// for a url and "env" for a command, ${env:NAME} read as above; or the
+// server's "oauth" gets each principal's tokens (conduit login --principal,
+// or a token exchange):
+//
+//	"github": {"url": "https://mcp.github.example/mcp", "identity": "principal",
+//	  "principals": {
+//	    "alice": {"headers": {"Authorization": "Bearer ${env:GH_ALICE}"}},
+//	    "bob":   {"headers": {"Authorization": "Bearer ${env:GH_BOB}"}}}}
 //
 // VS Code's "servers" key is accepted for "mcpServers" (and its "inputs"
 // ignored). "type" is "stdio", "http" (or "streamable-http",
@@ -172,6 +187,10 @@ type serverEntry struct {
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers"`
 	OAuth   json.RawMessage   `json:"oauth"`
+	// Identity is "shared" (the default) or "principal"; Principals are
+	// each principal's credentials under "principal".
+	Identity   string                    `json:"identity"`
+	Principals map[string]principalEntry `json:"principals"`
 	// Accepted and ignored: editors' own settings.
 	Disabled    bool            `json:"disabled"`
 	EnvFile     string          `json:"envFile"`
@@ -210,7 +229,7 @@ func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warning
 		if e.EnvFile != "" {
 			return nil, fmt.Errorf("server %q: envFile is not supported; put the variables under \"env\"", id)
 		}
-		*warnings = append(*warnings, writtenSecrets(id, e.Headers, e.Env)...)
+		*warnings = append(*warnings, writtenSecrets(fmt.Sprintf("server %q", id), e.Headers, e.Env)...)
 		x := &envExpander{lookup: lookup}
 		if e.URL, err = x.expand(e.URL); err != nil {
 			return nil, fmt.Errorf("server %q: url: %w", id, err)
@@ -221,8 +240,12 @@ func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warning
 		if err := x.expandMap("env", e.Env); err != nil {
 			return nil, fmt.Errorf("server %q: %w", id, err)
 		}
+		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers}
+		if err := parseIdentity(&s, &e, x, warnings); err != nil {
+			return nil, err
+		}
 		*warnings = append(*warnings, inputWarnings(id, x.inputs)...)
-		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers, fromEnv: x.read}
+		s.fromEnv = x.read
 		switch {
 		case e.Command != "" && e.URL != "":
 			return nil, fmt.Errorf(`server %q: has both "command" and "url"; a server is one or the other`, id)
@@ -263,6 +286,46 @@ func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warning
 	}
 	_, err := dec.Token()
 	return out, err
+}
+
+// principalEntry is one principal's credentials: "headers" for a "url",
+// "env" for a "command".
+type principalEntry struct {
+	Headers map[string]string `json:"headers"`
+	Env     map[string]string `json:"env"`
+}
+
+// parseIdentity reads a server's "identity" and "principals" into s,
+// expanding ${env:NAME} in the principals' values with x.
+func parseIdentity(s *Server, e *serverEntry, x *envExpander, warnings *[]string) error {
+	switch strings.ToLower(e.Identity) {
+	case "", "shared":
+	case "principal":
+		s.Identity = IdentityPrincipal
+	default:
+		return fmt.Errorf(`server %q: unknown identity %q ("shared" or "principal")`, s.ID, e.Identity)
+	}
+	if e.Principals != nil && s.Identity != IdentityPrincipal {
+		return fmt.Errorf(`server %q: "principals" are for "identity": "principal"`, s.ID)
+	}
+	for _, p := range slices.Sorted(maps.Keys(e.Principals)) {
+		pe := e.Principals[p]
+		if pe.Headers == nil && pe.Env == nil {
+			return fmt.Errorf(`server %q: principal %q has neither "headers" nor "env"`, s.ID, p)
+		}
+		*warnings = append(*warnings, writtenSecrets(fmt.Sprintf("server %q: principal %q", s.ID, p), pe.Headers, pe.Env)...)
+		if err := x.expandMap("headers", pe.Headers); err != nil {
+			return fmt.Errorf("server %q: principal %q: %w", s.ID, p, err)
+		}
+		if err := x.expandMap("env", pe.Env); err != nil {
+			return fmt.Errorf("server %q: principal %q: %w", s.ID, p, err)
+		}
+		if s.Principals == nil {
+			s.Principals = map[string]Credentials{}
+		}
+		s.Principals[p] = Credentials{Headers: pe.Headers, Env: pe.Env}
+	}
+	return nil
 }
 
 type ruleEntry struct {

@@ -150,34 +150,25 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// writtenSecrets warns of the secrets server id's configuration writes
+// writtenSecrets warns of the secrets a configuration writes (where names
+// it: a server, or a principal's credentials for one)
 // in the file instead of reading them with ${env:NAME}: a non-empty value
 // without ${env: of a header that carries credentials (Authorization,
 // Proxy-Authorization, Cookie, X-API-Key, X-Auth-Token...) or of a
 // variable named like one (GITHUB_TOKEN, OPENAI_API_KEY, DB_PASSWORD...).
 // A value with a ${...} reference is left to the expander. The warnings
 // name the key, never the value.
-func writtenSecrets(id string, headers, env map[string]string) []string {
+func writtenSecrets(where string, headers, env map[string]string) []string {
 	var out []string
 	check := func(what string, m map[string]string, secret func(string) bool) {
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if v := m[k]; v != "" && !strings.Contains(v, "${") && secret(k) {
-				out = append(out, fmt.Sprintf("server %q: %s %q is written in the file: keep the secret in an environment variable and write ${env:NAME} in its place", id, what, k))
+				out = append(out, fmt.Sprintf("%s: %s %q is written in the file: keep the secret in an environment variable and write ${env:NAME} in its place", where, what, k))
 			}
 		}
 	}
-	check("header", headers, func(k string) bool {
-		k = strings.ToLower(k)
-		switch k {
-		case "authorization", "proxy-authorization", "cookie":
-			return true
-		}
-		return secretWord(k[strings.LastIndexAny(k, "-_")+1:])
-	})
-	check("env", env, func(k string) bool {
-		k = strings.ToLower(k)
-		return secretWord(k[strings.LastIndexAny(k, "-_")+1:])
-	})
+	check("header", headers, credentialHeader)
+	check("env", env, credentialVar)
 	return out
 }
 

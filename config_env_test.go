@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/conduitmcp/conduit/oauth"
 )
 
 // envOf is a lookup over m.
@@ -213,5 +215,76 @@ func TestEnvRedacted(t *testing.T) {
 	var ne *net.OpError
 	if !errors.As(st.Err, &ne) {
 		t.Errorf("the redacted error does not unwrap to its cause: %#v", st.Err)
+	}
+}
+
+// TestConfigIdentity: a server's "identity" and each principal's
+// credentials, read from the environment as other values are.
+func TestConfigIdentity(t *testing.T) {
+	env := envOf(map[string]string{"GH_ALICE": "ghp_alice_0123", "GH_BOB": "ghp_bob_0123", "NOTES_ALICE": "n-alice-0123"})
+	cfg, err := parseConfig([]byte(`{"mcpServers": {
+		"gh": {"url": "https://mcp.github.example/mcp", "identity": "principal", "headers": {"X-Org": "acme"},
+			"principals": {
+				"alice": {"headers": {"Authorization": "Bearer ${env:GH_ALICE}"}},
+				"bob":   {"headers": {"Authorization": "Bearer ${env:GH_BOB}"}}}},
+		"notes": {"command": "notes-server", "identity": "principal",
+			"principals": {"alice": {"env": {"NOTES_TOKEN": "${env:NOTES_ALICE}"}}}},
+		"linear": {"url": "https://mcp.linear.example/mcp", "identity": "principal", "oauth": {}},
+		"web": {"url": "https://web.example/mcp", "identity": "shared"}
+	}}`), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh, notes, linear, web := cfg.Servers[0], cfg.Servers[1], cfg.Servers[2], cfg.Servers[3]
+	if gh.Identity != IdentityPrincipal || gh.Principals["alice"].Headers["Authorization"] != "Bearer ghp_alice_0123" ||
+		gh.Principals["bob"].Headers["Authorization"] != "Bearer ghp_bob_0123" || gh.Headers["X-Org"] != "acme" {
+		t.Errorf("gh = %v %q", gh.Identity, gh.Principals)
+	}
+	if notes.Principals["alice"].Env["NOTES_TOKEN"] != "n-alice-0123" || linear.OAuth == nil || linear.Identity != IdentityPrincipal || web.Identity != IdentityShared {
+		t.Errorf("notes %q, linear %v %v, web %v", notes.Principals, linear.OAuth, linear.Identity, web.Identity)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings: %q", cfg.Warnings)
+	}
+	// A principal's secret comes out of errors as the rest do.
+	if err := gh.redact(errors.New("refused: Bearer ghp_bob_0123")); strings.Contains(err.Error(), "ghp_bob") {
+		t.Errorf("redacted: %v", err)
+	}
+	// A principal's request carries their headers over the shared ones;
+	// their child gets their env, and none inherited of what another's
+	// names.
+	alice, err := gh.forPrincipal("alice")
+	if err != nil || alice.Headers["Authorization"] != "Bearer ghp_alice_0123" || alice.Headers["X-Org"] != "acme" {
+		t.Errorf("alice's gh: %q, %v", alice.Headers, err)
+	}
+	if _, err := gh.forPrincipal("carol"); !errors.Is(err, oauth.ErrNeedsLogin) {
+		t.Errorf("carol's gh: %v", err)
+	}
+
+	cfg, err = parseConfig([]byte(`{"mcpServers": {"gh": {"url": "https://x/mcp", "identity": "principal",
+		"principals": {"alice": {"headers": {"Authorization": "Bearer written"}}}}}}`), env)
+	if err != nil || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], `server "gh": principal "alice": header "Authorization" is written in the file`) {
+		t.Errorf("written secret: %q, %v", cfg.Warnings, err)
+	}
+
+	for _, tt := range []struct{ config, want string }{
+		{`{"mcpServers": {"gh": {"url": "https://x/mcp", "identity": "everyone"}}}`, `unknown identity "everyone"`},
+		{`{"mcpServers": {"gh": {"url": "https://x/mcp", "principals": {"a": {"headers": {"X": "y"}}}}}}`, `"principals" are for "identity": "principal"`},
+		{`{"mcpServers": {"gh": {"url": "https://x/mcp", "identity": "principal"}}}`, `needs each principal's credentials`},
+		{`{"mcpServers": {"gh": {"url": "https://x/mcp", "identity": "principal", "headers": {"Authorization": "Bearer ${env:GH_ALICE}"}, "principals": {"a": {"headers": {"X": "y"}}}}}}`,
+			`header "Authorization" would be every principal's credential`},
+		{`{"mcpServers": {"n": {"command": "x", "identity": "principal", "env": {"NOTES_TOKEN": "t"}, "principals": {"a": {"env": {"X": "y"}}}}}}`,
+			`env "NOTES_TOKEN" would be every principal's credential`},
+		{`{"mcpServers": {"gh": {"url": "https://x/mcp", "identity": "principal", "principals": {"a": {"env": {"X": "y"}}}}}}`, `"env" is for a "command"`},
+		{`{"mcpServers": {"n": {"command": "x", "identity": "principal", "principals": {"a": {"headers": {"X": "y"}}}}}}`, `"headers" are for a "url"`},
+		{`{"mcpServers": {"gh": {"url": "https://x/mcp", "identity": "principal", "oauth": {}, "principals": {"a": {"headers": {"X": "y"}}}}}}`, `"principals" or from "oauth", not both`},
+		{`{"mcpServers": {"gh": {"url": "https://x/mcp", "identity": "principal", "principals": {"a": {}}}}}`, `has neither "headers" nor "env"`},
+		{`{"mcpServers": {"gh": {"url": "https://x/mcp", "identity": "principal", "principals": {"a": {"headers": {"Authorization": "${env:NOPE}"}}}}}}`,
+			`principal "a": headers: "Authorization": ${env:NOPE} is not set`},
+	} {
+		_, err := parseConfig([]byte(tt.config), env)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: %v, want %q", tt.config, err, tt.want)
+		}
 	}
 }

@@ -252,6 +252,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{"mcpServers": {"r": {"url": "https://x/mcp", "oauth": {"clientSecret": "leaked"}}}}`,
 		`{"mcpServers": {"a": {"command": "x"}}, "serve": {"tokens": [{"principal": "p", "env": "T"}], "hosts": ["h"]}}`,
 		`{"mcpServers": {"r": {"url": "https://${env:HOME}/x", "headers": {"Authorization": "Bearer ${env:NOPE}", "X-Api-Key": "k"}}, "c": {"command": "x", "env": {"T": "${input:t}", "A_TOKEN": "t"}}}}`,
+		`{"mcpServers": {"g": {"url": "https://x/mcp", "identity": "principal", "principals": {"a": {"headers": {"Authorization": "Bearer ${env:HOME}"}}, "": {"headers": {}}}}, "n": {"command": "x", "identity": "principal", "principals": {"b": {"env": {"T": "t"}}}}}}`,
+		`{"mcpServers": {"l": {"url": "https://x/mcp", "identity": "principal", "oauth": {"grant": "token_exchange", "clientId": "c"}}}, "serve": {"oauth": {"issuer": "https://idp.example", "resource": "https://gw.example/mcp"}, "taintLifetime": "1h"}}`,
 	} {
 		f.Add([]byte(s))
 	}

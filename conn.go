@@ -17,11 +17,14 @@ import (
 // conn keeps one persistent session with one server for the life of its
 // hub or client, reconnecting with backoff after the session is lost.
 type conn struct {
-	core   *core
-	srv    Server
-	oauth  *oauth.Handler // nil without an OAuth setting
-	peer   RequestInfo    // how srv is reached, for Trace
-	client *mcp.Client
+	core *core
+	srv  Server
+	// principal is whose session this is, for a server of
+	// IdentityPrincipal; "" for a shared one.
+	principal string
+	oauth     *oauth.Handler // nil without an OAuth setting
+	peer      RequestInfo    // how srv is reached, for Trace
+	client    *mcp.Client
 	// receive is the client's receiving handlers, which answer a server's
 	// input requests (mrtr.go) as they answer its JSON-RPC requests.
 	receive mcp.MethodHandler
@@ -41,7 +44,7 @@ type conn struct {
 	stale    bool     // the tool list must be fetched again
 	hint     listHint // how long tools stay fresh, and for whom (cache.go)
 	changes  uint64   // list_changed notifications seen
-	gen      uint64   // bumped whenever tools or session change
+	gen      uint64   // a new core.nextGen whenever tools or session change
 	// dropped is why the current session was dropped after a failed call
 	// or keepalive ping showed it unusable although the SDK had not
 	// noticed (an HTTP server gone away).
@@ -57,8 +60,8 @@ type conn struct {
 	heard     atomic.Int64  // when the server last answered, in UnixNano
 }
 
-func newConn(c *core, srv Server) *conn {
-	cn := &conn{core: c, srv: srv, ready: make(chan struct{}), wake: make(chan struct{}, 1),
+func newConn(c *core, srv Server, principal string) *conn {
+	cn := &conn{core: c, srv: srv, principal: principal, ready: make(chan struct{}), wake: make(chan struct{}, 1),
 		state: StateConnecting, since: time.Now(), peer: peerInfo(srv)}
 	cn.logs = cn.newLogs()
 	opts := &mcp.ClientOptions{
@@ -171,7 +174,7 @@ func (cn *conn) toolsChanged(req *mcp.ToolListChangedRequest) {
 	cn.changes++
 	cn.mu.Unlock()
 	if t := cn.core.Trace; t != nil && t.ToolsChanged != nil {
-		t.ToolsChanged(ToolsChangedInfo{Server: cn.srv.ID})
+		t.ToolsChanged(ToolsChangedInfo{Server: cn.srv.ID, Principal: cn.principal})
 	}
 }
 
@@ -193,6 +196,7 @@ func (cn *conn) run(ctx context.Context) {
 		}
 		if err == nil {
 			delay = lo
+			cn.restoreLevel(ctx)
 			stopPings := func() {}
 			if cn.keepAlive > 0 {
 				stop, done := make(chan struct{}), make(chan struct{})
@@ -330,14 +334,14 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 	cn.session = sess
 	cn.state, cn.since, cn.lastErr, cn.attempts = StateUp, time.Now(), nil, 0
 	cn.tools, cn.stale, cn.listed, cn.dropped = nil, true, false, nil
-	cn.gen++
+	cn.gen = cn.core.nextGen()
 	cn.mu.Unlock()
 	cn.heard.Store(time.Now().UnixNano())
 	cn.core.stateChanged()
 	if t := cn.core.Trace; t != nil && t.ServerUp != nil {
-		t.ServerUp(ServerUpInfo{Server: cn.srv.ID})
+		t.ServerUp(ServerUpInfo{Server: cn.srv.ID, Principal: cn.principal})
 	}
-	cn.core.Logger.Debug("conduit: server up", "server", cn.srv.ID)
+	cn.core.Logger.Debug("conduit: server up", "server", cn.srv.ID, "principal", cn.principal)
 	return sess, cancel, false, nil
 }
 
@@ -368,13 +372,13 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 	}
 	cn.attempts++
 	cn.tools, cn.stale, cn.listed, cn.dropped = nil, true, false, nil
-	cn.gen++
+	cn.gen = cn.core.nextGen()
 	cn.mu.Unlock()
 	cn.core.stateChanged()
 	if t := cn.core.Trace; t != nil && t.ServerDown != nil {
-		t.ServerDown(ServerDownInfo{Server: cn.srv.ID, Err: err})
+		t.ServerDown(ServerDownInfo{Server: cn.srv.ID, Principal: cn.principal, Err: err})
 	}
-	cn.core.Logger.Warn("conduit: server down", "server", cn.srv.ID, "err", err)
+	cn.core.Logger.Warn("conduit: server down", "server", cn.srv.ID, "principal", cn.principal, "err", err)
 }
 
 // retried reports whether the server is reconnected after it is lost or
@@ -553,7 +557,7 @@ func (cn *conn) listTools(ctx context.Context, lf listFor) ([]*mcp.Tool, uint64,
 		return cn.tools, cn.gen, nil
 	}
 	cn.tools, cn.listed = tools, true
-	cn.gen++
+	cn.gen = cn.core.nextGen()
 	return tools, cn.gen, nil
 }
 

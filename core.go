@@ -55,9 +55,14 @@ type core struct {
 	// CallTimeout, the limit of most calls.
 	limitErr *limitError
 
-	conns      []*conn
-	byID       map[string]*conn
-	httpClient *http.Client // for servers without their own
+	slots      []*slot // by configuration order
+	byID       map[string]*slot
+	pools      bool          // some server's sessions are per principal
+	gens       atomic.Uint64 // conn.gen values, unique across sessions
+	httpClient *http.Client  // for servers without their own
+	// level is the last level SetLoggingLevel set, which a principal's
+	// new session is given (logging.go).
+	level atomic.Pointer[mcp.LoggingLevel]
 	// ownStore is Options.Store when the core made it (none was given),
 	// which Close closes.
 	ownStore store.Store
@@ -83,11 +88,12 @@ type core struct {
 	// mistake (Hub.Warnings), fixed at start.
 	warnings []string
 
-	tsMu   sync.Mutex
-	ts     *ToolSet
-	tsKey  []uint64
-	tsPins uint64             // the pins' generation the tool set was checked against
-	drift  map[string][]Drift // by server, in the last tool set
+	tsMu sync.Mutex
+	ts   tsCache // the listing for no principal, or for any when no server is per principal
+	// byPrincipal are the listings for principals, when some server's
+	// sessions are per principal (at most maxCachedListings).
+	byPrincipal map[string]*tsCache
+	drift       map[string][]Drift // by server, in the last shared tool set
 	// digests of the tools listed, for checking pins
 	digests digestCache
 }
@@ -106,7 +112,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 	c := &core{
 		Options:      *o,
 		namespace:    namespace,
-		byID:         map[string]*conn{},
+		byID:         map[string]*slot{},
 		beforeInline: true,
 		afterInline:  true,
 		resultMarker: newResultMarker(),
@@ -149,24 +155,31 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 		if _, dup := c.byID[s.ID]; dup {
 			return nil, fmt.Errorf("conduit: server id %q is used twice", s.ID)
 		}
-		cn := newConn(c, s)
-		var err error
-		if cn.oauth, err = s.newOAuth(c.httpClient); err != nil {
-			return nil, fmt.Errorf("conduit: %w", err)
+		sl := &slot{srv: s}
+		if s.Identity == IdentityPrincipal {
+			// Each principal's session opens on their first request.
+			sl.pool = newPool(c, s)
+			c.pools = true
+		} else {
+			sl.shared = newConn(c, s, "")
+			var err error
+			if sl.shared.oauth, err = s.newOAuth(c.httpClient); err != nil {
+				return nil, fmt.Errorf("conduit: %w", err)
+			}
 		}
-		c.conns = append(c.conns, cn)
-		c.byID[s.ID] = cn
+		c.slots = append(c.slots, sl)
+		c.byID[s.ID] = sl
 	}
 	// The sessions outlive ctx, which only bounds the first connection.
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	for _, cn := range c.conns {
+	for _, cn := range c.sharedConns() {
 		c.wg.Add(1)
 		go func() {
 			defer c.wg.Done()
 			cn.run(c.ctx)
 		}()
 	}
-	for _, cn := range c.conns {
+	for _, cn := range c.sharedConns() {
 		select {
 		case <-cn.ready:
 		case <-ctx.Done():
@@ -180,7 +193,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 			return nil, err
 		}
 	} else if up := c.upCount(); up == 0 {
-		c.Logger.Warn("conduit: no server is up: no tools are offered until one is (see Status; RequireServers fails instead)", "servers", len(c.conns))
+		c.Logger.Warn("conduit: no server is up: no tools are offered until one is (see Status; RequireServers fails instead)", "servers", len(c.slots))
 	}
 	return c, nil
 }
@@ -190,11 +203,29 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 // its text names each such server and why it is down.
 var ErrServersDown = errors.New("conduit: servers are not up")
 
-// upCount is the number of servers up.
+// sharedConns returns the sessions of the servers of IdentityShared, in
+// configuration order.
+func (c *core) sharedConns() []*conn {
+	out := make([]*conn, 0, len(c.slots))
+	for _, s := range c.slots {
+		if s.shared != nil {
+			out = append(out, s.shared)
+		}
+	}
+	return out
+}
+
+// nextGen is a new generation for a session's tool list, unique across
+// the sessions of the core (a principal's new session starts after
+// another's ended), never 0.
+func (c *core) nextGen() uint64 { return c.gens.Add(1) }
+
+// upCount is the number of servers up, counting those whose sessions are
+// per principal, which open on demand.
 func (c *core) upCount() int {
 	n := 0
-	for _, cn := range c.conns {
-		if cn.status().State == StateUp {
+	for _, s := range c.slots {
+		if s.pool != nil || s.shared.status().State == StateUp {
 			n++
 		}
 	}
@@ -202,7 +233,8 @@ func (c *core) upCount() int {
 }
 
 // awaitUp waits until every server is up, for at most ConnectTimeout from
-// start, while the servers that are down are reconnected.
+// start, while the servers that are down are reconnected. The servers
+// whose sessions are per principal have none to wait for.
 func (c *core) awaitUp(ctx context.Context, start time.Time) error {
 	deadline := time.NewTimer(time.Until(start.Add(c.ConnectTimeout)))
 	defer deadline.Stop()
@@ -210,7 +242,7 @@ func (c *core) awaitUp(ctx context.Context, start time.Time) error {
 		changed := c.stateChange()
 		var down []string
 		retried := false
-		for _, cn := range c.conns {
+		for _, cn := range c.sharedConns() {
 			if cn.status().State == StateUp {
 				continue
 			}
@@ -268,8 +300,12 @@ func (c *core) close() error {
 		// Sessions close concurrently: a stdio server that ignores stdin
 		// EOF costs its TerminateDuration once, not once per server.
 		var wg sync.WaitGroup
-		for _, cn := range c.conns {
-			wg.Go(cn.close)
+		for _, s := range c.slots {
+			if s.shared != nil {
+				wg.Go(s.shared.close)
+			} else {
+				wg.Go(s.pool.close)
+			}
 		}
 		wg.Wait()
 		c.wg.Wait()
@@ -299,14 +335,16 @@ func newHTTPClient() *http.Client {
 }
 
 func (c *core) reconnect(id string) error {
-	cn, ok := c.byID[id]
+	s, ok := c.byID[id]
 	if !ok {
 		return fmt.Errorf("conduit: no server %q", id)
 	}
 	if c.ctx.Err() != nil {
 		return errClosed
 	}
-	cn.reconnect()
+	for _, cn := range s.conns() {
+		cn.reconnect()
+	}
 	return nil
 }
 
@@ -318,9 +356,13 @@ func (c *core) bound(ctx context.Context) (context.Context, context.CancelFunc) 
 }
 
 func (c *core) status() []ServerStatus {
-	out := make([]ServerStatus, len(c.conns))
-	for i, cn := range c.conns {
-		out[i] = cn.status()
+	out := make([]ServerStatus, len(c.slots))
+	for i, s := range c.slots {
+		if s.shared != nil {
+			out[i] = s.shared.status()
+			continue
+		}
+		out[i] = s.pool.status()
 	}
 	c.statusDrift(out)
 	return out
@@ -328,20 +370,39 @@ func (c *core) status() []ServerStatus {
 
 func (c *core) listTools(ctx context.Context) (*ToolSet, error) { return c.listToolsAs(ctx, listFor{}) }
 
-// listToolsAs lists the tools for lf (cache.go).
+// listToolsAs lists the tools for lf (cache.go): each shared server's,
+// and, for a principal, each per-principal server's from the principal's
+// own session (opened when there is none); without a principal, those
+// servers are left out (ErrNoPrincipal).
 func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 	if c.ctx.Err() != nil {
 		return nil, errClosed
 	}
-	lists := make([]ServerTools, len(c.conns))
-	key := make([]uint64, len(c.conns))
+	lists := make([]ServerTools, len(c.slots))
+	key := make([]uint64, len(c.slots))
 	var wg sync.WaitGroup
 	asking := false
-	for i, cn := range c.conns {
-		tools, gen, err, ok := cn.snapshot(lf)
-		if ok {
-			lists[i], key[i] = ServerTools{Server: cn.srv.ID, Tools: tools, Down: err}, gen
-			continue
+	for i, s := range c.slots {
+		id := s.srv.ID
+		cn, release := s.shared, func() {}
+		if s.pool != nil {
+			if lf.principal == "" {
+				// Key 0 matches no session.
+				lists[i] = ServerTools{Server: id, Down: ErrNoPrincipal}
+				continue
+			}
+			var ok bool
+			if cn, release, ok = s.pool.peek(lf.principal); !ok {
+				cn = nil
+			}
+		}
+		if cn != nil {
+			tools, gen, err, ok := cn.snapshot(lf)
+			if ok {
+				release()
+				lists[i], key[i] = ServerTools{Server: id, Tools: tools, Down: err}, gen
+				continue
+			}
 		}
 		if !asking {
 			// Only a listing that must ask a server pays for this.
@@ -351,10 +412,18 @@ func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 			defer cancel()
 		}
 		wg.Go(func() {
+			if cn == nil {
+				var err error
+				if cn, release, err = s.pool.get(ctx, lf.principal); err != nil {
+					lists[i] = ServerTools{Server: id, Down: err}
+					return
+				}
+			}
+			defer release()
 			// A server whose listing fails is reported as down in this
 			// tool set; key 0 matches no session, so it is asked again.
 			tools, gen, err := cn.listTools(ctx, lf)
-			lists[i], key[i] = ServerTools{Server: cn.srv.ID, Tools: tools, Down: err}, gen
+			lists[i], key[i] = ServerTools{Server: id, Tools: tools, Down: err}, gen
 		})
 	}
 	wg.Wait()
@@ -373,16 +442,80 @@ func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 	pins := c.Pins.generation()
 	c.tsMu.Lock()
 	defer c.tsMu.Unlock()
-	if c.ts != nil && slices.Equal(c.tsKey, key) && c.tsPins == pins {
-		return c.ts, nil
+	cache := &c.ts
+	if c.pools && lf.principal != "" {
+		cache = c.principalListing(lf.principal)
+	}
+	if cache.ts != nil && slices.Equal(cache.key, key) && cache.pins == pins {
+		return cache.ts, nil
 	}
 	ts := NewToolSet(&ToolSetOptions{Namespace: c.namespace, Options: &c.Options, digests: &c.digests}, lists...)
 	if c.Pins != nil {
-		report = c.driftReport(ctx, ts, c.tsKey, key, c.ts != nil && c.tsPins != pins)
-		c.digests.keep(lists)
+		report = c.driftReport(ctx, ts, cache.key, key, cache.ts != nil && cache.pins != pins, cache == &c.ts)
+		c.keepDigests(lists)
 	}
-	c.ts, c.tsKey, c.tsPins = ts, key, pins
+	*cache = tsCache{ts: ts, key: key, pins: pins}
 	return ts, nil
+}
+
+// tsCache is a tool set and what it was made from: the generation of
+// each server's listing and of the pins.
+type tsCache struct {
+	ts   *ToolSet
+	key  []uint64
+	pins uint64
+}
+
+// principalListing returns the cached listing of principal, making room
+// for it. Call with tsMu held.
+func (c *core) principalListing(principal string) *tsCache {
+	if tc := c.byPrincipal[principal]; tc != nil {
+		return tc
+	}
+	if c.byPrincipal == nil {
+		c.byPrincipal = map[string]*tsCache{}
+	}
+	if len(c.byPrincipal) >= c.maxCachedListings() {
+		for p := range c.byPrincipal { // any one: a cache, not a record
+			delete(c.byPrincipal, p)
+			break
+		}
+	}
+	tc := &tsCache{}
+	c.byPrincipal[principal] = tc
+	return tc
+}
+
+// maxCachedListings bounds the listings kept per principal: twice the
+// sessions a server may keep open.
+func (c *core) maxCachedListings() int {
+	n := c.MaxPrincipalSessions
+	if n <= 0 {
+		n = DefaultMaxPrincipalSessions
+	}
+	return 2 * n
+}
+
+// forget drops principal's cached listing, once a session of theirs is
+// closed.
+func (c *core) forget(principal string) {
+	c.tsMu.Lock()
+	delete(c.byPrincipal, principal)
+	c.tsMu.Unlock()
+}
+
+// keepDigests forgets the digests of tools that neither lists nor any
+// session's current listing hold. Call with tsMu held.
+func (c *core) keepDigests(lists []ServerTools) {
+	live := slices.Clone(lists)
+	for _, s := range c.slots {
+		for _, cn := range s.conns() {
+			cn.mu.Lock()
+			live = append(live, ServerTools{Server: cn.srv.ID, Tools: cn.tools})
+			cn.mu.Unlock()
+		}
+	}
+	c.digests.keep(live)
 }
 
 func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, error) {

@@ -63,7 +63,8 @@
 //
 // # Sessions
 //
-// Each server has one persistent session for the life of its hub or
+// Each server has one persistent session (one per principal for a server
+// of IdentityPrincipal) for the life of its hub or
 // client. A hub starts with whatever servers answer; the others are
 // reported by [Hub.Status], left out of listings, and reconnected with
 // backoff, as is a server whose session is lost. A server's
@@ -80,6 +81,20 @@
 // the child's exit status and the tail of its stderr), or when a failed
 // request is followed by a failed ping (an HTTP server that went away,
 // which the SDK reports per request without ending the session).
+//
+// # Identity per principal
+//
+// A server's [Identity] says whose credentials its sessions carry: the
+// server's own, shared by every caller (the default), or, under
+// [IdentityPrincipal], each principal's ([CallOptions.Principal],
+// [ListOptions.Principal]): a session per principal, opened with their
+// [Server.Principals] entry or their OAuth tokens, pooled per server
+// ([Options.MaxPrincipalSessions], [Options.PrincipalIdleTimeout]). The one
+// place that picks a request's session picks the principal's, so no
+// request ever goes out with another principal's credentials or the
+// shared ones; a request that names no principal, or of a principal
+// without credentials, is refused with nothing sent ([ErrNoPrincipal], a
+// login needed), and their listings leave the server out.
 //
 // # Pins
 //

@@ -220,6 +220,10 @@ func serverRequest[Req any, Res any](cn *conn, ctx context.Context, req Req, ask
 	if in != nil && in.h != nil {
 		f = pick(in.h)
 	}
+	if in == nil && cn.principal != "" {
+		// A principal's session asks only the principal's own calls.
+		return zero, errors.New("conduit: " + method + " outside any call of the session's principal is not answered")
+	}
 	if h := cn.core.Handlers; f == nil && h != nil {
 		f = pick(h)
 	}

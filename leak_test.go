@@ -72,12 +72,60 @@ func TestNoGoroutineOutlivesClose(t *testing.T) {
 	ss.Wait() // the in-memory server's session ends with the hub's
 	hs.Close()
 
+	checkNothingLeft(t, baseline, pids)
+}
+
+// TestNoGoroutineOutlivesClosePrincipals works the sessions of servers of
+// IdentityPrincipal, a child per principal and HTTP sessions, with
+// sessions closed for the bound and for idleness and one still opening,
+// and checks that after Close no goroutine and no child remains.
+func TestNoGoroutineOutlivesClosePrincipals(t *testing.T) {
+	baseline := goroutines()
+	kid, _ := childServer(t, "kid", "basic")
+	kid.Identity = IdentityPrincipal
+	kid.Principals = map[string]Credentials{}
+	web := newTestServer(t, "web").echoTools("fetch")
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return web.Server }, nil))
+	remote := Server{ID: "web", URL: hs.URL, Identity: IdentityPrincipal, Principals: map[string]Credentials{}}
+	for _, p := range []string{"p1", "p2", "p3", "p4"} {
+		kid.Principals[p] = Credentials{Env: map[string]string{"PRINCIPAL_TOKEN": p}}
+		remote.Principals[p] = Credentials{Headers: map[string]string{"Authorization": "Bearer " + p}}
+	}
+	h, err := NewHub(context.Background(), []Server{kid, remote}, &Options{Policy: AllowAll(),
+		MaxPrincipalSessions: 2, PrincipalIdleTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, p := range []string{"p1", "p2", "p3", "p1"} { // p3 evicts p1's, p1 then p2's
+		pids = append(pids, callPIDFor(t, h, "kid__pid", p))
+		if _, err := h.CallTool(context.Background(), "web__fetch", nil, &CallOptions{Principal: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, func() bool { return len(principalsOf(h, "kid")) == 0 }, "idle sessions closed")
+	pids = append(pids, callPIDFor(t, h, "kid__pid", "p4"))
+	// One opening while Close runs.
+	go h.CallTool(context.Background(), "kid__pid", nil, &CallOptions{Principal: "p2"})
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	hs.Close()
+
+	checkNothingLeft(t, baseline, pids)
+}
+
+// checkNothingLeft fails t when a goroutine of conduit, the SDK or os/exec
+// that is not in baseline (nor the test's own) remains, or a child of
+// pids still runs.
+func checkNothingLeft(t *testing.T, baseline map[int]string, pids []int) {
+	t.Helper()
 	var leaked []string
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		leaked = leaked[:0]
 		for id, stack := range goroutines() {
-			if _, ok := baseline[id]; ok || strings.Contains(stack, "TestNoGoroutineOutlivesClose") {
+			if _, ok := baseline[id]; ok || strings.Contains(stack, t.Name()) {
 				continue
 			}
 			if strings.Contains(stack, "conduitmcp/conduit.") || strings.Contains(stack, "go-sdk") || strings.Contains(stack, "os/exec") {

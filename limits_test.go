@@ -358,7 +358,7 @@ func TestResultRefusedBeforeDecoding(t *testing.T) {
 		&jsonrpc.Response{ID: id(3), Result: big},   // tools/list
 		&jsonrpc.Response{ID: id(4), Result: big},   // a canceled tools/call
 	}}
-	c := &notesConn{Connection: sc, cn: h.c.byID["s"]}
+	c := &notesConn{Connection: sc, cn: h.c.byID["s"].shared}
 	ctx := context.Background()
 	for i, m := range []string{"tools/call", "tools/call", "tools/list", "tools/call"} {
 		if err := c.Write(ctx, &jsonrpc.Request{ID: id(float64(i + 1)), Method: m}); err != nil {

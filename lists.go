@@ -102,7 +102,7 @@ func (cn *conn) featureHandlers(o *mcp.ClientOptions) {
 		}
 		cn.feats.prompts.changed()
 		if t := cn.core.Trace; t != nil && t.PromptsChanged != nil {
-			t.PromptsChanged(PromptsChangedInfo{Server: cn.srv.ID})
+			t.PromptsChanged(PromptsChangedInfo{Server: cn.srv.ID, Principal: cn.principal})
 		}
 	}
 	o.ResourceListChangedHandler = func(_ context.Context, req *mcp.ResourceListChangedRequest) {
@@ -112,7 +112,7 @@ func (cn *conn) featureHandlers(o *mcp.ClientOptions) {
 		cn.feats.resources.changed()
 		cn.feats.templates.changed()
 		if t := cn.core.Trace; t != nil && t.ResourcesChanged != nil {
-			t.ResourcesChanged(ResourcesChangedInfo{Server: cn.srv.ID})
+			t.ResourcesChanged(ResourcesChangedInfo{Server: cn.srv.ID, Principal: cn.principal})
 		}
 	}
 	o.ResourceUpdatedHandler = func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
@@ -120,7 +120,7 @@ func (cn *conn) featureHandlers(o *mcp.ClientOptions) {
 			return
 		}
 		if t := cn.core.Trace; t != nil && t.ResourceUpdated != nil {
-			t.ResourceUpdated(ResourceUpdatedInfo{Server: cn.srv.ID, URI: req.Params.URI})
+			t.ResourceUpdated(ResourceUpdatedInfo{Server: cn.srv.ID, Principal: cn.principal, URI: req.Params.URI})
 		}
 	}
 }
@@ -174,16 +174,27 @@ func listFeature[T any](ctx context.Context, c *core, cn *conn, lc *listCache[T]
 }
 
 // eachServer runs f for every server concurrently, bounded by the hub,
-// and fails only when ctx ends or the hub is closed.
-func (c *core) eachServer(ctx context.Context, f func(ctx context.Context, i int, cn *conn)) error {
+// with the session principal's requests go to (see listToolsAs), or why
+// there is none; it fails only when ctx ends or the hub is closed.
+func (c *core) eachServer(ctx context.Context, principal string, f func(ctx context.Context, i int, id string, cn *conn, err error)) error {
 	if c.ctx.Err() != nil {
 		return errClosed
 	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	for i, cn := range c.conns {
-		wg.Go(func() { f(ctx, i, cn) })
+	for i, s := range c.slots {
+		wg.Go(func() {
+			cn, release, err := s.shared, func() {}, error(nil)
+			if s.pool != nil {
+				if cn, release, err = s.pool.get(ctx, principal); err != nil {
+					f(ctx, i, s.srv.ID, nil, err)
+					return
+				}
+			}
+			defer release()
+			f(ctx, i, s.srv.ID, cn, nil)
+		})
 	}
 	wg.Wait()
 	if c.ctx.Err() != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,7 +19,9 @@ import (
 // SetLoggingLevel asks every server that is up and offers logging to send
 // log messages of level and above (logging/setLevel); they then reach the
 // [Handlers]' Logging. A server that connects later is not told: call
-// again after [Trace.ServerUp]. A server on protocol 2026-07-28 takes
+// again after [Trace.ServerUp] (a principal's session of a server of
+// IdentityPrincipal, opened on demand, is given the level by conduit). A
+// server on protocol 2026-07-28 takes
 // the level with each request instead: put it in the call's
 // CallOptions.Meta under mcp.MetaKeyLogLevel. The error joins the
 // servers' errors.
@@ -32,20 +36,63 @@ func (cl *Client) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) e
 }
 
 func (c *core) setLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
-	errs := make([]error, len(c.conns))
-	err := c.eachServer(ctx, func(ctx context.Context, i int, cn *conn) {
-		sess, err := cn.current()
-		if err != nil || capabilities(sess).Logging == nil {
-			return
-		}
-		if err := sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
-			errs[i] = fmt.Errorf("server %s: %w", cn.srv.ID, err)
-		}
-	})
-	if err != nil {
+	if c.ctx.Err() != nil {
+		return errClosed
+	}
+	c.level.Store(&level)
+	var conns []*conn
+	for _, s := range c.slots {
+		conns = append(conns, s.conns()...)
+	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	errs := make([]error, len(conns))
+	var wg sync.WaitGroup
+	for i, cn := range conns {
+		wg.Go(func() { errs[i] = cn.setLevel(ctx, level) })
+	}
+	wg.Wait()
+	if c.ctx.Err() != nil {
+		return errClosed
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return errors.Join(errs...)
+}
+
+// setLevel asks cn's server for log messages of level and above, when it
+// is up and offers logging.
+func (cn *conn) setLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	sess, err := cn.current()
+	if err != nil || capabilities(sess).Logging == nil {
+		return nil
+	}
+	if err := sess.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+		if cn.principal != "" {
+			return fmt.Errorf("server %s (the session of %q): %w", cn.srv.ID, cn.principal, err)
+		}
+		return fmt.Errorf("server %s: %w", cn.srv.ID, err)
+	}
+	return nil
+}
+
+// levelTimeout bounds the logging/setLevel a principal's new session is
+// sent.
+const levelTimeout = 10 * time.Second
+
+// restoreLevel gives a principal's new session the level SetLoggingLevel
+// last set, which the session, opened on demand, was not there to get.
+func (cn *conn) restoreLevel(ctx context.Context) {
+	l := cn.core.level.Load()
+	if cn.principal == "" || l == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, levelTimeout)
+	defer cancel()
+	if err := cn.setLevel(ctx, *l); err != nil {
+		cn.core.Logger.Debug("conduit: setting the log level of a principal's session", "server", cn.srv.ID, "err", err)
+	}
 }
 
 // onLog hands a server's log message to the call it belongs to.
@@ -57,7 +104,9 @@ func (cn *conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	l := logged{req: req}
 	if in, ok := cn.calls.owner(ctx, true); ok && in != nil && in.h != nil && in.h.Logging != nil {
 		l.f, l.ctx = in.h.Logging, context.WithoutCancel(in.ctx)
-	} else if h := cn.core.Handlers; h != nil && h.Logging != nil {
+	} else if h := cn.core.Handlers; h != nil && h.Logging != nil && (in != nil || cn.principal == "") {
+		// A principal's session's messages that no call of theirs
+		// claims reach no one else's Logging.
 		l.f, l.ctx = h.Logging, context.WithoutCancel(ctx)
 	} else if !cn.core.Logger.Enabled(ctx, slog.LevelDebug) {
 		return

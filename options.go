@@ -1,6 +1,7 @@
 package conduit
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -16,6 +17,16 @@ const DefaultCallTimeout = 5 * time.Minute
 // DefaultKeepAlive is how long a session with a server reached by URL may
 // be idle before it is pinged, when [Options.KeepAlive] is zero.
 const DefaultKeepAlive = 30 * time.Second
+
+// DefaultMaxPrincipalSessions bounds the sessions a server of
+// [IdentityPrincipal] keeps open at once, one per principal, when
+// [Options.MaxPrincipalSessions] is zero.
+const DefaultMaxPrincipalSessions = 32
+
+// DefaultPrincipalIdleTimeout is how long a principal's session with a
+// server of [IdentityPrincipal] is kept without a request, when
+// [Options.PrincipalIdleTimeout] is zero.
+const DefaultPrincipalIdleTimeout = 10 * time.Minute
 
 // Options configure a [Hub] ([NewHub]) or a [Client] ([NewClient]): the
 // governance of every call and how the servers' sessions are kept. A nil
@@ -84,6 +95,28 @@ type Options struct {
 	// no pings to the others (a child that exits is noticed when its
 	// pipes close); negative: no pings.
 	KeepAlive time.Duration
+
+	// MaxPrincipalSessions bounds the sessions each server of
+	// [IdentityPrincipal] keeps open at once, one per principal (a child
+	// process each, for a stdio server); zero means
+	// DefaultMaxPrincipalSessions. A principal's first request opens
+	// theirs; at the bound, the session idle the longest (no request in
+	// flight) is closed first, and when every one is busy the request is
+	// refused with KindUnavailable, saying to retry, nothing sent.
+	MaxPrincipalSessions int
+	// PrincipalIdleTimeout closes a principal's session that has had no
+	// request for this long (zero: DefaultPrincipalIdleTimeout; negative:
+	// only the bound closes sessions). Their next request opens it again.
+	PrincipalIdleTimeout time.Duration
+	// SubjectToken returns a principal's own access token, which a server
+	// of IdentityPrincipal whose OAuth grant is token exchange
+	// (oauth.GrantTokenExchange) exchanges for a token of its own (RFC
+	// 8693): the server then sees the principal, never this process.
+	// It is asked whenever a principal's session needs a token; "" or an
+	// error means the principal has none, and needs a login for the
+	// server. conduit serve sets it to the verified token its caller
+	// authenticated with.
+	SubjectToken func(ctx context.Context, principal string) (string, error)
 
 	// Handlers, when set, answer servers' requests (elicitation, sampling,
 	// roots) and log messages, and declare the capabilities they cover;

@@ -585,7 +585,7 @@ func (c *core) checkPinned(ctx context.Context, cn *conn, call *Call) (*mcp.Clie
 					"The tools of the server of "+call.Exposed+" could not be listed to check its pinned definition; the call was not sent.", err)
 			}
 			// The new tool set, with its drift told, before the call.
-			if _, err := c.listTools(ctx); err != nil {
+			if _, err := c.listToolsAs(ctx, listFor{principal: cn.principal}); err != nil {
 				return nil, listingError(ctx, err)
 			}
 			continue
@@ -618,11 +618,14 @@ func (c *core) checkPinned(ctx context.Context, cn *conn, call *Call) (*mcp.Clie
 // driftReport returns what to tell of a new tool set's drift: the drift of
 // the servers whose listing changed since the last tool set (every server
 // when the pins changed), to be told once the tool set is in place.
-func (c *core) driftReport(ctx context.Context, ts *ToolSet, oldKey, key []uint64, pinsChanged bool) func() {
+//
+// shared says the tool set is the listing for no principal (or for any,
+// without servers of IdentityPrincipal), whose drift Status reports.
+func (c *core) driftReport(ctx context.Context, ts *ToolSet, oldKey, key []uint64, pinsChanged, shared bool) func() {
 	changed := map[string]bool{}
-	for i, cn := range c.conns {
+	for i, s := range c.slots {
 		if pinsChanged || len(oldKey) != len(key) || oldKey[i] != key[i] {
-			changed[cn.srv.ID] = true
+			changed[s.srv.ID] = true
 		}
 	}
 	var report []Drift
@@ -633,7 +636,9 @@ func (c *core) driftReport(ctx context.Context, ts *ToolSet, oldKey, key []uint6
 			report = append(report, d)
 		}
 	}
-	c.drift = drift
+	if shared {
+		c.drift = drift
+	}
 	if len(report) == 0 {
 		return nil
 	}

@@ -2,11 +2,13 @@ package conduit
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"strconv"
 	"time"
 
 	"github.com/conduitmcp/conduit/internal/modeltext"
+	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -219,6 +221,11 @@ func (c *core) resolveTool(ctx context.Context, r *request) error {
 	}
 	tool, args, err := resolveCall(ts, r.local, r.call.Exposed, r.args)
 	if err != nil {
+		var e *Error
+		if p := r.o.Principal; p != "" && errors.As(err, &e) && e.Kind == KindUnavailable && e.Err != nil {
+			// A server down for this principal: say whose.
+			return sessionError(e.Server, e.Tool, r.call.Exposed, p, e.Err)
+		}
 		return err
 	}
 	if r.local == nil && c.byID[tool.Server] == nil {
@@ -337,29 +344,64 @@ func (c *core) check(ctx context.Context, r *request) error {
 	return nil
 }
 
-// session picks the session r is sent on: the one of its server. It is
-// the one place that does, so that a session per principal picks here.
-// A tool call also checks that the server still offers the tool, and its
-// pinned definition.
-func (c *core) session(ctx context.Context, r *request) (*conn, *mcp.ClientSession, error) {
+// session picks the session r is sent on: the one of its server, or,
+// for a server of IdentityPrincipal, the one of the call's principal,
+// opened with their credentials (pool.go); release ends its use. It is
+// the one place that picks, so that no request ever goes out on another
+// principal's session, or a shared one. A tool call also checks that the
+// server still offers the tool, and its pinned definition.
+func (c *core) session(ctx context.Context, r *request) (_ *conn, _ *mcp.ClientSession, release func(), _ error) {
 	call := r.call
-	cn := c.byID[call.Server]
+	cn, release, err := c.connFor(ctx, call.Server, call.Principal)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil, nil, contextError(ctx, call, err)
+		}
+		return nil, nil, nil, sessionError(call.Server, call.Tool, call.Exposed, call.Principal, c.byID[call.Server].srv.redact(err))
+	}
+	fail := func(err error) (*conn, *mcp.ClientSession, func(), error) {
+		release()
+		return nil, nil, nil, err
+	}
 	if r.isTool() {
 		if has, known := cn.has(call.Tool); known && !has {
-			return nil, nil, newError(KindUnknownTool, call.Server, call.Tool,
-				"The tool "+call.Exposed+" is no longer offered by its server.", nil)
+			return fail(newError(KindUnknownTool, call.Server, call.Tool,
+				"The tool "+call.Exposed+" is no longer offered by its server.", nil))
 		}
 	}
 	sess, err := cn.current()
 	if err != nil {
-		return nil, nil, unavailableError(call.Server, call.Tool, call.Exposed, err)
+		return fail(sessionError(call.Server, call.Tool, call.Exposed, call.Principal, err))
 	}
 	if r.isTool() && c.Pins != nil {
 		if sess, err = c.checkPinned(ctx, cn, call); err != nil {
-			return nil, nil, err
+			return fail(err)
 		}
 	}
-	return cn, sess, nil
+	return cn, sess, release, nil
+}
+
+// sessionError is the error of a request of tool (named exposed) of
+// server, for principal, which found no session to go on for err: a
+// server that is down, one that needs the principal to log in, one whose
+// sessions are per principal while the request names none, or a pool
+// with no room. Nothing was sent.
+func sessionError(server, tool, exposed, principal string, err error) *Error {
+	switch {
+	case errors.Is(err, oauth.ErrNeedsLogin):
+		who := "a login"
+		if principal != "" {
+			who = "a login by " + strconv.Quote(principal)
+		}
+		return newError(KindUnavailable, server, tool, "The server of "+exposed+" needs "+who+"; the request was not sent.", err)
+	case errors.Is(err, ErrNoPrincipal):
+		return newError(KindUnavailable, server, tool, "The server of "+exposed+" serves each user with their own credentials, and the request names no user; it was not sent.", err)
+	}
+	var busy *errPoolBusy
+	if errors.As(err, &busy) {
+		return newError(KindUnavailable, server, tool, "The server of "+exposed+" is busy with other users' requests; retry shortly. The request was not sent.", err)
+	}
+	return unavailableError(server, tool, exposed, err)
 }
 
 // send sends r's request, bounded by its request timeout, ended by Close,
@@ -367,10 +409,11 @@ func (c *core) session(ctx context.Context, r *request) (*conn, *mcp.ClientSessi
 // the call's Handlers, and its failure told apart (send.go).
 func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error) {
 	call, o := r.call, r.o
-	cn, sess, err := c.session(ctx, r)
+	cn, sess, release, err := c.session(ctx, r)
 	if err != nil {
 		return nil, err
 	}
+	defer release()
 	var meta mcp.Meta
 	if len(o.Meta) > 0 {
 		// The SDK adds its own keys to the request's _meta.

@@ -92,7 +92,7 @@ func NewPromptSet(opts *ToolSetOptions, servers ...ServerPrompts) *PromptSet {
 	var candidates []*Prompt
 	for _, sp := range servers {
 		if sp.Down != nil {
-			ps.skipped = append(ps.skipped, Skipped{Server: sp.Server, Reason: SkipServerDown, Detail: sp.Down.Error()})
+			ps.skipped = append(ps.skipped, downSkipped(sp.Server, sp.Down))
 			continue
 		}
 		sorted := slices.DeleteFunc(slices.Clone(sp.Prompts), func(p *mcp.Prompt) bool { return p == nil })
@@ -180,8 +180,12 @@ func (cl *Client) GetPrompt(ctx context.Context, name string, args map[string]st
 
 // listPromptsAs lists the prompts for lf (cache.go).
 func (c *core) listPromptsAs(ctx context.Context, lf listFor) (*PromptSet, error) {
-	lists := make([]ServerPrompts, len(c.conns))
-	err := c.eachServer(ctx, func(ctx context.Context, i int, cn *conn) {
+	lists := make([]ServerPrompts, len(c.slots))
+	err := c.eachServer(ctx, lf.principal, func(ctx context.Context, i int, id string, cn *conn, err error) {
+		if err != nil {
+			lists[i] = ServerPrompts{Server: id, Down: err}
+			return
+		}
 		prompts, err := listFeature(ctx, c, cn, &cn.feats.prompts, lf, methodListPrompts,
 			func(caps *mcp.ServerCapabilities) bool { return caps.Prompts != nil },
 			func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) ([]*mcp.Prompt, error) {

@@ -142,7 +142,7 @@ func NewResourceSet(servers ...ServerResources) *ResourceSet {
 	var templates []*ResourceTemplate
 	for _, sr := range servers {
 		if sr.Down != nil {
-			rs.skipped = append(rs.skipped, Skipped{Server: sr.Server, Reason: SkipServerDown, Detail: sr.Down.Error()})
+			rs.skipped = append(rs.skipped, downSkipped(sr.Server, sr.Down))
 			continue
 		}
 		res := slices.DeleteFunc(slices.Clone(sr.Resources), func(r *mcp.Resource) bool { return r == nil })
@@ -291,9 +291,13 @@ func (cl *Client) UnsubscribeResource(ctx context.Context, uri string, opts *Cal
 
 // listResourcesAs lists the resources for lf (cache.go).
 func (c *core) listResourcesAs(ctx context.Context, lf listFor) (*ResourceSet, error) {
-	lists := make([]ServerResources, len(c.conns))
+	lists := make([]ServerResources, len(c.slots))
 	has := func(caps *mcp.ServerCapabilities) bool { return caps.Resources != nil }
-	err := c.eachServer(ctx, func(ctx context.Context, i int, cn *conn) {
+	err := c.eachServer(ctx, lf.principal, func(ctx context.Context, i int, id string, cn *conn, err error) {
+		if err != nil {
+			lists[i] = ServerResources{Server: id, Down: err}
+			return
+		}
 		res, err := listFeature(ctx, c, cn, &cn.feats.resources, lf, methodListResources, has,
 			func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) ([]*mcp.Resource, error) {
 				var params *mcp.ListResourcesParams

@@ -6,28 +6,63 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
+
+	"github.com/conduitmcp/conduit/oauth"
 )
 
 // ServeConfig is the "serve" object of a configuration: how conduit serve
-// (package gateway) authenticates its HTTP clients. Tokens are named by
-// environment variable, never written in the file.
+// (package gateway) authenticates its HTTP clients, and how long taint
+// lasts. Tokens are named by environment variable, never written in the
+// file.
 //
 //	"serve": {
 //	  "tokens": [
 //	    {"principal": "alice", "env": "CONDUIT_TOKEN_ALICE"},
 //	    {"principal": "ci", "env": "CONDUIT_TOKEN_CI"}
 //	  ],
-//	  "hosts": ["mcp.internal"],
+//	  "oauth": {
+//	    "issuer": "https://login.example.com",
+//	    "resource": "https://mcp.example.com/mcp",
+//	    "principalClaim": "email",
+//	    "scopes": ["mcp"]
+//	  },
+//	  "taintLifetime": "24h",
+//	  "hosts": ["mcp.example.com"],
 //	  "origins": ["https://app.example.com"]
 //	}
 type ServeConfig struct {
 	// Tokens are the bearer tokens HTTP clients may present, each
 	// authenticating a principal.
 	Tokens []ServeToken
+	// OAuth, when set, also accepts the JWT access tokens of an
+	// authorization server (see [ServeOAuth]).
+	OAuth *ServeOAuth
+	// TaintLifetime is how long a principal's taint lasts after its
+	// latest addition; zero is gateway.DefaultTaintLifetime.
+	TaintLifetime time.Duration
 	// Hosts are the host names a request's Host header may name besides
 	// loopback ones; Origins the browser origins allowed besides those.
 	Hosts, Origins []string
+}
+
+// ServeOAuth is the "oauth" object of a [ServeConfig]: conduit serve as an
+// OAuth 2.1 protected resource, accepting the JWT access tokens of Issuer
+// whose audience is Resource (gateway.OAuthOptions says how they are
+// checked).
+type ServeOAuth struct {
+	// Issuer is the authorization server; Resource is conduit serve's own
+	// URL as its clients reach it.
+	Issuer, Resource string
+	// JWKSURL is where the issuer's keys are, when its metadata does not
+	// say.
+	JWKSURL string
+	// PrincipalClaim is the claim that names the principal ("" is sub).
+	PrincipalClaim string
+	// Scopes are the scopes every token must have.
+	Scopes []string
 }
 
 // ServeToken is one bearer token of a [ServeConfig].
@@ -42,9 +77,19 @@ type ServeToken struct {
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 type serveEntry struct {
-	Tokens  []json.RawMessage `json:"tokens"`
-	Hosts   []string          `json:"hosts"`
-	Origins []string          `json:"origins"`
+	Tokens        []json.RawMessage `json:"tokens"`
+	OAuth         *serveOAuthEntry  `json:"oauth"`
+	TaintLifetime string            `json:"taintLifetime"`
+	Hosts         []string          `json:"hosts"`
+	Origins       []string          `json:"origins"`
+}
+
+type serveOAuthEntry struct {
+	Issuer         string   `json:"issuer"`
+	Resource       string   `json:"resource"`
+	JWKSURL        string   `json:"jwksUrl"`
+	PrincipalClaim string   `json:"principalClaim"`
+	Scopes         []string `json:"scopes"`
 }
 
 type tokenEntry struct {
@@ -82,6 +127,27 @@ func parseServe(raw json.RawMessage) (*ServeConfig, error) {
 		}
 		principals[*te.Principal], envs[te.Env] = true, true
 		sc.Tokens = append(sc.Tokens, ServeToken{Principal: *te.Principal, Env: te.Env})
+	}
+	if o := e.OAuth; o != nil {
+		for _, f := range [][2]string{{"issuer", o.Issuer}, {"resource", o.Resource}, {"jwksUrl", o.JWKSURL}} {
+			switch {
+			case f[1] == "" && f[0] != "jwksUrl":
+				return nil, fmt.Errorf("oauth: needs %q", f[0])
+			case f[1] == "":
+			default:
+				if err := oauth.CheckEndpoint(strconv.Quote(f[0]), f[1]); err != nil {
+					return nil, fmt.Errorf("oauth: %s", strings.TrimPrefix(err.Error(), "oauth: "))
+				}
+			}
+		}
+		sc.OAuth = &ServeOAuth{Issuer: o.Issuer, Resource: o.Resource, JWKSURL: o.JWKSURL, PrincipalClaim: o.PrincipalClaim, Scopes: o.Scopes}
+	}
+	if e.TaintLifetime != "" {
+		d, err := time.ParseDuration(e.TaintLifetime)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("taintLifetime: %q is not a positive duration (such as \"24h\" or \"30m\")", e.TaintLifetime)
+		}
+		sc.TaintLifetime = d
 	}
 	for _, h := range e.Hosts {
 		if h == "" || strings.ContainsAny(h, "/ \t@?#") {

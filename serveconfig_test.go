@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseServe(t *testing.T) {
@@ -44,6 +45,20 @@ func TestParseServe(t *testing.T) {
 	}
 }
 
+func TestParseServeOAuth(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {
+		"oauth": {"issuer": "https://login.example.com", "resource": "https://mcp.example.com/mcp", "principalClaim": "email", "scopes": ["mcp"]},
+		"taintLifetime": "2h"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ServeOAuth{Issuer: "https://login.example.com", Resource: "https://mcp.example.com/mcp", PrincipalClaim: "email", Scopes: []string{"mcp"}}
+	if o := cfg.Serve.OAuth; o == nil || o.Issuer != want.Issuer || o.Resource != want.Resource || o.PrincipalClaim != want.PrincipalClaim ||
+		!slices.Equal(o.Scopes, want.Scopes) || cfg.Serve.TaintLifetime != 2*time.Hour {
+		t.Errorf("serve = %+v %+v", cfg.Serve, cfg.Serve.OAuth)
+	}
+}
+
 func TestParseServeErrors(t *testing.T) {
 	for _, tt := range []struct{ serve, want string }{
 		{`{"tokens": [{"principal": "a", "token": "s3cret"}]}`, "never written in the configuration"},
@@ -56,6 +71,12 @@ func TestParseServeErrors(t *testing.T) {
 		{`{"origins": ["app.example.com"]}`, "is not an origin"},
 		{`{"origins": ["https://x/path"]}`, "is not an origin"},
 		{`{"token": "x"}`, `unknown key "token"`},
+		{`{"oauth": {"resource": "https://m/mcp"}}`, `oauth: needs "issuer"`},
+		{`{"oauth": {"issuer": "https://i"}}`, `oauth: needs "resource"`},
+		{`{"oauth": {"issuer": "http://login.example.com", "resource": "https://m/mcp"}}`, `must use HTTPS`},
+		{`{"oauth": {"issuer": "https://i", "resource": "https://m/mcp", "audience": "x"}}`, `unknown key "audience"`},
+		{`{"taintLifetime": "forever"}`, `not a positive duration`},
+		{`{"taintLifetime": "-1h"}`, `not a positive duration`},
 		{`[]`, "must be an object"},
 	} {
 		_, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": ` + tt.serve + `}`))

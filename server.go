@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -53,9 +54,26 @@ type Server struct {
 	// reconnected after its session is lost.
 	Transport mcp.Transport
 
+	// Identity is whose credentials the server's sessions carry: the ones
+	// above, shared by every caller (IdentityShared, the default), or each
+	// principal's own (IdentityPrincipal, a session per principal; see
+	// [Identity]).
+	Identity Identity
+	// Principals are each principal's credentials under
+	// IdentityPrincipal, by principal id: headers for a URL, environment
+	// variables for a Command. Headers and Env above then go to every
+	// principal's session and must hold no credential; a principal
+	// missing here has none, and is not served. A child's environment
+	// loses every variable that any principal's Env names, so that this
+	// process's own never stands in for a principal's.
+	Principals map[string]Credentials
+
 	// fromEnv are the values its configuration read from the environment
 	// (${env:NAME}), which its errors do not show.
 	fromEnv []envValue
+	// scrub are the variables a principal's child does not inherit from
+	// this process (forPrincipal).
+	scrub []string
 }
 
 func (s Server) validate() error {
@@ -74,6 +92,9 @@ func (s Server) validate() error {
 	if s.SSE && s.URL == "" {
 		return fmt.Errorf("server %q: SSE needs a URL", s.ID)
 	}
+	if err := s.validateIdentity(); err != nil {
+		return err
+	}
 	return s.validateOAuth()
 }
 
@@ -91,8 +112,12 @@ func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *bounds) mcp.Tr
 	case s.Command != "":
 		cmd := exec.Command(s.Command, s.Args...)
 		cmd.Dir = s.Dir
-		if len(s.Env) > 0 {
-			cmd.Env = os.Environ()
+		if len(s.Env) > 0 || len(s.scrub) > 0 {
+			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+				k, _, _ := strings.Cut(kv, "=")
+				_, found := slices.BinarySearch(s.scrub, k)
+				return found
+			})
 			for _, k := range slices.Sorted(maps.Keys(s.Env)) {
 				cmd.Env = append(cmd.Env, k+"="+s.Env[k])
 			}

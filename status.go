@@ -28,6 +28,10 @@ const (
 	// login in this process) or Reconnect is called; ServerStatus.Err says
 	// why.
 	StateNeedsLogin
+	// StatePerPrincipal: the server's sessions are per principal
+	// ([IdentityPrincipal]), each opened on its principal's first request;
+	// ServerStatus.Principals has the state of each one open.
+	StatePerPrincipal
 )
 
 // String returns the state's name, such as "up" or "reconnecting".
@@ -45,6 +49,8 @@ func (s State) String() string {
 		return "closed"
 	case StateNeedsLogin:
 		return "needs login"
+	case StatePerPrincipal:
+		return "per principal"
 	}
 	return fmt.Sprintf("State(%d)", int(s))
 }
@@ -69,6 +75,14 @@ type ServerStatus struct {
 	// listing in its current session that were left out because their
 	// definitions are changed or new, with their diffs.
 	Drift []Drift
+	// Identity is the server's [Identity]. Under IdentityPrincipal, State
+	// is StatePerPrincipal, Tools is -1, and Principals has the status of
+	// each principal's session open, by principal.
+	Identity   Identity
+	Principals []ServerStatus
+	// Principal is whose session this is, in a ServerStatus of
+	// Principals.
+	Principal string
 }
 
 // Backoff configures reconnection after a server is lost. The zero value

@@ -102,6 +102,10 @@ const (
 	SkipPinChanged
 	// SkipPinNew: pins are configured and the tool has none.
 	SkipPinNew
+	// SkipNoPrincipal: the server's sessions are per principal
+	// ([IdentityPrincipal]) and the listing is for no principal, so none
+	// of its tools are offered ([ErrNoPrincipal]).
+	SkipNoPrincipal
 )
 
 // String returns the reason's snake_case name, such as "server_down".
@@ -121,15 +125,18 @@ func (r SkipReason) String() string {
 		return "pin_changed"
 	case SkipPinNew:
 		return "pin_new"
+	case SkipNoPrincipal:
+		return "no_principal"
 	}
 	return fmt.Sprintf("SkipReason(%d)", int(r))
 }
 
-// Skipped reports one tool (or, for SkipServerDown, one whole server) left
+// Skipped reports one tool (or, for SkipServerDown and SkipNoPrincipal,
+// one whole server) left
 // out of a tool set.
 type Skipped struct {
 	Server  string     // the server's id
-	Tool    string     // the tool's own name; empty for SkipServerDown
+	Tool    string     // the tool's own name; empty for a whole server
 	Exposed string     // the name it would have had, when there is one
 	Reason  SkipReason // why it was left out
 	Detail  string     // the reason in words, such as the server's error
@@ -206,7 +213,7 @@ func NewToolSet(opts *ToolSetOptions, servers ...ServerTools) *ToolSet {
 	var candidates []*Tool
 	for _, st := range servers {
 		if st.Down != nil {
-			ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Reason: SkipServerDown, Detail: st.Down.Error()})
+			ts.skipped = append(ts.skipped, downSkipped(st.Server, st.Down))
 			continue
 		}
 		sorted := slices.Clone(st.Tools)
@@ -329,7 +336,7 @@ func (ts *ToolSet) downServer(name string) (server, detail string, ok bool) {
 		return "", "", false
 	}
 	for _, s := range ts.skipped {
-		if s.Reason != SkipServerDown {
+		if s.Reason != SkipServerDown && s.Reason != SkipNoPrincipal {
 			continue
 		}
 		if !ts.namespace || strings.HasPrefix(name, SanitizeName(ts.prefix+s.Server+"__")) {
@@ -349,7 +356,12 @@ func (ts *ToolSet) unknown(name string) *Error {
 		if detail != "" {
 			cause = errors.New(detail)
 		}
-		return unavailableError(server, "", name, cause)
+		for _, st := range ts.listed {
+			if st.Server == server && st.Down != nil {
+				cause = st.Down // errors.Is reaches why: a login needed, no principal
+			}
+		}
+		return sessionError(server, "", name, "", cause)
 	}
 	return unknownToolError(name)
 }
@@ -357,14 +369,19 @@ func (ts *ToolSet) unknown(name string) *Error {
 // Warnings says what a program should tell its user of the tool set
 // before offering it to a model: each server that is down, whose tools are
 // missing, after a first warning when the set offers no tool at all
-// because its servers are down. A server that comes back is in the next
-// listing.
+// because its servers are down, and each server whose sessions are per
+// principal when the listing is for none. A server that comes back is in
+// the next listing.
 func (ts *ToolSet) Warnings() []string {
 	if ts == nil {
 		return nil
 	}
 	var down, out []string
 	for _, s := range ts.skipped {
+		if s.Reason == SkipNoPrincipal {
+			out = append(out, "server "+s.Server+" serves each principal with their own credentials, so its tools are offered only to a listing for a principal")
+			continue
+		}
 		if s.Reason != SkipServerDown {
 			continue
 		}
@@ -409,4 +426,13 @@ func (ts *ToolSet) Listings() []ServerTools {
 		return nil
 	}
 	return slices.Clone(ts.listed)
+}
+
+// downSkipped is the entry of a whole server left out of a set for why:
+// down, or per principal in a listing for none.
+func downSkipped(server string, why error) Skipped {
+	if errors.Is(why, ErrNoPrincipal) {
+		return Skipped{Server: server, Reason: SkipNoPrincipal, Detail: why.Error()}
+	}
+	return Skipped{Server: server, Reason: SkipServerDown, Detail: why.Error()}
 }

@@ -89,17 +89,28 @@ type Trace struct {
 // ServerUpInfo is the argument of [Trace.ServerUp].
 type ServerUpInfo struct {
 	Server string // the server's id
+	// Principal is whose session it is, for a server of
+	// IdentityPrincipal; "" for a shared one.
+	Principal string
 }
 
 // ServerDownInfo is the argument of [Trace.ServerDown].
 type ServerDownInfo struct {
 	Server string // the server's id
-	Err    error  // why it is down
+	// Principal is whose session it is, for a server of
+	// IdentityPrincipal; "" for a shared one. A principal's session
+	// closed for idleness, or to make room for another's, is not down:
+	// it is not told.
+	Principal string
+	Err       error // why it is down
 }
 
 // ToolsChangedInfo is the argument of [Trace.ToolsChanged].
 type ToolsChangedInfo struct {
 	Server string // the server's id
+	// Principal is whose session it is, for a server of
+	// IdentityPrincipal; "" for a shared one.
+	Principal string
 }
 
 // DecidedInfo is the argument of [Trace.Decided].
@@ -141,15 +152,25 @@ type PinDriftInfo struct {
 // PromptsChangedInfo is the argument of [Trace.PromptsChanged].
 type PromptsChangedInfo struct {
 	Server string // the server's id
+	// Principal is whose session it is, for a server of
+	// IdentityPrincipal; "" for a shared one.
+	Principal string
 }
 
 // ResourcesChangedInfo is the argument of [Trace.ResourcesChanged].
 type ResourcesChangedInfo struct {
 	Server string // the server's id
+	// Principal is whose session it is, for a server of
+	// IdentityPrincipal; "" for a shared one.
+	Principal string
 }
 
 // ResourceUpdatedInfo is the argument of [Trace.ResourceUpdated].
 type ResourceUpdatedInfo struct {
 	Server string // the server's id
-	URI    string // the resource that changed
+	// Principal is whose session it came on, for a server of
+	// IdentityPrincipal (whose subscriptions are the principal's); ""
+	// for a shared one.
+	Principal string
+	URI       string // the resource that changed
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/identitytest"
 	"github.com/conduitmcp/conduit/internal/testenv"
 )
 
@@ -21,8 +22,14 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
+	switch os.Getenv(childEnv) {
+	case "1":
 		os.Exit(runChild())
+	case "identity":
+		if err := identitytest.ServeStdio(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.Exit(0)
 	}
 	var err error
 	if binDir, err = os.MkdirTemp("", "conduit-gateway-test"); err != nil {

@@ -32,9 +32,23 @@
 //
 // Once a session has received a server's output (a tool's result, a
 // prompt, a resource's contents, completion values, or the server's error
-// message), the session is tainted by that server: its
-// later calls and listings are decided with that taint, so "tainted"
-// rules apply to it, and tools they deny leave its list.
+// message), its principal is tainted by that server: the later calls and
+// listings of every session of theirs are decided with that taint, so
+// "tainted" rules apply to them, and tools they deny leave their lists.
+// Taint belongs to the principal, not to a transport session: a client
+// keeps it across reconnections and new sessions. A client that runs
+// several conversations names each in a request's _meta
+// ([MetaConversation]): the request is decided with that conversation's
+// taint, and taints that conversation (and its principal); one that names
+// none is decided with all of its principal's. Taint is kept in
+// [Options.Taint] for [Options.TaintLifetime]; a taint that cannot be
+// read refuses the request, and one that cannot be recorded withholds the
+// answer.
+//
+// A server of identity principal (conduit.IdentityPrincipal) serves each
+// session's principal on their own session with it, with their own
+// credentials; what it keeps per session (resources, prompts,
+// subscriptions, its list changes) reaches that principal's sessions only.
 //
 // # Approval and what servers ask
 //
@@ -72,7 +86,13 @@
 // when there is one, an allowed origin (against DNS rebinding); the body
 // is bounded ([HTTPOptions.MaxBodyBytes], 413); and a bearer token must
 // map to a principal ([HTTPOptions.Tokens], compared in constant time), or
-// the request is answered 401 and nothing is forwarded. A session stays
-// with the principal whose token opened it. [HTTPOptions.NoAuth] serves
-// without tokens, on a loopback listener only.
+// be a JWT access token of [HTTPOptions.OAuth]'s issuer for the gateway's
+// resource URL (verified against the issuer's keys: see [OAuthOptions]),
+// or the request is answered 401 with a Bearer challenge (RFC 6750, naming
+// the protected resource metadata of RFC 9728) and nothing is forwarded.
+// A session stays with the principal whose token opened it. A verified
+// JWT is what a server of identity principal whose OAuth grant is token
+// exchange exchanges for its own (conduit.Options.SubjectToken); a static
+// token is never sent anywhere. [HTTPOptions.NoAuth] serves without
+// tokens, on a loopback listener only.
 package gateway

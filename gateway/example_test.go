@@ -154,3 +154,47 @@ func ExampleGateway_ListenAndServe() {
 	// the endpoint answers: 400
 	// stopped: <nil>
 }
+
+// The gateway as an OAuth 2.1 protected resource: it accepts the JWT
+// access tokens of an authorization server for its own URL, publishes
+// its protected resource metadata, and every 401 names it, which is how
+// an MCP client that logs in by OAuth finds where to.
+func ExampleOAuthOptions() {
+	ctx := context.Background()
+	g, err := gateway.New(ctx, []conduit.Server{notesServer()}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	o := &gateway.OAuthOptions{Issuer: "https://login.example.com", Resource: "https://mcp.example.com/mcp", Scopes: []string{"mcp"}}
+	h, err := g.Handler(&gateway.HTTPOptions{OAuth: o})
+	if err != nil {
+		log.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	mux.Handle(o.MetadataPath(), o.Metadata())
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+
+	resp, err := http.Post(srv.URL+"/mcp", "application/json", nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	resp, err = http.Get(srv.URL + o.MetadataPath())
+	if err != nil {
+		log.Fatal(err)
+	}
+	var meta struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	json.NewDecoder(resp.Body).Decode(&meta)
+	resp.Body.Close()
+	fmt.Println(meta.Resource, meta.AuthorizationServers)
+	// Output:
+	// 401 Bearer realm="conduit", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", scope="mcp"
+	// https://mcp.example.com/mcp [https://login.example.com]
+}

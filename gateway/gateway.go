@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -47,6 +49,20 @@ type Options struct {
 	// otelconduit's ServerMiddleware, for one. Handlers run in the context
 	// it passes on, so a span it starts is the parent of the hub's.
 	Middleware []mcp.Middleware
+
+	// Taint keeps the taint of each principal, and of each conversation a
+	// client names (MetaConversation), across sessions and reconnections:
+	// nil is Hub.Store, the store of everything the gateway's processes
+	// share (itself, when nil, an in-memory store of the gateway's own);
+	// a shared store (package store/redisstore) carries it across
+	// replicas. A request
+	// whose taint cannot be read is refused, nothing sent, and an answer
+	// whose taint cannot be recorded is withheld.
+	Taint store.Sets
+	// TaintLifetime is how long a taint lasts after its latest addition
+	// (default DefaultTaintLifetime): a principal who has seen nothing of
+	// a server's for that long is decided as untainted by it again.
+	TaintLifetime time.Duration
 }
 
 // source is what a gateway serves: a *conduit.Hub, or a *conduit.Client
@@ -76,6 +92,7 @@ var (
 // ([Gateway.Handler]). A Gateway is safe for concurrent use.
 type Gateway struct {
 	src         source
+	ownStore    store.Store // the shared store the gateway made (none was given), closed with it
 	impl        *mcp.Implementation
 	middleware  []mcp.Middleware
 	approver    conduit.Approver // the caller's, for clients that cannot be asked
@@ -92,7 +109,7 @@ type Gateway struct {
 	mu       sync.Mutex
 	sessions map[*session]struct{}
 	level    mcp.LoggingLevel // the servers' level: the most verbose asked for
-	subs     map[string]int   // resource URI -> sessions subscribed
+	subs     map[string]int   // subKey (a resource URI) -> sessions subscribed
 
 	// pending are the kinds of change not yet applied to the sessions; a
 	// send on kick wakes the refresher.
@@ -100,6 +117,10 @@ type Gateway struct {
 	kick    chan struct{}
 
 	reported map[string]bool // what was left out and logged once
+
+	taints   *taints         // taint.go
+	subjects *subjects       // callers' verified tokens, for token exchange (oauth.go)
+	perP     map[string]bool // the servers whose sessions are per principal
 }
 
 // changes is what a refresh brings up to date.
@@ -125,7 +146,18 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	if opts.Transparent && len(servers) != 1 {
 		return nil, fmt.Errorf("gateway: transparent mode serves one server, not %d", len(servers))
 	}
+	shared := opts.Hub.Store
+	var own store.Store
+	if shared == nil {
+		own = store.NewMemory()
+		shared = own
+	}
+	taint := opts.Taint
+	if taint == nil {
+		taint = shared
+	}
 	g := &Gateway{
+		ownStore:    own,
 		middleware:  slices.Clone(opts.Middleware),
 		approver:    opts.Hub.Approver,
 		approveWait: opts.ApprovalTimeout,
@@ -135,6 +167,14 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		subs:        map[string]int{},
 		kick:        make(chan struct{}, 1),
 		reported:    map[string]bool{},
+		taints:      newTaints(taint, opts.TaintLifetime),
+		subjects:    &subjects{},
+		perP:        map[string]bool{},
+	}
+	for _, s := range servers {
+		if s.Identity == conduit.IdentityPrincipal {
+			g.perP[s.ID] = true
+		}
 	}
 	if g.approveWait <= 0 {
 		g.approveWait = DefaultApprovalTimeout
@@ -148,9 +188,15 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		g.impl = &mcp.Implementation{Name: "conduit", Version: conduit.Version}
 	}
 	o := *opts.Hub
+	o.Store = shared
 	o.Approver = g.approve
 	o.Handlers = g.hubHandlers()
 	o.Trace = g.trace(opts.Hub.Trace)
+	if o.SubjectToken == nil {
+		// A caller's verified token is what a per-principal server's
+		// token exchange exchanges (oauth.go).
+		o.SubjectToken = g.subjects.token
+	}
 	// The trace may be called while the servers connect.
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	var src source
@@ -162,6 +208,9 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	}
 	if err != nil {
 		g.cancel()
+		if own != nil {
+			own.Close()
+		}
 		return nil, err
 	}
 	g.mu.Lock()
@@ -190,6 +239,9 @@ func (g *Gateway) Close() error {
 		}
 		g.wg.Wait()
 		g.src.Close()
+		if g.ownStore != nil {
+			g.ownStore.Close()
+		}
 	})
 	return nil
 }
@@ -202,9 +254,18 @@ func (g *Gateway) trace(user *conduit.Trace) *conduit.Trace {
 		u = *user
 	}
 	t := u
+	// What a principal's own session (of a server of identity principal)
+	// says concerns the sessions of that principal only.
 	t.ServerUp = func(i conduit.ServerUpInfo) {
 		if u.ServerUp != nil {
 			u.ServerUp(i)
+		}
+		if i.Principal != "" {
+			// conduit gives it the log level; its subscriptions are the
+			// principal's.
+			g.refreshPrincipal(i.Principal)
+			g.goIfOpen(func() { g.resubscribe(i.Principal) })
+			return
 		}
 		g.changed(changedAll)
 		// The server's new session knows no log level and no
@@ -215,32 +276,34 @@ func (g *Gateway) trace(user *conduit.Trace) *conduit.Trace {
 		if u.ServerDown != nil {
 			u.ServerDown(i)
 		}
-		g.changed(changedAll)
+		g.changedFor(i.Principal, changedAll)
 	}
 	t.ToolsChanged = func(i conduit.ToolsChangedInfo) {
 		if u.ToolsChanged != nil {
 			u.ToolsChanged(i)
 		}
-		g.changed(changedTools)
+		g.changedFor(i.Principal, changedTools)
 	}
 	t.PromptsChanged = func(i conduit.PromptsChangedInfo) {
 		if u.PromptsChanged != nil {
 			u.PromptsChanged(i)
 		}
-		g.changed(changedPrompts)
+		g.changedFor(i.Principal, changedPrompts)
 	}
 	t.ResourcesChanged = func(i conduit.ResourcesChangedInfo) {
 		if u.ResourcesChanged != nil {
 			u.ResourcesChanged(i)
 		}
-		g.changed(changedResources)
+		g.changedFor(i.Principal, changedResources)
 	}
 	t.ResourceUpdated = func(i conduit.ResourceUpdatedInfo) {
 		if u.ResourceUpdated != nil {
 			u.ResourceUpdated(i)
 		}
 		for _, s := range g.sessionList() {
-			s.server.ResourceUpdated(g.ctx, &mcp.ResourceUpdatedNotificationParams{URI: i.URI})
+			if i.Principal == "" || s.principal == i.Principal {
+				s.server.ResourceUpdated(g.ctx, &mcp.ResourceUpdatedNotificationParams{URI: i.URI})
+			}
 		}
 	}
 	return &t
@@ -255,6 +318,16 @@ func (g *Gateway) changed(c changes) {
 	case g.kick <- struct{}{}:
 	default:
 	}
+}
+
+// changedFor schedules a refresh of principal's sessions, or of every
+// session when principal is "".
+func (g *Gateway) changedFor(principal string, c changes) {
+	if principal == "" {
+		g.changed(c)
+		return
+	}
+	g.refreshPrincipal(principal)
 }
 
 // refresher applies changes to the sessions, one round at a time, so that
@@ -359,8 +432,10 @@ func (g *Gateway) restore() {
 	src := g.src
 	level := g.level
 	uris := make([]string, 0, len(g.subs))
-	for uri := range g.subs {
-		uris = append(uris, uri)
+	for key := range g.subs {
+		if principal, _ := splitSubKey(key); principal == "" {
+			uris = append(uris, key)
+		}
 	}
 	g.mu.Unlock()
 	if src == nil {
@@ -378,14 +453,58 @@ func (g *Gateway) restore() {
 	}
 }
 
+// resubscribe subscribes principal's new session (of a server of identity
+// principal) to what their sessions are subscribed to.
+func (g *Gateway) resubscribe(principal string) {
+	g.mu.Lock()
+	var uris []string
+	for key := range g.subs {
+		if p, uri := splitSubKey(key); p == principal && p != "" {
+			uris = append(uris, uri)
+		}
+	}
+	g.mu.Unlock()
+	for _, uri := range uris {
+		if err := g.src.SubscribeResource(g.ctx, uri, &conduit.CallOptions{Principal: principal}); err != nil {
+			g.logger.Debug("gateway: subscribing again", "uri", uri, "err", err)
+		}
+	}
+}
+
+// subKey is the key of s's subscription to uri in g.subs: the uri, which
+// the sessions subscribed share, or, on a server of identity principal,
+// the principal's and the uri, which only their sessions share.
+func (g *Gateway) subKey(s *session, uri string) string {
+	s.mu.Lock()
+	server, _ := s.rset.Server(uri)
+	s.mu.Unlock()
+	if !g.perP[server] {
+		return uri
+	}
+	return s.principal + "\x00" + uri
+}
+
+// splitSubKey returns the principal and uri of a key of g.subs.
+func splitSubKey(key string) (principal, uri string) {
+	if p, u, ok := strings.Cut(key, "\x00"); ok {
+		return p, u
+	}
+	return "", key
+}
+
 // subscribe subscribes s to uri: the server is asked for each session, so
 // that the policy decides for each session's principal and taint.
 func (g *Gateway) subscribe(ctx context.Context, s *session, uri string) error {
-	if err := g.src.SubscribeResource(ctx, uri, s.callOptions(nil)); err != nil {
+	opts, _, err := s.callOptions(ctx, nil, nil)
+	if err != nil {
 		return err
 	}
+	if err := g.src.SubscribeResource(ctx, uri, opts); err != nil {
+		return err
+	}
+	key := g.subKey(s, uri)
 	g.mu.Lock()
-	g.subs[uri]++
+	g.subs[key]++
 	g.mu.Unlock()
 	return nil
 }
@@ -393,18 +512,23 @@ func (g *Gateway) subscribe(ctx context.Context, s *session, uri string) error {
 // unsubscribe ends s's subscription to uri, and the server's once no
 // session is subscribed.
 func (g *Gateway) unsubscribe(ctx context.Context, s *session, uri string) error {
+	key := g.subKey(s, uri)
 	g.mu.Lock()
-	n := g.subs[uri] - 1
+	n := g.subs[key] - 1
 	if n <= 0 {
-		delete(g.subs, uri)
+		delete(g.subs, key)
 	} else {
-		g.subs[uri] = n
+		g.subs[key] = n
 	}
 	g.mu.Unlock()
 	if n > 0 {
 		return nil
 	}
-	return g.src.UnsubscribeResource(ctx, uri, s.callOptions(nil))
+	opts, _, err := s.callOptions(ctx, nil, nil)
+	if err != nil {
+		return err
+	}
+	return g.src.UnsubscribeResource(ctx, uri, opts)
 }
 
 // report logs, once each, what a listing left out because of the servers

@@ -312,8 +312,9 @@ func TestApprovalTimeout(t *testing.T) {
 }
 
 // TestSessionTaint: once a session received a server's output, tainted
-// rules apply to it (and tools they deny leave its list); another
-// session is not tainted.
+// rules apply to it (and tools they deny leave its list), and to every
+// session of its principal, a new one too; another principal's session
+// is not tainted.
 func TestSessionTaint(t *testing.T) {
 	web := newUpstream(t, "web")
 	web.tool("fetch", "Fetch a page.", echo("page "))
@@ -324,7 +325,7 @@ func TestSessionTaint(t *testing.T) {
 		conduit.Allow("*"),
 	)}})
 	cs, ev := connect(t, g, "", nil)
-	other, _ := connect(t, g, "", nil)
+	other, _ := connect(t, g, "bob", nil)
 	// The SDK's server lists tools by name.
 	if got := toolNames(t, cs); !slices.Equal(got, []string{"mail__send", "web__fetch"}) {
 		t.Fatalf("tools = %v", got)
@@ -351,7 +352,15 @@ func TestSessionTaint(t *testing.T) {
 		t.Errorf("tools after the taint = %v", got)
 	}
 	if got := callTool(t, other, "mail__send", map[string]any{}); got.IsError {
-		t.Errorf("the other session's send: %q", resultText(got))
+		t.Errorf("the other principal's send: %q", resultText(got))
+	}
+	// A new session of the same principal does not shed the taint.
+	again, _ := connect(t, g, "", nil)
+	if got := toolNames(t, again); !slices.Equal(got, []string{"web__fetch"}) {
+		t.Errorf("tools of a new session = %v", got)
+	}
+	if got, err := again.CallTool(context.Background(), &mcp.CallToolParams{Name: "mail__send", Arguments: map[string]any{}}); err == nil && !got.IsError {
+		t.Errorf("a new session's send = %q", resultText(got))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -58,11 +59,20 @@ const (
 // HTTPOptions configure the Streamable HTTP transport of [Gateway.Handler].
 type HTTPOptions struct {
 	// Tokens maps each bearer token to the principal it authenticates.
-	// Every request must carry one (Authorization: Bearer ...); a missing
-	// or unknown token is answered 401 and nothing is forwarded. Tokens are
-	// compared in constant time and are at least MinTokenLen long. A
-	// session stays with the principal that opened it.
+	// Every request must carry one (Authorization: Bearer ...), or a JWT
+	// access token that OAuth accepts; a missing or unknown token is
+	// answered 401 and nothing is forwarded. Tokens are compared in
+	// constant time and are at least MinTokenLen long. A session stays
+	// with the principal that opened it.
 	Tokens map[string]string
+	// OAuth, when set, also accepts the JWT access tokens of an
+	// authorization server, each for the principal its subject (or
+	// OAuthOptions.PrincipalClaim) names: the gateway is then an OAuth 2.1
+	// protected resource (RFC 9728), whose metadata ListenAndServe serves.
+	// A server of identity principal whose OAuth grant is token exchange
+	// exchanges the caller's token for its own (conduit.Options.SubjectToken);
+	// a static token of Tokens is never sent anywhere.
+	OAuth *OAuthOptions
 	// NoAuth serves without tokens, every session for the empty principal.
 	// It is for a listener on a loopback address only: requests that
 	// arrive on another address are refused (403).
@@ -96,11 +106,20 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.NoAuth && len(o.Tokens) > 0 {
-		return nil, errors.New("gateway: NoAuth and Tokens exclude each other")
+	if o.NoAuth && (len(o.Tokens) > 0 || o.OAuth != nil) {
+		return nil, errors.New("gateway: NoAuth excludes Tokens and OAuth")
 	}
-	if !o.NoAuth && len(o.Tokens) == 0 {
-		return nil, errors.New("gateway: HTTP needs Tokens, or NoAuth for a loopback listener")
+	if !o.NoAuth && len(o.Tokens) == 0 && o.OAuth == nil {
+		return nil, errors.New("gateway: HTTP needs Tokens or OAuth, or NoAuth for a loopback listener")
+	}
+	var jwts *verifier
+	var scopes []string
+	if o.OAuth != nil {
+		var err error
+		if jwts, err = newVerifier(*o.OAuth); err != nil {
+			return nil, err
+		}
+		scopes = o.OAuth.Scopes
 	}
 	type hashed struct {
 		sum       [sha256.Size]byte
@@ -165,7 +184,7 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 	})
 	var authed http.Handler = open
 	if !o.NoAuth {
-		verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 			sum := sha256.Sum256([]byte(token))
 			found := -1
 			for i := range tokens {
@@ -174,16 +193,39 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 					found = i
 				}
 			}
-			if found < 0 {
+			if found >= 0 {
+				// UserID binds the session to its principal: the SDK
+				// refuses a request for it with another principal's
+				// token. A static token is trusted with every scope.
+				return &auth.TokenInfo{UserID: tokens[found].principal, Scopes: scopes}, nil
+			}
+			if jwts == nil {
 				return nil, auth.ErrInvalidToken
 			}
-			// UserID binds the session to its principal: the SDK refuses
-			// a request for it with another principal's token.
-			return &auth.TokenInfo{UserID: tokens[found].principal}, nil
+			ti, err := jwts.verify(ctx, token)
+			if err != nil {
+				g.logger.Debug("gateway: a bearer token was refused", "err", err)
+				return nil, err
+			}
+			g.subjects.note(ti.UserID, token, ti.Expiration)
+			return ti, nil
 		}
-		bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(open)
+		// The challenge is for the middleware's own refusals: a 403 of the
+		// MCP handler (a session opened by another principal) is not about
+		// scopes.
+		inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if c, ok := w.(*challenge); ok {
+				w = c.ResponseWriter
+			}
+			open.ServeHTTP(w, r)
+		})
+		bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, Scopes: scopes})(inner)
+		ch := challenger{scopes: scopes}
+		if o.OAuth != nil {
+			ch.metadata = o.OAuth.MetadataURL()
+		}
 		authed = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			bearer.ServeHTTP(challenge{w}, r)
+			bearer.ServeHTTP(&challenge{ResponseWriter: w, c: ch, token: r.Header.Get("Authorization") != ""}, r)
 		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -210,26 +252,53 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 	}), nil
 }
 
-// challenge adds the Bearer challenge to a 401 (RFC 6750), which the
-// SDK's middleware leaves out without a resource metadata URL.
-type challenge struct{ http.ResponseWriter }
+// challenger is what a Bearer challenge says (RFC 6750 §3): the realm,
+// the protected resource metadata (RFC 9728 §5.1) and the scopes, when
+// the gateway is an OAuth protected resource.
+type challenger struct {
+	metadata string
+	scopes   []string
+}
 
-func (c challenge) WriteHeader(code int) {
-	if code == http.StatusUnauthorized {
-		c.Header().Set("WWW-Authenticate", `Bearer realm="conduit"`)
+// challenge puts the Bearer challenge on a 401 and a 403 (RFC 6750 §3),
+// in place of the SDK middleware's own: error="invalid_token" when the
+// request carried a token, "insufficient_scope" on a 403, nothing more
+// when it carried none (§3.1).
+type challenge struct {
+	http.ResponseWriter
+	c     challenger
+	token bool // the request had an Authorization header
+}
+
+func (c *challenge) WriteHeader(code int) {
+	if code == http.StatusUnauthorized || code == http.StatusForbidden {
+		params := []string{`realm="conduit"`}
+		if c.c.metadata != "" {
+			params = append(params, "resource_metadata="+strconv.Quote(c.c.metadata))
+		}
+		if len(c.c.scopes) > 0 {
+			params = append(params, "scope="+strconv.Quote(strings.Join(c.c.scopes, " ")))
+		}
+		switch {
+		case code == http.StatusForbidden:
+			params = append(params, `error="insufficient_scope"`)
+		case c.token:
+			params = append(params, `error="invalid_token"`)
+		}
+		c.Header().Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
 	}
 	c.ResponseWriter.WriteHeader(code)
 }
 
 // Flush lets the SDK stream events through the wrapper.
-func (c challenge) Flush() {
+func (c *challenge) Flush() {
 	if f, ok := c.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
 }
 
 // Unwrap gives http.ResponseController the writer underneath.
-func (c challenge) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+func (c *challenge) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // loopbackListener reports whether r arrived on a loopback address.
 func loopbackListener(r *http.Request) bool {
@@ -298,8 +367,9 @@ func allowedOrigin(origin string, hosts, origins []string) bool {
 }
 
 // ListenAndServe serves the gateway's Handler at the path /mcp of addr
-// (host:port; a missing host is 127.0.0.1) until ctx ends, then shuts the
-// server down.
+// (host:port; a missing host is 127.0.0.1), and with HTTPOptions.OAuth
+// its protected resource metadata at OAuthOptions.MetadataPath, until ctx
+// ends, then shuts the server down.
 // NoAuth is refused unless addr is a loopback address. ready, when not
 // nil, is called with the address listened on.
 func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOptions, ready func(net.Addr)) error {
@@ -323,6 +393,9 @@ func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOpt
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
+	if opts != nil && opts.OAuth != nil {
+		mux.Handle(opts.OAuth.MetadataPath(), opts.OAuth.Metadata())
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()

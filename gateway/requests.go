@@ -25,7 +25,7 @@ import (
 // that the server's span is a child of conduit's, not of the client's.
 func forwardMeta(m, out mcp.Meta) mcp.Meta {
 	for k, v := range m {
-		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") {
+		if k == "progressToken" || k == MetaConversation || strings.HasPrefix(k, "io.modelcontextprotocol/") {
 			continue
 		}
 		if out == nil {
@@ -39,7 +39,10 @@ func forwardMeta(m, out mcp.Meta) mcp.Meta {
 // callTool runs a client's tools/call of name, offered by ts, through the
 // hub's pipeline.
 func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	opts := s.callOptions(ts)
+	opts, conv, err := s.callOptions(ctx, ts, req.Params.Meta)
+	if err != nil {
+		return answer(err)
+	}
 	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
 	if token := req.Params.GetProgressToken(); token != nil {
 		ss := req.Session
@@ -53,7 +56,9 @@ func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string
 	}
 	res, err := s.g.src.CallTool(context.WithValue(ctx, sessionKey{}, s), name, args, opts)
 	if t, ok := ts.Lookup(name); ok {
-		s.taintFrom(t.Server, err)
+		if terr := s.taintFrom(ctx, opts, conv, t.Server, err); terr != nil {
+			return answer(terr)
+		}
 	}
 	if err != nil {
 		return answer(err)
@@ -68,10 +73,15 @@ func (s *session) getPrompt(ctx context.Context, name string, req *mcp.GetPrompt
 		server = p.Server
 	}
 	s.mu.Unlock()
-	opts := s.callOptions(nil)
+	opts, conv, err := s.callOptions(ctx, nil, req.Params.Meta)
+	if err != nil {
+		return nil, requestError(err)
+	}
 	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
 	res, err := s.g.src.GetPrompt(context.WithValue(ctx, sessionKey{}, s), name, req.Params.Arguments, opts)
-	s.taintFrom(server, err)
+	if terr := s.taintFrom(ctx, opts, conv, server, err); terr != nil {
+		return nil, requestError(terr)
+	}
 	if err != nil {
 		return nil, requestError(err)
 	}
@@ -82,10 +92,15 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 	s.mu.Lock()
 	server, _ := s.rset.Server(req.Params.URI)
 	s.mu.Unlock()
-	opts := s.callOptions(nil)
+	opts, conv, err := s.callOptions(ctx, nil, req.Params.Meta)
+	if err != nil {
+		return nil, requestError(err)
+	}
 	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
 	res, err := s.g.src.ReadResource(context.WithValue(ctx, sessionKey{}, s), req.Params.URI, opts)
-	s.taintFrom(server, err)
+	if terr := s.taintFrom(ctx, opts, conv, server, err); terr != nil {
+		return nil, requestError(terr)
+	}
 	if err != nil {
 		return nil, requestError(err)
 	}
@@ -100,11 +115,16 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 // completions), so it taints nothing.
 func (s *session) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	server := s.completionServer(req.Params)
-	opts := s.callOptions(nil)
+	opts, conv, err := s.callOptions(ctx, nil, req.Params.Meta)
+	if err != nil {
+		return nil, requestError(err)
+	}
 	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
 	res, err := s.g.src.Complete(ctx, req.Params, opts)
 	if err != nil || len(res.Completion.Values) > 0 {
-		s.taintFrom(server, err)
+		if terr := s.taintFrom(ctx, opts, conv, server, err); terr != nil {
+			return nil, requestError(terr)
+		}
 	}
 	if err != nil {
 		return nil, requestError(err)

@@ -30,7 +30,6 @@ type session struct {
 
 	mu      sync.Mutex
 	ss      *mcp.ServerSession
-	taint   []string
 	defs    map[string]*mcp.Tool       // exposed name -> the server's own tool registered under it
 	prompts map[string]*conduit.Prompt // exposed name -> the prompt registered under it
 	rset    *conduit.ResourceSet       // as offered
@@ -39,6 +38,9 @@ type session struct {
 	subs    map[string]bool
 	level   mcp.LoggingLevel // as the client set it
 	closed  bool
+	// conversation is the one the session's requests last named
+	// (MetaConversation), whose taint its listings are made with.
+	conversation string
 
 	syncMu sync.Mutex // one refresh at a time
 }
@@ -90,7 +92,7 @@ func (g *Gateway) newSession(ctx context.Context, principal string) (*session, e
 			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
 		},
 	})
-	s.server.AddReceivingMiddleware(s.watchLevel)
+	s.server.AddReceivingMiddleware(s.watchLevel, s.followConversation)
 	s.server.AddReceivingMiddleware(g.middleware...) // around conduit's own
 	if err := s.sync(ctx, changedAll); err != nil {
 		return nil, err
@@ -125,15 +127,26 @@ func (s *session) clientCaps() *mcp.ClientCapabilities {
 	return &mcp.ClientCapabilities{}
 }
 
-// callOptions are the options of a call made for the session. A server
-// on protocol 2026-07-28 takes the log level with each request: the
-// session's goes with its calls.
-func (s *session) callOptions(ts *conduit.ToolSet) *conduit.CallOptions {
+// callOptions are the options of a request made for the session, whose
+// _meta is meta: its principal, and the taint of the conversation meta
+// names (or the principal's), read from the taint store (taint.go), which
+// conv returns; an error refuses the request. A server on protocol
+// 2026-07-28 takes the log level with each request: the session's goes
+// with its calls.
+func (s *session) callOptions(ctx context.Context, ts *conduit.ToolSet, meta mcp.Meta) (_ *conduit.CallOptions, conv string, _ error) {
+	conv, err := conversationOf(meta)
+	if err != nil {
+		return nil, "", err
+	}
+	taint, err := s.g.taints.of(ctx, s.principal, conv)
+	if err != nil {
+		return nil, "", taintUnread(err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o := &conduit.CallOptions{ToolSet: ts, Principal: s.principal, Taint: slices.Clone(s.taint), Handlers: s.handlers}
+	o := &conduit.CallOptions{ToolSet: ts, Principal: s.principal, Taint: taint, Handlers: s.handlers}
 	if s.level != "" {
 		o.Meta = mcp.Meta{mcp.MetaKeyLogLevel: s.level}
 	}
-	return o
+	return o, conv, nil
 }

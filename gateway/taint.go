@@ -1,46 +1,184 @@
 package gateway
 
 import (
+	"context"
+	"fmt"
+	"net/url"
+	"reflect"
 	"slices"
+	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A session's taint: the servers whose output its client has seen, which
-// Tainted policy rules react to.
+// Taint: the servers whose output a principal has seen, and a
+// conversation of theirs where the client names one, which Tainted
+// policy rules react to. It is kept in a store.Sets by principal, not by
+// transport session, so that a client does not shed it by reconnecting
+// or by opening another session; and every error of the store refuses
+// what needs it (fail closed).
 
-// taintList returns the servers of the session's taint.
-func (s *session) taintList() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.taint)
+// DefaultTaintLifetime is how long a taint lasts after its latest
+// addition when Options.TaintLifetime is zero.
+const DefaultTaintLifetime = 24 * time.Hour
+
+// MetaConversation is the _meta key by which a client names the
+// conversation a request belongs to (a string of at most 256 bytes):
+// the request is then decided with that conversation's taint, and what it
+// receives taints that conversation. A request without it is decided
+// with everything its principal has seen in every conversation. conduit
+// does not pass the key on to servers.
+const MetaConversation = "io.github.conduitmcp/conversation"
+
+// maxConversation bounds a conversation's name.
+const maxConversation = 256
+
+// taints is the taint of principals and of their conversations, in a
+// store.Sets. The sessions of every transport use it (and the stateless
+// requests of protocol 2026-07-28 can: it needs no session).
+type taints struct {
+	sets store.Sets
+	life time.Duration
 }
 
-// tainted records that the session received output from server, and
-// reports whether that is new.
-func (s *session) tainted(server string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if server == "" || slices.Contains(s.taint, server) {
-		return false
+func newTaints(sets store.Sets, life time.Duration) *taints {
+	if life <= 0 {
+		life = DefaultTaintLifetime
 	}
-	s.taint = append(s.taint, server)
-	return true
+	return &taints{sets: sets, life: life}
 }
 
-// taintFrom taints the session with server after a request that brought
-// its output (a result, or the server's own error message), and brings
-// the lists up to date when that changes what the policy allows.
-func (s *session) taintFrom(server string, err error) {
+// key is the store's key of principal's taint, or of their conversation
+// when it is named.
+func taintKey(principal, conversation string) string {
+	k := "taint/" + url.PathEscape(principal)
+	if conversation != "" {
+		k += "/" + url.PathEscape(conversation)
+	}
+	return k
+}
+
+// of returns the servers whose output principal has seen in
+// conversation, or in any conversation when it is "".
+func (t *taints) of(ctx context.Context, principal, conversation string) ([]string, error) {
+	return t.sets.Members(ctx, taintKey(principal, conversation))
+}
+
+// add records that principal received server's output in conversation:
+// the principal's own set, which a request that names no conversation is
+// decided with, and the conversation's.
+func (t *taints) add(ctx context.Context, principal, conversation, server string) error {
+	if err := t.sets.AddMembers(ctx, taintKey(principal, ""), t.life, server); err != nil {
+		return err
+	}
+	if conversation == "" {
+		return nil
+	}
+	return t.sets.AddMembers(ctx, taintKey(principal, conversation), t.life, server)
+}
+
+// conversationOf returns the conversation a request's _meta names.
+func conversationOf(meta map[string]any) (string, error) {
+	v, ok := meta[MetaConversation]
+	if !ok {
+		return "", nil
+	}
+	c, isString := v.(string)
+	if !isString || c == "" || len(c) > maxConversation {
+		return "", &conduit.Error{Kind: conduit.KindInvalidArguments,
+			Message: fmt.Sprintf("The _meta key %s names a conversation: a non-empty string of at most %d bytes.", MetaConversation, maxConversation)}
+	}
+	return c, nil
+}
+
+// followConversation is the session's receiving middleware that makes its
+// lists the ones of the conversation a request names (its taint's), before
+// the request is handled: a tool that conversation's taint allows is
+// registered by the time its call is dispatched, and one it denies is not
+// listed. A session serves one conversation at a time best; a client with
+// several at once opens a session for each.
+func (s *session) followConversation(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		// A request without params has a typed nil.
+		if p := req.GetParams(); p != nil && !reflect.ValueOf(p).IsNil() {
+			if c, err := conversationOf(p.GetMeta()); err == nil && c != "" {
+				s.mu.Lock()
+				changed := s.conversation != c
+				s.conversation = c
+				s.mu.Unlock()
+				if changed {
+					s.refresh(ctx, changedAll)
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// taintList returns the taint the session's listings are made with: its
+// principal's, in the conversation its requests last named.
+func (s *session) taintList(ctx context.Context) ([]string, error) {
+	s.mu.Lock()
+	c := s.conversation
+	s.mu.Unlock()
+	return s.g.taints.of(ctx, s.principal, c)
+}
+
+// taintUnread is the answer of a request whose taint could not be read:
+// nothing was sent.
+func taintUnread(err error) error {
+	return &conduit.Error{Kind: conduit.KindUnavailable, Err: err,
+		Message: "The taint of this conversation could not be read (" + err.Error() + "); the request was not sent."}
+}
+
+// taintUnrecorded is the answer of a request whose output's taint could
+// not be recorded: the output is withheld.
+func taintUnrecorded(err error) error {
+	return &conduit.Error{Kind: conduit.KindUnavailable, Err: err,
+		Message: "The taint of this conversation could not be recorded (" + err.Error() + "); the server's answer is withheld."}
+}
+
+// taintFrom records that the session's principal received server's output
+// (a result, or the server's own error message) from a request made with
+// opts in conversation, and brings the lists of the principal's sessions
+// up to date when that is new. An error means the output must be
+// withheld: it could not be recorded.
+func (s *session) taintFrom(ctx context.Context, opts *conduit.CallOptions, conversation, server string, err error) error {
 	if err != nil {
 		if k, _ := conduit.KindOf(err); k != conduit.KindServerError {
-			return
+			return nil
 		}
 	}
-	if s.tainted(server) {
-		s.g.goIfOpen(func() { s.refresh(s.g.ctx, changedAll) })
+	if server == "" || slices.Contains(opts.Taint, server) {
+		return nil
 	}
+	// The request's own context may end with the answer: the record must
+	// not be lost with it.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), taintTimeout)
+	defer cancel()
+	if err := s.g.taints.add(rctx, s.principal, conversation, server); err != nil {
+		s.g.logger.Warn("gateway: the taint could not be recorded: the answer is withheld", "server", server, "err", err)
+		return taintUnrecorded(err)
+	}
+	s.g.refreshPrincipal(s.principal)
+	return nil
+}
+
+// taintTimeout bounds the recording of a taint.
+const taintTimeout = 10 * time.Second
+
+// refreshPrincipal brings the lists of principal's sessions up to date,
+// after their taint changed.
+func (g *Gateway) refreshPrincipal(principal string) {
+	g.goIfOpen(func() {
+		for _, s := range g.sessionList() {
+			if s.principal == principal {
+				s.refresh(g.ctx, changedAll)
+			}
+		}
+	})
 }
 
 // completionServer is the server of a completion's reference as the

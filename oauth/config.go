@@ -39,6 +39,15 @@ const (
 	// from Config.AssertionFile (or AssertionEnv) for every token request,
 	// so that a rotated token is used.
 	GrantJWTBearer Grant = "jwt_bearer"
+	// GrantTokenExchange: on behalf of a user (RFC 8693). The user's own
+	// access token, the subject token (Config.SubjectToken; for a server
+	// of conduit.IdentityPrincipal, conduit.Options.SubjectToken, which
+	// conduit serve fills with the token its caller authenticated with),
+	// is exchanged at the server's authorization server, by the client
+	// ClientID, for an access token of the server's. The authorization
+	// server must list the grant in its metadata. A user without a token
+	// to exchange needs a login.
+	GrantTokenExchange Grant = "token_exchange"
 )
 
 // DefaultRedirectURL is the redirect URL of the authorization code grant
@@ -120,6 +129,12 @@ type Config struct {
 	// again.
 	AssertionFile string
 	AssertionEnv  string
+
+	// SubjectToken returns the user's own access token, which
+	// GrantTokenExchange exchanges; "" or an error means there is none
+	// (the user needs a login). conduit sets it for each principal of a
+	// server of identity principal from conduit.Options.SubjectToken.
+	SubjectToken func(context.Context) (string, error)
 
 	// DPoP makes every grant ask for sender-constrained tokens (RFC 9449):
 	// token requests and the requests that carry the tokens go with a
@@ -307,6 +322,13 @@ func (c *Config) Validate(endpoint string) error {
 		if err := c.IdP.validate(); err != nil {
 			return err
 		}
+	case GrantTokenExchange:
+		if !hasID {
+			return errors.New("oauth: the token_exchange grant needs the client id registered at the server's authorization server")
+		}
+		if keys > 0 {
+			return errors.New("oauth: a private key is for the client_credentials grant")
+		}
 	case GrantJWTBearer:
 		if (c.AssertionFile != "") == (c.AssertionEnv != "") {
 			return errors.New("oauth: the jwt_bearer grant needs an assertion file or the environment variable that holds one (one of them)")
@@ -315,7 +337,7 @@ func (c *Config) Validate(endpoint string) error {
 			return errors.New("oauth: a private key is for the client_credentials grant")
 		}
 	default:
-		return fmt.Errorf("oauth: unknown grant %q (authorization_code, client_credentials, cross_app_access or jwt_bearer)", c.Grant)
+		return fmt.Errorf("oauth: unknown grant %q (authorization_code, client_credentials, cross_app_access, jwt_bearer or token_exchange)", c.Grant)
 	}
 	if (c.AssertionFile != "" || c.AssertionEnv != "") && c.grant() != GrantJWTBearer {
 		return errors.New("oauth: an assertion (file or environment variable) is for the jwt_bearer grant")

@@ -37,7 +37,17 @@
 //   - workload identity federation (SEP-1933): the JWT bearer grant (RFC
 //     7523 §2.1) with the token the workload's platform gives it, read
 //     from Config.AssertionFile for every token request; an expired one is
-//     not sent, and one refused is not sent again until it changes.
+//     not sent, and one refused is not sent again until it changes;
+//   - token exchange on behalf of a user (RFC 8693, [GrantTokenExchange]):
+//     the user's own access token (Config.SubjectToken) exchanged, through
+//     the SDK's oauthex.ExchangeToken, for a token of the server's, when
+//     its authorization server lists the grant; a user without a token
+//     needs a login.
+//
+// Tokens may be a user's: Config.Principal keys them in the store
+// (Key.Principal), as conduit does for each principal of a server of
+// conduit.IdentityPrincipal, whose logins are [Login] with Principal set
+// (conduit login --principal).
 //
 // Any grant may give sender-constrained tokens (DPoP, RFC 9449):
 // Config.DPoP asks for them, and so does a server's DPoP challenge. The

@@ -78,3 +78,15 @@ func ExampleHandler_Attach() {
 	fmt.Println(t.OAuthHandler == h, t.HTTPClient != nil)
 	// Output: true true
 }
+
+// On behalf of a user: a gateway exchanges the user's own token for one
+// of the server's (RFC 8693) as the client it is registered as; conduit
+// gives each principal's session the principal's token
+// (conduit.Options.SubjectToken).
+func ExampleParseConfig_tokenExchange() {
+	cfg, err := oauth.ParseConfig([]byte(`{"grant": "token_exchange", "clientId": "conduit-gateway",
+		"clientSecretEnv": "CRM_CLIENT_SECRET"}`), "https://crm.example.com/mcp")
+	fmt.Println(cfg, err)
+	// Output:
+	// oauth.Config{Grant: token_exchange, ClientID: "conduit-gateway", ClientSecretEnv: "CRM_CLIENT_SECRET"} <nil>
+}

@@ -54,6 +54,9 @@ type Handler struct {
 	asked     bool     // an interactive step obtained tokens
 	dpopKey   *dpopKey // nil until DPoP is used (dpop.go)
 	refused   refusal  // the jwt_bearer assertion refused (jwtbearer.go)
+	// subjectFailed is the subject token a token exchange could not use
+	// (exchange.go); noSubject when there was none.
+	subjectFailed string
 	// failed is the outcome of an interactive step that failed or was
 	// declined, kept until new tokens come or Retry: a user is asked once,
 	// not again on every request or reconnection that meets a 401.
@@ -368,6 +371,8 @@ func (h *Handler) authorize(ctx context.Context, req *http.Request, resp *http.R
 		return h.crossApp(ctx, challenges)
 	case GrantJWTBearer:
 		return h.jwtBearer(ctx, challenges)
+	case GrantTokenExchange:
+		return h.tokenExchange(ctx, challenges)
 	}
 	return h.authorizationCode(ctx, req, resp, challenges, forbidden)
 }
@@ -476,8 +481,10 @@ func (h *Handler) needsLogin(forbidden bool, challenges []oauthex.Challenge) err
 
 // WaitLogin returns once the handler has tokens it did not have when it
 // last failed: a login in this process, or new tokens in the store (from
-// conduit login in another one, checked every LoginPoll). It sends nothing
-// to the server.
+// conduit login in another one, checked every LoginPoll), or, for the
+// token exchange grant, a user's token other than the one that could not
+// be exchanged (also checked every LoginPoll). It sends nothing to the
+// server.
 func (h *Handler) WaitLogin(ctx context.Context) error {
 	poll := h.cfg.LoginPoll
 	if poll <= 0 {
@@ -495,7 +502,7 @@ func (h *Handler) WaitLogin(ctx context.Context) error {
 		case <-ch:
 			return nil
 		case <-t.C:
-			if h.reload(ctx) {
+			if h.reload(ctx) || h.newSubject(ctx) {
 				return nil
 			}
 		}

@@ -55,7 +55,7 @@ var secretKeys = map[string]string{
 //	  "clientSecretEnv": "LINEAR_SECRET",
 //	  "scopes": ["read", "write"],
 //	  "redirectUrl": "http://127.0.0.1:8976/callback",
-//	  "grant": "authorization_code",        (or "client_credentials", "cross_app_access", "jwt_bearer")
+//	  "grant": "authorization_code",        (or "client_credentials", "cross_app_access", "jwt_bearer", "token_exchange")
 //	  "metadataUrl": "https://mcp.example.com/.well-known/oauth-protected-resource",
 //	  "clientMetadataUrl": "https://example.com/conduit-client.json",
 //	  "privateKeyFile": "/path/key.pem",    (or "privateKeyEnv"; "signingAlg": "ES256")

@@ -16,9 +16,9 @@ import (
 )
 
 // Key names the tokens of one server in a [TokenStore]. Principal is ""
-// for tokens that every caller of a hub shares (the only kind conduit makes
-// today); it is there so that tokens per end user can be stored beside them
-// later without changing the interface.
+// for tokens that every caller of a hub shares, and a principal's id for
+// that principal's own (a server of conduit.IdentityPrincipal, and a
+// Login with Config.Principal set).
 type Key struct {
 	Server    string
 	Principal string

@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/oauth"
 )
 
 func runCall(ctx context.Context, env *Env, args []string) error {
@@ -70,23 +72,29 @@ isError is printed and is exit status 1 too.`)
 		return err
 	}
 	defer hub.Close()
-	// The whole tool set, not the principal's listing: a tool the policy
-	// denies should be answered as denied, not as unknown.
-	ts, err := hub.ListTools(ctx)
-	if err != nil {
-		return failure("listing tools: %v", err)
-	}
-	if _, ok := ts.Lookup(name); !ok {
-		return inputError("%s", unknownTool(name, ts))
-	}
-
 	pr := newProgressLine(env)
-	opts := &conduit.CallOptions{ToolSet: ts, Principal: *principal, Taint: taint, CallTimeout: c.timeout,
+	// No tool set: the name resolves against every tool the principal's
+	// sessions offer (a server of "identity": "principal" lists only for
+	// its principal), not the policy's listing, so that a tool the policy
+	// denies is answered as denied, not as unknown.
+	opts := &conduit.CallOptions{Principal: *principal, Taint: taint, CallTimeout: c.timeout,
 		Progress: func(_ *conduit.Call, p conduit.Progress) { pr.show(p) }}
 	res, err := hub.CallTool(ctx, name, callArgs, opts)
 	pr.done()
+	if errors.Is(err, conduit.ErrUnknownTool) {
+		ts, lerr := hub.ListToolsFor(ctx, &conduit.ListOptions{Principal: *principal, Taint: taint})
+		if lerr != nil {
+			return failure("listing tools: %v", lerr)
+		}
+		return inputError("%s", unknownTool(name, ts))
+	}
 	if err != nil {
-		return failure("%s", describe(err))
+		msg := describe(err)
+		var ce *conduit.Error
+		if errors.As(err, &ce) && *principal != "" && errors.Is(err, oauth.ErrNeedsLogin) && hasOAuth(cfg, ce.Server) {
+			msg += "; run '" + principalLoginHint(h.config, ce.Server, *principal) + "'"
+		}
+		return failure("%s", msg)
 	}
 	if !*raw {
 		res = conduit.ShapeForModel(res)
@@ -172,4 +180,15 @@ func (p *progressLine) done() {
 	if p.drawn {
 		fmt.Fprintln(p.env.Stderr)
 	}
+}
+
+// hasOAuth reports whether server id of cfg has an OAuth setting, which
+// conduit login logs in to.
+func hasOAuth(cfg *conduit.Config, id string) bool {
+	for _, s := range cfg.Servers {
+		if s.ID == id {
+			return s.OAuth != nil
+		}
+	}
+	return false
 }

@@ -135,7 +135,9 @@ func (h *hubFlags) openHub(ctx context.Context, env *Env, cfg *conduit.Config, o
 	}
 	var up, down int
 	for _, st := range hub.Status() {
-		if st.State == conduit.StateUp {
+		// A server of "identity": "principal" opens its sessions on each
+		// principal's first request.
+		if st.State == conduit.StateUp || st.State == conduit.StatePerPrincipal {
 			up++
 			continue
 		}

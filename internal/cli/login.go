@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/conduitmcp/conduit"
@@ -59,16 +60,41 @@ func loginHint(config, server string) string {
 	return "conduit login --config " + config + " " + server
 }
 
-func findOAuthServer(cmd string, cfg *conduit.Config, id, config string) (*conduit.Server, error) {
+// principalLoginHint is the command that logs principal in to server.
+func principalLoginHint(config, server, principal string) string {
+	return loginHint(config, server) + " --principal " + strconv.Quote(principal)
+}
+
+// findOAuthServer returns the server id of the configuration, whose
+// tokens a login or logout for principal ("" for the shared ones) is
+// about: a server of identity principal takes a principal's, any other
+// the shared ones.
+func findOAuthServer(cmd string, cfg *conduit.Config, id, principal, config string) (*conduit.Server, error) {
 	for i := range cfg.Servers {
 		if s := &cfg.Servers[i]; s.ID == id {
-			if s.OAuth == nil {
+			switch {
+			case s.OAuth == nil:
 				return nil, inputError("server %s in %s has no \"oauth\" setting; add \"oauth\": {} to its entry to log in to it", id, config)
+			case s.Identity == conduit.IdentityPrincipal && principal == "":
+				return nil, usageError(cmd, "server %s serves each principal with their own tokens (\"identity\": \"principal\"): name whose with --principal ID", id)
+			case s.Identity != conduit.IdentityPrincipal && principal != "":
+				return nil, usageError(cmd, "server %s shares one identity among its callers: --principal is for a server of \"identity\": \"principal\"", id)
 			}
+			o := *s.OAuth
+			o.Principal = principal
+			s.OAuth = &o
 			return s, nil
 		}
 	}
 	return nil, usageError(cmd, "no server %q in %s", id, config)
+}
+
+// whose is " as ID" for a principal's login, "" for the shared one.
+func whose(principal string) string {
+	if principal == "" {
+		return ""
+	}
+	return fmt.Sprintf(" as %q", principal)
 }
 
 func runLogin(ctx context.Context, env *Env, args []string) error {
@@ -78,9 +104,14 @@ authorization URL, opens it in a browser where there is one, and listens
 once, on the loopback redirect URL, for the authorization server's answer
 (checking its state). The tokens are stored in $CONDUIT_OAUTH_DIR, or
 conduit/oauth in the user's configuration directory (a 0600 file per
-server), and refreshed from then on by every command.`)
+server), and refreshed from then on by every command.
+
+A server of "identity": "principal" keeps each principal's tokens apart:
+--principal ID logs that principal in (the person at the browser signs in
+as them), and only their calls use what is stored.`)
 	var h hubFlags
 	h.register(fs)
+	principal := fs.String("principal", "", "log in as principal `ID`, for a server of \"identity\": \"principal\"")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long to wait for the browser to come back")
 	noBrowser := fs.Bool("no-browser", false, "only print the URL; do not open a browser")
 	pos, err := fs.parse(args)
@@ -97,7 +128,7 @@ server), and refreshed from then on by every command.`)
 	if err := prepareOAuth(env, cfg); err != nil {
 		return err
 	}
-	s, err := findOAuthServer("login", cfg, pos[0], h.config)
+	s, err := findOAuthServer("login", cfg, pos[0], *principal, h.config)
 	if err != nil {
 		return err
 	}
@@ -112,7 +143,7 @@ server), and refreshed from then on by every command.`)
 	lb, err := oauth.NewLoopback(s.OAuth.RedirectURL, &oauth.LoopbackOptions{
 		Timeout: *timeout,
 		Show: func(u string) {
-			fmt.Fprintf(env.Stderr, "conduit: to log in to %s, open this URL in a browser:\n\n  %s\n\nconduit: waiting for the browser (up to %v)...\n", s.ID, u, *timeout)
+			fmt.Fprintf(env.Stderr, "conduit: to log in to %s%s, open this URL in a browser:\n\n  %s\n\nconduit: waiting for the browser (up to %v)...\n", s.ID, whose(*principal), u, *timeout)
 		},
 		Open: open,
 	})
@@ -136,15 +167,17 @@ server), and refreshed from then on by every command.`)
 		fmt.Fprintf(env.Stderr, "conduit: %s did not ask for a login; nothing was stored\n", s.ID)
 		return nil
 	}
-	fmt.Fprintf(env.Stderr, "conduit: logged in to %s\n", s.ID)
+	fmt.Fprintf(env.Stderr, "conduit: logged in to %s%s\n", s.ID, whose(*principal))
 	return nil
 }
 
 func runLogout(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "logout", `
-Forget the stored OAuth tokens of a server of the configuration.`)
+Forget the stored OAuth tokens of a server of the configuration (of one
+principal, with --principal ID, for a server of "identity": "principal").`)
 	var h hubFlags
 	h.register(fs)
+	principal := fs.String("principal", "", "forget the tokens of principal `ID`, for a server of \"identity\": \"principal\"")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -159,14 +192,14 @@ Forget the stored OAuth tokens of a server of the configuration.`)
 	if err := prepareOAuth(env, cfg); err != nil {
 		return err
 	}
-	s, err := findOAuthServer("logout", cfg, pos[0], h.config)
+	s, err := findOAuthServer("logout", cfg, pos[0], *principal, h.config)
 	if err != nil {
 		return err
 	}
 	if err := oauth.Logout(ctx, s.ID, s.OAuth); err != nil {
 		return failure("%s: %v", s.ID, err)
 	}
-	fmt.Fprintf(env.Stderr, "conduit: logged out of %s\n", s.ID)
+	fmt.Fprintf(env.Stderr, "conduit: logged out of %s%s\n", s.ID, whose(*principal))
 	return nil
 }
 

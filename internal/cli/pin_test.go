@@ -12,6 +12,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/audit"
+	"github.com/conduitmcp/conduit/internal/identitytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -27,8 +28,14 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "defs" {
+	switch os.Getenv(childEnv) {
+	case "defs":
 		os.Exit(runDefsChild())
+	case "identity":
+		if err := identitytest.ServeStdio(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }

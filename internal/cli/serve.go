@@ -32,7 +32,24 @@ names:
 
   "serve": {"tokens": [{"principal": "alice", "env": "CONDUIT_TOKEN_ALICE"}]}
 
+With an "oauth" object in "serve" (or --oauth-issuer and --oauth-resource),
+conduit serve is also an OAuth 2.1 protected resource: it accepts the JWT
+access tokens of that authorization server whose audience is its resource
+URL, each for the principal its subject (or "principalClaim") names, and
+serves its metadata at /.well-known/oauth-protected-resource/mcp, so that
+clients that log in by OAuth find where to:
+
+  "serve": {"oauth": {"issuer": "https://login.example.com", "resource": "https://mcp.example.com/mcp"}}
+
+A server of "identity": "principal" whose OAuth grant is "token_exchange"
+exchanges the caller's token for one of its own.
+
 --no-auth serves without tokens, on a loopback address only.
+
+Taint belongs to a principal (and to the conversation a client names in
+_meta "io.github.conduitmcp/conversation"), not to a session: a client
+keeps it across reconnections, for "taintLifetime" (--taint-lifetime,
+default 24h) after the latest addition.
 
 When mcp.lock.json is beside the configuration, only the tools it pins are
 served (see conduit pin). It is read once, when serve starts: restart serve
@@ -44,6 +61,9 @@ after 'conduit pin --update'.`)
 	transparent := fs.Bool("transparent", false, "serve a single server under its own tool and prompt names, without the server__ prefix")
 	principal := fs.String("principal", "", "over stdio: the principal the session's calls are made for")
 	approvalTimeout := fs.Duration("approval-timeout", gateway.DefaultApprovalTimeout, "how long to wait for the client's answer to an approval request")
+	issuer := fs.String("oauth-issuer", "", "with --http: accept the JWT access tokens of this authorization server `URL` (the \"serve\" object's oauth.issuer)")
+	resource := fs.String("oauth-resource", "", "with --http: this server's own `URL` as its clients reach it, the audience of their tokens (oauth.resource)")
+	taintLifetime := fs.Duration("taint-lifetime", 0, "how long a principal's taint lasts after its latest addition (default the \"serve\" object's taintLifetime, or 24h)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -54,6 +74,9 @@ after 'conduit pin --update'.`)
 	if *noAuth && *httpAddr == "" {
 		return usageError("serve", "--no-auth is for --http")
 	}
+	if (*issuer != "" || *resource != "") && *httpAddr == "" {
+		return usageError("serve", "--oauth-issuer and --oauth-resource are for --http")
+	}
 	cfg, err := h.loadConfig()
 	if err != nil {
 		return err
@@ -61,11 +84,30 @@ after 'conduit pin --update'.`)
 	if *transparent && len(cfg.Servers) != 1 {
 		return inputError("--transparent serves one server, and %s has %d", h.config, len(cfg.Servers))
 	}
+	if *issuer != "" || *resource != "" {
+		if cfg.Serve == nil {
+			cfg.Serve = &conduit.ServeConfig{}
+		}
+		o := conduit.ServeOAuth{}
+		if cfg.Serve.OAuth != nil {
+			o = *cfg.Serve.OAuth
+		}
+		if *issuer != "" {
+			o.Issuer = *issuer
+		}
+		if *resource != "" {
+			o.Resource = *resource
+		}
+		cfg.Serve.OAuth = &o
+	}
 	var httpOpts *gateway.HTTPOptions
 	if *httpAddr != "" {
 		if httpOpts, err = serveHTTPOptions(env, cfg, *httpAddr, *noAuth, h.config); err != nil {
 			return err
 		}
+	}
+	if *taintLifetime == 0 && cfg.Serve != nil {
+		*taintLifetime = cfg.Serve.TaintLifetime
 	}
 	policy := cfg.Policy
 	if policy == nil {
@@ -95,6 +137,7 @@ after 'conduit pin --update'.`)
 		Transparent:     *transparent,
 		ApprovalTimeout: *approvalTimeout,
 		Middleware:      env.serverMiddleware(),
+		TaintLifetime:   *taintLifetime,
 	})
 	if err != nil {
 		return h.openError(err)
@@ -103,7 +146,7 @@ after 'conduit pin --update'.`)
 	// Servers that are down are reconnected: the gateway serves meanwhile.
 	for _, st := range g.Status() {
 		switch st.State {
-		case conduit.StateUp:
+		case conduit.StateUp, conduit.StatePerPrincipal:
 		case conduit.StateNeedsLogin:
 			fmt.Fprintf(env.Stderr, "conduit: server %s needs a login: run '%s'\n", st.ID, loginHint(h.config, st.ID))
 		default:
@@ -141,10 +184,23 @@ func serveHTTPOptions(env *Env, cfg *conduit.Config, addr string, noAuth bool, c
 		if h := strings.ToLower(host); h != "" && h != "localhost" && !isLoopbackIP(h) {
 			return nil, usageError("serve", "--no-auth serves on a loopback address only (127.0.0.1, [::1] or localhost), not %s", host)
 		}
+		if cfg.Serve != nil && cfg.Serve.OAuth != nil {
+			return nil, usageError("serve", "--no-auth and OAuth exclude each other")
+		}
 		return o, nil
 	}
+	if cfg.Serve != nil && cfg.Serve.OAuth != nil {
+		so := cfg.Serve.OAuth
+		if so.Issuer == "" || so.Resource == "" {
+			return nil, usageError("serve", "OAuth needs both an issuer and a resource (--oauth-issuer and --oauth-resource, or the \"serve\" object's oauth)")
+		}
+		o.OAuth = &gateway.OAuthOptions{Issuer: so.Issuer, Resource: so.Resource, JWKSURL: so.JWKSURL, PrincipalClaim: so.PrincipalClaim, Scopes: so.Scopes}
+		if len(cfg.Serve.Tokens) == 0 {
+			return o, nil
+		}
+	}
 	if cfg.Serve == nil || len(cfg.Serve.Tokens) == 0 {
-		return nil, inputError(`--http needs bearer tokens: add to %s "serve": {"tokens": [{"principal": "you", "env": "CONDUIT_TOKEN"}]} and set CONDUIT_TOKEN (or use --no-auth on a loopback address)`, config)
+		return nil, inputError(`--http needs bearer tokens: add to %s "serve": {"tokens": [{"principal": "you", "env": "CONDUIT_TOKEN"}]} and set CONDUIT_TOKEN, or "oauth" (or use --no-auth on a loopback address)`, config)
 	}
 	if o.Tokens, err = cfg.Serve.ResolveTokens(env.Getenv); err != nil {
 		return nil, inputError("%s: serve: %v", config, err)

@@ -21,7 +21,9 @@ type serverJSON struct {
 func runServers(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "servers", `
 Connect to every server in the configuration and print each one's status
-(up, or down and why) and tool count:
+(up, or down and why; "per principal" for a server of "identity":
+"principal", whose sessions open on each principal's first request) and
+tool count:
 
   {"servers": [{"id": "notes", "status": "up", "tools": 3}, ...]}
 
@@ -59,7 +61,7 @@ The exit status is 1 when any server is down.`)
 	down := 0
 	for _, st := range hub.Status() {
 		s := serverJSON{ID: st.ID, Status: st.State.String(), Tools: counts[st.ID], Unpinned: len(st.Drift)}
-		if st.State != conduit.StateUp {
+		if st.State != conduit.StateUp && st.State != conduit.StatePerPrincipal {
 			down++
 			s.Status = "down"
 			if st.Err != nil {

@@ -128,11 +128,19 @@ func (s *Server) jwtBearer(w http.ResponseWriter, f url.Values, jkt string) {
 // JWT bearer) with an access token, bound to the DPoP key of thumbprint
 // jkt when it is set. Call with s.mu held.
 func (s *Server) grantAccess(w http.ResponseWriter, kind string, f url.Values, jkt string) {
+	at, typ, exp := s.issueAccess(kind, jkt)
+	writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": typ, "expires_in": exp, "scope": f.Get("scope")})
+}
+
+// issueAccess issues an access token without a refresh token, bound to
+// the DPoP key of thumbprint jkt when it is set, and returns it with its
+// type and lifetime in seconds. Call with s.mu held.
+func (s *Server) issueAccess(kind, jkt string) (token, typ string, expiresIn int) {
 	s.n++
 	at := fmt.Sprintf("at-%s-%d-%x", kind, s.n, time.Now().UnixNano())
 	s.access[at] = true
 	s.issued = append(s.issued, at)
-	typ := "Bearer"
+	typ = "Bearer"
 	if jkt != "" {
 		s.bound[at], typ = jkt, "DPoP"
 	}
@@ -140,7 +148,7 @@ func (s *Server) grantAccess(w http.ResponseWriter, kind string, f url.Values, j
 	if exp == 0 {
 		exp = 3600
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": typ, "expires_in": exp, "scope": f.Get("scope")})
+	return at, typ, exp
 }
 
 // checkProof checks a DPoP proof (RFC 9449 §4.3) for a request of method

@@ -72,6 +72,11 @@ type Options struct {
 	// TokenType, when set, is the token_type of the authorization code
 	// grant's tokens, whatever they are.
 	TokenType string
+	// TokenExchange makes the authorization server offer token exchange
+	// on behalf of a user (RFC 8693, tokens.go): a JWT access token it
+	// issued (AccessToken), for an access token of the MCP endpoint
+	// whose subject is the JWT's. Only the Confidential client may ask.
+	TokenExchange bool
 }
 
 // Client is a client registered with the server in advance.
@@ -92,10 +97,12 @@ type Server struct {
 	idp      idp
 	bound    map[string]string // DPoP-bound tokens (access and refresh) -> key thumbprint
 	jtis     map[string]bool   // DPoP proofs seen
+	subjects map[string]string // access and refresh tokens -> the user they are for
+	keys     []signingKey      // the keys of AccessToken, newest last (tokens.go)
 	Requests Log
 }
 
-type codeGrant struct{ challenge, redirect, resource string }
+type codeGrant struct{ challenge, redirect, resource, user string }
 
 // Log is what the server was asked.
 type Log struct {
@@ -116,12 +123,17 @@ type Log struct {
 	NonceRefusals int
 	// IdP are the forms of the identity provider's token requests.
 	IdP []url.Values
+	// Exchanges are the forms of token exchange requests; JWKS counts the
+	// requests for the keys.
+	Exchanges []url.Values
+	JWKS      int
 }
 
 // New starts the server; t's cleanup stops it.
 func New(t testing.TB, opts Options) *Server {
 	s := &Server{opts: opts, codes: map[string]codeGrant{}, access: map[string]bool{}, refresh: map[string]bool{},
-		idp: newIdP(), bound: map[string]string{}, jtis: map[string]bool{}}
+		idp: newIdP(), bound: map[string]string{}, jtis: map[string]bool{}, subjects: map[string]string{}}
+	s.keys = []signingKey{newSigningKey(1)}
 	if opts.Confidential != nil {
 		s.issued = append(s.issued, opts.Confidential.Secret)
 	}
@@ -147,10 +159,15 @@ func New(t testing.TB, opts Options) *Server {
 	mux.HandleFunc("/token", s.token)
 	mux.HandleFunc("/register", s.register)
 	mux.HandleFunc("/idp/token", s.idpToken)
+	mux.HandleFunc("/jwks", s.jwks)
 
 	mcpServer := mcp.NewServer(&mcp.Implementation{Name: "protected", Version: "1"}, nil)
-	mcp.AddTool(mcpServer, &mcp.Tool{Name: "whoami", Description: "says hello"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil, nil
+	mcp.AddTool(mcpServer, &mcp.Tool{Name: "whoami", Description: "says hello, to the user of the token when it knows one"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		text := "hello"
+		if req.Extra != nil && req.Extra.TokenInfo != nil && req.Extra.TokenInfo.UserID != "" {
+			text += " " + req.Extra.TokenInfo.UserID
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
 	})
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 	var rmURL string
@@ -196,7 +213,7 @@ func (s *Server) verify(_ context.Context, token string, _ *http.Request) (*auth
 	if !s.access[token] {
 		return nil, auth.ErrInvalidToken
 	}
-	return &auth.TokenInfo{Scopes: []string{"tools"}, Expiration: time.Now().Add(time.Hour)}, nil
+	return &auth.TokenInfo{Scopes: []string{"tools"}, Expiration: time.Now().Add(time.Hour), UserID: s.subjects[token]}, nil
 }
 
 func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
@@ -214,16 +231,20 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 			methods = []string{"client_secret_post", "client_secret_basic"}
 		}
 	}
+	if s.opts.TokenExchange {
+		grants = append(grants, grantTokenExchange)
+	}
 	meta := &oauthex.AuthServerMeta{
-		Issuer:                                     issuer,
-		AuthorizationEndpoint:                      s.URL + "/authorize",
-		TokenEndpoint:                              s.URL + "/token",
-		RegistrationEndpoint:                       s.URL + "/register",
-		ResponseTypesSupported:                     []string{"code"},
-		GrantTypesSupported:                        grants,
-		CodeChallengeMethodsSupported:              []string{"S256"},
-		TokenEndpointAuthMethodsSupported:          methods,
-		ScopesSupported:                            []string{"tools", "offline_access"},
+		JWKSURI:                           s.URL + "/jwks",
+		Issuer:                            issuer,
+		AuthorizationEndpoint:             s.URL + "/authorize",
+		TokenEndpoint:                     s.URL + "/token",
+		RegistrationEndpoint:              s.URL + "/register",
+		ResponseTypesSupported:            []string{"code"},
+		GrantTypesSupported:               grants,
+		CodeChallengeMethodsSupported:     []string{"S256"},
+		TokenEndpointAuthMethodsSupported: methods,
+		ScopesSupported:                   []string{"tools", "offline_access"},
 		AuthorizationResponseIssParameterSupported: s.opts.WrongIss,
 	}
 	if !s.opts.DPoP {
@@ -252,7 +273,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	s.n++
 	code := fmt.Sprintf("code-%d-%d", s.n, time.Now().UnixNano())
 	if q.Get("code_challenge_method") == "S256" && q.Get("code_challenge") != "" {
-		s.codes[code] = codeGrant{challenge: q.Get("code_challenge"), redirect: q.Get("redirect_uri"), resource: q.Get("resource")}
+		s.codes[code] = codeGrant{challenge: q.Get("code_challenge"), redirect: q.Get("redirect_uri"), resource: q.Get("resource"), user: q.Get(userParam)}
 	}
 	s.issued = append(s.issued, code)
 	s.mu.Unlock()
@@ -300,6 +321,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if f.Get("grant_type") == grantTokenExchange {
+		s.exchange(w, f, jkt)
+		return
+	}
 	if f.Get("grant_type") == grantJWTBearer && len(f["resource"]) == 0 {
 		// An ID-JAG names the resource itself.
 		s.jwtBearer(w, f, jkt)
@@ -316,9 +341,11 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_client", "error_description": "unknown client"})
 		return
 	}
+	var user string
 	switch f.Get("grant_type") {
 	case "authorization_code":
 		g, ok := s.codes[f.Get("code")]
+		user = g.user
 		delete(s.codes, f.Get("code"))
 		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
 		switch {
@@ -346,6 +373,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		delete(s.refresh, f.Get("refresh_token")) // rotation: one use each
+		user = s.subjects[f.Get("refresh_token")]
 	case "client_credentials":
 		c := s.opts.Confidential
 		switch {
@@ -368,6 +396,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	s.n++
 	at, rt := fmt.Sprintf("at-%d-%x", s.n, time.Now().UnixNano()), fmt.Sprintf("rt-%d-%x", s.n, time.Now().UnixNano())
 	s.access[at], s.refresh[rt] = true, true
+	if user != "" {
+		s.subjects[at], s.subjects[rt] = user, user
+	}
 	s.issued = append(s.issued, at, rt)
 	exp := s.opts.ExpiresIn
 	if exp == 0 {
@@ -452,6 +483,7 @@ func (s *Server) Snapshot() Log {
 	l.BasicAuth = slices.Clone(l.BasicAuth)
 	l.Schemes = slices.Clone(l.Schemes)
 	l.IdP = slices.Clone(l.IdP)
+	l.Exchanges = slices.Clone(l.Exchanges)
 	return l
 }
 
@@ -467,8 +499,32 @@ func (s *Server) Grants() []string {
 // FollowRedirect is an interactive step without a person: it sends the
 // authorization request and takes code, state and iss from the redirect.
 func FollowRedirect(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+	return follow(ctx, args.URL)
+}
+
+// userParam is the authorization request's parameter by which LoginAs
+// says who signs in.
+const userParam = "oauthtest_user"
+
+// LoginAs is the interactive step of user signing in: FollowRedirect,
+// with the server told who the person at the browser is. The tokens of
+// that login are user's: whoami answers "hello USER".
+func LoginAs(user string) auth.AuthorizationCodeFetcher {
+	return func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+		u, err := url.Parse(args.URL)
+		if err != nil {
+			return nil, err
+		}
+		q := u.Query()
+		q.Set(userParam, user)
+		u.RawQuery = q.Encode()
+		return follow(ctx, u.String())
+	}
+}
+
+func follow(ctx context.Context, authURL string) (*auth.AuthorizationResult, error) {
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, args.URL, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, authURL, nil)
 	if err != nil {
 		return nil, err
 	}
