@@ -85,6 +85,39 @@ type CallOptions struct {
 	// sampling and roots requests, and log messages. They take effect on
 	// a hub or client whose Options.Handlers are set; see [Handlers].
 	Handlers *Handlers
+	// Input puts the request's multi-round-trip exchange (protocol
+	// 2026-07-28) in the caller's hands: see [Input]. Nil: conduit answers
+	// what the server asks through Handlers.
+	Input *Input
+}
+
+// Input is a caller's own part in the multi-round-trip requests of
+// protocol 2026-07-28 (tools/call, prompts/get, resources/read): a server
+// that needs something of its client answers with input requests and a
+// requestState, and is asked again with the answers and that state. A
+// caller that answers across requests, rather than during the call
+// through [Handlers] (a gateway whose own clients answer, an application
+// that keeps the question for a person), ends the first request with the
+// server's input-required result (Return), and makes the retry itself
+// (Responses and State).
+//
+// A server of an earlier protocol asks by JSON-RPC requests during the
+// call instead, which Handlers answer whatever Input says.
+type Input struct {
+	// Responses and State make the request the retry of an earlier one
+	// whose server asked for input: the answers to its input requests, by
+	// their ids, and the requestState it sent with them, sent as the
+	// request's inputResponses and requestState. conduit passes them on as
+	// they are: the server checks them, as it checks arguments.
+	Responses mcp.InputResponseMap
+	State     string
+	// Return ends a request whose server asks for input with the server's
+	// result as it sent it: its NeedsInput reports true, and its
+	// InputRequests and RequestState are the server's. After-hooks do not
+	// run on it (they run on the result of the round that completes).
+	// Without Return, conduit answers through Handlers and asks again, as
+	// it does without Input.
+	Return bool
 }
 
 // call runs one call of a server's tool through the pipeline (pipeline.go).

@@ -79,14 +79,35 @@ func (cn *conn) receiveMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return next
 }
 
+type inputKey struct{}
+
+// withInput returns ctx, whose request inputMiddleware makes as in says
+// (CallOptions.Input).
+func withInput(ctx context.Context, in *Input) context.Context {
+	if in == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, inputKey{}, in)
+}
+
 // inputMiddleware runs the multi-round-trip loop of tools/call,
 // prompts/get and resources/read: while the server answers with input
 // requests, it answers them through the client's receiving handlers, with
-// the request's context (which names its call), and asks again.
+// the request's context (which names its call), and asks again. A request
+// made with an Input starts as the retry it says, and with Input.Return
+// ends with the server's first input-required result.
 func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tools/call" && method != "prompts/get" && method != "resources/read" {
 			return next(ctx, method, req)
+		}
+		in, _ := ctx.Value(inputKey{}).(*Input)
+		retry := in != nil && (in.Responses != nil || in.State != "")
+		if retry {
+			var err error
+			if req, err = retryRequest(req, in.Responses, in.State); err != nil {
+				return nil, err
+			}
 		}
 		shed := 0
 		for round := 1; ; round++ {
@@ -95,7 +116,10 @@ func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return res, err
 			}
 			asks, state, more := inputRequests(res)
-			if !more {
+			if more || retry || round > 1 {
+				uncached(res)
+			}
+			if !more || (in != nil && in.Return) {
 				return res, nil
 			}
 			if len(asks) == 0 {
@@ -119,6 +143,16 @@ func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				return nil, err
 			}
 		}
+	}
+}
+
+// uncached keeps res, a resources/read result of a multi-round-trip
+// exchange, out of the SDK's session cache of reads, which is keyed by the
+// URI alone: a request for input, or what one caller's answers produced,
+// is no answer for the next read of the URI.
+func uncached(res mcp.Result) {
+	if r, ok := res.(*mcp.ReadResourceResult); ok && r != nil {
+		r.TTLMs = 0
 	}
 }
 

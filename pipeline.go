@@ -174,7 +174,9 @@ func (c *core) run(ctx context.Context, r *request) (res *mcp.CallToolResult, er
 			r.info.Err = err
 		}
 	}
-	if err != nil || !r.isTool() {
+	if err != nil || !r.isTool() || (res != nil && res.NeedsInput()) {
+		// A server's request for input (CallOptions.Input.Return) is no
+		// result yet: the round that completes the call is checked.
 		return res, err
 	}
 	// after
@@ -414,6 +416,7 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 		tctx, end = cn.calls.start(tctx, o.Handlers)
 		defer end()
 	}
+	tctx = withInput(tctx, o.Input)
 	var sent time.Time
 	if r.info != nil {
 		sent = r.info.start(cn.peer, sess)
