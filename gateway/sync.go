@@ -7,8 +7,8 @@ import (
 	"maps"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 

@@ -32,11 +32,19 @@ func (s *session) tainted(server string) bool {
 // taintFrom taints the session with server after a request that brought
 // its output (a result, or the server's own error message), and brings
 // the lists up to date when that changes what the policy allows.
+// A view's taint is its principal's, kept in the gateway's store: the
+// principal's next request gets the view of the new taint.
 func (s *session) taintFrom(server string, err error) {
 	if err != nil {
 		if k, _ := conduit.KindOf(err); k != conduit.KindServerError {
 			return
 		}
+	}
+	if s.view {
+		if server != "" && !slices.Contains(s.taint, server) {
+			s.g.taintPrincipal(s.principal, server)
+		}
+		return
 	}
 	if s.tainted(server) {
 		s.g.goIfOpen(func() { s.refresh(s.g.ctx, changedAll) })
