@@ -127,10 +127,11 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
-	level    mcp.LoggingLevel       // the servers' level: the most verbose asked for
-	subs     map[string]int         // resource URI -> sessions subscribed
-	views    map[string]*cachedView // principal and taint -> view (stateless.go)
-	waits    map[string]*callRun    // calls waiting for a client's answer (rounds.go)
+	level    mcp.LoggingLevel             // the servers' level: the most verbose asked for
+	subs     map[string]int               // resource URI -> sessions subscribed
+	views    map[string]*cachedView       // principal and taint -> view (stateless.go)
+	waits    map[string]*callRun          // calls waiting for a client's answer (rounds.go)
+	handlers map[string]*conduit.Handlers // principal -> its calls' without a session (rounds.go)
 
 	// pending are the kinds of change not yet applied to the sessions; a
 	// send on kick wakes the refresher.
@@ -178,7 +179,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		g.approveWait = DefaultApprovalTimeout
 	}
 	g.policy = opts.Hub.Policy
-	g.views, g.waits = map[string]*cachedView{}, map[string]*callRun{}
+	g.views, g.waits, g.handlers = map[string]*cachedView{}, map[string]*callRun{}, map[string]*conduit.Handlers{}
 	switch {
 	case opts.ListTTL == 0:
 		g.listTTL = DefaultListTTL

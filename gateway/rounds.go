@@ -328,7 +328,7 @@ func (g *Gateway) startCall(ctx context.Context, rq *roundRequest, opts *conduit
 	for _, f := range set {
 		f(cr)
 	}
-	opts.Handlers = &conduit.Handlers{Elicitation: cr.elicit, Sampling: cr.sample, Roots: cr.roots, Logging: cr.log}
+	opts.Handlers = g.runHandlers(rq.b.principal)
 	opts.Progress = func(_ *conduit.Call, p conduit.Progress) { cr.notifyProgress(p) }
 	// The call may outlive the request that started it (it waits for a
 	// retry), but not the gateway.
@@ -474,6 +474,46 @@ func (cr *callRun) caps() *mcp.ClientCapabilities {
 		return &mcp.ClientCapabilities{}
 	}
 	return requestCaps(cr.sink.ss)
+}
+
+// runHandlers are the Handlers of principal's calls without a session:
+// what a server asks by request (protocol 2025-11-25 or before) goes to
+// the call its context names. conduit attributes such a request to the
+// calls in flight to the server (see conduit.Handlers): the calls of one
+// principal share these, so that one of them waiting for its client
+// (parked) does not make the requests of the principal's later calls
+// unattributable, and the most recent call is asked, as in a session;
+// calls of different principals have different Handlers, so that a
+// request is never given to another principal's client.
+func (g *Gateway) runHandlers(principal string) *conduit.Handlers {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if h := g.handlers[principal]; h != nil {
+		return h
+	}
+	h := &conduit.Handlers{
+		Elicitation: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return callOf(ctx).elicit(ctx, req)
+		},
+		Sampling: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return callOf(ctx).sample(ctx, req)
+		},
+		Roots: func(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
+			return callOf(ctx).roots(ctx, req)
+		},
+		Logging: func(ctx context.Context, req *mcp.LoggingMessageRequest) { callOf(ctx).log(ctx, req) },
+	}
+	g.handlers[principal] = h
+	return h
+}
+
+// callOf is the run ctx names; a run of nothing (that asks nothing) when
+// it names none, which conduit's attribution does not let happen.
+func callOf(ctx context.Context) *callRun {
+	if cr := runFrom(ctx); cr != nil {
+		return cr
+	}
+	return &callRun{}
 }
 
 // The call's Handlers: what its server asks by request (protocol

@@ -71,7 +71,7 @@ type binding struct {
 
 // Errors of a retry's requestState, each answered as invalid params.
 var (
-	errStateInvalid = errors.New("the requestState was not issued by this gateway, or it was altered")
+	errStateInvalid = errors.New("the requestState was not issued by this gateway (or a replica with its keys, CONDUIT_STATE_KEY), or it was altered")
 	errStateExpired = errors.New("the requestState has expired: make the request again without it")
 	errStateOther   = errors.New("the requestState was issued for another request")
 )

@@ -10,6 +10,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/gateway"
+	"github.com/conduitmcp/conduit/internal/seal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -34,6 +35,13 @@ names:
 
 --no-auth serves without tokens, on a loopback address only.
 
+Clients of MCP 2026-07-28 have no session: an "ask" rule, and what a
+server asks during a call, are answered with an input-required result whose
+requestState is sealed with CONDUIT_STATE_KEY (secrets of at least 32
+bytes, separated by commas: the first seals, every one opens). Replicas
+behind one address must share it; unset, serve makes a key at start, which
+a restart forgets.
+
 When mcp.lock.json is beside the configuration, only the tools it pins are
 served (see conduit pin). It is read once, when serve starts: restart serve
 after 'conduit pin --update'.`)
@@ -43,7 +51,7 @@ after 'conduit pin --update'.`)
 	noAuth := fs.Bool("no-auth", false, "with --http on a loopback address: serve without bearer tokens")
 	transparent := fs.Bool("transparent", false, "serve a single server under its own tool and prompt names, without the server__ prefix")
 	principal := fs.String("principal", "", "over stdio: the principal the session's calls are made for")
-	approvalTimeout := fs.Duration("approval-timeout", gateway.DefaultApprovalTimeout, "how long to wait for the client's answer to an approval request")
+	approvalTimeout := fs.Duration("approval-timeout", gateway.DefaultApprovalTimeout, "how long to wait for the client's answer to an approval request (for a client of MCP 2026-07-28: how long its requestState is valid)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -65,6 +73,12 @@ after 'conduit pin --update'.`)
 	if *httpAddr != "" {
 		if httpOpts, err = serveHTTPOptions(env, cfg, *httpAddr, *noAuth, h.config); err != nil {
 			return err
+		}
+	}
+	var stateKeys [][]byte
+	if v := env.Getenv("CONDUIT_STATE_KEY"); v != "" {
+		if stateKeys, err = seal.ParseSecrets(v); err != nil {
+			return inputError("CONDUIT_STATE_KEY: %v", err)
 		}
 	}
 	policy := cfg.Policy
@@ -95,6 +109,7 @@ after 'conduit pin --update'.`)
 		Transparent:     *transparent,
 		ApprovalTimeout: *approvalTimeout,
 		Middleware:      env.serverMiddleware(),
+		StateKeys:       stateKeys,
 	})
 	if err != nil {
 		return h.openError(err)
