@@ -132,7 +132,7 @@ func decodeState(data []byte) (*state, error) {
 	case st.ID == "":
 		return nil, errors.New("no id")
 	case st.Kind == kindServer, st.Kind == kindApproval:
-	case st.Kind == kindWait && st.Wait != "":
+	case st.Kind == kindWait && st.Wait != "" && len(st.Asked) == 1:
 	default:
 		return nil, fmt.Errorf("kind %q", st.Kind)
 	}

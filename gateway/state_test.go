@@ -143,7 +143,7 @@ func TestStateExpiredAndKeys(t *testing.T) {
 func TestDecodeState(t *testing.T) {
 	for _, bad := range []string{
 		`{}`, `{"v":1,"k":"server"}`, `{"v":2,"id":"x","k":"server"}`, `{"v":1,"id":"x","k":"other"}`,
-		`{"v":1,"id":"x","k":"wait"}`, `{"v":1,"id":"x","k":"server","extra":1}`, `{"v":1,"id":"x","k":"server"} {}`,
+		`{"v":1,"id":"x","k":"wait"}`, `{"v":1,"id":"x","k":"wait","w":"y"}`, `{"v":1,"id":"x","k":"wait","w":"y","q":["a","b"]}`, `{"v":1,"id":"x","k":"server","extra":1}`, `{"v":1,"id":"x","k":"server"} {}`,
 		`[]`, `null`, ``,
 	} {
 		if _, err := decodeState([]byte(bad)); err == nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -482,5 +483,109 @@ func TestStatelessListsAndTaint(t *testing.T) {
 		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__write", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 			t.Errorf("alice's write after a fetch: %v, want it unknown (her tools no longer have it)", err)
 		}
+	}
+}
+
+// TestStatelessHeaders: the standard headers of a request of 2026-07-28
+// are checked against its body (Mcp-Method, Mcp-Name, and the Mcp-Param-
+// headers of a tool's x-mcp-header arguments, as the gateway lists the
+// tool): a mismatch is answered 400 and nothing is sent.
+func TestStatelessHeaders(t *testing.T) {
+	var calls atomic.Int64
+	up := newUpstream(t, "fs")
+	up.AddTool(&mcp.Tool{Name: "write", InputSchema: json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls.Add(1)
+			return text("wrote"), nil
+		})
+	g := newGateway(t, []conduit.Server{up.server("fs")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
+	url := serveGateway(t, g)
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fs__write","arguments":{"region":"eu"},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	for _, tc := range []struct {
+		name    string
+		headers map[string]string
+		status  int
+		want    string
+	}{
+		{"matching", map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "fs__write", "Mcp-Param-Region": "eu"}, 200, "wrote"},
+		{"method", map[string]string{"Mcp-Method": "tools/list", "Mcp-Name": "fs__write", "Mcp-Param-Region": "eu"}, 400, "Mcp-Method"},
+		{"no name", map[string]string{"Mcp-Method": "tools/call", "Mcp-Param-Region": "eu"}, 400, "Mcp-Name"},
+		{"name", map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "fs__read", "Mcp-Param-Region": "eu"}, 400, "Mcp-Name"},
+		{"param", map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "fs__write", "Mcp-Param-Region": "us"}, 400, "Mcp-Param-Region"},
+		{"no param", map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "fs__write"}, 400, "Mcp-Param-Region"},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+aliceToken)
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		for k, v := range tc.headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.status || !strings.Contains(string(data), tc.want) || resp.Header.Get("Mcp-Session-Id") != "" {
+			t.Errorf("%s: %d %s (session %q), want %d with %q", tc.name, resp.StatusCode, data, resp.Header.Get("Mcp-Session-Id"), tc.status, tc.want)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the server was called %d times, want once", n)
+	}
+}
+
+// failingStore is a store whose sets or claims are unavailable.
+type failingStore struct {
+	store.Store
+	sets, claims bool
+}
+
+func (f failingStore) Members(ctx context.Context, key string) ([]string, error) {
+	if f.sets {
+		return nil, store.ErrUnavailable
+	}
+	return f.Store.Members(ctx, key)
+}
+
+func (f failingStore) Claim(ctx context.Context, key string, ttl time.Duration) (store.Claim, error) {
+	if f.claims {
+		return store.Claim{}, store.ErrUnavailable
+	}
+	return f.Store.Claim(ctx, key, ttl)
+}
+
+// TestStatelessStoreDown: with the store unavailable, a request whose
+// taint cannot be read is not served (503), and a retry whose single use
+// cannot be checked runs nothing.
+func TestStatelessStoreDown(t *testing.T) {
+	var calls atomic.Int64
+	up := countingUpstream(t, &calls)
+	mem := store.NewMemory()
+	t.Cleanup(func() { mem.Close() })
+	fs := &failingStore{Store: mem}
+	g := newGateway(t, []conduit.Server{up.server("fs")}, &gateway.Options{
+		Hub: &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("fs/write"))}, Store: fs,
+	})
+	url := serveGateway(t, g)
+	cs, _ := newClient(t, url, aliceToken, "")
+	ctx := context.Background()
+	res, err := callRaw(ctx, cs, "fs__write", map[string]any{}, nil, "")
+	st := askedApproval(t, res, err, "fs__write")
+	fs.claims = true
+	res, err = callRaw(ctx, cs, "fs__write", map[string]any{}, accept, st)
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "store is unavailable") {
+		t.Errorf("retry with the claims down = %+v, %v", res, err)
+	}
+	fs.claims, fs.sets = false, true
+	_, err = callRaw(ctx, cs, "fs__write", map[string]any{}, accept, st)
+	if err == nil || !strings.Contains(err.Error(), "Service Unavailable") {
+		t.Errorf("retry with the sets down: %v, want 503", err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the server was called %d times, want none", n)
 	}
 }
