@@ -589,3 +589,43 @@ func TestStatelessStoreDown(t *testing.T) {
 		t.Errorf("the server was called %d times, want none", n)
 	}
 }
+
+// TestStatelessCloseWhileWaiting: Close ends a call that waits for its
+// client's answer: its server's request fails, and Close returns.
+func TestStatelessCloseWhileWaiting(t *testing.T) {
+	asked := make(chan error, 1)
+	up := newUpstream(t, "legacy")
+	up.Server = mcp.NewServer(&mcp.Implementation{Name: "legacy", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
+	up.tool("ask", "Ask.", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "sure?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
+		asked <- err
+		return text("asked"), err
+	})
+	g, err := gateway.New(context.Background(), []conduit.Server{up.server("legacy")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := newClient(t, serveGateway(t, g), aliceToken, "")
+	res, err := callRaw(context.Background(), cs, "legacy__ask", map[string]any{}, nil, "")
+	if err != nil || !res.NeedsInput() {
+		t.Fatalf("ask = %+v, %v", res, err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		g.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close did not return while a call waited")
+	}
+	select {
+	case err := <-asked:
+		if err == nil {
+			t.Error("the server's request succeeded after Close")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server's request still waits after Close")
+	}
+}
