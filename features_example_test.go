@@ -150,10 +150,11 @@ func ExampleInput() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(res.NeedsInput(), res.InputRequests["name"].(*mcp.ElicitParams).Message)
+	asks, state, _ := conduit.InputRequests(res)
+	fmt.Println(res.NeedsInput(), asks["name"].(*mcp.ElicitParams).Message)
 	// ... later, perhaps in another process, with the person's answer:
 	answers := mcp.InputResponseMap{"name": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}}
-	res, err = hub.CallTool(ctx, "survey__ask", nil, &conduit.CallOptions{Input: &conduit.Input{Responses: answers, State: res.RequestState, Return: true}})
+	res, err = hub.CallTool(ctx, "survey__ask", nil, &conduit.CallOptions{Input: &conduit.Input{Responses: answers, State: state, Return: true}})
 	if err != nil {
 		log.Fatal(err)
 	}

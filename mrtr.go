@@ -115,7 +115,7 @@ func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return res, err
 			}
-			asks, state, more := inputRequests(res)
+			asks, state, more := InputRequests(res)
 			if more || retry || round > 1 {
 				uncached(res)
 			}
@@ -156,10 +156,13 @@ func uncached(res mcp.Result) {
 	}
 }
 
-// inputRequests returns what res asks for and the state to send back, and
-// whether it asks at all: an input-required result, or one with input
-// requests, asks (an empty set of them means the server shed load).
-func inputRequests(res mcp.Result) (mcp.InputRequestMap, string, bool) {
+// InputRequests returns what res, a server's result of tools/call,
+// prompts/get or resources/read, asks of its client (protocol 2026-07-28)
+// and the requestState to send back with the answers, and whether it asks
+// at all: an input-required result, or one with input requests, asks (an
+// empty set of them means the server shed load: ask again later). A
+// result of another type never asks.
+func InputRequests(res mcp.Result) (asks mcp.InputRequestMap, state string, ok bool) {
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
 		if r != nil && (r.NeedsInput() || r.InputRequests != nil) {

@@ -58,27 +58,33 @@ func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string
 		}
 		return res, nil
 	}
-	var res mcp.Result
-	var err error
+	var rq *roundRequest
 	if s.view {
-		var d string
-		if d, err = argsDigest(req.Params.Arguments); err != nil {
+		d, err := argsDigest(req.Params.Arguments)
+		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the arguments are not JSON: " + err.Error()}
 		}
-		res, err = s.serveRound(ctx, s.roundRequest(toolMethod, req.Session, name, d, req.Params.InputResponses, req.Params.RequestState, req.Params.GetProgressToken()), opts, call)
-	} else {
-		if token := req.Params.GetProgressToken(); token != nil {
-			ss := req.Session
-			opts.Progress = func(_ *conduit.Call, p conduit.Progress) {
-				ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
-			}
+		rq = s.roundRequest(toolMethod, req.Session, name, d, req.Params.InputResponses, req.Params.RequestState, req.Params.GetProgressToken())
+	} else if token := req.Params.GetProgressToken(); token != nil {
+		ss := req.Session
+		opts.Progress = func(_ *conduit.Call, p conduit.Progress) {
+			ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
-		res, err = call(ctx, opts)
 	}
+	res, err := s.serve(ctx, rq, opts, call)
 	if err != nil {
 		return nil, err
 	}
 	return res.(*mcp.CallToolResult), nil
+}
+
+// serve makes a request's call: a view's as a round (rounds.go), rq
+// saying what the request is; a session's at once.
+func (s *session) serve(ctx context.Context, rq *roundRequest, opts *conduit.CallOptions, call func(context.Context, *conduit.CallOptions) (mcp.Result, error)) (mcp.Result, error) {
+	if rq == nil {
+		return call(ctx, opts)
+	}
+	return s.serveRound(ctx, rq, opts, call)
 }
 
 func (s *session) getPrompt(ctx context.Context, name string, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
@@ -98,15 +104,13 @@ func (s *session) getPrompt(ctx context.Context, name string, req *mcp.GetPrompt
 		}
 		return res, nil
 	}
-	var res mcp.Result
-	var err error
+	var rq *roundRequest
 	if s.view {
 		args, _ := json.Marshal(req.Params.Arguments) // a map of strings
 		d, _ := argsDigest(args)
-		res, err = s.serveRound(ctx, s.roundRequest(promptMethod, req.Session, name, d, req.Params.InputResponses, req.Params.RequestState, nil), opts, call)
-	} else {
-		res, err = call(ctx, opts)
+		rq = s.roundRequest(promptMethod, req.Session, name, d, req.Params.InputResponses, req.Params.RequestState, nil)
 	}
+	res, err := s.serve(ctx, rq, opts, call)
 	if err != nil {
 		return nil, err
 	}
@@ -127,13 +131,11 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 		}
 		return res, nil
 	}
-	var res mcp.Result
-	var err error
+	var rq *roundRequest
 	if s.view {
-		res, err = s.serveRound(ctx, s.roundRequest(resourceMethod, req.Session, req.Params.URI, "", req.Params.InputResponses, req.Params.RequestState, nil), opts, call)
-	} else {
-		res, err = call(ctx, opts)
+		rq = s.roundRequest(resourceMethod, req.Session, req.Params.URI, "", req.Params.InputResponses, req.Params.RequestState, nil)
 	}
+	res, err := s.serve(ctx, rq, opts, call)
 	if err != nil {
 		return nil, err
 	}

@@ -97,26 +97,6 @@ func rpcRefusal(msg string) (mcp.Result, error) {
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: msg}
 }
 
-// inputOf returns what res, a server's result, asks of the client, and
-// the server's state; ok is false for a complete result.
-func inputOf(res mcp.Result) (asks mcp.InputRequestMap, st string, ok bool) {
-	switch r := res.(type) {
-	case *mcp.CallToolResult:
-		if r != nil && (r.NeedsInput() || r.InputRequests != nil) {
-			return r.InputRequests, r.RequestState, true
-		}
-	case *mcp.GetPromptResult:
-		if r != nil && (r.NeedsInput() || r.InputRequests != nil) {
-			return r.InputRequests, r.RequestState, true
-		}
-	case *mcp.ReadResourceResult:
-		if r != nil && (r.NeedsInput() || r.InputRequests != nil) {
-			return r.InputRequests, r.RequestState, true
-		}
-	}
-	return nil, "", false
-}
-
 // roundRequest is one request of a client without a session.
 type roundRequest struct {
 	m         *method
@@ -378,7 +358,7 @@ func (cr *callRun) answer(ctx context.Context, rq *roundRequest) (mcp.Result, er
 	if o.err != nil {
 		return nil, o.err
 	}
-	if asks, server, ok := inputOf(o.res); ok {
+	if asks, server, ok := conduit.InputRequests(o.res); ok {
 		st := &state{ID: newStateID(), Method: cr.b.method, Name: cr.b.name, Args: cr.b.args, Principal: cr.b.principal,
 			Kind: kindServer, Server: server, Approved: approved}
 		return cr.g.inputRequired(rq, st, asks)
@@ -520,51 +500,42 @@ func callOf(ctx context.Context) *callRun {
 // 2025-11-25 or before), for the client, and its log messages.
 
 func (cr *callRun) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-	if cr.caps().Elicitation == nil {
-		return nil, errors.New("conduit serve: the client did not declare the elicitation capability")
-	}
-	a, err := cr.ask(ctx, req.Params)
-	if err != nil {
-		return nil, err
-	}
-	if r, ok := a.(*mcp.ElicitResult); ok {
-		return r, nil
-	}
-	return nil, fmt.Errorf("conduit serve: the client's answer to an elicitation is not one (%T)", a)
+	return askFor[*mcp.ElicitResult](ctx, cr, "elicitation", cr.caps().Elicitation != nil, req.Params)
 }
 
 func (cr *callRun) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-	if cr.caps().Sampling == nil {
-		return nil, errors.New("conduit serve: the client did not declare the sampling capability")
-	}
-	a, err := cr.ask(ctx, req.Params)
+	r, err := askFor[*mcp.CreateMessageWithToolsResult](ctx, cr, "sampling", cr.caps().Sampling != nil, req.Params)
 	if err != nil {
 		return nil, err
 	}
-	switch r := a.(type) {
-	case *mcp.CreateMessageWithToolsResult:
-		if len(r.Content) != 1 {
-			return nil, fmt.Errorf("conduit serve: the client's answer to sampling has %d content blocks, and the server's request takes one", len(r.Content))
-		}
-		return &mcp.CreateMessageResult{Meta: r.Meta, Content: r.Content[0], Model: r.Model, Role: r.Role, StopReason: r.StopReason}, nil
-	case *mcp.CreateMessageResult:
-		return r, nil
+	if len(r.Content) != 1 {
+		return nil, fmt.Errorf("conduit serve: the client's answer to sampling has %d content blocks, and the server's request takes one", len(r.Content))
 	}
-	return nil, fmt.Errorf("conduit serve: the client's answer to sampling is not one (%T)", a)
+	return &mcp.CreateMessageResult{Meta: r.Meta, Content: r.Content[0], Model: r.Model, Role: r.Role, StopReason: r.StopReason}, nil
 }
 
 func (cr *callRun) roots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.ListRootsResult, error) {
-	if cr.caps().RootsV2 == nil {
-		return nil, errors.New("conduit serve: the client did not declare the roots capability")
+	return askFor[*mcp.ListRootsResult](ctx, cr, "roots", cr.caps().RootsV2 != nil, req.Params)
+}
+
+// askFor asks the client in, for cr, when it declared the capability of
+// what, and returns its answer, which must be an R (the SDK decodes an
+// input response by its fields: a sampling answer is always one with
+// tools).
+func askFor[R mcp.InputResponse](ctx context.Context, cr *callRun, what string, declared bool, in mcp.InputRequest) (R, error) {
+	var zero R
+	if !declared {
+		return zero, fmt.Errorf("conduit serve: the client did not declare the %s capability", what)
 	}
-	a, err := cr.ask(ctx, req.Params)
+	a, err := cr.ask(ctx, in)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	if r, ok := a.(*mcp.ListRootsResult); ok {
-		return r, nil
+	r, ok := a.(R)
+	if !ok {
+		return zero, fmt.Errorf("conduit serve: the client's answer to %s is not one (%T)", what, a)
 	}
-	return nil, fmt.Errorf("conduit serve: the client's answer to roots/list is not one (%T)", a)
+	return r, nil
 }
 
 // log sends a server's log message to the request waiting on the call
