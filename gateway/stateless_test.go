@@ -514,6 +514,9 @@ func TestStatelessHeaders(t *testing.T) {
 		{"name", map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "fs__read", "Mcp-Param-Region": "eu"}, 400, "Mcp-Name"},
 		{"param", map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "fs__write", "Mcp-Param-Region": "us"}, 400, "Mcp-Param-Region"},
 		{"no param", map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "fs__write"}, 400, "Mcp-Param-Region"},
+		// The _meta says 2026-07-28 and no header does: the request is of
+		// the new protocol, and the header is missing.
+		{"no version", map[string]string{"Mcp-Protocol-Version": "", "Mcp-Method": "tools/call", "Mcp-Name": "fs__write", "Mcp-Param-Region": "eu"}, 400, "Mcp-Protocol-Version header is required"},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
@@ -521,6 +524,10 @@ func TestStatelessHeaders(t *testing.T) {
 		req.Header.Set("Authorization", "Bearer "+aliceToken)
 		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
 		for k, v := range tc.headers {
+			if v == "" {
+				req.Header.Del(k)
+				continue
+			}
 			req.Header.Set(k, v)
 		}
 		resp, err := http.DefaultClient.Do(req)
