@@ -35,8 +35,8 @@ import (
 //     round answers with the question, and the retry gives the answer to
 //     the waiting call. The retry must reach the same replica (a load
 //     balancer that does not is answered so), within ApprovalTimeout, after
-//     which the call is canceled and its server told the client gave no
-//     answer. This is the only thing of such a client that lives in one
+//     which its server is told the client gave no answer (and so is every
+//     later request of its during the call). This is the only thing of such a client that lives in one
 //     replica's memory, and only while its call is in flight.
 //
 // At most once: a retry's state is used once. Its id is claimed in the
@@ -264,6 +264,7 @@ type callRun struct {
 	cancel context.CancelFunc
 	done   chan outcome   // the call's end
 	asks   chan *question // what its server asks
+	gone   chan struct{}  // closed when no client waits for the call any more
 
 	mu       sync.Mutex
 	sink     *roundRequest // the request waiting on the call, if any
@@ -304,7 +305,7 @@ func runFrom(ctx context.Context) *callRun {
 // decisions carried by the request are set by each set.
 func (g *Gateway) startCall(ctx context.Context, rq *roundRequest, opts *conduit.CallOptions, call func(context.Context, *conduit.CallOptions) (mcp.Result, error), set ...func(*callRun)) (*callRun, error) {
 	cr := &callRun{g: g, id: newStateID(), b: rq.b, done: make(chan outcome, 1), asks: make(chan *question),
-		sink: rq, sinkCtx: ctx}
+		gone: make(chan struct{}), sink: rq, sinkCtx: ctx}
 	for _, f := range set {
 		f(cr)
 	}
@@ -386,8 +387,10 @@ func (cr *callRun) park(rq *roundRequest, q *question) (mcp.Result, error) {
 	g.waits[cr.id] = cr
 	cr.timer = time.AfterFunc(g.approveWait, func() {
 		if g.takeWait(cr.id) == cr {
-			q.answer <- answered{err: fmt.Errorf("conduit serve: the client gave no answer within %v", g.approveWait)}
-			cr.cancel()
+			// The server is told, and what it asks from now on is refused:
+			// the call ends as its server ends it, unseen.
+			close(cr.gone)
+			q.answer <- answered{err: errNoAnswer(g.approveWait)}
 		}
 	})
 	g.mu.Unlock()
@@ -429,12 +432,20 @@ func (cr *callRun) decide(req conduit.ApprovalRequest) (a conduit.Approval, ok b
 	return conduit.Reject("its approval is asked of the client"), true
 }
 
+// errNoAnswer is what a server is told of a request the client did not
+// answer in time.
+func errNoAnswer(d time.Duration) error {
+	return fmt.Errorf("conduit serve: the client gave no answer within %v", d)
+}
+
 // ask hands the client a server's request during the call, and waits for
 // its answer.
 func (cr *callRun) ask(ctx context.Context, in mcp.InputRequest) (mcp.InputResponse, error) {
 	q := &question{in: in, answer: make(chan answered, 1)}
 	select {
 	case cr.asks <- q:
+	case <-cr.gone:
+		return nil, errNoAnswer(cr.g.approveWait)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
