@@ -36,8 +36,9 @@ import (
 //     the waiting call. The retry must reach the same replica (a load
 //     balancer that does not is answered so), within ApprovalTimeout, after
 //     which its server is told the client gave no answer (and so is every
-//     later request of its during the call). This is the only thing of such a client that lives in one
-//     replica's memory, and only while its call is in flight.
+//     later request of its during the call). This is the only thing of
+//     such a client that lives in one replica's memory, and only while its
+//     call is in flight.
 //
 // At most once: a retry's state is used once. Its id is claimed in the
 // gateway's store (store.Claims) before anything runs, and the answer
