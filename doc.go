@@ -37,7 +37,7 @@
 // waits for; the decision taken later is passed as
 // [CallOptions.Approval], and the approver is not asked again. A handler
 // may defer what a server asks during a call the same way ([DeferInput],
-// [PendingInput]). The adapters' Conversation keeps such calls pending,
+// [Input]). The adapters' Conversation keeps such calls pending,
 // saves them with its state, and resumes them in any process.
 //
 // Results are returned as the server sent them, never shaped: a program

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/seal"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -63,7 +65,34 @@ type Options struct {
 	// (default DefaultTaintLifetime): a principal who has seen nothing of
 	// a server's for that long is decided as untainted by it again.
 	TaintLifetime time.Duration
+	// StateKeys are the secrets that authenticate the requestState the
+	// gateway gives its clients of protocol 2026-07-28 (an approval it
+	// asks, a server's question it passes on), each at least 32 bytes:
+	// the first seals, every one opens, so that a key can be rotated.
+	// Replicas that serve one address must share them (conduit serve reads
+	// them from CONDUIT_STATE_KEY). Nil: New makes a random key, which is
+	// fine for one process; a state it sealed is refused after a restart,
+	// and by any other replica.
+	StateKeys [][]byte
+	// Store is what replicas share: the single use of each requestState
+	// (store.Claims) and the taint of the principals whose clients have no
+	// session (store.Sets). Nil: Hub.Store, the store the gateway's
+	// processes share (itself, when nil, an in-memory store of the
+	// gateway's own). A Store given here is the caller's to close.
+	Store store.Store
+	// ListTTL is how long a client of protocol 2026-07-28 may keep a list
+	// (ttlMs of tools/list, prompts/list, resources/list and
+	// resources/templates/list): default DefaultListTTL, negative for none
+	// (0, "immediately stale"). Lists that depend on the principal are
+	// "private" to it (cacheScope).
+	ListTTL time.Duration
 }
+
+// DefaultListTTL is the cache hint of lists when Options.ListTTL is zero.
+// A client that keeps a list that long may offer a tool the policy now
+// denies (a taint came meanwhile): its call is denied, as every call is
+// decided when it is made.
+const DefaultListTTL = time.Minute
 
 // source is what a gateway serves: a *conduit.Hub, or a *conduit.Client
 // in transparent mode.
@@ -100,6 +129,10 @@ type Gateway struct {
 	instr       string
 	logger      *slog.Logger
 	sdkLogger   *slog.Logger
+	policy      *conduit.Policy
+	sealer      *seal.Sealer // requestState (state.go)
+	store       store.Store  // requestState claims, the taint of views (stateless.go)
+	listTTL     time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -108,8 +141,11 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
-	level    mcp.LoggingLevel // the servers' level: the most verbose asked for
-	subs     map[string]int   // subKey (a resource URI) -> sessions subscribed
+	level    mcp.LoggingLevel             // the servers' level: the most verbose asked for
+	subs     map[string]int               // resource URI -> sessions subscribed
+	views    map[string]*cachedView       // principal and taint -> view (stateless.go)
+	waits    map[string]*callRun          // calls waiting for a client's answer (rounds.go)
+	handlers map[string]*conduit.Handlers // principal -> its calls' without a session (rounds.go)
 
 	// pending are the kinds of change not yet applied to the sessions; a
 	// send on kick wakes the refresher.
@@ -179,6 +215,29 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	if g.approveWait <= 0 {
 		g.approveWait = DefaultApprovalTimeout
 	}
+	g.policy = opts.Hub.Policy
+	g.views, g.waits, g.handlers = map[string]*cachedView{}, map[string]*callRun{}, map[string]*conduit.Handlers{}
+	switch {
+	case opts.ListTTL == 0:
+		g.listTTL = DefaultListTTL
+	case opts.ListTTL > 0:
+		g.listTTL = opts.ListTTL
+	}
+	keys := opts.StateKeys
+	if len(keys) == 0 {
+		keys = [][]byte{[]byte(rand.Text() + rand.Text())}
+	}
+	var err error
+	if g.sealer, err = seal.New(statePurpose, keys...); err != nil {
+		if own != nil {
+			own.Close()
+		}
+		return nil, fmt.Errorf("gateway: StateKeys: %w", err)
+	}
+	g.store = opts.Store
+	if g.store == nil {
+		g.store = shared
+	}
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
 	}
@@ -200,7 +259,6 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	// The trace may be called while the servers connect.
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	var src source
-	var err error
 	if opts.Transparent {
 		src, err = conduit.NewClient(ctx, servers[0], &o)
 	} else {
@@ -237,6 +295,12 @@ func (g *Gateway) Close() error {
 		for _, s := range sessions {
 			s.close()
 		}
+		g.mu.Lock()
+		for id, cr := range g.waits {
+			delete(g.waits, id)
+			cr.timer.Stop()
+		}
+		g.mu.Unlock()
 		g.wg.Wait()
 		g.src.Close()
 		if g.ownStore != nil {
@@ -346,16 +410,22 @@ func (g *Gateway) refresher() {
 		for _, s := range g.sessionList() {
 			s.refresh(g.ctx, c)
 		}
+		for _, v := range g.viewList() {
+			v.refresh(g.ctx, c)
+		}
 	}
 }
 
-// goIfOpen runs f on a goroutine of the gateway's, unless it is closed.
-func (g *Gateway) goIfOpen(f func()) {
+// goIfOpen runs f on a goroutine of the gateway's, unless it is closed,
+// and reports whether it does.
+func (g *Gateway) goIfOpen(f func()) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.ctx.Err() == nil {
-		g.wg.Go(f)
+	if g.ctx.Err() != nil {
+		return false
 	}
+	g.wg.Go(f)
+	return true
 }
 
 func (g *Gateway) sessionList() []*session {

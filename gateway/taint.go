@@ -122,6 +122,10 @@ func (s *session) followConversation(next mcp.MethodHandler) mcp.MethodHandler {
 func (s *session) taintList(ctx context.Context) ([]string, error) {
 	s.mu.Lock()
 	c := s.conversation
+	if s.view {
+		defer s.mu.Unlock()
+		return slices.Clone(s.taint), nil
+	}
 	s.mu.Unlock()
 	return s.g.taints.of(ctx, s.principal, c)
 }
@@ -152,6 +156,12 @@ func (s *session) taintFrom(ctx context.Context, opts *conduit.CallOptions, conv
 		}
 	}
 	if server == "" || slices.Contains(opts.Taint, server) {
+		return nil
+	}
+	if s.view {
+		// A view's taint is its principal's, kept in the gateway's store:
+		// the principal's next request gets the view of the new taint.
+		s.g.taintPrincipal(s.principal, server)
 		return nil
 	}
 	// The request's own context may end with the answer: the record must
