@@ -30,22 +30,21 @@
 // server's JSON-RPC error are JSON-RPC errors, the server's passed on as
 // it sent it.
 //
-// Once a session has received a server's output (a tool's result, a
+// Once a client has received a server's output (a tool's result, a
 // prompt, a resource's contents, completion values, or the server's error
 // message), its principal is tainted by that server: the later calls and
-// listings of every session of theirs are decided with that taint, so
+// listings of every client of theirs are decided with that taint, so
 // "tainted" rules apply to them, and tools they deny leave their lists.
 // Taint belongs to the principal, not to a transport session: a client
-// keeps it across reconnections and new sessions. A client that runs
-// several conversations names each in a request's _meta
-// ([MetaConversation]): the request is decided with that conversation's
-// taint, and taints that conversation (and its principal); one that names
-// none is decided with all of its principal's. Taint is kept in
-// [Options.Taint] for [Options.TaintLifetime]; a taint that cannot be
-// read refuses the request, and one that cannot be recorded withholds the
-// answer. A client of protocol 2026-07-28 has no session: its taint is
-// its principal's, kept in [Options.Store] for a day after the latest
-// addition.
+// keeps it across reconnections and new sessions, and a client of
+// protocol 2026-07-28, which has no session, has it too. A client that
+// runs several conversations names each in a request's _meta
+// ([MetaConversation]): the request is decided (and, without a session,
+// listed) with that conversation's taint, and taints that conversation
+// (and its principal); one that names none is decided with all of its
+// principal's. Taint is kept in the hub's store (Options.Hub.Store) for
+// [Options.TaintLifetime]; a taint that cannot be read refuses the
+// request, and one that cannot be recorded withholds the answer.
 //
 // A server of identity principal (conduit.IdentityPrincipal) serves each
 // session's principal on their own session with it, with their own
@@ -97,7 +96,7 @@
 // URI, a digest of the arguments, the principal and an expiry
 // (ApprovalTimeout): an altered, expired one, or one of another request or
 // principal, is refused with invalid params and nothing sent. A state is
-// used once: its id is claimed in [Options.Store] before anything runs,
+// used once: its id is claimed in the hub's store before anything runs,
 // and the answer recorded, so the same state sent again (by a retry, or
 // to another replica sharing the store) gets that answer instead of a
 // second run. List results carry cache hints: ttlMs is

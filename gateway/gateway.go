@@ -33,7 +33,14 @@ type Options struct {
 	// gateway's identity to its clients, and Hub.Logger its logger.
 	// Hub.Trace is called as well as the gateway's own. Hub.Handlers must
 	// be nil (New refuses them): the gateway routes what servers send to
-	// the sessions whose calls it belongs to.
+	// the sessions whose calls it belongs to. Hub.Store is what the
+	// gateway's replicas share ([conduit.Hub.Store]): the taint of each
+	// principal and conversation, and the single use of each requestState
+	// it issues; nil, an in-memory store of the hub's, which holds within
+	// this process only. A shared store (package store/redisstore)
+	// carries them across replicas. A request whose taint cannot be read
+	// is refused, nothing sent, and an answer whose taint cannot be
+	// recorded is withheld.
 	Hub *conduit.Options
 
 	// Transparent serves a single server under its own tool and prompt
@@ -52,15 +59,6 @@ type Options struct {
 	// it passes on, so a span it starts is the parent of the hub's.
 	Middleware []mcp.Middleware
 
-	// Taint keeps the taint of each principal, and of each conversation a
-	// client names (MetaConversation), across sessions and reconnections:
-	// nil is Hub.Store, the store of everything the gateway's processes
-	// share (itself, when nil, an in-memory store of the gateway's own);
-	// a shared store (package store/redisstore) carries it across
-	// replicas. A request
-	// whose taint cannot be read is refused, nothing sent, and an answer
-	// whose taint cannot be recorded is withheld.
-	Taint store.Sets
 	// TaintLifetime is how long a taint lasts after its latest addition
 	// (default DefaultTaintLifetime): a principal who has seen nothing of
 	// a server's for that long is decided as untainted by it again.
@@ -74,12 +72,6 @@ type Options struct {
 	// fine for one process; a state it sealed is refused after a restart,
 	// and by any other replica.
 	StateKeys [][]byte
-	// Store is what replicas share: the single use of each requestState
-	// (store.Claims) and the taint of the principals whose clients have no
-	// session (store.Sets). Nil: Hub.Store, the store the gateway's
-	// processes share (itself, when nil, an in-memory store of the
-	// gateway's own). A Store given here is the caller's to close.
-	Store store.Store
 	// ListTTL is how long a client of protocol 2026-07-28 may keep a list
 	// (ttlMs of tools/list, prompts/list, resources/list and
 	// resources/templates/list): default DefaultListTTL, negative for none
@@ -108,6 +100,7 @@ type source interface {
 	Complete(context.Context, *mcp.CompleteParams, *conduit.CallOptions) (*mcp.CompleteResult, error)
 	SetLoggingLevel(context.Context, mcp.LoggingLevel) error
 	Status() []conduit.ServerStatus
+	Store() store.Store
 	Close() error
 }
 
@@ -121,7 +114,6 @@ var (
 // ([Gateway.Handler]). A Gateway is safe for concurrent use.
 type Gateway struct {
 	src         source
-	ownStore    store.Store // the shared store the gateway made (none was given), closed with it
 	impl        *mcp.Implementation
 	middleware  []mcp.Middleware
 	approver    conduit.Approver // the caller's, for clients that cannot be asked
@@ -131,7 +123,7 @@ type Gateway struct {
 	sdkLogger   *slog.Logger
 	policy      *conduit.Policy
 	sealer      *seal.Sealer // requestState (state.go)
-	store       store.Store  // requestState claims, the taint of views (stateless.go)
+	store       store.Store  // the hub's: requestState claims (rounds.go) and taint (taints)
 	listTTL     time.Duration
 
 	ctx    context.Context
@@ -182,18 +174,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	if opts.Transparent && len(servers) != 1 {
 		return nil, fmt.Errorf("gateway: transparent mode serves one server, not %d", len(servers))
 	}
-	shared := opts.Hub.Store
-	var own store.Store
-	if shared == nil {
-		own = store.NewMemory()
-		shared = own
-	}
-	taint := opts.Taint
-	if taint == nil {
-		taint = shared
-	}
 	g := &Gateway{
-		ownStore:    own,
 		middleware:  slices.Clone(opts.Middleware),
 		approver:    opts.Hub.Approver,
 		approveWait: opts.ApprovalTimeout,
@@ -203,7 +184,6 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		subs:        map[string]int{},
 		kick:        make(chan struct{}, 1),
 		reported:    map[string]bool{},
-		taints:      newTaints(taint, opts.TaintLifetime),
 		subjects:    &subjects{},
 		perP:        map[string]bool{},
 	}
@@ -229,14 +209,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	}
 	var err error
 	if g.sealer, err = seal.New(statePurpose, keys...); err != nil {
-		if own != nil {
-			own.Close()
-		}
 		return nil, fmt.Errorf("gateway: StateKeys: %w", err)
-	}
-	g.store = opts.Store
-	if g.store == nil {
-		g.store = shared
 	}
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
@@ -247,7 +220,6 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		g.impl = &mcp.Implementation{Name: "conduit", Version: conduit.Version}
 	}
 	o := *opts.Hub
-	o.Store = shared
 	o.Approver = g.approve
 	o.Handlers = g.hubHandlers()
 	o.Trace = g.trace(opts.Hub.Trace)
@@ -266,11 +238,12 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	}
 	if err != nil {
 		g.cancel()
-		if own != nil {
-			own.Close()
-		}
 		return nil, err
 	}
+	// The hub's store, made by the hub when none was given and closed with
+	// it: the gateway owns none.
+	g.store = src.Store()
+	g.taints = newTaints(g.store, opts.TaintLifetime)
 	g.mu.Lock()
 	g.src = src
 	g.mu.Unlock()
@@ -303,9 +276,6 @@ func (g *Gateway) Close() error {
 		g.mu.Unlock()
 		g.wg.Wait()
 		g.src.Close()
-		if g.ownStore != nil {
-			g.ownStore.Close()
-		}
 	})
 	return nil
 }
@@ -327,7 +297,7 @@ func (g *Gateway) trace(user *conduit.Trace) *conduit.Trace {
 		if i.Principal != "" {
 			// conduit gives it the log level; its subscriptions are the
 			// principal's.
-			g.refreshPrincipal(i.Principal)
+			g.refreshPrincipal(i.Principal, changedAll, true)
 			g.goIfOpen(func() { g.resubscribe(i.Principal) })
 			return
 		}
@@ -384,14 +354,14 @@ func (g *Gateway) changed(c changes) {
 	}
 }
 
-// changedFor schedules a refresh of principal's sessions, or of every
-// session when principal is "".
+// changedFor schedules a refresh of principal's sessions and views, or of
+// every session and view when principal is "".
 func (g *Gateway) changedFor(principal string, c changes) {
 	if principal == "" {
 		g.changed(c)
 		return
 	}
-	g.refreshPrincipal(principal)
+	g.refreshPrincipal(principal, c, true)
 }
 
 // refresher applies changes to the sessions, one round at a time, so that

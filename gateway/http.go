@@ -182,8 +182,8 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 			principal = ti.UserID
 		}
-		if usesNewProtocol(r) {
-			g.viewHandler(w, r, principal, stateless)
+		if ok, meta := usesNewProtocol(r); ok {
+			g.viewHandler(w, r, principal, meta, stateless)
 			return
 		}
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {

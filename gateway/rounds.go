@@ -44,7 +44,7 @@ import (
 // gateway's store (store.Claims) before anything runs, and the answer
 // recorded: the same state sent again gets the recorded answer instead of
 // a second run, and while the first is running, an error that says so.
-// With a store that replicas share (Options.Store), this holds across
+// With a store that replicas share (Options.Hub.Store), this holds across
 // replicas; with the default, within one process.
 
 // approvalInput is the id of the input request of an approval.

@@ -27,11 +27,11 @@ type session struct {
 	principal string
 	server    *mcp.Server
 	handlers  *conduit.Handlers // what servers send during this session's calls
-	view      bool              // taint is fixed: the principal's when the view was made
+	view      bool              // its lists are made with a fixed taint (taint)
 
 	mu      sync.Mutex
 	ss      *mcp.ServerSession
-	taint   []string                   // a view's
+	taint   []string                   // a view's, which its lists are made with
 	defs    map[string]*mcp.Tool       // exposed name -> the server's own tool registered under it
 	prompts map[string]*conduit.Prompt // exposed name -> the prompt registered under it
 	rset    *conduit.ResourceSet       // as offered
@@ -56,7 +56,8 @@ func sessionFrom(ctx context.Context) *session {
 }
 
 // newSession makes a session's server for principal, with its lists as
-// they are now; a view's, with its principal's taint, when view is set.
+// they are now; a view's, whose lists are made with taint, when view is
+// set.
 func (g *Gateway) newSession(ctx context.Context, principal string, taint []string, view bool) (*session, error) {
 	s := &session{
 		g:         g,
@@ -151,10 +152,8 @@ func (s *session) callOptions(ctx context.Context, ts *conduit.ToolSet, meta mcp
 	if err != nil {
 		return nil, "", err
 	}
-	var taint []string
-	if s.view {
-		taint = slices.Clone(s.taint)
-	} else if taint, err = s.g.taints.of(ctx, s.principal, conv); err != nil {
+	taint, err := s.g.taints.of(ctx, s.principal, conv)
+	if err != nil {
 		return nil, "", taintUnread(err)
 	}
 	s.mu.Lock()

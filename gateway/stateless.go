@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,12 +18,12 @@ import (
 // its protocol version, the client's capabilities and log level in _meta.
 // Nothing of such a client lives in one replica's memory between its
 // requests, except a call in flight (rounds.go): its taint is its
-// principal's, in the gateway's store, and what it was asked travels in
-// the requestState it sends back (state.go).
+// principal's and its conversation's, as every client's (taint.go), and
+// what it was asked travels in the requestState it sends back (state.go).
 //
 // A request is served by a view: an MCP server whose tools, prompts and
-// resources are what the hub offers one principal with one taint, as a
-// session's are. Views are a cache, rebuilt from the hub by any replica:
+// resources are what the hub offers one principal with one taint (that of
+// the conversation the request names), as a session's are. Views are a cache, rebuilt from the hub by any replica:
 // at most maxViews are kept, the least recently used dropped, and the
 // refresher keeps them up to date as it keeps sessions.
 
@@ -33,30 +33,43 @@ const newProtocol = "2026-07-28"
 // maxViews bounds the views kept.
 const maxViews = 256
 
-// principalTaintLifetime is how long a principal's taint lasts after the
-// latest server was added to it.
-const principalTaintLifetime = 24 * time.Hour
-
 // viewKey names a view in the request's context, for the stateless
 // handler's getServer.
 type viewKey struct{}
 
 // usesNewProtocol reports whether r is a request of protocol 2026-07-28
-// or later: its MCP-Protocol-Version header says so or, without one, a
-// POST that names no session says so in its _meta (which the SDK then
-// answers with the header mismatch the protocol asks for). r's body is
-// left as it was.
-func usesNewProtocol(r *http.Request) bool {
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" {
-		return v >= newProtocol
+// or later, and the _meta of its message when it is: its
+// MCP-Protocol-Version header says so or, without one, a POST that names
+// no session says so in its _meta (which the SDK then answers with the
+// header mismatch the protocol asks for). The _meta names the request's
+// conversation (MetaConversation), whose taint chooses its view. r's body
+// is left as it was.
+func usesNewProtocol(r *http.Request) (bool, map[string]any) {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	if v != "" && v < newProtocol {
+		return false, nil
 	}
-	if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" || r.Body == nil {
-		return false
+	var meta map[string]any
+	if r.Method == http.MethodPost && r.Body != nil && (v != "" || r.Header.Get("Mcp-Session-Id") == "") {
+		meta = peekMeta(r)
 	}
+	if v != "" {
+		return true, meta
+	}
+	if p, _ := meta[mcp.MetaKeyProtocolVersion].(string); p >= newProtocol {
+		return true, meta
+	}
+	return false, nil
+}
+
+// peekMeta returns the _meta of the JSON-RPC message in r's body (nil
+// when there is none, or the body is no one message), and leaves the body
+// as it was, its read error included, for the SDK to answer.
+func peekMeta(r *http.Request) map[string]any {
 	body, err := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 	if err != nil {
-		return false
+		return nil
 	}
 	var msg struct {
 		Params struct {
@@ -64,10 +77,9 @@ func usesNewProtocol(r *http.Request) bool {
 		} `json:"params"`
 	}
 	if json.Unmarshal(body, &msg) != nil {
-		return false // a batch, or not JSON: the SDK answers it
+		return nil // a batch, or not JSON: the SDK answers it
 	}
-	v, _ := msg.Params.Meta[mcp.MetaKeyProtocolVersion].(string)
-	return v >= newProtocol
+	return msg.Params.Meta
 }
 
 // errReader fails with err, or ends (nil), after the body read ahead.
@@ -80,24 +92,18 @@ func (e errReader) Read([]byte) (int, error) {
 	return 0, io.EOF
 }
 
-// viewTaintKey is the store key of a principal's taint.
-func viewTaintKey(principal string) string { return "gateway/taint/" + principal }
-
-// principalTaint returns the servers whose output principal's clients of
-// protocol 2026-07-28 have received.
-func (g *Gateway) principalTaint(ctx context.Context, principal string) ([]string, error) {
-	return g.store.Members(ctx, viewTaintKey(principal))
-}
-
-// view returns the view of what the hub offers principal with its taint
-// as it is now, made on first use.
-func (g *Gateway) view(ctx context.Context, principal string) (*session, error) {
-	taint, err := g.principalTaint(ctx, principal)
+// view returns the view of what the hub offers principal with the taint
+// of conversation (all of the principal's when it is "") as it is now,
+// made on first use. Views are by taint, not by conversation: the
+// conversations of one principal with the same taint share one.
+func (g *Gateway) view(ctx context.Context, principal, conversation string) (*session, error) {
+	taint, err := g.taints.of(ctx, principal, conversation)
 	if err != nil {
 		return nil, err
 	}
 	slices.Sort(taint)
-	key := principal + "\x00" + strings.Join(taint, "\x00")
+	// Quoted, so that no principal's name reads as another's with a taint.
+	key := fmt.Sprintf("%q", append([]string{principal}, taint...))
 	g.mu.Lock()
 	if v := g.views[key]; v != nil {
 		v.used = time.Now()
@@ -144,18 +150,6 @@ func (g *Gateway) viewList() []*session {
 		out = append(out, v.s)
 	}
 	return out
-}
-
-// taintPrincipal adds server to principal's taint. A view does not
-// change: the principal's next request gets the view of its new taint.
-func (g *Gateway) taintPrincipal(principal, server string) {
-	ctx, cancel := context.WithTimeout(g.ctx, cleanupTimeout)
-	defer cancel()
-	if err := g.store.AddMembers(ctx, viewTaintKey(principal), principalTaintLifetime, server); err != nil {
-		// The output was sent: what fails is recording it. Logged loudly,
-		// as later calls of this principal miss the taint.
-		g.logger.Error("gateway: recording a principal's taint", "principal", principal, "server", server, "err", err)
-	}
 }
 
 // requestCaps are the capabilities a client declared in the _meta of the
@@ -233,10 +227,14 @@ func (g *Gateway) newView(ctx context.Context, principal string, taint []string)
 	return g.newSession(ctx, principal, taint, true)
 }
 
-// viewHandler serves a request of protocol 2026-07-28 for principal, on
-// the view of its taint; next is the SDK's stateless handler.
-func (g *Gateway) viewHandler(w http.ResponseWriter, r *http.Request, principal string, next http.Handler) {
-	v, err := g.view(r.Context(), principal)
+// viewHandler serves a request of protocol 2026-07-28 for principal, whose
+// _meta is meta, on the view of its taint (its conversation's, else its
+// principal's); next is the SDK's stateless handler. A conversation that
+// is not one is left to the request's handler to refuse, on the view of
+// the principal's taint.
+func (g *Gateway) viewHandler(w http.ResponseWriter, r *http.Request, principal string, meta map[string]any, next http.Handler) {
+	conv, _ := conversationOf(meta)
+	v, err := g.view(r.Context(), principal, conv)
 	if err != nil {
 		g.logger.Warn("gateway: serving a request without a session", "principal", principal, "err", err)
 		// Fail closed: a request whose taint cannot be read is not served.

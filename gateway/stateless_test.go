@@ -303,7 +303,7 @@ func TestStatelessStateRefused(t *testing.T) {
 	}
 }
 
-// TestStatelessReplicas: two gateways that share StateKeys and a Store
+// TestStatelessReplicas: two gateways that share StateKeys and a store
 // are replicas: a state one issued is honoured by the other, once.
 func TestStatelessReplicas(t *testing.T) {
 	var calls atomic.Int64
@@ -313,7 +313,7 @@ func TestStatelessReplicas(t *testing.T) {
 	var urls []string
 	for range 2 {
 		g := newGateway(t, []conduit.Server{up.server("fs")}, &gateway.Options{
-			Hub: &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("fs/write"))}, StateKeys: [][]byte{stateKey}, Store: shared,
+			Hub: &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("fs/write")), Store: shared}, StateKeys: [][]byte{stateKey},
 		})
 		urls = append(urls, serveGateway(t, g))
 	}
@@ -404,8 +404,8 @@ func TestStatelessWait(t *testing.T) {
 	})
 	shared := store.NewMemory()
 	t.Cleanup(func() { shared.Close() })
-	opts := &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}, ApprovalTimeout: 1500 * time.Millisecond,
-		StateKeys: [][]byte{stateKey}, Store: shared}
+	opts := &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll(), Store: shared}, ApprovalTimeout: 1500 * time.Millisecond,
+		StateKeys: [][]byte{stateKey}}
 	g := newGateway(t, []conduit.Server{up.server("legacy")}, opts)
 	replica := newGateway(t, []conduit.Server{up.server("legacy")}, opts)
 	cs, _ := newClient(t, serveGateway(t, g), aliceToken, "")
@@ -545,49 +545,28 @@ func TestStatelessHeaders(t *testing.T) {
 	}
 }
 
-// failingStore is a store whose sets or claims are unavailable.
-type failingStore struct {
-	store.Store
-	sets, claims bool
-}
-
-func (f failingStore) Members(ctx context.Context, key string) ([]string, error) {
-	if f.sets {
-		return nil, store.ErrUnavailable
-	}
-	return f.Store.Members(ctx, key)
-}
-
-func (f failingStore) Claim(ctx context.Context, key string, ttl time.Duration) (store.Claim, error) {
-	if f.claims {
-		return store.Claim{}, store.ErrUnavailable
-	}
-	return f.Store.Claim(ctx, key, ttl)
-}
-
 // TestStatelessStoreDown: with the store unavailable, a request whose
 // taint cannot be read is not served (503), and a retry whose single use
 // cannot be checked runs nothing.
 func TestStatelessStoreDown(t *testing.T) {
 	var calls atomic.Int64
 	up := fsUpstream(t, &calls)
-	mem := store.NewMemory()
-	t.Cleanup(func() { mem.Close() })
-	fs := &failingStore{Store: mem}
+	fs := newFailingStore(t)
 	g := newGateway(t, []conduit.Server{up.server("fs")}, &gateway.Options{
-		Hub: &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("fs/write"))}, Store: fs,
+		Hub: &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("fs/write")), Store: fs},
 	})
 	url := serveGateway(t, g)
 	cs, _ := newClient(t, url, aliceToken, "")
 	ctx := context.Background()
 	res, err := callRaw(ctx, cs, "fs__write", map[string]any{}, nil, "")
 	st := askedApproval(t, res, err, "fs__write")
-	fs.claims = true
+	fs.claims.Store(true)
 	res, err = callRaw(ctx, cs, "fs__write", map[string]any{}, accept, st)
 	if err != nil || !res.IsError || !strings.Contains(resultText(res), "store is unavailable") {
 		t.Errorf("retry with the claims down = %+v, %v", res, err)
 	}
-	fs.claims, fs.sets = false, true
+	fs.claims.Store(false)
+	fs.reads.Store(true)
 	_, err = callRaw(ctx, cs, "fs__write", map[string]any{}, accept, st)
 	if err == nil || !strings.Contains(err.Error(), "Service Unavailable") {
 		t.Errorf("retry with the sets down: %v, want 503", err)
