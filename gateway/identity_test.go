@@ -328,11 +328,17 @@ func jwtGateway(t *testing.T, as *oauthtest.Server, servers []conduit.Server, o 
 
 // TestTokenExchangeThroughServe: the caller's own JWT, which conduit
 // serve verified, is exchanged for a token of the per-principal server's
-// (RFC 8693): the server sees alice and bob, each in their own session;
-// a caller with a static token has nothing to exchange, and that token
-// never leaves the gateway.
+// (RFC 8693): the server sees alice and bob, each in their own session,
+// whether their clients have a session with the gateway or not; a caller
+// with a static token has nothing to exchange, and that token never
+// leaves the gateway.
 func TestTokenExchangeThroughServe(t *testing.T) {
-	version := ""
+	for _, version := range protocols {
+		t.Run(version, func(t *testing.T) { tokenExchangeThroughServe(t, version) })
+	}
+}
+
+func tokenExchangeThroughServe(t *testing.T, version string) {
 	as := oauthtest.New(t, oauthtest.Options{TokenExchange: true, Confidential: &oauthtest.Client{ID: "conduit-gw", Secret: "gw-secret-0123456789"}})
 	remote := conduit.Server{ID: "remote", URL: as.MCPURL(), Identity: conduit.IdentityPrincipal,
 		OAuth: &oauth.Config{Grant: oauth.GrantTokenExchange, ClientID: "conduit-gw", ClientSecret: "gw-secret-0123456789", LoginPoll: time.Hour}}
@@ -432,8 +438,9 @@ func TestServeOAuthProcess(t *testing.T) {
 	}`, hs.URL)
 	url := serveHTTP(t, config, []string{"GH_ALICE=gh-alice-0123456789", "GH_BOB=gh-bob-0123456789"},
 		"--http", addr, "--oauth-issuer", as.URL, "--oauth-resource", "http://"+addr+"/mcp")
-	for _, who := range []string{"alice", "bob"} {
-		cs := httpClient(t, url, as.AccessToken(who, url, time.Hour), "")
+	// alice's client has a session, bob's has none.
+	for who, version := range map[string]string{"alice": sessionProtocol, "bob": statelessProtocol} {
+		cs := httpClient(t, url, as.AccessToken(who, url, time.Hour), version)
 		if got := resultText(callTool(t, cs, "gh__whoami", map[string]any{})); got != who {
 			t.Errorf("%s is seen as %q", who, got)
 		}
