@@ -101,8 +101,8 @@
 // to another replica sharing the store) gets that answer instead of a
 // second run. List results carry cache hints: ttlMs is
 // [Options.ListTTL], and cacheScope "private" when the policy has
-// conditions ([conduit.Policy.Conditional]), since then what is listed
-// depends on who asks.
+// conditions ([conduit.Policy.Conditional]) or a server's identity is per
+// principal, since then what is listed (and read) depends on who asks.
 //
 // # Transports and their security
 //

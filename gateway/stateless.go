@@ -200,11 +200,12 @@ func clientMeta(ss *mcp.ServerSession, in, out mcp.Meta) mcp.Meta {
 // privateLists reports whether what the gateway lists depends on who
 // asks, so that a list result may be kept by the asker's client only
 // (cacheScope "private"): when the policy has conditions (a principal, a
-// taint, which is the principal's, or a function of the call). This is the
-// one predicate of it: a server whose sessions are per principal makes
-// lists private too, where servers are.
+// taint, which is the principal's, or a function of the call), or a
+// server's identity is per principal (its lists, resources and prompts
+// are the principal's own session's, read with their credentials). This
+// is the one predicate of it.
 func (g *Gateway) privateLists() bool {
-	return g.policy.Conditional()
+	return g.policy.Conditional() || len(g.perP) > 0
 }
 
 // setCacheable is the cache hint of the gateway's results of protocol

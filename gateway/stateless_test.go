@@ -16,6 +16,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/gateway"
+	"github.com/conduitmcp/conduit/internal/identitytest"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -483,6 +484,33 @@ func TestStatelessListsAndTaint(t *testing.T) {
 		if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fs__write", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 			t.Errorf("alice's write after a fetch: %v, want it unknown (her tools no longer have it)", err)
 		}
+	}
+}
+
+// TestStatelessPerPrincipalPrivate: a server whose identity is per
+// principal makes lists and reads private to the asker (cacheScope), under
+// a policy without conditions too: what they hold is the principal's own.
+func TestStatelessPerPrincipalPrivate(t *testing.T) {
+	ids := httptest.NewServer(identitytest.NewHTTP(map[string]string{"gh-alice-0123456789": "alice"}))
+	t.Cleanup(ids.Close)
+	gh := conduit.Server{ID: "gh", URL: ids.URL, Identity: conduit.IdentityPrincipal, Principals: map[string]conduit.Credentials{
+		"alice": {Headers: map[string]string{"Authorization": "Bearer gh-alice-0123456789"}},
+	}}
+	g := newGateway(t, []conduit.Server{gh}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}, ListTTL: -1})
+	cs, _ := newClient(t, serveGateway(t, g), aliceToken, "")
+	ctx := context.Background()
+	lr, err := cs.ListTools(ctx, nil)
+	if err != nil || lr.CacheScope != "private" {
+		t.Fatalf("tools/list: %v, scope %q", err, lr.GetCacheScope())
+	}
+	uri := resultText(callTool(t, cs, "gh__note", map[string]any{"text": "alice's"}))
+	eventually(t, "alice's note listed", func() bool {
+		res, err := cs.ListResources(ctx, nil)
+		return err == nil && res.CacheScope == "private" && len(res.Resources) == 1 && res.Resources[0].URI == uri
+	})
+	rr, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	if err != nil || rr.Contents[0].Text != "alice's" || rr.CacheScope != "private" {
+		t.Errorf("read: %v, %+v", err, rr)
 	}
 }
 
