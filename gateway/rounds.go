@@ -25,7 +25,9 @@ import (
 //     call is refused unsent and the round answers with an elicitation
 //     that asks the client to approve it. The retry with an accepting
 //     answer and the state runs the call, approved without asking again:
-//     the decision is the verified state and the client's answer.
+//     the decision is the verified state and the client's answer, given
+//     the pipeline as conduit.CallOptions.Approval (a decision taken
+//     beforehand, as a resumed conversation's is).
 //   - A server of 2026-07-28 that asks (its own input-required result):
 //     the round answers with the server's input requests, its requestState
 //     carried inside the gateway's; the retry sends the client's answers
@@ -147,26 +149,31 @@ func (s *session) continueRound(ctx context.Context, rq *roundRequest, st *state
 	switch st.Kind {
 	case kindApproval:
 		opts.Input = &conduit.Input{Return: true}
-		a, ok := rq.responses[approvalInput].(*mcp.ElicitResult)
-		cr, err := g.startCall(ctx, rq, opts, call, func(cr *callRun) {
-			switch {
-			case !ok:
-				// No answer: the approver asks again, under a new state.
-			case a.Action == "accept":
-				cr.approved = true
-			case a.Action == "decline":
-				cr.declined = "the user declined it"
-			default:
-				cr.declined = "the user canceled the approval request"
+		// The client's answer is the decision (the verified state says
+		// what it decides); the policy still decides first, and no answer
+		// leaves the approver to ask again, under a new state.
+		if a, ok := rq.responses[approvalInput].(*mcp.ElicitResult); ok {
+			decision := conduit.Reject("the user canceled the approval request")
+			switch a.Action {
+			case "accept":
+				decision = conduit.Approve()
+			case "decline":
+				decision = conduit.Reject("the user declined it")
 			}
-		})
+			opts.Approval = &decision
+		}
+		cr, err := g.startCall(ctx, rq, opts, call)
 		if err != nil {
 			return nil, err
 		}
 		return cr.answer(ctx, rq)
 	case kindServer:
 		opts.Input = &conduit.Input{Responses: rq.responses, RequestState: st.Server, Return: true}
-		cr, err := g.startCall(ctx, rq, opts, call, func(cr *callRun) { cr.approved = st.Approved })
+		if st.Approved {
+			approved := conduit.Approve()
+			opts.Approval = &approved
+		}
+		cr, err := g.startCall(ctx, rq, opts, call)
 		if err != nil {
 			return nil, err
 		}
@@ -270,8 +277,7 @@ type callRun struct {
 	mu       sync.Mutex
 	sink     *roundRequest // the request waiting on the call, if any
 	sinkCtx  context.Context
-	approved bool   // the decision the request carried
-	declined string // the reason of a refusal it carried
+	approved bool   // the request carried the call's approval (CallOptions.Approval)
 	asking   string // set by decide: the approval question to ask
 	asked    int    // questions asked, for their ids
 	q        *question
@@ -303,13 +309,10 @@ func runFrom(ctx context.Context) *callRun {
 }
 
 // startCall starts the call of rq, made with opts, on a goroutine; the
-// decisions carried by the request are set by each set.
-func (g *Gateway) startCall(ctx context.Context, rq *roundRequest, opts *conduit.CallOptions, call func(context.Context, *conduit.CallOptions) (mcp.Result, error), set ...func(*callRun)) (*callRun, error) {
+// approval its request carried, if any, is opts.Approval.
+func (g *Gateway) startCall(ctx context.Context, rq *roundRequest, opts *conduit.CallOptions, call func(context.Context, *conduit.CallOptions) (mcp.Result, error)) (*callRun, error) {
 	cr := &callRun{g: g, id: newStateID(), b: rq.b, done: make(chan outcome, 1), asks: make(chan *question),
-		gone: make(chan struct{}), sink: rq, sinkCtx: ctx}
-	for _, f := range set {
-		f(cr)
-	}
+		gone: make(chan struct{}), sink: rq, sinkCtx: ctx, approved: opts.Approval != nil && opts.Approval.Allow}
 	opts.Handlers = g.runHandlers(rq.b.principal)
 	opts.Progress = func(_ *conduit.Call, p conduit.Progress) { cr.notifyProgress(p) }
 	// The call may outlive the request that started it (it waits for a
@@ -410,23 +413,19 @@ func (g *Gateway) takeWait(id string) *callRun {
 	return cr
 }
 
-// decide is the approval of a call of a client without a session: the
-// decision its request carried, or else a question for the client, which
-// refuses the call unsent until the retry brings the answer. ok is false
-// when the client cannot be asked (it declared no elicitation).
+// decide is the approval of a call of a client without a session whose
+// request carried no decision (a retry's is CallOptions.Approval, and the
+// approver is not asked): a question for the client, which refuses the
+// call unsent until the retry brings the answer. ok is false when the
+// client cannot be asked (it declared no elicitation).
 func (cr *callRun) decide(req conduit.ApprovalRequest) (a conduit.Approval, ok bool) {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	if req.Call.Method != cr.b.method || req.Call.Exposed != cr.b.name {
-		// Not the call the request names: never approved on its answer.
+		// Not the call the request names: its client is not asked.
 		return conduit.Reject("conduit serve: the approval does not match the request"), true
 	}
-	switch {
-	case cr.approved:
-		return conduit.Approve(), true
-	case cr.declined != "":
-		return conduit.Reject(cr.declined), true
-	case cr.sink == nil || requestCaps(cr.sink.ss).Elicitation == nil:
+	if cr.sink == nil || requestCaps(cr.sink.ss).Elicitation == nil {
 		return conduit.Approval{}, false
 	}
 	cr.asking = approvalMessage(req.Call)
