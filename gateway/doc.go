@@ -47,9 +47,9 @@
 // request, and one that cannot be recorded withholds the answer.
 //
 // A server of identity principal (conduit.IdentityPrincipal) serves each
-// session's principal on their own session with it, with their own
+// client's principal on their own session with it, with their own
 // credentials; what it keeps per session (resources, prompts,
-// subscriptions, its list changes) reaches that principal's sessions only.
+// subscriptions, its list changes) reaches that principal's clients only.
 //
 // # Approval and what servers ask
 //
@@ -79,17 +79,21 @@
 // speak it, and the older versions to the others (over stdio, those
 // only). A request of 2026-07-28 (its MCP-Protocol-Version header, or its
 // _meta) has no session: it is served on its own by a view of what the
-// hub offers its principal with the principal's taint, server/discover
-// included, and nothing of its client is kept between requests in the
-// gateway's memory, so that replicas behind a load balancer need no
-// affinity. Such a client cannot be sent requests: an "ask" rule is
+// hub offers its principal with the taint of the conversation it names
+// (or the principal's), server/discover included, and nothing of its
+// client is kept between requests in the gateway's memory, so that
+// replicas behind a load balancer need no affinity. Its principal comes
+// from its bearer token as a session's does, and a verified JWT is noted
+// for token exchange alike. Such a client cannot be sent requests: an "ask" rule is
 // answered with an input-required result carrying the approval as an
 // elicitation, and the client's retry with its answer and the
-// requestState runs the call without asking again; what a server asks
+// requestState runs the call without asking again (its answer is the
+// call's conduit.CallOptions.Approval); what a server asks
 // during a call reaches the client the same way (a server of 2026-07-28's
 // input requests as it wrote them, its requestState carried inside the
-// gateway's; a server of 2025-11-25's request while the call waits, in
-// the replica that runs it, for ApprovalTimeout at most).
+// gateway's, through conduit.CallOptions.Input; a server of 2025-11-25's
+// request while the call waits, in the replica that runs it, for
+// ApprovalTimeout at most).
 //
 // The gateway seals every requestState it issues (internal/seal, under
 // [Options.StateKeys]) and binds it to the method, the tool, prompt or

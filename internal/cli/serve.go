@@ -49,8 +49,9 @@ exchanges the caller's token for one of its own.
 
 Taint belongs to a principal (and to the conversation a client names in
 _meta "io.github.conduitmcp/conversation"), not to a session: a client
-keeps it across reconnections, for "taintLifetime" (--taint-lifetime,
-default 24h) after the latest addition.
+keeps it across reconnections, and a client without a session has it too,
+for "taintLifetime" (--taint-lifetime, default 24h) after the latest
+addition.
 
 Clients of MCP 2026-07-28 have no session: an "ask" rule, and what a
 server asks during a call, are answered with an input-required result whose
