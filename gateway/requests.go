@@ -104,16 +104,9 @@ func (s *session) getPrompt(ctx context.Context, name string, req *mcp.GetPrompt
 		return nil, requestError(err)
 	}
 	opts.Meta = clientMeta(req.Session, req.Params.Meta, forwardMeta(req.Params.Meta, opts.Meta))
-	call := func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
-		res, err := s.g.src.GetPrompt(context.WithValue(ctx, sessionKey{}, s), name, req.Params.Arguments, opts)
-		if terr := s.taintFrom(ctx, opts, conv, server, err); terr != nil {
-			return nil, requestError(terr)
-		}
-		if err != nil {
-			return nil, requestError(err)
-		}
-		return res, nil
-	}
+	call := s.rpcCall(conv, server, func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
+		return s.g.src.GetPrompt(ctx, name, req.Params.Arguments, opts)
+	})
 	var rq *roundRequest
 	if s.view {
 		args, _ := json.Marshal(req.Params.Arguments) // a map of strings
@@ -136,16 +129,9 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 		return nil, requestError(err)
 	}
 	opts.Meta = clientMeta(req.Session, req.Params.Meta, forwardMeta(req.Params.Meta, opts.Meta))
-	call := func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
-		res, err := s.g.src.ReadResource(context.WithValue(ctx, sessionKey{}, s), req.Params.URI, opts)
-		if terr := s.taintFrom(ctx, opts, conv, server, err); terr != nil {
-			return nil, requestError(terr)
-		}
-		if err != nil {
-			return nil, requestError(err)
-		}
-		return res, nil
-	}
+	call := s.rpcCall(conv, server, func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
+		return s.g.src.ReadResource(ctx, req.Params.URI, opts)
+	})
 	var rq *roundRequest
 	if s.view {
 		rq = s.roundRequest(resourceMethod, req.Session, req.Params.URI, "", req.Params.InputResponses, req.Params.RequestState, nil)
@@ -155,6 +141,22 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 		return nil, err
 	}
 	return res.(*mcp.ReadResourceResult), nil
+}
+
+// rpcCall is the call of a prompts/get or resources/read of the session,
+// which do makes: its output taints the principal (and conv) with server,
+// and an error is the request's JSON-RPC error.
+func (s *session) rpcCall(conv, server string, do func(context.Context, *conduit.CallOptions) (mcp.Result, error)) func(context.Context, *conduit.CallOptions) (mcp.Result, error) {
+	return func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
+		res, err := do(context.WithValue(ctx, sessionKey{}, s), opts)
+		if terr := s.taintFrom(ctx, opts, conv, server, err); terr != nil {
+			return nil, requestError(terr)
+		}
+		if err != nil {
+			return nil, requestError(err)
+		}
+		return res, nil
+	}
 }
 
 // roundRequest is a request of a view's client, to be served as a round.
