@@ -263,28 +263,46 @@ func (f *failingStore) Claim(ctx context.Context, key string, ttl time.Duration)
 }
 
 // TestTaintStoreFailsClosed: a call whose taint cannot be read is refused
-// with nothing sent; an answer whose taint cannot be recorded is withheld.
+// with nothing sent; an answer whose taint cannot be recorded is withheld;
+// for clients with a session and without.
 func TestTaintStoreFailsClosed(t *testing.T) {
 	for _, tt := range []struct {
 		name          string
+		stateless     bool
 		reads, writes bool
 		want          string
 		sent          int // times the server ran the call
 	}{
-		{"reads", true, false, "could not be read", 0},
-		{"writes", false, true, "could not be recorded", 1},
+		{"reads", false, true, false, "could not be read", 0},
+		{"writes", false, false, true, "could not be recorded", 1},
+		// Without a session, the view to serve the request is chosen by
+		// its taint: unread, the request is refused before any handler.
+		{"reads without a session", true, true, false, "Service Unavailable", 0},
+		{"writes without a session", true, false, true, "could not be recorded", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			web := newUpstream(t, "web")
 			sent := countedTool(web, "fetch", "the page")
 			fs := newFailingStore(t)
 			g := newGateway(t, []conduit.Server{web.server("web")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll(), Store: fs}})
-			cs, _ := connect(t, g, "alice", nil)
+			var cs *mcp.ClientSession
+			if tt.stateless {
+				cs = httpClient(t, serveGateway(t, g), aliceToken, statelessProtocol)
+			} else {
+				cs, _ = connect(t, g, "alice", nil)
+			}
 			fs.reads.Store(tt.reads)
 			fs.writes.Store(tt.writes)
-			res := callTool(t, cs, "web__fetch", map[string]any{})
-			if !res.IsError || !strings.Contains(resultText(res), tt.want) || strings.Contains(resultText(res), "the page") {
-				t.Errorf("answer: %q", resultText(res))
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "web__fetch", Arguments: map[string]any{}})
+			got := fmt.Sprint(err)
+			if err == nil {
+				got = resultText(res)
+				if !res.IsError {
+					got = "not an error: " + got
+				}
+			}
+			if !strings.Contains(got, tt.want) || strings.Contains(got, "the page") {
+				t.Errorf("answer: %q", got)
 			}
 			if n := sent.Load(); n != int64(tt.sent) {
 				t.Errorf("sent %d times, want %d", n, tt.sent)
