@@ -91,10 +91,13 @@ type CallOptions struct {
 	// of it. The policy still decides first: a call it now allows or
 	// denies outright is not asked about at all.
 	Approval *Approval
-	// Input, when set, takes up a call that was deferred while its
-	// server asked for input ([Deferral].Input), its Responses now
-	// complete: see [PendingInput].
-	Input *PendingInput
+	// Input puts what the server asks during the request in the caller's
+	// hands, across requests: it takes up a call deferred for input
+	// ([Deferral].Input, its Responses now complete), or makes the retry
+	// of a request whose server asked, or has such a request end with the
+	// server's question (Input.Return). See [Input]. Nil: conduit answers
+	// what the server asks through Handlers.
+	Input *Input
 }
 
 // call runs one call of a server's tool through the pipeline (pipeline.go).

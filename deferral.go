@@ -1,13 +1,8 @@
 package conduit
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
-	"maps"
 	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Deferred calls: a call that an approver, or a handler of what its server
@@ -31,7 +26,7 @@ type Deferral struct {
 	// Input, for a call whose server asked for input that a handler
 	// deferred ([DeferInput]), is what the server asked and what the call
 	// needs to go on; nil for a deferred approval.
-	Input *PendingInput
+	Input *Input
 }
 
 // Error says what the call waits for.
@@ -46,105 +41,12 @@ func (d *Deferral) Error() string {
 	return "deferred: waiting for " + what + ": " + d.Reason
 }
 
-// PendingInput is what a server asked during a call, which a handler
-// deferred, and what the call needs to go on once it is answered
-// ([CallOptions.Input]).
-//
-// A server of protocol 2026-07-28 asks by a multi-round-trip result, which
-// ends its request: the question waits as long as need be, and the call
-// goes on by sending the request again with the answers and the server's
-// RequestState, as the protocol means it to. A server of an earlier
-// protocol asks by a JSON-RPC request in the middle of its call, which
-// cannot wait: conduit answers it with an error and cancels the call
-// (Resend). On resume the call is sent again, from the start, and when the
-// server asks the same question (an equal request), it is given the
-// recorded answer without asking anyone: such a server sees the call
-// twice, the first one cancelled while it waited for its answer.
-type PendingInput struct {
-	// Requests are what the server asked, by the keys of its input
-	// requests; under Resend, its one request, under [ResendKey].
-	Requests mcp.InputRequestMap `json:"requests"`
-	// Responses are the answers, by the same keys: those given already
-	// (to requests of the same round that were not deferred), to which
-	// the decision adds the others.
-	Responses mcp.InputResponseMap `json:"responses,omitempty"`
-	// RequestState is the server's request state, sent back with the
-	// answers (protocol 2026-07-28).
-	RequestState string `json:"requestState,omitempty"`
-	// Resend reports that the call was cancelled and is sent again, the
-	// recorded answer then given to the same question (earlier
-	// protocols).
-	Resend bool `json:"resend,omitempty"`
-}
-
-// ResendKey is the key of the one request of a [PendingInput] that
-// Resend marks.
-const ResendKey = "request"
-
-// Missing returns the keys of the requests without an answer.
-func (p *PendingInput) Missing() []string {
-	var out []string
-	for k := range p.Requests {
-		if _, ok := p.Responses[k]; !ok {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// clone is a copy of p whose maps may be added to.
-func (p *PendingInput) clone() *PendingInput {
-	c := *p
-	c.Requests = maps.Clone(p.Requests)
-	c.Responses = maps.Clone(p.Responses)
-	if c.Responses == nil {
-		c.Responses = mcp.InputResponseMap{}
-	}
-	return &c
-}
-
-// answerTo returns the recorded answer to ask: the answer to the request
-// of p that asks the same, if there is one.
-func (p *PendingInput) answerTo(ask mcp.InputRequest) mcp.InputResponse {
-	if p == nil || ask == nil {
-		return nil
-	}
-	want, err := question(ask)
-	if err != nil {
-		return nil
-	}
-	for k, r := range p.Requests {
-		if q, err := question(r); err == nil && bytes.Equal(q, want) {
-			if a, ok := p.Responses[k]; ok {
-				return a
-			}
-		}
-	}
-	return nil
-}
-
-// question is what ask asks, as JSON, without the _meta a server may fill
-// in anew each time it asks.
-func question(ask mcp.InputRequest) ([]byte, error) {
-	switch p := ask.(type) {
-	case *mcp.ElicitParams:
-		c := *p
-		c.Meta = nil
-		ask = &c
-	case *mcp.ListRootsParams:
-		c := *p
-		c.Meta = nil
-		ask = &c
-	}
-	return json.Marshal(mcp.InputRequestMap{"": ask})
-}
-
 // inputDeferral is a request whose server's question a handler deferred:
 // the multi-round-trip loop (mrtr.go) or a JSON-RPC request's handler
 // (handlers.go) ends the request with it.
 type inputDeferral struct {
 	reason string
-	input  *PendingInput
+	input  *Input
 }
 
 func (e *inputDeferral) Error() string { return "conduit: deferred: " + e.reason }
@@ -171,7 +73,7 @@ func inputDeferred(in *inflight, err error) *inputDeferral {
 // DeferInput is the error a [Handlers] function returns to defer what the
 // server asked (an elicitation, a sampling or roots request) rather than
 // answer it now: the call fails with a KindDeferred error whose
-// [Deferral] carries the question ([PendingInput]), to be answered later
+// [Deferral] carries the question ([Input]), to be answered later
 // (see adapters.Conversation.Resume). reason is for the person who will
 // answer.
 func DeferInput(reason string) error {

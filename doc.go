@@ -36,9 +36,13 @@
 // sent, and fails with [KindDeferred], its [Deferral] holding what it
 // waits for; the decision taken later is passed as
 // [CallOptions.Approval], and the approver is not asked again. A handler
-// may defer what a server asks during a call the same way ([DeferInput],
-// [PendingInput]). The adapters' Conversation keeps such calls pending,
-// saves them with its state, and resumes them in any process.
+// may defer what a server asks during a call the same way ([DeferInput]):
+// the question and what the call needs to go on are an [Input], given
+// back as [CallOptions.Input] with the answers, the same field by which a
+// caller that passes a server's questions on to its own client (as
+// conduit serve does) ends a request with them and makes the retry. The
+// adapters' Conversation keeps such calls pending, saves them with its
+// state, and resumes them in any process.
 //
 // Results are returned as the server sent them, never shaped: a program
 // that hands them to a model itself calls [ShapeForModel]; the adapters

@@ -177,6 +177,15 @@ func ExampleNewPolicy() {
 	// mail/send "" []: deny ()
 }
 
+// A policy with conditions may offer callers different tools: conduit
+// serve tells its clients that its lists are theirs alone ("private").
+func ExamplePolicy_Conditional() {
+	byName := conduit.NewPolicy(conduit.Deny("github/delete_repo"), conduit.Allow("*"))
+	byCaller := conduit.NewPolicy(conduit.Allow("github/delete_repo").When(conduit.Principal("admin")), conduit.Allow("files"))
+	fmt.Println(byName.Conditional(), byCaller.Conditional())
+	// Output: false true
+}
+
 func ExamplePolicy_Check() {
 	p := conduit.NewPolicy(
 		conduit.Deny("gihtub/delete_*"),

@@ -123,3 +123,43 @@ func ExampleHandlers() {
 	// hello ada
 	// hello grace
 }
+
+// A caller that answers a server's questions itself, across requests (a
+// gateway whose clients answer, or an application that keeps the
+// question for a person), ends the request with the server's
+// input-required result and makes the retry with the answers and the
+// server's state.
+func ExampleInput() {
+	ctx := context.Background()
+	survey := startServer("survey", func(s *mcp.Server) {
+		s.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if r, ok := req.Params.InputResponses["name"].(*mcp.ElicitResult); ok && req.Params.RequestState == "asked" {
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint("hello ", r.Content["name"])}}}, nil
+				}
+				return &mcp.CallToolResult{RequestState: "asked", InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{
+					Message: "Your name?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)}}}, nil
+			})
+	})
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "survey", Transport: survey}}, &conduit.Options{Policy: conduit.AllowAll()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer hub.Close()
+	res, err := hub.CallTool(ctx, "survey__ask", nil, &conduit.CallOptions{Input: &conduit.Input{Return: true}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	asks, state, _ := conduit.InputRequests(res)
+	fmt.Println(res.NeedsInput(), asks["name"].(*mcp.ElicitParams).Message)
+	// ... later, perhaps in another process, with the person's answer:
+	answers := mcp.InputResponseMap{"name": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}}
+	res, err = hub.CallTool(ctx, "survey__ask", nil, &conduit.CallOptions{Input: &conduit.Input{Responses: answers, RequestState: state, Return: true}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	// Output:
+	// true Your name?
+	// hello ada
+}

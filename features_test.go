@@ -250,3 +250,37 @@ func TestClientPrompts(t *testing.T) {
 		t.Errorf("greet = %v, %v", res, err)
 	}
 }
+
+// TestReadCacheAcrossPrincipals: the SDK's session keeps a read its
+// server hints fresh, by URI alone, and the pipeline decides every read
+// before that cache: a principal the policy denies is refused, never
+// answered with another's cached read; one it allows may be given it (the
+// server, of identity shared, sees one client). Each caller gets its own
+// copy: what one changes in its result, no later read sees.
+func TestReadCacheAcrossPrincipals(t *testing.T) {
+	a := newTestServer(t, "a") // its reads are hinted fresh for an hour
+	a.AddResource(&mcp.Resource{Name: "doc", URI: "test://a/doc"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "a has " + req.Params.URI}}}, nil
+	})
+	h := newHub(t, []Server{a.server("a")}, &Options{Policy: NewPolicy(
+		Deny("a/test://a/doc").When(Principal("bob")),
+		Allow("*"),
+	)})
+	ctx := context.Background()
+	first, err := h.ReadResource(ctx, "test://a/doc", &CallOptions{Principal: "alice"})
+	if err != nil || first.TTLMs <= 0 {
+		t.Fatalf("alice's read: %v (ttlMs %d: the test needs a hint)", err, first.TTLMs)
+	}
+	first.Contents[0].Text, first.CacheScope = "changed by alice's caller", "private"
+	_, err = h.ReadResource(ctx, "test://a/doc", &CallOptions{Principal: "bob"})
+	if k, _ := KindOf(err); k != KindDenied {
+		t.Errorf("bob's read: %v, want denied", err)
+	}
+	again, err := h.ReadResource(ctx, "test://a/doc", &CallOptions{Principal: "carol"})
+	if err != nil || again.Contents[0].Text != "a has test://a/doc" || again.CacheScope != "public" {
+		t.Errorf("carol's read: %v, %+v", err, again)
+	}
+	if n := a.method("resources/read"); n != 1 {
+		t.Errorf("the server was read %d times, want once (the SDK's cache answered carol)", n)
+	}
+}

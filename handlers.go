@@ -88,11 +88,11 @@ type inflight struct {
 	h     *Handlers // nil: the call has none of its own
 	ended time.Time // zero while the request runs
 	// cancel ends the request: a handler deferred what the server asked
-	// by a JSON-RPC request, which cannot wait (see PendingInput).
+	// by a JSON-RPC request, which cannot wait (see Input).
 	cancel context.CancelFunc
 	// recorded is the answer to give the server's request equal to the
-	// one it asked before the call was deferred (PendingInput.Resend).
-	recorded *PendingInput
+	// one it asked before the call was deferred (Input.Resend).
+	recorded *Input
 
 	mu       sync.Mutex
 	deferral *inputDeferral // set when a handler deferred the server's request
@@ -119,7 +119,7 @@ type calls struct {
 // it with (which lets a multi-round-trip request name its call), the
 // request as registered, and the func that ends it. recorded, if any, is
 // the answer to the server's request a deferral recorded.
-func (cs *calls) start(ctx context.Context, h *Handlers, recorded *PendingInput) (context.Context, *inflight, func()) {
+func (cs *calls) start(ctx context.Context, h *Handlers, recorded *Input) (context.Context, *inflight, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	in := &inflight{ctx: ctx, h: h, cancel: cancel, recorded: recorded}
 	cs.mu.Lock()
@@ -192,10 +192,10 @@ func (c *core) routing() bool { return c.Handlers != nil }
 
 // serverRequest answers a server's request of type R, which asks for
 // ask: with the answer recorded for it when the call it belongs to was
-// deferred for it before (PendingInput.Resend), else by the handler pick
+// deferred for it before (Input.Resend), else by the handler pick
 // finds in the Handlers of the call, else in the hub's. A handler that
 // defers a JSON-RPC request (DeferInput) cancels the call it belongs to,
-// which cannot wait for the answer (see PendingInput).
+// which cannot wait for the answer (see Input).
 func serverRequest[Req any, Res any](cn *conn, ctx context.Context, req Req, ask mcp.InputRequest, method string, pick func(*Handlers) func(context.Context, Req) (Res, error)) (Res, error) {
 	var zero Res
 	in, ok := cn.calls.owner(ctx, false)
@@ -234,7 +234,7 @@ func serverRequest[Req any, Res any](cn *conn, ctx context.Context, req Req, ask
 	if reason, deferred := deferredInput(err); deferred && legacy {
 		in.mu.Lock()
 		if in.deferral == nil {
-			in.deferral = &inputDeferral{reason: reason, input: &PendingInput{
+			in.deferral = &inputDeferral{reason: reason, input: &Input{
 				Requests: mcp.InputRequestMap{ResendKey: ask}, Resend: true}}
 		}
 		in.mu.Unlock()

@@ -452,3 +452,96 @@ func TestHandlersInputPromptsResources(t *testing.T) {
 		t.Errorf("resource = %q", got)
 	}
 }
+
+// TestInputReturn: with CallOptions.Input.Return, a request whose server
+// asks for input ends with the server's input-required result, and
+// Handlers are not asked; the caller's retry with Input's Responses and
+// State completes it, for tools/call, prompts/get and resources/read. A
+// server of protocol 2025-11-25 is unaffected: its request goes to
+// Handlers during the call.
+func TestInputReturn(t *testing.T) {
+	ts := newTestServer(t, "modern")
+	mrtrTools(ts.Server)
+	var states []string
+	var mu sync.Mutex
+	addTool(ts.Server, "stateful", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mu.Lock()
+		states = append(states, req.Params.RequestState)
+		mu.Unlock()
+		if r, ok := req.Params.InputResponses["who"].(*mcp.ElicitResult); ok && req.Params.RequestState == "s1" {
+			return textResult(fmt.Sprintf("%s %v", r.Action, r.Content["who"])), nil
+		}
+		return &mcp.CallToolResult{RequestState: "s1", InputRequests: mcp.InputRequestMap{"who": &mcp.ElicitParams{Message: "who?"}}}, nil
+	})
+	ts.AddPrompt(&mcp.Prompt{Name: "p"}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		if _, ok := req.Params.InputResponses["e"].(*mcp.ElicitResult); ok {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "p " + req.Params.RequestState}}}}, nil
+		}
+		return &mcp.GetPromptResult{RequestState: "ps", InputRequests: mcp.InputRequestMap{"e": &mcp.ElicitParams{Message: "?"}}}, nil
+	})
+	ts.AddResource(&mcp.Resource{Name: "r", URI: "test://r"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		if _, ok := req.Params.InputResponses["e"].(*mcp.ElicitResult); ok {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://r", Text: "r " + req.Params.RequestState}}}, nil
+		}
+		return &mcp.ReadResourceResult{RequestState: "rs", InputRequests: mcp.InputRequestMap{"e": &mcp.ElicitParams{Message: "?"}}}, nil
+	})
+	var asked atomic.Int64
+	hub := &Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}}
+	h := newHub(t, []Server{ts.server("s")}, &Options{Handlers: hub})
+	ctx := context.Background()
+	accept := &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "ann"}}
+
+	res, err := h.CallTool(ctx, "s__stateful", nil, &CallOptions{Input: &Input{Return: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.NeedsInput() || res.RequestState != "s1" || res.InputRequests["who"] == nil {
+		t.Fatalf("first round = %+v, want the server's input-required result", res)
+	}
+	res, err = h.CallTool(ctx, "s__stateful", nil, &CallOptions{Input: &Input{Return: true, RequestState: res.RequestState, Responses: mcp.InputResponseMap{"who": accept}}})
+	if err != nil || res.NeedsInput() || resultText(res) != "accept ann" {
+		t.Fatalf("retry = %q, %v (needs input %v)", resultText(res), err, res != nil && res.NeedsInput())
+	}
+	if fmt.Sprint(states) != "[ s1]" {
+		t.Errorf("the server saw the states %q, want the first round without and the retry with s1", states)
+	}
+
+	pr, err := h.GetPrompt(ctx, "s__p", nil, &CallOptions{Input: &Input{Return: true}})
+	if err != nil || !pr.NeedsInput() || pr.RequestState != "ps" {
+		t.Fatalf("prompt's first round = %+v, %v", pr, err)
+	}
+	pr, err = h.GetPrompt(ctx, "s__p", nil, &CallOptions{Input: &Input{Return: true, RequestState: "ps", Responses: mcp.InputResponseMap{"e": accept}}})
+	if err != nil || len(pr.Messages) == 0 || pr.Messages[0].Content.(*mcp.TextContent).Text != "p ps" {
+		t.Fatalf("prompt's retry = %+v, %v", pr, err)
+	}
+	rr, err := h.ReadResource(ctx, "test://r", &CallOptions{Input: &Input{Return: true}})
+	if err != nil || !rr.NeedsInput() || rr.RequestState != "rs" {
+		t.Fatalf("resource's first round = %+v, %v", rr, err)
+	}
+	rr, err = h.ReadResource(ctx, "test://r", &CallOptions{Input: &Input{Return: true, RequestState: "rs", Responses: mcp.InputResponseMap{"e": accept}}})
+	if err != nil || len(rr.Contents) == 0 || rr.Contents[0].Text != "r rs" {
+		t.Fatalf("resource's retry = %+v, %v", rr, err)
+	}
+	// Responses without Return: the retry's answers go first, and what the
+	// server asks after that is answered through Handlers.
+	if got := call(t, h, ctx, "s__elicit", &CallOptions{Input: &Input{Responses: mcp.InputResponseMap{"who": accept}}}); got != "accept ann" {
+		t.Errorf("elicit with given responses = %q", got)
+	}
+	if n := asked.Load(); n != 0 {
+		t.Errorf("Handlers were asked %d times, want none", n)
+	}
+	if got := call(t, h, ctx, "s__elicit", nil); got != "decline <nil>" {
+		t.Errorf("elicit without Input = %q, want the hub's Handlers' answer", got)
+	}
+
+	// A server of 2025-11-25 asks by request, which Handlers answer.
+	legacy := legacyServer(t)
+	askTools(legacy.Server, nil)
+	hl := newHub(t, []Server{legacy.server("s")}, &Options{Handlers: hubHandlers})
+	if got := call(t, hl, ctx, "s__elicit", &CallOptions{Input: &Input{Return: true}}); got != "accept hub" {
+		t.Errorf("a legacy server's elicitation with Input.Return = %q, want the Handlers' answer", got)
+	}
+}

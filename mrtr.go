@@ -82,14 +82,35 @@ func (cn *conn) receiveMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return next
 }
 
+type inputKey struct{}
+
+// withInput returns ctx, whose request inputMiddleware makes as in says
+// (CallOptions.Input).
+func withInput(ctx context.Context, in *Input) context.Context {
+	if in == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, inputKey{}, in)
+}
+
 // inputMiddleware runs the multi-round-trip loop of tools/call,
 // prompts/get and resources/read: while the server answers with input
 // requests, it answers them through the client's receiving handlers, with
-// the request's context (which names its call), and asks again.
+// the request's context (which names its call), and asks again. A request
+// made with an Input starts as the retry it says, and with Input.Return
+// ends with the server's first input-required result.
 func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tools/call" && method != "prompts/get" && method != "resources/read" {
 			return next(ctx, method, req)
+		}
+		in, _ := ctx.Value(inputKey{}).(*Input)
+		retry := in.retry()
+		if retry {
+			var err error
+			if req, err = retryRequest(req, in.Responses, in.RequestState); err != nil {
+				return nil, err
+			}
 		}
 		shed := 0
 		for round := 1; ; round++ {
@@ -97,8 +118,11 @@ func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return res, err
 			}
-			asks, state, more := inputRequests(res)
-			if !more {
+			asks, state, more := InputRequests(res)
+			if more || retry || round > 1 {
+				uncached(res)
+			}
+			if !more || (in != nil && in.Return) {
 				return res, nil
 			}
 			if len(asks) == 0 {
@@ -117,7 +141,7 @@ func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			answers, err := cn.answerInputs(ctx, cs, asks)
 			if d := (*inputDeferral)(nil); errors.As(err, &d) {
 				// The question waits: what the server needs to go on is
-				// kept with the call's deferral (PendingInput).
+				// kept with the call's deferral (Input).
 				d.input.RequestState = state
 				return nil, d
 			}
@@ -131,10 +155,23 @@ func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// inputRequests returns what res asks for and the state to send back, and
-// whether it asks at all: an input-required result, or one with input
-// requests, asks (an empty set of them means the server shed load).
-func inputRequests(res mcp.Result) (mcp.InputRequestMap, string, bool) {
+// uncached keeps res, a resources/read result of a multi-round-trip
+// exchange, out of the SDK's session cache of reads, which is keyed by the
+// URI alone: a request for input, or what one caller's answers produced,
+// is no answer for the next read of the URI.
+func uncached(res mcp.Result) {
+	if r, ok := res.(*mcp.ReadResourceResult); ok && r != nil {
+		r.TTLMs = 0
+	}
+}
+
+// InputRequests returns what res, a server's result of tools/call,
+// prompts/get or resources/read, asks of its client (protocol 2026-07-28)
+// and the requestState to send back with the answers, and whether it asks
+// at all: an input-required result, or one with input requests, asks (an
+// empty set of them means the server shed load: ask again later). A
+// result of another type never asks.
+func InputRequests(res mcp.Result) (asks mcp.InputRequestMap, state string, ok bool) {
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
 		if r != nil && (r.NeedsInput() || r.InputRequests != nil) {
@@ -217,7 +254,7 @@ func (cn *conn) answerInputs(ctx context.Context, cs *mcp.ClientSession, asks mc
 	if len(deferred) > 0 {
 		slices.Sort(deferred)
 		return nil, &inputDeferral{reason: strings.Join(slices.Compact(deferred), "; "),
-			input: &PendingInput{Requests: maps.Clone(asks), Responses: answers}}
+			input: &Input{Requests: maps.Clone(asks), Responses: answers}}
 	}
 	return answers, nil
 }

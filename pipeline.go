@@ -178,7 +178,9 @@ func (c *core) run(ctx context.Context, r *request) (res *mcp.CallToolResult, er
 			r.info.Err = err
 		}
 	}
-	if err != nil || !r.isTool() {
+	if err != nil || !r.isTool() || (res != nil && res.NeedsInput()) {
+		// A server's request for input (CallOptions.Input.Return) is no
+		// result yet: the round that completes the call is checked.
 		return res, err
 	}
 	// after
@@ -423,17 +425,15 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 		meta = c.requestMeta(ctx, r.method, call.Server, call, meta)
 	}
 	var params *mcp.CallToolParams
-	var recorded *PendingInput
+	var recorded *Input
+	if o.Input != nil && o.Input.Resend {
+		// A call deferred for its server's JSON-RPC request is sent again:
+		// the same question gets the recorded answer (handlers.go). A
+		// retry's answers go with the request (inputMiddleware).
+		recorded = o.Input
+	}
 	if r.isTool() {
 		params = &mcp.CallToolParams{Name: call.Tool, Arguments: call.Args, Meta: meta}
-		if in := o.Input; in != nil {
-			// A call deferred for input goes on with the answers.
-			if in.Resend {
-				recorded = in
-			} else {
-				params.InputResponses, params.RequestState = in.Responses, in.RequestState
-			}
-		}
 		if o.Progress != nil {
 			token := "conduit-" + strconv.FormatUint(c.tokens.Add(1), 10)
 			// Notifications that arrive after the result are dropped; those
@@ -470,6 +470,7 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 		tctx, in, end = cn.calls.start(tctx, o.Handlers, recorded)
 		defer end()
 	}
+	tctx = withInput(tctx, o.Input)
 	var sent time.Time
 	if r.info != nil {
 		sent = r.info.start(cn.peer, sess)

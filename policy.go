@@ -223,6 +223,15 @@ func AllowAll() *Policy { return NewPolicy(Allow("*")) }
 // Err reports malformed rules.
 func (p *Policy) Err() error { return p.err }
 
+// Conditional reports whether any rule has conditions ([Rule.When]), so
+// that what the policy allows, and so the tools listed, may differ from
+// one caller to another (their principal, their taint, or whatever a
+// ConditionFunc reads). A policy without conditions decides by names
+// alone: every caller is offered the same lists.
+func (p *Policy) Conditional() bool {
+	return slices.ContainsFunc(p.rules, func(r Rule) bool { return len(r.conds) > 0 })
+}
+
 // ErrUnknownServer is the cause of each problem [Policy.Check] reports:
 // errors.Is(err, ErrUnknownServer).
 var ErrUnknownServer = errors.New("names no configured server")

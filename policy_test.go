@@ -332,3 +332,20 @@ func TestPolicyMeetsServers(t *testing.T) {
 		t.Errorf("AllowAll warns: %q", h.Warnings())
 	}
 }
+
+func TestPolicyConditional(t *testing.T) {
+	for _, tc := range []struct {
+		p    *Policy
+		want bool
+	}{
+		{AllowAll(), false},
+		{NewPolicy(Deny("web/*"), Ask("fs/write"), Allow("*")), false},
+		{NewPolicy(Deny("fs/*").When(Tainted("web")), Allow("*")), true},
+		{NewPolicy(Allow("*").When(Principal("alice"))), true},
+		{NewPolicy(Allow("*").When(ConditionFunc(func(*Call) bool { return true }))), true},
+	} {
+		if got := tc.p.Conditional(); got != tc.want {
+			t.Errorf("%v: Conditional() = %v, want %v", tc.p.rules, got, tc.want)
+		}
+	}
+}

@@ -254,6 +254,20 @@ func (cl *Client) ListResourcesFor(ctx context.Context, opts *ListOptions) (*Res
 // offers uri (see [ResourceSet.Server]): the policy decides on server/uri
 // (an "ask" goes to the approver), then the request is made as
 // [Hub.GetPrompt]'s is. The error, if any, is an *Error.
+//
+// A server of protocol 2026-07-28 may say a read stays fresh (ttlMs): the
+// SDK's session then answers the next read of the URI from its cache,
+// keyed by the URI alone, whoever asks. That cache is consulted only once
+// the pipeline has decided the read for this caller (policy, approval,
+// hooks): a read the policy denies one principal is never answered from
+// another's cached read. What it may give across principals is what the
+// server answered the session, whose credentials are the hub's own for a
+// server of IdentityShared (as the server sees it, one client, whatever
+// its cacheScope) and the principal's for one of IdentityPrincipal, whose
+// sessions are per principal. A server whose read depends on the request's
+// _meta (which conduit passes on from its caller) must not hint it fresh.
+// A read that went through an input exchange is never cached. The result
+// is the caller's own copy: changing it changes no later read's.
 func (h *Hub) ReadResource(ctx context.Context, uri string, opts *CallOptions) (*mcp.ReadResourceResult, error) {
 	return h.c.readResource(ctx, uri, opts)
 }
@@ -371,10 +385,12 @@ func (c *core) readResource(ctx context.Context, uri string, opts *CallOptions) 
 	r := c.resourceRequest(methodReadResource, uri, opts)
 	var res *mcp.ReadResourceResult
 	r.do = func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error {
-		var err error
-		res, err = sess.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: uri})
-		if err == nil && res == nil {
+		cached, err := sess.ReadResource(ctx, &mcp.ReadResourceParams{Meta: meta, URI: uri})
+		if err == nil && cached == nil {
 			err = errors.New("the server sent an empty result")
+		}
+		if err == nil {
+			res = ownRead(cached)
 		}
 		return err
 	}
@@ -382,6 +398,25 @@ func (c *core) readResource(ctx context.Context, uri string, opts *CallOptions) 
 		return nil, err
 	}
 	return res, nil
+}
+
+// ownRead is a copy of res, which the SDK's session may keep in its cache
+// of reads and give to later reads: what a caller changes in the copy
+// (the gateway's server sets its cache hint, and fills in a content's
+// missing URI) reaches neither the cache nor another caller.
+func ownRead(res *mcp.ReadResourceResult) *mcp.ReadResourceResult {
+	c := *res
+	if res.Contents == nil {
+		return &c
+	}
+	c.Contents = make([]*mcp.ResourceContents, len(res.Contents))
+	for i, rc := range res.Contents {
+		if rc != nil {
+			cp := *rc
+			c.Contents[i] = &cp
+		}
+	}
+	return &c
 }
 
 func (c *core) subscribe(ctx context.Context, uri string, opts *CallOptions, on bool) error {

@@ -256,7 +256,7 @@ type runner struct {
 // resumedCall is what a resumed call is sent with.
 type resumedCall struct {
 	approval *conduit.Approval
-	input    *conduit.PendingInput
+	input    *conduit.Input
 }
 
 // stop halts the calls not yet sent.

@@ -39,7 +39,7 @@ type Pending struct {
 	// Input, for a call deferred while its server asked for input, is
 	// what the server asked; the Decision that allows the call answers it
 	// (Decision.Input). Nil for a deferred approval.
-	Input *conduit.PendingInput `json:"input,omitempty"`
+	Input *conduit.Input `json:"input,omitempty"`
 
 	// index is the call's position in the response.
 	index int
@@ -59,7 +59,7 @@ type Decision struct {
 	Halt bool
 	// Input answers what the server asked (Pending.Input), by the keys of
 	// its requests; with Allow, every request not answered yet needs an
-	// answer (conduit.PendingInput.Missing).
+	// answer (conduit.Input.Missing).
 	Input mcp.InputResponseMap
 }
 

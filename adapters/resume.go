@@ -129,7 +129,7 @@ func pausedTurnOf(d *turnV1) *pausedTurn {
 				pc.Arguments = map[string]any{}
 			}
 			if in := p.Input; in != nil {
-				pc.Input = &conduit.PendingInput{Requests: in.Requests, Responses: in.Responses, RequestState: in.RequestState, Resend: in.Resend}
+				pc.Input = &conduit.Input{Requests: in.Requests, Responses: in.Responses, RequestState: in.RequestState, Resend: in.Resend}
 			}
 			tc.pending = pc
 			tc.err = deferredError(pc)
@@ -418,7 +418,7 @@ type resumed struct {
 // order, and the input each allowed call deferred for input goes on with;
 // an error for a decision that names no pending call, or that allows one
 // without answering what its server asked.
-func (t *pausedTurn) decided(decisions map[string]Decision) ([]int, map[int]*conduit.PendingInput, error) {
+func (t *pausedTurn) decided(decisions map[string]Decision) ([]int, map[int]*conduit.Input, error) {
 	byID := map[string]int{}
 	var ids []string
 	for i, tc := range t.calls {
@@ -428,7 +428,7 @@ func (t *pausedTurn) decided(decisions map[string]Decision) ([]int, map[int]*con
 		}
 	}
 	var out []int
-	inputs := map[int]*conduit.PendingInput{}
+	inputs := map[int]*conduit.Input{}
 	for id, dec := range decisions {
 		i, ok := byID[id]
 		if !ok {
@@ -439,7 +439,7 @@ func (t *pausedTurn) decided(decisions map[string]Decision) ([]int, map[int]*con
 		if !dec.Allow || in == nil {
 			continue
 		}
-		merged := &conduit.PendingInput{Requests: in.Requests, Responses: maps.Clone(in.Responses), RequestState: in.RequestState, Resend: in.Resend}
+		merged := &conduit.Input{Requests: in.Requests, Responses: maps.Clone(in.Responses), RequestState: in.RequestState, Resend: in.Resend}
 		if merged.Responses == nil {
 			merged.Responses = mcp.InputResponseMap{}
 		}

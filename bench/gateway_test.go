@@ -40,9 +40,9 @@ func newGatewayEnv(tb testing.TB) *gatewayEnv {
 	tb.Cleanup(up.Close)
 	e := &gatewayEnv{ctx: ctx}
 
-	connect := func(url string, hc *http.Client) *mcp.ClientSession {
+	connect := func(url string, hc *http.Client, version string) *mcp.ClientSession {
 		tb.Helper()
-		s, err := fixture.RawClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+		s, err := fixture.RawClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -59,10 +59,16 @@ func newGatewayEnv(tb testing.TB) *gatewayEnv {
 		tb.Cleanup(hs.Close)
 		return hs.URL
 	}
-	e.direct = connect(up.URL, nil)
+	// The client's hop to the forwarder and to conduit serve is of
+	// 2025-11-25, a session as the (stateful) forwarder offers: conduit
+	// serve would serve a client of 2026-07-28 without one, which the
+	// forwarder does not. The hops to the server are as their clients
+	// negotiate.
+	const sessionVersion = "2025-11-25"
+	e.direct = connect(up.URL, nil, "")
 
 	// The forwarder.
-	upstream := connect(up.URL, nil)
+	upstream := connect(up.URL, nil, "")
 	fwd := mcp.NewServer(&mcp.Implementation{Name: "forwarder", Version: "1.0.0"}, &mcp.ServerOptions{Logger: slog.New(slog.DiscardHandler)})
 	tools, err := upstream.ListTools(ctx, nil)
 	if err != nil {
@@ -74,7 +80,7 @@ func newGatewayEnv(tb testing.TB) *gatewayEnv {
 		})
 	}
 	e.forward = connect(serve(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return fwd },
-		&mcp.StreamableHTTPOptions{Logger: slog.New(slog.DiscardHandler)})), nil)
+		&mcp.StreamableHTTPOptions{Logger: slog.New(slog.DiscardHandler)})), nil, sessionVersion)
 
 	// conduit serve.
 	p, _, _ := fixture.Governance()
@@ -90,12 +96,12 @@ func newGatewayEnv(tb testing.TB) *gatewayEnv {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e.gw = connect(serve(h), nil)
+	e.gw = connect(serve(h), nil, sessionVersion)
 	ha, err := g.Handler(&gateway.HTTPOptions{Tokens: map[string]string{gatewayToken: "bench"}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	e.gwAuth = connect(serve(ha), &http.Client{Transport: bearer{gatewayToken}})
+	e.gwAuth = connect(serve(ha), &http.Client{Transport: bearer{gatewayToken}}, sessionVersion)
 	return e
 }
 

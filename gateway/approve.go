@@ -18,19 +18,26 @@ const maxShownArgs = 2 << 10
 // approve is the hub's approver: a call the policy asks about becomes an
 // elicitation request to the client of the session that made it. Accept
 // runs the call; decline, cancel, an error or no answer in time deny it.
-// A client that declared no elicitation cannot be asked: the caller's own
-// Approver decides, if there is one, else the call is denied saying so.
+// A client of protocol 2026-07-28, which has no session, is asked in the
+// answer to its request instead (callRun.decide, rounds.go), and decides
+// in its retry, whose call carries the decision (CallOptions.Approval): the
+// approver is not asked then. A client that declared no elicitation cannot be asked: the
+// caller's own Approver decides, if there is one, else the call is denied
+// saying so.
 func (g *Gateway) approve(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
+	if cr := runFrom(ctx); cr != nil {
+		if a, ok := cr.decide(req); ok {
+			return a
+		}
+		return g.cannotAsk(ctx, req)
+	}
 	s := sessionFrom(ctx)
 	var ss *mcp.ServerSession
 	if s != nil {
 		ss = s.serverSession()
 	}
 	if ss == nil || s.clientCaps().Elicitation == nil {
-		if g.approver != nil {
-			return g.approver(ctx, req)
-		}
-		return conduit.Reject("it needs approval, and the client cannot be asked: it did not declare the elicitation capability")
+		return g.cannotAsk(ctx, req)
 	}
 	actx, cancel := context.WithTimeout(ctx, g.approveWait)
 	defer cancel()
@@ -49,6 +56,15 @@ func (g *Gateway) approve(ctx context.Context, req conduit.ApprovalRequest) cond
 		return conduit.Reject("the user declined it")
 	}
 	return conduit.Reject("the user canceled the approval request")
+}
+
+// cannotAsk decides a call whose client cannot be asked: the caller's
+// own Approver, or a denial that says why.
+func (g *Gateway) cannotAsk(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
+	if g.approver != nil {
+		return g.approver(ctx, req)
+	}
+	return conduit.Reject("it needs approval, and the client cannot be asked: it did not declare the elicitation capability")
 }
 
 // approvalMessage names what a call would do: the tool (or prompt or

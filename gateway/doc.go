@@ -30,25 +30,26 @@
 // server's JSON-RPC error are JSON-RPC errors, the server's passed on as
 // it sent it.
 //
-// Once a session has received a server's output (a tool's result, a
+// Once a client has received a server's output (a tool's result, a
 // prompt, a resource's contents, completion values, or the server's error
 // message), its principal is tainted by that server: the later calls and
-// listings of every session of theirs are decided with that taint, so
+// listings of every client of theirs are decided with that taint, so
 // "tainted" rules apply to them, and tools they deny leave their lists.
 // Taint belongs to the principal, not to a transport session: a client
-// keeps it across reconnections and new sessions. A client that runs
-// several conversations names each in a request's _meta
-// ([MetaConversation]): the request is decided with that conversation's
-// taint, and taints that conversation (and its principal); one that names
-// none is decided with all of its principal's. Taint is kept in
-// [Options.Taint] for [Options.TaintLifetime]; a taint that cannot be
-// read refuses the request, and one that cannot be recorded withholds the
-// answer.
+// keeps it across reconnections and new sessions, and a client of
+// protocol 2026-07-28, which has no session, has it too. A client that
+// runs several conversations names each in a request's _meta
+// ([MetaConversation]): the request is decided (and, without a session,
+// listed) with that conversation's taint, and taints that conversation
+// (and its principal); one that names none is decided with all of its
+// principal's. Taint is kept in the hub's store (Options.Hub.Store) for
+// [Options.TaintLifetime]; a taint that cannot be read refuses the
+// request, and one that cannot be recorded withholds the answer.
 //
 // A server of identity principal (conduit.IdentityPrincipal) serves each
-// session's principal on their own session with it, with their own
+// client's principal on their own session with it, with their own
 // credentials; what it keeps per session (resources, prompts,
-// subscriptions, its list changes) reaches that principal's sessions only.
+// subscriptions, its list changes) reaches that principal's clients only.
 //
 // # Approval and what servers ask
 //
@@ -72,16 +73,47 @@
 // resources are made on the server for each session, and its updates go
 // to the sessions subscribed.
 //
-// The gateway speaks protocol versions up to 2025-11-25 to its clients
-// (clients of 2026-07-28 negotiate down): in those, a server may send its
-// client requests during a call, which approval and the passing on of
-// servers' requests need.
+// # Clients of protocol 2026-07-28
+//
+// Over Streamable HTTP the gateway speaks 2026-07-28 to the clients that
+// speak it, and the older versions to the others (over stdio, those
+// only). A request of 2026-07-28 (its MCP-Protocol-Version header, or its
+// _meta) has no session: it is served on its own by a view of what the
+// hub offers its principal with the taint of the conversation it names
+// (or the principal's), server/discover included, and nothing of its
+// client is kept between requests in the gateway's memory, so that
+// replicas behind a load balancer need no affinity. Its principal comes
+// from its bearer token as a session's does, and a verified JWT is noted
+// for token exchange alike. Such a client cannot be sent requests: an "ask" rule is
+// answered with an input-required result carrying the approval as an
+// elicitation, and the client's retry with its answer and the
+// requestState runs the call without asking again (its answer is the
+// call's conduit.CallOptions.Approval); what a server asks
+// during a call reaches the client the same way (a server of 2026-07-28's
+// input requests as it wrote them, its requestState carried inside the
+// gateway's, through conduit.CallOptions.Input; a server of 2025-11-25's
+// request while the call waits, in the replica that runs it, for
+// ApprovalTimeout at most).
+//
+// The gateway seals every requestState it issues (internal/seal, under
+// [Options.StateKeys]) and binds it to the method, the tool, prompt or
+// URI, a digest of the arguments, the principal and an expiry
+// (ApprovalTimeout): an altered, expired one, or one of another request or
+// principal, is refused with invalid params and nothing sent. A state is
+// used once: its id is claimed in the hub's store before anything runs,
+// and the answer recorded, so the same state sent again (by a retry, or
+// to another replica sharing the store) gets that answer instead of a
+// second run. List results carry cache hints: ttlMs is
+// [Options.ListTTL], and cacheScope "private" when the policy has
+// conditions ([conduit.Policy.Conditional]) or a server's identity is per
+// principal, since then what is listed (and read) depends on who asks.
 //
 // # Transports and their security
 //
 // [Gateway.Serve] serves one session over a transport (stdio, for a client
 // that starts conduit serve). [Gateway.Handler] serves Streamable HTTP,
-// a session per client; every request passes, in order: the Host header
+// a session per client (no session for a client of 2026-07-28); every
+// request passes, in order: the Host header
 // must name loopback or one of [HTTPOptions.Hosts], and an Origin header,
 // when there is one, an allowed origin (against DNS rebinding); the body
 // is bounded ([HTTPOptions.MaxBodyBytes], 413); and a bearer token must

@@ -198,3 +198,50 @@ func ExampleOAuthOptions() {
 	// 401 Bearer realm="conduit", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", scope="mcp"
 	// https://mcp.example.com/mcp [https://login.example.com]
 }
+
+// A client of MCP 2026-07-28 has no session: an "ask" rule is answered
+// with an input-required result whose requestState the gateway seals
+// with StateKeys, and the client's retry with its answer runs the call.
+// The Go SDK's client answers such results with its handlers by itself;
+// replicas that share StateKeys and a Store honour each other's states.
+func ExampleOptions_stateKeys() {
+	ctx := context.Background()
+	g, err := gateway.New(ctx, []conduit.Server{notesServer()}, &gateway.Options{
+		Hub: &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("notes/delete"), conduit.Allow("notes"))},
+		// conduit serve reads them from CONDUIT_STATE_KEY.
+		StateKeys: [][]byte{[]byte("a secret of 32 bytes or more, shared by replicas")},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	h, err := g.Handler(&gateway.HTTPOptions{Tokens: map[string]string{"alice-token-0123456789": "alice"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			fmt.Println("asked:", req.Params.Message)
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+	})
+	t := &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{"alice-token-0123456789"}}}
+	cs, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cs.Close()
+	fmt.Println("protocol:", cs.InitializeResult().ProtocolVersion)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "notes__delete", Arguments: map[string]any{"id": 7}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	// Output:
+	// protocol: 2026-07-28
+	// asked: Allow calling the tool notes__delete of notes with arguments {"id":7}?
+	// delete {"id":7}
+}

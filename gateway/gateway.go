@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/seal"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -31,7 +33,14 @@ type Options struct {
 	// gateway's identity to its clients, and Hub.Logger its logger.
 	// Hub.Trace is called as well as the gateway's own. Hub.Handlers must
 	// be nil (New refuses them): the gateway routes what servers send to
-	// the sessions whose calls it belongs to.
+	// the sessions whose calls it belongs to. Hub.Store is what the
+	// gateway's replicas share ([conduit.Hub.Store]): the taint of each
+	// principal and conversation, and the single use of each requestState
+	// it issues; nil, an in-memory store of the hub's, which holds within
+	// this process only. A shared store (package store/redisstore)
+	// carries them across replicas. A request whose taint cannot be read
+	// is refused, nothing sent, and an answer whose taint cannot be
+	// recorded is withheld.
 	Hub *conduit.Options
 
 	// Transparent serves a single server under its own tool and prompt
@@ -50,20 +59,32 @@ type Options struct {
 	// it passes on, so a span it starts is the parent of the hub's.
 	Middleware []mcp.Middleware
 
-	// Taint keeps the taint of each principal, and of each conversation a
-	// client names (MetaConversation), across sessions and reconnections:
-	// nil is Hub.Store, the store of everything the gateway's processes
-	// share (itself, when nil, an in-memory store of the gateway's own);
-	// a shared store (package store/redisstore) carries it across
-	// replicas. A request
-	// whose taint cannot be read is refused, nothing sent, and an answer
-	// whose taint cannot be recorded is withheld.
-	Taint store.Sets
 	// TaintLifetime is how long a taint lasts after its latest addition
 	// (default DefaultTaintLifetime): a principal who has seen nothing of
 	// a server's for that long is decided as untainted by it again.
 	TaintLifetime time.Duration
+	// StateKeys are the secrets that authenticate the requestState the
+	// gateway gives its clients of protocol 2026-07-28 (an approval it
+	// asks, a server's question it passes on), each at least 32 bytes:
+	// the first seals, every one opens, so that a key can be rotated.
+	// Replicas that serve one address must share them (conduit serve reads
+	// them from CONDUIT_STATE_KEY). Nil: New makes a random key, which is
+	// fine for one process; a state it sealed is refused after a restart,
+	// and by any other replica.
+	StateKeys [][]byte
+	// ListTTL is how long a client of protocol 2026-07-28 may keep a list
+	// (ttlMs of tools/list, prompts/list, resources/list and
+	// resources/templates/list): default DefaultListTTL, negative for none
+	// (0, "immediately stale"). Lists that depend on the principal are
+	// "private" to it (cacheScope).
+	ListTTL time.Duration
 }
+
+// DefaultListTTL is the cache hint of lists when Options.ListTTL is zero.
+// A client that keeps a list that long may offer a tool the policy now
+// denies (a taint came meanwhile): its call is denied, as every call is
+// decided when it is made.
+const DefaultListTTL = time.Minute
 
 // source is what a gateway serves: a *conduit.Hub, or a *conduit.Client
 // in transparent mode.
@@ -79,6 +100,7 @@ type source interface {
 	Complete(context.Context, *mcp.CompleteParams, *conduit.CallOptions) (*mcp.CompleteResult, error)
 	SetLoggingLevel(context.Context, mcp.LoggingLevel) error
 	Status() []conduit.ServerStatus
+	Store() store.Store
 	Close() error
 }
 
@@ -92,7 +114,6 @@ var (
 // ([Gateway.Handler]). A Gateway is safe for concurrent use.
 type Gateway struct {
 	src         source
-	ownStore    store.Store // the shared store the gateway made (none was given), closed with it
 	impl        *mcp.Implementation
 	middleware  []mcp.Middleware
 	approver    conduit.Approver // the caller's, for clients that cannot be asked
@@ -100,6 +121,10 @@ type Gateway struct {
 	instr       string
 	logger      *slog.Logger
 	sdkLogger   *slog.Logger
+	policy      *conduit.Policy
+	sealer      *seal.Sealer // requestState (state.go)
+	store       store.Store  // the hub's: requestState claims (rounds.go) and taint (taints)
+	listTTL     time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -108,8 +133,11 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	sessions map[*session]struct{}
-	level    mcp.LoggingLevel // the servers' level: the most verbose asked for
-	subs     map[string]int   // subKey (a resource URI) -> sessions subscribed
+	level    mcp.LoggingLevel             // the servers' level: the most verbose asked for
+	subs     map[string]int               // resource URI -> sessions subscribed
+	views    map[string]*cachedView       // principal and taint -> view (stateless.go)
+	waits    map[string]*callRun          // calls waiting for a client's answer (rounds.go)
+	handlers map[string]*conduit.Handlers // principal -> its calls' without a session (rounds.go)
 
 	// pending are the kinds of change not yet applied to the sessions; a
 	// send on kick wakes the refresher.
@@ -146,18 +174,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	if opts.Transparent && len(servers) != 1 {
 		return nil, fmt.Errorf("gateway: transparent mode serves one server, not %d", len(servers))
 	}
-	shared := opts.Hub.Store
-	var own store.Store
-	if shared == nil {
-		own = store.NewMemory()
-		shared = own
-	}
-	taint := opts.Taint
-	if taint == nil {
-		taint = shared
-	}
 	g := &Gateway{
-		ownStore:    own,
 		middleware:  slices.Clone(opts.Middleware),
 		approver:    opts.Hub.Approver,
 		approveWait: opts.ApprovalTimeout,
@@ -167,7 +184,6 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		subs:        map[string]int{},
 		kick:        make(chan struct{}, 1),
 		reported:    map[string]bool{},
-		taints:      newTaints(taint, opts.TaintLifetime),
 		subjects:    &subjects{},
 		perP:        map[string]bool{},
 	}
@@ -179,6 +195,22 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	if g.approveWait <= 0 {
 		g.approveWait = DefaultApprovalTimeout
 	}
+	g.policy = opts.Hub.Policy
+	g.views, g.waits, g.handlers = map[string]*cachedView{}, map[string]*callRun{}, map[string]*conduit.Handlers{}
+	switch {
+	case opts.ListTTL == 0:
+		g.listTTL = DefaultListTTL
+	case opts.ListTTL > 0:
+		g.listTTL = opts.ListTTL
+	}
+	keys := opts.StateKeys
+	if len(keys) == 0 {
+		keys = [][]byte{[]byte(rand.Text() + rand.Text())}
+	}
+	var err error
+	if g.sealer, err = seal.New(statePurpose, keys...); err != nil {
+		return nil, fmt.Errorf("gateway: StateKeys: %w", err)
+	}
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)
 	}
@@ -188,7 +220,6 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		g.impl = &mcp.Implementation{Name: "conduit", Version: conduit.Version}
 	}
 	o := *opts.Hub
-	o.Store = shared
 	o.Approver = g.approve
 	o.Handlers = g.hubHandlers()
 	o.Trace = g.trace(opts.Hub.Trace)
@@ -200,7 +231,6 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	// The trace may be called while the servers connect.
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	var src source
-	var err error
 	if opts.Transparent {
 		src, err = conduit.NewClient(ctx, servers[0], &o)
 	} else {
@@ -208,11 +238,12 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	}
 	if err != nil {
 		g.cancel()
-		if own != nil {
-			own.Close()
-		}
 		return nil, err
 	}
+	// The hub's store, made by the hub when none was given and closed with
+	// it: the gateway owns none.
+	g.store = src.Store()
+	g.taints = newTaints(g.store, opts.TaintLifetime)
 	g.mu.Lock()
 	g.src = src
 	g.mu.Unlock()
@@ -237,11 +268,14 @@ func (g *Gateway) Close() error {
 		for _, s := range sessions {
 			s.close()
 		}
+		g.mu.Lock()
+		for id, cr := range g.waits {
+			delete(g.waits, id)
+			cr.timer.Stop()
+		}
+		g.mu.Unlock()
 		g.wg.Wait()
 		g.src.Close()
-		if g.ownStore != nil {
-			g.ownStore.Close()
-		}
 	})
 	return nil
 }
@@ -263,7 +297,7 @@ func (g *Gateway) trace(user *conduit.Trace) *conduit.Trace {
 		if i.Principal != "" {
 			// conduit gives it the log level; its subscriptions are the
 			// principal's.
-			g.refreshPrincipal(i.Principal)
+			g.refreshPrincipal(i.Principal, changedAll, true)
 			g.goIfOpen(func() { g.resubscribe(i.Principal) })
 			return
 		}
@@ -320,14 +354,14 @@ func (g *Gateway) changed(c changes) {
 	}
 }
 
-// changedFor schedules a refresh of principal's sessions, or of every
-// session when principal is "".
+// changedFor schedules a refresh of principal's sessions and views, or of
+// every session and view when principal is "".
 func (g *Gateway) changedFor(principal string, c changes) {
 	if principal == "" {
 		g.changed(c)
 		return
 	}
-	g.refreshPrincipal(principal)
+	g.refreshPrincipal(principal, c, true)
 }
 
 // refresher applies changes to the sessions, one round at a time, so that
@@ -346,16 +380,22 @@ func (g *Gateway) refresher() {
 		for _, s := range g.sessionList() {
 			s.refresh(g.ctx, c)
 		}
+		for _, v := range g.viewList() {
+			v.refresh(g.ctx, c)
+		}
 	}
 }
 
-// goIfOpen runs f on a goroutine of the gateway's, unless it is closed.
-func (g *Gateway) goIfOpen(f func()) {
+// goIfOpen runs f on a goroutine of the gateway's, unless it is closed,
+// and reports whether it does.
+func (g *Gateway) goIfOpen(f func()) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.ctx.Err() == nil {
-		g.wg.Go(f)
+	if g.ctx.Err() != nil {
+		return false
 	}
+	g.wg.Go(f)
+	return true
 }
 
 func (g *Gateway) sessionList() []*session {

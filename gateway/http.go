@@ -33,7 +33,7 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport, opts *SessionOptio
 	if opts != nil {
 		o = *opts
 	}
-	s, err := g.newSession(ctx, o.Principal)
+	s, err := g.newSession(ctx, o.Principal, nil, false)
 	if err != nil {
 		return err
 	}
@@ -167,13 +167,27 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 		DisableLocalhostProtection: len(o.Hosts) > 0,
 	})
 
+	// Clients of protocol 2026-07-28 have no session: each request is
+	// served on its own, by the view of its principal (stateless.go).
+	stateless := mcp.NewStreamableHTTPHandler(serverOfView, &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		Logger:                       g.sdkLogger,
+		MaxRequestBodyBytes:          o.MaxBodyBytes,
+		DisableLocalhostProtection:   len(o.Hosts) > 0,
+		PropagateRequestCancellation: true,
+	})
+
 	open := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var principal string
+		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+			principal = ti.UserID
+		}
+		if ok, meta := usesNewProtocol(r); ok {
+			g.viewHandler(w, r, principal, meta, stateless)
+			return
+		}
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
-			var principal string
-			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
-				principal = ti.UserID
-			}
-			s, err := g.newSession(r.Context(), principal)
+			s, err := g.newSession(r.Context(), principal, nil, false)
 			if err != nil {
 				http.Error(w, "the gateway is unavailable", http.StatusServiceUnavailable)
 				return

@@ -25,11 +25,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// httpClient connects a Go SDK client to the gateway at url with token.
-func httpClient(t *testing.T, url, token string, meta mcp.Meta) *mcp.ClientSession {
+// The protocols of the gateway's two kinds of client: with a session, and
+// without one (stateless.go). Each governs alike: a test of what a
+// principal is, or has seen, runs with both.
+const (
+	sessionProtocol   = "2025-11-25"
+	statelessProtocol = "2026-07-28"
+)
+
+var protocols = []string{sessionProtocol, statelessProtocol}
+
+// httpClient connects a Go SDK client to the gateway at url with token,
+// speaking version.
+func httpClient(t *testing.T, url, token, version string) *mcp.ClientSession {
 	t.Helper()
 	tr := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(context.Background(), tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,18 +74,26 @@ func identityServers(t *testing.T) []conduit.Server {
 }
 
 // TestTwoPrincipalsAtOnce: conduit serve over HTTP with two principals'
-// clients at once: each call reaches the servers with its principal's
-// credentials, never the other's; what a server scopes to alice's
-// session is served to alice only.
+// clients at once, with sessions and without: each call reaches the
+// servers with its principal's credentials, never the other's; what a
+// server scopes to alice's session is served to alice only.
 func TestTwoPrincipalsAtOnce(t *testing.T) {
-	g := newGateway(t, identityServers(t), &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
+	for _, version := range protocols {
+		t.Run(version, func(t *testing.T) { twoPrincipalsAtOnce(t, version) })
+	}
+}
+
+func twoPrincipalsAtOnce(t *testing.T, version string) {
+	// A client without a session is told of no list change: with no cache
+	// hint (ListTTL < 0), it sees the new lists at its next request.
+	g := newGateway(t, identityServers(t), &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}, ListTTL: -1})
 	h, err := g.Handler(&gateway.HTTPOptions{Tokens: map[string]string{aliceToken: "alice", bobToken: "bob"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	alice, bob := httpClient(t, srv.URL, aliceToken, nil), httpClient(t, srv.URL, bobToken, nil)
+	alice, bob := httpClient(t, srv.URL, aliceToken, version), httpClient(t, srv.URL, bobToken, version)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 40)
@@ -133,8 +152,16 @@ func TestTwoPrincipalsAtOnce(t *testing.T) {
 // conversation a client names, not to a transport session: a new session
 // (a reconnection) keeps it; another conversation of the same principal
 // does not have it, a request that names none has every conversation's,
-// and another principal has none of it.
+// and another principal has none of it. Clients without a session (whose
+// tools are those of their conversation's taint) and with one alike; and
+// what one kind of client saw taints the other's.
 func TestTaintByPrincipal(t *testing.T) {
+	for _, version := range protocols {
+		t.Run(version, func(t *testing.T) { taintByPrincipal(t, version) })
+	}
+}
+
+func taintByPrincipal(t *testing.T, version string) {
 	web := newUpstream(t, "web")
 	web.tool("fetch", "Fetch a page.", echo("page "))
 	env := newUpstream(t, "env")
@@ -160,11 +187,11 @@ func TestTaintByPrincipal(t *testing.T) {
 	}
 	denied := func(res *mcp.CallToolResult) bool { return res.IsError }
 
-	first := httpClient(t, srv.URL, aliceToken, nil)
+	first := httpClient(t, srv.URL, aliceToken, version)
 	call(first, "web__fetch", conv("c1"))
 	first.Close()
 	// A new session (as after a reconnection), the same conversation.
-	again := httpClient(t, srv.URL, aliceToken, nil)
+	again := httpClient(t, srv.URL, aliceToken, version)
 	if res := call(again, "env__get", conv("c1")); !denied(res) {
 		t.Errorf("c1 after a reconnection: %q", resultText(res))
 	}
@@ -174,9 +201,14 @@ func TestTaintByPrincipal(t *testing.T) {
 	if res := call(again, "env__get", conv("c2")); denied(res) {
 		t.Errorf("another conversation of alice's: %q", resultText(res))
 	}
-	bob := httpClient(t, srv.URL, bobToken, nil)
+	bob := httpClient(t, srv.URL, bobToken, version)
 	if res := call(bob, "env__get", nil); denied(res) {
 		t.Errorf("bob: %q", resultText(res))
+	}
+	// The other kind of client of alice's has her taint.
+	other := map[string]string{sessionProtocol: statelessProtocol, statelessProtocol: sessionProtocol}[version]
+	if res := call(httpClient(t, srv.URL, aliceToken, other), "env__get", conv("c1")); !denied(res) {
+		t.Errorf("c1 from a client of %s: %q", other, resultText(res))
 	}
 	if n := sent.Load(); n != 2 {
 		t.Errorf("env__get ran %d times, want 2 (c2's and bob's)", n)
@@ -194,50 +226,83 @@ func countedTool(u *upstream, name, answer string) *atomic.Int64 {
 	return n
 }
 
-// failingSets is a store whose reads or writes fail, as a Redis that is
-// down does (store.ErrUnavailable).
-type failingSets struct {
-	store.Sets
-	reads, writes atomic.Bool
+// failingStore is a store whose sets' reads or writes, or claims, fail
+// as a Redis that is down does (store.ErrUnavailable).
+type failingStore struct {
+	store.Store
+	reads, writes, claims atomic.Bool
 }
 
-func (f *failingSets) Members(ctx context.Context, key string) ([]string, error) {
+// newFailingStore is a failingStore over an in-memory store, closed by
+// the test's end.
+func newFailingStore(t *testing.T) *failingStore {
+	mem := store.NewMemory()
+	t.Cleanup(func() { mem.Close() })
+	return &failingStore{Store: mem}
+}
+
+func (f *failingStore) Members(ctx context.Context, key string) ([]string, error) {
 	if f.reads.Load() {
 		return nil, fmt.Errorf("members: %w", store.ErrUnavailable)
 	}
-	return f.Sets.Members(ctx, key)
+	return f.Store.Members(ctx, key)
 }
 
-func (f *failingSets) AddMembers(ctx context.Context, key string, ttl time.Duration, members ...string) error {
+func (f *failingStore) AddMembers(ctx context.Context, key string, ttl time.Duration, members ...string) error {
 	if f.writes.Load() {
 		return fmt.Errorf("add: %w", store.ErrUnavailable)
 	}
-	return f.Sets.AddMembers(ctx, key, ttl, members...)
+	return f.Store.AddMembers(ctx, key, ttl, members...)
+}
+
+func (f *failingStore) Claim(ctx context.Context, key string, ttl time.Duration) (store.Claim, error) {
+	if f.claims.Load() {
+		return store.Claim{}, fmt.Errorf("claim: %w", store.ErrUnavailable)
+	}
+	return f.Store.Claim(ctx, key, ttl)
 }
 
 // TestTaintStoreFailsClosed: a call whose taint cannot be read is refused
-// with nothing sent; an answer whose taint cannot be recorded is withheld.
+// with nothing sent; an answer whose taint cannot be recorded is withheld;
+// for clients with a session and without.
 func TestTaintStoreFailsClosed(t *testing.T) {
 	for _, tt := range []struct {
 		name          string
+		stateless     bool
 		reads, writes bool
 		want          string
 		sent          int // times the server ran the call
 	}{
-		{"reads", true, false, "could not be read", 0},
-		{"writes", false, true, "could not be recorded", 1},
+		{"reads", false, true, false, "could not be read", 0},
+		{"writes", false, false, true, "could not be recorded", 1},
+		// Without a session, the view to serve the request is chosen by
+		// its taint: unread, the request is refused before any handler.
+		{"reads without a session", true, true, false, "Service Unavailable", 0},
+		{"writes without a session", true, false, true, "could not be recorded", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			web := newUpstream(t, "web")
 			sent := countedTool(web, "fetch", "the page")
-			sets := &failingSets{Sets: store.NewMemory()}
-			g := newGateway(t, []conduit.Server{web.server("web")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}, Taint: sets})
-			cs, _ := connect(t, g, "alice", nil)
-			sets.reads.Store(tt.reads)
-			sets.writes.Store(tt.writes)
-			res := callTool(t, cs, "web__fetch", map[string]any{})
-			if !res.IsError || !strings.Contains(resultText(res), tt.want) || strings.Contains(resultText(res), "the page") {
-				t.Errorf("answer: %q", resultText(res))
+			fs := newFailingStore(t)
+			g := newGateway(t, []conduit.Server{web.server("web")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll(), Store: fs}})
+			var cs *mcp.ClientSession
+			if tt.stateless {
+				cs = httpClient(t, serveGateway(t, g), aliceToken, statelessProtocol)
+			} else {
+				cs, _ = connect(t, g, "alice", nil)
+			}
+			fs.reads.Store(tt.reads)
+			fs.writes.Store(tt.writes)
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "web__fetch", Arguments: map[string]any{}})
+			got := fmt.Sprint(err)
+			if err == nil {
+				got = resultText(res)
+				if !res.IsError {
+					got = "not an error: " + got
+				}
+			}
+			if !strings.Contains(got, tt.want) || strings.Contains(got, "the page") {
+				t.Errorf("answer: %q", got)
 			}
 			if n := sent.Load(); n != int64(tt.sent) {
 				t.Errorf("sent %d times, want %d", n, tt.sent)
@@ -281,21 +346,28 @@ func jwtGateway(t *testing.T, as *oauthtest.Server, servers []conduit.Server, o 
 
 // TestTokenExchangeThroughServe: the caller's own JWT, which conduit
 // serve verified, is exchanged for a token of the per-principal server's
-// (RFC 8693): the server sees alice and bob, each in their own session;
-// a caller with a static token has nothing to exchange, and that token
-// never leaves the gateway.
+// (RFC 8693): the server sees alice and bob, each in their own session,
+// whether their clients have a session with the gateway or not; a caller
+// with a static token has nothing to exchange, and that token never
+// leaves the gateway.
 func TestTokenExchangeThroughServe(t *testing.T) {
+	for _, version := range protocols {
+		t.Run(version, func(t *testing.T) { tokenExchangeThroughServe(t, version) })
+	}
+}
+
+func tokenExchangeThroughServe(t *testing.T, version string) {
 	as := oauthtest.New(t, oauthtest.Options{TokenExchange: true, Confidential: &oauthtest.Client{ID: "conduit-gw", Secret: "gw-secret-0123456789"}})
 	remote := conduit.Server{ID: "remote", URL: as.MCPURL(), Identity: conduit.IdentityPrincipal,
 		OAuth: &oauth.Config{Grant: oauth.GrantTokenExchange, ClientID: "conduit-gw", ClientSecret: "gw-secret-0123456789", LoginPoll: time.Hour}}
 	url, _ := jwtGateway(t, as, []conduit.Server{remote}, nil)
 	for _, who := range []string{"alice", "bob"} {
-		cs := httpClient(t, url, as.AccessToken(who, url, time.Hour), nil)
+		cs := httpClient(t, url, as.AccessToken(who, url, time.Hour), version)
 		if got := resultText(callTool(t, cs, "remote__whoami", map[string]any{})); got != "hello "+who {
 			t.Errorf("%s is seen as %q", who, got)
 		}
 	}
-	carol := httpClient(t, url, "carol-static-0123456789", nil)
+	carol := httpClient(t, url, "carol-static-0123456789", version)
 	if res, err := carol.CallTool(context.Background(), &mcp.CallToolParams{Name: "remote__whoami", Arguments: map[string]any{}}); err == nil && !res.IsError {
 		t.Errorf("carol, with nothing to exchange: %q", resultText(res))
 	}
@@ -384,8 +456,9 @@ func TestServeOAuthProcess(t *testing.T) {
 	}`, hs.URL)
 	url := serveHTTP(t, config, []string{"GH_ALICE=gh-alice-0123456789", "GH_BOB=gh-bob-0123456789"},
 		"--http", addr, "--oauth-issuer", as.URL, "--oauth-resource", "http://"+addr+"/mcp")
-	for _, who := range []string{"alice", "bob"} {
-		cs := httpClient(t, url, as.AccessToken(who, url, time.Hour), nil)
+	// alice's client has a session, bob's has none.
+	for who, version := range map[string]string{"alice": sessionProtocol, "bob": statelessProtocol} {
+		cs := httpClient(t, url, as.AccessToken(who, url, time.Hour), version)
 		if got := resultText(callTool(t, cs, "gh__whoami", map[string]any{})); got != who {
 			t.Errorf("%s is seen as %q", who, got)
 		}

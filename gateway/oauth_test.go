@@ -187,11 +187,13 @@ func TestJWTScopesAndClaim(t *testing.T) {
 	if code, _, _ := post(t, url, rawReq{body: initialize, token: withScope("read", "alice@example.com")}); code != http.StatusForbidden {
 		t.Errorf("without the scope: %d", code)
 	}
-	cs := httpClient(t, url, withScope("read mcp", "alice@example.com"), nil)
+	// alice's client has a session, bob's has none: the principal is the
+	// claim on both paths.
+	cs := httpClient(t, url, withScope("read mcp", "alice@example.com"), sessionProtocol)
 	if got := resultText(callTool(t, cs, "up__echo", map[string]any{"x": 1})); got != `{"x":1}` {
 		t.Errorf("alice's call: %q", got)
 	}
-	bob := httpClient(t, url, withScope("mcp", "bob@example.com"), nil)
+	bob := httpClient(t, url, withScope("mcp", "bob@example.com"), statelessProtocol)
 	if res, err := bob.CallTool(context.Background(), &mcp.CallToolParams{Name: "up__echo", Arguments: map[string]any{}}); err == nil && !res.IsError {
 		t.Errorf("bob's call: %q", resultText(res))
 	}

@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,7 +20,8 @@ import (
 // prompts/get, resources/read, completion/complete), to pass on to the
 // server, added to out: the progress token is conduit's to set (progress
 // comes back through the call), and the io.modelcontextprotocol/ keys
-// describe the client's hop, not the call. A trace context in it
+// describe the client's hop, not the call (what of them the server is to
+// know, clientMeta passes on). A trace context in it
 // (traceparent, tracestate, baggage) reaches the hub's Trace as
 // CallStartInfo.Meta (RequestStartInfo.Meta), whose span continues it;
 // the hub's Trace.RequestMeta then replaces it with the span's own, so
@@ -37,33 +40,56 @@ func forwardMeta(m, out mcp.Meta) mcp.Meta {
 }
 
 // callTool runs a client's tools/call of name, offered by ts, through the
-// hub's pipeline.
+// hub's pipeline; a view's as a round (rounds.go).
 func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	opts, conv, err := s.callOptions(ctx, ts, req.Params.Meta)
 	if err != nil {
 		return answer(err)
 	}
-	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
-	if token := req.Params.GetProgressToken(); token != nil {
+	opts.Meta = clientMeta(req.Session, req.Params.Meta, forwardMeta(req.Params.Meta, opts.Meta))
+	var args any
+	if len(req.Params.Arguments) > 0 {
+		args = req.Params.Arguments
+	}
+	call := func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
+		res, err := s.g.src.CallTool(context.WithValue(ctx, sessionKey{}, s), name, args, opts)
+		if t, ok := ts.Lookup(name); ok {
+			if terr := s.taintFrom(ctx, opts, conv, t.Server, err); terr != nil {
+				return answer(terr)
+			}
+		}
+		if err != nil {
+			return answer(err)
+		}
+		return res, nil
+	}
+	var rq *roundRequest
+	if s.view {
+		d, err := argsDigest(req.Params.Arguments)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the arguments are not JSON: " + err.Error()}
+		}
+		rq = s.roundRequest(toolMethod, req.Session, name, d, req.Params.InputResponses, req.Params.RequestState, req.Params.GetProgressToken())
+	} else if token := req.Params.GetProgressToken(); token != nil {
 		ss := req.Session
 		opts.Progress = func(_ *conduit.Call, p conduit.Progress) {
 			ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message})
 		}
 	}
-	var args any
-	if len(req.Params.Arguments) > 0 {
-		args = req.Params.Arguments
-	}
-	res, err := s.g.src.CallTool(context.WithValue(ctx, sessionKey{}, s), name, args, opts)
-	if t, ok := ts.Lookup(name); ok {
-		if terr := s.taintFrom(ctx, opts, conv, t.Server, err); terr != nil {
-			return answer(terr)
-		}
-	}
+	res, err := s.serve(ctx, rq, opts, call)
 	if err != nil {
-		return answer(err)
+		return nil, err
 	}
-	return res, nil
+	return res.(*mcp.CallToolResult), nil
+}
+
+// serve makes a request's call: a view's as a round (rounds.go), rq
+// saying what the request is; a session's at once.
+func (s *session) serve(ctx context.Context, rq *roundRequest, opts *conduit.CallOptions, call func(context.Context, *conduit.CallOptions) (mcp.Result, error)) (mcp.Result, error) {
+	if rq == nil {
+		return call(ctx, opts)
+	}
+	return s.serveRound(ctx, rq, opts, call)
 }
 
 func (s *session) getPrompt(ctx context.Context, name string, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
@@ -77,15 +103,21 @@ func (s *session) getPrompt(ctx context.Context, name string, req *mcp.GetPrompt
 	if err != nil {
 		return nil, requestError(err)
 	}
-	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
-	res, err := s.g.src.GetPrompt(context.WithValue(ctx, sessionKey{}, s), name, req.Params.Arguments, opts)
-	if terr := s.taintFrom(ctx, opts, conv, server, err); terr != nil {
-		return nil, requestError(terr)
+	opts.Meta = clientMeta(req.Session, req.Params.Meta, forwardMeta(req.Params.Meta, opts.Meta))
+	call := s.rpcCall(conv, server, func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
+		return s.g.src.GetPrompt(ctx, name, req.Params.Arguments, opts)
+	})
+	var rq *roundRequest
+	if s.view {
+		args, _ := json.Marshal(req.Params.Arguments) // a map of strings
+		d, _ := argsDigest(args)
+		rq = s.roundRequest(promptMethod, req.Session, name, d, req.Params.InputResponses, req.Params.RequestState, nil)
 	}
+	res, err := s.serve(ctx, rq, opts, call)
 	if err != nil {
-		return nil, requestError(err)
+		return nil, err
 	}
-	return res, nil
+	return res.(*mcp.GetPromptResult), nil
 }
 
 func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
@@ -96,15 +128,41 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 	if err != nil {
 		return nil, requestError(err)
 	}
-	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
-	res, err := s.g.src.ReadResource(context.WithValue(ctx, sessionKey{}, s), req.Params.URI, opts)
-	if terr := s.taintFrom(ctx, opts, conv, server, err); terr != nil {
-		return nil, requestError(terr)
+	opts.Meta = clientMeta(req.Session, req.Params.Meta, forwardMeta(req.Params.Meta, opts.Meta))
+	call := s.rpcCall(conv, server, func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
+		return s.g.src.ReadResource(ctx, req.Params.URI, opts)
+	})
+	var rq *roundRequest
+	if s.view {
+		rq = s.roundRequest(resourceMethod, req.Session, req.Params.URI, "", req.Params.InputResponses, req.Params.RequestState, nil)
 	}
+	res, err := s.serve(ctx, rq, opts, call)
 	if err != nil {
-		return nil, requestError(err)
+		return nil, err
 	}
-	return res, nil
+	return res.(*mcp.ReadResourceResult), nil
+}
+
+// rpcCall is the call of a prompts/get or resources/read of the session,
+// which do makes: its output taints the principal (and conv) with server,
+// and an error is the request's JSON-RPC error.
+func (s *session) rpcCall(conv, server string, do func(context.Context, *conduit.CallOptions) (mcp.Result, error)) func(context.Context, *conduit.CallOptions) (mcp.Result, error) {
+	return func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
+		res, err := do(context.WithValue(ctx, sessionKey{}, s), opts)
+		if terr := s.taintFrom(ctx, opts, conv, server, err); terr != nil {
+			return nil, requestError(terr)
+		}
+		if err != nil {
+			return nil, requestError(err)
+		}
+		return res, nil
+	}
+}
+
+// roundRequest is a request of a view's client, to be served as a round.
+func (s *session) roundRequest(m *method, ss *mcp.ServerSession, name, args string, responses mcp.InputResponseMap, state string, progress any) *roundRequest {
+	return &roundRequest{m: m, ss: ss, b: binding{method: m.name, name: name, args: args, principal: s.principal},
+		responses: responses, state: state, progress: progress}
 }
 
 // complete asks the server of the reference for completions. The values
@@ -119,8 +177,12 @@ func (s *session) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.
 	if err != nil {
 		return nil, requestError(err)
 	}
-	opts.Meta = forwardMeta(req.Params.Meta, opts.Meta)
-	res, err := s.g.src.Complete(ctx, req.Params, opts)
+	opts.Meta = clientMeta(req.Session, req.Params.Meta, forwardMeta(req.Params.Meta, opts.Meta))
+	// The params' own _meta is the client's hop's: what of it goes on is
+	// in opts.Meta.
+	p := *req.Params
+	p.Meta = nil
+	res, err := s.g.src.Complete(ctx, &p, opts)
 	if err != nil || len(res.Completion.Values) > 0 {
 		if terr := s.taintFrom(ctx, opts, conv, server, err); terr != nil {
 			return nil, requestError(terr)

@@ -12,24 +12,26 @@ import (
 // A client's session with the gateway: its state, and its life from the
 // client's initialize to its close.
 
-// protocolVersions are the versions the gateway speaks to its clients:
-// those before 2026-07-28, whose sessions let a server ask its client
-// something during a call (the gateway's approval prompts, and what the
-// servers ask), which 2026-07-28 does only through multi-round-trip
-// results.
-var protocolVersions = slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= "2026-07-28" })
+// protocolVersions are the versions of the gateway's sessions: those
+// before 2026-07-28, whose clients initialize a session. Clients of
+// 2026-07-28 have none: views serve them (stateless.go).
+var protocolVersions = slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= newProtocol })
 
 // session is one client's session: its own mcp.Server, whose tools,
 // prompts and resources are what the hub offers the session's principal
-// with the session's taint.
+// with the session's taint. A view (stateless.go) is a session of no
+// client: what one principal with one taint is offered, serving the
+// requests of clients of protocol 2026-07-28, which have no session.
 type session struct {
 	g         *Gateway
 	principal string
 	server    *mcp.Server
 	handlers  *conduit.Handlers // what servers send during this session's calls
+	view      bool              // its lists are made with a fixed taint (taint)
 
 	mu      sync.Mutex
 	ss      *mcp.ServerSession
+	taint   []string                   // a view's, which its lists are made with
 	defs    map[string]*mcp.Tool       // exposed name -> the server's own tool registered under it
 	prompts map[string]*conduit.Prompt // exposed name -> the prompt registered under it
 	rset    *conduit.ResourceSet       // as offered
@@ -54,45 +56,57 @@ func sessionFrom(ctx context.Context) *session {
 }
 
 // newSession makes a session's server for principal, with its lists as
-// they are now.
-func (g *Gateway) newSession(ctx context.Context, principal string) (*session, error) {
+// they are now; a view's, whose lists are made with taint, when view is
+// set.
+func (g *Gateway) newSession(ctx context.Context, principal string, taint []string, view bool) (*session, error) {
 	s := &session{
 		g:         g,
 		principal: principal,
+		view:      view,
+		taint:     taint,
 		defs:      map[string]*mcp.Tool{},
 		prompts:   map[string]*conduit.Prompt{},
 		res:       map[string]*mcp.Resource{},
 		tmpls:     map[string]*mcp.ResourceTemplate{},
 		subs:      map[string]bool{},
 	}
-	s.handlers = &conduit.Handlers{
-		Elicitation: s.elicit,
-		Sampling:    s.sample,
-		Roots:       s.roots,
-		Logging:     func(ctx context.Context, req *mcp.LoggingMessageRequest) { s.log(ctx, req.Params) },
+	// Declared even while a list is empty: a server may come up later.
+	caps := &mcp.ServerCapabilities{
+		Logging:   &mcp.LoggingCapabilities{},
+		Tools:     &mcp.ToolCapabilities{ListChanged: true},
+		Prompts:   &mcp.PromptCapabilities{ListChanged: true},
+		Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: !view},
 	}
-	s.server = mcp.NewServer(g.impl, &mcp.ServerOptions{
-		Instructions: g.instr,
-		Logger:       g.sdkLogger,
-		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
+	opts := &mcp.ServerOptions{
+		Instructions:      g.instr,
+		Logger:            g.sdkLogger,
+		CompletionHandler: s.complete,
+		Capabilities:      caps,
+	}
+	if view {
+		// Each request's calls get Handlers of their own (rounds.go).
+		opts.SetCacheable = g.setCacheable
+	} else {
+		s.handlers = &conduit.Handlers{
+			Elicitation: s.elicit,
+			Sampling:    s.sample,
+			Roots:       s.roots,
+			Logging:     func(ctx context.Context, req *mcp.LoggingMessageRequest) { s.log(ctx, req.Params) },
+		}
+		opts.InitializedHandler = func(_ context.Context, req *mcp.InitializedRequest) {
 			s.mu.Lock()
 			s.ss = req.Session
 			s.mu.Unlock()
 			g.add(s, req.Session)
-		},
-		CompletionHandler:         s.complete,
-		SubscribeHandler:          s.subscribe,
-		UnsubscribeHandler:        s.unsubscribe,
-		SupportedProtocolVersions: protocolVersions,
-		// Declared even while a list is empty: a server may come up later.
-		Capabilities: &mcp.ServerCapabilities{
-			Logging:   &mcp.LoggingCapabilities{},
-			Tools:     &mcp.ToolCapabilities{ListChanged: true},
-			Prompts:   &mcp.PromptCapabilities{ListChanged: true},
-			Resources: &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
-		},
-	})
-	s.server.AddReceivingMiddleware(s.watchLevel, s.followConversation)
+		}
+		opts.SubscribeHandler, opts.UnsubscribeHandler = s.subscribe, s.unsubscribe
+		opts.SupportedProtocolVersions = protocolVersions
+	}
+	s.server = mcp.NewServer(g.impl, opts)
+	s.server.AddReceivingMiddleware(s.watchLevel)
+	if !view {
+		s.server.AddReceivingMiddleware(s.followConversation)
+	}
 	s.server.AddReceivingMiddleware(g.middleware...) // around conduit's own
 	if err := s.sync(ctx, changedAll); err != nil {
 		return nil, err

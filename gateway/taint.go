@@ -36,8 +36,10 @@ const MetaConversation = "io.github.conduitmcp/conversation"
 const maxConversation = 256
 
 // taints is the taint of principals and of their conversations, in a
-// store.Sets. The sessions of every transport use it (and the stateless
-// requests of protocol 2026-07-28 can: it needs no session).
+// store.Sets. The sessions of every transport use it, and so do the
+// requests of clients of protocol 2026-07-28, which have none
+// (stateless.go): a request is decided, and its view chosen, with the
+// taint read from here.
 type taints struct {
 	sets store.Sets
 	life time.Duration
@@ -118,10 +120,15 @@ func (s *session) followConversation(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // taintList returns the taint the session's listings are made with: its
-// principal's, in the conversation its requests last named.
+// principal's, in the conversation its requests last named; a view's own,
+// fixed when it was made.
 func (s *session) taintList(ctx context.Context) ([]string, error) {
 	s.mu.Lock()
 	c := s.conversation
+	if s.view {
+		defer s.mu.Unlock()
+		return slices.Clone(s.taint), nil
+	}
 	s.mu.Unlock()
 	return s.g.taints.of(ctx, s.principal, c)
 }
@@ -143,8 +150,9 @@ func taintUnrecorded(err error) error {
 // taintFrom records that the session's principal received server's output
 // (a result, or the server's own error message) from a request made with
 // opts in conversation, and brings the lists of the principal's sessions
-// up to date when that is new. An error means the output must be
-// withheld: it could not be recorded.
+// up to date when that is new (a view's do not change: the principal's
+// next request gets the view of the new taint). An error means the output
+// must be withheld: it could not be recorded.
 func (s *session) taintFrom(ctx context.Context, opts *conduit.CallOptions, conversation, server string, err error) error {
 	if err != nil {
 		if k, _ := conduit.KindOf(err); k != conduit.KindServerError {
@@ -162,7 +170,7 @@ func (s *session) taintFrom(ctx context.Context, opts *conduit.CallOptions, conv
 		s.g.logger.Warn("gateway: the taint could not be recorded: the answer is withheld", "server", server, "err", err)
 		return taintUnrecorded(err)
 	}
-	s.g.refreshPrincipal(s.principal)
+	s.g.refreshPrincipal(s.principal, changedAll, false)
 	return nil
 }
 
@@ -170,12 +178,21 @@ func (s *session) taintFrom(ctx context.Context, opts *conduit.CallOptions, conv
 const taintTimeout = 10 * time.Second
 
 // refreshPrincipal brings the lists of principal's sessions up to date,
-// after their taint changed.
-func (g *Gateway) refreshPrincipal(principal string) {
+// after their taint changed, and with views, those of principal's views,
+// after what the hub offers the principal changed.
+func (g *Gateway) refreshPrincipal(principal string, c changes, views bool) {
 	g.goIfOpen(func() {
 		for _, s := range g.sessionList() {
 			if s.principal == principal {
-				s.refresh(g.ctx, changedAll)
+				s.refresh(g.ctx, c)
+			}
+		}
+		if !views {
+			return
+		}
+		for _, v := range g.viewList() {
+			if v.principal == principal {
+				v.refresh(g.ctx, c)
 			}
 		}
 	})

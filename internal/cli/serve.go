@@ -10,6 +10,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/gateway"
+	"github.com/conduitmcp/conduit/internal/seal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -48,8 +49,16 @@ exchanges the caller's token for one of its own.
 
 Taint belongs to a principal (and to the conversation a client names in
 _meta "io.github.conduitmcp/conversation"), not to a session: a client
-keeps it across reconnections, for "taintLifetime" (--taint-lifetime,
-default 24h) after the latest addition.
+keeps it across reconnections, and a client without a session has it too,
+for "taintLifetime" (--taint-lifetime, default 24h) after the latest
+addition.
+
+Clients of MCP 2026-07-28 have no session: an "ask" rule, and what a
+server asks during a call, are answered with an input-required result whose
+requestState is sealed with CONDUIT_STATE_KEY (secrets of at least 32
+bytes, separated by commas: the first seals, every one opens). Replicas
+behind one address must share it; unset, serve makes a key at start, which
+a restart forgets.
 
 When mcp.lock.json is beside the configuration, only the tools it pins are
 served (see conduit pin). It is read once, when serve starts: restart serve
@@ -60,7 +69,7 @@ after 'conduit pin --update'.`)
 	noAuth := fs.Bool("no-auth", false, "with --http on a loopback address: serve without bearer tokens")
 	transparent := fs.Bool("transparent", false, "serve a single server under its own tool and prompt names, without the server__ prefix")
 	principal := fs.String("principal", "", "over stdio: the principal the session's calls are made for")
-	approvalTimeout := fs.Duration("approval-timeout", gateway.DefaultApprovalTimeout, "how long to wait for the client's answer to an approval request")
+	approvalTimeout := fs.Duration("approval-timeout", gateway.DefaultApprovalTimeout, "how long to wait for the client's answer to an approval request (for a client of MCP 2026-07-28: how long its requestState is valid)")
 	issuer := fs.String("oauth-issuer", "", "with --http: accept the JWT access tokens of this authorization server `URL` (the \"serve\" object's oauth.issuer)")
 	resource := fs.String("oauth-resource", "", "with --http: this server's own `URL` as its clients reach it, the audience of their tokens (oauth.resource)")
 	taintLifetime := fs.Duration("taint-lifetime", 0, "how long a principal's taint lasts after its latest addition (default the \"serve\" object's taintLifetime, or 24h)")
@@ -109,6 +118,12 @@ after 'conduit pin --update'.`)
 	if *taintLifetime == 0 && cfg.Serve != nil {
 		*taintLifetime = cfg.Serve.TaintLifetime
 	}
+	var stateKeys [][]byte
+	if v := env.Getenv("CONDUIT_STATE_KEY"); v != "" {
+		if stateKeys, err = seal.ParseSecrets(v); err != nil {
+			return inputError("CONDUIT_STATE_KEY: %v", err)
+		}
+	}
 	policy := cfg.Policy
 	if policy == nil {
 		policy = conduit.NewPolicy(conduit.Ask("*"))
@@ -138,6 +153,7 @@ after 'conduit pin --update'.`)
 		ApprovalTimeout: *approvalTimeout,
 		Middleware:      env.serverMiddleware(),
 		TaintLifetime:   *taintLifetime,
+		StateKeys:       stateKeys,
 	})
 	if err != nil {
 		return h.openError(err)

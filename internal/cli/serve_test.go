@@ -47,6 +47,7 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"serve", "--config", one, "--http", "127.0.0.1:0"}, nil, ExitUsage, `--http needs bearer tokens: add to`},
 		{[]string{"serve", "--config", tokens, "--http", "127.0.0.1:0"}, map[string]string{"T_ALICE": "alice-secret-0123456789"}, ExitUsage, "T_BOB is not set"},
 		{[]string{"serve", "--config", tokens, "--http", "127.0.0.1:0"}, map[string]string{"T_ALICE": "short-secret", "T_BOB": "bob-secret-0123456789"}, ExitUsage, `principal "alice" is shorter than 16`},
+		{[]string{"serve", "--config", one, "--http", "127.0.0.1:0", "--no-auth"}, map[string]string{"CONDUIT_STATE_KEY": "too-short-a-secret"}, ExitUsage, "CONDUIT_STATE_KEY: seal: secret 1 is 18 bytes; it must be at least 32"},
 	} {
 		env, _, errb := testEnv("")
 		env.Getenv = func(k string) string { return tc.env[k] }

@@ -36,6 +36,11 @@ const MinSecret = 32
 
 const prefix = "cs1"
 
+// b64 decodes strictly: a character whose unused low bits are set would
+// otherwise decode to the same bytes, and one sealed value would have
+// several texts.
+var b64 = base64.RawURLEncoding.Strict()
+
 var (
 	// ErrInvalid is the error of a value that was not sealed by any of the
 	// Sealer's keys for its purpose, or was altered, truncated or is not
@@ -139,7 +144,7 @@ func (s *Sealer) Open(sealed string, now time.Time) ([]byte, error) {
 	if len(parts) != 4 || parts[0] != prefix {
 		return nil, ErrInvalid
 	}
-	mac, err := base64.RawURLEncoding.DecodeString(macText)
+	mac, err := b64.DecodeString(macText)
 	if err != nil || len(mac) != sha256.Size {
 		return nil, ErrInvalid
 	}
@@ -163,7 +168,7 @@ func (s *Sealer) Open(sealed string, now time.Time) ([]byte, error) {
 			return nil, ErrExpired
 		}
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[3])
+	payload, err := b64.DecodeString(parts[3])
 	if err != nil {
 		return nil, ErrInvalid
 	}

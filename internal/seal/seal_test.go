@@ -145,3 +145,23 @@ func expiryOf(t *testing.T, sealed string) time.Time {
 	}
 	return time.Unix(sec, 0)
 }
+
+// TestOneText: a sealed value has one text: no other character in any
+// place opens, not even one that decodes to the same bytes (the unused
+// low bits of a last base64 character).
+func TestOneText(t *testing.T) {
+	s := mustNew(t, "state", secretA)
+	sealed := s.Seal([]byte(`{"taint":["web"]}`), now.Add(time.Hour))
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_."
+	for i := range len(sealed) {
+		for _, c := range []byte(alphabet) {
+			if sealed[i] == c {
+				continue
+			}
+			alt := sealed[:i] + string(c) + sealed[i+1:]
+			if _, err := s.Open(alt, now); err == nil {
+				t.Fatalf("opened with %q at %d", c, i)
+			}
+		}
+	}
+}

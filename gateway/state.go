@@ -1,0 +1,165 @@
+package gateway
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/conduitmcp/conduit/internal/digest"
+	"github.com/conduitmcp/conduit/internal/seal"
+)
+
+// The requestState the gateway hands a client of protocol 2026-07-28 with
+// an input-required result, and takes back with its retry: sealed by
+// internal/seal under the gateway's StateKeys, so that any replica that
+// has the keys opens it and an altered one is refused, and bound to the
+// request it was issued for.
+
+// statePurpose is the purpose the requestState's keys are derived for.
+const statePurpose = "requestState"
+
+// stateVersion is the version of the payload; a state of another version
+// is refused.
+const stateVersion = 1
+
+// maxStateBytes bounds a requestState a client sends, before it is
+// opened: one the gateway issued is the server's own state (which a
+// client would send anyway) and a few hundred bytes.
+const maxStateBytes = 64 << 10
+
+// The kinds of question a state follows.
+const (
+	// kindApproval: the gateway asked the client to approve the call (an
+	// "ask" rule). The retry's answer decides it.
+	kindApproval = "approval"
+	// kindServer: the server asked for input by a multi-round-trip result;
+	// Server is its requestState, sent back to it with the answers.
+	kindServer = "server"
+	// kindWait: the server asked by a JSON-RPC request during the call
+	// (protocol 2025-11-25 or before), which waits for the answer in the
+	// replica that runs it (Wait names it there).
+	kindWait = "wait"
+)
+
+// state is what a requestState holds. It is authenticated, not encrypted:
+// the client may read it (its own principal, the digest of its own
+// arguments, the server's state, which it would see without conduit).
+type state struct {
+	V int `json:"v"`
+	// ID is the state's own: the key of its single use (store.Claims).
+	ID string `json:"id"`
+	// What it was issued for: a retry of another request is refused.
+	Method    string `json:"m"`           // tools/call, prompts/get, resources/read
+	Name      string `json:"n"`           // the tool or prompt as exposed, or the URI
+	Args      string `json:"a,omitempty"` // digest of the arguments (argsDigest)
+	Principal string `json:"p"`
+	// What the retry goes on with.
+	Kind     string   `json:"k"`
+	Approved bool     `json:"ok,omitempty"` // an earlier round approved the call
+	Asked    []string `json:"q,omitempty"`  // the ids of the input requests asked
+	Server   string   `json:"s,omitempty"`  // the server's requestState (kindServer)
+	Wait     string   `json:"w,omitempty"`  // the waiting call (kindWait)
+}
+
+// binding is the request a state is checked against.
+type binding struct {
+	method, name, args, principal string
+}
+
+// Errors of a retry's requestState, each answered as invalid params.
+var (
+	errStateInvalid = errors.New("the requestState was not issued by this gateway (or a replica with its keys, CONDUIT_STATE_KEY), or it was altered")
+	errStateExpired = errors.New("the requestState has expired: make the request again without it")
+	errStateOther   = errors.New("the requestState was issued for another request")
+)
+
+// newStateID returns a random id for a state.
+func newStateID() string { return rand.Text() }
+
+// sealState seals st, valid until expires.
+func sealState(s *seal.Sealer, st *state, expires time.Time) (string, error) {
+	st.V = stateVersion
+	data, err := json.Marshal(st)
+	if err != nil {
+		return "", err
+	}
+	return s.Seal(data, expires), nil
+}
+
+// openState opens a retry's requestState and checks that it was issued
+// for b. Nothing in it is used unless it passes.
+func openState(s *seal.Sealer, sealed string, b binding, now time.Time) (*state, error) {
+	if len(sealed) > maxStateBytes {
+		return nil, errStateInvalid
+	}
+	data, err := s.Open(sealed, now)
+	switch {
+	case errors.Is(err, seal.ErrExpired):
+		return nil, errStateExpired
+	case err != nil:
+		return nil, errStateInvalid
+	}
+	st, err := decodeState(data)
+	if err != nil {
+		// Authentic yet unreadable: sealed by a gateway of another version.
+		return nil, errStateInvalid
+	}
+	if st.Method != b.method || st.Name != b.name || st.Args != b.args || st.Principal != b.principal {
+		return nil, errStateOther
+	}
+	return st, nil
+}
+
+// decodeState decodes a state's payload: the version this gateway writes,
+// every field known, an id and a kind it knows.
+func decodeState(data []byte) (*state, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var st state
+	if err := dec.Decode(&st); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data")
+	}
+	if st.V != stateVersion {
+		return nil, fmt.Errorf("version %d", st.V)
+	}
+	switch {
+	case st.ID == "":
+		return nil, errors.New("no id")
+	case st.Kind == kindServer, st.Kind == kindApproval:
+	case st.Kind == kindWait && st.Wait != "" && len(st.Asked) == 1:
+	default:
+		return nil, fmt.Errorf("kind %q", st.Kind)
+	}
+	return &st, nil
+}
+
+// argsDigest is the digest of a request's arguments, as JSON, independent
+// of the order of object members and of white space: the client's retry
+// must carry the same arguments as the request the state was issued for.
+// Numbers keep their text (1 and 1.0 differ), so no two arguments that a
+// server could tell apart share a digest.
+func argsDigest(raw json.RawMessage) (string, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return "", nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", err
+	}
+	if v == nil {
+		return "", nil // null is no arguments, as absent ones are
+	}
+	data, err := json.Marshal(v) // object members sorted
+	if err != nil {
+		return "", err
+	}
+	return digest.Of(data), nil
+}

@@ -1,0 +1,255 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Clients of protocol 2026-07-28, which have no session: each request
+// stands alone (Streamable HTTP in the SDK's stateless mode), and carries
+// its protocol version, the client's capabilities and log level in _meta.
+// Nothing of such a client lives in one replica's memory between its
+// requests, except a call in flight (rounds.go): its taint is its
+// principal's and its conversation's, as every client's (taint.go), and
+// what it was asked travels in the requestState it sends back (state.go).
+//
+// A request is served by a view: an MCP server whose tools, prompts and
+// resources are what the hub offers one principal with one taint (that of
+// the conversation the request names), as a session's are. Views are a cache, rebuilt from the hub by any replica:
+// at most maxViews are kept, the least recently used dropped, and the
+// refresher keeps them up to date as it keeps sessions.
+
+// newProtocol is the first protocol version without sessions.
+const newProtocol = "2026-07-28"
+
+// maxViews bounds the views kept.
+const maxViews = 256
+
+// viewKey names a view in the request's context, for the stateless
+// handler's getServer.
+type viewKey struct{}
+
+// usesNewProtocol reports whether r is a request of protocol 2026-07-28
+// or later, and the _meta of its message when it is: its
+// MCP-Protocol-Version header says so or, without one, a POST that names
+// no session says so in its _meta (which the SDK then answers with the
+// header mismatch the protocol asks for). The _meta names the request's
+// conversation (MetaConversation), whose taint chooses its view. r's body
+// is left as it was.
+func usesNewProtocol(r *http.Request) (bool, map[string]any) {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	if v != "" && v < newProtocol {
+		return false, nil
+	}
+	var meta map[string]any
+	if r.Method == http.MethodPost && r.Body != nil && (v != "" || r.Header.Get("Mcp-Session-Id") == "") {
+		meta = peekMeta(r)
+	}
+	if v != "" {
+		return true, meta
+	}
+	if p, _ := meta[mcp.MetaKeyProtocolVersion].(string); p >= newProtocol {
+		return true, meta
+	}
+	return false, nil
+}
+
+// peekMeta returns the _meta of the JSON-RPC message in r's body (nil
+// when there is none, or the body is no one message), and leaves the body
+// as it was, its read error included, for the SDK to answer.
+func peekMeta(r *http.Request) map[string]any {
+	body, err := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+	if err != nil {
+		return nil
+	}
+	var msg struct {
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return nil // a batch, or not JSON: the SDK answers it
+	}
+	return msg.Params.Meta
+}
+
+// errReader fails with err, or ends (nil), after the body read ahead.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	return 0, io.EOF
+}
+
+// view returns the view of what the hub offers principal with the taint
+// of conversation (all of the principal's when it is "") as it is now,
+// made on first use. Views are by taint, not by conversation: the
+// conversations of one principal with the same taint share one.
+func (g *Gateway) view(ctx context.Context, principal, conversation string) (*session, error) {
+	taint, err := g.taints.of(ctx, principal, conversation)
+	if err != nil {
+		return nil, err
+	}
+	slices.Sort(taint)
+	// Quoted, so that no principal's name reads as another's with a taint.
+	key := fmt.Sprintf("%q", append([]string{principal}, taint...))
+	g.mu.Lock()
+	if v := g.views[key]; v != nil {
+		v.used = time.Now()
+		g.mu.Unlock()
+		return v.s, nil
+	}
+	g.mu.Unlock()
+	s, err := g.newView(ctx, principal, taint)
+	if err != nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if v := g.views[key]; v != nil { // made meanwhile by another request
+		v.used = time.Now()
+		return v.s, nil
+	}
+	if len(g.views) >= maxViews {
+		var oldest string
+		var at time.Time
+		for k, v := range g.views {
+			if oldest == "" || v.used.Before(at) {
+				oldest, at = k, v.used
+			}
+		}
+		delete(g.views, oldest)
+	}
+	g.views[key] = &cachedView{s: s, used: time.Now()}
+	return s, nil
+}
+
+// cachedView is a view and when it was last used.
+type cachedView struct {
+	s    *session
+	used time.Time
+}
+
+// viewList returns the views kept, for the refresher.
+func (g *Gateway) viewList() []*session {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]*session, 0, len(g.views))
+	for _, v := range g.views {
+		out = append(out, v.s)
+	}
+	return out
+}
+
+// requestCaps are the capabilities a client declared in the _meta of the
+// request of ss (for a client of 2026-07-28), or at initialize; never nil.
+func requestCaps(ss *mcp.ServerSession) *mcp.ClientCapabilities {
+	if ss != nil {
+		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
+			return ip.Capabilities
+		}
+	}
+	return &mcp.ClientCapabilities{}
+}
+
+// relayedCaps is the _meta value of the client capabilities a server of
+// protocol 2026-07-28 is told a request was made with: those of caps that
+// the gateway passes on (elicitation, sampling, roots), so that the server
+// asks only what the client can answer.
+func relayedCaps(caps *mcp.ClientCapabilities) map[string]any {
+	out := map[string]any{}
+	if caps.Elicitation != nil {
+		out["elicitation"] = caps.Elicitation
+	}
+	if caps.Sampling != nil {
+		out["sampling"] = caps.Sampling
+	}
+	if caps.RootsV2 != nil {
+		out["roots"] = caps.RootsV2
+	}
+	return out
+}
+
+// clientMeta adds to out what a request of ss says of its client, for the
+// servers: its capabilities, and for a client of 2026-07-28, its log
+// level.
+func clientMeta(ss *mcp.ServerSession, in, out mcp.Meta) mcp.Meta {
+	if out == nil {
+		out = mcp.Meta{}
+	}
+	out[mcp.MetaKeyClientCapabilities] = relayedCaps(requestCaps(ss))
+	if l, ok := in[mcp.MetaKeyLogLevel].(string); ok {
+		if _, set := out[mcp.MetaKeyLogLevel]; !set {
+			out[mcp.MetaKeyLogLevel] = mcp.LoggingLevel(l)
+		}
+	}
+	return out
+}
+
+// privateLists reports whether what the gateway lists depends on who
+// asks, so that a list result may be kept by the asker's client only
+// (cacheScope "private"): when the policy has conditions (a principal, a
+// taint, which is the principal's, or a function of the call), or a
+// server's identity is per principal (its lists, resources and prompts
+// are the principal's own session's, read with their credentials). This
+// is the one predicate of it.
+func (g *Gateway) privateLists() bool {
+	return g.policy.Conditional() || len(g.perP) > 0
+}
+
+// setCacheable is the cache hint of the gateway's results of protocol
+// 2026-07-28 (ServerOptions.SetCacheable): lists (and server/discover) are
+// fresh for ListTTL;
+// a read keeps the server's hint (zero for one that passed input); both
+// are private where lists depend on the principal (privateLists), so that
+// no shared cache gives one principal what the policy gave another.
+func (g *Gateway) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	if _, read := req.(*mcp.ReadResourceRequest); !read {
+		c.TTLMs = int(g.listTTL / time.Millisecond)
+	}
+	if g.privateLists() {
+		c.CacheScope = "private"
+	}
+}
+
+// newView makes the view of principal with taint.
+func (g *Gateway) newView(ctx context.Context, principal string, taint []string) (*session, error) {
+	return g.newSession(ctx, principal, taint, true)
+}
+
+// viewHandler serves a request of protocol 2026-07-28 for principal, whose
+// _meta is meta, on the view of its taint (its conversation's, else its
+// principal's); next is the SDK's stateless handler. A conversation that
+// is not one is left to the request's handler to refuse, on the view of
+// the principal's taint.
+func (g *Gateway) viewHandler(w http.ResponseWriter, r *http.Request, principal string, meta map[string]any, next http.Handler) {
+	conv, _ := conversationOf(meta)
+	v, err := g.view(r.Context(), principal, conv)
+	if err != nil {
+		g.logger.Warn("gateway: serving a request without a session", "principal", principal, "err", err)
+		// Fail closed: a request whose taint cannot be read is not served.
+		http.Error(w, "the gateway is unavailable: it cannot read the caller's state", http.StatusServiceUnavailable)
+		return
+	}
+	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewKey{}, v)))
+}
+
+// serverOfView is the stateless handler's getServer: the view the request
+// was given.
+func serverOfView(r *http.Request) *mcp.Server {
+	if v, ok := r.Context().Value(viewKey{}).(*session); ok {
+		return v.server
+	}
+	return nil
+}

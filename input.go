@@ -1,0 +1,135 @@
+package conduit
+
+import (
+	"bytes"
+	"encoding/json"
+	"maps"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Input: a server's questions during a request (elicitation, sampling,
+// roots) that its caller answers across requests rather than during the
+// call, the one type of both uses (a deferred call taken up again, and a
+// gateway that passes the questions on to its own clients).
+
+// Input is a caller's own part in what a server asks of its client during
+// a request (tools/call, prompts/get, resources/read), answered across
+// requests rather than during the call through [Handlers]. It serves two
+// uses, both continuing the server's exchange later:
+//
+//   - A call deferred for input: a handler deferred what the server asked
+//     ([DeferInput]); the call failed with a [Deferral] whose Input holds
+//     the Requests, the Responses given already and the RequestState. Once
+//     the Responses are complete ([Input.Missing]), passing that Input as
+//     [CallOptions.Input] takes the call up again (adapters.Conversation's
+//     Resume does, in any process).
+//   - A caller that answers by itself (a gateway whose own clients answer,
+//     an application that keeps the question for a person): Return ends
+//     the request with the server's input-required result, and the retry
+//     carries the answers (Responses) and the server's RequestState.
+//
+// A server of protocol 2026-07-28 asks by a multi-round-trip result, which
+// ends its request: the question waits as long as need be, and the request
+// is sent again with the answers and RequestState, as the protocol means
+// it to. conduit passes them on as they are: the server checks them, as
+// it checks arguments. A server of an earlier protocol asks by a JSON-RPC
+// request in the middle of its call, which cannot wait: a deferral
+// answers it with an error and cancels the call (Resend). Taken up, the
+// call is sent again, from the start, and when the server asks the same
+// question (an equal request), it is given the recorded answer without
+// asking anyone: such a server sees the call twice, the first one
+// cancelled while it waited. Other requests of such a server are answered
+// by Handlers, whatever Input says.
+type Input struct {
+	// Requests are what the server asked, by the keys of its input
+	// requests; under Resend, its one request, under [ResendKey]. A
+	// deferral fills them in; a retry does not need them.
+	Requests mcp.InputRequestMap `json:"requests"`
+	// Responses are the answers, by the same keys. With RequestState, they
+	// make the request the retry of the one whose server asked; under
+	// Resend, they are the recorded answer.
+	Responses mcp.InputResponseMap `json:"responses,omitempty"`
+	// RequestState is the server's request state, sent back with the
+	// answers (protocol 2026-07-28).
+	RequestState string `json:"requestState,omitempty"`
+	// Resend reports that the call was cancelled and is sent again, the
+	// recorded answer then given to the same question (earlier
+	// protocols).
+	Resend bool `json:"resend,omitempty"`
+	// Return ends a request whose server asks for input (protocol
+	// 2026-07-28) with the server's result as it sent it: its NeedsInput
+	// reports true, and its InputRequests and RequestState are the
+	// server's ([InputRequests] reads them). After-hooks do not run on it
+	// (they run on the result of the round that completes). Without
+	// Return, conduit answers through Handlers and asks again.
+	Return bool `json:"return,omitempty"`
+}
+
+// ResendKey is the key of the one request of an [Input] that Resend
+// marks.
+const ResendKey = "request"
+
+// Missing returns the keys of the requests without an answer.
+func (in *Input) Missing() []string {
+	var out []string
+	for k := range in.Requests {
+		if _, ok := in.Responses[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// retry reports whether in makes the request the retry of one whose
+// server asked for input by a multi-round-trip result.
+func (in *Input) retry() bool {
+	return in != nil && !in.Resend && (in.Responses != nil || in.RequestState != "")
+}
+
+// clone is a copy of in whose maps may be added to.
+func (in *Input) clone() *Input {
+	c := *in
+	c.Requests = maps.Clone(in.Requests)
+	c.Responses = maps.Clone(in.Responses)
+	if c.Responses == nil {
+		c.Responses = mcp.InputResponseMap{}
+	}
+	return &c
+}
+
+// answerTo returns the recorded answer to ask: the answer to the request
+// of in that asks the same, if there is one.
+func (in *Input) answerTo(ask mcp.InputRequest) mcp.InputResponse {
+	if in == nil || ask == nil {
+		return nil
+	}
+	want, err := question(ask)
+	if err != nil {
+		return nil
+	}
+	for k, r := range in.Requests {
+		if q, err := question(r); err == nil && bytes.Equal(q, want) {
+			if a, ok := in.Responses[k]; ok {
+				return a
+			}
+		}
+	}
+	return nil
+}
+
+// question is what ask asks, as JSON, without the _meta a server may fill
+// in anew each time it asks.
+func question(ask mcp.InputRequest) ([]byte, error) {
+	switch p := ask.(type) {
+	case *mcp.ElicitParams:
+		c := *p
+		c.Meta = nil
+		ask = &c
+	case *mcp.ListRootsParams:
+		c := *p
+		c.Meta = nil
+		ask = &c
+	}
+	return json.Marshal(mcp.InputRequestMap{"": ask})
+}
