@@ -46,7 +46,8 @@ func LoadConfig(path string) (*Config, error) {
 //	{
 //	  "mcpServers": {
 //	    "files":  {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "env": {"K": "V"}, "cwd": "/"},
-//	    "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}, "type": "http"}
+//	    "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}, "type": "http",
+//	               "maxResultTokens": 8000}
 //	  },
 //	  "policy": [
 //	    {"allow": ["files/read_*", "files/list_*"]},
@@ -57,7 +58,9 @@ func LoadConfig(path string) (*Config, error) {
 //
 // VS Code's "servers" key is accepted for "mcpServers" (and its "inputs"
 // ignored). "type" is "stdio", "http" (or "streamable-http",
-// "streamableHttp") or "sse", and is inferred when absent. A policy rule has
+// "streamableHttp") or "sse", and is inferred when absent.
+// "maxResultTokens" is the server's budget of tokens per result for a
+// model (Server.MaxResultTokens; negative: none). A policy rule has
 // exactly one of "allow", "ask" or "deny", and may add "tainted" (a list of
 // servers, or true for any taint) and "principal" (a list of ids). Unknown
 // keys are errors, so a misspelt rule never passes silently.
@@ -172,6 +175,8 @@ type serverEntry struct {
 	URL     string            `json:"url"`
 	Headers map[string]string `json:"headers"`
 	OAuth   json.RawMessage   `json:"oauth"`
+	// MaxResultTokens is Server.MaxResultTokens.
+	MaxResultTokens int `json:"maxResultTokens"`
 	// Accepted and ignored: editors' own settings.
 	Disabled    bool            `json:"disabled"`
 	EnvFile     string          `json:"envFile"`
@@ -222,7 +227,8 @@ func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warning
 			return nil, fmt.Errorf("server %q: %w", id, err)
 		}
 		*warnings = append(*warnings, inputWarnings(id, x.inputs)...)
-		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers, fromEnv: x.read}
+		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers,
+			MaxResultTokens: e.MaxResultTokens, fromEnv: x.read}
 		switch {
 		case e.Command != "" && e.URL != "":
 			return nil, fmt.Errorf(`server %q: has both "command" and "url"; a server is one or the other`, id)
@@ -352,6 +358,8 @@ func describeType(goType string) string {
 		return "a list of strings"
 	case "map[string]string":
 		return "an object of strings"
+	case "int":
+		return "a whole number"
 	}
 	return goType
 }

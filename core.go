@@ -329,7 +329,7 @@ func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 	for i, cn := range c.conns {
 		tools, gen, err, ok := cn.snapshot(lf)
 		if ok {
-			lists[i], key[i] = ServerTools{Server: cn.srv.ID, Tools: tools, Down: err}, gen
+			lists[i], key[i] = ServerTools{Server: cn.srv.ID, Tools: tools, Down: err, MaxResultTokens: cn.srv.MaxResultTokens}, gen
 			continue
 		}
 		if !asking {
@@ -343,7 +343,7 @@ func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 			// A server whose listing fails is reported as down in this
 			// tool set; key 0 matches no session, so it is asked again.
 			tools, gen, err := cn.listTools(ctx, lf)
-			lists[i], key[i] = ServerTools{Server: cn.srv.ID, Tools: tools, Down: err}, gen
+			lists[i], key[i] = ServerTools{Server: cn.srv.ID, Tools: tools, Down: err, MaxResultTokens: cn.srv.MaxResultTokens}, gen
 		})
 	}
 	wg.Wait()

@@ -42,6 +42,15 @@ type ConversationOptions struct {
 	// every tool (by default past DefaultSearchThreshold tools or
 	// DefaultSearchBudget bytes), and how; see SearchOptions.
 	Search SearchOptions
+	// Budget bounds what the model reads of each turn's results together,
+	// beyond each result's budget (AnswerOptions.MaxResultTokens); see
+	// BudgetOptions. Results over the warning threshold, or cut, are told
+	// to ListingOptions' Trace and Logger.
+	Budget BudgetOptions
+	// Read, when On, keeps the whole of each result its budget cut and
+	// offers conduit's read_result, with which the model reads the rest;
+	// off by default (see ReadOptions).
+	Read ReadOptions
 }
 
 // Conversation is one conversation with a model over one source and one
@@ -98,7 +107,8 @@ func NewConversation(ctx context.Context, src conduit.Source, p Provider, o *Con
 	c := &Conversation{src: src, p: p, taint: slices.Clone(o.Taint)}
 	c.o = ExecOptions{ToolSet: o.ToolSet, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint,
 		CallTimeout: o.CallTimeout, RequestTimeout: o.RequestTimeout, Meta: o.Meta, Progress: o.Progress, Handlers: o.Handlers,
-		AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency, Limits: o.Limits}
+		AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency, Limits: o.Limits,
+		Budget: o.Budget, Trace: o.Trace, Logger: o.Logger}
 	if err := c.list(ctx, ts, d, o); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"slices"
 	"sync"
@@ -50,10 +51,20 @@ type ExecOptions struct {
 	// Limits bound the response: its size, and how many of its calls are
 	// run (see Limits; the zero value is the defaults).
 	Limits Limits
+	// Budget bounds what the model reads of the turn's results together,
+	// beyond each result's budget (AnswerOptions.MaxResultTokens; see
+	// BudgetOptions).
+	Budget BudgetOptions
+	// Trace, when set, is told of results over the budget's warning
+	// threshold, or cut; Logger, when set, logs them.
+	Trace  *Trace
+	Logger *slog.Logger
 
-	// local, in a Conversation with conduit's search, is its search tool,
-	// answered by the Conversation.
-	local *conduit.LocalTool
+	// locals, in a Conversation, are its own tools (conduit's search,
+	// the read tool), answered by the Conversation; reader keeps the
+	// results cut for its read tool.
+	locals []*conduit.LocalTool
+	reader *reader
 }
 
 // Execution is the outcome of a model's tool calls.
@@ -82,8 +93,12 @@ type Execution struct {
 	// the order of the calls that found them): they are offered from the
 	// next turn on, after what was offered before.
 	Revealed []string
+	// Budgets say, by position in Results, what the result budget did to
+	// each answer: the result's tokens, those kept, its budget, whether it
+	// was cut, and the read tool's reference to the whole when it was kept.
+	Budgets []toolcall.Budgeted
 
-	local *conduit.Tool // conduit's search tool, whose output taints nothing
+	locals []*conduit.Tool // the Conversation's own tools, whose output taints nothing
 }
 
 // Taint returns prev plus the servers whose output reached the model in
@@ -95,7 +110,7 @@ type Execution struct {
 func (e *Execution) Taint(prev []string) []string {
 	out := slices.Clone(prev)
 	for _, c := range e.Calls {
-		if e.local != nil && c.Def == e.local {
+		if slices.Contains(e.locals, c.Def) {
 			continue
 		}
 		if reached(e.Errors[c.Index]) && !slices.Contains(out, c.Server) {
@@ -156,9 +171,10 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	if err != nil {
 		return nil, err
 	}
-	exec := &Execution{Results: make([]map[string]any, len(raws)), Errors: make([]error, len(raws))}
-	if o.local != nil {
-		exec.local = o.local.Tool
+	exec := &Execution{Results: make([]map[string]any, len(raws)), Errors: make([]error, len(raws)),
+		Budgets: make([]toolcall.Budgeted, len(raws))}
+	for _, l := range o.locals {
+		exec.locals = append(exec.locals, l.Tool)
 	}
 	if len(raws) == 0 {
 		return exec, nil
@@ -177,7 +193,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		c := &calls[i]
 		if c.Err != nil {
 			exec.Errors[i] = c.Err
-			exec.Results[i] = d.Answer(*c, nil, c.Err, &o.AnswerOptions)
+			exec.Results[i], exec.Budgets[i] = write(d, *c, nil, c.Err, &o.AnswerOptions)
 			continue
 		}
 		// The model's arguments belong to the caller when it handed over a
@@ -200,7 +216,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		return exec, nil
 	}
 
-	r := &runner{src: src, d: d, o: o, ts: ts, exec: exec, halt: make(chan struct{})}
+	r := &runner{src: src, d: d, o: o, ts: ts, exec: exec, halt: make(chan struct{}), results: make([]*mcp.CallToolResult, len(raws))}
 	if o.Halt != nil {
 		done := make(chan struct{})
 		defer close(done)
@@ -221,6 +237,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		for _, i := range pending {
 			r.run(ctx, calls[i])
 		}
+		r.answer(ctx, calls, pending)
 		return exec, nil
 	}
 	next := make(chan int)
@@ -237,6 +254,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	}
 	close(next)
 	wg.Wait()
+	r.answer(ctx, calls, pending)
 	return exec, nil
 }
 
@@ -254,6 +272,9 @@ type runner struct {
 	o    *ExecOptions
 	ts   *conduit.ToolSet
 	exec *Execution
+	// results are the calls' results, by position, until they are
+	// answered (budget.go).
+	results []*mcp.CallToolResult
 
 	halt     chan struct{}
 	haltOnce sync.Once
@@ -263,7 +284,8 @@ type runner struct {
 // stop halts the calls not yet sent.
 func (r *runner) stop() { r.haltOnce.Do(func() { close(r.halt) }) }
 
-// run runs one call and answers it at its place in Results.
+// run runs one call and keeps its outcome at its place, to be answered
+// with the others.
 func (r *runner) run(ctx context.Context, c toolcall.Call) {
 	res, err := r.call(ctx, c)
 	if err != nil {
@@ -274,8 +296,7 @@ func (r *runner) run(ctx context.Context, c toolcall.Call) {
 			r.mu.Unlock()
 		}
 	}
-	r.exec.Errors[c.Index] = err
-	r.exec.Results[c.Index] = r.d.Answer(c, res, err, &r.o.AnswerOptions)
+	r.exec.Errors[c.Index], r.results[c.Index] = err, res
 }
 
 // call sends one call through the pipeline.
@@ -310,8 +331,10 @@ func (r *runner) send(ctx context.Context, c toolcall.Call, args map[string]any,
 				Message: modeltext.CallFailed(c.Name), Err: fmt.Errorf("panic: %v", p)}
 		}
 	}()
-	if l := r.o.local; l != nil && c.Def == l.Tool {
-		return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
+	for _, l := range r.o.locals {
+		if c.Def == l.Tool {
+			return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
+		}
 	}
 	return r.src.CallTool(ctx, c.Name, args, o)
 }
@@ -344,4 +367,14 @@ func halted(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// isLocal reports whether t is one of the Conversation's own tools.
+func (o *ExecOptions) isLocal(t *conduit.Tool) bool {
+	for _, l := range o.locals {
+		if l.Tool == t {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,220 @@
+package adapters
+
+import (
+	"context"
+
+	"github.com/conduitmcp/conduit/adapters/driver"
+	"github.com/conduitmcp/conduit/adapters/internal/budget"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Result budget: what a model reads of the results is bounded, per result
+// and per turn, counted on the answers as the provider carries them (text,
+// structuredContent where the answer sends it, images by the provider's
+// documented rule), with an estimate fitted to OpenAI's o200k_base that
+// errs above it (BENCHMARKS.md, "Result budget": 5% over o200k on real
+// outputs; Claude's tokenizers may count up to about 1.7 times o200k's,
+// Gemini's about as many).
+//
+// Each result has a budget: the call's own (BudgetOptions.CallTokens),
+// else its server's (conduit.Server.MaxResultTokens, "maxResultTokens" in
+// mcp.json), else the conversation's (AnswerOptions.MaxResultTokens),
+// else DefaultMaxResultTokens, 25,000 tokens, as Claude Code's
+// MAX_MCP_OUTPUT_TOKENS; the first that is set decides, a negative one
+// meaning no budget. A result over its budget is cut: its beginning is
+// kept, at a line break where there is one in the last quarter kept,
+// never inside a UTF-8 sequence; a JSON text or a structuredContent value
+// is cut into valid JSON (the arrays and objects that did not fit whole
+// are closed), or replaced by the notice when nothing fits; an image that
+// does not fit is dropped with what follows. A notice ends the answer:
+// how much was kept and cut, and how to ask for less (or, in a
+// Conversation with its read tool, how to read the rest: see
+// ReadOptions).
+//
+// A turn has a budget too (BudgetOptions.MaxTurnTokens, by default
+// DefaultMaxTurnTokens, 50,000), so that parallel calls do not add up:
+// ten calls of 20,000 tokens each would otherwise put 200,000 tokens,
+// a whole context, in one message. Once every call of a response is
+// answered (the order in which they finish does not matter), each
+// result's demand is its size up to its own budget, and the turn's
+// budget is shared among them max-min fairly: a result within an equal
+// share keeps all of it, and what it leaves is shared equally by the
+// larger ones. Ten results of 20,000 get 5,000 each; results of 100,
+// 90,000, 3,000 and 40,000 get 100, 23,450, 3,000 and 23,450. Each result
+// is then cut to the smaller of its budget and its share, in the model's
+// order. conduit's own short answers to calls it did not send (an unknown
+// tool, bad arguments) are not counted.
+//
+// A result of more than BudgetOptions.WarnTokens (by default
+// DefaultWarnTokens, 10,000, as Claude Code warns), and every result cut,
+// is reported to Trace.ResultBudget and logged at Warn; Execution.Budgets
+// has every answer's figures.
+
+const (
+	// DefaultMaxResultTokens is a result's budget when nothing sets one:
+	// 25,000 tokens, as Claude Code's MAX_MCP_OUTPUT_TOKENS.
+	DefaultMaxResultTokens = toolcall.DefaultMaxResultTokens
+	// DefaultMaxTurnTokens is BudgetOptions.MaxTurnTokens's default:
+	// 50,000 tokens, two full results, a quarter of a 200,000-token
+	// context (Claude's; OpenAI's and Gemini's are larger), so that a turn
+	// of parallel calls leaves room for the conversation and several more
+	// turns.
+	DefaultMaxTurnTokens = 50000
+	// DefaultWarnTokens is BudgetOptions.WarnTokens's default: 10,000
+	// tokens, as Claude Code warns of a large MCP result.
+	DefaultWarnTokens = 10000
+)
+
+// BudgetOptions bound what the model reads of a turn's results, beyond
+// each result's own budget (AnswerOptions.MaxResultTokens), and say what
+// is reported. The zero value is the defaults; see "Result budget" in
+// budget.go's documentation, and the package documentation.
+type BudgetOptions struct {
+	// MaxTurnTokens bounds the results of one response together, shared
+	// among them max-min fairly: 0 means DefaultMaxTurnTokens, negative
+	// no turn budget.
+	MaxTurnTokens int
+	// WarnTokens is the size past which a result is reported, cut or not
+	// (Trace.ResultBudget, and the Logger at Warn): 0 means
+	// DefaultWarnTokens, negative only cut results are.
+	WarnTokens int
+	// CallTokens, when set, returns a call's own budget, which takes the
+	// place of its server's and of MaxResultTokens: 0 leaves the call to
+	// them, negative is no budget. It is called once per call, in the
+	// model's order, after the calls are answered.
+	CallTokens func(c toolcall.Call) int
+}
+
+// ResultBudgetInfo is the argument of [Trace.ResultBudget].
+type ResultBudgetInfo struct {
+	// Call is the call the result answers; it must not be modified.
+	Call toolcall.Call
+	// Budgeted says what the budget did: the result's tokens, those
+	// kept, the budget applied, and whether it was cut.
+	Budgeted toolcall.Budgeted
+	// Context is the Execute's (ExecuteToolCalls') context.
+	Context context.Context
+}
+
+// resultBudget is c's budget in tokens, 0 for none: the call's own, else
+// its server's, else the conversation's, else the default.
+func (o *ExecOptions) resultBudget(c toolcall.Call) int {
+	n := 0
+	if o.Budget.CallTokens != nil {
+		n = o.Budget.CallTokens(c)
+	}
+	if n == 0 && c.Def != nil {
+		n = c.Def.MaxResultTokens
+	}
+	if n == 0 {
+		n = o.MaxResultTokens
+	}
+	return toolcall.Budget{Tokens: n}.Resolved()
+}
+
+// turnBudget is a turn's budget in tokens, 0 for none.
+func (o *ExecOptions) turnBudget() int {
+	switch n := o.Budget.MaxTurnTokens; {
+	case n == 0:
+		return DefaultMaxTurnTokens
+	case n < 0:
+		return 0
+	default:
+		return n
+	}
+}
+
+// warnTokens is the size past which a result is reported, 0 for never.
+func (o *ExecOptions) warnTokens() int {
+	switch n := o.Budget.WarnTokens; {
+	case n == 0:
+		return DefaultWarnTokens
+	case n < 0:
+		return 0
+	default:
+		return n
+	}
+}
+
+// write writes d's answer to c within o's budget, as one answer on its
+// own.
+func write(d driver.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) (map[string]any, toolcall.Budgeted) {
+	var b toolcall.Budget
+	if o != nil {
+		b.Tokens = o.MaxResultTokens
+	}
+	return d.Prepare(c, res, err, o).Write(b)
+}
+
+// answer answers the calls sent, at their places in Results, once all of
+// them are done: each result is measured, the turn's budget shared, and
+// each answer written within its budget, in the model's order (see
+// "Result budget" above). A result cut in a Conversation with its read
+// tool is kept whole first, and its notice names it.
+func (r *runner) answer(ctx context.Context, calls []toolcall.Call, sent []int) {
+	o := r.o
+	turn := o.turnBudget()
+	pends := make([]driver.Pending, len(sent))
+	budgets := make([]int, len(sent)) // 0: none
+	over := make([]bool, len(sent))
+	demand := make([]int, len(sent))
+	total := 0
+	for k, i := range sent {
+		c := calls[i]
+		pends[k] = r.d.Prepare(c, r.results[i], r.exec.Errors[i], &o.AnswerOptions)
+		b := o.resultBudget(c)
+		if turn > 0 && (b == 0 || b > turn) {
+			b = turn // no result alone is over the turn's budget
+		}
+		n := pends[k].Tokens(b) // counted no further than b needs
+		budgets[k], over[k], demand[k] = b, b > 0 && n > b, n
+		if b > 0 {
+			demand[k] = min(n, b)
+		}
+		total += demand[k]
+	}
+	if turn > 0 && total > turn {
+		for k, share := range budget.Share(demand, turn) {
+			if share < demand[k] {
+				budgets[k], over[k] = max(share, 1), true
+			}
+		}
+	}
+	for k, i := range sent {
+		c := calls[i]
+		b := toolcall.Budget{Tokens: budgets[k]}
+		if b.Tokens == 0 {
+			b.Tokens = -1 // none
+		}
+		if over[k] && o.reader != nil && !o.isLocal(c.Def) {
+			b.ReadTool, b.Ref = o.reader.keep(ctx, pends[k].Text())
+		}
+		r.exec.Results[i], r.exec.Budgets[i] = pends[k].Write(b)
+		o.report(ctx, c, r.exec.Budgets[i])
+	}
+}
+
+// report tells Trace and Logger of a result over the warning threshold,
+// or cut.
+func (o *ExecOptions) report(ctx context.Context, c toolcall.Call, b toolcall.Budgeted) {
+	warn := o.warnTokens()
+	if !b.Cut && (warn == 0 || b.Tokens <= warn) {
+		return
+	}
+	if o.Trace != nil && o.Trace.ResultBudget != nil {
+		o.Trace.ResultBudget(ResultBudgetInfo{Call: c, Budgeted: b, Context: ctx})
+	}
+	if o.Logger != nil {
+		attrs := []any{"tool", c.Name, "tokens", b.Tokens, "budget", b.Budget}
+		msg := "conduit: a large tool result"
+		if b.Cut {
+			msg = "conduit: a tool result was cut to its budget"
+			attrs = append(attrs, "kept", b.Kept)
+		}
+		if b.Ref != "" {
+			attrs = append(attrs, "ref", b.Ref)
+		}
+		o.Logger.WarnContext(ctx, msg, attrs...)
+	}
+}
