@@ -34,6 +34,13 @@ names:
 
 --no-auth serves without tokens, on a loopback address only.
 
+Results are passed on whole: a client of serve is an LLM host with a
+budget of its own (Claude Code cuts at 25000 tokens by default, and its
+MAX_MCP_OUTPUT_TOKENS may raise it), which a cut here would preempt with
+no way back. --max-result-tokens N cuts every tool result to N tokens of
+what a model reads of its content, as conduit call does; a server's
+"maxResultTokens" in the configuration applies to its tools either way.
+
 When mcp.lock.json is beside the configuration, only the tools it pins are
 served (see conduit pin). It is read once, when serve starts: restart serve
 after 'conduit pin --update'.`)
@@ -44,6 +51,7 @@ after 'conduit pin --update'.`)
 	transparent := fs.Bool("transparent", false, "serve a single server under its own tool and prompt names, without the server__ prefix")
 	principal := fs.String("principal", "", "over stdio: the principal the session's calls are made for")
 	approvalTimeout := fs.Duration("approval-timeout", gateway.DefaultApprovalTimeout, "how long to wait for the client's answer to an approval request")
+	maxResultTokens := fs.Int("max-result-tokens", 0, "cut every tool result to this many `tokens` of what a model reads (0: pass results whole, as the client has a budget of its own)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -94,6 +102,7 @@ after 'conduit pin --update'.`)
 			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil))},
 		Transparent:     *transparent,
 		ApprovalTimeout: *approvalTimeout,
+		MaxResultTokens: *maxResultTokens,
 		Middleware:      env.serverMiddleware(),
 	})
 	if err != nil {

@@ -54,7 +54,7 @@ func Count(r *render.Rendered, img ImageRule) int {
 // tokens.TextUpTo).
 func partTokens(p render.Part, img ImageRule, limit int) int {
 	if p.Kind == render.PartImage {
-		return img(render.ImageSize(p.MediaType, p.Data))
+		return img(tokens.ImageSize(p.MediaType, p.Data))
 	}
 	return tokens.TextUpTo(p.Text, limit)
 }
