@@ -289,7 +289,6 @@ func (l ImageLimit) over(mediaType string, data []byte) string {
 	return ""
 }
 
-
 // DecodedArgs returns arguments as a decoded response holds them (present
 // reports that the call had the field at all) in the form [Raw.Args]
 // takes: an absent field is no arguments; JSON null and a JSON string are
