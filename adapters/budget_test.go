@@ -159,7 +159,7 @@ func TestBudgetReported(t *testing.T) {
 
 type handlerFunc func(slog.Record)
 
-func (h handlerFunc) Enabled(context.Context, slog.Level) bool    { return true }
+func (h handlerFunc) Enabled(context.Context, slog.Level) bool      { return true }
 func (h handlerFunc) Handle(_ context.Context, r slog.Record) error { h(r); return nil }
 func (h handlerFunc) WithAttrs([]slog.Attr) slog.Handler            { return h }
 func (h handlerFunc) WithGroup(string) slog.Handler                 { return h }
