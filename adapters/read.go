@@ -205,8 +205,8 @@ func (rd *reader) answer(ctx context.Context, call *conduit.Call) (*mcp.CallTool
 	if !ok {
 		return toolError(fmt.Sprintf("The result %s is not kept: it was dropped to bound memory, or this conversation was carried on elsewhere. Call the tool that produced it again, asking for less at a time (a narrower query, a smaller range or page).", a.ref)), nil
 	}
-	// One page is what the answer's own budget lets through, less room
-	// for the header, so that the answer is not cut again.
+	// One page is what the answer's own budget lets through (each reader
+	// leaves room for its header), so that the answer is not cut again.
 	page := rd.o.resultBudget(toolcall.Call{ID: call.ID, Name: call.Exposed, Server: call.Server, Tool: call.Tool, Args: call.Args, Def: call.Def})
 	if turn := rd.o.turnBudget(); page == 0 || (turn > 0 && turn < page) {
 		page = turn
@@ -214,7 +214,6 @@ func (rd *reader) answer(ctx context.Context, call *conduit.Call) (*mcp.CallTool
 	if page == 0 {
 		page = DefaultMaxResultTokens
 	}
-	page = max(page-200, 100)
 	var out string
 	switch {
 	case a.pattern != nil:
@@ -320,7 +319,8 @@ func byLines(a readArgs, text string, page int) (string, error) {
 			end = start + e
 		}
 	}
-	body := tokens.CutText(text[start:end], page)
+	worst := fmt.Sprintf("[%s: lines %d-%d of %d; line %d is cut at byte %d: go on with offset %d]\n", ReadToolName, total, total, total, total, len(text), len(text))
+	body := tokens.CutText(text[start:end], bodyBudget(page, worst))
 	stop := start + len(body)
 	last := a.line + strings.Count(body, "\n") - 1
 	partial := body != "" && !strings.HasSuffix(body, "\n")
@@ -349,7 +349,8 @@ func byBytes(a readArgs, text string, page int) (string, error) {
 	for start < len(text) && !utf8.RuneStart(text[start]) {
 		start++ // never inside a UTF-8 sequence
 	}
-	body := tokens.CutText(text[start:], page)
+	worst := fmt.Sprintf("[%s: bytes %d-%d of %d; go on with offset %d]\n", ReadToolName, len(text), len(text), len(text), len(text))
+	body := tokens.CutText(text[start:], bodyBudget(page, worst))
 	stop := start + len(body)
 	var h strings.Builder
 	fmt.Fprintf(&h, "[%s: bytes %d-%d of %d", ReadToolName, start, stop, len(text))
@@ -359,6 +360,13 @@ func byBytes(a readArgs, text string, page int) (string, error) {
 		fmt.Fprintf(&h, "; go on with offset %d]\n", stop)
 	}
 	return h.String() + body, nil
+}
+
+// bodyBudget is what a page of page tokens leaves for the text after a
+// header no longer than worst: at least a token, so that a read always
+// moves on.
+func bodyBudget(page int, worst string) int {
+	return max(page-tokens.Text(worst)-2, 1)
 }
 
 // maxMatchLine bounds the text shown of one matching line, in bytes.
@@ -372,6 +380,8 @@ func grep(ctx context.Context, a readArgs, text string, page int) (string, error
 	if !ok {
 		return "", readError(fmt.Sprintf("the result has %d lines; line %d is past its end.", lines(text), a.line))
 	}
+	total := lines(text)
+	page = bodyBudget(page, fmt.Sprintf("[%s: %d lines match %q from line %d; more may follow: go on with line %d]\n", ReadToolName, total, a.pattern.String(), total, total))
 	var body strings.Builder
 	used, matches, n := 0, 0, a.line
 	next := 0 // the line to go on from, when the page is full
