@@ -189,9 +189,15 @@ func prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.An
 		}
 		r = render.Render(res, &render.RenderOptions{Mode: mode, StructuredValue: true})
 	}
-	return budget.Pend(r, tokens.GeminiImage, func(r render.Rendered, notice string) map[string]any {
+	p := budget.Pend(r, tokens.GeminiImage, func(r render.Rendered, notice string) map[string]any {
 		return functionResponse(c, r, notice)
 	})
+	if r.Structured != nil && len(res.Content) > 0 {
+		// The read tool reads the content, which holds the same data as
+		// text, by lines.
+		p.ReadAs(render.Render(res, &render.RenderOptions{Mode: toolcall.StructuredIgnore}).Parts)
+	}
+	return p
 }
 
 // functionResponse is the functionResponse part of a rendered result;

@@ -212,6 +212,15 @@ type Pending struct {
 	sizes      []int  // each part's estimate, -1 until counted whole
 	structured string // r.Structured as JSON, once marshalled
 	structN    int    // its estimate, -1 until counted whole
+	readAs     []render.Part
+}
+
+// ReadAs sets the parts whose text Text gives in place of a structured
+// value's JSON: the result's content, which reads by lines where the
+// value is one long string (server-filesystem's {"content": text}).
+func (p *Pending) ReadAs(parts []render.Part) *Pending {
+	p.readAs = parts
+	return p
 }
 
 // Pend returns r's answer, to be written by write with the provider's
@@ -263,16 +272,20 @@ func (p *Pending) Tokens(limit int) int {
 
 // Text is the whole result as text: each part's (a JSON text indented,
 // for reading by lines; an image as its placeholder), one a line, or the
-// structured value as indented JSON.
+// structured value as indented JSON (or the parts ReadAs gave).
 func (p *Pending) Text() string {
-	if p.r.Structured != nil {
+	parts := p.r.Parts
+	switch {
+	case p.r.Structured != nil && len(p.readAs) > 0:
+		parts = p.readAs
+	case p.r.Structured != nil:
 		if p.structured == "" {
 			p.structured = structuredText(p.r.Structured)
 		}
 		return indented(p.structured)
 	}
 	var b strings.Builder
-	for i, part := range p.r.Parts {
+	for i, part := range parts {
 		if i > 0 {
 			b.WriteByte('\n')
 		}
