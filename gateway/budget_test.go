@@ -26,8 +26,8 @@ func TestResultBudget(t *testing.T) {
 		return []conduit.Server{newUpstream(t, "plain").tool("report", "Reports.", report).server("plain"), own}
 	}
 	for _, c := range []struct {
-		name      string
-		max       int
+		name       string
+		max        int
 		plain, own int // 0: whole
 	}{
 		{"by default", 0, 0, 500},
