@@ -139,18 +139,19 @@ func serverSamples(t *testing.T) []tokenSample {
 // with images left out (they are counted by the providers' image rules).
 func modelText(t *testing.T, p string, res *mcp.CallToolResult) string {
 	c := toolcall.Call{ID: "call_1", Name: "t"}
+	o := &toolcall.AnswerOptions{MaxResultTokens: -1} // the whole, to measure
 	var texts []string
 	switch p {
 	case "anthropic":
-		for _, b := range anthropic.ToolResult(c, res, nil, nil)["content"].([]any) {
+		for _, b := range anthropic.ToolResult(c, res, nil, o)["content"].([]any) {
 			if m := b.(map[string]any); m["type"] == "text" {
 				texts = append(texts, m["text"].(string))
 			}
 		}
 	case "openai-chat":
-		texts = append(texts, openai.Chat.ToolOutput(c, res, nil, nil)["content"].(string))
+		texts = append(texts, openai.Chat.ToolOutput(c, res, nil, o)["content"].(string))
 	case "openai-responses":
-		switch o := openai.Responses.ToolOutput(c, res, nil, nil)["output"].(type) {
+		switch o := openai.Responses.ToolOutput(c, res, nil, o)["output"].(type) {
 		case string:
 			texts = append(texts, o)
 		case []any:
@@ -161,7 +162,7 @@ func modelText(t *testing.T, p string, res *mcp.CallToolResult) string {
 			}
 		}
 	case "gemini":
-		out := gemini.FunctionResponse(c, res, nil, nil)["functionResponse"].(map[string]any)["response"].(map[string]any)["output"]
+		out := gemini.FunctionResponse(c, res, nil, o)["functionResponse"].(map[string]any)["response"].(map[string]any)["output"]
 		if s, ok := out.(string); ok {
 			texts = append(texts, s)
 		} else {
