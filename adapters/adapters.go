@@ -57,8 +57,8 @@
 // or structuredContent into valid JSON), and a notice says what was cut
 // and how to ask for less. A Conversation with its read tool
 // (ReadOptions) keeps the whole and offers read_result, governed as
-// conduit/read_result, to read the rest. See BudgetOptions and
-// ReadOptions, and budget.go and read.go for the rules.
+// conduit/read_result, to read the rest. BudgetOptions and ReadOptions
+// give the rules.
 //
 // Arguments that are not a JSON object are answered, not sent, and a
 // field a provider always sends is malformed when it is null or missing.

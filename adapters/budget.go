@@ -67,9 +67,27 @@ const (
 )
 
 // BudgetOptions bound what the model reads of a turn's results, beyond
-// each result's own budget (AnswerOptions.MaxResultTokens), and say what
-// is reported. The zero value is the defaults; see "Result budget" in
-// budget.go's documentation, and the package documentation.
+// each result's own budget, and say what is reported. The zero value is
+// the defaults.
+//
+// Each result's budget is the call's own (CallTokens), else its
+// server's (conduit.Server.MaxResultTokens, "maxResultTokens" in
+// mcp.json), else the conversation's (AnswerOptions.MaxResultTokens),
+// else DefaultMaxResultTokens: the first that is set decides, negative
+// meaning none. A result over it keeps its beginning, cut at a line break
+// (a JSON text or structuredContent into valid JSON, or replaced by the
+// notice when nothing fits; an image that does not fit is dropped), and a
+// notice ends it.
+//
+// The turn's budget is shared once every call of the response is
+// answered, whatever the order they finish in: each result's demand is
+// its size up to its own budget, and the turn's budget is divided
+// max-min fairly, a result within an equal share keeping all of it and
+// the larger ones sharing what is left equally. Ten results of 20,000
+// tokens get 5,000 each; results of 100, 90,000, 3,000 and 40,000 get 100,
+// 23,450, 3,000 and 23,450. Each is then cut to the smaller of its budget
+// and its share, in the model's order. conduit's own short answers to
+// calls it did not send (an unknown tool, bad arguments) are not counted.
 type BudgetOptions struct {
 	// MaxTurnTokens bounds the results of one response together, shared
 	// among them max-min fairly: 0 means DefaultMaxTurnTokens, negative

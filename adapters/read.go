@@ -55,8 +55,26 @@ const DefaultReadMaxBytes = 32 << 20
 const maxPattern = 1000
 
 // ReadOptions say whether a Conversation keeps the whole of the results
-// its budget cut and offers its read tool, and where it keeps them. The
-// zero value is off.
+// its budget cut and offers its read tool, read_result, and where it
+// keeps them. The zero value is off.
+//
+// read_result is a tool the Conversation answers itself, as it answers
+// search_tools: nothing is sent to any server, and the source's
+// governance runs it as conduit/read_result (a deny rule hides it and
+// refuses its calls). The notice of a cut result names it and the
+// result's reference; the model reads the rest by lines (line, lines) or
+// bytes (offset), or the numbered lines that match an RE2 pattern, one
+// budget's worth at a time, each answer saying where to go on from. RE2
+// matches in time linear in the text; a pattern is at most 1,000 bytes,
+// and the call's time limit bounds a search.
+//
+// A Conversation carried into another process (saved and restored) does
+// not carry its kept results: a saved state would otherwise be megabytes
+// (one result may be 16 MiB), written and authenticated at every turn,
+// for text the model may never read. There, unless the application gives
+// a Keeper shared by its processes, a read of an earlier result is
+// answered that the result is no longer kept and that the model should
+// call the tool again with a narrower request.
 //
 // It is off by default: the tool's definition is sent with every request
 // (about 300 tokens), the results are held for the Conversation's life,
