@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -327,5 +328,30 @@ func TestReadKeeper(t *testing.T) {
 	exec = turn(t, newConv(t, hub, p, small), p, scripted{id: "big", name: "r__report", args: map[string]any{"lines": 3000}})
 	if b := exec.Budgets[0]; !b.Cut || b.Ref != "" || !strings.Contains(resultText(p, exec.Results[0]), "Ask for less") {
 		t.Fatalf("over the bound: %+v", b)
+	}
+}
+
+// TestReadToolWithSearch: the read tool is offered beside tool search,
+// conduit's and the providers' own, and reads what was cut.
+func TestReadToolWithSearch(t *testing.T) {
+	hub, _ := reportHub(t, nil, conduit.Server{ID: "r"})
+	for _, p := range adapters.Providers() {
+		for _, own := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/conduit=%v", p, !own), func(t *testing.T) {
+				o := &adapters.ConversationOptions{Read: adapters.ReadOptions{On: true},
+					Search: adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: !own, AlwaysLoaded: []string{"r/report"}}}
+				o.MaxResultTokens = 1000
+				conv := newConv(t, hub, p, o)
+				l := conv.Listing()
+				if _, ok := l.ToolSet.Lookup(adapters.ReadToolName); !ok || slices.Contains(l.Deferred, adapters.ReadToolName) {
+					t.Fatalf("read_result is not loaded: search tool %s, deferred %v", l.SearchTool, l.Deferred)
+				}
+				exec := turn(t, conv, p, scripted{id: "big", name: "r__report", args: map[string]any{"lines": 3000}})
+				read := scripted{id: "read", name: adapters.ReadToolName, args: map[string]any{"result": exec.Budgets[0].Ref, "line": 3000}}
+				if text := resultText(p, turn(t, conv, p, read).Results[0]); !strings.Contains(text, reportLine(3000)) {
+					t.Fatalf("read: %q", text)
+				}
+			})
+		}
 	}
 }

@@ -326,7 +326,7 @@ func lineStart(text string, n int) (int, bool) {
 // byLines is lines from a.line, as many as a.lines asks and page tokens
 // take, after a header that says where to go on from.
 func byLines(a readArgs, text string, page int) (string, error) {
-	total := lines(text)
+	total := tokens.Lines(text)
 	start, ok := lineStart(text, a.line)
 	if !ok {
 		return "", readError(fmt.Sprintf("the result has %d lines; line %d is past its end.", total, a.line))
@@ -396,9 +396,9 @@ const maxMatchLine = 400
 func grep(ctx context.Context, a readArgs, text string, page int) (string, error) {
 	start, ok := lineStart(text, a.line)
 	if !ok {
-		return "", readError(fmt.Sprintf("the result has %d lines; line %d is past its end.", lines(text), a.line))
+		return "", readError(fmt.Sprintf("the result has %d lines; line %d is past its end.", tokens.Lines(text), a.line))
 	}
-	total := lines(text)
+	total := tokens.Lines(text)
 	page = bodyBudget(page, fmt.Sprintf("[%s: %d lines match %q from line %d; more may follow: go on with line %d]\n", ReadToolName, total, a.pattern.String(), total, total))
 	var body strings.Builder
 	used, matches, n := 0, 0, a.line
@@ -464,16 +464,6 @@ func excerpt(line string, loc []int) string {
 		out += "…"
 	}
 	return out
-}
-
-// lines counts a text's lines: its line breaks, and one for an
-// unterminated last line.
-func lines(s string) int {
-	n := strings.Count(s, "\n")
-	if s != "" && !strings.HasSuffix(s, "\n") {
-		n++
-	}
-	return n
 }
 
 // readError is a read the model asked for that cannot be made: an error

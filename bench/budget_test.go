@@ -43,21 +43,9 @@ func budgetResults(t *testing.T) []budgetResult {
 		t.Fatal(err)
 	}
 	tree := filepath.Join(goroot, "src")
-	fsCmd, fsArgs := testenv.Filesystem(t, dir, tree)
-	evCmd, evArgs := testenv.Everything(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	h, err := conduit.NewHub(ctx, []conduit.Server{
-		{ID: "fs", Command: fsCmd, Args: fsArgs},
-		{ID: "ev", Command: evCmd, Args: evArgs},
-	}, &conduit.Options{Policy: conduit.AllowAll(), Limits: conduit.Limits{MaxResultBytes: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if _, err := h.ListTools(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h := outputsHub(t, ctx, dir, tree)
 	var out []budgetResult
 	for _, c := range []struct {
 		name, tool string

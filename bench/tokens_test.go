@@ -90,21 +90,9 @@ func serverSamples(t *testing.T) []tokenSample {
 		t.Fatal(err)
 	}
 	tree := filepath.Join(goroot, "src", "net")
-	fsCmd, fsArgs := testenv.Filesystem(t, dir, tree)
-	evCmd, evArgs := testenv.Everything(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	h, err := conduit.NewHub(ctx, []conduit.Server{
-		{ID: "fs", Command: fsCmd, Args: fsArgs},
-		{ID: "ev", Command: evCmd, Args: evArgs},
-	}, &conduit.Options{Policy: conduit.AllowAll(), Limits: conduit.Limits{MaxResultBytes: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if _, err := h.ListTools(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h := outputsHub(t, ctx, dir, tree)
 	calls := []struct {
 		name, kind, tool string
 		args             map[string]any
@@ -133,6 +121,26 @@ func serverSamples(t *testing.T) []tokenSample {
 		}
 	}
 	return out
+}
+
+// outputsHub is a hub of the real server-filesystem over dirs, as fs,
+// and server-everything, as ev, with no limit on a result's size, its
+// tools listed; it is closed with t.
+func outputsHub(t *testing.T, ctx context.Context, dirs ...string) *conduit.Hub {
+	fsCmd, fsArgs := testenv.Filesystem(t, dirs...)
+	evCmd, evArgs := testenv.Everything(t)
+	h, err := conduit.NewHub(ctx, []conduit.Server{
+		{ID: "fs", Command: fsCmd, Args: fsArgs},
+		{ID: "ev", Command: evCmd, Args: evArgs},
+	}, &conduit.Options{Policy: conduit.AllowAll(), Limits: conduit.Limits{MaxResultBytes: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	if _, err := h.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // modelText is what a model reads of res in provider p's answer: its text,

@@ -48,7 +48,7 @@ func Fit(pieces []Piece, budget int) Fitted {
 		f.Tokens += p.Tokens
 		if !p.Whole {
 			f.Bytes += len(p.Text)
-			f.Lines += lines(p.Text)
+			f.Lines += Lines(p.Text)
 		}
 	}
 	f.Kept = f.Tokens
@@ -66,12 +66,12 @@ func Fit(pieces []Piece, budget int) Fitted {
 		f.Keep++
 		if !p.Whole {
 			f.KeptBytes += len(p.Text)
-			f.KeptLines += lines(p.Text)
+			f.KeptLines += Lines(p.Text)
 		}
 	}
 	if p := pieces[f.Keep]; !p.Whole && left > 0 {
 		var cut string
-		if f.JSON = isJSON(p.Text); f.JSON {
+		if f.JSON = IsJSON(p.Text); f.JSON {
 			cut, _ = CutJSON(strings.TrimSpace(p.Text), left)
 		} else {
 			cut = CutText(p.Text, left)
@@ -94,9 +94,9 @@ func (f *Fitted) trimLines() {
 	}
 }
 
-// lines counts the lines of a text: its line breaks, and one for an
+// Lines counts the lines of a text: its line breaks, and one for an
 // unterminated last line.
-func lines(s string) int {
+func Lines(s string) int {
 	n := strings.Count(s, "\n")
 	if s != "" && !strings.HasSuffix(s, "\n") {
 		n++
@@ -104,16 +104,12 @@ func lines(s string) int {
 	return n
 }
 
-// isJSON reports a text that is a JSON object or array: its structure
-// matters, and it is cut into valid JSON.
-func isJSON(s string) bool {
+// IsJSON reports a text that is a JSON object or array: its structure
+// matters, and Fit cuts it into valid JSON.
+func IsJSON(s string) bool {
 	t := strings.TrimSpace(s)
 	return t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t))
 }
-
-// IsJSON reports whether a text is a JSON object or array, which [Fit]
-// cuts into valid JSON.
-func IsJSON(s string) bool { return isJSON(s) }
 
 // TextUpTo returns the estimated tokens of s, counting no further than
 // needed to know that they are more than limit: a result over limit is
