@@ -190,7 +190,9 @@ func BenchmarkBudget(b *testing.B) {
 // turn's cost is the answers'.
 type sameResult struct{ res *mcp.CallToolResult }
 
-func (s sameResult) ListTools(context.Context) (*conduit.ToolSet, error) { return conduit.NewToolSet(nil), nil }
+func (s sameResult) ListTools(context.Context) (*conduit.ToolSet, error) {
+	return conduit.NewToolSet(nil), nil
+}
 func (s sameResult) ListToolsFor(context.Context, *conduit.ListOptions) (*conduit.ToolSet, error) {
 	return conduit.NewToolSet(nil), nil
 }
