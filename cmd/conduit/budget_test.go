@@ -1,14 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/conduitmcp/conduit/internal/testenv"
 	"github.com/conduitmcp/conduit/internal/tokens"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // budgetDir is a dir whose mcp.json offers the real server-filesystem
@@ -108,5 +113,53 @@ func TestExecBudget(t *testing.T) {
 	}
 	if total > 4000 || total < 3500 {
 		t.Errorf("%d tokens in the turn", total)
+	}
+}
+
+// TestServeBudget: conduit serve passes results whole by default, cuts
+// them to --max-result-tokens when asked, and applies a server's own
+// maxResultTokens either way.
+func TestServeBudget(t *testing.T) {
+	dir, file := budgetDir(t)
+	whole, _ := os.ReadFile(file)
+	for _, c := range []struct {
+		name      string
+		args      []string
+		fs, small int // 0: whole
+	}{
+		{"default", nil, 0, 300},
+		{"flag", []string{"--max-result-tokens", "2000"}, 2000, 300},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, binary, append([]string{"serve", "--connect-timeout", "50s"}, c.args...)...)
+			cmd.Dir, cmd.Env = dir, binaryEnv()
+			var errb strings.Builder
+			cmd.Stderr = &errb
+			client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+			sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+			if err != nil {
+				t.Fatalf("connect: %v\n%s", err, errb.String())
+			}
+			defer sess.Close()
+			for name, budget := range map[string]int{"fs__read_text_file": c.fs, "small__read_text_file": c.small} {
+				res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"path": file}})
+				if err != nil || res.IsError {
+					t.Fatalf("%s: %v %+v\n%s", name, err, res, errb.String())
+				}
+				kept := res.Content[0].(*mcp.TextContent).Text
+				if budget == 0 {
+					if kept != string(whole) || len(res.Content) != 1 {
+						t.Errorf("%s: cut without a budget (%d bytes)", name, len(kept))
+					}
+					continue
+				}
+				notice := res.Content[len(res.Content)-1].(*mcp.TextContent).Text
+				if n := tokens.Text(kept); n > budget || n < budget*8/10 || !strings.Contains(notice, fmt.Sprintf("budget of %d tokens", budget)) {
+					t.Errorf("%s: %d tokens kept, notice %q", name, n, notice)
+				}
+			}
+		})
 	}
 }
