@@ -86,8 +86,9 @@ const (
 // the larger ones sharing what is left equally. Ten results of 20,000
 // tokens get 5,000 each; results of 100, 90,000, 3,000 and 40,000 get 100,
 // 23,450, 3,000 and 23,450. Each is then cut to the smaller of its budget
-// and its share, in the model's order. conduit's own short answers to
-// calls it did not send (an unknown tool, bad arguments) are not counted.
+// and its share, in the model's order; a result with no budget of its
+// own is still within the turn's. conduit's own short answers to calls it
+// did not send (an unknown tool, bad arguments) are not counted.
 type BudgetOptions struct {
 	// MaxTurnTokens bounds the results of one response together, shared
 	// among them max-min fairly: 0 means DefaultMaxTurnTokens, negative
