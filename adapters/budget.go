@@ -9,47 +9,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Result budget: what a model reads of the results is bounded, per result
-// and per turn, counted on the answers as the provider carries them (text,
-// structuredContent where the answer sends it, images by the provider's
-// documented rule), with an estimate fitted to OpenAI's o200k_base that
-// errs above it (BENCHMARKS.md, "Result budget": 5% over o200k on real
-// outputs; Claude's tokenizers may count up to about 1.7 times o200k's,
-// Gemini's about as many).
-//
-// Each result has a budget: the call's own (BudgetOptions.CallTokens),
-// else its server's (conduit.Server.MaxResultTokens, "maxResultTokens" in
-// mcp.json), else the conversation's (AnswerOptions.MaxResultTokens),
-// else DefaultMaxResultTokens, 25,000 tokens, as Claude Code's
-// MAX_MCP_OUTPUT_TOKENS; the first that is set decides, a negative one
-// meaning no budget. A result over its budget is cut: its beginning is
-// kept, at a line break where there is one in the last quarter kept,
-// never inside a UTF-8 sequence; a JSON text or a structuredContent value
-// is cut into valid JSON (the arrays and objects that did not fit whole
-// are closed), or replaced by the notice when nothing fits; an image that
-// does not fit is dropped with what follows. A notice ends the answer:
-// how much was kept and cut, and how to ask for less (or, in a
-// Conversation with its read tool, how to read the rest: see
-// ReadOptions).
-//
-// A turn has a budget too (BudgetOptions.MaxTurnTokens, by default
-// DefaultMaxTurnTokens, 50,000), so that parallel calls do not add up:
-// ten calls of 20,000 tokens each would otherwise put 200,000 tokens,
-// a whole context, in one message. Once every call of a response is
-// answered (the order in which they finish does not matter), each
-// result's demand is its size up to its own budget, and the turn's
-// budget is shared among them max-min fairly: a result within an equal
-// share keeps all of it, and what it leaves is shared equally by the
-// larger ones. Ten results of 20,000 get 5,000 each; results of 100,
-// 90,000, 3,000 and 40,000 get 100, 23,450, 3,000 and 23,450. Each result
-// is then cut to the smaller of its budget and its share, in the model's
-// order. conduit's own short answers to calls it did not send (an unknown
-// tool, bad arguments) are not counted.
-//
-// A result of more than BudgetOptions.WarnTokens (by default
-// DefaultWarnTokens, 10,000, as Claude Code warns), and every result cut,
-// is reported to Trace.ResultBudget and logged at Warn; Execution.Budgets
-// has every answer's figures.
+// The result budget of ExecuteToolCalls and Conversation.Execute: each
+// result's budget resolved (the call's, its server's, the
+// conversation's, the default), the turn's shared among its results once
+// all are answered, each answer written within the smaller, and the
+// results over the warning threshold reported (see BudgetOptions). The
+// counting and cutting are internal/tokens', applied to each provider's
+// rendering by adapters/internal/budget.
 
 const (
 	// DefaultMaxResultTokens is a result's budget when nothing sets one:
