@@ -17,24 +17,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The read tool: a Conversation with ReadOptions.On keeps the whole of
-// each result its budget cut, and offers read_result, a tool it answers
-// itself (nothing is sent to any server), through the source's governance
-// as conduit/read_result, as it answers search_tools. The notice of a cut
-// result names the tool and the result's reference; the model reads the
-// rest by lines (line, lines) or bytes (offset), or asks for the lines
-// that match a regular expression (pattern), one budget's worth at a time,
-// each answer saying where to go on from.
-//
-// The results are kept by a Keeper: by default in the Conversation's
-// memory, at most ReadOptions.MaxBytes (DefaultReadMaxBytes) of them, the
-// least recently kept or read dropped first. A Conversation carried into
-// another process (saved and restored) does not carry them: a saved state
-// would otherwise be megabytes (one result may be 16 MiB), written and
-// authenticated at every turn, for text the model may never read. There,
-// unless the application gives a Keeper shared by its processes, a read
-// of an earlier result is answered that the result is no longer kept, and
-// that the model should call the tool again with a narrower request.
+// The read tool: read_result, which a Conversation with ReadOptions.On
+// offers and answers itself, and the Keeper of the results its budget
+// cut (see ReadOptions).
 
 // The read tool's name, and the server id the policy, approvers, hooks
 // and Trace see it under: the pattern "conduit/read_result" matches it
