@@ -197,7 +197,7 @@ func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver.P
 			return fmt.Errorf("adapters: conduit's tool search cannot be offered: %s", why)
 		}
 		if why == "" {
-			return c.listConduit(ctx, ts, d, o, append(loaded, tool), read, notes)
+			return c.listConduit(ctx, ts, d, o, loaded, tool, read, notes)
 		}
 	}
 	if search && why == "" {
@@ -281,12 +281,9 @@ func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d dr
 	return nil
 }
 
-// listConduit lists the loaded tools, conduit's search tool (the last of
-// loaded) and the Conversation's other tools (extra), and keeps what the
-// search needs.
-func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions, loaded, extra []*conduit.Tool, notes []toolcall.Warning) error {
-	tool := loaded[len(loaded)-1]
-	loaded = loaded[:len(loaded)-1]
+// listConduit lists the loaded tools, conduit's search tool and the
+// Conversation's other tools (extra), and keeps what the search needs.
+func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions, loaded []*conduit.Tool, tool *conduit.Tool, extra []*conduit.Tool, notes []toolcall.Warning) error {
 	limit := o.Search.Limit
 	if limit <= 0 {
 		limit = DefaultSearchLimit
