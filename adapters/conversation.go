@@ -146,8 +146,10 @@ func (c *Conversation) Taint() []string {
 // search_tools is answered by the conversation itself, through the
 // source's governance (as conduit/search_tools), and the tools it finds
 // are offered from the next turn on, in the order of the calls that
-// found them (Execution.Revealed). Send Execution.Results in the
-// next request (Wire.Answers puts them in the conversation); when
+// found them (Execution.Revealed). With ReadOptions.On, a result cut to
+// its budget is kept whole, and a call of read_result is answered by the
+// conversation too (as conduit/read_result). Send Execution.Results in
+// the next request (Wire.Answers puts them in the conversation); when
 // Execution.Halted, end the loop.
 func (c *Conversation) Execute(ctx context.Context, response any) (*Execution, error) {
 	c.mu.Lock()

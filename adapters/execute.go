@@ -154,7 +154,10 @@ func reached(err error) bool {
 //
 // The response is bounded by o.Limits: one over MaxResponseBytes is not
 // parsed and the error matches ErrResponseTooLarge; the calls past
-// MaxToolCalls are answered with an error and not sent.
+// MaxToolCalls are answered with an error and not sent. The answers are
+// written once every call is done, each result cut to its budget and the
+// turn's results together to the turn's (see BudgetOptions); Budgets
+// says what was cut.
 func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, response any, o *ExecOptions) (*Execution, error) {
 	d, err := p.valid()
 	if err != nil {
