@@ -76,14 +76,14 @@ func newPausedTurn(n int, taint []string, exec *Execution) *pausedTurn {
 		tc.reached = exec.Results[i] != nil && reached(exec.Errors[i])
 	}
 	for _, c := range exec.Calls {
-		if c.Def != nil && c.Def == exec.local {
+		if c.Def != nil && slices.Contains(exec.locals, c.Def) {
 			t.calls[c.Index].reached = false
 		}
 	}
 	for _, p := range exec.Pending {
 		var dg string
 		for _, c := range exec.Calls {
-			if c.Index == p.index && c.Def != exec.local {
+			if c.Index == p.index && !slices.Contains(exec.locals, c.Def) {
 				dg = toolDigest(c.Def)
 			}
 		}
@@ -328,12 +328,14 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 		}
 	}
 
-	exec := &Execution{Results: make([]map[string]any, len(t.calls)), Errors: make([]error, len(t.calls))}
-	if c.search != nil {
-		exec.local = c.search.tool.Tool
+	exec := &Execution{Results: make([]map[string]any, len(t.calls)), Errors: make([]error, len(t.calls)),
+		Budgets: make([]toolcall.Budgeted, len(t.calls))}
+	for _, l := range o.locals {
+		exec.locals = append(exec.locals, l.Tool)
 	}
 	offered := c.Listing().ToolSet
-	r := &runner{src: c.src, d: d, o: &o, ts: fresh, exec: exec, halt: make(chan struct{}), resumed: map[int]resumedCall{}}
+	r := &runner{src: c.src, d: d, o: &o, ts: fresh, exec: exec, halt: make(chan struct{}), resumed: map[int]resumedCall{},
+		results: make([]*mcp.CallToolResult, len(t.calls))}
 	res := &resumed{settled: map[int]bool{}, reached: map[int]bool{}, again: map[int]Pending{}}
 	tokens := map[int]string{}
 	var send []toolcall.Call
@@ -360,8 +362,8 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 		case store.Pending:
 			err := &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool, Err: ErrDecidedElsewhere,
 				Message: "The call to " + p.Name + " was decided by another resumption of this conversation, which has not recorded its outcome: whether it was made is unknown, and it was not made again."}
-			exec.Results[i], exec.Errors[i] = d.Answer(call, nil, err, &o.AnswerOptions), err
-			res.settled[i] = true
+			exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.AnswerOptions)
+			exec.Errors[i], res.settled[i] = err, true
 			continue
 		}
 		dec := decisions[p.ID]
@@ -372,8 +374,8 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 			r.resumed[i] = resumedCall{approval: &allow, input: inputs[i]}
 			continue
 		}
-		exec.Results[i], exec.Errors[i] = d.Answer(call, nil, err, &o.AnswerOptions), err
-		res.settled[i] = true
+		exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.AnswerOptions)
+		exec.Errors[i], res.settled[i] = err, true
 		c.record(ctx, key, cl.Token, exec, i, false)
 	}
 	if len(send) > 0 {
@@ -393,13 +395,14 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 			// round, whose claim is another; this one's stays unrecorded.
 			res.again[p.index] = p
 		}
+		r.answer(rctx, send)
 		for _, call := range send {
 			i := call.Index
 			if _, again := res.again[i]; again {
 				continue
 			}
 			res.settled[i] = true
-			res.reached[i] = reached(exec.Errors[i]) && call.Def != exec.local
+			res.reached[i] = reached(exec.Errors[i]) && !slices.Contains(exec.locals, call.Def)
 			c.record(ctx, c.claimKey(t.n, i, t.calls[i].pending.round), tokens[i], exec, i, res.reached[i])
 		}
 	}
@@ -572,7 +575,7 @@ func (c *Conversation) settle(t *pausedTurn, exec *Execution, res *resumed, halt
 	}
 	t.halted = t.halted || halt
 	out := &Execution{Results: make([]map[string]any, len(t.calls)), Errors: make([]error, len(t.calls)), Halted: t.halted,
-		Revealed: exec.Revealed, local: exec.local}
+		Revealed: exec.Revealed, locals: exec.locals}
 	offered := c.listing.ToolSet
 	for i := range t.calls {
 		tc := &t.calls[i]

@@ -63,6 +63,17 @@ type Options struct {
 	// (default DefaultTaintLifetime): a principal who has seen nothing of
 	// a server's for that long is decided as untainted by it again.
 	TaintLifetime time.Duration
+
+	// MaxResultTokens is the budget of every tool result served, in
+	// tokens of what the client's model reads of its content
+	// (conduit.CutForModel), unless its server's own
+	// (conduit.Server.MaxResultTokens) is set. 0 or negative: no budget
+	// but the servers' own, the default. A client of the gateway is an
+	// LLM host with a budget of its own (Claude Code's
+	// MAX_MCP_OUTPUT_TOKENS, which may be raised; some keep a large
+	// result in a file the model reads in parts), which conduit should
+	// not preempt with a cut the client cannot undo.
+	MaxResultTokens int
 }
 
 // source is what a gateway serves: a *conduit.Hub, or a *conduit.Client
@@ -98,6 +109,7 @@ type Gateway struct {
 	approver    conduit.Approver // the caller's, for clients that cannot be asked
 	approveWait time.Duration
 	instr       string
+	maxTokens   int // Options.MaxResultTokens
 	logger      *slog.Logger
 	sdkLogger   *slog.Logger
 
@@ -162,6 +174,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		approver:    opts.Hub.Approver,
 		approveWait: opts.ApprovalTimeout,
 		instr:       opts.Instructions,
+		maxTokens:   opts.MaxResultTokens,
 		logger:      opts.Hub.Logger,
 		sessions:    map[*session]struct{}{},
 		subs:        map[string]int{},

@@ -1,0 +1,222 @@
+package adapters
+
+import (
+	"context"
+
+	"github.com/conduitmcp/conduit/adapters/driver"
+	"github.com/conduitmcp/conduit/adapters/internal/budget"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The result budget of ExecuteToolCalls and Conversation.Execute: each
+// result's budget resolved (the call's, its server's, the
+// conversation's, the default), the turn's shared among its results once
+// all are answered, each answer written within the smaller, and the
+// results over the warning threshold reported (see BudgetOptions). The
+// counting and cutting are internal/tokens', applied to each provider's
+// rendering by adapters/internal/budget.
+
+const (
+	// DefaultMaxResultTokens is a result's budget when nothing sets one:
+	// 25,000 tokens, as Claude Code's MAX_MCP_OUTPUT_TOKENS.
+	DefaultMaxResultTokens = toolcall.DefaultMaxResultTokens
+	// DefaultMaxTurnTokens is BudgetOptions.MaxTurnTokens's default:
+	// 50,000 tokens, two full results, a quarter of a 200,000-token
+	// context (Claude's; OpenAI's and Gemini's are larger), so that a turn
+	// of parallel calls leaves room for the conversation and several more
+	// turns.
+	DefaultMaxTurnTokens = 50000
+	// DefaultWarnTokens is BudgetOptions.WarnTokens's default: 10,000
+	// tokens, as Claude Code warns of a large MCP result.
+	DefaultWarnTokens = 10000
+)
+
+// BudgetOptions bound what the model reads of a turn's results, beyond
+// each result's own budget, and say what is reported. The zero value is
+// the defaults.
+//
+// Each result's budget is the call's own (CallTokens), else its
+// server's (conduit.Server.MaxResultTokens, "maxResultTokens" in
+// mcp.json), else the conversation's (AnswerOptions.MaxResultTokens),
+// else DefaultMaxResultTokens: the first that is set decides, negative
+// meaning none. A result over it keeps its beginning, cut at a line break
+// (a JSON text or structuredContent into valid JSON, or replaced by the
+// notice when nothing fits; an image that does not fit is dropped), and a
+// notice ends it.
+//
+// The turn's budget is shared once every call of the response is
+// answered, whatever the order they finish in: each result's demand is
+// its size up to its own budget, and the turn's budget is divided
+// max-min fairly, a result within an equal share keeping all of it and
+// the larger ones sharing what is left equally. Ten results of 20,000
+// tokens get 5,000 each; results of 100, 90,000, 3,000 and 40,000 get 100,
+// 23,450, 3,000 and 23,450. Each is then cut to the smaller of its budget
+// and its share, in the model's order; a result with no budget of its
+// own is still within the turn's. conduit's own short answers to calls it
+// did not send (an unknown tool, bad arguments) are not counted.
+type BudgetOptions struct {
+	// MaxTurnTokens bounds the results of one response together, shared
+	// among them max-min fairly: 0 means DefaultMaxTurnTokens, negative
+	// no turn budget.
+	MaxTurnTokens int
+	// WarnTokens is the size past which a result is reported, cut or not
+	// (Trace.ResultBudget, and the Logger at Warn): 0 means
+	// DefaultWarnTokens, negative only cut results are.
+	WarnTokens int
+	// CallTokens, when set, returns a call's own budget, which takes the
+	// place of its server's and of MaxResultTokens: 0 leaves the call to
+	// them, negative is no budget. It is called once per call, in the
+	// model's order, after the calls are answered.
+	CallTokens func(c toolcall.Call) int
+}
+
+// ResultBudgetInfo is the argument of [Trace.ResultBudget].
+type ResultBudgetInfo struct {
+	// Call is the call the result answers; it must not be modified.
+	Call toolcall.Call
+	// Budgeted says what the budget did: the result's tokens, those
+	// kept, the budget applied, and whether it was cut.
+	Budgeted toolcall.Budgeted
+	// Context is the Execute's (ExecuteToolCalls') context.
+	Context context.Context
+}
+
+// resultBudget is c's budget in tokens, 0 for none: the call's own, else
+// its server's, else the conversation's, else the default.
+func (o *ExecOptions) resultBudget(c toolcall.Call) int {
+	n := 0
+	if o.Budget.CallTokens != nil {
+		n = o.Budget.CallTokens(c)
+	}
+	if n == 0 && c.Def != nil {
+		n = c.Def.MaxResultTokens
+	}
+	if n == 0 {
+		n = o.MaxResultTokens
+	}
+	return toolcall.Budget{Tokens: n}.Resolved()
+}
+
+// turnBudget is a turn's budget in tokens, 0 for none.
+func (o *ExecOptions) turnBudget() int {
+	switch n := o.Budget.MaxTurnTokens; {
+	case n == 0:
+		return DefaultMaxTurnTokens
+	case n < 0:
+		return 0
+	default:
+		return n
+	}
+}
+
+// warnTokens is the size past which a result is reported, 0 for never.
+func (o *ExecOptions) warnTokens() int {
+	switch n := o.Budget.WarnTokens; {
+	case n == 0:
+		return DefaultWarnTokens
+	case n < 0:
+		return 0
+	default:
+		return n
+	}
+}
+
+// write writes d's answer to c within o's budget, as one answer on its
+// own.
+func write(d driver.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) (map[string]any, toolcall.Budgeted) {
+	var b toolcall.Budget
+	if o != nil {
+		b.Tokens = o.MaxResultTokens
+	}
+	return d.Prepare(c, res, err, o).Write(b)
+}
+
+// answer writes the answers of the calls sent that are not pending, at
+// their places in Results, once all of them are done: each result is
+// measured, the turn's budget shared, and each answer written within its
+// budget, in the model's order (see "Result budget" above). A result cut
+// in a Conversation with its read tool is kept whole first, and its
+// notice names it.
+func (r *runner) answer(ctx context.Context, sent []toolcall.Call) {
+	o := r.o
+	turn := o.turnBudget()
+	pending := make(map[int]bool, len(r.exec.Pending))
+	for _, p := range r.exec.Pending {
+		pending[p.index] = true
+	}
+	done := make([]toolcall.Call, 0, len(sent))
+	for _, c := range sent {
+		if !pending[c.Index] {
+			done = append(done, c)
+		}
+	}
+	pends := make([]driver.Pending, len(done))
+	budgets := make([]int, len(done)) // 0: none
+	over := make([]bool, len(done))
+	demand := make([]int, len(done))
+	total := 0
+	for k, c := range done {
+		pends[k] = r.d.Prepare(c, r.results[c.Index], r.exec.Errors[c.Index], &o.AnswerOptions)
+		b := o.withinTurn(c, turn)
+		n := pends[k].Tokens(b) // counted no further than b needs
+		budgets[k], over[k], demand[k] = b, b > 0 && n > b, n
+		if b > 0 {
+			demand[k] = min(n, b)
+		}
+		total += demand[k]
+	}
+	if turn > 0 && total > turn {
+		for k, share := range budget.Share(demand, turn) {
+			if share < demand[k] {
+				budgets[k], over[k] = max(share, 1), true
+			}
+		}
+	}
+	for k, c := range done {
+		i := c.Index
+		b := toolcall.Budget{Tokens: budgets[k]}
+		if b.Tokens == 0 {
+			b.Tokens = -1 // none
+		}
+		if over[k] && o.reader != nil && !o.isLocal(c.Def) {
+			b.ReadTool, b.Ref = o.reader.keep(ctx, pends[k].Text())
+		}
+		r.exec.Results[i], r.exec.Budgets[i] = pends[k].Write(b)
+		o.report(ctx, c, r.exec.Budgets[i])
+	}
+}
+
+// withinTurn is c's budget within a turn's budget of turn tokens (0: no
+// turn budget), 0 for none: no result alone is over the turn's budget.
+func (o *ExecOptions) withinTurn(c toolcall.Call, turn int) int {
+	b := o.resultBudget(c)
+	if turn > 0 && (b == 0 || b > turn) {
+		b = turn
+	}
+	return b
+}
+
+// report tells Trace and Logger of a result over the warning threshold,
+// or cut.
+func (o *ExecOptions) report(ctx context.Context, c toolcall.Call, b toolcall.Budgeted) {
+	warn := o.warnTokens()
+	if !b.Cut && (warn == 0 || b.Tokens <= warn) {
+		return
+	}
+	if o.Trace != nil && o.Trace.ResultBudget != nil {
+		o.Trace.ResultBudget(ResultBudgetInfo{Call: c, Budgeted: b, Context: ctx})
+	}
+	if o.Logger != nil {
+		attrs := []any{"tool", c.Name, "tokens", b.Tokens, "budget", b.Budget}
+		msg := "conduit: a large tool result"
+		if b.Cut {
+			msg = "conduit: a tool result was cut to its budget"
+			attrs = append(attrs, "kept", b.Kept)
+		}
+		if b.Ref != "" {
+			attrs = append(attrs, "ref", b.Ref)
+		}
+		o.Logger.WarnContext(ctx, msg, attrs...)
+	}
+}
