@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"slices"
 
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/internal/budget"
@@ -55,6 +56,23 @@ const (
 // and its share, in the model's order; a result with no budget of its
 // own is still within the turn's. conduit's own short answers to calls it
 // did not send (an unknown tool, bad arguments) are not counted.
+//
+// A turn whose calls are deferred (Execution.Pending) is answered in
+// steps, and its budget covers the whole of it: the answers written when
+// the turn pauses share the turn's budget with the calls left pending,
+// each of which holds its own budget's worth (it may yet produce that
+// much), and the calls a Resume runs share what the answers written
+// before them left, with the calls still pending. The completed turn's
+// results together are within MaxTurnTokens however many Resumes it took,
+// in this process or another, and when each deferred call produces its
+// whole budget the answers are those of the turn answered at once. An
+// answer is written once: the answers written before a Resume are kept
+// as they were written, in the Conversation and in its saved state (which
+// so holds at most a turn's budget of answers, never a large result
+// whole), and the room a pending call held and did not use (it was
+// denied, or answered briefly) is not given back to them. Sharing the
+// turn's budget afresh when the turn completes would need every whole
+// result in the saved state.
 type BudgetOptions struct {
 	// MaxTurnTokens bounds the results of one response together, shared
 	// among them max-min fairly: 0 means DefaultMaxTurnTokens, negative
@@ -66,8 +84,10 @@ type BudgetOptions struct {
 	WarnTokens int
 	// CallTokens, when set, returns a call's own budget, which takes the
 	// place of its server's and of MaxResultTokens: 0 leaves the call to
-	// them, negative is no budget. It is called once per call, in the
-	// model's order, after the calls are answered.
+	// them, negative is no budget. It is called for each call in the
+	// model's order once the calls are done, and for each call still
+	// pending whenever the turn's budget is shared, so it must give a call
+	// the same budget each time.
 	CallTokens func(c toolcall.Call) int
 }
 
@@ -132,13 +152,40 @@ func write(d driver.Provider, c toolcall.Call, res *mcp.CallToolResult, err erro
 	return d.Prepare(c, res, err, o).Write(b)
 }
 
+// written is an answer of the turn written before, by an Execute that
+// left calls pending or an earlier Resume: its demand on the turn's
+// budget (its result's size up to its own budget), and what it kept.
+type written struct{ demand, kept int }
+
+// demand is the demand on the turn's budget of the answer at position i
+// of exec: as answer measured it, else (conduit's own answers, written on
+// their own) what it kept.
+func (e *Execution) demand(i int) int {
+	if i < len(e.demands) && e.demands[i] > 0 {
+		return e.demands[i]
+	}
+	if i < len(e.Budgets) {
+		return e.Budgets[i].Kept
+	}
+	return 0
+}
+
 // answer writes the answers of the calls sent that are not pending, at
 // their places in Results, once all of them are done: each result is
 // measured, the turn's budget shared, and each answer written within its
 // budget, in the model's order (see "Result budget" above). A result cut
 // in a Conversation with its read tool is kept whole first, and its
 // notice names it.
-func (r *runner) answer(ctx context.Context, sent []toolcall.Call) {
+//
+// A turn answered in steps (calls deferred, then resumed) shares its
+// budget as the turn answered at once would, over the demands of the
+// answers written before (their results' sizes up to their own budgets),
+// of the calls sent now, and of the calls still pending (each its own
+// budget). The answers written before are not written again, so when the
+// shares would have the calls sent now take more than those answers left
+// (a pending call produced less than its budget, and they could have had
+// more), the calls sent now share what is left instead.
+func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []written, waiting []toolcall.Call) {
 	o := r.o
 	turn := o.turnBudget()
 	pending := make(map[int]bool, len(r.exec.Pending))
@@ -166,8 +213,26 @@ func (r *runner) answer(ctx context.Context, sent []toolcall.Call) {
 		}
 		total += demand[k]
 	}
+	var others []int // the demands of the answers written before, then of the calls pending
+	spent := 0       // what the answers written before kept
+	if turn > 0 {
+		for _, w := range before {
+			others = append(others, w.demand)
+			spent += w.kept
+			total += w.demand
+		}
+		for _, c := range waiting {
+			b := o.withinTurn(c, turn) // it may yet produce that much
+			others = append(others, b)
+			total += b
+		}
+	}
 	if turn > 0 && total > turn {
-		for k, share := range budget.Share(demand, turn) {
+		shares := budget.Share(append(slices.Clip(demand), others...), turn)[:len(done)]
+		if taken(shares, demand) > turn-spent {
+			shares = budget.Share(append(slices.Clip(demand), others[len(before):]...), max(turn-spent, 0))[:len(done)]
+		}
+		for k, share := range shares {
 			if share < demand[k] {
 				budgets[k], over[k] = max(share, 1), true
 			}
@@ -183,8 +248,18 @@ func (r *runner) answer(ctx context.Context, sent []toolcall.Call) {
 			b.ReadTool, b.Ref = o.reader.keep(ctx, pends[k].Text())
 		}
 		r.exec.Results[i], r.exec.Budgets[i] = pends[k].Write(b)
+		r.exec.demands[i] = demand[k]
 		o.report(ctx, c, r.exec.Budgets[i])
 	}
+}
+
+// taken is what results of these demands take of their shares.
+func taken(shares, demand []int) int {
+	n := 0
+	for k, s := range shares {
+		n += min(s, demand[k])
+	}
+	return n
 }
 
 // withinTurn is c's budget within a turn's budget of turn tokens (0: no

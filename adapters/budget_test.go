@@ -26,6 +26,13 @@ func reportLine(n int) string { return fmt.Sprintf("line %d of the report: all i
 // the calls it receives, under policy (AllowAll when nil).
 func reportHub(t *testing.T, policy *conduit.Policy, servers ...conduit.Server) (*conduit.Hub, func() int) {
 	t.Helper()
+	return reportHubWith(t, &conduit.Options{Policy: policy}, servers...)
+}
+
+// reportHubWith is reportHub with the hub's options o (AllowAll when
+// o.Policy is nil).
+func reportHubWith(t *testing.T, o *conduit.Options, servers ...conduit.Server) (*conduit.Hub, func() int) {
+	t.Helper()
 	var mu sync.Mutex
 	received := 0
 	for i := range servers {
@@ -54,12 +61,14 @@ func reportHub(t *testing.T, policy *conduit.Policy, servers ...conduit.Server) 
 		t.Cleanup(func() { ss.Close() })
 		servers[i].Transport = ct
 	}
-	if policy == nil {
-		policy = conduit.AllowAll()
+	ho := *o
+	if ho.Policy == nil {
+		ho.Policy = conduit.AllowAll()
 	}
+	ho.Reconnect = conduit.Backoff{Disabled: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	hub, err := conduit.NewHub(ctx, servers, &conduit.Options{Policy: policy, Reconnect: conduit.Backoff{Disabled: true}})
+	hub, err := conduit.NewHub(ctx, servers, &ho)
 	if err != nil {
 		t.Fatal(err)
 	}

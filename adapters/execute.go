@@ -97,14 +97,17 @@ type Execution struct {
 	// order. Their places in Results are nil, and their Errors match
 	// conduit.ErrDeferred: the turn is not complete (see Complete), and
 	// its answers must not be sent yet. A Conversation keeps the turn, and
-	// its Resume completes it when they are decided.
+	// its Resume completes it when they are decided. The answers already
+	// written are final, cut within the turn's budget with each pending
+	// call holding its place (see BudgetOptions).
 	Pending []Pending
 	// Budgets say, by position in Results, what the result budget did to
 	// each answer: the result's tokens, those kept, its budget, whether it
 	// was cut, and the read tool's reference to the whole when it was kept.
 	Budgets []toolcall.Budgeted
 
-	locals []*conduit.Tool // the Conversation's own tools, whose output taints nothing
+	locals  []*conduit.Tool // the Conversation's own tools, whose output taints nothing
+	demands []int           // each answer's demand on the turn's budget (budget.go)
 }
 
 // Complete reports whether every call of the response is answered: no
@@ -188,7 +191,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		return nil, err
 	}
 	exec := &Execution{Results: make([]map[string]any, len(raws)), Errors: make([]error, len(raws)),
-		Budgets: make([]toolcall.Budgeted, len(raws))}
+		Budgets: make([]toolcall.Budgeted, len(raws)), demands: make([]int, len(raws))}
 	for _, l := range o.locals {
 		exec.locals = append(exec.locals, l.Tool)
 	}
@@ -246,7 +249,13 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		}()
 	}
 	r.runAll(ctx, run)
-	r.answer(ctx, run)
+	// The calls deferred hold their places in the turn's budget until
+	// they are decided (Conversation.Resume).
+	var waiting []toolcall.Call
+	for _, p := range exec.Pending {
+		waiting = append(waiting, calls[p.index])
+	}
+	r.answer(ctx, run, nil, waiting)
 	return exec, nil
 }
 

@@ -53,7 +53,12 @@ type turnCall struct {
 	answer                 map[string]any
 	err                    error
 	reached                bool
-	pending                *pendingCall
+	// budget is what the result budget did to the answer, and demand
+	// what the answer asks of the turn's budget when the turn goes on
+	// (budget.go).
+	budget  toolcall.Budgeted
+	demand  int
+	pending *pendingCall
 }
 
 // pendingCall is a pending call, with what its claim and its check need.
@@ -74,6 +79,9 @@ func newPausedTurn(n int, taint []string, exec *Execution) *pausedTurn {
 		tc := &t.calls[i]
 		tc.answer, tc.err = exec.Results[i], exec.Errors[i]
 		tc.reached = exec.Results[i] != nil && reached(exec.Errors[i])
+		if i < len(exec.Budgets) {
+			tc.budget, tc.demand = exec.Budgets[i], exec.demand(i)
+		}
 	}
 	for _, c := range exec.Calls {
 		if c.Def != nil && slices.Contains(exec.locals, c.Def) {
@@ -96,9 +104,10 @@ func newPausedTurn(n int, taint []string, exec *Execution) *pausedTurn {
 func (t *pausedTurn) document() *turnV1 {
 	d := &turnV1{N: t.n, Taint: slices.Clone(t.taint), Halted: t.halted, Calls: make([]callV1, len(t.calls))}
 	for i, tc := range t.calls {
-		c := callV1{ID: tc.id, Name: tc.name, Server: tc.server, Tool: tc.tool, Answer: tc.answer, Reached: tc.reached}
+		c := callV1{ID: tc.id, Name: tc.name, Server: tc.server, Tool: tc.tool, Answer: tc.answer, Reached: tc.reached,
+			Budget: budgetDocument(tc.budget, tc.demand)}
 		if p := tc.pending; p != nil {
-			c.Answer = nil
+			c.Answer, c.Budget = nil, nil
 			c.Pending = &pendingV1{ID: p.ID, Arguments: p.Arguments, Digest: p.digest, Rule: p.Rule, Reason: p.Reason, Round: p.round}
 			if in := p.Input; in != nil {
 				c.Pending.Input = &inputV1{Requests: in.Requests, Responses: in.Responses, RequestState: in.RequestState, Resend: in.Resend}
@@ -117,7 +126,8 @@ func (t *pausedTurn) document() *turnV1 {
 func pausedTurnOf(d *turnV1) *pausedTurn {
 	t := &pausedTurn{n: d.N, taint: slices.Clone(d.Taint), halted: d.Halted, calls: make([]turnCall, len(d.Calls))}
 	for i, c := range d.Calls {
-		tc := turnCall{id: c.ID, name: c.Name, server: c.Server, tool: c.Tool, answer: c.Answer, reached: c.Reached}
+		tc := turnCall{id: c.ID, name: c.Name, server: c.Server, tool: c.Tool, answer: c.Answer, reached: c.Reached,
+			budget: c.Budget.budgeted(), demand: c.Budget.demand()}
 		if e := c.Err; e != nil {
 			k, _ := kindOf(e.Kind)
 			tc.err = &conduit.Error{Kind: k, Server: c.Server, Tool: c.Tool, Message: e.Message, Halt: e.Halt}
@@ -292,6 +302,11 @@ func sameNullPaths(got, saved map[string][]NullPath, kept []*conduit.Tool) bool 
 // decided first is answered with that one's answer, or, while it has
 // recorded none, with an error matching ErrDecidedElsewhere.
 //
+// The answers of the calls sent are written within the turn's budget:
+// what the answers written before them kept is taken off it, and the
+// calls still pending hold their places (see BudgetOptions). Budgets has
+// every answer's figures, those written before included.
+//
 // The Execution's Calls are the turn's calls that resolved; only those
 // this Resume sent carry their arguments.
 //
@@ -329,10 +344,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 	}
 
 	exec := &Execution{Results: make([]map[string]any, len(t.calls)), Errors: make([]error, len(t.calls)),
-		Budgets: make([]toolcall.Budgeted, len(t.calls))}
-	for _, l := range o.locals {
-		exec.locals = append(exec.locals, l.Tool)
-	}
+		Budgets: make([]toolcall.Budgeted, len(t.calls)), demands: make([]int, len(t.calls)), locals: c.localTools()}
 	offered := c.Listing().ToolSet
 	r := &runner{src: c.src, d: d, o: &o, ts: fresh, exec: exec, halt: make(chan struct{}), resumed: map[int]resumedCall{},
 		results: make([]*mcp.CallToolResult, len(t.calls))}
@@ -354,7 +366,8 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 		switch cl.State {
 		case store.Completed:
 			if rec, ok := readOutcome(cl.Result); ok {
-				exec.Results[i], exec.Errors[i] = rec.Answer, rec.error(p)
+				exec.Results[i], exec.Errors[i], exec.Budgets[i] = rec.Answer, rec.error(p), rec.Budget.budgeted()
+				exec.demands[i] = rec.Budget.demand()
 				res.settled[i], res.reached[i] = true, rec.Reached
 				continue
 			}
@@ -395,7 +408,8 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 			// round, whose claim is another; this one's stays unrecorded.
 			res.again[p.index] = p
 		}
-		r.answer(rctx, send)
+		before, waiting := c.turnSoFar(t, res, exec, send, fresh, offered)
+		r.answer(rctx, send, before, waiting)
 		for _, call := range send {
 			i := call.Index
 			if _, again := res.again[i]; again {
@@ -504,6 +518,41 @@ func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Decision,
 		Message: msg + "the tool's definition changed after it was asked for, and the approval given does not cover the new one. Call it again if it is still wanted."}
 }
 
+// localTools are the Conversation's own tools (conduit's search, the read
+// tool), fixed when it is listed.
+func (c *Conversation) localTools() []*conduit.Tool {
+	out := make([]*conduit.Tool, len(c.o.locals))
+	for i, l := range c.o.locals {
+		out[i] = l.Tool
+	}
+	return out
+}
+
+// turnSoFar is, for the turn's budget, the answers of turn t written
+// before this Resume's calls (conduit's answers to calls that did not
+// resolve aside, as in a turn answered at once), and the calls of t still
+// pending once they are done.
+func (c *Conversation) turnSoFar(t *pausedTurn, res *resumed, exec *Execution, send []toolcall.Call, fresh, offered *conduit.ToolSet) (before []written, waiting []toolcall.Call) {
+	sending := make(map[int]bool, len(send))
+	for _, call := range send {
+		sending[call.Index] = true
+	}
+	for i := range t.calls {
+		tc := &t.calls[i]
+		_, again := res.again[i]
+		switch {
+		case res.settled[i]: // decided now, answered without being sent
+			before = append(before, written{exec.demand(i), exec.Budgets[i].Kept})
+		case sending[i] && !again:
+		case tc.pending != nil:
+			waiting = append(waiting, c.callOf(i, tc, fresh, offered))
+		case tc.server != "":
+			before = append(before, written{tc.demand, tc.budget.Kept})
+		}
+	}
+	return before, waiting
+}
+
 // claimKey is the key of the claim of the call at position i of turn n,
 // deferred round+1 times.
 func (c *Conversation) claimKey(n, i, round int) string {
@@ -520,6 +569,7 @@ type outcome struct {
 	Answer  map[string]any `json:"answer"`
 	Err     *errV1         `json:"err,omitempty"`
 	Reached bool           `json:"reached,omitempty"`
+	Budget  *budgetV1      `json:"budget,omitempty"`
 }
 
 // error is the error a recorded outcome stands for.
@@ -533,7 +583,7 @@ func (o *outcome) error(p *pendingCall) error {
 
 func readOutcome(data []byte) (*outcome, bool) {
 	var o outcome
-	if json.Unmarshal(data, &o) != nil || o.Answer == nil || (o.Err != nil && !knownKind(o.Err.Kind)) {
+	if json.Unmarshal(data, &o) != nil || o.Answer == nil || (o.Err != nil && !knownKind(o.Err.Kind)) || o.Budget.check() != nil {
 		return nil, false
 	}
 	return &o, true
@@ -543,7 +593,7 @@ func readOutcome(data []byte) (*outcome, bool) {
 // in exec. A record that fails leaves the claim pending: later resumers
 // are told the outcome is unknown, and still send nothing.
 func (c *Conversation) record(ctx context.Context, key, token string, exec *Execution, i int, reachedIt bool) {
-	rec := outcome{Answer: exec.Results[i], Reached: reachedIt}
+	rec := outcome{Answer: exec.Results[i], Reached: reachedIt, Budget: budgetDocument(exec.Budgets[i], exec.demand(i))}
 	var ce *conduit.Error
 	if errors.As(exec.Errors[i], &ce) {
 		rec.Err = &errV1{Kind: ce.Kind.String(), Message: ce.Message, Halt: ce.Halt}
@@ -567,6 +617,7 @@ func (c *Conversation) settle(t *pausedTurn, exec *Execution, res *resumed, halt
 		tc := &t.calls[i]
 		if res.settled[i] {
 			tc.answer, tc.err, tc.reached, tc.pending = exec.Results[i], exec.Errors[i], res.reached[i], nil
+			tc.budget, tc.demand = exec.Budgets[i], exec.demand(i)
 		} else if p, again := res.again[i]; again {
 			p.ID = tc.pending.ID
 			tc.pending = &pendingCall{Pending: p, digest: tc.pending.digest, round: tc.pending.round + 1}
@@ -575,7 +626,7 @@ func (c *Conversation) settle(t *pausedTurn, exec *Execution, res *resumed, halt
 	}
 	t.halted = t.halted || halt
 	out := &Execution{Results: make([]map[string]any, len(t.calls)), Errors: make([]error, len(t.calls)), Halted: t.halted,
-		Revealed: exec.Revealed, locals: exec.locals}
+		Budgets: make([]toolcall.Budgeted, len(t.calls)), Revealed: exec.Revealed, locals: exec.locals}
 	offered := c.listing.ToolSet
 	for i := range t.calls {
 		tc := &t.calls[i]
@@ -587,7 +638,7 @@ func (c *Conversation) settle(t *pausedTurn, exec *Execution, res *resumed, halt
 			}
 			continue
 		}
-		out.Results[i], out.Errors[i] = tc.answer, tc.err
+		out.Results[i], out.Errors[i], out.Budgets[i] = tc.answer, tc.err, tc.budget
 		if tc.server == "" {
 			continue // a call that did not resolve
 		}
