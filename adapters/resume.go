@@ -177,6 +177,16 @@ func deferredError(p *pendingCall) *conduit.Error {
 // not made on the decision taken on the old one (see Resume). The options
 // must list the tools as the conversation's did (strict mode's null paths
 // are compared). o is required: it holds the keys.
+//
+// The Conversation's own tools are the options', not the state's: with
+// the same Search and Read, conduit's search tool and the read tool are
+// listed as before, after the state's tools, so that Tools is
+// byte-identical to the saved conversation's (prompt caching holds). The
+// results the read tool kept are not in the state (see ReadOptions): a
+// read of one kept before the save is answered that it is no longer kept
+// and the model should ask again for less, unless o.Read.Keeper is a
+// Keeper the saving process shared. A pending call of read_result is
+// answered by the restored Conversation, as conduit/read_result.
 func ResumeConversation(ctx context.Context, src conduit.Source, p Provider, state []byte, o *ConversationOptions) (*Conversation, error) {
 	if _, err := p.valid(); err != nil {
 		return nil, err
@@ -478,8 +488,8 @@ func (c *Conversation) callOf(i int, tc *turnCall, fresh, offered *conduit.ToolS
 	if p := tc.pending; p != nil {
 		call.Args = jsonv.CloneObject(p.Arguments)
 	}
-	if c.search != nil && tc.server == SearchToolServer && tc.name == SearchToolName {
-		call.Def = c.search.tool.Tool
+	if l := c.localTool(tc.server, tc.name); l != nil {
+		call.Def = l
 	} else if t, ok := fresh.Lookup(tc.name); ok && t.Server == tc.server && t.Name == tc.tool {
 		call.Def = t
 	} else if t, ok := offered.Lookup(tc.name); ok {
@@ -498,8 +508,8 @@ func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Decision,
 		return conduit.DeniedError(call.Def, dec.Reason, dec.Halt)
 	case halt:
 		return conduit.HaltedError(call.Def)
-	case c.search != nil && call.Def == c.search.tool.Tool:
-		return nil // conduit's own search tool, whose definition is its own
+	case slices.Contains(c.localTools(), call.Def):
+		return nil // a tool of the Conversation's own, whose definition is its own
 	}
 	t, why := findTool(fresh, p.Server, p.Tool, p.Name, p.digest)
 	if t != nil {
@@ -526,6 +536,17 @@ func (c *Conversation) localTools() []*conduit.Tool {
 		out[i] = l.Tool
 	}
 	return out
+}
+
+// localTool is the Conversation's own tool that a call names, by its
+// server and exposed name, or nil.
+func (c *Conversation) localTool(server, name string) *conduit.Tool {
+	for _, l := range c.o.locals {
+		if l.Tool.Server == server && l.Tool.Exposed == name {
+			return l.Tool
+		}
+	}
+	return nil
 }
 
 // turnSoFar is, for the turn's budget, the answers of turn t written

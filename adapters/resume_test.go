@@ -521,3 +521,119 @@ func TestResumeTurnBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestResumeReadTool: a Conversation with the read tool, saved and
+// restored with the same options, offers byte-identical tools (the read
+// tool through the same listing, with conduit's search, the provider's
+// own, or none), and its state names the servers' tools only. What the
+// first process kept is gone without a shared Keeper, and the read says
+// so; a call cut on Resume is kept by the restored one; a read_result
+// call deferred by the policy is answered by the Conversation on Resume.
+func TestResumeReadTool(t *testing.T) {
+	ctx := context.Background()
+	big := map[string]any{"lines": 3000}
+	policy := conduit.NewPolicy(conduit.Ask("asked/*", "conduit/read_result"), conduit.Allow("*"))
+	for _, p := range adapters.Providers() {
+		for _, search := range []string{"none", "conduit", "own"} {
+			t.Run(p.String()+"/"+search, func(t *testing.T) {
+				hub, _ := reportHubWith(t, &conduit.Options{Policy: policy, Approver: conduit.DeferAll("later")},
+					conduit.Server{ID: "r"}, conduit.Server{ID: "asked"})
+				opts := func(keeper adapters.Keeper) *adapters.ConversationOptions {
+					o := stateOpts(nil)
+					o.Read = adapters.ReadOptions{On: true, Keeper: keeper}
+					o.MaxResultTokens = 1000
+					if search != "none" {
+						o.Search = adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: search == "conduit", AlwaysLoaded: []string{"r/report", "asked/report"}}
+					}
+					return o
+				}
+				conv := newConv(t, hub, p, opts(nil))
+				if _, ok := conv.Listing().ToolSet.Lookup(adapters.ReadToolName); !ok {
+					t.Fatal("read_result is not offered")
+				}
+				exec := turn(t, conv, p, scripted{id: "c1", name: "r__report", args: big}, scripted{id: "c2", name: "asked__report", args: big})
+				before := exec.Budgets[0].Ref
+				if before == "" || len(exec.Pending) != 1 {
+					t.Fatalf("budgets %+v, pending %+v", exec.Budgets, exec.Pending)
+				}
+				state, err := conv.State()
+				if err != nil {
+					t.Fatal(err)
+				}
+				back, err := adapters.ResumeConversation(ctx, hub, p, state, opts(nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if canon(back.Tools()) != canon(conv.Tools()) {
+					t.Fatalf("the tools offered changed:\n%s\n%s", canon(back.Tools()), canon(conv.Tools()))
+				}
+				// Restored without the read tool: it is simply not offered,
+				// and nothing of the servers' tools is missing.
+				off := opts(nil)
+				off.Read = adapters.ReadOptions{}
+				plain, err := adapters.ResumeConversation(ctx, hub, p, state, off)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := plain.Listing().ToolSet.Lookup(adapters.ReadToolName); ok || len(plain.Listing().Warnings) != len(conv.Listing().Warnings) {
+					t.Errorf("restored without the read tool: warnings %v", plain.Listing().Warnings)
+				}
+
+				done, err := back.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				after := done.Budgets[1].Ref
+				if !done.Complete() || after == "" || done.Budgets[0].Ref != before {
+					t.Fatalf("resumed: %+v", done.Budgets)
+				}
+				read := func(conv *adapters.Conversation, ref string) string {
+					t.Helper()
+					exec := turn(t, conv, p, scripted{id: "read", name: adapters.ReadToolName, args: map[string]any{"result": ref, "line": 3000}})
+					if len(exec.Pending) == 1 { // the policy asks: allow it
+						done, err := conv.Resume(ctx, map[string]adapters.Decision{exec.Pending[0].ID: {Allow: true}})
+						if err != nil {
+							t.Fatal(err)
+						}
+						exec = done
+					}
+					return resultText(p, exec.Results[0])
+				}
+				if text := read(back, before); !strings.Contains(text, "is not kept") || !strings.Contains(text, "carried on elsewhere") {
+					t.Errorf("a result kept before the save: %q", text)
+				}
+				if text := read(back, after); !strings.Contains(text, reportLine(3000)) {
+					t.Errorf("a result cut on Resume: %q", text)
+				}
+
+				// With a Keeper shared by both, the restored one reads what the
+				// first kept, through a read_result call deferred and resumed
+				// after the save.
+				shared := adapters.NewMemoryKeeper(0)
+				first := newConv(t, hub, p, opts(shared))
+				ref := turn(t, first, p, scripted{id: "c1", name: "r__report", args: big}).Budgets[0].Ref
+				asked := turn(t, first, p, scripted{id: "read", name: adapters.ReadToolName, args: map[string]any{"result": ref, "line": 3000}})
+				if len(asked.Pending) != 1 {
+					t.Fatalf("the read is not deferred: %v", asked.Errors)
+				}
+				if state, err = first.State(); err != nil {
+					t.Fatal(err)
+				}
+				second, err := adapters.ResumeConversation(ctx, hub, p, state, opts(shared))
+				if err != nil {
+					t.Fatal(err)
+				}
+				done, err = second.Resume(ctx, map[string]adapters.Decision{"read": {Allow: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if text := resultText(p, done.Results[0]); done.Errors[0] != nil || !strings.Contains(text, reportLine(3000)) {
+					t.Errorf("the deferred read: %v %q", done.Errors[0], text)
+				}
+				if !slices.Equal(second.Taint(), []string{"r"}) {
+					t.Errorf("the read tool's answer tainted: %v", second.Taint())
+				}
+			})
+		}
+	}
+}
