@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/identitytest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -361,6 +363,45 @@ func TestReadToolWithSearch(t *testing.T) {
 					t.Fatalf("read: %q", text)
 				}
 			})
+		}
+	}
+}
+
+// TestBudgetPerPrincipal: the budget of a server whose sessions are per
+// principal (conduit.IdentityPrincipal) reaches each principal's
+// Conversation, whose tools are listed from that principal's own session,
+// fresh or cached.
+func TestBudgetPerPrincipal(t *testing.T) {
+	ids := identitytest.NewHTTP(map[string]string{"tok-alice-0123456789": "alice", "tok-bob-0123456789": "bob"})
+	hs := httptest.NewServer(ids)
+	t.Cleanup(hs.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{
+		ID: "gh", URL: hs.URL, Identity: conduit.IdentityPrincipal, MaxResultTokens: 3,
+		Principals: map[string]conduit.Credentials{
+			"alice": {Headers: map[string]string{"Authorization": "Bearer tok-alice-0123456789"}},
+			"bob":   {Headers: map[string]string{"Authorization": "Bearer tok-bob-0123456789"}},
+		},
+	}}, &conduit.Options{Policy: conduit.AllowAll(), Reconnect: conduit.Backoff{Disabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hub.Close() })
+	p := adapters.Anthropic
+	for _, who := range []string{"alice", "bob", "alice"} { // alice's second listing is her session's cached one
+		conv := newConv(t, hub, p, &adapters.ConversationOptions{Principal: who})
+		if tool, ok := conv.Listing().ToolSet.Lookup("gh__note"); !ok || tool.MaxResultTokens != 3 {
+			t.Fatalf("%s's listing: %+v", who, tool)
+		}
+		exec := turn(t, conv, p,
+			scripted{id: "whoami", name: "gh__whoami", args: map[string]any{}},
+			scripted{id: "note", name: "gh__note", args: map[string]any{"text": "a note"}})
+		if b := exec.Budgets[0]; b.Budget != 3 || b.Cut || resultText(p, exec.Results[0]) != who {
+			t.Errorf("%s's whoami: %+v %q", who, b, resultText(p, exec.Results[0]))
+		}
+		if b := exec.Budgets[1]; b.Budget != 3 || !b.Cut || !strings.Contains(resultText(p, exec.Results[1]), "[conduit: the result was cut") {
+			t.Errorf("%s's note, over the server's budget: %+v %q", who, b, resultText(p, exec.Results[1]))
 		}
 	}
 }

@@ -57,3 +57,22 @@ func TestResultBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestResultBudgetPerPrincipal: the budget of a server whose sessions are
+// per principal applies to each principal's calls, whose tools are listed
+// from their own session.
+func TestResultBudgetPerPrincipal(t *testing.T) {
+	servers := identityServers(t)[:1]
+	servers[0].MaxResultTokens = 3
+	g := newGateway(t, servers, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
+	for _, who := range []string{"alice", "bob"} {
+		cs, _ := connect(t, g, who, nil)
+		if got := resultText(callTool(t, cs, "gh__whoami", map[string]any{})); got != who {
+			t.Errorf("%s's whoami: %q", who, got)
+		}
+		res := callTool(t, cs, "gh__note", map[string]any{"text": "a note"})
+		if got := resultText(res); !strings.HasPrefix(got, "note://") || !strings.Contains(got, "cut to fit its budget of 3 tokens") {
+			t.Errorf("%s's note, over its server's budget: %q", who, got)
+		}
+	}
+}
