@@ -21,6 +21,16 @@ import (
 // with a budget of its own; and the file's path.
 func budgetDir(t *testing.T) (dir, file string) {
 	t.Helper()
+	cmd, args, file := budgetFile(t)
+	return writeConfig(t, []any{map[string]any{"allow": []string{"fs/read_text_file", "small/read_text_file"}}},
+		"fs", map[string]any{"command": cmd, "args": args},
+		"small", map[string]any{"command": cmd, "args": args, "maxResultTokens": 300}), file
+}
+
+// budgetFile is a file of about 250,000 tokens, and the command of the
+// real server-filesystem over its directory.
+func budgetFile(t *testing.T) (cmd string, args []string, file string) {
+	t.Helper()
 	data, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -33,10 +43,8 @@ func budgetDir(t *testing.T) (dir, file string) {
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd, args := testenv.Filesystem(t, data)
-	return writeConfig(t, []any{map[string]any{"allow": []string{"fs/read_text_file", "small/read_text_file"}}},
-		"fs", map[string]any{"command": cmd, "args": args},
-		"small", map[string]any{"command": cmd, "args": args, "maxResultTokens": 300}), file
+	cmd, args = testenv.Filesystem(t, data)
+	return cmd, args, file
 }
 
 // TestCallBudget: conduit call cuts a result to --max-result-tokens
@@ -112,6 +120,57 @@ func TestExecBudget(t *testing.T) {
 		total += tokens.Text(kept)
 	}
 	if total > 4000 || total < 3500 {
+		t.Errorf("%d tokens in the turn", total)
+	}
+}
+
+// TestExecDeferResumeBudget: exec --state --approve defer and resume, each
+// a process of its own, apply the budget flags to one turn: the read exec
+// answered and the one resume ran share the turn's budget as the turn
+// answered at once would (each 1,500 of 4,500 tokens, the deferred call
+// having held its share), and resume names the call it cut.
+func TestExecDeferResumeBudget(t *testing.T) {
+	cmd, args, file := budgetFile(t)
+	dir := writeConfig(t, []any{map[string]any{"ask": []string{"asked/read_text_file"}}, map[string]any{"allow": []string{"fs/read_text_file"}}},
+		"fs", map[string]any{"command": cmd, "args": args},
+		"asked", map[string]any{"command": cmd, "args": args})
+	read := func(id, name string) map[string]any {
+		return map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]any{"path": file}}
+	}
+	response, _ := json.Marshal(map[string]any{"role": "assistant", "stop_reason": "tool_use", "content": []any{
+		read("toolu_1", "fs__read_text_file"), read("toolu_2", "asked__read_text_file"), read("toolu_3", "fs__read_text_file")}})
+	resp := filepath.Join(t.TempDir(), "response.json")
+	os.WriteFile(resp, response, 0o644)
+	state := filepath.Join(t.TempDir(), "conv.state")
+	env := []string{stateKey}
+	budget := []string{"--connect-timeout", "50s", "--max-result-tokens", "3000", "--max-turn-tokens", "4500"}
+
+	r := conduit(t, runOpts{dir: dir, env: env}, append([]string{"exec", "--provider", "anthropic", "--response", resp,
+		"--state", state, "--approve", "defer"}, budget...)...)
+	expect(t, r, 0, "conduit: call 1 fs__read_text_file: ok (cut to ", "1 call(s) wait for a decision")
+	var paused turnOut
+	decode(t, r, &paused)
+	if len(paused.Pending) != 1 || paused.Pending[0].ID != "toolu_2" {
+		t.Fatalf("exec: %s", r)
+	}
+	r = conduit(t, runOpts{dir: dir, env: env}, append([]string{"resume", "--state", state, "--allow", "toolu_2"}, budget...)...)
+	expect(t, r, 0, "conduit: call 2: ok (cut to ")
+	var out turnOut
+	decode(t, r, &out)
+	if len(out.Results) != 3 {
+		t.Fatalf("resume: %s", r)
+	}
+	total := 0
+	for i, res := range out.Results {
+		content := res["content"].([]any)
+		kept := content[0].(map[string]any)["text"].(string)
+		notice := content[len(content)-1].(map[string]any)["text"].(string)
+		if !strings.Contains(notice, "budget of 1500 tokens") {
+			t.Errorf("result %d's notice %q: each result's share of the turn is 1500", i+1, notice)
+		}
+		total += tokens.Text(kept)
+	}
+	if total > 4500 || total < 4000 {
 		t.Errorf("%d tokens in the turn", total)
 	}
 }
