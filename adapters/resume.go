@@ -160,10 +160,11 @@ func deferredError(p *pendingCall) *conduit.Error {
 // returned it, in this process or another), over src, for provider p: the
 // conversation goes on as if it had never left, its pending calls, if
 // any, waiting for Resume. o gives what the state does not carry
-// (timeouts, handlers, how answers and tools are written: give the
-// options the conversation was made with); its Principal, Taint and
-// Search.Revealed are the state's, and its State.Keys must hold the key
-// that sealed it.
+// (timeouts, handlers, the result budget and the read tool, how answers
+// and tools are written: give the options the conversation was made
+// with; they are the application's, not the conversation's); its
+// Principal, Taint and Search.Revealed are the state's, and its
+// State.Keys must hold the key that sealed it.
 //
 // A state that is not authentic (altered, truncated, sealed by no key of
 // o's, or of a version this release does not read) is refused with an
