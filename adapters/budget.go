@@ -184,7 +184,8 @@ func (e *Execution) demand(i int) int {
 // budget). The answers written before are not written again, so when the
 // shares would have the calls sent now take more than those answers left
 // (a pending call produced less than its budget, and they could have had
-// more), the calls sent now share what is left instead.
+// more), the calls sent now share what is left, beside the places the
+// calls still pending hold, instead.
 func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []written, waiting []toolcall.Call) {
 	o := r.o
 	turn := o.turnBudget()
@@ -228,8 +229,9 @@ func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []writ
 		}
 	}
 	if turn > 0 && total > turn {
-		shares := budget.Share(append(slices.Clip(demand), others...), turn)[:len(done)]
-		if taken(shares, demand) > turn-spent {
+		all := budget.Share(append(slices.Clip(demand), others...), turn)
+		shares, held := all[:len(done)], all[len(done)+len(before):]
+		if taken(shares, demand)+sum(held) > turn-spent {
 			shares = budget.Share(append(slices.Clip(demand), others[len(before):]...), max(turn-spent, 0))[:len(done)]
 		}
 		for k, share := range shares {
@@ -251,6 +253,14 @@ func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []writ
 		r.exec.demands[i] = demand[k]
 		o.report(ctx, c, r.exec.Budgets[i])
 	}
+}
+
+func sum(ns []int) int {
+	n := 0
+	for _, x := range ns {
+		n += x
+	}
+	return n
 }
 
 // taken is what results of these demands take of their shares.

@@ -518,6 +518,27 @@ func TestResumeTurnBudget(t *testing.T) {
 			if b := done.Budgets[3]; !b.Cut || b.Budget < once.Budgets[3].Budget || b.Budget > perResult {
 				t.Errorf("c4 after a denial: %+v", b)
 			}
+
+			// Resumed under a smaller turn's budget than it paused with: the
+			// calls resumed share what the answers written before left of it.
+			conv = newConv(t, hub, p, opts())
+			turn(t, conv, p, calls...)
+			if state, err = conv.State(); err != nil {
+				t.Fatal(err)
+			}
+			smaller := opts()
+			smaller.Budget.MaxTurnTokens = 2000
+			back, err := adapters.ResumeConversation(ctx, hub, p, state, smaller)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done, err = back.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}, "c4": {Allow: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := kept(done.Budgets); !done.Complete() || n > 2000 || n < 1900 || done.Budgets[1].Budget != done.Budgets[3].Budget {
+				t.Errorf("under a smaller budget: %d kept, %+v", n, done.Budgets)
+			}
 		})
 	}
 }
