@@ -48,7 +48,8 @@ func LoadConfig(path string) (*Config, error) {
 //	{
 //	  "mcpServers": {
 //	    "files":  {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"], "env": {"K": "V"}, "cwd": "/"},
-//	    "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}, "type": "http"}
+//	    "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer ${env:REMOTE_TOKEN}"}, "type": "http",
+//	               "maxResultTokens": 8000}
 //	  },
 //	  "policy": [
 //	    {"allow": ["files/read_*", "files/list_*"]},
@@ -72,7 +73,9 @@ func LoadConfig(path string) (*Config, error) {
 //
 // VS Code's "servers" key is accepted for "mcpServers" (and its "inputs"
 // ignored). "type" is "stdio", "http" (or "streamable-http",
-// "streamableHttp") or "sse", and is inferred when absent. A policy rule has
+// "streamableHttp") or "sse", and is inferred when absent.
+// "maxResultTokens" is the server's budget of tokens per result for a
+// model (Server.MaxResultTokens; negative: none). A policy rule has
 // exactly one of "allow", "ask" or "deny", and may add "tainted" (a list of
 // servers, or true for any taint) and "principal" (a list of ids). Unknown
 // keys are errors, so a misspelt rule never passes silently.
@@ -191,6 +194,8 @@ type serverEntry struct {
 	// each principal's credentials under "principal".
 	Identity   string                    `json:"identity"`
 	Principals map[string]principalEntry `json:"principals"`
+	// MaxResultTokens is Server.MaxResultTokens.
+	MaxResultTokens int `json:"maxResultTokens"`
 	// Accepted and ignored: editors' own settings.
 	Disabled    bool            `json:"disabled"`
 	EnvFile     string          `json:"envFile"`
@@ -240,7 +245,8 @@ func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warning
 		if err := x.expandMap("env", e.Env); err != nil {
 			return nil, fmt.Errorf("server %q: %w", id, err)
 		}
-		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers}
+		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers,
+			MaxResultTokens: e.MaxResultTokens}
 		if err := parseIdentity(&s, &e, x, warnings); err != nil {
 			return nil, err
 		}
@@ -415,6 +421,8 @@ func describeType(goType string) string {
 		return "a list of strings"
 	case "map[string]string":
 		return "an object of strings"
+	case "int":
+		return "a whole number"
 	}
 	return goType
 }

@@ -400,7 +400,7 @@ func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 			tools, gen, err, ok := cn.snapshot(lf)
 			if ok {
 				release()
-				lists[i], key[i] = ServerTools{Server: id, Tools: tools, Down: err}, gen
+				lists[i], key[i] = ServerTools{Server: id, Tools: tools, Down: err, MaxResultTokens: s.srv.MaxResultTokens}, gen
 				continue
 			}
 		}
@@ -423,7 +423,7 @@ func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 			// A server whose listing fails is reported as down in this
 			// tool set; key 0 matches no session, so it is asked again.
 			tools, gen, err := cn.listTools(ctx, lf)
-			lists[i], key[i] = ServerTools{Server: id, Tools: tools, Down: err}, gen
+			lists[i], key[i] = ServerTools{Server: id, Tools: tools, Down: err, MaxResultTokens: s.srv.MaxResultTokens}, gen
 		})
 	}
 	wg.Wait()

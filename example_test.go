@@ -361,3 +361,43 @@ func ExampleOptions_requireServers() {
 	// Output:
 	// true
 }
+
+func ExampleCutForModel() {
+	var log strings.Builder
+	for i := 1; i <= 2000; i++ {
+		fmt.Fprintf(&log, "12:00:%02d request %d served in 3 ms\n", i%60, i)
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: log.String()}}}
+	cut, tokens := conduit.CutForModel(res, 100)
+	fmt.Println("about", tokens, "tokens before")
+	for _, c := range cut.Content {
+		fmt.Println(c.(*mcp.TextContent).Text)
+	}
+	// Output:
+	// about 31001 tokens before
+	// 12:00:01 request 1 served in 3 ms
+	// 12:00:02 request 2 served in 3 ms
+	// 12:00:03 request 3 served in 3 ms
+	// 12:00:04 request 4 served in 3 ms
+	// 12:00:05 request 5 served in 3 ms
+	// 12:00:06 request 6 served in 3 ms
+	//
+	// [conduit: the result was cut to fit its budget of 100 tokens: kept the first 6 of 2000 lines (204 bytes of 71.2 KB, about 90 of 31001 tokens). Ask for less at a time (a narrower query, a smaller range or page), if the tool allows it.]
+}
+
+func ExampleToolSet_With() {
+	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true},
+		conduit.ServerTools{Server: "github", Tools: []*mcp.Tool{{Name: "get_issue"}}},
+		conduit.ServerTools{Server: "jira", Down: errors.New("connection refused")})
+	// A tool the program answers itself (a conduit.LocalTool's), offered
+	// beside the servers'.
+	own := &conduit.Tool{Tool: &mcp.Tool{Name: "remember"}, Exposed: "remember", Server: "app"}
+	for t := range ts.With(own).All() {
+		fmt.Println(t.Exposed)
+	}
+	fmt.Println(ts.With(own).Warnings())
+	// Output:
+	// github__get_issue
+	// remember
+	// [server jira is down, so its tools are not offered: connection refused]
+}

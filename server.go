@@ -68,6 +68,15 @@ type Server struct {
 	// process's own never stands in for a principal's.
 	Principals map[string]Credentials
 
+	// MaxResultTokens is the budget of this server's results for a model,
+	// in tokens ("maxResultTokens" in mcp.json): package adapters cuts a
+	// result over it before the model reads it, in place of the
+	// conversation's budget (a call's own takes its place in turn), and
+	// conduit serve cuts one for its clients (gateway.Options). 0 leaves
+	// it to them; negative is no budget for this server's results. Each of
+	// its tools carries it (Tool.MaxResultTokens).
+	MaxResultTokens int
+
 	// fromEnv are the values its configuration read from the environment
 	// (${env:NAME}), which its errors do not show.
 	fromEnv []envValue

@@ -25,6 +25,12 @@ type Tool struct {
 	Exposed string
 	// Server is the id of the server that lists the tool.
 	Server string
+	// MaxResultTokens is the budget of the tool's results for a model, in
+	// tokens, as its server's configuration gives it
+	// (Server.MaxResultTokens; ServerTools.MaxResultTokens): 0 when it
+	// gives none, negative for no budget. Package adapters and the
+	// gateway apply it.
+	MaxResultTokens int
 
 	once      sync.Once
 	validator *jsonschema.Resolved
@@ -149,6 +155,9 @@ type ServerTools struct {
 	// Down, when set, says why the server is unavailable; its tools are left
 	// out and reported.
 	Down error
+	// MaxResultTokens is the server's Server.MaxResultTokens, given to
+	// each of its tools (Tool.MaxResultTokens).
+	MaxResultTokens int
 }
 
 // ToolSetOptions configure how [NewToolSet] names and chooses tools, as a
@@ -248,9 +257,10 @@ func NewToolSet(opts *ToolSetOptions, servers ...ServerTools) *ToolSet {
 				continue
 			}
 			candidates = append(candidates, &Tool{
-				Tool:    t,
-				Server:  st.Server,
-				Exposed: exposedName(namespace, st.Server, prefix, t.Name),
+				Tool:            t,
+				Server:          st.Server,
+				Exposed:         exposedName(namespace, st.Server, prefix, t.Name),
+				MaxResultTokens: st.MaxResultTokens,
 			})
 		}
 	}

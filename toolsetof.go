@@ -1,5 +1,10 @@
 package conduit
 
+import (
+	"maps"
+	"slices"
+)
+
 // ToolSetOf returns a tool set of the given tools, in the order given, as
 // they are: their exposed names and servers are kept, and their memos
 // (definitions already built for a provider) shared. It composes what a
@@ -33,4 +38,37 @@ func ToolSetOf(tools ...*Tool) *ToolSet {
 		ts.add(t)
 	}
 	return ts
+}
+
+// With returns ts with tools appended after its own, in the order given,
+// keeping the rest of ts: what it left out and why, its warnings, how its
+// names were made. It offers a model tools the program answers itself
+// (LocalTool) beside a hub's. A tool whose exposed name ts already offers,
+// or that is given twice, is left out and reported as SkipCollision; ts
+// is not modified.
+func (ts *ToolSet) With(tools ...*Tool) *ToolSet {
+	if ts == nil {
+		return ToolSetOf(tools...)
+	}
+	out := &ToolSet{
+		tools:   slices.Clone(ts.tools),
+		byName:  maps.Clone(ts.byName),
+		byOrig:  maps.Clone(ts.byOrig),
+		skipped: slices.Clone(ts.skipped),
+		drift:   ts.drift,
+		listed:  ts.listed,
+		named:   ts.named, namespace: ts.namespace, prefix: ts.prefix,
+	}
+	for _, t := range tools {
+		if t == nil || t.Tool == nil {
+			continue
+		}
+		if _, taken := out.byName[t.Exposed]; taken {
+			out.skipped = append(out.skipped, Skipped{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Reason: SkipCollision,
+				Detail: "the tool set already offers a tool of this exposed name; this one is left out"})
+			continue
+		}
+		out.add(t)
+	}
+	return out
 }

@@ -54,6 +54,17 @@
 // says so, and invalid UTF-8 from a server is repaired before it is put
 // in JSON.
 //
+// What the model reads of the results is bounded by a result budget,
+// 25,000 tokens a result (AnswerOptions.MaxResultTokens, a server's own
+// or a call's in its place) and 50,000 a turn, shared among its results
+// (BudgetOptions), counted on the answers as each provider carries them:
+// a result over its budget keeps its beginning, cut cleanly (a JSON text
+// or structuredContent into valid JSON), and a notice says what was cut
+// and how to ask for less. A Conversation with its read tool
+// (ReadOptions) keeps the whole and offers read_result, governed as
+// conduit/read_result, to read the rest. BudgetOptions and ReadOptions
+// give the rules.
+//
 // Arguments that are not a JSON object are answered, not sent, and a
 // field a provider always sends is malformed when it is null or missing.
 // Per provider:

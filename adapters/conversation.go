@@ -48,6 +48,15 @@ type ConversationOptions struct {
 	// another process, and how a resumed turn's calls are kept from being
 	// sent twice (see [Conversation.State] and [ResumeConversation]).
 	State StateOptions
+	// Budget bounds what the model reads of each turn's results together,
+	// beyond each result's budget (AnswerOptions.MaxResultTokens); see
+	// BudgetOptions. Results over the warning threshold, or cut, are told
+	// to ListingOptions' Trace and Logger.
+	Budget BudgetOptions
+	// Read, when On, keeps the whole of each result its budget cut and
+	// offers conduit's read_result, with which the model reads the rest;
+	// off by default (see ReadOptions).
+	Read ReadOptions
 }
 
 // Conversation is one conversation with a model over one source and one
@@ -139,7 +148,8 @@ func newConversation(ctx context.Context, src conduit.Source, p Provider, ts *co
 	c := &Conversation{src: src, p: p, taint: slices.Clone(o.Taint), id: id, base: ts, listTaint: slices.Clone(o.Taint), state: sc}
 	c.o = ExecOptions{ToolSet: o.ToolSet, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint,
 		CallTimeout: o.CallTimeout, RequestTimeout: o.RequestTimeout, Meta: o.Meta, Progress: o.Progress, Handlers: o.Handlers,
-		AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency, Limits: o.Limits}
+		AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency, Limits: o.Limits,
+		Budget: o.Budget, Trace: o.Trace, Logger: o.Logger}
 	if err := c.list(ctx, ts, d, o); err != nil {
 		return nil, err
 	}
@@ -177,8 +187,10 @@ func (c *Conversation) Taint() []string {
 // search_tools is answered by the conversation itself, through the
 // source's governance (as conduit/search_tools), and the tools it finds
 // are offered from the next turn on, in the order of the calls that
-// found them (Execution.Revealed). Send Execution.Results in the
-// next request (Wire.Answers puts them in the conversation); when
+// found them (Execution.Revealed). With ReadOptions.On, a result cut to
+// its budget is kept whole, and a call of read_result is answered by the
+// conversation too (as conduit/read_result). Send Execution.Results in
+// the next request (Wire.Answers puts them in the conversation); when
 // Execution.Halted, end the loop.
 //
 // When calls are deferred (Execution.Pending), the turn is not complete:

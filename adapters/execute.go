@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -49,10 +50,20 @@ type ExecOptions struct {
 	// Limits bound the response: its size, and how many of its calls are
 	// run (see Limits; the zero value is the defaults).
 	Limits Limits
+	// Budget bounds what the model reads of the turn's results together,
+	// beyond each result's budget (AnswerOptions.MaxResultTokens; see
+	// BudgetOptions).
+	Budget BudgetOptions
+	// Trace, when set, is told of results over the budget's warning
+	// threshold, or cut; Logger, when set, logs them.
+	Trace  *Trace
+	Logger *slog.Logger
 
-	// local, in a Conversation with conduit's search, is its search tool,
-	// answered by the Conversation.
-	local *conduit.LocalTool
+	// locals, in a Conversation, are its own tools (conduit's search,
+	// the read tool), answered by the Conversation; reader keeps the
+	// results cut for its read tool.
+	locals []*conduit.LocalTool
+	reader *reader
 }
 
 // Execution is the outcome of a model's tool calls.
@@ -86,10 +97,17 @@ type Execution struct {
 	// order. Their places in Results are nil, and their Errors match
 	// conduit.ErrDeferred: the turn is not complete (see Complete), and
 	// its answers must not be sent yet. A Conversation keeps the turn, and
-	// its Resume completes it when they are decided.
+	// its Resume completes it when they are decided. The answers already
+	// written are final, cut within the turn's budget with each pending
+	// call holding its place (see BudgetOptions).
 	Pending []Pending
+	// Budgets say, by position in Results, what the result budget did to
+	// each answer: the result's tokens, those kept, its budget, whether it
+	// was cut, and the read tool's reference to the whole when it was kept.
+	Budgets []toolcall.Budgeted
 
-	local *conduit.Tool // conduit's search tool, whose output taints nothing
+	locals  []*conduit.Tool // the Conversation's own tools, whose output taints nothing
+	demands []int           // each answer's demand on the turn's budget (budget.go)
 }
 
 // Complete reports whether every call of the response is answered: no
@@ -105,7 +123,7 @@ func (e *Execution) Complete() bool { return len(e.Pending) == 0 }
 func (e *Execution) Taint(prev []string) []string {
 	out := slices.Clone(prev)
 	for _, c := range e.Calls {
-		if e.local != nil && c.Def == e.local {
+		if slices.Contains(e.locals, c.Def) {
 			continue
 		}
 		if reached(e.Errors[c.Index]) && !slices.Contains(out, c.Server) {
@@ -152,7 +170,10 @@ func reached(err error) bool {
 //
 // The response is bounded by o.Limits: one over MaxResponseBytes is not
 // parsed and the error matches ErrResponseTooLarge; the calls past
-// MaxToolCalls are answered with an error and not sent.
+// MaxToolCalls are answered with an error and not sent. The answers are
+// written once every call is done, each result cut to its budget and the
+// turn's results together to the turn's (see BudgetOptions); Budgets
+// says what was cut.
 func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, response any, o *ExecOptions) (*Execution, error) {
 	d, err := p.valid()
 	if err != nil {
@@ -169,9 +190,10 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	if err != nil {
 		return nil, err
 	}
-	exec := &Execution{Results: make([]map[string]any, len(raws)), Errors: make([]error, len(raws))}
-	if o.local != nil {
-		exec.local = o.local.Tool
+	exec := &Execution{Results: make([]map[string]any, len(raws)), Errors: make([]error, len(raws)),
+		Budgets: make([]toolcall.Budgeted, len(raws)), demands: make([]int, len(raws))}
+	for _, l := range o.locals {
+		exec.locals = append(exec.locals, l.Tool)
 	}
 	if len(raws) == 0 {
 		return exec, nil
@@ -190,7 +212,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		c := &calls[i]
 		if c.Err != nil {
 			exec.Errors[i] = c.Err
-			exec.Results[i] = d.Answer(*c, nil, c.Err, &o.AnswerOptions)
+			exec.Results[i], exec.Budgets[i] = write(d, *c, nil, c.Err, &o.AnswerOptions)
 			continue
 		}
 		// The model's arguments belong to the caller when it handed over a
@@ -213,7 +235,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		return exec, nil
 	}
 
-	r := &runner{src: src, d: d, o: o, ts: ts, exec: exec, halt: make(chan struct{})}
+	r := &runner{src: src, d: d, o: o, ts: ts, exec: exec, halt: make(chan struct{}), results: make([]*mcp.CallToolResult, len(raws))}
 	defer r.pendingInOrder()
 	if o.Halt != nil {
 		done := make(chan struct{})
@@ -227,6 +249,13 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		}()
 	}
 	r.runAll(ctx, run)
+	// The calls deferred hold their places in the turn's budget until
+	// they are decided (Conversation.Resume).
+	var waiting []toolcall.Call
+	for _, p := range exec.Pending {
+		waiting = append(waiting, calls[p.index])
+	}
+	r.answer(ctx, run, nil, waiting)
 	return exec, nil
 }
 
@@ -244,6 +273,9 @@ type runner struct {
 	o    *ExecOptions
 	ts   *conduit.ToolSet
 	exec *Execution
+	// results are the calls' results, by position, until they are
+	// answered (budget.go).
+	results []*mcp.CallToolResult
 
 	halt     chan struct{}
 	haltOnce sync.Once
@@ -262,7 +294,8 @@ type resumedCall struct {
 // stop halts the calls not yet sent.
 func (r *runner) stop() { r.haltOnce.Do(func() { close(r.halt) }) }
 
-// run runs one call and answers it at its place in Results.
+// run runs one call and keeps its outcome at its place, to be answered
+// with the others.
 func (r *runner) run(ctx context.Context, c toolcall.Call) {
 	res, err := r.call(ctx, c)
 	if err != nil {
@@ -281,7 +314,7 @@ func (r *runner) run(ctx context.Context, c toolcall.Call) {
 		r.mu.Unlock()
 		return
 	}
-	r.exec.Results[c.Index] = r.d.Answer(c, res, err, &r.o.AnswerOptions)
+	r.results[c.Index] = res
 }
 
 // call sends one call through the pipeline.
@@ -319,8 +352,10 @@ func (r *runner) send(ctx context.Context, c toolcall.Call, args map[string]any,
 				Message: modeltext.CallFailed(c.Name), Err: fmt.Errorf("panic: %v", p)}
 		}
 	}()
-	if l := r.o.local; l != nil && c.Def == l.Tool {
-		return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
+	for _, l := range r.o.locals {
+		if c.Def == l.Tool {
+			return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
+		}
 	}
 	return r.src.CallTool(ctx, c.Name, args, o)
 }
@@ -353,4 +388,14 @@ func halted(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// isLocal reports whether t is one of the Conversation's own tools.
+func (o *ExecOptions) isLocal(t *conduit.Tool) bool {
+	for _, l := range o.locals {
+		if l.Tool == t {
+			return true
+		}
+	}
+	return false
 }

@@ -99,18 +99,23 @@ func (p Provider) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call,
 		return nil, nil, err
 	}
 	raws, err := d.Parse(response)
-	return toolcall.ToolCalls(raws, err, ts, d.Answer)
+	return toolcall.ToolCalls(raws, err, ts, func(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
+		a, _ := write(d, c, res, err, o)
+		return a
+	})
 }
 
 // Answer answers one call in the provider's shape, keyed by the call's id:
 // with res, or with err when the call failed (err's message is what the
-// model reads). o may be nil.
+// model reads). The result is cut to o.MaxResultTokens (0: the default,
+// DefaultMaxResultTokens; negative: no budget). o may be nil.
 func (p Provider) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	d, verr := p.valid()
 	if verr != nil {
 		return nil
 	}
-	return d.Answer(c, res, err, o)
+	a, _ := write(d, c, res, err, o)
+	return a
 }
 
 // Shapes describes, for people, what a provider's listing and answers

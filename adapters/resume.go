@@ -53,7 +53,12 @@ type turnCall struct {
 	answer                 map[string]any
 	err                    error
 	reached                bool
-	pending                *pendingCall
+	// budget is what the result budget did to the answer, and demand
+	// what the answer asks of the turn's budget when the turn goes on
+	// (budget.go).
+	budget  toolcall.Budgeted
+	demand  int
+	pending *pendingCall
 }
 
 // pendingCall is a pending call, with what its claim and its check need.
@@ -74,16 +79,19 @@ func newPausedTurn(n int, taint []string, exec *Execution) *pausedTurn {
 		tc := &t.calls[i]
 		tc.answer, tc.err = exec.Results[i], exec.Errors[i]
 		tc.reached = exec.Results[i] != nil && reached(exec.Errors[i])
+		if i < len(exec.Budgets) {
+			tc.budget, tc.demand = exec.Budgets[i], exec.demand(i)
+		}
 	}
 	for _, c := range exec.Calls {
-		if c.Def != nil && c.Def == exec.local {
+		if c.Def != nil && slices.Contains(exec.locals, c.Def) {
 			t.calls[c.Index].reached = false
 		}
 	}
 	for _, p := range exec.Pending {
 		var dg string
 		for _, c := range exec.Calls {
-			if c.Index == p.index && c.Def != exec.local {
+			if c.Index == p.index && !slices.Contains(exec.locals, c.Def) {
 				dg = toolDigest(c.Def)
 			}
 		}
@@ -96,9 +104,10 @@ func newPausedTurn(n int, taint []string, exec *Execution) *pausedTurn {
 func (t *pausedTurn) document() *turnV1 {
 	d := &turnV1{N: t.n, Taint: slices.Clone(t.taint), Halted: t.halted, Calls: make([]callV1, len(t.calls))}
 	for i, tc := range t.calls {
-		c := callV1{ID: tc.id, Name: tc.name, Server: tc.server, Tool: tc.tool, Answer: tc.answer, Reached: tc.reached}
+		c := callV1{ID: tc.id, Name: tc.name, Server: tc.server, Tool: tc.tool, Answer: tc.answer, Reached: tc.reached,
+			Budget: budgetDocument(tc.budget, tc.demand)}
 		if p := tc.pending; p != nil {
-			c.Answer = nil
+			c.Answer, c.Budget = nil, nil
 			c.Pending = &pendingV1{ID: p.ID, Arguments: p.Arguments, Digest: p.digest, Rule: p.Rule, Reason: p.Reason, Round: p.round}
 			if in := p.Input; in != nil {
 				c.Pending.Input = &inputV1{Requests: in.Requests, Responses: in.Responses, RequestState: in.RequestState, Resend: in.Resend}
@@ -117,7 +126,8 @@ func (t *pausedTurn) document() *turnV1 {
 func pausedTurnOf(d *turnV1) *pausedTurn {
 	t := &pausedTurn{n: d.N, taint: slices.Clone(d.Taint), halted: d.Halted, calls: make([]turnCall, len(d.Calls))}
 	for i, c := range d.Calls {
-		tc := turnCall{id: c.ID, name: c.Name, server: c.Server, tool: c.Tool, answer: c.Answer, reached: c.Reached}
+		tc := turnCall{id: c.ID, name: c.Name, server: c.Server, tool: c.Tool, answer: c.Answer, reached: c.Reached,
+			budget: c.Budget.budgeted(), demand: c.Budget.demand()}
 		if e := c.Err; e != nil {
 			k, _ := kindOf(e.Kind)
 			tc.err = &conduit.Error{Kind: k, Server: c.Server, Tool: c.Tool, Message: e.Message, Halt: e.Halt}
@@ -150,10 +160,11 @@ func deferredError(p *pendingCall) *conduit.Error {
 // returned it, in this process or another), over src, for provider p: the
 // conversation goes on as if it had never left, its pending calls, if
 // any, waiting for Resume. o gives what the state does not carry
-// (timeouts, handlers, how answers and tools are written: give the
-// options the conversation was made with); its Principal, Taint and
-// Search.Revealed are the state's, and its State.Keys must hold the key
-// that sealed it.
+// (timeouts, handlers, the result budget and the read tool, how answers
+// and tools are written: give the options the conversation was made
+// with; they are the application's, not the conversation's); its
+// Principal, Taint and Search.Revealed are the state's, and its
+// State.Keys must hold the key that sealed it.
 //
 // A state that is not authentic (altered, truncated, sealed by no key of
 // o's, or of a version this release does not read) is refused with an
@@ -167,6 +178,16 @@ func deferredError(p *pendingCall) *conduit.Error {
 // not made on the decision taken on the old one (see Resume). The options
 // must list the tools as the conversation's did (strict mode's null paths
 // are compared). o is required: it holds the keys.
+//
+// The Conversation's own tools are the options', not the state's: with
+// the same Search and Read, conduit's search tool and the read tool are
+// listed as before, after the state's tools, so that Tools is
+// byte-identical to the saved conversation's (prompt caching holds). The
+// results the read tool kept are not in the state (see ReadOptions): a
+// read of one kept before the save is answered that it is no longer kept
+// and the model should ask again for less, unless o.Read.Keeper is a
+// Keeper the saving process shared. A pending call of read_result is
+// answered by the restored Conversation, as conduit/read_result.
 func ResumeConversation(ctx context.Context, src conduit.Source, p Provider, state []byte, o *ConversationOptions) (*Conversation, error) {
 	if _, err := p.valid(); err != nil {
 		return nil, err
@@ -292,6 +313,11 @@ func sameNullPaths(got, saved map[string][]NullPath, kept []*conduit.Tool) bool 
 // decided first is answered with that one's answer, or, while it has
 // recorded none, with an error matching ErrDecidedElsewhere.
 //
+// The answers of the calls sent are written within the turn's budget:
+// what the answers written before them kept is taken off it, and the
+// calls still pending hold their places (see BudgetOptions). Budgets has
+// every answer's figures, those written before included.
+//
 // The Execution's Calls are the turn's calls that resolved; only those
 // this Resume sent carry their arguments.
 //
@@ -328,12 +354,11 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 		}
 	}
 
-	exec := &Execution{Results: make([]map[string]any, len(t.calls)), Errors: make([]error, len(t.calls))}
-	if c.search != nil {
-		exec.local = c.search.tool.Tool
-	}
+	exec := &Execution{Results: make([]map[string]any, len(t.calls)), Errors: make([]error, len(t.calls)),
+		Budgets: make([]toolcall.Budgeted, len(t.calls)), demands: make([]int, len(t.calls)), locals: c.localTools()}
 	offered := c.Listing().ToolSet
-	r := &runner{src: c.src, d: d, o: &o, ts: fresh, exec: exec, halt: make(chan struct{}), resumed: map[int]resumedCall{}}
+	r := &runner{src: c.src, d: d, o: &o, ts: fresh, exec: exec, halt: make(chan struct{}), resumed: map[int]resumedCall{},
+		results: make([]*mcp.CallToolResult, len(t.calls))}
 	res := &resumed{settled: map[int]bool{}, reached: map[int]bool{}, again: map[int]Pending{}}
 	tokens := map[int]string{}
 	var send []toolcall.Call
@@ -352,7 +377,8 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 		switch cl.State {
 		case store.Completed:
 			if rec, ok := readOutcome(cl.Result); ok {
-				exec.Results[i], exec.Errors[i] = rec.Answer, rec.error(p)
+				exec.Results[i], exec.Errors[i], exec.Budgets[i] = rec.Answer, rec.error(p), rec.Budget.budgeted()
+				exec.demands[i] = rec.Budget.demand()
 				res.settled[i], res.reached[i] = true, rec.Reached
 				continue
 			}
@@ -360,8 +386,8 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 		case store.Pending:
 			err := &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool, Err: ErrDecidedElsewhere,
 				Message: "The call to " + p.Name + " was decided by another resumption of this conversation, which has not recorded its outcome: whether it was made is unknown, and it was not made again."}
-			exec.Results[i], exec.Errors[i] = d.Answer(call, nil, err, &o.AnswerOptions), err
-			res.settled[i] = true
+			exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.AnswerOptions)
+			exec.Errors[i], res.settled[i] = err, true
 			continue
 		}
 		dec := decisions[p.ID]
@@ -372,8 +398,8 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 			r.resumed[i] = resumedCall{approval: &allow, input: inputs[i]}
 			continue
 		}
-		exec.Results[i], exec.Errors[i] = d.Answer(call, nil, err, &o.AnswerOptions), err
-		res.settled[i] = true
+		exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.AnswerOptions)
+		exec.Errors[i], res.settled[i] = err, true
 		c.record(ctx, key, cl.Token, exec, i, false)
 	}
 	if len(send) > 0 {
@@ -393,13 +419,15 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 			// round, whose claim is another; this one's stays unrecorded.
 			res.again[p.index] = p
 		}
+		before, waiting := c.turnSoFar(t, res, exec, send, fresh, offered)
+		r.answer(rctx, send, before, waiting)
 		for _, call := range send {
 			i := call.Index
 			if _, again := res.again[i]; again {
 				continue
 			}
 			res.settled[i] = true
-			res.reached[i] = reached(exec.Errors[i]) && call.Def != exec.local
+			res.reached[i] = reached(exec.Errors[i]) && !slices.Contains(exec.locals, call.Def)
 			c.record(ctx, c.claimKey(t.n, i, t.calls[i].pending.round), tokens[i], exec, i, res.reached[i])
 		}
 	}
@@ -461,8 +489,8 @@ func (c *Conversation) callOf(i int, tc *turnCall, fresh, offered *conduit.ToolS
 	if p := tc.pending; p != nil {
 		call.Args = jsonv.CloneObject(p.Arguments)
 	}
-	if c.search != nil && tc.server == SearchToolServer && tc.name == SearchToolName {
-		call.Def = c.search.tool.Tool
+	if l := c.localTool(tc.server, tc.name); l != nil {
+		call.Def = l
 	} else if t, ok := fresh.Lookup(tc.name); ok && t.Server == tc.server && t.Name == tc.tool {
 		call.Def = t
 	} else if t, ok := offered.Lookup(tc.name); ok {
@@ -481,8 +509,8 @@ func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Decision,
 		return conduit.DeniedError(call.Def, dec.Reason, dec.Halt)
 	case halt:
 		return conduit.HaltedError(call.Def)
-	case c.search != nil && call.Def == c.search.tool.Tool:
-		return nil // conduit's own search tool, whose definition is its own
+	case slices.Contains(c.localTools(), call.Def):
+		return nil // a tool of the Conversation's own, whose definition is its own
 	}
 	t, why := findTool(fresh, p.Server, p.Tool, p.Name, p.digest)
 	if t != nil {
@@ -501,6 +529,52 @@ func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Decision,
 		Message: msg + "the tool's definition changed after it was asked for, and the approval given does not cover the new one. Call it again if it is still wanted."}
 }
 
+// localTools are the Conversation's own tools (conduit's search, the read
+// tool), fixed when it is listed.
+func (c *Conversation) localTools() []*conduit.Tool {
+	out := make([]*conduit.Tool, len(c.o.locals))
+	for i, l := range c.o.locals {
+		out[i] = l.Tool
+	}
+	return out
+}
+
+// localTool is the Conversation's own tool that a call names, by its
+// server and exposed name, or nil.
+func (c *Conversation) localTool(server, name string) *conduit.Tool {
+	for _, l := range c.o.locals {
+		if l.Tool.Server == server && l.Tool.Exposed == name {
+			return l.Tool
+		}
+	}
+	return nil
+}
+
+// turnSoFar is, for the turn's budget, the answers of turn t written
+// before this Resume's calls (conduit's answers to calls that did not
+// resolve aside, as in a turn answered at once), and the calls of t still
+// pending once they are done.
+func (c *Conversation) turnSoFar(t *pausedTurn, res *resumed, exec *Execution, send []toolcall.Call, fresh, offered *conduit.ToolSet) (before []written, waiting []toolcall.Call) {
+	sending := make(map[int]bool, len(send))
+	for _, call := range send {
+		sending[call.Index] = true
+	}
+	for i := range t.calls {
+		tc := &t.calls[i]
+		_, again := res.again[i]
+		switch {
+		case res.settled[i]: // decided now, answered without being sent
+			before = append(before, written{exec.demand(i), exec.Budgets[i].Kept})
+		case sending[i] && !again:
+		case tc.pending != nil:
+			waiting = append(waiting, c.callOf(i, tc, fresh, offered))
+		case tc.server != "":
+			before = append(before, written{tc.demand, tc.budget.Kept})
+		}
+	}
+	return before, waiting
+}
+
 // claimKey is the key of the claim of the call at position i of turn n,
 // deferred round+1 times.
 func (c *Conversation) claimKey(n, i, round int) string {
@@ -517,6 +591,7 @@ type outcome struct {
 	Answer  map[string]any `json:"answer"`
 	Err     *errV1         `json:"err,omitempty"`
 	Reached bool           `json:"reached,omitempty"`
+	Budget  *budgetV1      `json:"budget,omitempty"`
 }
 
 // error is the error a recorded outcome stands for.
@@ -530,7 +605,7 @@ func (o *outcome) error(p *pendingCall) error {
 
 func readOutcome(data []byte) (*outcome, bool) {
 	var o outcome
-	if json.Unmarshal(data, &o) != nil || o.Answer == nil || (o.Err != nil && !knownKind(o.Err.Kind)) {
+	if json.Unmarshal(data, &o) != nil || o.Answer == nil || (o.Err != nil && !knownKind(o.Err.Kind)) || o.Budget.check() != nil {
 		return nil, false
 	}
 	return &o, true
@@ -540,7 +615,7 @@ func readOutcome(data []byte) (*outcome, bool) {
 // in exec. A record that fails leaves the claim pending: later resumers
 // are told the outcome is unknown, and still send nothing.
 func (c *Conversation) record(ctx context.Context, key, token string, exec *Execution, i int, reachedIt bool) {
-	rec := outcome{Answer: exec.Results[i], Reached: reachedIt}
+	rec := outcome{Answer: exec.Results[i], Reached: reachedIt, Budget: budgetDocument(exec.Budgets[i], exec.demand(i))}
 	var ce *conduit.Error
 	if errors.As(exec.Errors[i], &ce) {
 		rec.Err = &errV1{Kind: ce.Kind.String(), Message: ce.Message, Halt: ce.Halt}
@@ -564,6 +639,7 @@ func (c *Conversation) settle(t *pausedTurn, exec *Execution, res *resumed, halt
 		tc := &t.calls[i]
 		if res.settled[i] {
 			tc.answer, tc.err, tc.reached, tc.pending = exec.Results[i], exec.Errors[i], res.reached[i], nil
+			tc.budget, tc.demand = exec.Budgets[i], exec.demand(i)
 		} else if p, again := res.again[i]; again {
 			p.ID = tc.pending.ID
 			tc.pending = &pendingCall{Pending: p, digest: tc.pending.digest, round: tc.pending.round + 1}
@@ -572,7 +648,7 @@ func (c *Conversation) settle(t *pausedTurn, exec *Execution, res *resumed, halt
 	}
 	t.halted = t.halted || halt
 	out := &Execution{Results: make([]map[string]any, len(t.calls)), Errors: make([]error, len(t.calls)), Halted: t.halted,
-		Revealed: exec.Revealed, local: exec.local}
+		Budgets: make([]toolcall.Budgeted, len(t.calls)), Revealed: exec.Revealed, locals: exec.locals}
 	offered := c.listing.ToolSet
 	for i := range t.calls {
 		tc := &t.calls[i]
@@ -584,7 +660,7 @@ func (c *Conversation) settle(t *pausedTurn, exec *Execution, res *resumed, halt
 			}
 			continue
 		}
-		out.Results[i], out.Errors[i] = tc.answer, tc.err
+		out.Results[i], out.Errors[i], out.Budgets[i] = tc.answer, tc.err, tc.budget
 		if tc.server == "" {
 			continue // a call that did not resolve
 		}

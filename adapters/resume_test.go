@@ -14,6 +14,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -389,5 +390,271 @@ func TestResumeDeferredElicitation(t *testing.T) {
 	}
 	if asked != 1 || !slices.Equal(states, []string{"", "step-1"}) {
 		t.Errorf("asked %d, request states %q", asked, states)
+	}
+}
+
+// TestResumeTurnBudget: a turn answered in steps is within the turn's
+// budget as the turn answered at once is. Four large results share a
+// turn's budget of 3,000 tokens (each within its own of 2,000); two of
+// the calls are deferred. When both are allowed (in one Resume, or one
+// Resume each, the conversation restored from its state in between) the
+// completed turn's answers are those of the turn answered at once, for
+// every provider. When one is denied, the answers written before stay as
+// they were, and the turn is still within its budget.
+func TestResumeTurnBudget(t *testing.T) {
+	const perResult, perTurn = 2000, 3000
+	big := map[string]any{"lines": 2000}
+	calls := []scripted{{id: "c1", name: "free__report", args: big}, {id: "c2", name: "asked__report", args: big},
+		{id: "c3", name: "free__report", args: big}, {id: "c4", name: "asked__report", args: big}}
+	policy := conduit.NewPolicy(conduit.Ask("asked/*"), conduit.Allow("*"))
+	servers := func() []conduit.Server { return []conduit.Server{{ID: "free"}, {ID: "asked"}} }
+	opts := func() *adapters.ConversationOptions {
+		o := stateOpts(store.NewMemory())
+		o.MaxResultTokens, o.Budget.MaxTurnTokens = perResult, perTurn
+		return o
+	}
+	kept := func(bs []toolcall.Budgeted) (n int) {
+		for _, b := range bs {
+			n += b.Kept
+		}
+		return n
+	}
+	ctx := context.Background()
+	for _, p := range adapters.Providers() {
+		t.Run(p.String(), func(t *testing.T) {
+			approveAll := func(context.Context, conduit.ApprovalRequest) conduit.Approval { return conduit.Approve() }
+			onceHub, _ := reportHubWith(t, &conduit.Options{Policy: policy, Approver: approveAll}, servers()...)
+			once := turn(t, newConv(t, onceHub, p, opts()), p, calls...)
+			if !once.Complete() || kept(once.Budgets) > perTurn {
+				t.Fatalf("at once: %+v", once.Budgets)
+			}
+			for _, b := range once.Budgets {
+				if !b.Cut || b.Budget != perTurn/len(calls) {
+					t.Fatalf("at once, each result gets an equal share: %+v", once.Budgets)
+				}
+			}
+
+			hub, received := reportHubWith(t, &conduit.Options{Policy: policy, Approver: conduit.DeferAll("later")}, servers()...)
+			resume := func(conv *adapters.Conversation, d map[string]adapters.Decision) *adapters.Execution {
+				t.Helper()
+				state, err := conv.State()
+				if err != nil {
+					t.Fatal(err)
+				}
+				back, err := adapters.ResumeConversation(ctx, hub, p, state, opts())
+				if err != nil {
+					t.Fatal(err)
+				}
+				exec, err := back.Resume(ctx, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return exec
+			}
+			paused := turn(t, newConv(t, hub, p, opts()), p, calls...)
+			if len(paused.Pending) != 2 || received() != 2 {
+				t.Fatalf("pending %+v", paused.Pending)
+			}
+			// Each pending call held its place: the answers written are those
+			// of the turn answered at once.
+			for _, i := range []int{0, 2} {
+				if canon(paused.Results[i]) != canon(once.Results[i]) || paused.Budgets[i] != once.Budgets[i] {
+					t.Errorf("call %d when the turn paused: %+v, at once %+v", i, paused.Budgets[i], once.Budgets[i])
+				}
+			}
+
+			// Both allowed at once, in this process and in another.
+			conv := newConv(t, hub, p, opts())
+			turn(t, conv, p, calls...)
+			done := resume(conv, map[string]adapters.Decision{"c2": {Allow: true}, "c4": {Allow: true}})
+			if !done.Complete() || canon(done.Results) != canon(once.Results) || !slices.Equal(done.Budgets, once.Budgets) {
+				t.Errorf("resumed: %+v\nat once: %+v", done.Budgets, once.Budgets)
+			}
+			done, err := conv.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}, "c4": {Allow: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !done.Complete() || canon(done.Results) != canon(once.Results) || !slices.Equal(done.Budgets, once.Budgets) {
+				t.Errorf("resumed in the same process: %+v\nat once: %+v", done.Budgets, once.Budgets)
+			}
+
+			// One at a time, each in a process of its own: c4 holds its
+			// place while c2 is answered.
+			conv = newConv(t, hub, p, opts())
+			turn(t, conv, p, calls...)
+			state, err := conv.State()
+			if err != nil {
+				t.Fatal(err)
+			}
+			half, err := adapters.ResumeConversation(ctx, hub, p, state, opts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, err := half.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.Complete() || canon(first.Results[1]) != canon(once.Results[1]) {
+				t.Errorf("c2 resumed first: %+v", first.Budgets[1])
+			}
+			done = resume(half, map[string]adapters.Decision{"c4": {Allow: true}})
+			if !done.Complete() || canon(done.Results) != canon(once.Results) || !slices.Equal(done.Budgets, once.Budgets) {
+				t.Errorf("resumed in two steps: %+v\nat once: %+v", done.Budgets, once.Budgets)
+			}
+
+			// c2 denied: the answers written before are kept as they were,
+			// c4 is answered within what is left.
+			conv = newConv(t, hub, p, opts())
+			paused = turn(t, conv, p, calls...)
+			done = resume(conv, map[string]adapters.Decision{"c2": {Reason: "no"}, "c4": {Allow: true}})
+			if !done.Complete() || kept(done.Budgets) > perTurn {
+				t.Fatalf("with a denial: %+v", done.Budgets)
+			}
+			for _, i := range []int{0, 2} {
+				if canon(done.Results[i]) != canon(paused.Results[i]) || done.Budgets[i] != paused.Budgets[i] {
+					t.Errorf("call %d was written again: %+v", i, done.Budgets[i])
+				}
+			}
+			if b := done.Budgets[3]; !b.Cut || b.Budget < once.Budgets[3].Budget || b.Budget > perResult {
+				t.Errorf("c4 after a denial: %+v", b)
+			}
+
+			// Resumed under a smaller turn's budget than it paused with: the
+			// calls resumed share what the answers written before left of it.
+			conv = newConv(t, hub, p, opts())
+			turn(t, conv, p, calls...)
+			if state, err = conv.State(); err != nil {
+				t.Fatal(err)
+			}
+			smaller := opts()
+			smaller.Budget.MaxTurnTokens = 2000
+			back, err := adapters.ResumeConversation(ctx, hub, p, state, smaller)
+			if err != nil {
+				t.Fatal(err)
+			}
+			done, err = back.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}, "c4": {Allow: true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := kept(done.Budgets); !done.Complete() || n > 2000 || n < 1900 || done.Budgets[1].Budget != done.Budgets[3].Budget {
+				t.Errorf("under a smaller budget: %d kept, %+v", n, done.Budgets)
+			}
+		})
+	}
+}
+
+// TestResumeReadTool: a Conversation with the read tool, saved and
+// restored with the same options, offers byte-identical tools (the read
+// tool through the same listing, with conduit's search, the provider's
+// own, or none), and its state names the servers' tools only. What the
+// first process kept is gone without a shared Keeper, and the read says
+// so; a call cut on Resume is kept by the restored one; a read_result
+// call deferred by the policy is answered by the Conversation on Resume.
+func TestResumeReadTool(t *testing.T) {
+	ctx := context.Background()
+	big := map[string]any{"lines": 3000}
+	policy := conduit.NewPolicy(conduit.Ask("asked/*", "conduit/read_result"), conduit.Allow("*"))
+	for _, p := range adapters.Providers() {
+		for _, search := range []string{"none", "conduit", "own"} {
+			t.Run(p.String()+"/"+search, func(t *testing.T) {
+				hub, _ := reportHubWith(t, &conduit.Options{Policy: policy, Approver: conduit.DeferAll("later")},
+					conduit.Server{ID: "r"}, conduit.Server{ID: "asked"})
+				opts := func(keeper adapters.Keeper) *adapters.ConversationOptions {
+					o := stateOpts(nil)
+					o.Read = adapters.ReadOptions{On: true, Keeper: keeper}
+					o.MaxResultTokens = 1000
+					if search != "none" {
+						o.Search = adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: search == "conduit", AlwaysLoaded: []string{"r/report", "asked/report"}}
+					}
+					return o
+				}
+				conv := newConv(t, hub, p, opts(nil))
+				if _, ok := conv.Listing().ToolSet.Lookup(adapters.ReadToolName); !ok {
+					t.Fatal("read_result is not offered")
+				}
+				exec := turn(t, conv, p, scripted{id: "c1", name: "r__report", args: big}, scripted{id: "c2", name: "asked__report", args: big})
+				before := exec.Budgets[0].Ref
+				if before == "" || len(exec.Pending) != 1 {
+					t.Fatalf("budgets %+v, pending %+v", exec.Budgets, exec.Pending)
+				}
+				state, err := conv.State()
+				if err != nil {
+					t.Fatal(err)
+				}
+				back, err := adapters.ResumeConversation(ctx, hub, p, state, opts(nil))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if canon(back.Tools()) != canon(conv.Tools()) {
+					t.Fatalf("the tools offered changed:\n%s\n%s", canon(back.Tools()), canon(conv.Tools()))
+				}
+				// Restored without the read tool: it is simply not offered,
+				// and nothing of the servers' tools is missing.
+				off := opts(nil)
+				off.Read = adapters.ReadOptions{}
+				plain, err := adapters.ResumeConversation(ctx, hub, p, state, off)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := plain.Listing().ToolSet.Lookup(adapters.ReadToolName); ok || len(plain.Listing().Warnings) != len(conv.Listing().Warnings) {
+					t.Errorf("restored without the read tool: warnings %v", plain.Listing().Warnings)
+				}
+
+				done, err := back.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				after := done.Budgets[1].Ref
+				if !done.Complete() || after == "" || done.Budgets[0].Ref != before {
+					t.Fatalf("resumed: %+v", done.Budgets)
+				}
+				read := func(conv *adapters.Conversation, ref string) string {
+					t.Helper()
+					exec := turn(t, conv, p, scripted{id: "read", name: adapters.ReadToolName, args: map[string]any{"result": ref, "line": 3000}})
+					if len(exec.Pending) == 1 { // the policy asks: allow it
+						done, err := conv.Resume(ctx, map[string]adapters.Decision{exec.Pending[0].ID: {Allow: true}})
+						if err != nil {
+							t.Fatal(err)
+						}
+						exec = done
+					}
+					return resultText(p, exec.Results[0])
+				}
+				if text := read(back, before); !strings.Contains(text, "is not kept") || !strings.Contains(text, "carried on elsewhere") {
+					t.Errorf("a result kept before the save: %q", text)
+				}
+				if text := read(back, after); !strings.Contains(text, reportLine(3000)) {
+					t.Errorf("a result cut on Resume: %q", text)
+				}
+
+				// With a Keeper shared by both, the restored one reads what the
+				// first kept, through a read_result call deferred and resumed
+				// after the save.
+				shared := adapters.NewMemoryKeeper(0)
+				first := newConv(t, hub, p, opts(shared))
+				ref := turn(t, first, p, scripted{id: "c1", name: "r__report", args: big}).Budgets[0].Ref
+				asked := turn(t, first, p, scripted{id: "read", name: adapters.ReadToolName, args: map[string]any{"result": ref, "line": 3000}})
+				if len(asked.Pending) != 1 {
+					t.Fatalf("the read is not deferred: %v", asked.Errors)
+				}
+				if state, err = first.State(); err != nil {
+					t.Fatal(err)
+				}
+				second, err := adapters.ResumeConversation(ctx, hub, p, state, opts(shared))
+				if err != nil {
+					t.Fatal(err)
+				}
+				done, err = second.Resume(ctx, map[string]adapters.Decision{"read": {Allow: true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if text := resultText(p, done.Results[0]); done.Errors[0] != nil || !strings.Contains(text, reportLine(3000)) {
+					t.Errorf("the deferred read: %v %q", done.Errors[0], text)
+				}
+				if !slices.Equal(second.Taint(), []string{"r"}) {
+					t.Errorf("the read tool's answer tainted: %v", second.Taint())
+				}
+			})
+		}
 	}
 }

@@ -181,6 +181,7 @@ func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver.P
 	if err != nil {
 		return err
 	}
+	read, notes := c.readTool(ts, o)
 	var why string
 	search := so.Mode == SearchOn || (so.Mode == SearchAuto && exceeds(ts, d, &o.ListingOptions, so))
 	_, native := d.(driver.Searcher)
@@ -196,19 +197,20 @@ func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver.P
 			return fmt.Errorf("adapters: conduit's tool search cannot be offered: %s", why)
 		}
 		if why == "" {
-			return c.listConduit(ctx, ts, d, o, loaded, tool)
+			return c.listConduit(ctx, ts, d, o, loaded, tool, read, notes)
 		}
 	}
 	if search && why == "" {
-		return c.listNative(ctx, ts, d, o, loaded)
+		return c.listNative(ctx, ts, d, o, loaded, read, notes)
 	}
-	listing, err := listToolSet(ctx, ts, c.p, &o.ListingOptions)
+	listing, err := listToolSet(ctx, ts.With(read...), c.p, &o.ListingOptions)
 	if err != nil {
 		return err
 	}
 	if why != "" {
 		listing.Warnings = append(listing.Warnings, toolcall.Warning{Message: "every tool is listed, without search: " + why})
 	}
+	listing.Warnings = append(listing.Warnings, notes...)
 	c.setListing(listing)
 	return nil
 }
@@ -258,34 +260,36 @@ func jsonSize(v any) int {
 }
 
 // listNative lists ts for the provider's own search: loaded from the
-// start, every other tool deferred. Calls resolve against all of ts.
-func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions, loaded []*conduit.Tool) error {
+// start, every other tool deferred; the Conversation's own tools (extra)
+// are loaded, after the others. Calls resolve against all of them.
+func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions, loaded, extra []*conduit.Tool, notes []toolcall.Warning) error {
 	native, ok := d.(driver.Searcher)
 	if !ok {
 		return fmt.Errorf("adapters: %s has no tool search of its own", c.p)
 	}
-	lts := conduit.ToolSetOf(loaded...)
+	lts := conduit.ToolSetOf(append(slices.Clip(loaded), extra...)...)
+	ts = ts.With(extra...)
 	lo := o.ListingOptions.toDriver()
 	lo.SearchRegex = o.Search.Regex
 	s, err := native.SearchTools(lts, ts, lo)
 	if err != nil {
 		return fmt.Errorf("adapters: %s's tool search: %w", c.p, err)
 	}
-	l := &Listing{Tools: s.Tools, ToolSet: ts, Warnings: append(serverWarnings(ts), s.Warnings...), SearchTool: s.SearchTool, Deferred: deferredNames(ts, lts)}
+	l := &Listing{Tools: s.Tools, ToolSet: ts, Warnings: append(append(serverWarnings(ts), s.Warnings...), notes...), SearchTool: s.SearchTool, Deferred: deferredNames(ts, lts)}
 	traceFallbacks(ctx, &o.ListingOptions, l.strict(c.p, ts, lo))
 	c.setListing(l)
 	return nil
 }
 
-// listConduit lists the loaded tools and conduit's search tool, and keeps
-// what the search needs.
-func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions, loaded []*conduit.Tool, tool *conduit.Tool) error {
+// listConduit lists the loaded tools, conduit's search tool and the
+// Conversation's other tools (extra), and keeps what the search needs.
+func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions, loaded []*conduit.Tool, tool *conduit.Tool, extra []*conduit.Tool, notes []toolcall.Warning) error {
 	limit := o.Search.Limit
 	if limit <= 0 {
 		limit = DefaultSearchLimit
 	}
 	s := &searcher{p: c.p, d: d, lo: o.ListingOptions, all: ts, limit: min(limit, MaxSearchLimit),
-		shown: map[*conduit.Tool]bool{}, reported: map[string]bool{}}
+		shown: map[*conduit.Tool]bool{}, reported: map[string]bool{}, notes: notes}
 	s.lo.cacheTool = SearchToolName
 	s.tool = &conduit.LocalTool{Tool: tool, Answer: func(ctx context.Context, call *conduit.Call) (*mcp.CallToolResult, error) {
 		return c.answerSearch(ctx, call)
@@ -293,7 +297,7 @@ func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d d
 	for _, t := range loaded {
 		s.shown[t] = true
 	}
-	s.loaded = append(slices.Clip(loaded), tool)
+	s.loaded = append(append(slices.Clip(loaded), tool), extra...)
 	for _, name := range o.Search.Revealed {
 		t, ok := ts.Lookup(name)
 		switch {
@@ -307,7 +311,7 @@ func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d d
 		}
 	}
 	c.search = s
-	c.o.local = s.tool
+	c.o.locals = append(c.o.locals, s.tool)
 	l, fallbacks := s.listing()
 	c.setListing(l)
 	traceFallbacks(ctx, &s.lo, fallbacks)

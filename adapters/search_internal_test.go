@@ -30,13 +30,13 @@ func TestNativeSearchErrorIsReturned(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			d := p.impl()
 			c := &Conversation{p: p}
-			err := c.listNative(context.Background(), ts, d, &ConversationOptions{}, nil)
+			err := c.listNative(context.Background(), ts, d, &ConversationOptions{}, nil, nil, nil)
 			if _, ok := d.(driver.Searcher); ok {
 				if err != nil || c.listing == nil || c.listing.SearchTool == "" || len(c.listing.Tools) == 0 {
 					t.Fatalf("listing %+v, %v", c.listing, err)
 				}
 				c.listing = nil
-				if err := c.listNative(context.Background(), ts, failingSearch{d}, &ConversationOptions{}, nil); !errors.Is(err, errNoListing) || c.listing != nil {
+				if err := c.listNative(context.Background(), ts, failingSearch{d}, &ConversationOptions{}, nil, nil, nil); !errors.Is(err, errNoListing) || c.listing != nil {
 					t.Fatalf("a failing search: listing %+v, %v", c.listing, err)
 				}
 				return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/internal/seal"
 	"github.com/conduitmcp/conduit/store"
@@ -237,7 +238,57 @@ type callV1 struct {
 	Answer  map[string]any `json:"answer,omitempty"`
 	Err     *errV1         `json:"err,omitempty"`
 	Reached bool           `json:"reached,omitempty"`
-	Pending *pendingV1     `json:"pending,omitempty"`
+	// Budget is what the result budget did to Answer (absent: nothing,
+	// the answer counting for nothing in the turn's budget, as in a state
+	// written before the budget).
+	Budget  *budgetV1  `json:"budget,omitempty"`
+	Pending *pendingV1 `json:"pending,omitempty"`
+}
+
+// budgetV1 is what the result budget did to an answer
+// (toolcall.Budgeted): its budget, the tokens of the whole result and of
+// what was kept, whether it was cut, and the read tool's reference to the
+// whole; and its demand on the turn's budget, for the calls resumed.
+type budgetV1 struct {
+	Budget int    `json:"budget,omitempty"`
+	Tokens int    `json:"tokens,omitempty"`
+	Kept   int    `json:"kept,omitempty"`
+	Cut    bool   `json:"cut,omitempty"`
+	Ref    string `json:"ref,omitempty"`
+	Demand int    `json:"demand,omitempty"`
+}
+
+// budgetDocument is b and demand as a state records them, nil for
+// nothing.
+func budgetDocument(b toolcall.Budgeted, demand int) *budgetV1 {
+	if b == (toolcall.Budgeted{}) && demand == 0 {
+		return nil
+	}
+	return &budgetV1{Budget: b.Budget, Tokens: b.Tokens, Kept: b.Kept, Cut: b.Cut, Ref: b.Ref, Demand: demand}
+}
+
+// demand is the demand b records (nil: none).
+func (b *budgetV1) demand() int {
+	if b == nil {
+		return 0
+	}
+	return b.Demand
+}
+
+// budgeted is the toolcall.Budgeted b records (nil: the zero value).
+func (b *budgetV1) budgeted() toolcall.Budgeted {
+	if b == nil {
+		return toolcall.Budgeted{}
+	}
+	return toolcall.Budgeted{Budget: b.Budget, Tokens: b.Tokens, Kept: b.Kept, Cut: b.Cut, Ref: b.Ref}
+}
+
+// check reports what makes b unusable.
+func (b *budgetV1) check() error {
+	if b != nil && (b.Budget < 0 || b.Tokens < 0 || b.Kept < 0 || b.Demand < 0) {
+		return errors.New("a negative budget")
+	}
+	return nil
 }
 
 // errV1 is a call's failure, as the model was told of it.
@@ -393,6 +444,10 @@ func (st *stateV1) check() error {
 			return fmt.Errorf("call %d is neither pending nor answered", i+1)
 		case c.Err != nil && !knownKind(c.Err.Kind):
 			return fmt.Errorf("call %d: unknown kind %q", i+1, c.Err.Kind)
+		case c.Pending != nil && c.Budget != nil:
+			return fmt.Errorf("call %d is pending and has a budget", i+1)
+		case c.Budget.check() != nil:
+			return fmt.Errorf("call %d: %v", i+1, c.Budget.check())
 		case c.Pending == nil:
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
 )
 
 var internalKey = []byte("0123456789abcdef0123456789abcdef-internal")
@@ -25,6 +26,12 @@ const v1Document = `{"v":1,"id":"CONV7XQ","provider":"anthropic","principal":"ad
  "digest":"sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae","rule":"ask lab/echo","reason":"waiting",
  "input":{"requests":{"who":{"method":"elicitation/create","params":{"message":"who?","requestedSchema":{"type":"object"}}}},"request_state":"s1"},"round":1}},
 {"id":"c3","name":"lab__nope","answer":{"type":"tool_result","tool_use_id":"c3","content":"Unknown tool","is_error":true},"err":{"kind":"unknown_tool","message":"Unknown tool"}}]}}`
+
+// v1WithBudget is v1Document as a release with the result budget writes
+// it: an answer carries what the budget did to it ("budget"), which a
+// document without it reads as nothing done.
+var v1WithBudget = strings.Replace(v1Document, `"content":"plain text"},"reached":true}`,
+	`"content":"plain text"},"reached":true,"budget":{"budget":1000,"tokens":5210,"kept":998,"cut":true,"ref":"R-ABCD2345","demand":1000}}`, 1)
 
 // TestStateVersionOne: a document of version 1 is read, every field of
 // it; one of another version, or with a field this release does not know,
@@ -45,17 +52,29 @@ func TestStateVersionOne(t *testing.T) {
 	if !errors.Is(turn.calls[1].err, conduit.ErrDeferred) || turn.calls[2].err.Error() == "" || !turn.calls[0].reached {
 		t.Errorf("calls %+v", turn.calls)
 	}
+	if turn.calls[0].budget != (toolcall.Budgeted{}) || turn.document().Calls[0].Budget != nil {
+		t.Errorf("a document without the budget: %+v", turn.calls[0].budget)
+	}
+	withBudget, err := decodeState([]byte(v1WithBudget))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := pausedTurnOf(withBudget.Turn).calls[0]; c.budget != (toolcall.Budgeted{Budget: 1000, Tokens: 5210, Kept: 998, Cut: true, Ref: "R-ABCD2345"}) || c.demand != 1000 {
+		t.Errorf("the budget read: %+v, demand %d", c.budget, c.demand)
+	}
 	// What it reads it writes back the same.
-	again, err := json.Marshal(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st2, err := decodeState(again)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if again2, _ := json.Marshal(st2); string(again2) != string(again) {
-		t.Errorf("written back:\n%s\n%s", again, again2)
+	for _, st := range []*stateV1{st, withBudget} {
+		again, err := json.Marshal(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st2, err := decodeState(again)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again2, _ := json.Marshal(st2); string(again2) != string(again) {
+			t.Errorf("written back:\n%s\n%s", again, again2)
+		}
 	}
 
 	sc, err := (&StateOptions{Keys: [][]byte{internalKey}}).config(nil)
@@ -63,8 +82,10 @@ func TestStateVersionOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	seal := func(doc string) []byte { return []byte(sc.sealer.Seal([]byte(doc), time.Now().Add(time.Hour))) }
-	if _, err := openState(sc, seal(v1Document)); err != nil {
-		t.Errorf("sealed v1: %v", err)
+	for _, doc := range []string{v1Document, v1WithBudget} {
+		if _, err := openState(sc, seal(doc)); err != nil {
+			t.Errorf("sealed v1: %v", err)
+		}
 	}
 	for name, doc := range map[string]string{
 		"version 2":     strings.Replace(v1Document, `"v":1`, `"v":2`, 1),
@@ -75,6 +96,9 @@ func TestStateVersionOne(t *testing.T) {
 		"turn n":        strings.Replace(v1Document, `"n":3`, `"n":4`, 1),
 		"unknown kind":  strings.Replace(v1Document, `"kind":"unknown_tool"`, `"kind":"nope"`, 1),
 		"no pending":    strings.Replace(v1Document, `"pending":{`, `"pendingx":{`, 1),
+		"negative kept": strings.Replace(v1WithBudget, `"kept":998`, `"kept":-1`, 1),
+		"pending with a budget": strings.Replace(v1Document, `"pending":{"id":"c2"`,
+			`"budget":{"kept":10},"pending":{"id":"c2"`, 1),
 	} {
 		if _, err := openState(sc, seal(doc)); !errors.Is(err, ErrInvalidState) {
 			t.Errorf("%s: %v", name, err)
@@ -113,6 +137,7 @@ func FuzzOpenState(f *testing.F) {
 // same.
 func FuzzDecodeState(f *testing.F) {
 	f.Add([]byte(v1Document))
+	f.Add([]byte(v1WithBudget))
 	f.Add([]byte(`{"v":1,"id":"x","provider":"gemini","tools":[],"turns":0}`))
 	f.Add([]byte(`{"v":1,"id":"x","provider":"gemini","tools":[],"turns":1,"turn":{"n":1,"calls":[{"name":"a","server":"s","tool":"t","pending":{"id":"#1","arguments":null}}]}}`))
 	f.Add([]byte(`{"v":2}`))

@@ -64,11 +64,16 @@ const (
 type NullPath []string
 
 // Trace is a set of optional hooks for adapter events, in the manner of
-// net/http/httptrace; each takes an info struct.
+// net/http/httptrace; each takes an info struct, and each is called
+// synchronously, so it must be quick and safe for concurrent use.
 type Trace struct {
 	// StrictFallback is called for each tool that OpenAIChat or
 	// OpenAIResponses sends with "strict": false under StrictAuto.
 	StrictFallback func(StrictFallbackInfo)
+	// ResultBudget is called for each result over
+	// BudgetOptions.WarnTokens, and each result cut to its budget, once
+	// its answer is written.
+	ResultBudget func(ResultBudgetInfo)
 }
 
 // StrictFallbackInfo is the argument of [Trace.StrictFallback].

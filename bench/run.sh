@@ -38,6 +38,7 @@ group '^BenchmarkTools$' 40x
 group '^BenchmarkList$' 10x
 group '^BenchmarkMemory$' 1x
 group '^BenchmarkSearch$' 20000x
+group '^BenchmarkBudget$' 20x
 group '^BenchmarkSearchIndex$' 20x
 group '^BenchmarkOTel$' 3000x
 group '^BenchmarkOTelCall$' 2000x

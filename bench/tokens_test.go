@@ -90,21 +90,9 @@ func serverSamples(t *testing.T) []tokenSample {
 		t.Fatal(err)
 	}
 	tree := filepath.Join(goroot, "src", "net")
-	fsCmd, fsArgs := testenv.Filesystem(t, dir, tree)
-	evCmd, evArgs := testenv.Everything(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	h, err := conduit.NewHub(ctx, []conduit.Server{
-		{ID: "fs", Command: fsCmd, Args: fsArgs},
-		{ID: "ev", Command: evCmd, Args: evArgs},
-	}, &conduit.Options{Policy: conduit.AllowAll(), Limits: conduit.Limits{MaxResultBytes: -1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	if _, err := h.ListTools(ctx); err != nil {
-		t.Fatal(err)
-	}
+	h := outputsHub(t, ctx, dir, tree)
 	calls := []struct {
 		name, kind, tool string
 		args             map[string]any
@@ -135,22 +123,43 @@ func serverSamples(t *testing.T) []tokenSample {
 	return out
 }
 
+// outputsHub is a hub of the real server-filesystem over dirs, as fs,
+// and server-everything, as ev, with no limit on a result's size, its
+// tools listed; it is closed with t.
+func outputsHub(t *testing.T, ctx context.Context, dirs ...string) *conduit.Hub {
+	fsCmd, fsArgs := testenv.Filesystem(t, dirs...)
+	evCmd, evArgs := testenv.Everything(t)
+	h, err := conduit.NewHub(ctx, []conduit.Server{
+		{ID: "fs", Command: fsCmd, Args: fsArgs},
+		{ID: "ev", Command: evCmd, Args: evArgs},
+	}, &conduit.Options{Policy: conduit.AllowAll(), Limits: conduit.Limits{MaxResultBytes: -1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	if _, err := h.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // modelText is what a model reads of res in provider p's answer: its text,
 // with images left out (they are counted by the providers' image rules).
 func modelText(t *testing.T, p string, res *mcp.CallToolResult) string {
 	c := toolcall.Call{ID: "call_1", Name: "t"}
+	o := &toolcall.AnswerOptions{MaxResultTokens: -1} // the whole, to measure
 	var texts []string
 	switch p {
 	case "anthropic":
-		for _, b := range anthropic.ToolResult(c, res, nil, nil)["content"].([]any) {
+		for _, b := range anthropic.ToolResult(c, res, nil, o)["content"].([]any) {
 			if m := b.(map[string]any); m["type"] == "text" {
 				texts = append(texts, m["text"].(string))
 			}
 		}
 	case "openai-chat":
-		texts = append(texts, openai.Chat.ToolOutput(c, res, nil, nil)["content"].(string))
+		texts = append(texts, openai.Chat.ToolOutput(c, res, nil, o)["content"].(string))
 	case "openai-responses":
-		switch o := openai.Responses.ToolOutput(c, res, nil, nil)["output"].(type) {
+		switch o := openai.Responses.ToolOutput(c, res, nil, o)["output"].(type) {
 		case string:
 			texts = append(texts, o)
 		case []any:
@@ -161,7 +170,7 @@ func modelText(t *testing.T, p string, res *mcp.CallToolResult) string {
 			}
 		}
 	case "gemini":
-		out := gemini.FunctionResponse(c, res, nil, nil)["functionResponse"].(map[string]any)["response"].(map[string]any)["output"]
+		out := gemini.FunctionResponse(c, res, nil, o)["functionResponse"].(map[string]any)["response"].(map[string]any)["output"]
 		if s, ok := out.(string); ok {
 			texts = append(texts, s)
 		} else {

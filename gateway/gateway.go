@@ -78,6 +78,17 @@ type Options struct {
 	// (0, "immediately stale"). Lists that depend on the principal are
 	// "private" to it (cacheScope).
 	ListTTL time.Duration
+
+	// MaxResultTokens is the budget of every tool result served, in
+	// tokens of what the client's model reads of its content
+	// (conduit.CutForModel), unless its server's own
+	// (conduit.Server.MaxResultTokens) is set. 0 or negative: no budget
+	// but the servers' own, the default. A client of the gateway is an
+	// LLM host with a budget of its own (Claude Code's
+	// MAX_MCP_OUTPUT_TOKENS, which may be raised; some keep a large
+	// result in a file the model reads in parts), which conduit should
+	// not preempt with a cut the client cannot undo.
+	MaxResultTokens int
 }
 
 // DefaultListTTL is the cache hint of lists when Options.ListTTL is zero.
@@ -119,6 +130,7 @@ type Gateway struct {
 	approver    conduit.Approver // the caller's, for clients that cannot be asked
 	approveWait time.Duration
 	instr       string
+	maxTokens   int // Options.MaxResultTokens
 	logger      *slog.Logger
 	sdkLogger   *slog.Logger
 	policy      *conduit.Policy
@@ -179,6 +191,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		approver:    opts.Hub.Approver,
 		approveWait: opts.ApprovalTimeout,
 		instr:       opts.Instructions,
+		maxTokens:   opts.MaxResultTokens,
 		logger:      opts.Hub.Logger,
 		sessions:    map[*session]struct{}{},
 		subs:        map[string]int{},

@@ -53,7 +53,8 @@ func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string
 	}
 	call := func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
 		res, err := s.g.src.CallTool(context.WithValue(ctx, sessionKey{}, s), name, args, opts)
-		if t, ok := ts.Lookup(name); ok {
+		t, ok := ts.Lookup(name)
+		if ok {
 			if terr := s.taintFrom(ctx, opts, conv, t.Server, err); terr != nil {
 				return answer(terr)
 			}
@@ -61,7 +62,7 @@ func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string
 		if err != nil {
 			return answer(err)
 		}
-		return res, nil
+		return s.g.budget(ctx, name, t, res), nil
 	}
 	var rq *roundRequest
 	if s.view {
@@ -90,6 +91,23 @@ func (s *session) serve(ctx context.Context, rq *roundRequest, opts *conduit.Cal
 		return call(ctx, opts)
 	}
 	return s.serveRound(ctx, rq, opts, call)
+}
+
+// budget cuts the result of tool name (t, nil when unknown) to its
+// budget: its server's, else the gateway's (none by default).
+func (g *Gateway) budget(ctx context.Context, name string, t *conduit.Tool, res *mcp.CallToolResult) *mcp.CallToolResult {
+	limit := g.maxTokens
+	if t != nil && t.MaxResultTokens != 0 {
+		limit = t.MaxResultTokens
+	}
+	if limit <= 0 {
+		return res
+	}
+	out, n := conduit.CutForModel(res, limit)
+	if out != res {
+		g.logger.WarnContext(ctx, "conduit: a tool result was cut to its budget", "tool", name, "tokens", n, "budget", limit)
+	}
+	return out
 }
 
 func (s *session) getPrompt(ctx context.Context, name string, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {

@@ -70,13 +70,16 @@
 //	conduit.validation.failure
 //	conduit.strict_fallback     conduit.tool.exposed, conduit.strict.reason,
 //	                            on the span of the listing's context
+//	conduit.result_budget       conduit.tool.exposed, conduit.result.tokens, conduit.result.kept_tokens,
+//	                            conduit.result.budget, conduit.result.cut, for a result over the
+//	                            budget's warning threshold or cut, on the span of the Execute's context
 //	conduit.pin_drift           conduit.server, conduit.pin.tool, conduit.pin.drift (changed,
 //	                            new, removed), conduit.pin.pinned, conduit.pin.listed (digests),
 //	                            for a tool a listing leaves out because it differs from its pin,
 //	                            on the span of the listing's context (a call's, when a call
 //	                            listed); the diff itself goes to the Logger, not to telemetry
 //
-// A strict-mode fallback or pin drift whose context has no span gets a
+// A strict-mode fallback, result budget or pin drift whose context has no span gets a
 // span of its own, named as the event, so that it is not lost (a span
 // sampled out keeps it out).
 //

@@ -171,11 +171,13 @@ func (t *Telemetry) Trace() *conduit.Trace {
 }
 
 // AdaptersTrace returns the hooks to set as a listing's
-// adapters.ListingOptions.Trace: a strict-mode fallback becomes an event
-// of the span in the listing's context (the caller's own, such as an agent
-// turn's), or of a span of its own when that context has none recording.
+// adapters.ListingOptions.Trace: a strict-mode fallback, and a result
+// over the budget's warning threshold or cut, become events of the span
+// in the listing's (the Execute's) context (the caller's own, such as an
+// agent turn's), or of a span of their own when that context has none
+// recording.
 func (t *Telemetry) AdaptersTrace() *adapters.Trace {
-	return &adapters.Trace{StrictFallback: t.strictFallback}
+	return &adapters.Trace{StrictFallback: t.strictFallback, ResultBudget: t.resultBudget}
 }
 
 // Attribute keys of conduit's own; the conventions' come from semconv.
@@ -197,6 +199,10 @@ const (
 	keyHook             = attribute.Key("conduit.hook.name")
 	keyStage            = attribute.Key("conduit.hook.stage")
 	keyStrictReason     = attribute.Key("conduit.strict.reason")
+	keyResultTokens     = attribute.Key("conduit.result.tokens")
+	keyResultKept       = attribute.Key("conduit.result.kept_tokens")
+	keyResultBudget     = attribute.Key("conduit.result.budget")
+	keyResultCut        = attribute.Key("conduit.result.cut")
 	methodCall          = "tools/call"
 	methodList          = "tools/list"
 	methodGetPrompt     = "prompts/get"
@@ -209,6 +215,7 @@ const (
 	eventValidation     = "conduit.validation.failure"
 	eventStrictFallback = "conduit.strict_fallback"
 	eventPinDrift       = "conduit.pin_drift"
+	eventResultBudget   = "conduit.result_budget"
 )
 
 var (
@@ -336,6 +343,12 @@ func (t *Telemetry) strictFallback(i adapters.StrictFallbackInfo) {
 		attrs = append(attrs, keyStrictReason.String(i.Err.Error()))
 	}
 	t.event(i.Context, eventStrictFallback, attrs)
+}
+
+func (t *Telemetry) resultBudget(i adapters.ResultBudgetInfo) {
+	b := i.Budgeted
+	t.event(i.Context, eventResultBudget, []attribute.KeyValue{keyExposed.String(i.Call.Name), keyResultTokens.Int(b.Tokens),
+		keyResultKept.Int(b.Kept), keyResultBudget.Int(b.Budget), keyResultCut.Bool(b.Cut)})
 }
 
 func (t *Telemetry) pinDrift(i conduit.PinDriftInfo) {

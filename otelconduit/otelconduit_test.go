@@ -531,6 +531,41 @@ func TestStrictFallbackEvent(t *testing.T) {
 	}
 }
 
+// TestResultBudgetEvent checks that a result cut to its budget is an
+// event of the span in the Execute's context.
+func TestResultBudgetEvent(t *testing.T) {
+	s := newSDK(t)
+	srv := mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "log", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("a line of the log\n", 20000)}}}, nil
+		})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	tel := s.telemetry(t, otelconduit.Options{})
+	hub := newHub(t, []conduit.Server{{ID: "t", Transport: ct}}, &conduit.Options{Policy: conduit.AllowAll()})
+	o := &adapters.ExecOptions{Trace: tel.AdaptersTrace()}
+	o.MaxResultTokens = 500
+	ctx, turn := s.tp.Tracer("test").Start(context.Background(), "turn")
+	_, err = adapters.ExecuteToolCalls(ctx, hub, adapters.OpenAIChat,
+		`{"choices": [{"message": {"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "t__log", "arguments": "{}"}}]}}]}`, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn.End()
+	sp := s.ended("turn")[0]
+	if len(sp.Events()) != 1 || sp.Events()[0].Name != "conduit.result_budget" {
+		t.Fatalf("events %v", sp.Events())
+	}
+	if a := attrs(sp.Events()[0].Attributes); a["conduit.tool.exposed"] != "t__log" || a["conduit.result.budget"] != "500" || a["conduit.result.cut"] != "true" {
+		t.Errorf("event attributes %v", a)
+	}
+}
+
 // TestNoopProviders checks the bridge over OpenTelemetry's no-op
 // providers: calls work, and nothing is sent in _meta.
 func TestNoopProviders(t *testing.T) {

@@ -32,6 +32,10 @@ type Answered struct {
 	// function's name.
 	ID    string
 	Error bool
+	// Text is what the model reads of the answer as text: its text
+	// blocks or items, one a line (images left out), or for Gemini the
+	// output or error, a structured output as JSON, then its notice.
+	Text string
 }
 
 // Pauser is the Fake of an API that pauses a turn before it ends

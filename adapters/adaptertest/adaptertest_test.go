@@ -36,5 +36,5 @@ func ExampleFakeOf() {
 	fmt.Printf("%+v\n", fake.Answered(adapters.OpenAIChat.Wire().Answers([]map[string]any{answer})))
 	// Output:
 	// call_1 weather__get_forecast {"city":"Oslo"}
-	// [{ID:call_1 Error:true}]
+	// [{ID:call_1 Error:true Text:Error: the city is unknown}]
 }

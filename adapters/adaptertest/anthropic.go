@@ -1,6 +1,8 @@
 package adaptertest
 
 import (
+	"strings"
+
 	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
@@ -52,7 +54,13 @@ func (anthropicFake) Answered(conversation []any) []Answered {
 	for _, b := range render.LastOf(conversation, "user", "content") {
 		blk := jsonv.Object(b)
 		if blk["type"] == "tool_result" {
-			out = append(out, Answered{ID: jsonv.String(blk["tool_use_id"]), Error: blk["is_error"] == true})
+			var texts []string
+			for _, c := range jsonv.List(blk["content"]) {
+				if c := jsonv.Object(c); c["type"] == "text" {
+					texts = append(texts, jsonv.String(c["text"]))
+				}
+			}
+			out = append(out, Answered{ID: jsonv.String(blk["tool_use_id"]), Error: blk["is_error"] == true, Text: strings.Join(texts, "\n")})
 		}
 	}
 	return out

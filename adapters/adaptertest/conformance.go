@@ -48,7 +48,14 @@ import (
 //     finds, and the provider's own search, when it has one, defers every
 //     tool and still resolves their calls;
 //   - a turn the provider pauses (a [Pauser] fake) reads as paused, and
-//     no other does.
+//     no other does;
+//   - a result over its budget reaches the model, as the fake reads it
+//     back, within the budget and then a notice, its beginning kept, a
+//     JSON text or structuredContent cut into valid JSON, the default
+//     budget without options; the results of one response share the
+//     turn's budget max-min fairly;
+//   - the read tool is offered, keeps what was cut, and reads the rest by
+//     lines and by pattern without sending anything to the server.
 func RunConformanceTests(t *testing.T, p adapters.Provider) {
 	t.Helper()
 	f := FakeOf(p)
@@ -74,6 +81,9 @@ func RunConformanceTests(t *testing.T, p adapters.Provider) {
 		{"ConduitSearch", s.conduitSearch},
 		{"NativeSearch", s.nativeSearch},
 		{"Pause", s.pause},
+		{"ResultBudget", s.resultBudget},
+		{"TurnBudget", s.turnBudget},
+		{"ReadTool", s.readTool},
 	} {
 		t.Run(tc.name, tc.run)
 	}
@@ -236,9 +246,10 @@ func (s *suite) wire(t *testing.T) {
 	if got := s.f.Conversation(req); !reflect.DeepEqual(got, decoded(t, map[string]any{"c": conv})["c"]) {
 		t.Errorf("the request does not carry the conversation")
 	}
-	want := []Answered{{ID: "c1"}, {ID: "c2", Error: true}}
-	if got := s.f.Answered(s.f.Conversation(req)); !reflect.DeepEqual(got, want) {
-		t.Errorf("Answered %+v, want %+v", got, want)
+	got := s.f.Answered(s.f.Conversation(req))
+	if len(got) != 2 || got[0].ID != "c1" || got[0].Error || got[0].Text != "found" ||
+		got[1].ID != "c2" || !got[1].Error || !strings.Contains(got[1].Text, "down") {
+		t.Errorf("Answered %+v, want c1 found, and c2 an error that says down", got)
 	}
 	if got := s.f.Answered([]any{w.Prompt("hi")}); len(got) != 0 {
 		t.Errorf("a prompt has answers: %+v", got)
@@ -623,7 +634,7 @@ func (s *suite) listing(t *testing.T) {
 	conv := s.conversation(t, l, nil)
 	listing := conv.Listing()
 	ts := listing.ToolSet
-	if ts.Len() != 4 || len(listing.Tools) != ts.Len() {
+	if ts.Len() != 5 || len(listing.Tools) != ts.Len() {
 		t.Fatalf("%d definitions for %d tools", len(listing.Tools), ts.Len())
 	}
 	i := 0
@@ -653,7 +664,7 @@ func (s *suite) conduitSearch(t *testing.T) {
 	l := newLab(t)
 	conv := s.conversation(t, l, &adapters.ConversationOptions{Search: adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: true}})
 	listing := conv.Listing()
-	if listing.SearchTool != adapters.SearchToolName || len(listing.Tools) != 1 || len(listing.Deferred) != 4 {
+	if listing.SearchTool != adapters.SearchToolName || len(listing.Tools) != 1 || len(listing.Deferred) != 5 {
 		t.Fatalf("search tool %q, %d tools, deferred %v", listing.SearchTool, len(listing.Tools), listing.Deferred)
 	}
 	before := string(marshal(t, conv.Tools()[0]))
@@ -684,7 +695,7 @@ func (s *suite) nativeSearch(t *testing.T) {
 		t.Logf("%v has no search of its own: conduit's is offered", s.p)
 		return
 	}
-	if listing.SearchTool == "" || len(listing.Deferred) != 4 || listing.ToolSet.Len() != 4 {
+	if listing.SearchTool == "" || len(listing.Deferred) != 5 || listing.ToolSet.Len() != 5 {
 		t.Fatalf("search tool %q, deferred %v", listing.SearchTool, listing.Deferred)
 	}
 	all := string(marshal(t, listing.Tools))

@@ -1,6 +1,8 @@
 package adaptertest
 
 import (
+	"encoding/json"
+
 	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
@@ -40,7 +42,19 @@ func (geminiFake) Answered(conversation []any) []Answered {
 		if id == "" {
 			id = jsonv.String(fr["name"])
 		}
-		out = append(out, Answered{ID: id, Error: jsonv.Object(fr["response"])["error"] != nil})
+		resp := jsonv.Object(fr["response"])
+		a := Answered{ID: id, Error: resp["error"] != nil, Text: jsonv.String(resp["error"])}
+		if !a.Error {
+			a.Text = jsonv.String(resp["output"])
+			if _, isText := resp["output"].(string); !isText {
+				data, _ := json.Marshal(resp["output"])
+				a.Text = string(data)
+			}
+			if n := jsonv.String(resp["notice"]); n != "" {
+				a.Text += "\n" + n
+			}
+		}
+		out = append(out, a)
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,7 +37,11 @@ const (
 	failTool   = "lab__fail"   // an isError result, "disk full"
 	imageTool  = "lab__image"  // a PNG image
 	deployTool = "lab__deploy" // the policy asks, and the approver halts
+	bigTool    = "lab__big"    // "lines" lines of text, "as" a JSON text or structuredContent
 )
+
+// bigLine is line n of lab__big's text.
+func bigLine(n int) string { return fmt.Sprintf("line %d of the report: everything is fine here", n) }
 
 // newLab starts the lab for t; the policy asks about lab/deploy and
 // allows everything else, conduit's search included, and the approver
@@ -86,6 +91,25 @@ func newLab(t *testing.T) *lab {
 	add("deploy", "Deploys to production.", empty, func(map[string]any) *mcp.CallToolResult {
 		return &mcp.CallToolResult{Content: text("deployed")}
 	})
+	add("big", "Reports at length.", map[string]any{"type": "object", "properties": map[string]any{
+		"lines": map[string]any{"type": "integer"}, "as": map[string]any{"type": "string", "enum": []any{"text", "json", "structured"}}}},
+		func(a map[string]any) *mcp.CallToolResult {
+			n, _ := a["lines"].(float64)
+			var b strings.Builder
+			rows := make([]any, 0, int(n))
+			for i := 1; i <= int(n); i++ {
+				b.WriteString(bigLine(i) + "\n")
+				rows = append(rows, map[string]any{"line": float64(i), "text": bigLine(i)})
+			}
+			switch a["as"] {
+			case "json":
+				data, _ := json.Marshal(map[string]any{"rows": rows})
+				return &mcp.CallToolResult{Content: text(string(data))}
+			case "structured":
+				return &mcp.CallToolResult{StructuredContent: map[string]any{"rows": rows}}
+			}
+			return &mcp.CallToolResult{Content: text(b.String())}
+		})
 
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(context.Background(), st, nil)

@@ -70,8 +70,14 @@ func (responsesFake) Conversation(request map[string]any) []any { return jsonv.L
 func (responsesFake) Answered(conversation []any) []Answered {
 	return trailing(conversation, func(m map[string]any) (string, string, bool) {
 		text := jsonv.String(m["output"])
-		if items := jsonv.List(m["output"]); len(items) > 0 {
-			text = jsonv.String(jsonv.Object(items[0])["text"])
+		var texts []string
+		for _, it := range jsonv.List(m["output"]) {
+			if it := jsonv.Object(it); it["type"] == "input_text" {
+				texts = append(texts, jsonv.String(it["text"]))
+			}
+		}
+		if len(texts) > 0 {
+			text = strings.Join(texts, "\n")
 		}
 		return jsonv.String(m["call_id"]), text, m["type"] == "function_call_output"
 	})
@@ -90,7 +96,7 @@ func trailing(conversation []any, answer func(map[string]any) (id, text string, 
 			break
 		}
 		failed := strings.HasPrefix(text, toolcall.DefaultErrorPrefix) || text == strings.TrimSpace(toolcall.DefaultErrorPrefix)
-		out = append([]Answered{{ID: id, Error: failed}}, out...)
+		out = append([]Answered{{ID: id, Error: failed, Text: text}}, out...)
 	}
 	return out
 }

@@ -16,10 +16,12 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/internal/budget"
 	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
+	"github.com/conduitmcp/conduit/internal/tokens"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -194,20 +196,33 @@ var imageLimit = render.ImageLimit{Provider: "Anthropic", MaxBytes: MaxImageByte
 // none, except an error, which the API refuses empty and which gets
 // "The tool reported an error without details.". An image over [MaxImageBytes] (or
 // o.MaxImageBytes) or [MaxImageDimension] becomes a text placeholder
-// saying so. The blocks of one turn go first in the next user
-// message, in the model's order.
+// saying so. A result over its budget (o.MaxResultTokens, default
+// toolcall.DefaultMaxResultTokens) is cut, and a text block ends it with
+// a notice; images count by Anthropic's rule (tokens.AnthropicImage). The
+// blocks of one turn go first in the next user message, in the model's
+// order.
 func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
-	block := map[string]any{"type": "tool_result", "tool_use_id": c.ID}
+	return budget.Answer(prepare(c, res, err, o), o)
+}
+
+// prepare renders the answer to c, to be written by toolResult.
+func prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) *budget.Pending {
+	var r render.Rendered
 	if err != nil || res == nil {
-		block["content"] = []any{textBlock(render.ErrorText(err))}
-		block["is_error"] = true
-		return block
+		r = budget.ErrorText(err)
+	} else {
+		mode := toolcall.StructuredAuto
+		if o != nil && o.Structured != toolcall.StructuredDefault {
+			mode = o.Structured
+		}
+		r = render.Render(res, &render.RenderOptions{Mode: mode, Images: true, Limit: render.Limit(o, imageLimit)})
 	}
-	mode := toolcall.StructuredAuto
-	if o != nil && o.Structured != toolcall.StructuredDefault {
-		mode = o.Structured
-	}
-	r := render.Render(res, &render.RenderOptions{Mode: mode, Images: true, Limit: render.Limit(o, imageLimit)})
+	return budget.Pend(r, tokens.AnthropicImage, func(r render.Rendered, _ string) map[string]any { return toolResult(c.ID, r) })
+}
+
+// toolResult is the tool_result block of a rendered result.
+func toolResult(id string, r render.Rendered) map[string]any {
+	block := map[string]any{"type": "tool_result", "tool_use_id": id}
 	content := make([]any, 0, len(r.Parts))
 	for _, p := range r.Parts {
 		switch {

@@ -33,8 +33,8 @@ func (messages) Check(ts *conduit.ToolSet) []toolcall.Warning { return Check(ts)
 
 func (messages) Parse(response any) ([]toolcall.Raw, error) { return Parse(response) }
 
-func (messages) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
-	return ToolResult(c, res, err, o)
+func (messages) Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) driver.Pending {
+	return prepare(c, res, err, o)
 }
 
 func (messages) API() driver.API {

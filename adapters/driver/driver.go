@@ -45,11 +45,31 @@ type Provider interface {
 	// a call that cannot be made as written is a Raw to answer, not an
 	// error.
 	Parse(response any) ([]toolcall.Raw, error)
-	// Answer answers one call, keyed by its id: with res, or with err
-	// when the call failed. o may be nil.
-	Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any
+	// Prepare renders the answer to one call, keyed by its id: with res,
+	// or with err when the call failed. o may be nil. The answer is
+	// written by the Pending's Write, within the result's budget, once
+	// package adapters has measured every answer of the turn.
+	Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) Pending
 	// API is the provider's HTTP API.
 	API() API
+}
+
+// Pending is a call's answer rendered but not yet written: what the model
+// would read of it can be measured first, so that a turn's budget is
+// shared among its answers before any is written (adapters/internal/budget
+// implements it over each provider's rendering and writer). It is used by
+// one goroutine at a time.
+type Pending interface {
+	// Tokens estimates the tokens the model reads of the whole result.
+	// With limit > 0 the count may stop once it passes limit: a result
+	// over limit is then some count past it.
+	Tokens(limit int) int
+	// Text is the whole result as text (JSON indented, images as
+	// placeholders), to be kept for conduit's read tool when it is cut.
+	Text() string
+	// Write writes the answer, its result cut to b, and says what b did.
+	// It is called once.
+	Write(b toolcall.Budget) (map[string]any, toolcall.Budgeted)
 }
 
 // API is how a provider's HTTP API is spoken, for loops that send their

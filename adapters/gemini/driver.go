@@ -29,8 +29,8 @@ func (generateContent) Tools(ts *conduit.ToolSet, _ *driver.ListOptions) []map[s
 	return Tools(ts, nil)
 }
 
-func (generateContent) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
-	return FunctionResponse(c, res, err, o)
+func (generateContent) Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) driver.Pending {
+	return prepare(c, res, err, o)
 }
 
 func (generateContent) Parse(response any) ([]toolcall.Raw, error) { return Parse(response) }

@@ -15,10 +15,12 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/internal/budget"
 	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
+	"github.com/conduitmcp/conduit/internal/tokens"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -159,36 +161,67 @@ func FunctionCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[st
 // the structuredContent object itself when there is one, else the content
 // as text; an isError result always shows its content, which carries the
 // error's words, and falls back to its structuredContent, as JSON text,
-// only when it has none. Images are placeholders.
+// only when it has none. Images are placeholders. A result over its
+// budget (o.MaxResultTokens, default toolcall.DefaultMaxResultTokens) is
+// cut: a text ends with a notice; a structuredContent object is cut into
+// a valid object, and the notice is response.notice (or the output itself
+// when nothing of the object fits).
 func FunctionResponse(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
-	fr := map[string]any{"name": c.Name}
-	if c.ID != "" {
-		fr["id"] = c.ID
-	}
+	return budget.Answer(prepare(c, res, err, o), o)
+}
+
+// prepare renders the answer to c, to be written by functionResponse.
+func prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) *budget.Pending {
+	var r render.Rendered
 	switch {
 	case err != nil || res == nil:
-		fr["response"] = map[string]any{"error": render.ErrorText(err)}
+		r = budget.ErrorText(err)
 	case res.IsError:
 		mode := toolcall.StructuredAuto
 		if o != nil && o.Structured != toolcall.StructuredDefault {
 			mode = o.Structured
 		}
-		text := render.Text(render.Render(res, &render.RenderOptions{Mode: mode}).Parts)
-		if strings.TrimSpace(text) == "" {
-			text = modeltext.EmptyError
-		}
-		fr["response"] = map[string]any{"error": text}
+		r = render.Render(res, &render.RenderOptions{Mode: mode})
 	default:
 		mode := toolcall.StructuredPrefer
 		if o != nil && o.Structured != toolcall.StructuredDefault {
 			mode = o.Structured
 		}
-		r := render.Render(res, &render.RenderOptions{Mode: mode, StructuredValue: true})
-		var out any = render.Text(r.Parts)
-		if r.Structured != nil {
-			out = r.Structured
+		r = render.Render(res, &render.RenderOptions{Mode: mode, StructuredValue: true})
+	}
+	p := budget.Pend(r, tokens.GeminiImage, func(r render.Rendered, notice string) map[string]any {
+		return functionResponse(c, r, notice)
+	})
+	if r.Structured != nil && len(res.Content) > 0 {
+		// The read tool reads the content, which holds the same data as
+		// text, by lines.
+		p.ReadAs(render.Render(res, &render.RenderOptions{Mode: toolcall.StructuredIgnore}).Parts)
+	}
+	return p
+}
+
+// functionResponse is the functionResponse part of a rendered result;
+// notice is the notice of a structured value that was cut.
+func functionResponse(c toolcall.Call, r render.Rendered, notice string) map[string]any {
+	fr := map[string]any{"name": c.Name}
+	if c.ID != "" {
+		fr["id"] = c.ID
+	}
+	switch {
+	case r.IsError:
+		text := render.Text(r.Parts)
+		if strings.TrimSpace(text) == "" {
+			text = modeltext.EmptyError
 		}
-		fr["response"] = map[string]any{"output": out}
+		fr["response"] = map[string]any{"error": text}
+	case r.Structured != nil && notice != "":
+		fr["response"] = map[string]any{"output": r.Structured, "notice": notice}
+	case r.Structured != nil:
+		fr["response"] = map[string]any{"output": r.Structured}
+	case notice != "":
+		fr["response"] = map[string]any{"output": notice} // nothing of the value fits
+	default:
+		fr["response"] = map[string]any{"output": render.Text(r.Parts)}
 	}
 	return map[string]any{"functionResponse": fr}
 }

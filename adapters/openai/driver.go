@@ -49,8 +49,8 @@ func (functions) Check(ts *conduit.ToolSet) []toolcall.Warning { return Check(ts
 
 func (f functions) Parse(response any) ([]toolcall.Raw, error) { return f.api.Parse(response) }
 
-func (f functions) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
-	return f.api.ToolOutput(c, res, err, o)
+func (f functions) Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) driver.Pending {
+	return f.api.prepare(c, res, err, o)
 }
 
 func (f functions) API() driver.API {

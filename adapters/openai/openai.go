@@ -26,10 +26,12 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/internal/budget"
 	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
+	"github.com/conduitmcp/conduit/internal/tokens"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -392,36 +394,49 @@ var imageLimit = render.ImageLimit{Provider: "OpenAI", MaxBytes: MaxImageBytes}
 // with "Error: " (see [toolcall.AnswerOptions.ErrorPrefix]), and an
 // isError result with no content says "The tool reported an error without details.". An image
 // over [MaxImageBytes] (or o.MaxImageBytes) becomes a text placeholder
-// saying so.
+// saying so. A result over its budget (o.MaxResultTokens, default
+// toolcall.DefaultMaxResultTokens) is cut and ends with a notice; images
+// count by OpenAI's rule (tokens.OpenAIImage).
 func (api API) ToolOutput(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
+	return budget.Answer(api.prepare(c, res, err, o), o)
+}
+
+// prepare renders the answer to c, to be written by api.toolOutput.
+func (api API) prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) *budget.Pending {
 	if o == nil {
 		o = &toolcall.AnswerOptions{}
 	}
 	prefix := o.Prefix()
-	var output any
+	var r render.Rendered
 	if err != nil || res == nil {
-		output = prefix + render.ErrorText(err)
+		r = budget.ErrorText(err)
 	} else {
 		mode := o.Structured
 		if mode == toolcall.StructuredDefault {
 			mode = toolcall.StructuredAuto
 		}
-		r := render.Render(res, &render.RenderOptions{Mode: mode, Images: api == Responses, Limit: render.Limit(o, imageLimit)})
-		if !r.IsError {
-			prefix = ""
-		} else if !hasContent(r.Parts) {
-			r.Parts = []render.Part{{Kind: render.PartText, Text: modeltext.EmptyError}}
-		}
-		if api == Responses && hasImage(r.Parts) {
-			output = inputItems(r.Parts, prefix)
-		} else {
-			output = prefix + render.Text(r.Parts)
-		}
+		r = render.Render(res, &render.RenderOptions{Mode: mode, Images: api == Responses, Limit: render.Limit(o, imageLimit)})
+	}
+	return budget.Pend(r, tokens.OpenAIImage, func(r render.Rendered, _ string) map[string]any { return api.toolOutput(c.ID, r, prefix) })
+}
+
+// toolOutput is the answer of a rendered result.
+func (api API) toolOutput(id string, r render.Rendered, prefix string) map[string]any {
+	if !r.IsError {
+		prefix = ""
+	} else if !hasContent(r.Parts) {
+		r.Parts = []render.Part{{Kind: render.PartText, Text: modeltext.EmptyError}}
+	}
+	var output any
+	if api == Responses && hasImage(r.Parts) {
+		output = inputItems(r.Parts, prefix)
+	} else {
+		output = prefix + render.Text(r.Parts)
 	}
 	if api == Responses {
-		return map[string]any{"type": "function_call_output", "call_id": c.ID, "output": output}
+		return map[string]any{"type": "function_call_output", "call_id": id, "output": output}
 	}
-	return map[string]any{"role": "tool", "tool_call_id": c.ID, "content": output}
+	return map[string]any{"role": "tool", "tool_call_id": id, "content": output}
 }
 
 func hasImage(parts []render.Part) bool {

@@ -55,6 +55,17 @@ type AnswerOptions struct {
 	// result is kept. Answers that carry no images (OpenAI Chat, Gemini)
 	// ignore it.
 	MaxImageBytes int
+	// MaxResultTokens is the result budget: the most tokens of a result
+	// the model reads, its notice aside, counted on what the answer
+	// carries (see package adapters, "Result budget"). A result over it
+	// is cut: its beginning is kept, cut at a line break or a character
+	// (a JSON text or structured value into valid JSON), and a notice says
+	// what was kept and how to ask for less. 0 means
+	// DefaultMaxResultTokens; negative, no budget. In
+	// adapters.ConversationOptions and ExecOptions it is every result's,
+	// unless its server's own (conduit.Server.MaxResultTokens) or the
+	// call's (adapters.BudgetOptions.CallTokens) is set.
+	MaxResultTokens int
 }
 
 // DefaultErrorPrefix starts OpenAI error answers unless

@@ -61,6 +61,14 @@ type Options struct {
 	// default past adapters.DefaultSearchThreshold tools or
 	// adapters.DefaultSearchBudget bytes), as for a Conversation.
 	Search adapters.SearchOptions
+	// MaxResultTokens and Budget bound what the model reads of each
+	// result and of each turn's results, as for a Conversation
+	// (AnswerOptions.MaxResultTokens, ConversationOptions.Budget).
+	MaxResultTokens int
+	Budget          adapters.BudgetOptions
+	// Read offers the model conduit's read_result for the rest of the
+	// results cut, as for a Conversation.
+	Read adapters.ReadOptions
 	// OnTurn, when set, is told of each turn's tool calls once they are
 	// answered.
 	OnTurn func(Turn)
@@ -151,7 +159,10 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	conv, err := adapters.NewConversation(ctx, src, o.Provider, &adapters.ConversationOptions{
 		Principal: o.Principal, CallTimeout: o.CallTimeout,
 		ListingOptions: adapters.ListingOptions{CacheLast: true, Strict: o.Strict, Trace: o.ListingTrace},
+		AnswerOptions:  toolcall.AnswerOptions{MaxResultTokens: o.MaxResultTokens},
 		Search:         o.Search,
+		Budget:         o.Budget,
+		Read:           o.Read,
 	})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/agent"
 )
@@ -31,6 +32,14 @@ the requests to any compatible endpoint instead (its key is optional):
   gemini            https://generativelanguage.googleapis.com/v1beta
                                                          + /models/M:generateContent
 
+Each result the model reads is cut to --max-result-tokens, and the results
+of one response together to --max-turn-tokens (shared among them); a
+server's "maxResultTokens" in the configuration takes the first's place for
+its tools. The whole of a cut result is kept for the run, and the model
+reads the rest with conduit's read_result (by lines, bytes, or the lines
+that match a pattern), which the policy governs as conduit/read_result;
+--read-tool=false leaves it out, and the notice says to ask for less.
+
 The model's last text goes to stdout (with --json, the whole result); each
 call's outcome goes to stderr. The exit status is 1 when the loop was
 halted, ran out of --max-turns, or the API failed.`)
@@ -38,9 +47,12 @@ halted, ran out of --max-turns, or the API failed.`)
 	var l listFlags
 	var c callFlags
 	var sf searchFlags
+	var bf budgetFlags
 	h.register(fs)
 	l.register(fs, true)
 	sf.register(fs)
+	bf.register(fs, true)
+	readTool := fs.Bool("read-tool", true, "keep the whole of each result cut, and offer the model conduit's read_result to read the rest")
 	c.approve.register(fs)
 	fs.DurationVar(&c.timeout, "timeout", conduit.DefaultCallTimeout, "how long one call may take in all, approval included")
 	model := fs.String("model", "", "the `model` to ask, such as claude-sonnet-4-5, gpt-4.1 or gemini-2.5-flash")
@@ -89,6 +101,7 @@ halted, ran out of --max-turns, or the API failed.`)
 		Provider: p, Model: *model, BaseURL: *baseURL, APIKey: key, HTTPClient: env.HTTPClient,
 		MaxTurns: *maxTurns, MaxTokens: *maxTokens, Principal: l.principal, Strict: strict,
 		CallTimeout: c.timeout, Search: search, ListingTrace: env.listingTrace(nil),
+		MaxResultTokens: bf.resultTokens(), Budget: bf.options(), Read: adapters.ReadOptions{On: *readTool},
 		OnTurn: func(t agent.Turn) {
 			if t.Paused {
 				fmt.Fprintf(env.Stderr, "conduit: turn %d: paused by the provider; sent back for the model to continue\n", t.N)

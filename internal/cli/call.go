@@ -20,13 +20,20 @@ is named as the model sees it, SERVER__TOOL ('conduit tools' lists them);
 the arguments are a JSON object, given as the second argument, or read from
 stdin when it is "-" (default {}).
 
+The result is cut to --max-result-tokens of what a model reads of its
+content (25000 by default, 0 for none; a server's "maxResultTokens" in the
+configuration takes its place for its tools): its beginning is kept and a
+notice ends it. --raw prints it whole, as the server sent it.
+
 Progress notifications of a long call are shown on stderr. A call the policy
 denies, or that fails, is exit status 1 with the reason; a result with
 isError is printed and is exit status 1 too.`)
 	var h hubFlags
 	var c callFlags
+	var bf budgetFlags
 	h.register(fs)
 	c.register(fs)
+	bf.register(fs, false)
 	principal := fs.String("principal", "", "the `ID` of whom the call is for, as the policy's principal conditions see it")
 	raw := fs.Bool("raw", false, "print the server's result as it came, not shaped for a model")
 	pos, err := fs.parse(args)
@@ -98,6 +105,18 @@ isError is printed and is exit status 1 too.`)
 	}
 	if !*raw {
 		res = conduit.ShapeForModel(res)
+		limit := bf.result
+		// The tool's server may set a budget of its own; the listing is
+		// the one the call resolved against, usually still cached.
+		if ts, lerr := hub.ListToolsFor(ctx, &conduit.ListOptions{Principal: *principal, Taint: taint}); lerr == nil {
+			if tool, ok := ts.Lookup(name); ok && tool.MaxResultTokens != 0 {
+				limit = tool.MaxResultTokens
+			}
+		}
+		if cut, whole := conduit.CutForModel(res, limit); cut != res {
+			res = cut
+			fmt.Fprintf(env.Stderr, "conduit: the result was cut to its budget of %d tokens (about %d in all; --raw prints it whole)\n", limit, whole)
+		}
 	}
 	if err := writeJSON(env.Stdout, res); err != nil {
 		return err

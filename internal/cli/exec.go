@@ -68,6 +68,13 @@ revealed so far, earlier ones first: the next turn's --revealed, and the
 tools 'conduit tools --revealed' appends to the list. The tools a search of
 this response revealed are also named on stderr.
 
+Each result the model reads is cut to --max-result-tokens (25000 by
+default; a server's "maxResultTokens" in the configuration takes its place
+for its tools), and the results of the response together to
+--max-turn-tokens (50000, shared among them): a cut result keeps its
+beginning and ends with a notice of what was cut and how to ask for less.
+0 is no budget.
+
 Calls the policy sends to approval ("ask" rules) are decided by --approve:
 ask prompts on the terminal for each call (allow, deny, or deny and halt),
 reading /dev/tty even when the response comes on stdin; it is the default
@@ -90,10 +97,12 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	var l listFlags
 	var c callFlags
 	var sf searchFlags
+	var bf budgetFlags
 	h.register(fs)
 	l.register(fs, true)
 	c.register(fs)
 	sf.register(fs)
+	bf.register(fs, true)
 	respFile := fs.String("response", "", "the provider response `file` (default: stdin)")
 	structured := fs.String("structured", "", "how results' structuredContent is answered: `auto`, prefer, append or ignore (default: the provider's)")
 	stateFile := fs.String("state", "", "the conversation's state `file`: read when it exists, written after the turn; with --approve defer the calls asked about wait in it for 'conduit resume'")
@@ -159,8 +168,9 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	copts := &adapters.ConversationOptions{
 		Principal: l.principal, Taint: taint, CallTimeout: c.timeout,
 		ListingOptions: adapters.ListingOptions{Strict: strict, Trace: env.listingTrace(nil)},
-		AnswerOptions:  toolcall.AnswerOptions{Structured: mode},
+		AnswerOptions:  toolcall.AnswerOptions{Structured: mode, MaxResultTokens: bf.resultTokens()},
 		Search:         search,
+		Budget:         bf.options(),
 		State:          adapters.StateOptions{Keys: st.keys},
 	}
 	conv, err := st.conversation(ctx, hub, p, copts)
@@ -249,6 +259,9 @@ func reportCalls(env *Env, raws []toolcall.Raw, exec *adapters.Execution) {
 		outcome := "ok"
 		if err := exec.Errors[i]; err != nil {
 			outcome = describe(err)
+		}
+		if i < len(exec.Budgets) {
+			outcome += budgetNote(exec.Budgets[i])
 		}
 		fmt.Fprintf(env.Stderr, "conduit: call %d %s: %s\n", i+1, name, outcome)
 	}

@@ -32,13 +32,21 @@ call of the turn in the model's order, those answered before included.
 A call whose tool changed since it was deferred (its definition, or its
 server gone) is not made on the decision: its answer says so.
 
+The result budget is exec's: give the same --max-result-tokens and
+--max-turn-tokens. The turn's budget covers the whole turn: the calls
+answered by exec before the deferral and those resumed share it as if the
+turn had been answered at once (each call left pending held its own
+budget's worth of it), and the answers written before are not cut again.
+
 FILE is written back, for the next 'conduit exec --state FILE'. While a
 command uses it, FILE.lock exists: a second resume of the same file waits
 for nothing and sends nothing (it fails, and after the first one, FILE has
 nothing pending). A copy of FILE resumed elsewhere is not protected: the
 library's shared claims store (adapters.StateOptions.Claims) is.`)
 	var h hubFlags
+	var bf budgetFlags
 	h.register(fs)
+	bf.register(fs, true)
 	stateFile := fs.String("state", "", "the conversation's state `file`, as 'conduit exec --state' wrote it")
 	allow := fs.String("allow", "", "the `IDs` of the pending calls to run, comma-separated")
 	deny := fs.String("deny", "", "the `IDs` of the pending calls to deny, comma-separated")
@@ -104,7 +112,8 @@ library's shared claims store (adapters.StateOptions.Claims) is.`)
 	conv, err := st.conversation(ctx, hub, info.Provider, &adapters.ConversationOptions{
 		CallTimeout:    *timeout,
 		ListingOptions: adapters.ListingOptions{Trace: env.listingTrace(nil)},
-		AnswerOptions:  toolcall.AnswerOptions{Structured: mode},
+		AnswerOptions:  toolcall.AnswerOptions{Structured: mode, MaxResultTokens: bf.resultTokens()},
+		Budget:         bf.options(),
 		State:          adapters.StateOptions{Keys: st.keys},
 	})
 	if err != nil {
@@ -116,8 +125,11 @@ library's shared claims store (adapters.StateOptions.Claims) is.`)
 		return inputError("%v", err)
 	}
 	for i, err := range exec.Errors {
-		if err != nil && exec.Results[i] != nil {
+		switch {
+		case err != nil && exec.Results[i] != nil:
 			fmt.Fprintf(env.Stderr, "conduit: call %d: %s\n", i+1, describe(err))
+		case exec.Results[i] != nil && exec.Budgets[i].Cut:
+			fmt.Fprintf(env.Stderr, "conduit: call %d: ok%s\n", i+1, budgetNote(exec.Budgets[i]))
 		}
 	}
 	if err := st.save(conv); err != nil {

@@ -60,6 +60,13 @@ bytes, separated by commas: the first seals, every one opens). Replicas
 behind one address must share it; unset, serve makes a key at start, which
 a restart forgets.
 
+Results are passed on whole: a client of serve is an LLM host with a
+budget of its own (Claude Code cuts at 25000 tokens by default, and its
+MAX_MCP_OUTPUT_TOKENS may raise it), which a cut here would preempt with
+no way back. --max-result-tokens N cuts every tool result to N tokens of
+what a model reads of its content, as conduit call does; a server's
+"maxResultTokens" in the configuration applies to its tools either way.
+
 When mcp.lock.json is beside the configuration, only the tools it pins are
 served (see conduit pin). It is read once, when serve starts: restart serve
 after 'conduit pin --update'.`)
@@ -73,6 +80,7 @@ after 'conduit pin --update'.`)
 	issuer := fs.String("oauth-issuer", "", "with --http: accept the JWT access tokens of this authorization server `URL` (the \"serve\" object's oauth.issuer)")
 	resource := fs.String("oauth-resource", "", "with --http: this server's own `URL` as its clients reach it, the audience of their tokens (oauth.resource)")
 	taintLifetime := fs.Duration("taint-lifetime", 0, "how long a principal's taint lasts after its latest addition (default the \"serve\" object's taintLifetime, or 24h)")
+	maxResultTokens := fs.Int("max-result-tokens", 0, "cut every tool result to this many `tokens` of what a model reads (0: pass results whole, as the client has a budget of its own)")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -151,6 +159,7 @@ after 'conduit pin --update'.`)
 			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil))},
 		Transparent:     *transparent,
 		ApprovalTimeout: *approvalTimeout,
+		MaxResultTokens: *maxResultTokens,
 		Middleware:      env.serverMiddleware(),
 		TaintLifetime:   *taintLifetime,
 		StateKeys:       stateKeys,

@@ -45,13 +45,21 @@ func (env *Env) listingTrace(own *adapters.Trace) *adapters.Trace {
 	if own == nil {
 		return tel
 	}
-	both := *own
-	if f, g := own.StrictFallback, tel.StrictFallback; f != nil && g != nil {
-		both.StrictFallback = func(i adapters.StrictFallbackInfo) { f(i); g(i) }
-	} else if g != nil {
-		both.StrictFallback = g
+	return &adapters.Trace{
+		StrictFallback: both(own.StrictFallback, tel.StrictFallback),
+		ResultBudget:   both(own.ResultBudget, tel.ResultBudget),
 	}
-	return &both
+}
+
+// both calls f and then g, either of which may be nil.
+func both[I any](f, g func(I)) func(I) {
+	switch {
+	case f == nil:
+		return g
+	case g == nil:
+		return f
+	}
+	return func(i I) { f(i); g(i) }
 }
 
 // serverMiddleware is the receiving middleware of conduit serve's

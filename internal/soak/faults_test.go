@@ -286,7 +286,8 @@ func (s *soak) hostileTurn(ctx context.Context, kind string, rng *rand.Rand) {
 			echo(srv+"__echo"),
 		)
 	case "huge arguments":
-		// Half of conduit.DefaultMaxArgBytes is sent; 4 MiB is refused.
+		// Half of conduit.DefaultMaxArgBytes is sent (and its echo reaches
+		// the model cut to the result budget); 4 MiB is refused.
 		big := echo(srv + "__echo")
 		big.echo += " " + strings.Repeat("x", 512<<10)
 		big.args = map[string]any{"message": big.echo}

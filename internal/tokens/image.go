@@ -1,5 +1,13 @@
 package tokens
 
+import (
+	"bytes"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+)
+
 // The providers' documented rules for the tokens of one image of width w
 // and height h pixels. A size that is not known (w or h not positive)
 // counts as the most one image can cost under the rule.
@@ -65,3 +73,25 @@ func GeminiImage(w, h int) int {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// ImageSize returns an image's width and height in pixels, read from a
+// PNG's, JPEG's or GIF's header; 0, 0 when they cannot be read (a WebP's
+// are not). It is the one place that reads an image's dimensions.
+func ImageSize(mediaType string, data []byte) (w, h int) {
+	var cfg image.Config
+	var err error
+	switch mediaType {
+	case "image/png":
+		cfg, err = png.DecodeConfig(bytes.NewReader(data))
+	case "image/jpeg":
+		cfg, err = jpeg.DecodeConfig(bytes.NewReader(data))
+	case "image/gif":
+		cfg, err = gif.DecodeConfig(bytes.NewReader(data))
+	default:
+		return 0, 0
+	}
+	if err != nil {
+		return 0, 0
+	}
+	return cfg.Width, cfg.Height
+}

@@ -1,8 +1,10 @@
 // Package tokens estimates how many tokens a model reads in a text, and
 // in an image by each provider's documented rule, and cuts text and JSON
-// to a number of tokens at clean boundaries. It is the counting and the
-// cutting under the result budget (adapters/internal/budget applies it to
-// rendered answers); it knows nothing of MCP or of providers' payloads.
+// to a number of tokens at clean boundaries ([Fit] over a result's
+// pieces). It is the counting and the cutting under the result budget
+// (adapters/internal/budget applies it to rendered answers,
+// conduit.CutForModel to MCP results); it knows nothing of MCP or of
+// providers' payloads.
 //
 // # The text estimator
 //

@@ -4,7 +4,9 @@
 // provider's rule) and, over the budget, keeps the beginning, cut at a
 // clean boundary (valid JSON for a result whose structure matters), and
 // ends it with a notice that says what was kept and how to ask for less.
-// It knows nothing of MCP sessions; internal/tokens counts and cuts.
+// [Pending] is a provider's answer waiting for its budget, which package
+// adapters measures before it shares a turn's budget. It knows nothing of
+// MCP sessions; internal/tokens counts and cuts.
 //
 // Anthropic's and Gemini's tokenizers are not public; their counting
 // endpoints (Anthropic's /v1/messages/count_tokens, Gemini's countTokens)
@@ -21,10 +23,12 @@
 package budget
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
 	"github.com/conduitmcp/conduit/adapters/internal/render"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/conduitmcp/conduit/internal/tokens"
 )
@@ -41,16 +45,18 @@ func Count(r *render.Rendered, img ImageRule) int {
 		n += tokens.Text(structuredText(r.Structured))
 	}
 	for _, p := range r.Parts {
-		n += partTokens(p, img)
+		n += partTokens(p, img, 0)
 	}
 	return n
 }
 
-func partTokens(p render.Part, img ImageRule) int {
+// partTokens is p's estimate, counted no further than limit needs (see
+// tokens.TextUpTo).
+func partTokens(p render.Part, img ImageRule, limit int) int {
 	if p.Kind == render.PartImage {
-		return img(render.ImageSize(p.MediaType, p.Data))
+		return img(tokens.ImageSize(p.MediaType, p.Data))
 	}
-	return tokens.Text(p.Text)
+	return tokens.TextUpTo(p.Text, limit)
 }
 
 func structuredText(v any) string {
@@ -87,112 +93,73 @@ type Outcome struct {
 
 // Apply cuts r to o.Budget when it is over it, in place. Parts are kept
 // in order while they fit; the first that does not is cut (a text at a
-// line break or character, a JSON text into valid JSON, an image replaced
-// by a placeholder), and the parts after it are dropped; the notice is
-// appended as a text part. A structured value (r.Structured) is cut into
-// a valid value, or nil when none fits, and the notice is left in
+// line break or character, a JSON text into valid JSON, an image
+// dropped), and the parts after it are dropped; the notice is appended as
+// a text part. A structured value (r.Structured) is cut into a valid
+// value, or nil when none fits, and the notice is left in
 // Outcome.Notice.
 func Apply(r *render.Rendered, o *Options) Outcome {
-	// Each part is counted once: a text of megabytes costs a scan.
-	sizes := make([]int, len(r.Parts))
-	out := Outcome{}
+	return apply(r, o, nil)
+}
+
+// apply is Apply with the parts' estimates, when known (sizes[i] < 0:
+// not yet counted).
+func apply(r *render.Rendered, o *Options, sizes []int) Outcome {
+	c := modeltext.Cut{Budget: o.Budget, ReadTool: o.ReadTool, ResultRef: o.ResultRef}
 	if r.Structured != nil {
-		out.Tokens = tokens.Text(structuredText(r.Structured))
+		return applyStructured(r, o, c, structuredText(r.Structured), -1)
 	}
+	pieces := make([]tokens.Piece, len(r.Parts))
 	for i, p := range r.Parts {
-		sizes[i] = partTokens(p, o.Image)
-		out.Tokens += sizes[i]
+		n := -1
+		if i < len(sizes) {
+			n = sizes[i]
+		}
+		if n < 0 {
+			n = partTokens(p, o.Image, 0)
+		}
+		pieces[i] = tokens.Piece{Text: p.Text, Tokens: n, Whole: p.Kind == render.PartImage}
 	}
-	out.Kept = out.Tokens
-	if o.Budget <= 0 || out.Tokens <= o.Budget {
+	f := tokens.Fit(pieces, o.Budget)
+	out := Outcome{Tokens: f.Tokens, Kept: f.Kept}
+	if !f.Over() {
 		return out
 	}
-	out.Cut = true
-	c := modeltext.Cut{Budget: o.Budget, Tokens: out.Tokens, ReadTool: o.ReadTool, ResultRef: o.ResultRef}
-	if r.Structured != nil {
-		text := structuredText(r.Structured)
-		c.JSON, c.Bytes = true, len(text)
-		r.Structured = nil
-		if kept, ok := tokens.CutJSON(text, o.Budget); ok {
-			var v any
-			if json.Unmarshal([]byte(kept), &v) == nil {
-				r.Structured = v
-				c.KeptBytes, out.Kept = len(kept), tokens.Text(kept)
-			}
-		}
-		c.Replaced = r.Structured == nil
-		if c.Replaced {
-			out.Kept = 0
-		}
-		c.KeptTokens = out.Kept
-		out.Notice = modeltext.CutNotice(c)
-		return out
+	kept := r.Parts[:f.Keep]
+	if f.HasCut {
+		kept = append(kept, render.Part{Kind: render.PartText, Text: f.Cut})
 	}
-	left := o.Budget
-	kept := r.Parts[:0]
-	cutDone := false
-	for i, p := range r.Parts {
-		if p.Kind == render.PartText {
-			c.Bytes += len(p.Text)
-			c.Lines += lines(p.Text)
-		}
-		if cutDone {
-			continue
-		}
-		n := sizes[i]
-		if n <= left {
-			kept = append(kept, p)
-			left -= n
-			if p.Kind == render.PartText {
-				c.KeptBytes += len(p.Text)
-				c.KeptLines += lines(p.Text)
-			}
-			continue
-		}
-		cutDone = true
-		if p.Kind == render.PartImage {
-			continue // dropped, with what follows; the notice says so
-		}
-		text := p.Text
-		if isJSON(text) {
-			c.JSON = true
-			text, _ = tokens.CutJSON(text, left)
-		} else {
-			text = tokens.CutText(text, left)
-		}
-		if text != "" {
-			kept = append(kept, render.Part{Kind: render.PartText, Text: text})
-			left -= tokens.Text(text)
-			c.KeptBytes += len(text)
-			c.KeptLines += strings.Count(text, "\n")
-		}
-	}
-	out.Kept = o.Budget - left
-	c.KeptTokens = out.Kept
+	c.Tokens, c.KeptTokens = f.Tokens, f.Kept
+	c.Bytes, c.KeptBytes, c.Lines, c.KeptLines, c.JSON = f.Bytes, f.KeptBytes, f.Lines, f.KeptLines, f.JSON
 	c.Replaced = len(kept) == 0
-	if c.JSON || c.Lines <= 1 {
-		c.Lines, c.KeptLines = 0, 0 // lines say little of JSON or of one line
-	}
-	out.Notice = modeltext.CutNotice(c)
+	out.Cut, out.Notice = true, modeltext.CutNotice(c)
 	r.Parts = append(kept, render.Part{Kind: render.PartText, Text: out.Notice})
 	return out
 }
 
-// lines counts the lines of a text: its line breaks, and one for an
-// unterminated last line.
-func lines(s string) int {
-	n := strings.Count(s, "\n")
-	if s != "" && !strings.HasSuffix(s, "\n") {
-		n++
+// applyStructured cuts a structured value, whose JSON is text and
+// estimate n (n < 0: not yet counted), into a valid one.
+func applyStructured(r *render.Rendered, o *Options, c modeltext.Cut, text string, n int) Outcome {
+	if n < 0 {
+		n = tokens.Text(text)
 	}
-	return n
-}
-
-// isJSON reports a text that is a JSON object or array: its structure
-// matters, and it is cut into valid JSON.
-func isJSON(s string) bool {
-	t := strings.TrimSpace(s)
-	return t != "" && (t[0] == '{' || t[0] == '[') && json.Valid([]byte(t))
+	out := Outcome{Tokens: n, Kept: n}
+	if o.Budget <= 0 || out.Tokens <= o.Budget {
+		return out
+	}
+	c.JSON, c.Bytes, c.Tokens = true, len(text), out.Tokens
+	r.Structured, out.Kept = nil, 0
+	if kept, ok := tokens.CutJSON(text, o.Budget); ok {
+		var v any
+		if json.Unmarshal([]byte(kept), &v) == nil {
+			r.Structured = v
+			c.KeptBytes, out.Kept = len(kept), tokens.Text(kept)
+		}
+	}
+	c.Replaced = r.Structured == nil
+	c.KeptTokens = out.Kept
+	out.Cut, out.Notice = true, modeltext.CutNotice(c)
+	return out
 }
 
 // Share divides a turn's budget among its results, given each one's
@@ -226,4 +193,160 @@ func Share(sizes []int, total int) []int {
 		}
 	}
 	return shares
+}
+
+// Writer writes a provider's answer of a rendered result; notice is the
+// notice of a structured value that was cut ("" otherwise), which the
+// provider places itself (the notice of parts is their last part).
+type Writer func(r render.Rendered, notice string) map[string]any
+
+// Pending is one call's answer, rendered, waiting for its budget: a
+// provider's answer function makes one of its rendering, its image rule
+// and its writer. It implements driver.Pending. Each part is counted at
+// most once, however often it is measured.
+type Pending struct {
+	r     render.Rendered
+	img   ImageRule
+	write Writer
+
+	sizes      []int  // each part's estimate, -1 until counted whole
+	structured string // r.Structured as JSON, once marshalled
+	structN    int    // its estimate, -1 until counted whole
+	readAs     []render.Part
+}
+
+// ReadAs sets the parts whose text Text gives in place of a structured
+// value's JSON: the result's content, which reads by lines where the
+// value is one long string (server-filesystem's {"content": text}).
+func (p *Pending) ReadAs(parts []render.Part) *Pending {
+	p.readAs = parts
+	return p
+}
+
+// Pend returns r's answer, to be written by write with the provider's
+// image rule img.
+func Pend(r render.Rendered, img ImageRule, write Writer) *Pending {
+	p := &Pending{r: r, img: img, write: write, sizes: make([]int, len(r.Parts)), structN: -1}
+	for i := range p.sizes {
+		p.sizes[i] = -1
+	}
+	return p
+}
+
+// Tokens estimates the tokens the model reads of the whole result; with
+// limit > 0 the count stops once it passes limit.
+func (p *Pending) Tokens(limit int) int {
+	n := 0
+	if p.r.Structured != nil {
+		if p.structN < 0 {
+			if p.structured == "" {
+				p.structured = structuredText(p.r.Structured)
+			}
+			m := tokens.TextUpTo(p.structured, limit)
+			if limit > 0 && m > limit {
+				return m
+			}
+			p.structN = m
+		}
+		n = p.structN
+	}
+	for i, part := range p.r.Parts {
+		if limit > 0 && n > limit {
+			return n
+		}
+		if p.sizes[i] < 0 {
+			rest := 0
+			if limit > 0 {
+				rest = limit - n
+			}
+			m := partTokens(part, p.img, rest)
+			if rest > 0 && m > rest && part.Kind == render.PartText {
+				return n + m // counted in part only
+			}
+			p.sizes[i] = m
+		}
+		n += p.sizes[i]
+	}
+	return n
+}
+
+// Text is the whole result as text: each part's (a JSON text indented,
+// for reading by lines; an image as its placeholder), one a line, or the
+// structured value as indented JSON (or the parts ReadAs gave).
+func (p *Pending) Text() string {
+	parts := p.r.Parts
+	switch {
+	case p.r.Structured != nil && len(p.readAs) > 0:
+		parts = p.readAs
+	case p.r.Structured != nil:
+		if p.structured == "" {
+			p.structured = structuredText(p.r.Structured)
+		}
+		return indented(p.structured)
+	}
+	var b strings.Builder
+	for i, part := range parts {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		switch {
+		case part.Kind == render.PartImage:
+			b.WriteString(modeltext.Placeholder("image", part.MediaType, len(part.Data)))
+		case tokens.IsJSON(part.Text):
+			b.WriteString(indented(part.Text))
+		default:
+			b.WriteString(part.Text)
+		}
+	}
+	return b.String()
+}
+
+// indented is a JSON text indented, one member or element a line.
+func indented(s string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(s), "", " ") != nil {
+		return s
+	}
+	return b.String()
+}
+
+// Write writes the answer, its result cut to b.
+func (p *Pending) Write(b toolcall.Budget) (map[string]any, toolcall.Budgeted) {
+	o := &Options{Budget: b.Resolved(), Image: p.img, ReadTool: b.ReadTool, ResultRef: b.Ref}
+	r := p.r
+	var out Outcome
+	notice := ""
+	if r.Structured != nil {
+		if p.structured == "" {
+			p.structured = structuredText(r.Structured)
+		}
+		c := modeltext.Cut{Budget: o.Budget, ReadTool: o.ReadTool, ResultRef: o.ResultRef}
+		out = applyStructured(&r, o, c, p.structured, p.structN)
+		notice = out.Notice // the provider places it
+	} else {
+		r.Parts = append([]render.Part(nil), p.r.Parts...) // apply cuts its own copy
+		out = apply(&r, o, p.sizes)
+	}
+	done := toolcall.Budgeted{Budget: o.Budget, Tokens: out.Tokens, Kept: out.Kept, Cut: out.Cut}
+	if out.Cut && b.ReadTool != "" {
+		done.Ref = b.Ref
+	}
+	return p.write(r, notice), done
+}
+
+// Answer writes p within o's budget (o.MaxResultTokens; o may be nil):
+// a provider's answer function, for one answer on its own.
+func Answer(p *Pending, o *toolcall.AnswerOptions) map[string]any {
+	var b toolcall.Budget
+	if o != nil {
+		b.Tokens = o.MaxResultTokens
+	}
+	a, _ := p.Write(b)
+	return a
+}
+
+// ErrorText is the rendering of a failed call: err's text, for the
+// model, as one part.
+func ErrorText(err error) render.Rendered {
+	return render.Rendered{Parts: []render.Part{{Kind: render.PartText, Text: render.ErrorText(err)}}, IsError: true}
 }

@@ -127,3 +127,62 @@ func BenchmarkApply(b *testing.B) {
 		}
 	})
 }
+
+// TestPending: a pending answer is measured no further than a limit
+// needs, written within its budget, and gives its whole text to keep.
+func TestPending(t *testing.T) {
+	text := bigText(t)
+	r := render.Render(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "head"}, &mcp.TextContent{Text: text}}}, nil)
+	var written render.Rendered
+	p := budget.Pend(r, tokens.AnthropicImage, func(r render.Rendered, notice string) map[string]any {
+		written = r
+		return map[string]any{"notice": notice}
+	})
+	whole := budget.Count(&r, tokens.AnthropicImage)
+	if n := p.Tokens(1000); n <= 1000 || n > 1000+20000 {
+		t.Fatalf("Tokens(1000) = %d", n)
+	}
+	if n := p.Tokens(0); n != whole {
+		t.Fatalf("Tokens(0) = %d, want %d", n, whole)
+	}
+	if p.Text() != "head\n"+text {
+		t.Fatal("Text is not the whole")
+	}
+	a, done := p.Write(toolcall.Budget{Tokens: 2000, ReadTool: "read_result", Ref: "R-1"})
+	if !done.Cut || done.Tokens != whole || done.Kept > 2000 || done.Budget != 2000 || done.Ref != "R-1" || a["notice"] != "" {
+		t.Fatalf("Write: %+v %v", done, a)
+	}
+	if last := written.Parts[len(written.Parts)-1].Text; !strings.Contains(last, `call read_result with result "R-1"`) {
+		t.Fatalf("notice %q", last)
+	}
+	// The pending answer's own rendering is not cut: it is written again
+	// whole under no budget.
+	if _, done := p.Write(toolcall.Budget{Tokens: -1}); done.Cut || done.Kept != whole || len(written.Parts) != 2 {
+		t.Fatalf("no budget: %+v, %d parts", done, len(written.Parts))
+	}
+
+	// A structured value: its notice is the provider's to place, and its
+	// whole text is indented JSON.
+	rows := make([]any, 3000)
+	for i := range rows {
+		rows[i] = map[string]any{"id": float64(i)}
+	}
+	sr := render.Rendered{Structured: map[string]any{"rows": rows}}
+	p = budget.Pend(sr, tokens.GeminiImage, func(r render.Rendered, notice string) map[string]any {
+		return map[string]any{"output": r.Structured, "notice": notice}
+	})
+	a, done = p.Write(toolcall.Budget{Tokens: 500})
+	if !done.Cut || done.Ref != "" || !strings.Contains(a["notice"].(string), "The JSON kept is valid") {
+		t.Fatalf("structured: %+v %v", done, a["notice"])
+	}
+	if data, err := json.Marshal(a["output"]); err != nil || tokens.Text(string(data)) > 500 {
+		t.Fatalf("output %d tokens, %v", tokens.Text(string(data)), err)
+	}
+	if !strings.HasPrefix(p.Text(), "{\n \"rows\": [\n  {\n   \"id\": 0\n  },") {
+		t.Fatalf("Text %.60q", p.Text())
+	}
+	// A budget of 0 is the default, 25,000 tokens.
+	if _, done := budget.Pend(r, tokens.OpenAIImage, func(render.Rendered, string) map[string]any { return nil }).Write(toolcall.Budget{}); done.Budget != toolcall.DefaultMaxResultTokens || !done.Cut {
+		t.Fatalf("default: %+v", done)
+	}
+}

@@ -5,21 +5,17 @@
 package render
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"image"
-	"image/gif"
-	"image/jpeg"
-	"image/png"
 	"strings"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
+	"github.com/conduitmcp/conduit/internal/tokens"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -285,34 +281,12 @@ func (l ImageLimit) over(mediaType string, data []byte) string {
 		}
 	}
 	if l.MaxWidth > 0 || l.MaxHeight > 0 {
-		w, h := ImageSize(mediaType, data)
+		w, h := tokens.ImageSize(mediaType, data)
 		if w > 0 && ((l.MaxWidth > 0 && w > l.MaxWidth) || (l.MaxHeight > 0 && h > l.MaxHeight)) {
 			return fmt.Sprintf("%dx%d px, over %s's %dx%d px limit per image", w, h, l.Provider, l.MaxWidth, l.MaxHeight)
 		}
 	}
 	return ""
-}
-
-// ImageSize returns an image's width and height in pixels, read from a
-// PNG's, JPEG's or GIF's header; 0, 0 when they cannot be read (a WebP's
-// are not).
-func ImageSize(mediaType string, data []byte) (w, h int) {
-	var cfg image.Config
-	var err error
-	switch mediaType {
-	case "image/png":
-		cfg, err = png.DecodeConfig(bytes.NewReader(data))
-	case "image/jpeg":
-		cfg, err = jpeg.DecodeConfig(bytes.NewReader(data))
-	case "image/gif":
-		cfg, err = gif.DecodeConfig(bytes.NewReader(data))
-	default:
-		return 0, 0
-	}
-	if err != nil {
-		return 0, 0
-	}
-	return cfg.Width, cfg.Height
 }
 
 // DecodedArgs returns arguments as a decoded response holds them (present

@@ -1,0 +1,307 @@
+package adapters
+
+import (
+	"context"
+	"slices"
+
+	"github.com/conduitmcp/conduit/adapters/driver"
+	"github.com/conduitmcp/conduit/adapters/internal/budget"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The result budget of ExecuteToolCalls and Conversation.Execute: each
+// result's budget resolved (the call's, its server's, the
+// conversation's, the default), the turn's shared among its results once
+// all are answered, each answer written within the smaller, and the
+// results over the warning threshold reported (see BudgetOptions). The
+// counting and cutting are internal/tokens', applied to each provider's
+// rendering by adapters/internal/budget.
+
+const (
+	// DefaultMaxResultTokens is a result's budget when nothing sets one:
+	// 25,000 tokens, as Claude Code's MAX_MCP_OUTPUT_TOKENS.
+	DefaultMaxResultTokens = toolcall.DefaultMaxResultTokens
+	// DefaultMaxTurnTokens is BudgetOptions.MaxTurnTokens's default:
+	// 50,000 tokens, two full results, a quarter of a 200,000-token
+	// context (Claude's; OpenAI's and Gemini's are larger), so that a turn
+	// of parallel calls leaves room for the conversation and several more
+	// turns.
+	DefaultMaxTurnTokens = 50000
+	// DefaultWarnTokens is BudgetOptions.WarnTokens's default: 10,000
+	// tokens, as Claude Code warns of a large MCP result.
+	DefaultWarnTokens = 10000
+)
+
+// BudgetOptions bound what the model reads of a turn's results, beyond
+// each result's own budget, and say what is reported. The zero value is
+// the defaults.
+//
+// Each result's budget is the call's own (CallTokens), else its
+// server's (conduit.Server.MaxResultTokens, "maxResultTokens" in
+// mcp.json), else the conversation's (AnswerOptions.MaxResultTokens),
+// else DefaultMaxResultTokens: the first that is set decides, negative
+// meaning none. A result over it keeps its beginning, cut at a line break
+// (a JSON text or structuredContent into valid JSON, or replaced by the
+// notice when nothing fits; an image that does not fit is dropped), and a
+// notice ends it.
+//
+// The turn's budget is shared once every call of the response is
+// answered, whatever the order they finish in: each result's demand is
+// its size up to its own budget, and the turn's budget is divided
+// max-min fairly, a result within an equal share keeping all of it and
+// the larger ones sharing what is left equally. Ten results of 20,000
+// tokens get 5,000 each; results of 100, 90,000, 3,000 and 40,000 get 100,
+// 23,450, 3,000 and 23,450. Each is then cut to the smaller of its budget
+// and its share, in the model's order; a result with no budget of its
+// own is still within the turn's. conduit's own short answers to calls it
+// did not send (an unknown tool, bad arguments) are not counted.
+//
+// A turn whose calls are deferred (Execution.Pending) is answered in
+// steps, and its budget covers the whole of it: the answers written when
+// the turn pauses share the turn's budget with the calls left pending,
+// each of which holds its own budget's worth (it may yet produce that
+// much), and the calls a Resume runs share what the answers written
+// before them left, with the calls still pending. The completed turn's
+// results together are within MaxTurnTokens however many Resumes it took,
+// in this process or another, and when each deferred call produces its
+// whole budget the answers are those of the turn answered at once. An
+// answer is written once: the answers written before a Resume are kept
+// as they were written, in the Conversation and in its saved state (which
+// so holds at most a turn's budget of answers, never a large result
+// whole), and the room a pending call held and did not use (it was
+// denied, or answered briefly) is not given back to them. Sharing the
+// turn's budget afresh when the turn completes would need every whole
+// result in the saved state.
+type BudgetOptions struct {
+	// MaxTurnTokens bounds the results of one response together, shared
+	// among them max-min fairly: 0 means DefaultMaxTurnTokens, negative
+	// no turn budget.
+	MaxTurnTokens int
+	// WarnTokens is the size past which a result is reported, cut or not
+	// (Trace.ResultBudget, and the Logger at Warn): 0 means
+	// DefaultWarnTokens, negative only cut results are.
+	WarnTokens int
+	// CallTokens, when set, returns a call's own budget, which takes the
+	// place of its server's and of MaxResultTokens: 0 leaves the call to
+	// them, negative is no budget. It is called for each call in the
+	// model's order once the calls are done, and for each call still
+	// pending whenever the turn's budget is shared, so it must give a call
+	// the same budget each time.
+	CallTokens func(c toolcall.Call) int
+}
+
+// ResultBudgetInfo is the argument of [Trace.ResultBudget].
+type ResultBudgetInfo struct {
+	// Call is the call the result answers; it must not be modified.
+	Call toolcall.Call
+	// Budgeted says what the budget did: the result's tokens, those
+	// kept, the budget applied, and whether it was cut.
+	Budgeted toolcall.Budgeted
+	// Context is the Execute's (ExecuteToolCalls') context.
+	Context context.Context
+}
+
+// resultBudget is c's budget in tokens, 0 for none: the call's own, else
+// its server's, else the conversation's, else the default.
+func (o *ExecOptions) resultBudget(c toolcall.Call) int {
+	n := 0
+	if o.Budget.CallTokens != nil {
+		n = o.Budget.CallTokens(c)
+	}
+	if n == 0 && c.Def != nil {
+		n = c.Def.MaxResultTokens
+	}
+	if n == 0 {
+		n = o.MaxResultTokens
+	}
+	return toolcall.Budget{Tokens: n}.Resolved()
+}
+
+// turnBudget is a turn's budget in tokens, 0 for none.
+func (o *ExecOptions) turnBudget() int {
+	switch n := o.Budget.MaxTurnTokens; {
+	case n == 0:
+		return DefaultMaxTurnTokens
+	case n < 0:
+		return 0
+	default:
+		return n
+	}
+}
+
+// warnTokens is the size past which a result is reported, 0 for never.
+func (o *ExecOptions) warnTokens() int {
+	switch n := o.Budget.WarnTokens; {
+	case n == 0:
+		return DefaultWarnTokens
+	case n < 0:
+		return 0
+	default:
+		return n
+	}
+}
+
+// write writes d's answer to c within o's budget, as one answer on its
+// own.
+func write(d driver.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) (map[string]any, toolcall.Budgeted) {
+	var b toolcall.Budget
+	if o != nil {
+		b.Tokens = o.MaxResultTokens
+	}
+	return d.Prepare(c, res, err, o).Write(b)
+}
+
+// written is an answer of the turn written before, by an Execute that
+// left calls pending or an earlier Resume: its demand on the turn's
+// budget (its result's size up to its own budget), and what it kept.
+type written struct{ demand, kept int }
+
+// demand is the demand on the turn's budget of the answer at position i
+// of exec: as answer measured it, else (conduit's own answers, written on
+// their own) what it kept.
+func (e *Execution) demand(i int) int {
+	if i < len(e.demands) && e.demands[i] > 0 {
+		return e.demands[i]
+	}
+	if i < len(e.Budgets) {
+		return e.Budgets[i].Kept
+	}
+	return 0
+}
+
+// answer writes the answers of the calls sent that are not pending, at
+// their places in Results, once all of them are done: each result is
+// measured, the turn's budget shared, and each answer written within its
+// budget, in the model's order (see "Result budget" above). A result cut
+// in a Conversation with its read tool is kept whole first, and its
+// notice names it.
+//
+// A turn answered in steps (calls deferred, then resumed) shares its
+// budget as the turn answered at once would, over the demands of the
+// answers written before (their results' sizes up to their own budgets),
+// of the calls sent now, and of the calls still pending (each its own
+// budget). The answers written before are not written again, so when the
+// shares would have the calls sent now take more than those answers left
+// (a pending call produced less than its budget, and they could have had
+// more), the calls sent now share what is left, beside the places the
+// calls still pending hold, instead.
+func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []written, waiting []toolcall.Call) {
+	o := r.o
+	turn := o.turnBudget()
+	pending := make(map[int]bool, len(r.exec.Pending))
+	for _, p := range r.exec.Pending {
+		pending[p.index] = true
+	}
+	done := make([]toolcall.Call, 0, len(sent))
+	for _, c := range sent {
+		if !pending[c.Index] {
+			done = append(done, c)
+		}
+	}
+	pends := make([]driver.Pending, len(done))
+	budgets := make([]int, len(done)) // 0: none
+	over := make([]bool, len(done))
+	demand := make([]int, len(done))
+	total := 0
+	for k, c := range done {
+		pends[k] = r.d.Prepare(c, r.results[c.Index], r.exec.Errors[c.Index], &o.AnswerOptions)
+		b := o.withinTurn(c, turn)
+		n := pends[k].Tokens(b) // counted no further than b needs
+		budgets[k], over[k], demand[k] = b, b > 0 && n > b, n
+		if b > 0 {
+			demand[k] = min(n, b)
+		}
+		total += demand[k]
+	}
+	var others []int // the demands of the answers written before, then of the calls pending
+	spent := 0       // what the answers written before kept
+	if turn > 0 {
+		for _, w := range before {
+			others = append(others, w.demand)
+			spent += w.kept
+			total += w.demand
+		}
+		for _, c := range waiting {
+			b := o.withinTurn(c, turn) // it may yet produce that much
+			others = append(others, b)
+			total += b
+		}
+	}
+	if turn > 0 && total > turn {
+		all := budget.Share(append(slices.Clip(demand), others...), turn)
+		shares, held := all[:len(done)], all[len(done)+len(before):]
+		if taken(shares, demand)+sum(held) > turn-spent {
+			shares = budget.Share(append(slices.Clip(demand), others[len(before):]...), max(turn-spent, 0))[:len(done)]
+		}
+		for k, share := range shares {
+			if share < demand[k] {
+				budgets[k], over[k] = max(share, 1), true
+			}
+		}
+	}
+	for k, c := range done {
+		i := c.Index
+		b := toolcall.Budget{Tokens: budgets[k]}
+		if b.Tokens == 0 {
+			b.Tokens = -1 // none
+		}
+		if over[k] && o.reader != nil && !o.isLocal(c.Def) {
+			b.ReadTool, b.Ref = o.reader.keep(ctx, pends[k].Text())
+		}
+		r.exec.Results[i], r.exec.Budgets[i] = pends[k].Write(b)
+		r.exec.demands[i] = demand[k]
+		o.report(ctx, c, r.exec.Budgets[i])
+	}
+}
+
+func sum(ns []int) int {
+	n := 0
+	for _, x := range ns {
+		n += x
+	}
+	return n
+}
+
+// taken is what results of these demands take of their shares.
+func taken(shares, demand []int) int {
+	n := 0
+	for k, s := range shares {
+		n += min(s, demand[k])
+	}
+	return n
+}
+
+// withinTurn is c's budget within a turn's budget of turn tokens (0: no
+// turn budget), 0 for none: no result alone is over the turn's budget.
+func (o *ExecOptions) withinTurn(c toolcall.Call, turn int) int {
+	b := o.resultBudget(c)
+	if turn > 0 && (b == 0 || b > turn) {
+		b = turn
+	}
+	return b
+}
+
+// report tells Trace and Logger of a result over the warning threshold,
+// or cut.
+func (o *ExecOptions) report(ctx context.Context, c toolcall.Call, b toolcall.Budgeted) {
+	warn := o.warnTokens()
+	if !b.Cut && (warn == 0 || b.Tokens <= warn) {
+		return
+	}
+	if o.Trace != nil && o.Trace.ResultBudget != nil {
+		o.Trace.ResultBudget(ResultBudgetInfo{Call: c, Budgeted: b, Context: ctx})
+	}
+	if o.Logger != nil {
+		attrs := []any{"tool", c.Name, "tokens", b.Tokens, "budget", b.Budget}
+		msg := "conduit: a large tool result"
+		if b.Cut {
+			msg = "conduit: a tool result was cut to its budget"
+			attrs = append(attrs, "kept", b.Kept)
+		}
+		if b.Ref != "" {
+			attrs = append(attrs, "ref", b.Ref)
+		}
+		o.Logger.WarnContext(ctx, msg, attrs...)
+	}
+}
