@@ -1,3 +1,5 @@
+//go:build temporalserver
+
 // A worker process killed (SIGKILL) while its call is at the MCP server,
 // and another worker process that goes on: what Temporal's retry policy
 // alone guarantees, which is what conduit's at-most-once store must add to.

@@ -4,7 +4,8 @@
 //
 // For now it holds only the spike tests that show the parts fit: a
 // workflow over a conduit client's activities under Temporal's test suite
-// with time skipping, on a real Temporal server run in process
-// (go.temporal.io/server/temporaltest), and replayed from a recorded
-// history.
+// with time skipping, replayed from a recorded history, and (with the
+// build tag temporalserver) on a real Temporal server run in process
+// (go.temporal.io/server/temporaltest), worker processes killed mid-call
+// included.
 package temporal

@@ -4,6 +4,7 @@
 package temporal_test
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,10 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
+
+// historyFile is the history TestServerApproval records with -update and
+// TestReplayRecordedHistory replays.
+var historyFile = filepath.Join("testdata", "agent_loop_history.json")
 
 func replayer(wf any) worker.WorkflowReplayer {
 	r := worker.NewWorkflowReplayer()

@@ -1,6 +1,12 @@
+//go:build temporalserver
+
 // The agent loop end to end on a real Temporal server run in process
 // (temporaltest: the server's frontend, history and matching services over
 // an in-memory SQLite), with a worker and a client over gRPC on loopback.
+//
+// These tests need the build tag temporalserver: go.temporal.io/server is
+// some 1,800 packages, and scripts/test runs them in a step of their own,
+// without -race (see there why).
 package temporal_test
 
 import (
@@ -8,7 +14,6 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,10 +28,6 @@ import (
 )
 
 var update = flag.Bool("update", false, "rewrite the recorded history under testdata")
-
-// historyFile is the history TestServerApproval records with -update and
-// TestReplayRecordedHistory replays.
-var historyFile = filepath.Join("testdata", "agent_loop_history.json")
 
 // startWorker starts a worker of ts with the loop and a conduit client of
 // its own, held for the worker's life.
