@@ -257,8 +257,7 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 		}
 		switch cl.State {
 		case store.Completed:
-			var out callOutput
-			if json.Unmarshal(cl.Result, &out) == nil && (out.Answer != nil || out.Pending != nil) {
+			if out, ok := readRecord(cl.Result); ok {
 				return out, nil
 			}
 			return a.unknown(p, c), nil
@@ -318,6 +317,15 @@ func (a *Activities) record(ctx context.Context, key, token string, out callOutp
 		return
 	}
 	_ = a.claims.Complete(context.WithoutCancel(ctx), key, token, data, a.o.ClaimTTL)
+}
+
+// readRecord reads what a claim recorded: an answer, or a deferral.
+func readRecord(data []byte) (callOutput, bool) {
+	var out callOutput
+	if json.Unmarshal(data, &out) != nil || (out.Answer == nil) == (out.Pending == nil) {
+		return callOutput{}, false
+	}
+	return out, true
 }
 
 // outcome is the outcome of call c: a deferral, or its answer.

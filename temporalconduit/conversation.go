@@ -214,8 +214,8 @@ func (c *Conversation) State() State { return c.st.clone() }
 // Halted, and the loop should end.
 //
 // The response is what the model activity returned: JSON text (a
-// json.RawMessage or []byte), a decoded map, or any value that encodes to
-// the provider's JSON. The servers whose output reached the model join the
+// json.RawMessage, []byte or string), a decoded map, or any value that
+// encodes to the provider's JSON. The servers whose output reached the model join the
 // taint of the next turns. The error is an activity's that no retry
 // mended (a response that cannot be read), or the workflow's
 // cancellation.
