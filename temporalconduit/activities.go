@@ -21,10 +21,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// ErrOutcomeUnknown is the cause of the error that answers a call whose
+// errOutcomeUnknown is the cause of the error that answers a call whose
 // worker was lost after it claimed the call and before it recorded the
 // outcome: the call may have been sent, and it was not sent again.
-var ErrOutcomeUnknown = errors.New("temporalconduit: the call's outcome is unknown; it was not made again")
+var errOutcomeUnknown = errors.New("temporalconduit: the call's outcome is unknown; it was not made again")
 
 // How a call is kept from being sent twice (plannedCall.Mode).
 const (
@@ -204,6 +204,8 @@ type callOutput struct {
 	Reached bool      `json:"reached,omitempty"`
 	Halt    bool      `json:"halt,omitempty"`
 	Pending *deferred `json:"pending,omitempty"`
+	// Unknown reports that the answer says the call's outcome is unknown.
+	Unknown bool `json:"unknown,omitempty"`
 }
 
 // deferred is what a deferred call waits for (conduit.Deferral).
@@ -367,8 +369,10 @@ func (a *Activities) answer(p adapters.Provider, c toolcall.Call, res *mcp.CallT
 
 // unknown is the answer of a call whose outcome is unknown.
 func (a *Activities) unknown(p adapters.Provider, c toolcall.Call) callOutput {
-	return a.answer(p, c, nil, &conduit.Error{Kind: conduit.KindUnavailable, Server: c.Server, Tool: c.Tool, Err: ErrOutcomeUnknown,
+	out := a.answer(p, c, nil, &conduit.Error{Kind: conduit.KindUnavailable, Server: c.Server, Tool: c.Tool, Err: errOutcomeUnknown,
 		Message: "The call to " + c.Name + " may have been made: the worker that ran it was lost before it recorded the outcome. It was not made again, so that it is made at most once; check its effect before calling it again."})
+	out.Unknown = true
+	return out
 }
 
 // heartbeat records a heartbeat every d until stop is called, so that a

@@ -103,6 +103,12 @@ type Turn struct {
 	Results []map[string]any
 	// Halted reports that a call was denied with a halt: end the loop.
 	Halted bool
+	// Unknown are the calls (by their ids, as Pending.ID names them) whose
+	// outcome is unknown: a worker was lost after it claimed one and
+	// before it recorded what the server answered. Each was sent at most
+	// once, and its answer tells the model so; someone should check its
+	// effect.
+	Unknown []string
 }
 
 // NewConversation lists the tools for o's provider, principal and taint
@@ -275,12 +281,16 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 			return nil, err
 		}
 	}
+	out := &Turn{Results: t.results, Halted: t.halted}
 	for _, cs := range t.calls {
 		if cs.reached && !slices.Contains(c.st.Taint, cs.Server) {
 			c.st.Taint = append(c.st.Taint, cs.Server)
 		}
+		if cs.unknown {
+			out.Unknown = append(out.Unknown, cs.Key)
+		}
 	}
-	return &Turn{Results: t.results, Halted: t.halted}, nil
+	return out, nil
 }
 
 // responseJSON is a model's response as JSON text: as it is when it is
@@ -323,6 +333,7 @@ type callState struct {
 	pending  *adapters.Pending
 	decision *adapters.Decision
 	reached  bool
+	unknown  bool
 }
 
 // waiting reports whether a call of t waits for a decision.
@@ -411,7 +422,7 @@ func (t *turn) settle(j job, out callOutput) {
 	}
 	cs.pending = nil
 	t.results[cs.Index] = out.Answer
-	cs.reached = out.Reached
+	cs.reached, cs.unknown = out.Reached, out.Unknown
 	t.halted = t.halted || out.Halt
 }
 

@@ -177,6 +177,9 @@ func TestServerWorkerKilledBetweenCalls(t *testing.T) {
 					t.Errorf("call %d sent %d times, want once", n, s)
 				}
 			}
+			if !slices.Equal(out.Turns[0].Unknown, []string{id(2)}) {
+				t.Errorf("unknown outcomes %q, want the second call's", out.Turns[0].Unknown)
+			}
 			if !slices.Equal(out.State.Taint, []string{"mail"}) {
 				t.Errorf("taint %v", out.State.Taint)
 			}

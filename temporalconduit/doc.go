@@ -53,7 +53,7 @@
 // and records the answer after. An attempt that finds the claim completed
 // answers with the recorded answer; one that finds it pending (claimed,
 // nothing recorded) sends nothing and answers that the outcome is unknown
-// (ErrOutcomeUnknown).
+// (the model is told so, and Turn.Unknown names the call).
 //
 // A worker that dies after sending a call and before recording its
 // outcome: the call was sent once, and is never sent again. Temporal
