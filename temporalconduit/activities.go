@@ -264,14 +264,16 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 			}
 			return a.unknown(p, c), nil
 		case store.Pending:
-			if in.Call.Mode != modeIdempotent || in.Lost {
+			if in.Call.Mode != modeIdempotent {
 				return a.unknown(p, c), nil
 			}
+			// Sent again, harmlessly, and not recorded: the claim is
+			// another's.
 		case store.Claimed:
 			token = cl.Token
 		}
 	}
-	if in.Lost && in.Call.Mode != modeReadOnly {
+	if in.Lost && in.Call.Mode == modeClaim {
 		// The claim was this worker's to win: the worker that ran the call
 		// before kept its claim in a store of its own.
 		out := a.unknown(p, c)

@@ -221,10 +221,10 @@ func (c *Conversation) State() State { return c.st.clone() }
 //
 // The response is what the model activity returned: JSON text (a
 // json.RawMessage, []byte or string), a decoded map, or any value that
-// encodes to the provider's JSON. The servers whose output reached the model join the
-// taint of the next turns. The error is an activity's that no retry
-// mended (a response that cannot be read), or the workflow's
-// cancellation.
+// encodes to the provider's JSON. The servers whose output reached the
+// model join the taint of the next turns. The error is for a response
+// that is not JSON or cannot be read, an activity's that no retry
+// mended, or the workflow's cancellation.
 func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error) {
 	if c.turn != nil {
 		return nil, errors.New("temporalconduit: a turn of the conversation is under way")
@@ -296,17 +296,22 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 // responseJSON is a model's response as JSON text: as it is when it is
 // text, else encoded (deterministically: encoding/json sorts maps' keys).
 func responseJSON(response any) (json.RawMessage, error) {
+	var data []byte
 	switch r := response.(type) {
 	case json.RawMessage:
-		return r, nil
+		data = r
 	case []byte:
-		return r, nil
+		data = r
 	case string:
-		return json.RawMessage(r), nil
+		data = []byte(r)
+	default:
+		var err error
+		if data, err = json.Marshal(response); err != nil {
+			return nil, fmt.Errorf("temporalconduit: the model's response: %w", err)
+		}
 	}
-	data, err := json.Marshal(response)
-	if err != nil {
-		return nil, fmt.Errorf("temporalconduit: the model's response: %w", err)
+	if !json.Valid(data) {
+		return nil, errors.New("temporalconduit: the model's response is not JSON")
 	}
 	return data, nil
 }
