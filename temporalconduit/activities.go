@@ -47,6 +47,11 @@ func invalid(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), nonRetryable, err)
 }
 
+// The activities' inputs and outputs below are recorded in histories, and
+// their outputs in claims: a worker of a later release decodes those that
+// an earlier one wrote. As with State, a field is added only where its
+// absence means what it meant before, and none changes its meaning.
+
 // listInput is the input of conduit.ListTools.
 type listInput struct {
 	Provider  string   `json:"provider"`
