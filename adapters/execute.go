@@ -175,20 +175,77 @@ func reached(err error) bool {
 // turn's results together to the turn's (see BudgetOptions); Budgets
 // says what was cut.
 func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, response any, o *ExecOptions) (*Execution, error) {
-	d, err := p.valid()
-	if err != nil {
-		return nil, err
-	}
 	if o == nil {
 		o = &ExecOptions{}
 	}
+	exec, ts, err := readToolCalls(ctx, src, p, response, o)
+	if err != nil || len(exec.Calls) == 0 {
+		return exec, err
+	}
+	r := &runner{src: src, d: p.impl(), o: o, ts: ts, exec: exec, halt: make(chan struct{}), results: make([]*mcp.CallToolResult, len(exec.Results))}
+	defer r.pendingInOrder()
+	if o.Halt != nil {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			select {
+			case <-o.Halt:
+				r.stop()
+			case <-done:
+			}
+		}()
+	}
+	run := slices.Clone(exec.Calls)
+	r.runAll(ctx, run)
+	// The calls deferred hold their places in the turn's budget until
+	// they are decided (Conversation.Resume).
+	var waiting []toolcall.Call
+	for _, p := range exec.Pending {
+		for _, c := range run {
+			if c.Index == p.index {
+				waiting = append(waiting, c)
+			}
+		}
+	}
+	r.answer(ctx, run, nil, waiting)
+	return exec, nil
+}
+
+// ReadToolCalls reads the tool calls of a response as ExecuteToolCalls
+// does, and sends nothing: the response bounded by o.Limits, the calls
+// resolved against o.ToolSet (or src's listing when it is nil), strict
+// mode's nulls removed. The Execution it returns answers the calls that
+// are not to be sent (a name not offered, arguments that are not an
+// object, a call past Limits.MaxToolCalls), and its Calls are the others,
+// each with its server, tool and arguments (a copy): the calls to send.
+//
+// It is for programs that run each call on their own terms, one at a
+// time or in another process (a durable workflow's activity per call):
+// send each call c with src.CallTool(ctx, c.Name, c.Args, opts), opts
+// holding o's ToolSet and c.ID, and answer it at Results[c.Index] with
+// p.Answer. The errors are ExecuteToolCalls'. o may be nil.
+func ReadToolCalls(ctx context.Context, src conduit.Source, p Provider, response any, o *ExecOptions) (*Execution, error) {
+	if o == nil {
+		o = &ExecOptions{}
+	}
+	exec, _, err := readToolCalls(ctx, src, p, response, o)
+	return exec, err
+}
+
+// readToolCalls is ReadToolCalls, which also returns the tool set the
+// calls resolved against.
+func readToolCalls(ctx context.Context, src conduit.Source, p Provider, response any, o *ExecOptions) (*Execution, *conduit.ToolSet, error) {
+	d, err := p.valid()
+	if err != nil {
+		return nil, nil, err
+	}
 	bounded, err := o.Limits.bound(response)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	raws, err := d.Parse(bounded)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	exec := &Execution{Results: make([]map[string]any, len(raws)), Errors: make([]error, len(raws)),
 		Budgets: make([]toolcall.Budgeted, len(raws)), demands: make([]int, len(raws))}
@@ -196,18 +253,16 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 		exec.locals = append(exec.locals, l.Tool)
 	}
 	if len(raws) == 0 {
-		return exec, nil
+		return exec, nil, nil
 	}
 	ts := o.ToolSet
 	if ts == nil {
 		if ts, err = src.ListToolsFor(ctx, &conduit.ListOptions{Principal: o.Principal, Taint: o.Taint}); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	calls := o.Limits.resolve(raws, ts)
 	shared := jsonv.Shared(response)
-
-	var run []toolcall.Call
 	for i := range calls {
 		c := &calls[i]
 		if c.Err != nil {
@@ -229,34 +284,8 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 			}
 		}
 		exec.Calls = append(exec.Calls, *c)
-		run = append(run, *c)
 	}
-	if len(run) == 0 {
-		return exec, nil
-	}
-
-	r := &runner{src: src, d: d, o: o, ts: ts, exec: exec, halt: make(chan struct{}), results: make([]*mcp.CallToolResult, len(raws))}
-	defer r.pendingInOrder()
-	if o.Halt != nil {
-		done := make(chan struct{})
-		defer close(done)
-		go func() {
-			select {
-			case <-o.Halt:
-				r.stop()
-			case <-done:
-			}
-		}()
-	}
-	r.runAll(ctx, run)
-	// The calls deferred hold their places in the turn's budget until
-	// they are decided (Conversation.Resume).
-	var waiting []toolcall.Call
-	for _, p := range exec.Pending {
-		waiting = append(waiting, calls[p.index])
-	}
-	r.answer(ctx, run, nil, waiting)
-	return exec, nil
+	return exec, ts, nil
 }
 
 // callOptions are the options of the call id, resolved against ts and

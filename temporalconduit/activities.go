@@ -1,0 +1,405 @@
+// conduit's activities: list the tools, read a response's calls (the
+// plan of a turn, which sends nothing), and send one call at most once.
+
+package temporalconduit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/digest"
+	"github.com/conduitmcp/conduit/store"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+)
+
+// errOutcomeUnknown is the cause of the error that answers a call whose
+// worker was lost after it claimed the call and before it recorded the
+// outcome: the call may have been sent, and it was not sent again.
+var errOutcomeUnknown = errors.New("temporalconduit: the call's outcome is unknown; it was not made again")
+
+// How a call is kept from being sent twice (plannedCall.Mode).
+const (
+	// modeClaim: claimed before the pipeline runs, the answer recorded
+	// after; a claim found pending is never sent again.
+	modeClaim = "claim"
+	// modeReadOnly: a trusted server's read-only tool, sent on every
+	// attempt without a claim.
+	modeReadOnly = "readOnly"
+	// modeIdempotent: a trusted server's idempotent tool, claimed and
+	// recorded like modeClaim, but sent again when its claim is pending.
+	modeIdempotent = "idempotent"
+)
+
+// nonRetryable is the error type of the activities' failures that no
+// retry can mend (input that cannot be read).
+const nonRetryable = "conduit.InvalidInput"
+
+func invalid(err error) error {
+	return temporal.NewNonRetryableApplicationError(err.Error(), nonRetryable, err)
+}
+
+// The activities' inputs and outputs below are recorded in histories, and
+// their outputs in claims: a worker of a later release decodes those that
+// an earlier one wrote. As with State, a field is added only where its
+// absence means what it meant before, and none changes its meaning.
+
+// listInput is the input of conduit.ListTools.
+type listInput struct {
+	Provider  string   `json:"provider"`
+	Principal string   `json:"principal,omitempty"`
+	Taint     []string `json:"taint,omitempty"`
+}
+
+// listOutput is what conduit.ListTools found.
+type listOutput struct {
+	Offer    Offer              `json:"offer"`
+	Warnings []toolcall.Warning `json:"warnings,omitempty"`
+}
+
+// listTools lists the source's tools for a provider, principal and taint,
+// as an offer.
+func (a *Activities) listTools(ctx context.Context, in listInput) (listOutput, error) {
+	p, err := adapters.ParseProvider(in.Provider)
+	if err != nil {
+		return listOutput{}, invalid(err)
+	}
+	l, err := adapters.Tools(ctx, a.src, p, &adapters.ToolsOptions{Principal: in.Principal, Taint: in.Taint, ListingOptions: a.o.Listing})
+	if err != nil {
+		return listOutput{}, err
+	}
+	return listOutput{Offer: offerOf(p, in.Principal, in.Taint, l.ToolSet), Warnings: l.Warnings}, nil
+}
+
+// planInput is the input of conduit.Plan.
+type planInput struct {
+	Offer    Offer           `json:"offer"`
+	Response json.RawMessage `json:"response"`
+}
+
+// plan is a turn's plan: the answers of the calls not to be sent, and
+// the calls to send.
+type plan struct {
+	// Answers are by the calls' positions in the response; nil where a
+	// call is to be sent.
+	Answers []map[string]any `json:"answers"`
+	Calls   []plannedCall    `json:"calls,omitempty"`
+}
+
+// plannedCall is one call to send, as the history keeps it.
+type plannedCall struct {
+	Index int    `json:"index"`
+	ID    string `json:"id,omitempty"`
+	// Key names the call in decisions (adapters.Pending.ID): its ID, or,
+	// when it has none or shares it, the ID followed by '#' and its
+	// position from 1.
+	Key    string `json:"key"`
+	Name   string `json:"name"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Args are the arguments as JSON text, so that they reach the call as
+	// the model wrote them (numbers included).
+	Args json.RawMessage `json:"args"`
+	// Digest is the digest of the tool's definition when it was read.
+	Digest string `json:"digest"`
+	// Mode and Attempts are how the call is kept from being sent twice,
+	// and how many times its activity may run (0: no limit).
+	Mode     string `json:"mode"`
+	Attempts int32  `json:"attempts,omitempty"`
+}
+
+// plan reads the tool calls of a response against the offer, as
+// adapters.ExecuteToolCalls would, and sends nothing: the calls that are
+// not to be sent (not offered, arguments that are not an object, past
+// the limits) are answered, the others planned, each with how it is kept
+// from being sent twice.
+func (a *Activities) plan(ctx context.Context, in planInput) (plan, error) {
+	l, _, err := a.listing(ctx, in.Offer)
+	if err != nil {
+		return plan{}, err
+	}
+	p, _ := in.Offer.provider()
+	exec, err := adapters.ReadToolCalls(ctx, a.src, p, in.Response, &adapters.ExecOptions{ToolSet: l.ToolSet,
+		NullPaths: l.NullPaths, AnswerOptions: a.o.Answers, Limits: a.o.Limits})
+	if err != nil {
+		return plan{}, invalid(fmt.Errorf("the model's response: %w", err))
+	}
+	out := plan{Answers: exec.Results}
+	ids := map[string]int{}
+	for _, c := range exec.Calls {
+		ids[c.ID]++
+	}
+	for _, c := range exec.Calls {
+		args, err := json.Marshal(c.Args)
+		if err != nil {
+			return plan{}, invalid(err)
+		}
+		pc := plannedCall{Index: c.Index, ID: c.ID, Key: c.ID, Name: c.Name, Server: c.Server, Tool: c.Tool, Args: args,
+			Digest: toolDigest(c.Def)}
+		if c.ID == "" || ids[c.ID] > 1 {
+			pc.Key += "#" + strconv.Itoa(c.Index+1)
+		}
+		pc.Mode, pc.Attempts = a.mode(c.Def)
+		out.Calls = append(out.Calls, pc)
+	}
+	return out, nil
+}
+
+// mode is how a call of t is kept from being sent twice, and how many
+// attempts its activity gets.
+func (a *Activities) mode(t *conduit.Tool) (string, int32) {
+	if ann := t.Annotations; ann != nil && a.trusted[t.Server] {
+		if ann.ReadOnlyHint {
+			return modeReadOnly, 0
+		}
+		if ann.IdempotentHint {
+			return modeIdempotent, 0
+		}
+	}
+	if a.shared {
+		return modeClaim, 0
+	}
+	// Another worker's retry would not see this worker's claim.
+	return modeClaim, 1
+}
+
+// callInput is the input of conduit.CallTool.
+type callInput struct {
+	// Conversation, Turn and Round name the call's claim, with its
+	// position and arguments: Round counts the times it was taken up
+	// again after a deferral.
+	Conversation string      `json:"conversation"`
+	Turn         int         `json:"turn"`
+	Round        int         `json:"round,omitempty"`
+	Offer        Offer       `json:"offer"`
+	Taint        []string    `json:"taint,omitempty"`
+	Call         plannedCall `json:"call"`
+	Options      callOptions `json:"options"`
+	// Decision is a deferred call's decision, and Input what its server
+	// asked, with the answers given (the decision's merged in).
+	Decision *adapters.Decision `json:"decision,omitempty"`
+	Input    *conduit.Input     `json:"input,omitempty"`
+	// Halted answers the call as halted, and Lost as a call whose worker
+	// was lost; neither sends it.
+	Halted bool `json:"halted,omitempty"`
+	Lost   bool `json:"lost,omitempty"`
+}
+
+// callOptions are a conversation's options of every call.
+type callOptions struct {
+	Assigns        map[string]any `json:"assigns,omitempty"`
+	CallTimeout    time.Duration  `json:"callTimeout,omitempty"`
+	RequestTimeout time.Duration  `json:"requestTimeout,omitempty"`
+}
+
+// callOutput is a call's outcome: its answer, or the deferral it waits
+// on. It is also what a claim records.
+type callOutput struct {
+	Answer map[string]any `json:"answer,omitempty"`
+	// Reached reports that the server's output is in the answer (taint);
+	// Halt that the answer halts the loop.
+	Reached bool      `json:"reached,omitempty"`
+	Halt    bool      `json:"halt,omitempty"`
+	Pending *deferred `json:"pending,omitempty"`
+	// Unknown reports that the answer says the call's outcome is unknown.
+	Unknown bool `json:"unknown,omitempty"`
+}
+
+// deferred is what a deferred call waits for (conduit.Deferral).
+type deferred struct {
+	Rule      string         `json:"rule,omitempty"`
+	Reason    string         `json:"reason,omitempty"`
+	Arguments map[string]any `json:"arguments"`
+	Input     *conduit.Input `json:"input,omitempty"`
+}
+
+// callTool sends one call through the source's pipeline, at most once
+// whatever the attempts (see the package doc), heartbeating while it
+// runs, with the server's progress as the heartbeats' details. A
+// cancellation of the activity cancels the MCP request.
+func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, error) {
+	p, err := in.Offer.provider()
+	if err != nil {
+		return callOutput{}, invalid(err)
+	}
+	c := toolcall.Call{Index: in.Call.Index, ID: in.Call.ID, Name: in.Call.Name, Server: in.Call.Server, Tool: in.Call.Tool}
+	if err := json.Unmarshal(in.Call.Args, &c.Args); err != nil || c.Args == nil {
+		return callOutput{}, invalid(fmt.Errorf("the call's arguments: %v", err))
+	}
+	c.Def = &conduit.Tool{Tool: &mcp.Tool{Name: c.Tool}, Exposed: c.Name, Server: c.Server}
+	switch d := in.Decision; {
+	case in.Halted:
+		return a.answer(p, c, nil, conduit.HaltedError(c.Def)), nil
+	case d != nil && !d.Allow:
+		return a.answer(p, c, nil, conduit.DeniedError(c.Def, d.Reason, d.Halt)), nil
+	}
+	l, all, err := a.listing(ctx, in.Offer)
+	if err != nil {
+		return callOutput{}, err
+	}
+	if t, ok := l.ToolSet.Lookup(c.Name); ok && t.Server == c.Server && t.Name == c.Tool {
+		c.Def = t
+	} else if name, ok := all.ExposedName(c.Server, c.Tool); ok {
+		if t, _ := all.Lookup(name); toolDigest(t) != in.Call.Digest {
+			return a.answer(p, c, nil, &conduit.Error{Kind: conduit.KindDenied, Server: c.Server, Tool: c.Tool, Err: adapters.ErrToolChanged,
+				Message: "The call to " + c.Name + " was not made: the tool's definition changed after it was offered. Call it again if it is still wanted."}), nil
+		}
+	}
+
+	key := claimKey(in)
+	var token string
+	if in.Call.Mode != modeReadOnly {
+		cl, err := a.claims.Claim(ctx, key, a.o.ClaimTTL)
+		if err != nil {
+			// Nothing was sent: the activity is retried.
+			return callOutput{}, fmt.Errorf("temporalconduit: the call could not be claimed: %w", err)
+		}
+		switch cl.State {
+		case store.Completed:
+			if out, ok := readRecord(cl.Result); ok {
+				return out, nil
+			}
+			return a.unknown(p, c), nil
+		case store.Pending:
+			if in.Call.Mode != modeIdempotent {
+				return a.unknown(p, c), nil
+			}
+			// Sent again, harmlessly, and not recorded: the claim is
+			// another's.
+		case store.Claimed:
+			token = cl.Token
+		}
+	}
+	if in.Lost && in.Call.Mode == modeClaim {
+		// The claim was this worker's to win: the worker that ran the call
+		// before kept its claim in a store of its own.
+		out := a.unknown(p, c)
+		a.record(ctx, key, token, out)
+		return out, nil
+	}
+
+	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
+		stop := heartbeat(ctx, hb/3)
+		defer stop()
+	}
+	copts := &conduit.CallOptions{ToolSet: l.ToolSet, ID: c.ID, Principal: in.Offer.Principal, Assigns: in.Options.Assigns,
+		Taint: in.Taint, CallTimeout: in.Options.CallTimeout, RequestTimeout: in.Options.RequestTimeout, Input: in.Input,
+		Progress: func(_ *conduit.Call, pr conduit.Progress) { activity.RecordHeartbeat(ctx, pr) }}
+	if d := in.Decision; d != nil && d.Allow {
+		copts.Approval = &conduit.Approval{Allow: true}
+	}
+	res, err := a.src.CallTool(ctx, c.Name, c.Args, copts)
+	out := a.outcome(p, c, res, err)
+	a.record(ctx, key, token, out)
+	if err := ctx.Err(); err != nil {
+		// Canceled: the activity ends as such; a retry reads the record.
+		return out, err
+	}
+	return out, nil
+}
+
+// claimKey is the key of the claim of a call: its conversation, turn,
+// position, round, and a digest of its name and arguments (a workflow
+// reset that makes the model write another call there makes another key).
+func claimKey(in callInput) string {
+	return "conduit/temporal/" + in.Conversation + "/" + strconv.Itoa(in.Turn) + "/" + strconv.Itoa(in.Call.Index) + "/" +
+		strconv.Itoa(in.Round) + "/" + digest.Of(append([]byte(in.Call.Name+"\n"), in.Call.Args...))
+}
+
+// record completes the claim held by token with out. A record that fails
+// leaves the claim pending: a retry then answers that the outcome is
+// unknown, and still sends nothing.
+func (a *Activities) record(ctx context.Context, key, token string, out callOutput) {
+	if token == "" {
+		return
+	}
+	data, err := json.Marshal(out)
+	if err != nil {
+		return
+	}
+	_ = a.claims.Complete(context.WithoutCancel(ctx), key, token, data, a.o.ClaimTTL)
+}
+
+// readRecord reads what a claim recorded: an answer, or a deferral.
+func readRecord(data []byte) (callOutput, bool) {
+	var out callOutput
+	if json.Unmarshal(data, &out) != nil || (out.Answer == nil) == (out.Pending == nil) {
+		return callOutput{}, false
+	}
+	return out, true
+}
+
+// outcome is the outcome of call c: a deferral, or its answer.
+func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error) callOutput {
+	var d *conduit.Deferral
+	if k, _ := conduit.KindOf(err); k == conduit.KindDeferred && errors.As(err, &d) {
+		out := callOutput{Pending: &deferred{Reason: d.Reason, Arguments: d.Args, Input: d.Input}}
+		if d.Input == nil {
+			out.Pending.Rule = d.Rule.String()
+		}
+		if out.Pending.Arguments == nil {
+			out.Pending.Arguments = map[string]any{}
+		}
+		return out
+	}
+	if err == nil && res == nil {
+		err = &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: "The call to " + c.Name + " returned no result."}
+	}
+	return a.answer(p, c, res, err)
+}
+
+// answer is call c answered with res or err, no larger than the history
+// may keep.
+func (a *Activities) answer(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error) callOutput {
+	out := callOutput{Answer: p.Answer(c, res, err, &a.o.Answers)}
+	if err != nil {
+		var ce *conduit.Error
+		out.Halt = errors.As(err, &ce) && ce.Halt
+	}
+	// The adapters' rule of which answers carry the server's output.
+	out.Reached = len((&adapters.Execution{Calls: []toolcall.Call{{Server: c.Server}}, Errors: []error{err}}).Taint(nil)) > 0
+	if data, jerr := json.Marshal(out.Answer); jerr != nil || len(data) > a.o.MaxAnswerBytes {
+		lerr := &conduit.Error{Kind: conduit.KindLimit, Server: c.Server, Tool: c.Tool,
+			Message: fmt.Sprintf("The result of %s was made, but it is too large to be kept (%d bytes of answer, over the limit of %d). Ask for less at a time.", c.Name, len(data), a.o.MaxAnswerBytes)}
+		out.Answer = p.Answer(c, nil, lerr, &a.o.Answers)
+	}
+	return out
+}
+
+// unknown is the answer of a call whose outcome is unknown.
+func (a *Activities) unknown(p adapters.Provider, c toolcall.Call) callOutput {
+	out := a.answer(p, c, nil, &conduit.Error{Kind: conduit.KindUnavailable, Server: c.Server, Tool: c.Tool, Err: errOutcomeUnknown,
+		Message: "The call to " + c.Name + " may have been made: the worker that ran it was lost before it recorded the outcome. It was not made again, so that it is made at most once; check its effect before calling it again."})
+	out.Unknown = true
+	return out
+}
+
+// heartbeat records a heartbeat every d until stop is called, so that a
+// worker that dies is noticed within the heartbeat timeout, and a
+// cancellation reaches ctx, and from it the MCP request.
+func heartbeat(ctx context.Context, d time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}

@@ -1,0 +1,561 @@
+// The workflow's side: a Conversation that runs each turn's calls as
+// activities, waits for decisions on an Update, and shows what waits by a
+// query. Everything here is deterministic workflow code: it schedules,
+// waits and keeps state; conduit's pipeline runs in the activities.
+
+package temporalconduit
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// The query and the update of a workflow with a Conversation, recorded in
+// histories and named by clients: stable across releases.
+const (
+	// QueryPending answers the calls of the current turn that wait for a
+	// decision, as []adapters.Pending in the model's order (none between
+	// turns).
+	QueryPending = "conduit.pending"
+	// UpdateDecide decides pending calls: its argument is a
+	// map[string]adapters.Decision by Pending.ID. Its validator rejects,
+	// recording nothing, a decision that names no call waiting for one,
+	// and one that allows a call deferred for input without answering all
+	// its server asked.
+	UpdateDecide = "conduit.decide"
+)
+
+// DefaultHeartbeatTimeout is ConversationOptions.HeartbeatTimeout's
+// default: a worker that dies while it runs a call is noticed within it.
+const DefaultHeartbeatTimeout = 30 * time.Second
+
+// ConversationOptions configure a [Conversation]. A nil
+// *ConversationOptions, and the zero value of each field, mean the
+// defaults; Provider is required.
+type ConversationOptions struct {
+	// Provider is the model's API.
+	Provider adapters.Provider
+	// Principal is who the conversation is for: its listing leaves out
+	// what the policy denies them, and every call is made for them.
+	Principal string
+	// Taint is the taint the conversation starts with.
+	Taint []string
+	// Assigns are every call's (conduit.CallOptions.Assigns), for
+	// approvers and hooks; they pass through the history as JSON.
+	Assigns map[string]any
+	// CallTimeout bounds each call in all, approval and hooks included
+	// (default conduit.DefaultCallTimeout); its activity is given a
+	// minute more. RequestTimeout bounds each request to a server.
+	CallTimeout    time.Duration
+	RequestTimeout time.Duration
+	// HeartbeatTimeout is how long a call's activity may go without a
+	// heartbeat before Temporal takes its worker for lost (default
+	// DefaultHeartbeatTimeout). Activities heartbeat three times in it,
+	// with the server's progress as details. A cancellation reaches a
+	// running call with the answer to a heartbeat, which the SDK sends at
+	// most every 0.8 HeartbeatTimeout: that is how late it may be.
+	HeartbeatTimeout time.Duration
+	// MaxConcurrency is how many calls of a turn run at once (default 1:
+	// one after another, in the model's order, so that a halt stops
+	// every call after it).
+	MaxConcurrency int
+	// DecisionTimeout is how long a turn waits for its deferred calls to
+	// be decided, from when it starts waiting; the calls still undecided
+	// then are denied. Zero: as long as it takes.
+	DecisionTimeout time.Duration
+	// TaskQueue is where conduit's activities run (default the
+	// workflow's): the workers that Register them.
+	TaskQueue string
+}
+
+// Conversation is one conversation with a model, in a workflow: the tools
+// it is offered, its taint, and the turn under way. It is used from
+// workflow code only, one per workflow run (it handles QueryPending and
+// UpdateDecide), and is not safe for use by several workflow goroutines
+// at once.
+//
+// Each turn, the application's own activity sends the model a request
+// with the tools (Offer, turned into definitions by Activities.Tools on
+// the worker), and Execute runs the calls of the model's response.
+type Conversation struct {
+	o    ConversationOptions
+	st   State
+	turn *turn
+}
+
+// Turn is a turn's outcome.
+type Turn struct {
+	// Results answer every call of the response, in the model's order,
+	// in the provider's shape (see adapters.Execution.Results; Wire's
+	// Answers puts them in the conversation).
+	Results []map[string]any
+	// Halted reports that a call was denied with a halt: end the loop.
+	Halted bool
+	// Unknown are the calls (by their ids, as Pending.ID names them) whose
+	// outcome is unknown: a worker was lost after it claimed one and
+	// before it recorded what the server answered. Each was sent at most
+	// once, and its answer tells the model so; someone should check its
+	// effect.
+	Unknown []string
+}
+
+// NewConversation lists the tools for o's provider, principal and taint
+// (an activity), and returns the conversation that offers them, ready
+// for its first turn. It registers the handlers of QueryPending and
+// UpdateDecide.
+func NewConversation(ctx workflow.Context, o *ConversationOptions) (*Conversation, error) {
+	c, err := newConversation(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	// From the start, so that a query before the listing is answered.
+	if err := c.handle(ctx); err != nil {
+		return nil, err
+	}
+	// A random name for the claims, recorded in the history: the same in
+	// every replay, in every run continued as new, and after a reset.
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return rand.Text() }).Get(&c.st.ID); err != nil {
+		return nil, err
+	}
+	var out listOutput
+	in := listInput{Provider: c.o.Provider.String(), Principal: c.o.Principal, Taint: c.o.Taint}
+	if err := workflow.ExecuteActivity(c.quickCtx(ctx), activityListTools, in).Get(ctx, &out); err != nil {
+		return nil, err
+	}
+	for _, w := range out.Warnings {
+		workflow.GetLogger(ctx).Warn("conduit: "+w.Message, "tool", w.Tool)
+	}
+	c.st.Offer = out.Offer
+	c.st.Taint = slices.Clone(c.o.Taint)
+	return c, nil
+}
+
+// ResumeConversation carries on a conversation from its State, in a new
+// run of the workflow (continue-as-new): the same offer, taint, and claims'
+// name. o gives what the state does not carry (timeouts, concurrency);
+// its Provider and Principal, when set, must be the state's. It registers
+// the handlers of QueryPending and UpdateDecide.
+func ResumeConversation(ctx workflow.Context, st State, o *ConversationOptions) (*Conversation, error) {
+	if err := st.check(); err != nil {
+		return nil, err
+	}
+	p, _ := st.Offer.provider()
+	ro := ConversationOptions{Provider: p, Principal: st.Offer.Principal}
+	if o != nil {
+		if o.Provider != 0 && o.Provider != p {
+			return nil, fmt.Errorf("temporalconduit: the state is of a conversation with %s, not %s", p, o.Provider)
+		}
+		if o.Principal != "" && o.Principal != st.Offer.Principal {
+			return nil, fmt.Errorf("temporalconduit: the state is of a conversation for another principal than %q", o.Principal)
+		}
+		ro = *o
+		ro.Provider, ro.Principal, ro.Taint = p, st.Offer.Principal, st.Offer.Taint
+	}
+	c, err := newConversation(ctx, &ro)
+	if err != nil {
+		return nil, err
+	}
+	c.st = st.clone()
+	return c, c.handle(ctx)
+}
+
+// newConversation is a conversation with options o checked and
+// defaulted, and no state yet.
+func newConversation(_ workflow.Context, o *ConversationOptions) (*Conversation, error) {
+	if o == nil {
+		o = &ConversationOptions{}
+	}
+	c := &Conversation{o: *o}
+	if _, err := adapters.ParseProvider(c.o.Provider.String()); err != nil {
+		return nil, fmt.Errorf("temporalconduit: ConversationOptions.Provider: %w", err)
+	}
+	if c.o.CallTimeout < 0 || c.o.HeartbeatTimeout < 0 || c.o.DecisionTimeout < 0 {
+		return nil, errors.New("temporalconduit: a negative timeout in ConversationOptions")
+	}
+	if c.o.CallTimeout == 0 {
+		c.o.CallTimeout = conduit.DefaultCallTimeout
+	}
+	if c.o.HeartbeatTimeout == 0 {
+		c.o.HeartbeatTimeout = DefaultHeartbeatTimeout
+	}
+	c.o.MaxConcurrency = max(c.o.MaxConcurrency, 1)
+	c.o.Taint = slices.Clone(c.o.Taint)
+	c.st.V = stateVersion
+	return c, nil
+}
+
+// Offer returns what the model is offered, for the application's model
+// activity: Activities.Tools turns it into the tool definitions of the
+// request.
+func (c *Conversation) Offer() Offer { return c.st.clone().Offer }
+
+// State returns the conversation's state, to carry it on in a new run
+// (ResumeConversation). It is complete between turns, when Execute has
+// returned.
+func (c *Conversation) State() State { return c.st.clone() }
+
+// Execute runs the tool calls of a response of the conversation's
+// provider, as adapters.Conversation.Execute does, and returns when every
+// call is answered: a plan activity reads the calls (sending nothing),
+// then each call to send is an activity of its own, at most
+// MaxConcurrency at once, which claims it before the pipeline runs and
+// records its answer after, so that it is sent at most once (see the
+// package doc). A call the approver defers (conduit.Defer) waits for a
+// decision by UpdateDecide, for as long as it takes (or DecisionTimeout),
+// and is shown by QueryPending meanwhile; decided, it is sent (or
+// answered denied) by another activity. A denial with a halt answers the
+// calls not yet sent, and those still waiting, as halted: the Turn is
+// Halted, and the loop should end.
+//
+// The response is what the model activity returned: JSON text (a
+// json.RawMessage, []byte or string), a decoded map, or any value that
+// encodes to the provider's JSON. The servers whose output reached the
+// model join the taint of the next turns. The error is for a response
+// that is not JSON or cannot be read, an activity's that no retry
+// mended, or the workflow's cancellation.
+func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error) {
+	if c.turn != nil {
+		return nil, errors.New("temporalconduit: a turn of the conversation is under way")
+	}
+	raw, err := responseJSON(response)
+	if err != nil {
+		return nil, err
+	}
+	c.st.Turns++
+	var pl plan
+	if err := workflow.ExecuteActivity(c.quickCtx(ctx), activityPlan, planInput{Offer: c.st.Offer, Response: raw}).Get(ctx, &pl); err != nil {
+		return nil, err
+	}
+	t := &turn{n: c.st.Turns, taint: slices.Clone(c.st.Taint), results: pl.Answers}
+	c.turn = t
+	defer func() { c.turn = nil }()
+	var jobs []job
+	for _, pc := range pl.Calls {
+		cs := &callState{plannedCall: pc}
+		t.calls = append(t.calls, cs)
+		jobs = append(jobs, c.job(t, cs, nil))
+	}
+	if err := c.run(ctx, t, jobs); err != nil {
+		return nil, err
+	}
+	var waitStart time.Time
+	for t.waiting() {
+		if t.halted {
+			jobs = jobs[:0]
+			for _, cs := range t.calls {
+				if cs.pending != nil {
+					j := c.job(t, cs, nil)
+					j.in.Halted = true
+					jobs = append(jobs, j)
+				}
+			}
+			if err := c.run(ctx, t, jobs); err != nil {
+				return nil, err
+			}
+			break
+		}
+		if waitStart.IsZero() {
+			waitStart = workflow.Now(ctx)
+		}
+		if err := c.await(ctx, t, waitStart); err != nil {
+			return nil, err
+		}
+		jobs = jobs[:0]
+		for _, cs := range t.decided {
+			jobs = append(jobs, c.job(t, cs, cs.decision))
+		}
+		t.decided = nil
+		if err := c.run(ctx, t, jobs); err != nil {
+			return nil, err
+		}
+	}
+	out := &Turn{Results: t.results, Halted: t.halted}
+	for _, cs := range t.calls {
+		if cs.reached && !slices.Contains(c.st.Taint, cs.Server) {
+			c.st.Taint = append(c.st.Taint, cs.Server)
+		}
+		if cs.unknown {
+			out.Unknown = append(out.Unknown, cs.Key)
+		}
+	}
+	return out, nil
+}
+
+// responseJSON is a model's response as JSON text: as it is when it is
+// text, else encoded (deterministically: encoding/json sorts maps' keys).
+func responseJSON(response any) (json.RawMessage, error) {
+	var data []byte
+	switch r := response.(type) {
+	case json.RawMessage:
+		data = r
+	case []byte:
+		data = r
+	case string:
+		data = []byte(r)
+	default:
+		var err error
+		if data, err = json.Marshal(response); err != nil {
+			return nil, fmt.Errorf("temporalconduit: the model's response: %w", err)
+		}
+	}
+	if !json.Valid(data) {
+		return nil, errors.New("temporalconduit: the model's response is not JSON")
+	}
+	return data, nil
+}
+
+// turn is the turn under way.
+type turn struct {
+	n       int
+	taint   []string // the taint its calls run with
+	calls   []*callState
+	results []map[string]any
+	halted  bool
+	// decided are the calls decided by updates and not yet run, in the
+	// order the decisions came.
+	decided []*callState
+}
+
+// callState is one call of the turn to send.
+type callState struct {
+	plannedCall
+	// round counts the times the call was taken up again after a
+	// deferral; pending is set while it waits for a decision, and
+	// decision once it has one.
+	round    int
+	pending  *adapters.Pending
+	decision *adapters.Decision
+	reached  bool
+	unknown  bool
+}
+
+// waiting reports whether a call of t waits for a decision.
+func (t *turn) waiting() bool {
+	return slices.ContainsFunc(t.calls, func(cs *callState) bool { return cs.pending != nil })
+}
+
+// job is one activity of a call.
+type job struct {
+	cs *callState
+	in callInput
+}
+
+// job is the activity that runs cs (decided by d, for a deferred call).
+func (c *Conversation) job(t *turn, cs *callState, d *adapters.Decision) job {
+	in := callInput{Conversation: c.st.ID, Turn: t.n, Round: cs.round, Offer: c.st.Offer, Taint: t.taint, Call: cs.plannedCall,
+		Options: callOptions{Assigns: c.o.Assigns, CallTimeout: c.o.CallTimeout, RequestTimeout: c.o.RequestTimeout}}
+	if d != nil {
+		in.Round++
+		in.Decision = d
+		if p := cs.pending; p != nil && p.Input != nil && d.Allow {
+			in.Input = withAnswers(p.Input, d.Input)
+		}
+	}
+	return job{cs: cs, in: in}
+}
+
+// withAnswers is what a server asked, with answers added to those given.
+func withAnswers(p *conduit.Input, answers mcp.InputResponseMap) *conduit.Input {
+	m := *p
+	m.Responses = maps.Clone(p.Responses)
+	if m.Responses == nil {
+		m.Responses = mcp.InputResponseMap{}
+	}
+	maps.Copy(m.Responses, answers)
+	return &m
+}
+
+// run runs jobs, at most MaxConcurrency at once, in order; a job that
+// fails (its worker lost, its attempts spent) is followed by one that
+// answers it from its claim, sending nothing. Once the turn is halted,
+// the calls not yet sent are answered as halted.
+func (c *Conversation) run(ctx workflow.Context, t *turn, jobs []job) error {
+	sel := workflow.NewSelector(ctx)
+	running := 0
+	var failed error
+	for (len(jobs) > 0 || running > 0) && failed == nil {
+		for running < c.o.MaxConcurrency && len(jobs) > 0 {
+			j := jobs[0]
+			jobs = jobs[1:]
+			if t.halted && (j.in.Decision == nil || j.in.Decision.Allow) {
+				j.in.Halted = true
+			}
+			running++
+			sel.AddFuture(workflow.ExecuteActivity(c.callCtx(ctx, j), activityCallTool, j.in), func(f workflow.Future) {
+				running--
+				var out callOutput
+				err := f.Get(ctx, &out)
+				switch {
+				case err == nil:
+					t.settle(j, out)
+				case j.in.Lost || j.in.Halted || temporal.IsCanceledError(err) || ctx.Err() != nil:
+					failed = err
+				default:
+					workflow.GetLogger(ctx).Warn("conduit: a call's activity failed; its outcome is asked for without sending it",
+						"call", j.cs.Key, "error", err)
+					j.in.Lost = true
+					jobs = append(jobs, j)
+				}
+			})
+		}
+		sel.Select(ctx)
+	}
+	return failed
+}
+
+// settle puts a call's outcome in the turn.
+func (t *turn) settle(j job, out callOutput) {
+	cs := j.cs
+	cs.decision = nil
+	if d := out.Pending; d != nil {
+		cs.round = j.in.Round
+		cs.pending = &adapters.Pending{ID: cs.Key, Name: cs.Name, Server: cs.Server, Tool: cs.Tool, Arguments: d.Arguments,
+			Rule: d.Rule, Reason: d.Reason, Input: d.Input}
+		return
+	}
+	cs.pending = nil
+	t.results[cs.Index] = out.Answer
+	cs.reached, cs.unknown = out.Reached, out.Unknown
+	t.halted = t.halted || out.Halt
+}
+
+// await waits until calls of t are decided, or, past DecisionTimeout
+// from start, denies those still undecided.
+func (c *Conversation) await(ctx workflow.Context, t *turn, start time.Time) error {
+	decided := func() bool { return len(t.decided) > 0 }
+	if c.o.DecisionTimeout == 0 {
+		return workflow.Await(ctx, decided)
+	}
+	ok, err := workflow.AwaitWithTimeout(ctx, max(start.Add(c.o.DecisionTimeout).Sub(workflow.Now(ctx)), 0), decided)
+	if err != nil || ok {
+		return err
+	}
+	reason := fmt.Sprintf("no decision was made within %v", c.o.DecisionTimeout)
+	for _, cs := range t.calls {
+		if cs.pending != nil && cs.decision == nil {
+			cs.decision = &adapters.Decision{Reason: reason}
+			t.decided = append(t.decided, cs)
+		}
+	}
+	return nil
+}
+
+// handle registers the handlers of QueryPending and UpdateDecide.
+func (c *Conversation) handle(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryPending, func() ([]adapters.Pending, error) {
+		return c.pending(), nil
+	}); err != nil {
+		return err
+	}
+	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide,
+		func(_ workflow.Context, decisions map[string]adapters.Decision) error {
+			t := c.turn
+			for _, id := range slices.Sorted(maps.Keys(decisions)) {
+				cs := t.undecided(id)
+				if cs == nil {
+					continue // the validator refused it
+				}
+				d := decisions[id]
+				cs.decision = &d
+				t.decided = append(t.decided, cs)
+			}
+			return nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, decisions map[string]adapters.Decision) error {
+			return c.validate(decisions)
+		}})
+}
+
+// pending is the calls that wait for a decision, in the model's order.
+func (c *Conversation) pending() []adapters.Pending {
+	out := []adapters.Pending{}
+	if c.turn == nil {
+		return out
+	}
+	for _, cs := range c.turn.calls {
+		if cs.pending != nil && cs.decision == nil {
+			out = append(out, *cs.pending)
+		}
+	}
+	return out
+}
+
+// undecided is the call of t named id that waits for a decision, or nil.
+func (t *turn) undecided(id string) *callState {
+	for _, cs := range t.calls {
+		if cs.Key == id && cs.pending != nil && cs.decision == nil {
+			return cs
+		}
+	}
+	return nil
+}
+
+// validate rejects decisions that UpdateDecide cannot take.
+func (c *Conversation) validate(decisions map[string]adapters.Decision) error {
+	if len(decisions) == 0 {
+		return errors.New("no decision given")
+	}
+	if c.turn == nil || len(c.pending()) == 0 {
+		return adapters.ErrNothingPending
+	}
+	for _, id := range slices.Sorted(maps.Keys(decisions)) {
+		cs := c.turn.undecided(id)
+		if cs == nil {
+			var ids []string
+			for _, p := range c.pending() {
+				ids = append(ids, p.ID)
+			}
+			return fmt.Errorf("no call waits for a decision under the id %q (waiting: %s)", id, strings.Join(ids, ", "))
+		}
+		if d := decisions[id]; d.Allow && cs.pending.Input != nil {
+			if missing := withAnswers(cs.pending.Input, d.Input).Missing(); len(missing) > 0 {
+				slices.Sort(missing)
+				return fmt.Errorf("the decision allowing %q answers none of its server's requests %s (Decision.Input)", id, strings.Join(missing, ", "))
+			}
+		}
+	}
+	return nil
+}
+
+// quickCtx is ctx with the options of the activities that list and read
+// (they send nothing, and are retried until they succeed or fail for
+// good).
+func (c *Conversation) quickCtx(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           c.o.TaskQueue,
+		StartToCloseTimeout: 2 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
+	})
+}
+
+// callCtx is ctx with the options of job j's activity: bounded by the
+// call's timeout and a minute for its claim and record, heartbeating,
+// waiting for its cancellation to reach the server, and retried as its
+// plan says (a call kept from being sent twice by a claim that another
+// worker would not see gets one attempt).
+func (c *Conversation) callCtx(ctx workflow.Context, j job) workflow.Context {
+	attempts := j.in.Call.Attempts
+	if j.in.Lost || j.in.Halted || (j.in.Decision != nil && !j.in.Decision.Allow) {
+		attempts = 0 // sends nothing
+	}
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           c.o.TaskQueue,
+		StartToCloseTimeout: c.o.CallTimeout + time.Minute,
+		HeartbeatTimeout:    c.o.HeartbeatTimeout,
+		WaitForCancellation: true,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute,
+			MaximumAttempts: attempts, NonRetryableErrorTypes: []string{nonRetryable}},
+	})
+}

@@ -1,0 +1,201 @@
+// A worker's side: its options, the registration of conduit's activities
+// over the source it holds, and the tool set an offer stands for.
+
+package temporalconduit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/store"
+	"go.temporal.io/sdk/activity"
+)
+
+// The activities' names, recorded in every history that schedules them:
+// renaming one breaks the replay of the workflows that ran it.
+const (
+	activityListTools = "conduit.ListTools"
+	activityPlan      = "conduit.Plan"
+	activityCallTool  = "conduit.CallTool"
+)
+
+// DefaultClaimTTL is Options.ClaimTTL's default, as long as a saved
+// conversation state lives (adapters.DefaultStateTTL).
+const DefaultClaimTTL = adapters.DefaultStateTTL
+
+// DefaultMaxAnswerBytes is Options.MaxAnswerBytes' default: 1 MiB, under
+// Temporal's limit of 2 MB on one payload of the history.
+const DefaultMaxAnswerBytes = 1 << 20
+
+// Options configure conduit's activities on a worker ([Register]). A nil
+// *Options, and the zero value of each field, mean the defaults. Every
+// worker of a task queue should be given the same.
+type Options struct {
+	// Claims keep every call from being sent twice, by any worker: an
+	// activity claims its call before it runs the pipeline, and records
+	// the answer after (see the package doc). Nil means the source's
+	// store (conduit.Options.Store of the Hub or Client). Give every
+	// worker the same shared store (store/redisstore's): a claim in a
+	// store of one process (a store.Memory, the default) holds in that
+	// worker only, so a call is then given one attempt, never retried.
+	Claims store.Claims
+	// ClaimTTL is how long a call's claim, and the answer recorded with
+	// it, are kept (default DefaultClaimTTL). A call retried after its
+	// claim expired can be sent again: keep it longer than an activity
+	// can be retried, and than any workflow reset you may make.
+	ClaimTTL time.Duration
+	// Trusted are the servers (ids) whose tools' annotations are believed
+	// (MCP says they are hints, not to be trusted from servers one does
+	// not control): a call of a tool with readOnlyHint is retried freely,
+	// without a claim, and one with idempotentHint is sent again when a
+	// lost worker left its outcome unknown. Servers not named here get
+	// at most once.
+	Trusted []string
+	// Listing says how the tools are written for the model (strict mode,
+	// cache marks); calls are read with the same listing.
+	Listing adapters.ListingOptions
+	// Answers says how answers are written.
+	Answers toolcall.AnswerOptions
+	// Limits bound each model response (see adapters.Limits).
+	Limits adapters.Limits
+	// MaxAnswerBytes is the largest answer kept in the workflow's history,
+	// in bytes of its JSON (default DefaultMaxAnswerBytes). A bigger one
+	// is replaced by an error answer that says so (conduit.KindLimit); the
+	// call was made. Bound results below it with the hub's limits.
+	MaxAnswerBytes int
+}
+
+// Activities are conduit's activities on one worker, over the source the
+// worker holds for its lifetime: its servers are connected once, not per
+// activity. Make them with [Register]; they are safe for concurrent use.
+type Activities struct {
+	src     conduit.Source
+	o       Options
+	claims  store.Claims
+	shared  bool // claims are seen by every worker
+	trusted map[string]bool
+}
+
+// ActivityRegistry is where Register registers the activities: a
+// worker.Worker, or a test suite's environment
+// (testsuite.TestWorkflowEnvironment).
+type ActivityRegistry interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}
+
+// storer is a Source that keeps a store.Store, as a Hub and a Client do.
+type storer interface{ Store() store.Store }
+
+// Register registers conduit's activities, over src, on r: listing the
+// tools for a provider, reading a model response's calls, and sending
+// each call through src's governed pipeline. The worker holds src: make
+// it (conduit.NewHub) before the worker runs and close it after. o may be
+// nil.
+//
+// It returns the Activities, whose Tools method the application's model
+// activity calls for the tool definitions of its request.
+func Register(r ActivityRegistry, src conduit.Source, o *Options) (*Activities, error) {
+	if src == nil {
+		return nil, errors.New("temporalconduit: Register needs a source")
+	}
+	a := &Activities{src: src, trusted: map[string]bool{}}
+	if o != nil {
+		a.o = *o
+	}
+	if a.o.ClaimTTL == 0 {
+		a.o.ClaimTTL = DefaultClaimTTL
+	}
+	if a.o.ClaimTTL < 0 {
+		return nil, fmt.Errorf("temporalconduit: Options.ClaimTTL is negative (%v)", a.o.ClaimTTL)
+	}
+	if a.o.MaxAnswerBytes <= 0 {
+		a.o.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	a.claims = a.o.Claims
+	if a.claims == nil {
+		s, ok := src.(storer)
+		if !ok {
+			return nil, errors.New("temporalconduit: the source keeps no store; give Options.Claims")
+		}
+		a.claims = s.Store()
+	}
+	_, inMemory := a.claims.(*store.Memory)
+	a.shared = !inMemory
+	for _, s := range a.o.Trusted {
+		a.trusted[s] = true
+	}
+	r.RegisterActivityWithOptions(a.listTools, activity.RegisterOptions{Name: activityListTools})
+	r.RegisterActivityWithOptions(a.plan, activity.RegisterOptions{Name: activityPlan})
+	r.RegisterActivityWithOptions(a.callTool, activity.RegisterOptions{Name: activityCallTool})
+	return a, nil
+}
+
+// Tools returns the tool definitions of an offer (Conversation.Offer) in
+// its provider's shape, for the request the application's model activity
+// sends: the tools of the worker's source that the offer names with the
+// same definition, in the offer's order, written as Options.Listing says.
+// A tool whose server is down here, or whose definition changed since it
+// was offered, is left out.
+func (a *Activities) Tools(ctx context.Context, offer Offer) ([]map[string]any, error) {
+	l, _, err := a.listing(ctx, offer)
+	if err != nil {
+		return nil, err
+	}
+	return l.Tools, nil
+}
+
+// listing is the listing of offer's tools, and the worker's whole
+// listing for its principal and taint.
+func (a *Activities) listing(ctx context.Context, offer Offer) (*adapters.Listing, *conduit.ToolSet, error) {
+	if err := offer.check(); err != nil {
+		return nil, nil, fmt.Errorf("temporalconduit: invalid offer: %w", err)
+	}
+	p, _ := offer.provider()
+	all, err := a.src.ListToolsFor(ctx, &conduit.ListOptions{Principal: offer.Principal, Taint: offer.Taint})
+	if err != nil {
+		return nil, nil, err
+	}
+	refs := make(map[string]ToolRef, len(offer.Tools))
+	for _, r := range offer.Tools {
+		refs[r.Exposed] = r
+	}
+	// The listing's order is the offer's: servers in configuration order,
+	// tools sorted within each, the same on every worker.
+	ts := all.Filter(conduit.SkipPinChanged, func(t *conduit.Tool) bool {
+		r, ok := refs[t.Exposed]
+		return ok && r.Server == t.Server && r.Tool == t.Name && r.Digest == toolDigest(t)
+	})
+	l, err := adapters.ListToolSet(ts, p, &a.o.Listing)
+	return l, all, err
+}
+
+// offerOf is the offer of a listing for principal and taint.
+func offerOf(p adapters.Provider, principal string, taint []string, ts *conduit.ToolSet) Offer {
+	o := Offer{Provider: p.String(), Principal: principal, Taint: slices.Clone(taint), Tools: make([]ToolRef, 0, ts.Len())}
+	for t := range ts.All() {
+		if dg := toolDigest(t); dg != "" {
+			o.Tools = append(o.Tools, ToolRef{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Digest: dg})
+		}
+	}
+	return o
+}
+
+// digestKey is the memo key of a tool's digest.
+type digestKey struct{}
+
+// toolDigest is the digest of t's definition, or "" when it has none.
+func toolDigest(t *conduit.Tool) string {
+	return t.Memo(digestKey{}, func() any {
+		d, err := conduit.ToolDigest(t.Tool)
+		if err != nil {
+			return ""
+		}
+		return d
+	}).(string)
+}
