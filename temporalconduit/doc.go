@@ -96,5 +96,9 @@
 // workflow.GetInfo(ctx).GetContinueAsNewSuggested says so. Answers are
 // kept in the history: Options.MaxAnswerBytes bounds each one (Temporal
 // refuses a payload over 2 MB), and the hub's result limits and budget
-// should keep them far smaller.
+// should keep them far smaller. Each answer is cut to its result budget
+// (Options.Answers.MaxResultTokens, 25,000 tokens by default) in the
+// activity that made it; the turn's budget of adapters.ExecuteToolCalls
+// is not applied, since each call is answered by its own activity before
+// the others are done.
 package temporalconduit
