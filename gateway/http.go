@@ -182,8 +182,8 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 			principal = ti.UserID
 		}
-		if ok, meta := usesNewProtocol(r); ok {
-			g.viewHandler(w, r, principal, meta, stateless)
+		if ok, p := usesNewProtocol(r); ok {
+			g.viewHandler(w, r, principal, p, stateless)
 			return
 		}
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
