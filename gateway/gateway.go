@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/conduitmcp/conduit"
@@ -155,6 +156,7 @@ type Gateway struct {
 
 	taints   *taints         // taint.go
 	limits   *limiter        // limits.go; nil without Options.Limits
+	draining atomic.Bool     // ListenAndServe is shutting down (ops.go)
 	subjects *subjects       // callers' verified tokens, for token exchange (oauth.go)
 	perP     map[string]bool // the servers whose sessions are per principal
 }
