@@ -308,11 +308,11 @@ const storeDown = "shared store is unavailable"
 type outcome int
 
 const (
-	answered   outcome = iota // the tool's own answer
-	refusedDown               // refused: the shared store is unavailable
-	refusedElse               // another tool error
-	failed                    // no answer: a transport error
-	hung                      // no answer within callTimeout
+	answered    outcome = iota // the tool's own answer
+	refusedDown                // refused: the shared store is unavailable
+	refusedElse                // another tool error
+	failed                     // no answer: a transport error
+	hung                       // no answer within callTimeout
 )
 
 // callTimeout bounds a call: a call that takes longer hangs.
