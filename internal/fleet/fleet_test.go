@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,17 +197,20 @@ type loadCall struct {
 	id         string
 	start, end time.Time
 	out        outcome
+	text       string
 	err        error
 }
 
-// load makes calls of tool through HAProxy from callers goroutines as
-// dave, numbered from prefix, until stop is closed; a caller whose
-// connection fails opens another, as a real client would.
-func load(t *testing.T, f *fleet, principal, prefix, tool string, ms, callers int, stop <-chan struct{}) []loadCall {
+// drive makes calls of tool (ids prefix-0, prefix-1, ...) through
+// HAProxy as principal from callers goroutines while more(i) says call i
+// is to be made; a caller whose connection fails opens another, as a
+// real client would.
+func drive(f *fleet, principal, prefix, tool string, ms, callers int, more func(i int64) bool) []loadCall {
+	var next atomic.Int64
 	var mu sync.Mutex
 	var calls []loadCall
 	var wg sync.WaitGroup
-	for c := range callers {
+	for range callers {
 		wg.Go(func() {
 			var cs *mcp.ClientSession
 			defer func() {
@@ -214,12 +218,7 @@ func load(t *testing.T, f *fleet, principal, prefix, tool string, ms, callers in
 					cs.Close()
 				}
 			}()
-			for i := 0; ; i++ {
-				select {
-				case <-stop:
-					return
-				default:
-				}
+			for {
 				if cs == nil {
 					ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 					var err error
@@ -230,8 +229,12 @@ func load(t *testing.T, f *fleet, principal, prefix, tool string, ms, callers in
 						continue
 					}
 				}
-				lc := loadCall{id: fmt.Sprintf("%s-%d-%d", prefix, c, i), start: time.Now()}
-				lc.out, _, lc.err = classify(cs, tool, lc.id, ms)
+				i := next.Add(1) - 1
+				if !more(i) {
+					return
+				}
+				lc := loadCall{id: fmt.Sprintf("%s-%d", prefix, i), start: time.Now()}
+				lc.out, lc.text, lc.err = classify(cs, tool, lc.id, ms)
 				lc.end = time.Now()
 				if lc.out == failed || lc.out == hung {
 					cs.Close()
@@ -251,17 +254,20 @@ func load(t *testing.T, f *fleet, principal, prefix, tool string, ms, callers in
 // the calls that fail are the ones in flight when it died, none hangs,
 // every other call is answered; it is started again for what follows.
 func fleetKill(t *testing.T, f *fleet) {
-	stop := make(chan struct{})
-	var killStart, killEnd time.Time
+	var stop atomic.Bool
+	var calls []loadCall
+	done := make(chan struct{})
 	go func() {
-		time.Sleep(1500 * time.Millisecond)
-		killStart = time.Now()
-		f.replicas[1].Kill()
-		killEnd = time.Now()
-		time.Sleep(2 * time.Second)
-		close(stop)
+		defer close(done)
+		calls = drive(f, "dave", "kill", "fs__slow", 100, 8, func(int64) bool { return !stop.Load() })
 	}()
-	calls := load(t, f, "dave", "kill", "fs__slow", 100, 8, stop)
+	time.Sleep(1500 * time.Millisecond)
+	killStart := time.Now()
+	f.replicas[1].Kill()
+	killEnd := time.Now()
+	time.Sleep(2 * time.Second)
+	stop.Store(true)
+	<-done
 	var ok, inFlight, afterKill int
 	for _, c := range calls {
 		switch {

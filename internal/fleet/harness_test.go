@@ -315,6 +315,10 @@ const (
 	hung                       // no answer within callTimeout
 )
 
+func (o outcome) String() string {
+	return [...]string{"answered", "refused (store unavailable)", "refused", "failed", "hung"}[o]
+}
+
 // callTimeout bounds a call: a call that takes longer hangs.
 const callTimeout = 30 * time.Second
 
