@@ -87,18 +87,18 @@ func (e *replicaEnv) call(s *mcp.ClientSession) func() error {
 }
 
 // BenchmarkReplicaStore: a governed call through a replica with the
-// memory store ("memory") and with Redis ("redis"), each alone for
+// memory store ("store=memory") and with Redis ("store=redis"), each alone for
 // benchstat, and both alternately in one loop (samples.Pair) for the
 // ratio of their p50s, x-p50 (the figure to compare with 1.10).
 func BenchmarkReplicaStore(b *testing.B) {
 	e := newReplicaEnv(b)
-	b.Run("memory", func(b *testing.B) {
+	b.Run("store=memory", func(b *testing.B) {
 		call := must(b, e.call(e.memory))
 		for b.Loop() {
 			call()
 		}
 	})
-	b.Run("redis", func(b *testing.B) {
+	b.Run("store=redis", func(b *testing.B) {
 		call := must(b, e.call(e.redis))
 		for b.Loop() {
 			call()

@@ -25,7 +25,7 @@ import (
 // shared Redis, and checks, in order, what replicas must share and what
 // they must survive. No call reaches a server twice in the whole run.
 func TestFleet(t *testing.T) {
-	f := startFleet(t, 3)
+	f := startFleet(t, 3, drainDelay)
 	t.Cleanup(func() {
 		if twice := f.down.twice(); len(twice) > 0 {
 			t.Errorf("calls that reached a server twice: %v", twice)
@@ -35,6 +35,7 @@ func TestFleet(t *testing.T) {
 	t.Run("approval", func(t *testing.T) { fleetApproval(t, f) })
 	t.Run("limits", func(t *testing.T) { fleetLimits(t, f) })
 	t.Run("sticky", func(t *testing.T) { fleetSticky(t, f) })
+	t.Run("drain", func(t *testing.T) { fleetDrain(t, f) })
 	t.Run("kill", func(t *testing.T) { fleetKill(t, f) })
 	t.Run("redis", func(t *testing.T) { fleetRedis(t, f) })
 }
@@ -248,6 +249,39 @@ func drive(f *fleet, principal, prefix, tool string, ms, callers int, more func(
 	}
 	wg.Wait()
 	return calls
+}
+
+// drainDelay is the replicas' --drain-delay: longer than HAProxy takes
+// to see a replica not ready (inter 1s, fall 2 in docs/fleet/haproxy.cfg).
+const drainDelay = 3 * time.Second
+
+// fleetDrain: replica 3 is stopped with SIGTERM under load through
+// HAProxy: it says it is not ready, HAProxy stops sending it requests
+// within the drain delay, it finishes those it took and exits 0: every
+// call is answered. It is started again for what follows.
+func fleetDrain(t *testing.T, f *fleet) {
+	var stop atomic.Bool
+	var calls []loadCall
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		calls = drive(f, "dave", "drain", "fs__slow", 100, 8, func(int64) bool { return !stop.Load() })
+	}()
+	time.Sleep(time.Second)
+	err := f.replicas[2].Terminate(drainDelay + 10*time.Second)
+	time.Sleep(time.Second)
+	stop.Store(true)
+	<-done
+	if err != nil {
+		t.Errorf("the replica's exit after SIGTERM: %v", err)
+	}
+	for _, c := range calls {
+		if c.out != answered || f.down.count(c.id) != 1 {
+			t.Errorf("call %s: %v %q %v, %d calls at the server; want every call answered", c.id, c.out, c.text, c.err, f.down.count(c.id))
+		}
+	}
+	t.Logf("%d calls, all answered, while replica 3 drained and exited", len(calls))
+	f.replicas[2].Start()
 }
 
 // fleetKill: replica 2 is killed (SIGKILL) under load through HAProxy:

@@ -174,8 +174,8 @@ type fleet struct {
 
 // startFleet starts the downstream servers, Redis (with an append-only
 // file, as a production store that must not forget a single use), n
-// replicas and HAProxy.
-func startFleet(t testing.TB, n int) *fleet {
+// replicas (with --drain-delay drain) and HAProxy.
+func startFleet(t testing.TB, n int, drain time.Duration) *fleet {
 	t.Helper()
 	bin, err := conduitBin()
 	if err != nil {
@@ -195,7 +195,8 @@ func startFleet(t testing.TB, n int) *fleet {
 	for range n {
 		port := testenv.FreePort(t)
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		d := testenv.Start(t, bin, []string{"serve", "--config", path, "--http", addr, "--shutdown-timeout", "5s"}, env, addr)
+		d := testenv.Start(t, bin, []string{"serve", "--config", path, "--http", addr,
+			"--drain-delay", drain.String(), "--shutdown-timeout", "5s"}, env, addr)
 		f.replicas = append(f.replicas, d)
 		f.direct = append(f.direct, "http://"+addr+"/mcp")
 		ports = append(ports, port)
@@ -203,6 +204,14 @@ func startFleet(t testing.TB, n int) *fleet {
 	front := testenv.FreePort(t)
 	f.proxy = testenv.HAProxy(t, haproxyConfig(t, front, ports))
 	f.url = fmt.Sprintf("http://127.0.0.1:%d/mcp", front)
+	if drain > 0 {
+		// At the end, no drain: the test is over.
+		t.Cleanup(func() {
+			for _, d := range f.replicas {
+				d.Kill()
+			}
+		})
+	}
 	return f
 }
 

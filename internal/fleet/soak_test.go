@@ -47,7 +47,7 @@ func summary(t *testing.T, lines ...string) {
 // answer is the call's own; the calls of the outage are refused saying
 // the store is unavailable.
 func TestFleetSoak(t *testing.T) {
-	f := startFleet(t, 3)
+	f := startFleet(t, 3, 0)
 	calls := int64(*flagCalls)
 	var target atomic.Int64 // calls to make; raised once the faults are done
 	target.Store(1 << 62)
@@ -158,7 +158,7 @@ func TestFleetLoad(t *testing.T) {
 	var lines []string
 	for _, n := range []int{1, 3} {
 		t.Run(fmt.Sprintf("replicas=%d", n), func(t *testing.T) {
-			f := startFleet(t, n)
+			f := startFleet(t, n, 0)
 			size := int64(*flagLoadSize)
 			warm := size / 10
 			prefix := fmt.Sprintf("load%d", n)
