@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,32 +23,6 @@ import (
 
 	"github.com/conduitmcp/conduit/internal/testenv"
 )
-
-// binDir holds the conduit binary the tests build; TestMain removes it.
-var binDir string
-
-func TestMain(m *testing.M) {
-	var err error
-	if binDir, err = os.MkdirTemp("", "conduit-fleet-test"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(binDir)
-	os.Exit(code)
-}
-
-// conduitBin builds cmd/conduit once per test binary (without -race: the
-// replicas are the program as shipped).
-var conduitBin = sync.OnceValues(func() (string, error) {
-	bin := filepath.Join(binDir, "conduit")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/conduitmcp/conduit/cmd/conduit")
-	cmd.Dir = testenv.RepoRoot()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build cmd/conduit: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 // callArgs are the arguments of every downstream tool: id names the call
 // (unique in a run), ms is how long "slow" takes.
@@ -177,10 +150,9 @@ type fleet struct {
 // replicas (with --drain-delay drain) and HAProxy.
 func startFleet(t testing.TB, n int, drain time.Duration) *fleet {
 	t.Helper()
-	bin, err := conduitBin()
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The program as shipped, without -race (built once by the go
+	// command's cache, linked for each test).
+	bin := testenv.BuildGo(t, "github.com/conduitmcp/conduit/cmd/conduit")
 	f := &fleet{down: newDownstream(t)}
 	f.redis = testenv.Redis(t, &testenv.RedisOptions{Password: redisPassword, AppendOnly: true})
 	path := filepath.Join(t.TempDir(), "mcp.json")
