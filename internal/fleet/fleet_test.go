@@ -252,8 +252,9 @@ func drive(f *fleet, principal, prefix, tool string, ms, callers int, more func(
 }
 
 // drainDelay is the replicas' --drain-delay: longer than HAProxy takes
-// to see a replica not ready (inter 1s, fall 2 in docs/fleet/haproxy.cfg).
-const drainDelay = 3 * time.Second
+// to see a replica not ready (inter 1s, fall 2 in docs/fleet/haproxy.cfg),
+// with room for a loaded machine.
+const drainDelay = 4 * time.Second
 
 // fleetDrain: replica 3 is stopped with SIGTERM under load through
 // HAProxy: it says it is not ready, HAProxy stops sending it requests
