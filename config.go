@@ -157,7 +157,7 @@ func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 			if err := dec.Decode(&raw); err != nil {
 				return nil, fmt.Errorf("config: serve: %w", err)
 			}
-			if cfg.Serve, err = parseServe(raw); err != nil {
+			if cfg.Serve, err = parseServe(raw, lookup, &cfg.Warnings); err != nil {
 				return nil, fmt.Errorf("config: serve: %w", err)
 			}
 		case "inputs", "$schema":

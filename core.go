@@ -163,7 +163,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 		} else {
 			sl.shared = newConn(c, s, "")
 			var err error
-			if sl.shared.oauth, err = s.newOAuth(c.httpClient); err != nil {
+			if sl.shared.oauth, err = s.newOAuth(c.httpClient, c.Store); err != nil {
 				return nil, fmt.Errorf("conduit: %w", err)
 			}
 		}

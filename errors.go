@@ -40,7 +40,9 @@ const (
 	KindServerError
 	// KindLimit: the call's arguments, or its result, are over one of the
 	// [Limits]. Arguments over a limit are not sent; a result over one was
-	// produced by the server but is not passed on.
+	// produced by the server but is not passed on. conduit serve's limits
+	// on callers (calls per minute, calls at once) refuse a call with it
+	// too, unsent.
 	KindLimit
 	// KindDeferred: the call was not sent, or not finished, and waits for
 	// a decision: an approver deferred it ([Defer]), or a handler deferred

@@ -7,16 +7,22 @@ import (
 	"net/http"
 
 	"github.com/conduitmcp/conduit/oauth"
+	"github.com/conduitmcp/conduit/store"
 )
 
 // newOAuth makes the OAuth handler of a server with an OAuth setting. Its
 // requests to authorization servers go through the server's HTTP client,
 // or hc, without the server's static headers, which are for the server.
-func (s Server) newOAuth(hc *http.Client) (*oauth.Handler, error) {
+// Its refreshes are serialized by locks (the hub's store: with a shared
+// store, across processes), unless the setting has a Locker of its own.
+func (s Server) newOAuth(hc *http.Client, locks store.Locks) (*oauth.Handler, error) {
 	if s.OAuth == nil {
 		return nil, nil
 	}
 	cfg := *s.OAuth
+	if cfg.Locker == nil && locks != nil {
+		cfg.Locker = oauth.StoreLocker(locks)
+	}
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = hc
 		if s.HTTPClient != nil {

@@ -156,7 +156,7 @@ func (p *pool) newPooled(srv Server, principal string) (*pooled, error) {
 	srv.OAuth = p.c.principalOAuth(srv, principal)
 	cn := newConn(p.c, srv, principal)
 	var err error
-	if cn.oauth, err = srv.newOAuth(p.c.httpClient); err != nil {
+	if cn.oauth, err = srv.newOAuth(p.c.httpClient, p.c.Store); err != nil {
 		return nil, fmt.Errorf("conduit: %w", err)
 	}
 	return &pooled{principal: principal, cn: cn, done: make(chan struct{})}, nil

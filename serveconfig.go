@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,9 +15,10 @@ import (
 )
 
 // ServeConfig is the "serve" object of a configuration: how conduit serve
-// (package gateway) authenticates its HTTP clients, and how long taint
-// lasts. Tokens are named by environment variable, never written in the
-// file.
+// (package gateway) authenticates its HTTP clients, how long taint lasts,
+// the store its replicas share and the limits on callers. Tokens are named
+// by environment variable, never written in the file; the store's
+// password is read with ${env:NAME}.
 //
 //	"serve": {
 //	  "tokens": [
@@ -31,7 +33,12 @@ import (
 //	  },
 //	  "taintLifetime": "24h",
 //	  "hosts": ["mcp.example.com"],
-//	  "origins": ["https://app.example.com"]
+//	  "origins": ["https://app.example.com"],
+//	  "store": "redis://:${env:REDIS_PASSWORD}@redis.internal:6379/0",
+//	  "limits": [
+//	    {"principal": "*", "tool": "github/*", "perMinute": 60, "atOnce": 4},
+//	    {"principal": ["ci"], "tool": "*", "perMinute": 600}
+//	  ]
 //	}
 type ServeConfig struct {
 	// Tokens are the bearer tokens HTTP clients may present, each
@@ -46,6 +53,36 @@ type ServeConfig struct {
 	// Hosts are the host names a request's Host header may name besides
 	// loopback ones; Origins the browser origins allowed besides those.
 	Hosts, Origins []string
+	// Store is the URL of the store that the replicas of conduit serve
+	// share (package store/redisstore: redis://, rediss:// for TLS,
+	// unix://), with ${env:NAME} read from the environment; "" keeps
+	// what is shared in the memory of one process. It holds the password
+	// once read: it is not to be shown (the store's errors never repeat
+	// it).
+	Store string
+	// Limits bound the tool calls of principals; every limit that matches
+	// a call applies (see [ServeLimit]).
+	Limits []ServeLimit
+}
+
+// ServeLimit is one object of a [ServeConfig]'s "limits": calls per
+// minute and calls at once for the principals and tools it names, counted
+// for each principal apart, over every tool it matches together:
+//
+//	{"principal": "*", "tool": "github/*", "perMinute": 60, "atOnce": 4}
+//
+// "principal" is "*" (every principal; the default), an id, or a list of
+// ids; "tool" is a pattern of the policy's ("server/tool", "server",
+// globs; default "*"), or a list of them. At least one of "perMinute"
+// and "atOnce" is set.
+type ServeLimit struct {
+	// Principals are the principals it applies to; nil is every one.
+	Principals []string
+	// Tools are the patterns of the tools it applies to.
+	Tools []string
+	// PerMinute bounds the calls per minute (0: no bound); AtOnce the
+	// calls in flight at once (0: no bound).
+	PerMinute, AtOnce int
 }
 
 // ServeOAuth is the "oauth" object of a [ServeConfig]: conduit serve as an
@@ -82,6 +119,15 @@ type serveEntry struct {
 	TaintLifetime string            `json:"taintLifetime"`
 	Hosts         []string          `json:"hosts"`
 	Origins       []string          `json:"origins"`
+	Store         string            `json:"store"`
+	Limits        []json.RawMessage `json:"limits"`
+}
+
+type limitEntry struct {
+	Principal json.RawMessage `json:"principal"`
+	Tool      json.RawMessage `json:"tool"`
+	PerMinute int             `json:"perMinute"`
+	AtOnce    int             `json:"atOnce"`
 }
 
 type serveOAuthEntry struct {
@@ -99,8 +145,9 @@ type tokenEntry struct {
 	Token json.RawMessage `json:"token"`
 }
 
-// parseServe parses the "serve" object.
-func parseServe(raw json.RawMessage) (*ServeConfig, error) {
+// parseServe parses the "serve" object, reading ${env:NAME} in its store
+// URL with lookup; a password written in the file is added to warnings.
+func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warnings *[]string) (*ServeConfig, error) {
 	var e serveEntry
 	if err := decodeStrict(raw, &e); err != nil {
 		return nil, err
@@ -162,7 +209,101 @@ func parseServe(raw json.RawMessage) (*ServeConfig, error) {
 		}
 		sc.Origins = append(sc.Origins, strings.TrimSuffix(o, "/"))
 	}
+	if e.Store != "" {
+		if err := parseStore(sc, e.Store, lookup, warnings); err != nil {
+			return nil, err
+		}
+	}
+	for i, r := range e.Limits {
+		l, err := parseLimit(r)
+		if err != nil {
+			return nil, fmt.Errorf("limit %d: %w", i+1, err)
+		}
+		sc.Limits = append(sc.Limits, l)
+	}
 	return sc, nil
+}
+
+// parseStore reads the store's URL into sc.Store: ${env:NAME} expanded,
+// a scheme of the Redis store's. Errors never show the password.
+func parseStore(sc *ServeConfig, raw string, lookup func(string) (string, bool), warnings *[]string) error {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		if pw, set := u.User.Password(); set && pw != "" && !strings.Contains(pw, "${") {
+			*warnings = append(*warnings, `serve: the password of "store" is written in the file: keep it in an environment variable and write ${env:NAME} in its place`)
+		}
+	}
+	x := &envExpander{lookup: lookup}
+	v, err := x.expand(raw)
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	u, err := url.Parse(v)
+	if err != nil {
+		return errors.New("store: the URL is malformed")
+	}
+	switch u.Scheme {
+	case "redis", "rediss", "unix":
+	default:
+		return fmt.Errorf("store: %q is not a store's URL (redis://HOST:PORT/DB, rediss:// for TLS, or unix://PATH)", u.Redacted())
+	}
+	sc.Store = v
+	return nil
+}
+
+// parseLimit reads one object of "limits".
+func parseLimit(raw json.RawMessage) (ServeLimit, error) {
+	var e limitEntry
+	if err := decodeStrict(raw, &e); err != nil {
+		return ServeLimit{}, err
+	}
+	var l ServeLimit
+	var err error
+	if l.Principals, err = stringOrList("principal", e.Principal); err != nil {
+		return l, err
+	}
+	if slices.Contains(l.Principals, "*") {
+		if len(l.Principals) > 1 {
+			return l, errors.New(`"principal": "*" is every principal, and goes alone`)
+		}
+		l.Principals = nil
+	}
+	if l.Tools, err = stringOrList("tool", e.Tool); err != nil {
+		return l, err
+	}
+	if l.Tools == nil {
+		l.Tools = []string{"*"}
+	}
+	if err := NewPolicy(Allow(l.Tools...)).Err(); err != nil {
+		return l, fmt.Errorf("tool: %s", strings.TrimPrefix(err.Error(), "conduit: policy "))
+	}
+	switch {
+	case e.PerMinute < 0 || e.AtOnce < 0:
+		return l, errors.New(`"perMinute" and "atOnce" are counts of calls, not negative`)
+	case e.PerMinute == 0 && e.AtOnce == 0:
+		return l, errors.New(`needs "perMinute" or "atOnce" (or both)`)
+	}
+	l.PerMinute, l.AtOnce = e.PerMinute, e.AtOnce
+	return l, nil
+}
+
+// stringOrList reads a string or a non-empty list of non-empty strings;
+// nil when raw is absent.
+func stringOrList(key string, raw json.RawMessage) ([]string, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil, fmt.Errorf("%q is empty", key)
+		}
+		return []string{one}, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil || len(list) == 0 || slices.Contains(list, "") {
+		return nil, fmt.Errorf("%q must be a string or a non-empty list of strings", key)
+	}
+	return list, nil
 }
 
 // ResolveTokens reads each token from its environment variable with

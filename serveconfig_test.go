@@ -78,6 +78,17 @@ func TestParseServeErrors(t *testing.T) {
 		{`{"taintLifetime": "forever"}`, `not a positive duration`},
 		{`{"taintLifetime": "-1h"}`, `not a positive duration`},
 		{`[]`, "must be an object"},
+		{`{"store": "http://redis:6379"}`, "is not a store's URL"},
+		{`{"store": "redis://:${env:CONDUIT_TEST_UNSET_PW}@h:6379/0"}`, "${env:CONDUIT_TEST_UNSET_PW} is not set"},
+		{`{"store": "mysql://root:s3cret@h/db"}`, "is not a store's URL"},
+		{`{"limits": [{"tool": "*"}]}`, `limit 1: needs "perMinute" or "atOnce"`},
+		{`{"limits": [{"perMinute": -1}]}`, "not negative"},
+		{`{"limits": [{"perMinute": 1, "principal": ["*", "a"]}]}`, `"*" is every principal`},
+		{`{"limits": [{"perMinute": 1, "principal": []}]}`, `"principal" must be a string or a non-empty list`},
+		{`{"limits": [{"perMinute": 1, "tool": ""}]}`, `"tool" is empty`},
+		{`{"limits": [{"perMinute": 1, "tool": "a/[x"}]}`, `tool: pattern "a/[x"`},
+		{`{"limits": [{"perMinute": 1, "per": "hour"}]}`, `unknown key "per"`},
+		{`{"limits": [{"perMinute": "60"}]}`, `"perMinute" must be int, not a string`},
 	} {
 		_, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": ` + tt.serve + `}`))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -98,7 +109,8 @@ func FuzzParseServe(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sc, err := parseServe(data)
+		var warnings []string
+		sc, err := parseServe(data, func(string) (string, bool) { return "v", true }, &warnings)
 		if err != nil {
 			if sc != nil {
 				t.Fatal("a serve config with an error")
@@ -116,5 +128,51 @@ func FuzzParseServe(f *testing.F) {
 		if len(tokens) != len(sc.Tokens) {
 			t.Fatalf("%d tokens resolved of %d", len(tokens), len(sc.Tokens))
 		}
+		for _, l := range sc.Limits {
+			if l.PerMinute < 0 || l.AtOnce < 0 || l.PerMinute+l.AtOnce == 0 || len(l.Tools) == 0 || slices.Contains(l.Principals, "*") {
+				t.Fatalf("bad limit accepted: %+v", l)
+			}
+		}
 	})
+}
+
+func TestParseServeStoreAndLimits(t *testing.T) {
+	env := map[string]string{"REDIS_PW": "pw-0123456789"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cfg, err := parseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {
+		"store": "redis://:${env:REDIS_PW}@127.0.0.1:6390/2",
+		"limits": [
+			{"principal": "*", "tool": "github/*", "perMinute": 60, "atOnce": 4},
+			{"principal": "ci", "perMinute": 600},
+			{"principal": ["alice", "bob"], "tool": ["fs/write_*", "web"], "atOnce": 1}
+		]}}`), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Serve
+	if s.Store != "redis://:pw-0123456789@127.0.0.1:6390/2" {
+		t.Errorf("store = %q", s.Store)
+	}
+	want := []ServeLimit{
+		{Tools: []string{"github/*"}, PerMinute: 60, AtOnce: 4},
+		{Principals: []string{"ci"}, Tools: []string{"*"}, PerMinute: 600},
+		{Principals: []string{"alice", "bob"}, Tools: []string{"fs/write_*", "web"}, AtOnce: 1},
+	}
+	if !slices.EqualFunc(s.Limits, want, func(a, b ServeLimit) bool {
+		return slices.Equal(a.Principals, b.Principals) && slices.Equal(a.Tools, b.Tools) && a.PerMinute == b.PerMinute && a.AtOnce == b.AtOnce
+	}) {
+		t.Errorf("limits = %+v", s.Limits)
+	}
+	if len(cfg.Warnings) != 0 {
+		t.Errorf("warnings = %q", cfg.Warnings)
+	}
+	// A password written in the file works, and is warned about without
+	// being shown.
+	cfg, err = parseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {"store": "rediss://u:s3cret-pw@r:6380"}}`), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "${env:NAME}") || strings.Contains(cfg.Warnings[0], "s3cret") {
+		t.Errorf("warnings = %q", cfg.Warnings)
+	}
 }

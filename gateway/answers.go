@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"math"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -24,7 +25,11 @@ func answer(err error) (*mcp.CallToolResult, error) {
 	if errors.As(err, &e) {
 		msg = e.Message
 	}
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}, nil
+	res := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: msg}}}
+	if d, ok := retryAfter(err); ok {
+		res.Meta = mcp.Meta{MetaRetryAfter: math.Ceil(d.Seconds())}
+	}
+	return res, nil
 }
 
 // protocolError is err as a JSON-RPC error, when it is one: the server's

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/conduitmcp/conduit"
@@ -89,6 +90,13 @@ type Options struct {
 	// result in a file the model reads in parts), which conduit should
 	// not preempt with a cut the client cannot undo.
 	MaxResultTokens int
+	// Limits bound the tool calls of principals (calls per minute, calls
+	// at once), counted in Hub.Store, so across the replicas that share
+	// it; every limit that matches a call applies. A call over one is
+	// answered with a tool error that says when to retry (and _meta
+	// [MetaRetryAfter]), nothing sent; one whose limits cannot be counted
+	// (the store is unavailable) is refused alike. See [Limit].
+	Limits []Limit
 }
 
 // DefaultListTTL is the cache hint of lists when Options.ListTTL is zero.
@@ -159,6 +167,8 @@ type Gateway struct {
 	reported map[string]bool // what was left out and logged once
 
 	taints   *taints         // taint.go
+	limits   *limiter        // limits.go; nil without Options.Limits
+	draining atomic.Bool     // ListenAndServe is shutting down (ops.go)
 	subjects *subjects       // callers' verified tokens, for token exchange (oauth.go)
 	perP     map[string]bool // the servers whose sessions are per principal
 }
@@ -233,6 +243,13 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		g.impl = &mcp.Implementation{Name: "conduit", Version: conduit.Version}
 	}
 	o := *opts.Hub
+	if len(opts.Limits) > 0 {
+		if g.limits, err = newLimiter(opts.Limits, o.CallTimeout, g.logger); err != nil {
+			return nil, err
+		}
+		// Last, so that a call a hook refuses costs nothing.
+		o.Hooks = append(slices.Clip(o.Hooks), g.limits.hook())
+	}
 	o.Approver = g.approve
 	o.Handlers = g.hubHandlers()
 	o.Trace = g.trace(opts.Hub.Trace)
@@ -257,6 +274,9 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	// it: the gateway owns none.
 	g.store = src.Store()
 	g.taints = newTaints(g.store, opts.TaintLifetime)
+	if g.limits != nil {
+		g.limits.counters = g.store
+	}
 	g.mu.Lock()
 	g.src = src
 	g.mu.Unlock()

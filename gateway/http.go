@@ -93,6 +93,15 @@ type HTTPOptions struct {
 	// SessionTimeout closes a session that has had no request for this
 	// long (default DefaultSessionTimeout; negative: never).
 	SessionTimeout time.Duration
+
+	// DrainDelay and ShutdownTimeout shape ListenAndServe's graceful
+	// shutdown, when its context ends: readiness turns false at once
+	// (ReadyPath answers 503), requests are still taken for DrainDelay
+	// (default none), for a balancer to notice; then the listener closes,
+	// the requests in flight are finished, and sessions closed, within
+	// ShutdownTimeout of the context's end (default
+	// DefaultShutdownTimeout), after which what is left is cut off.
+	DrainDelay, ShutdownTimeout time.Duration
 }
 
 type httpSessionKey struct{}
@@ -102,6 +111,24 @@ type httpSessionKey struct{}
 // bound and the bearer token before anything reaches the MCP handler, in
 // that order.
 func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
+	h, err := g.httpHandlers(opts)
+	if err != nil {
+		return nil, err
+	}
+	return h.mcp, nil
+}
+
+// handlers are the gateway's HTTP endpoints, behind one guard.
+type handlers struct {
+	mcp    http.Handler // Streamable HTTP
+	status http.Handler // the caller's status (ops.go)
+	o      HTTPOptions  // with the defaults
+	flight *flight      // requests in flight on mcp, for a graceful shutdown
+}
+
+// httpHandlers makes the gateway's HTTP endpoints with opts: the MCP
+// handler and the status, behind the same checks.
+func (g *Gateway) httpHandlers(opts *HTTPOptions) (*handlers, error) {
 	var o HTTPOptions
 	if opts != nil {
 		o = *opts
@@ -120,10 +147,6 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 			return nil, err
 		}
 		scopes = o.OAuth.Scopes
-	}
-	type hashed struct {
-		sum       [sha256.Size]byte
-		principal string
 	}
 	var tokens []hashed
 	for tok, principal := range o.Tokens {
@@ -182,8 +205,8 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 			principal = ti.UserID
 		}
-		if ok, meta := usesNewProtocol(r); ok {
-			g.viewHandler(w, r, principal, meta, stateless)
+		if ok, p := usesNewProtocol(r); ok {
+			g.viewHandler(w, r, principal, p, stateless)
 			return
 		}
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
@@ -196,6 +219,26 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 		}
 		mcpHandler.ServeHTTP(w, r)
 	})
+	guard := func(h http.Handler) http.Handler { return g.guarded(o, tokens, jwts, scopes, h) }
+	fl := &flight{}
+	return &handlers{
+		mcp:    guard(fl.track(open)),
+		status: guard(http.HandlerFunc(g.serveStatus)),
+		o:      o,
+		flight: fl,
+	}, nil
+}
+
+// hashed is a static token, by its digest, and its principal.
+type hashed struct {
+	sum       [sha256.Size]byte
+	principal string
+}
+
+// guarded is open behind the checks of each endpoint of the gateway: the
+// Host and Origin checks, the body bound and the bearer token, in that
+// order.
+func (g *Gateway) guarded(o HTTPOptions, tokens []hashed, jwts *verifier, scopes []string, open http.Handler) http.Handler {
 	var authed http.Handler = open
 	if !o.NoAuth {
 		verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
@@ -263,7 +306,7 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 			r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
 		}
 		authed.ServeHTTP(w, r)
-	}), nil
+	})
 }
 
 // challenger is what a Bearer challenge says (RFC 6750 §3): the realm,
@@ -381,11 +424,14 @@ func allowedOrigin(origin string, hosts, origins []string) bool {
 }
 
 // ListenAndServe serves the gateway's Handler at the path /mcp of addr
-// (host:port; a missing host is 127.0.0.1), and with HTTPOptions.OAuth
-// its protected resource metadata at OAuthOptions.MetadataPath, until ctx
-// ends, then shuts the server down.
-// NoAuth is refused unless addr is a loopback address. ready, when not
-// nil, is called with the address listened on.
+// (host:port; a missing host is 127.0.0.1), with HTTPOptions.OAuth its
+// protected resource metadata at OAuthOptions.MetadataPath, and the
+// operations endpoints HealthPath and ReadyPath (for a load balancer: no
+// token, and no Host check, as a balancer's probe sends none) and
+// StatusPath (authenticated as /mcp is), until ctx ends; then it shuts
+// down gracefully (see HTTPOptions.DrainDelay) and returns nil. NoAuth is
+// refused unless addr is a loopback address. ready, when not nil, is
+// called with the address listened on.
 func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOptions, ready func(net.Addr)) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -397,7 +443,7 @@ func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOpt
 	if opts != nil && opts.NoAuth && !isLoopbackName(strings.ToLower(host)) {
 		return fmt.Errorf("gateway: serving without authentication needs a loopback address, not %q", host)
 	}
-	h, err := g.Handler(opts)
+	h, err := g.httpHandlers(opts)
 	if err != nil {
 		return err
 	}
@@ -406,9 +452,12 @@ func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOpt
 		return err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	if opts != nil && opts.OAuth != nil {
-		mux.Handle(opts.OAuth.MetadataPath(), opts.OAuth.Metadata())
+	mux.Handle("/mcp", h.mcp)
+	mux.Handle(StatusPath, h.status)
+	mux.HandleFunc(HealthPath, serveHealth)
+	mux.HandleFunc(ReadyPath, g.serveReady)
+	if h.o.OAuth != nil {
+		mux.Handle(h.o.OAuth.MetadataPath(), h.o.OAuth.Metadata())
 	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	done := make(chan error, 1)
@@ -421,13 +470,49 @@ func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOpt
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	// Sessions' event streams do not end on their own: close them first.
-	g.closeSessions()
-	srv.Shutdown(sctx)
-	<-done
+	g.shutdown(srv, h, done)
 	return nil
+}
+
+// shutdown ends srv gracefully: not ready first, then for DrainDelay
+// still serving, then no new connection, the requests in flight finished,
+// the sessions (and their event streams) closed, all within
+// ShutdownTimeout.
+func (g *Gateway) shutdown(srv *http.Server, h *handlers, done <-chan error) {
+	g.draining.Store(true)
+	limit := h.o.ShutdownTimeout
+	if limit <= 0 {
+		limit = DefaultShutdownTimeout
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	if d := h.o.DrainDelay; d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-sctx.Done():
+			t.Stop()
+		}
+	}
+	// Shutdown closes the listener and the idle connections, and waits
+	// for the rest, which event streams keep busy until their sessions
+	// close.
+	shut := make(chan struct{})
+	go func() {
+		srv.Shutdown(sctx)
+		close(shut)
+	}()
+	if err := h.flight.wait(sctx); err != nil {
+		g.logger.Warn("gateway: shutting down with requests still in flight", "timeout", limit)
+	}
+	g.closeSessions()
+	select {
+	case <-shut:
+	case <-sctx.Done():
+	}
+	srv.Close()
+	<-shut
+	<-done
 }
 
 // closeSessions ends every session, as when the gateway stops serving.

@@ -276,8 +276,8 @@ func TestTaintStoreFailsClosed(t *testing.T) {
 		{"reads", false, true, false, "could not be read", 0},
 		{"writes", false, false, true, "could not be recorded", 1},
 		// Without a session, the view to serve the request is chosen by
-		// its taint: unread, the request is refused before any handler.
-		{"reads without a session", true, true, false, "Service Unavailable", 0},
+		// its taint: unread, a call is served by a view that refuses it.
+		{"reads without a session", true, true, false, "shared store is unavailable", 0},
 		{"writes without a session", true, false, true, "could not be recorded", 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -306,6 +306,69 @@ func TestTaintStoreFailsClosed(t *testing.T) {
 			}
 			if n := sent.Load(); n != int64(tt.sent) {
 				t.Errorf("sent %d times, want %d", n, tt.sent)
+			}
+			// Listing goes on, whatever the store: as if tainted by
+			// every server when the taint cannot be read.
+			if _, err := cs.ListTools(context.Background(), nil); err != nil {
+				t.Errorf("listing: %v", err)
+			}
+		})
+	}
+}
+
+// TestTaintUnreadLists: while the taint cannot be read, a client lists
+// as if tainted by every server (a tool a taint denies is not offered),
+// and a call of any tool, offered or not, is refused saying why; once the
+// store is back, the lists are the principal's again.
+func TestTaintUnreadLists(t *testing.T) {
+	for _, version := range protocols {
+		t.Run(version, func(t *testing.T) {
+			web := newUpstream(t, "web")
+			sent := countedTool(web, "fetch", "the page")
+			countedTool(web, "post", "posted")
+			fs := newFailingStore(t)
+			g := newGateway(t, []conduit.Server{web.server("web")}, &gateway.Options{Hub: &conduit.Options{
+				Policy: conduit.NewPolicy(conduit.Deny("web/post").When(conduit.Tainted("web")), conduit.Allow("*")), Store: fs}})
+			var cs *mcp.ClientSession
+			if version == statelessProtocol {
+				cs = httpClient(t, serveGateway(t, g), aliceToken, version)
+			} else {
+				fs.reads.Store(true) // from the session's first listing on
+				cs, _ = connect(t, g, "alice", nil)
+			}
+			fs.reads.Store(true)
+			if got := toolNames(t, cs); !slices.Equal(got, []string{"web__fetch"}) {
+				t.Errorf("tools while the taint is unread = %v", got)
+			}
+			names := []string{"web__fetch"}
+			if version == statelessProtocol {
+				// A client without a session may call what it listed
+				// before: the call is refused saying why (a session's
+				// client is told its lists changed).
+				names = append(names, "web__post")
+			}
+			for _, name := range names {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
+				if err != nil || !res.IsError || !strings.Contains(resultText(res), "shared store is unavailable") {
+					t.Errorf("%s: %v %v", name, err, res)
+				}
+			}
+			if n := sent.Load(); n != 0 {
+				t.Errorf("sent %d times", n)
+			}
+			fs.reads.Store(false)
+			want := []string{"web__fetch", "web__post"}
+			if version == statelessProtocol {
+				if got := toolNames(t, cs); !slices.Equal(got, want) {
+					t.Errorf("tools once the store is back = %v", got)
+				}
+			} else {
+				// A session's lists come back with its next request.
+				callTool(t, cs, "web__fetch", map[string]any{})
+				eventually(t, "the session's lists", func() bool {
+					got := toolNames(t, cs)
+					return slices.Equal(got, []string{"web__fetch"}) // tainted by the call now
+				})
 			}
 		})
 	}

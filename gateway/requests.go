@@ -52,7 +52,7 @@ func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string
 		args = req.Params.Arguments
 	}
 	call := func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
-		res, err := s.g.src.CallTool(context.WithValue(ctx, sessionKey{}, s), name, args, opts)
+		res, err := s.g.callTool(context.WithValue(ctx, sessionKey{}, s), name, args, opts)
 		t, ok := ts.Lookup(name)
 		if ok {
 			if terr := s.taintFrom(ctx, opts, conv, t.Server, err); terr != nil {

@@ -123,7 +123,7 @@ func (s *session) serveRound(ctx context.Context, rq *roundRequest, opts *condui
 		if err != nil {
 			// Fail closed: a state whose single use cannot be checked runs nothing.
 			g.logger.Warn("gateway: claiming a requestState", "err", err)
-			return rq.m.refusal("conduit serve cannot check that this requestState is used once (its store is unavailable); nothing was run. Try again later.")
+			return rq.m.refusal("conduit serve's shared store is unavailable, so it cannot check that this requestState is used once; nothing was run. Retry shortly with the same requestState.")
 		}
 		switch c.State {
 		case store.Completed:

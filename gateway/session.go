@@ -43,6 +43,10 @@ type session struct {
 	// conversation is the one the session's requests last named
 	// (MetaConversation), whose taint its listings are made with.
 	conversation string
+	// unread is set while its lists were made without its taint, which
+	// could not be read (listTaint): the first request that reads it
+	// brings a session's up to date; a view's are not to be kept.
+	unread bool
 
 	syncMu sync.Mutex // one refresh at a time
 }
@@ -85,7 +89,14 @@ func (g *Gateway) newSession(ctx context.Context, principal string, taint []stri
 	}
 	if view {
 		// Each request's calls get Handlers of their own (rounds.go).
-		opts.SetCacheable = g.setCacheable
+		opts.SetCacheable = func(ctx context.Context, req mcp.Request, c *mcp.Cacheable) {
+			g.setCacheable(ctx, req, c)
+			s.mu.Lock()
+			if s.unread {
+				c.TTLMs = 0 // listed without the taint: not to be kept
+			}
+			s.mu.Unlock()
+		}
 	} else {
 		s.handlers = &conduit.Handlers{
 			Elicitation: s.elicit,
@@ -158,6 +169,10 @@ func (s *session) callOptions(ctx context.Context, ts *conduit.ToolSet, meta mcp
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.unread && !s.view {
+		s.unread = false
+		s.g.goIfOpen(func() { s.refresh(s.g.ctx, changedAll) })
+	}
 	o := &conduit.CallOptions{ToolSet: ts, Principal: s.principal, Taint: taint, Handlers: s.handlers}
 	if s.level != "" {
 		o.Meta = mcp.Meta{mcp.MetaKeyLogLevel: s.level}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,48 +39,55 @@ const maxViews = 256
 type viewKey struct{}
 
 // usesNewProtocol reports whether r is a request of protocol 2026-07-28
-// or later, and the _meta of its message when it is: its
+// or later, and the method and _meta of its message when it is: its
 // MCP-Protocol-Version header says so or, without one, a POST that names
 // no session says so in its _meta (which the SDK then answers with the
 // header mismatch the protocol asks for). The _meta names the request's
 // conversation (MetaConversation), whose taint chooses its view. r's body
 // is left as it was.
-func usesNewProtocol(r *http.Request) (bool, map[string]any) {
+func usesNewProtocol(r *http.Request) (bool, peeked) {
 	v := r.Header.Get("Mcp-Protocol-Version")
 	if v != "" && v < newProtocol {
-		return false, nil
+		return false, peeked{}
 	}
-	var meta map[string]any
+	var p peeked
 	if r.Method == http.MethodPost && r.Body != nil && (v != "" || r.Header.Get("Mcp-Session-Id") == "") {
-		meta = peekMeta(r)
+		p = peek(r)
 	}
 	if v != "" {
-		return true, meta
+		return true, p
 	}
-	if p, _ := meta[mcp.MetaKeyProtocolVersion].(string); p >= newProtocol {
-		return true, meta
+	if pv, _ := p.meta[mcp.MetaKeyProtocolVersion].(string); pv >= newProtocol {
+		return true, p
 	}
-	return false, nil
+	return false, peeked{}
 }
 
-// peekMeta returns the _meta of the JSON-RPC message in r's body (nil
-// when there is none, or the body is no one message), and leaves the body
-// as it was, its read error included, for the SDK to answer.
-func peekMeta(r *http.Request) map[string]any {
+// peeked is what peek read of a request's message.
+type peeked struct {
+	method string
+	meta   map[string]any
+}
+
+// peek returns the method and _meta of the JSON-RPC message in r's body
+// (nothing when the body is no one message), and leaves the body as it
+// was, its read error included, for the SDK to answer.
+func peek(r *http.Request) peeked {
 	body, err := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 	if err != nil {
-		return nil
+		return peeked{}
 	}
 	var msg struct {
+		Method string `json:"method"`
 		Params struct {
 			Meta map[string]any `json:"_meta"`
 		} `json:"params"`
 	}
 	if json.Unmarshal(body, &msg) != nil {
-		return nil // a batch, or not JSON: the SDK answers it
+		return peeked{} // a batch, or not JSON: the SDK answers it
 	}
-	return msg.Params.Meta
+	return peeked{method: msg.Method, meta: msg.Params.Meta}
 }
 
 // errReader fails with err, or ends (nil), after the body read ahead.
@@ -92,18 +100,15 @@ func (e errReader) Read([]byte) (int, error) {
 	return 0, io.EOF
 }
 
-// view returns the view of what the hub offers principal with the taint
-// of conversation (all of the principal's when it is "") as it is now,
-// made on first use. Views are by taint, not by conversation: the
-// conversations of one principal with the same taint share one.
-func (g *Gateway) view(ctx context.Context, principal, conversation string) (*session, error) {
-	taint, err := g.taints.of(ctx, principal, conversation)
-	if err != nil {
-		return nil, err
-	}
-	slices.Sort(taint)
+// view returns the view of what the hub offers principal with taint as
+// it is now, made on first use. Views are by taint, not by conversation:
+// the conversations of one principal with the same taint share one. An
+// unread view lists for a taint that could not be read (listTaint): its
+// lists are not to be kept by clients (ttlMs 0).
+func (g *Gateway) view(ctx context.Context, principal string, taint []string, unread bool) (*session, error) {
+	taint = slices.Sorted(slices.Values(taint))
 	// Quoted, so that no principal's name reads as another's with a taint.
-	key := fmt.Sprintf("%q", append([]string{principal}, taint...))
+	key := fmt.Sprintf("%q %v", append([]string{principal}, taint...), unread)
 	g.mu.Lock()
 	if v := g.views[key]; v != nil {
 		v.used = time.Now()
@@ -111,10 +116,11 @@ func (g *Gateway) view(ctx context.Context, principal, conversation string) (*se
 		return v.s, nil
 	}
 	g.mu.Unlock()
-	s, err := g.newView(ctx, principal, taint)
+	s, err := g.newSession(ctx, principal, taint, true)
 	if err != nil {
 		return nil, err
 	}
+	s.unread = unread
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if v := g.views[key]; v != nil { // made meanwhile by another request
@@ -223,26 +229,36 @@ func (g *Gateway) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cachea
 	}
 }
 
-// newView makes the view of principal with taint.
-func (g *Gateway) newView(ctx context.Context, principal string, taint []string) (*session, error) {
-	return g.newSession(ctx, principal, taint, true)
-}
-
 // viewHandler serves a request of protocol 2026-07-28 for principal, whose
-// _meta is meta, on the view of its taint (its conversation's, else its
-// principal's); next is the SDK's stateless handler. A conversation that
-// is not one is left to the request's handler to refuse, on the view of
-// the principal's taint.
-func (g *Gateway) viewHandler(w http.ResponseWriter, r *http.Request, principal string, meta map[string]any, next http.Handler) {
-	conv, _ := conversationOf(meta)
-	v, err := g.view(r.Context(), principal, conv)
+// message p peeked at, on the view of its taint (its conversation's, else
+// its principal's); next is the SDK's stateless handler. A conversation
+// that is not one is left to the request's handler to refuse, on the view
+// of the principal's taint.
+//
+// A taint that cannot be read (the store is unavailable) still lists, as
+// if tainted by every server (listTaint); any other request is served by
+// the view of no taint, whose handler reads the taint again and refuses
+// it with the error that says why, where the listing's view might not
+// know its tool, prompt or resource at all.
+func (g *Gateway) viewHandler(w http.ResponseWriter, r *http.Request, principal string, p peeked, next http.Handler) {
+	conv, _ := conversationOf(p.meta)
+	taint, ok := g.listTaint(r.Context(), principal, conv)
+	if !ok && !listing(p.method) {
+		taint, ok = nil, true
+	}
+	v, err := g.view(r.Context(), principal, taint, !ok)
 	if err != nil {
 		g.logger.Warn("gateway: serving a request without a session", "principal", principal, "err", err)
-		// Fail closed: a request whose taint cannot be read is not served.
-		http.Error(w, "the gateway is unavailable: it cannot read the caller's state", http.StatusServiceUnavailable)
+		http.Error(w, "the gateway is unavailable: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
 	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewKey{}, v)))
+}
+
+// listing reports whether method only lists (or discovers) what is
+// offered.
+func listing(method string) bool {
+	return method == "server/discover" || strings.HasSuffix(method, "/list")
 }
 
 // serverOfView is the stateless handler's getServer: the view the request

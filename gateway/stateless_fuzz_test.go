@@ -31,12 +31,14 @@ func FuzzUsesNewProtocol(f *testing.F) {
 		}
 		// Header values the net/http client would refuse are not requests.
 		version, session = r.Header.Get("Mcp-Protocol-Version"), r.Header.Get("Mcp-Session-Id")
-		isNew, meta := usesNewProtocol(r)
+		isNew, p := usesNewProtocol(r)
+		meta := p.meta
 		rest, err := io.ReadAll(r.Body)
 		if err != nil || !bytes.Equal(rest, body) {
 			t.Fatalf("the body read after is %q (%v), sent %q", rest, err, body)
 		}
 		var msg struct {
+			Method string `json:"method"`
 			Params struct {
 				Meta map[string]any `json:"_meta"`
 			} `json:"params"`
@@ -58,8 +60,8 @@ func FuzzUsesNewProtocol(f *testing.F) {
 		if !isNew && meta != nil {
 			t.Fatalf("a request of an older protocol had its _meta read: %v", meta)
 		}
-		if isNew && decoded && len(meta) != len(msg.Params.Meta) {
-			t.Fatalf("_meta = %v, want %v", meta, msg.Params.Meta)
+		if isNew && decoded && (len(meta) != len(msg.Params.Meta) || p.method != msg.Method) {
+			t.Fatalf("method %q, _meta = %v, want %q, %v", p.method, meta, msg.Method, msg.Params.Meta)
 		}
 		if c, err := conversationOf(meta); err == nil && len(c) > maxConversation {
 			t.Fatalf("a conversation of %d bytes was accepted", len(c))

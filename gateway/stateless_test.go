@@ -573,9 +573,10 @@ func TestStatelessHeaders(t *testing.T) {
 	}
 }
 
-// TestStatelessStoreDown: with the store unavailable, a request whose
-// taint cannot be read is not served (503), and a retry whose single use
-// cannot be checked runs nothing.
+// TestStatelessStoreDown: with the store unavailable, a retry whose
+// taint cannot be read, or whose single use cannot be checked, runs
+// nothing, saying the store is unavailable, and its state stays good for
+// when the store is back.
 func TestStatelessStoreDown(t *testing.T) {
 	var calls atomic.Int64
 	up := fsUpstream(t, &calls)
@@ -595,12 +596,18 @@ func TestStatelessStoreDown(t *testing.T) {
 	}
 	fs.claims.Store(false)
 	fs.reads.Store(true)
-	_, err = callRaw(ctx, cs, "fs__write", map[string]any{}, accept, st)
-	if err == nil || !strings.Contains(err.Error(), "Service Unavailable") {
-		t.Errorf("retry with the sets down: %v, want 503", err)
+	res, err = callRaw(ctx, cs, "fs__write", map[string]any{}, accept, st)
+	if err != nil || !res.IsError || !strings.Contains(resultText(res), "shared store is unavailable") {
+		t.Errorf("retry with the sets down = %+v, %v", res, err)
 	}
-	if n := calls.Load(); n != 0 {
-		t.Errorf("the server was called %d times, want none", n)
+	// The state was not used up: once the store is back, it runs.
+	fs.reads.Store(false)
+	res, err = callRaw(ctx, cs, "fs__write", map[string]any{}, accept, st)
+	if err != nil || res.IsError {
+		t.Errorf("retry once the store is back = %+v, %v", res, err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the server was called %d times, want once", n)
 	}
 }
 

@@ -28,12 +28,7 @@ func (s *session) refresh(ctx context.Context, c changes) {
 func (s *session) sync(ctx context.Context, c changes) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	taint, err := s.taintList(ctx)
-	if err != nil {
-		// The lists stay as they are; each request reads its taint again.
-		return fmt.Errorf("reading the taint: %w", err)
-	}
-	lo := &conduit.ListOptions{Principal: s.principal, Taint: taint}
+	lo := &conduit.ListOptions{Principal: s.principal, Taint: s.taintList(ctx)}
 	var errs []error
 	if c&changedTools != 0 {
 		ts, err := s.g.src.ListToolsFor(ctx, lo)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -120,31 +121,59 @@ func (s *session) followConversation(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // taintList returns the taint the session's listings are made with: its
-// principal's, in the conversation its requests last named; a view's own,
-// fixed when it was made.
-func (s *session) taintList(ctx context.Context) ([]string, error) {
+// principal's, in the conversation its requests last named (or, when it
+// cannot be read, every server: see listTaint); a view's own, fixed when
+// it was made.
+func (s *session) taintList(ctx context.Context) []string {
 	s.mu.Lock()
 	c := s.conversation
 	if s.view {
 		defer s.mu.Unlock()
-		return slices.Clone(s.taint), nil
+		return slices.Clone(s.taint)
 	}
 	s.mu.Unlock()
-	return s.g.taints.of(ctx, s.principal, c)
+	taint, ok := s.g.listTaint(ctx, s.principal, c)
+	s.mu.Lock()
+	s.unread = !ok
+	s.mu.Unlock()
+	return taint
+}
+
+// listTaint is the taint a listing for principal in conversation is made
+// with: theirs, or, when it cannot be read (ok false), every server, the
+// most a taint can hold. Listing goes on while the store is unavailable,
+// and offers no tool a taint could deny; every call is refused until the
+// taint can be read again (taintUnread).
+func (g *Gateway) listTaint(ctx context.Context, principal, conversation string) (taint []string, ok bool) {
+	taint, err := g.taints.of(ctx, principal, conversation)
+	if err == nil {
+		return taint, true
+	}
+	g.logger.Warn("gateway: the taint cannot be read: listing as if tainted by every server", "principal", principal, "err", err)
+	for _, st := range g.src.Status() {
+		taint = append(taint, st.ID)
+	}
+	return taint, false
 }
 
 // taintUnread is the answer of a request whose taint could not be read:
 // nothing was sent.
 func taintUnread(err error) error {
-	return &conduit.Error{Kind: conduit.KindUnavailable, Err: err,
-		Message: "The taint of this conversation could not be read (" + err.Error() + "); the request was not sent."}
+	msg := "The taint of this conversation could not be read (" + err.Error() + "); the request was not sent."
+	if errors.Is(err, store.ErrUnavailable) {
+		msg = "conduit serve's shared store is unavailable, so the taint of this conversation could not be read; the request was not sent. Retry shortly."
+	}
+	return &conduit.Error{Kind: conduit.KindUnavailable, Err: err, Message: msg}
 }
 
 // taintUnrecorded is the answer of a request whose output's taint could
 // not be recorded: the output is withheld.
 func taintUnrecorded(err error) error {
-	return &conduit.Error{Kind: conduit.KindUnavailable, Err: err,
-		Message: "The taint of this conversation could not be recorded (" + err.Error() + "); the server's answer is withheld."}
+	msg := "The taint of this conversation could not be recorded (" + err.Error() + "); the server's answer is withheld."
+	if errors.Is(err, store.ErrUnavailable) {
+		msg = "conduit serve's shared store is unavailable, so the taint of this conversation could not be recorded; the server's answer is withheld."
+	}
+	return &conduit.Error{Kind: conduit.KindUnavailable, Err: err, Message: msg}
 }
 
 // taintFrom records that the session's principal received server's output

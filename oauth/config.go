@@ -146,6 +146,13 @@ type Config struct {
 	// Store keeps tokens between connections and processes; nil keeps them
 	// in memory for the life of the handler.
 	Store TokenStore
+	// Locker serializes the refreshes of these tokens among processes
+	// that share Store (see [Locker]), besides Store's own lock when it
+	// is a Locker ([FileStore] is, for the processes of one machine). Nil:
+	// Store's own only. conduit gives every server's handler one on its
+	// hub's store (conduit.Options.Store): the replicas of conduit serve
+	// that share a Redis store refresh one at a time.
+	Locker Locker
 	// Principal is the Key.Principal tokens are stored under; "" for the
 	// tokens every caller shares.
 	Principal string

@@ -157,11 +157,15 @@ func (h *Handler) installLocked(rec *Record, persist bool) *tokenSource {
 	if rec.TokenURL != "" && tok.RefreshToken != "" {
 		// The refresh outlives any one request: a background context that
 		// carries the HTTP client, as the SDK does for its own.
-		base = oauth2.ReuseTokenSource(&tok, &refresher{
+		r := &refresher{
+			h:        h,
+			persist:  persist,
 			ctx:      context.WithValue(context.Background(), oauth2.HTTPClient, h.hc),
 			conf:     clientcredentials.Config{ClientID: rec.ClientID, ClientSecret: rec.ClientSecret, TokenURL: rec.TokenURL, AuthStyle: rec.AuthStyle},
-			resource: rec.indicator(), refreshToken: tok.RefreshToken,
-		})
+			resource: rec.indicator(), rec: *rec, refreshToken: tok.RefreshToken, access: tok.AccessToken,
+		}
+		r.rec.Token = &tok
+		base = oauth2.ReuseTokenSource(&tok, r)
 	} else {
 		base, static = oauth2.StaticTokenSource(&tok), true
 	}
@@ -173,7 +177,7 @@ func (h *Handler) installLocked(rec *Record, persist bool) *tokenSource {
 			h.dpopKey = d
 		}
 	}
-	ts := &tokenSource{h: h, base: base, rec: *rec, persist: persist, static: static, saved: tok.AccessToken}
+	ts := &tokenSource{h: h, base: base, rec: *rec, static: static, saved: tok.AccessToken}
 	ts.rec.Token = &tok
 	h.ts = ts
 	h.dead = ""
@@ -211,18 +215,71 @@ func (h *Handler) signalLocked() {
 // oauth2.Config's own refresh cannot send. clientcredentials.Config sends
 // the request: it lets grant_type be replaced, and parses the answer and
 // its errors (an *oauth2.RetrieveError) as oauth2.Config does.
+//
+// With persist, a refresh holds the lock of its tokens (locks.go) from
+// before it reads the store until the new tokens are saved: a process that
+// waited for it takes the tokens it saved, instead of sending a refresh
+// token that the authorization server may have rotated, and refuse (or
+// take for a stolen one, and revoke every token of its family).
 type refresher struct {
+	h        *Handler
+	persist  bool
 	ctx      context.Context
 	conf     clientcredentials.Config
 	resource string
 
 	mu           sync.Mutex
+	rec          Record // the latest tokens, as saved
 	refreshToken string
+	access       string // the access token this refresher last had
 }
+
+// lockWait bounds the wait for the lock of a refresh that another process
+// holds, which its own request to the authorization server bounds.
+const lockWait = authTimeout + 15*time.Second
 
 func (r *refresher) Token() (*oauth2.Token, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.persist {
+		return r.refresh()
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, lockWait)
+	defer cancel()
+	unlock, err := r.h.lockTokens(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: the tokens of %s cannot be locked for a refresh: %w", r.h.server, err)
+	}
+	defer unlock()
+	// Another process may have refreshed them while this one waited.
+	if rec, err := r.h.store.Load(ctx, r.h.key); err == nil && usable(rec, r.h.endpoint) && rec.Token.AccessToken != r.access {
+		if rec.Token.RefreshToken != "" {
+			r.refreshToken = rec.Token.RefreshToken
+		}
+		if rec.Token.Valid() {
+			r.h.red.add(rec.Token.AccessToken, rec.Token.RefreshToken)
+			r.rec, r.access = *rec, rec.Token.AccessToken
+			return rec.Token, nil
+		}
+	}
+	tok, err := r.refresh()
+	if err != nil {
+		return nil, err
+	}
+	r.h.red.add(tok.AccessToken, tok.RefreshToken)
+	rec := r.rec
+	rec.Token = tok
+	if err := r.h.store.Save(ctx, r.h.key, &rec); err != nil {
+		// The token is not used until it is saved: a rotated refresh
+		// token that was not saved would be lost.
+		return nil, fmt.Errorf("oauth: saving the refreshed tokens of %s: %w", r.h.server, err)
+	}
+	r.rec, r.access = rec, tok.AccessToken
+	return tok, nil
+}
+
+// refresh sends the refresh request.
+func (r *refresher) refresh() (*oauth2.Token, error) {
 	cc := r.conf
 	cc.EndpointParams = url.Values{"grant_type": {"refresh_token"}, "refresh_token": {r.refreshToken}}
 	if r.resource != "" {
@@ -243,10 +300,9 @@ func (r *refresher) Token() (*oauth2.Token, error) {
 // tokenSource is the current tokens: it refreshes through base, saves what
 // comes back new, and notices a refused refresh token.
 type tokenSource struct {
-	h       *Handler
-	base    oauth2.TokenSource
-	persist bool
-	static  bool // base cannot refresh
+	h      *Handler
+	base   oauth2.TokenSource
+	static bool // base cannot refresh
 
 	mu    sync.Mutex
 	rec   Record // Token is the latest
@@ -277,16 +333,10 @@ func (s *tokenSource) Token() (*oauth2.Token, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if t.AccessToken != s.saved {
+		// New tokens, which the refresher saved (under their lock).
 		s.h.red.add(t.AccessToken, t.RefreshToken)
 		rec := s.rec
 		rec.Token = t
-		if s.persist {
-			if err := s.h.store.Save(context.Background(), s.h.key, &rec); err != nil {
-				// The token is not used until it is saved: a rotated
-				// refresh token that was not saved would be lost.
-				return nil, s.h.red.wrap(fmt.Errorf("oauth: saving the refreshed tokens of %s: %w", s.h.server, err))
-			}
-		}
 		s.rec, s.saved = rec, t.AccessToken
 	}
 	return t, nil

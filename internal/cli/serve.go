@@ -7,10 +7,13 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/gateway"
 	"github.com/conduitmcp/conduit/internal/seal"
+	"github.com/conduitmcp/conduit/store"
+	"github.com/conduitmcp/conduit/store/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -66,6 +69,27 @@ MAX_MCP_OUTPUT_TOKENS may raise it), which a cut here would preempt with
 no way back. --max-result-tokens N cuts every tool result to N tokens of
 what a model reads of its content, as conduit call does; a server's
 "maxResultTokens" in the configuration applies to its tools either way.
+Several replicas behind a load balancer share what they must through a
+store: "store" in "serve" (or --store) is a Redis or Valkey URL, its
+password read from the environment:
+
+  "serve": {"store": "redis://:${env:REDIS_PASSWORD}@redis.internal:6379/0"}
+
+(rediss:// for TLS). Taint, the single use of each requestState, and the
+counts of "limits" are kept there; without it, in this process's memory.
+When the store is unavailable, listing goes on and every call is refused
+saying so, until it is back. "limits" bound each principal's tool calls
+per minute and at once; every limit that matches a call applies:
+
+  "limits": [{"principal": "*", "tool": "github/*", "perMinute": 60, "atOnce": 4}]
+
+With --http, /healthz answers while the process runs, /readyz while it
+takes requests (a server is up, and it is not shutting down), and /status,
+to a caller authenticated as for /mcp, their own use of the limits. On
+SIGTERM, readiness turns false, requests are still taken for --drain-delay,
+then the listener closes and the calls in flight are finished, within
+--shutdown-timeout. README's "Running several replicas" has a working
+HAProxy configuration.
 
 When mcp.lock.json is beside the configuration, only the tools it pins are
 served (see conduit pin). It is read once, when serve starts: restart serve
@@ -81,6 +105,9 @@ after 'conduit pin --update'.`)
 	resource := fs.String("oauth-resource", "", "with --http: this server's own `URL` as its clients reach it, the audience of their tokens (oauth.resource)")
 	taintLifetime := fs.Duration("taint-lifetime", 0, "how long a principal's taint lasts after its latest addition (default the \"serve\" object's taintLifetime, or 24h)")
 	maxResultTokens := fs.Int("max-result-tokens", 0, "cut every tool result to this many `tokens` of what a model reads (0: pass results whole, as the client has a budget of its own)")
+	storeURL := fs.String("store", "", "share taint, single uses and limits with other replicas through the Redis store at `URL` (the \"serve\" object's store)")
+	drainDelay := fs.Duration("drain-delay", 0, "with --http: on SIGTERM, how long to keep taking requests once /readyz says not ready")
+	shutdownTimeout := fs.Duration("shutdown-timeout", gateway.DefaultShutdownTimeout, "with --http: on SIGTERM, how long the calls in flight have to finish")
 	pos, err := fs.parse(args)
 	if err != nil {
 		return err
@@ -126,6 +153,22 @@ after 'conduit pin --update'.`)
 	if *taintLifetime == 0 && cfg.Serve != nil {
 		*taintLifetime = cfg.Serve.TaintLifetime
 	}
+	if httpOpts != nil {
+		httpOpts.DrainDelay, httpOpts.ShutdownTimeout = *drainDelay, *shutdownTimeout
+	}
+	shared, err := openStore(env, cfg, *storeURL)
+	if err != nil {
+		return err
+	}
+	if shared != nil {
+		defer shared.Close()
+	}
+	var limits []gateway.Limit
+	if cfg.Serve != nil {
+		for _, l := range cfg.Serve.Limits {
+			limits = append(limits, gateway.Limit{Principals: l.Principals, Tools: l.Tools, PerMinute: l.PerMinute, AtOnce: l.AtOnce})
+		}
+	}
 	var stateKeys [][]byte
 	if v := env.Getenv("CONDUIT_STATE_KEY"); v != "" {
 		if stateKeys, err = seal.ParseSecrets(v); err != nil {
@@ -156,13 +199,14 @@ after 'conduit pin --update'.`)
 	}
 	g, err := gateway.New(ctx, cfg.Servers, &gateway.Options{
 		Hub: &conduit.Options{Policy: policy, Logger: logger, ConnectTimeout: h.connectTimeout, RequireServers: h.requireServers,
-			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil))},
+			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil)), Store: shared},
 		Transparent:     *transparent,
 		ApprovalTimeout: *approvalTimeout,
 		MaxResultTokens: *maxResultTokens,
 		Middleware:      env.serverMiddleware(),
 		TaintLifetime:   *taintLifetime,
 		StateKeys:       stateKeys,
+		Limits:          limits,
 	})
 	if err != nil {
 		return h.openError(err)
@@ -236,6 +280,31 @@ func serveHTTPOptions(env *Env, cfg *conduit.Config, addr string, noAuth bool, c
 		}
 	}
 	return o, nil
+}
+
+// openStore opens the store the replicas share: --store, or the "serve"
+// object's; nil when there is none (the gateway keeps what it shares in
+// memory). Its errors never show the URL's password.
+func openStore(env *Env, cfg *conduit.Config, flagURL string) (store.Store, error) {
+	u := flagURL
+	if u == "" && cfg.Serve != nil {
+		u = cfg.Serve.Store
+	}
+	if u == "" {
+		return nil, nil
+	}
+	s, err := redisstore.Open(u, nil)
+	if err != nil {
+		return nil, inputError("%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Ping(ctx); err != nil {
+		// Not fatal: it comes back by itself, and calls are refused
+		// meanwhile.
+		fmt.Fprintf(env.Stderr, "conduit serve: the store is unavailable for now (calls are refused until it is back): %v\n", err)
+	}
+	return s, nil
 }
 
 func isLoopbackIP(host string) bool {

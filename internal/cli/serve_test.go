@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/testenv"
+	"github.com/conduitmcp/conduit/store/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -227,5 +230,94 @@ func TestServePins(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("serve did not end with its stdin")
+	}
+}
+
+// TestServeStore: the "serve" object's store (its password read with
+// ${env:NAME}) is where conduit serve keeps taint and the counts of its
+// limits: a real redis-server holds them after a call, and a limit of one
+// call a minute refuses the second. A store URL that is not one is
+// refused, never showing its password.
+func TestServeStore(t *testing.T) {
+	rs := testenv.Redis(t, &testenv.RedisOptions{Password: "redis-pw-0123456789"})
+	t.Setenv("CONDUIT_TEST_REDIS_PW", "redis-pw-0123456789")
+	config, write, calls := defsConfig(t, "web")
+	write("web", defTool("fetch", "Fetches a page."))
+	var cfg map[string]any
+	data, _ := os.ReadFile(config)
+	json.Unmarshal(data, &cfg)
+	cfg["serve"] = map[string]any{
+		"store":  "redis://:${env:CONDUIT_TEST_REDIS_PW}@" + rs.Addr + "/3",
+		"limits": []any{map[string]any{"tool": "web/fetch", "perMinute": 1}},
+	}
+	data, _ = json.Marshal(cfg)
+	if err := os.WriteFile(config, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	var errb lockedBuffer
+	env := &Env{Stdin: inR, Stdout: outW, Stderr: &errb, Getenv: func(string) string { return "" }}
+	done := make(chan int, 1)
+	go func() {
+		code := Main(ctx, []string{"serve", "--config", config, "--principal", "alice"}, env)
+		outW.Close()
+		done <- code
+	}()
+	sess, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v; stderr %s", err, errb.String())
+	}
+	for i, want := range []string{"", "1 call per minute"} {
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "web__fetch", Arguments: map[string]any{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var text string
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		if res.IsError != (want != "") || !strings.Contains(text, want) {
+			t.Errorf("call %d: %q (isError %v)", i+1, text, res.IsError)
+		}
+	}
+	if got := calls("web"); got != "fetch\n" {
+		t.Errorf("the server received %q", got)
+	}
+	rdb, err := redisstore.Open(strings.Replace(rs.URL, "/0", "/3", 1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rdb.Close()
+	if taint, err := rdb.Members(ctx, "taint/alice"); err != nil || !slices.Equal(taint, []string{"web"}) {
+		t.Errorf("alice's taint in Redis = %v, %v", taint, err)
+	}
+	sess.Close()
+	inW.Close()
+	if code := <-done; code != ExitOK {
+		t.Errorf("serve: exit %d, %s", code, errb.String())
+	}
+
+	// Refused: a URL of no store, and a variable not set.
+	for _, tc := range []struct{ store, want string }{
+		{"http://:s3cret-pw@127.0.0.1:1/0", "is not a store's URL"},
+		{"redis://:${env:CONDUIT_TEST_UNSET}@127.0.0.1:1/0", "${env:CONDUIT_TEST_UNSET} is not set"},
+	} {
+		cfg["serve"] = map[string]any{"store": tc.store}
+		data, _ = json.Marshal(cfg)
+		os.WriteFile(config, data, 0o600)
+		code, _, errb := run(t, "serve", "--config", config)
+		if code != ExitUsage || !strings.Contains(errb, tc.want) || strings.Contains(errb, "s3cret") {
+			t.Errorf("store %q: exit %d, %q", tc.store, code, errb)
+		}
+	}
+	code, _, errs := run(t, "serve", "--config", config, "--store", "http://:s3cret-pw@127.0.0.1:1/0")
+	if code != ExitUsage || strings.Contains(errs, "s3cret") {
+		t.Errorf("--store http://: exit %d, %q", code, errs)
 	}
 }

@@ -77,6 +77,9 @@ type Options struct {
 	// issued (AccessToken), for an access token of the MCP endpoint
 	// whose subject is the JWT's. Only the Confidential client may ask.
 	TokenExchange bool
+	// TokenDelay delays every answer of the token endpoint, so that
+	// requests that a test sends at once are under way together.
+	TokenDelay time.Duration
 }
 
 // Client is a client registered with the server in advance.
@@ -293,6 +296,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	time.Sleep(s.opts.TokenDelay)
 	if err := r.ParseForm(); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
 		return

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // The Debian packages that ./scripts/test installs, and the programs the
@@ -73,6 +74,7 @@ type Daemon struct {
 	t     testing.TB
 	name  string
 	args  []string
+	env   []string
 	ready func(*server) error
 
 	mu sync.Mutex
@@ -81,7 +83,12 @@ type Daemon struct {
 
 // startDaemon starts name with args and waits for ready.
 func startDaemon(t testing.TB, name string, args []string, ready func(*server) error) (*Daemon, error) {
-	d := &Daemon{t: t, name: name, args: args, ready: ready}
+	return startDaemonEnv(t, name, args, nil, ready)
+}
+
+// startDaemonEnv is startDaemon with env added to the environment.
+func startDaemonEnv(t testing.TB, name string, args, env []string, ready func(*server) error) (*Daemon, error) {
+	d := &Daemon{t: t, name: name, args: args, env: env, ready: ready}
 	if err := d.start(); err != nil {
 		return nil, err
 	}
@@ -90,7 +97,7 @@ func startDaemon(t testing.TB, name string, args []string, ready func(*server) e
 }
 
 func (d *Daemon) start() error {
-	p, err := startServer(d.name, d.args, nil)
+	p, err := startServer(d.name, d.args, d.env)
 	if err != nil {
 		return err
 	}
@@ -129,6 +136,32 @@ func (d *Daemon) Kill() {
 	}
 }
 
+// Terminate sends the daemon SIGTERM, as a service manager does to stop
+// it, and waits up to timeout for it to exit; then, or when it exited with
+// another status than 0, it returns an error (and kills it, if it runs
+// still). Terminating a stopped daemon does nothing.
+func (d *Daemon) Terminate(timeout time.Duration) error {
+	d.mu.Lock()
+	p := d.p
+	d.p = nil
+	d.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	signalGroup(p.cmd, false)
+	select {
+	case <-p.done:
+	case <-time.After(timeout):
+		p.stop()
+		return fmt.Errorf("testenv: %s did not exit within %v of SIGTERM", filepath.Base(d.name), timeout)
+	}
+	p.stop() // reaps descendants, if any
+	if p.err != nil {
+		return fmt.Errorf("testenv: %s: %w", filepath.Base(d.name), p.err)
+	}
+	return nil
+}
+
 // Start starts a stopped daemon again with the same command line (so on
 // the same ports) and waits until it is ready; it fails the test when the
 // daemon does not come up.
@@ -154,6 +187,20 @@ func (d *Daemon) Output() string {
 		return ""
 	}
 	return d.p.out.String()
+}
+
+// Start starts the program name with args, and env added to the
+// environment, as a [Daemon] (in its own process group, in the
+// repository's root directory, stopped by t.Cleanup), and returns it once
+// addr (host:port) accepts connections. A program that exits first, or
+// does not listen within ReadyTimeout, fails the test with its output.
+func Start(t testing.TB, name string, args, env []string, addr string) *Daemon {
+	t.Helper()
+	d, err := startDaemonEnv(t, name, args, env, func(p *server) error { return p.waitFor(addr, nil) })
+	if err != nil {
+		t.Fatalf("testenv: %s did not start: %v", filepath.Base(name), err)
+	}
+	return d
 }
 
 // RedisOptions configures the redis-server that [Redis] starts. The zero

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -128,5 +130,32 @@ backend app
 	body, _ := io.ReadAll(res.Body)
 	if res.StatusCode != 200 || string(body) != "hello from /mcp, via haproxy" {
 		t.Errorf("through haproxy: %d %q", res.StatusCode, body)
+	}
+}
+
+// TestStartTerminate: Start runs a program with its environment until it
+// listens; Terminate sends it SIGTERM and reports its exit; Kill and
+// Start run it again on the same address.
+func TestStartTerminate(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(testenv.FreePort(t)))
+	d := testenv.Start(t, exe, nil, []string{listenEnv + "=" + addr}, addr)
+	if err := d.Terminate(5 * time.Second); err != nil {
+		t.Fatalf("Terminate: %v", err)
+	}
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		c.Close()
+		t.Fatal("still listening after Terminate")
+	}
+	d.Start()
+	d.Kill()
+	d.Start()
+	if c, err := net.DialTimeout("tcp", addr, time.Second); err != nil {
+		t.Fatalf("not listening after Start: %v", err)
+	} else {
+		c.Close()
 	}
 }

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,9 +23,16 @@ import (
 // clientEnv makes the test binary act as a conformance client (see TestMain).
 const clientEnv = "TESTENV_CONFORMANCE_CLIENT"
 
+// listenEnv makes the test binary listen on the address it holds until
+// SIGTERM, then exit with status 0 (see TestStartTerminate).
+const listenEnv = "TESTENV_LISTEN"
+
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(clientEnv); mode != "" && os.Getenv("MCP_CONFORMANCE_SCENARIO") != "" {
 		os.Exit(conformanceClient(mode, os.Args[len(os.Args)-1]))
+	}
+	if addr := os.Getenv(listenEnv); addr != "" {
+		os.Exit(listenUntilTerm(addr))
 	}
 	os.Exit(m.Run())
 }
@@ -269,4 +279,27 @@ func TestConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// listenUntilTerm accepts connections on addr until SIGTERM.
+func listenUntilTerm(addr string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	<-ctx.Done()
+	l.Close()
+	return 0
 }
