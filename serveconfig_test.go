@@ -88,7 +88,7 @@ func TestParseServeErrors(t *testing.T) {
 		{`{"limits": [{"perMinute": 1, "tool": ""}]}`, `"tool" is empty`},
 		{`{"limits": [{"perMinute": 1, "tool": "a/[x"}]}`, `tool: pattern "a/[x"`},
 		{`{"limits": [{"perMinute": 1, "per": "hour"}]}`, `unknown key "per"`},
-		{`{"limits": [{"perMinute": "60"}]}`, `"perMinute" must be int, not a string`},
+		{`{"limits": [{"perMinute": "60"}]}`, `"perMinute" must be a whole number, not a string`},
 	} {
 		_, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": ` + tt.serve + `}`))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
