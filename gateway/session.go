@@ -163,8 +163,10 @@ func (s *session) callOptions(ctx context.Context, ts *conduit.ToolSet, meta mcp
 	if err != nil {
 		return nil, "", err
 	}
-	taint, err := s.g.taints.of(ctx, s.principal, conv)
-	if err != nil {
+	var taint []string
+	if rt, ok := ctx.Value(readTaintKey{}).(readTaint); ok && s.view && rt.principal == s.principal && rt.conversation == conv {
+		taint = slices.Clone(rt.taint)
+	} else if taint, err = s.g.taints.of(ctx, s.principal, conv); err != nil {
 		return nil, "", taintUnread(err)
 	}
 	s.mu.Lock()

@@ -38,6 +38,18 @@ const maxViews = 256
 // handler's getServer.
 type viewKey struct{}
 
+// readTaint is the taint viewHandler read for a request, in its context:
+// the request's options take it rather than read the store again (a
+// round trip to Redis of each call), so that its view and its decisions
+// are of one reading.
+type readTaint struct {
+	principal, conversation string
+	taint                   []string
+}
+
+// readTaintKey names a readTaint in the request's context.
+type readTaintKey struct{}
+
 // usesNewProtocol reports whether r is a request of protocol 2026-07-28
 // or later, and the method and _meta of its message when it is: its
 // MCP-Protocol-Version header says so or, without one, a POST that names
@@ -243,6 +255,7 @@ func (g *Gateway) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cachea
 func (g *Gateway) viewHandler(w http.ResponseWriter, r *http.Request, principal string, p peeked, next http.Handler) {
 	conv, _ := conversationOf(p.meta)
 	taint, ok := g.listTaint(r.Context(), principal, conv)
+	read := ok
 	if !ok && !listing(p.method) {
 		taint, ok = nil, true
 	}
@@ -252,7 +265,11 @@ func (g *Gateway) viewHandler(w http.ResponseWriter, r *http.Request, principal 
 		http.Error(w, "the gateway is unavailable: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), viewKey{}, v)))
+	ctx := context.WithValue(r.Context(), viewKey{}, v)
+	if read {
+		ctx = context.WithValue(ctx, readTaintKey{}, readTaint{principal, conv, taint})
+	}
+	next.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // listing reports whether method only lists (or discovers) what is
