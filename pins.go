@@ -114,6 +114,7 @@ type PinToolError struct {
 	Err          error // why the definition cannot be encoded
 }
 
+// Error names the server and the tool, and says why it was not pinned.
 func (e *PinToolError) Error() string {
 	// CanonicalTool's errors name the tool, most of them.
 	why := strings.TrimPrefix(e.Err.Error(), fmt.Sprintf("tool %q: ", e.Tool))

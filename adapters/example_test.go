@@ -183,6 +183,47 @@ func ExampleExecuteToolCalls() {
 	// halted: false taint: [weather]
 }
 
+func ExampleReadToolCalls() {
+	hub := weatherHub()
+	defer hub.Close()
+	ctx := context.Background()
+	listing, err := adapters.Tools(ctx, hub, adapters.OpenAIChat, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	response := []byte(`{"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "tool_calls": [
+	  {"id": "call_1", "type": "function", "function": {"name": "weather__get_forecast", "arguments": "{\"city\":\"Oslo\",\"days\":null}"}},
+	  {"id": "call_2", "type": "function", "function": {"name": "weather__delete_city", "arguments": "{}"}}]}}]}`)
+	o := &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths}
+	exec, err := adapters.ReadToolCalls(ctx, hub, adapters.OpenAIChat, response, o)
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Nothing was sent. Each call to send is sent on the program's own
+	// terms (here at once; a durable workflow would run an activity per
+	// call) and answered at its place.
+	for _, c := range exec.Calls {
+		fmt.Println("to send:", c.Server, c.Tool, c.Args)
+		res, err := hub.CallTool(ctx, c.Name, c.Args, &conduit.CallOptions{ToolSet: o.ToolSet, ID: c.ID})
+		exec.Results[c.Index] = adapters.OpenAIChat.Answer(c, res, err, nil)
+	}
+	printJSON(exec.Results)
+	// Output:
+	// to send: weather get_forecast map[city:Oslo]
+	// [
+	//   {
+	//     "content": "Sunny in Oslo, 22°C.",
+	//     "role": "tool",
+	//     "tool_call_id": "call_1"
+	//   },
+	//   {
+	//     "content": "Error: Unknown tool \"weather__delete_city\": it is not among the tools offered.",
+	//     "role": "tool",
+	//     "tool_call_id": "call_2"
+	//   }
+	// ]
+}
+
 func ExampleParseProvider() {
 	p, err := adapters.ParseProvider("openai-responses")
 	fmt.Println(p, err, p == adapters.OpenAIResponses)

@@ -245,3 +245,50 @@ func ExampleOptions_stateKeys() {
 	// asked: Allow calling the tool notes__delete of notes with arguments {"id":7}?
 	// delete {"id":7}
 }
+
+// Limits bound each principal's calls, counted in the hub's Store (across
+// replicas when it is shared): the call over a limit is answered with a
+// tool error that says when to retry, and Usage reports what a principal
+// has used, as /status shows it to them.
+func ExampleLimit() {
+	ctx := context.Background()
+	g, err := gateway.New(ctx, []conduit.Server{notesServer()}, &gateway.Options{
+		Hub:    &conduit.Options{Policy: conduit.NewPolicy(conduit.Allow("notes"))},
+		Limits: []gateway.Limit{{Tools: []string{"notes/add"}, PerMinute: 2}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	h, err := g.Handler(&gateway.HTTPOptions{Tokens: map[string]string{"alice-token-0123456789": "alice"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	client := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil)
+	t := &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: &http.Client{Transport: bearer{"alice-token-0123456789"}}}
+	cs, err := client.Connect(ctx, t, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range 3 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "notes__add", Arguments: map[string]any{"n": i}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		text := res.Content[0].(*mcp.TextContent).Text
+		fmt.Println(res.IsError, strings.SplitN(text, ": retry", 2)[0])
+	}
+	usage, err := g.Usage(ctx, "alice")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("alice used", usage[0].Calls, "of", usage[0].Limit.PerMinute)
+	// Output:
+	// false add {"n":0}
+	// false add {"n":1}
+	// true The call to notes__add was not sent: conduit serve's limit on notes/add allows "alice" 2 calls per minute, and they are used
+	// alice used 2 of 2
+}

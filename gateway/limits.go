@@ -66,6 +66,7 @@ type LimitError struct {
 	RetryAfter time.Duration
 }
 
+// Error says that a limit refused the call, and when to retry.
 func (e *LimitError) Error() string {
 	return fmt.Sprintf("over a limit of conduit serve (retry in %v)", e.RetryAfter)
 }

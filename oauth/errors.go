@@ -30,6 +30,7 @@ type LoginError struct {
 	Err error
 }
 
+// Error names the server and the reason it needs a login.
 func (e *LoginError) Error() string {
 	return "oauth: server " + e.Server + " needs a login: " + e.Reason
 }

@@ -2,11 +2,14 @@ package oauth_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/conduitmcp/conduit/oauth"
+	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/oauth2"
 )
@@ -89,4 +92,32 @@ func ExampleParseConfig_tokenExchange() {
 	fmt.Println(cfg, err)
 	// Output:
 	// oauth.Config{Grant: token_exchange, ClientID: "conduit-gateway", ClientSecretEnv: "CRM_CLIENT_SECRET"} <nil>
+}
+
+// Replicas that share their tokens (a Store of their own on a shared
+// database) refresh each token under a lock of the store they share, so
+// that a refresh token that rotates is spent once; conduit gives every
+// handler one on Options.Store.
+func ExampleStoreLocker() {
+	shared := store.NewMemory() // redisstore.Open("redis://...") across replicas
+	locker := oauth.StoreLocker(shared)
+	ctx := context.Background()
+	key := oauth.Key{Server: "linear", Principal: "alice"}
+	unlock, err := locker.LockTokens(ctx, key)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Another process's LockTokens of the same key waits here.
+	wait, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err = locker.LockTokens(wait, key)
+	fmt.Println("second holder:", errors.Is(err, context.DeadlineExceeded))
+	unlock()
+	unlock2, err := locker.LockTokens(ctx, key)
+	fmt.Println("after unlock:", err)
+	unlock2()
+	// Output:
+	// second holder: true
+	// after unlock: <nil>
 }
