@@ -198,6 +198,9 @@ type callOptions struct {
 	Assigns        map[string]any `json:"assigns,omitempty"`
 	CallTimeout    time.Duration  `json:"callTimeout,omitempty"`
 	RequestTimeout time.Duration  `json:"requestTimeout,omitempty"`
+	// TurnShare is the call's share of the turn's budget, in tokens: its
+	// result is cut to it when its own budget is larger. 0: none.
+	TurnShare int `json:"turnShare,omitempty"`
 }
 
 // callOutput is a call's outcome: its answer, or the deferral it waits
@@ -297,7 +300,7 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 		copts.Approval = &conduit.Approval{Allow: true}
 	}
 	res, err := a.src.CallTool(ctx, c.Name, c.Args, copts)
-	out := a.outcome(p, c, res, err)
+	out := a.outcome(p, c, res, err, in.Options.TurnShare)
 	a.record(ctx, key, token, out)
 	if err := ctx.Err(); err != nil {
 		// Canceled: the activity ends as such; a retry reads the record.
@@ -337,8 +340,9 @@ func readRecord(data []byte) (callOutput, bool) {
 	return out, true
 }
 
-// outcome is the outcome of call c: a deferral, or its answer.
-func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error) callOutput {
+// outcome is the outcome of call c: a deferral, or its answer, its
+// result cut to its budget (see budget).
+func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, share int) callOutput {
 	var d *conduit.Deferral
 	if k, _ := conduit.KindOf(err); k == conduit.KindDeferred && errors.As(err, &d) {
 		out := callOutput{Pending: &deferred{Reason: d.Reason, Arguments: d.Args, Input: d.Input}}
@@ -353,13 +357,39 @@ func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.Call
 	if err == nil && res == nil {
 		err = &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: "The call to " + c.Name + " returned no result."}
 	}
-	return a.answer(p, c, res, err)
+	o := a.o.Answers
+	o.MaxResultTokens = a.budget(c, share)
+	return a.answerWith(p, c, res, err, &o)
+}
+
+// budget is c's result budget for Answers.MaxResultTokens (negative for
+// none): its server's own (c.Def.MaxResultTokens), else the worker's
+// (Answers.MaxResultTokens), else adapters.DefaultMaxResultTokens; or the
+// call's share of its turn's budget when that is smaller.
+func (a *Activities) budget(c toolcall.Call, share int) int {
+	n := a.o.Answers.MaxResultTokens
+	if c.Def != nil && c.Def.MaxResultTokens != 0 {
+		n = c.Def.MaxResultTokens
+	}
+	n = toolcall.Budget{Tokens: n}.Resolved()
+	if share > 0 && (n == 0 || share < n) {
+		n = share
+	}
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // answer is call c answered with res or err, no larger than the history
 // may keep.
 func (a *Activities) answer(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error) callOutput {
-	out := callOutput{Answer: p.Answer(c, res, err, &a.o.Answers)}
+	return a.answerWith(p, c, res, err, &a.o.Answers)
+}
+
+// answerWith is answer with the answer options o.
+func (a *Activities) answerWith(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) callOutput {
+	out := callOutput{Answer: p.Answer(c, res, err, o)}
 	if err != nil {
 		var ce *conduit.Error
 		out.Halt = errors.As(err, &ce) && ce.Halt

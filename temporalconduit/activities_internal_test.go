@@ -275,3 +275,36 @@ func TestCallToolChangedAndTooLarge(t *testing.T) {
 		t.Errorf("the offer's tools now: %d, %v; want the changed one left out", len(tools), err)
 	}
 }
+
+// A call's result is cut to its share of the turn's budget when that is
+// smaller than its own budget, and kept whole without one; the shares are
+// equal parts of MaxTurnTokens (its default when zero, none when
+// negative).
+func TestCallToolTurnShare(t *testing.T) {
+	box := newCounter()
+	_, env := box.worker(t, nil)
+	offer, p := planOf(t, env, "peek", "peek")
+	long := json.RawMessage(`{"text":"` + strings.Repeat("word ", 2000) + `"}`)
+
+	in := callInput{Conversation: "c", Turn: 1, Offer: offer, Call: p.Calls[0], Options: callOptions{TurnShare: 100}}
+	in.Call.Args = long
+	got := text(call(t, env, in))
+	if !strings.Contains(got, "cut to fit its budget of 100 tokens") || len(got) > 2000 {
+		t.Errorf("a result over its share of the turn: %d bytes, %.120q", len(got), got)
+	}
+	whole := callInput{Conversation: "c", Turn: 1, Offer: offer, Call: p.Calls[1]}
+	whole.Call.Args = long
+	if got := text(call(t, env, whole)); strings.Contains(got, "[conduit:") || len(got) < 10000 {
+		t.Errorf("a result without a share: %d bytes, cut: %v", len(got), strings.Contains(got, "[conduit:"))
+	}
+
+	for _, tt := range []struct{ turn, n, want int }{
+		{0, 4, adapters.DefaultMaxTurnTokens / 4}, {0, 1, adapters.DefaultMaxTurnTokens}, {0, 0, 0},
+		{-1, 4, 0}, {1000, 3, 333}, {2, 5, 1},
+	} {
+		c := &Conversation{o: ConversationOptions{MaxTurnTokens: tt.turn}}
+		if got := c.share(tt.n); got != tt.want {
+			t.Errorf("share of %d calls of a turn budget of %d = %d, want %d", tt.n, tt.turn, got, tt.want)
+		}
+	}
+}

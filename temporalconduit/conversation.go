@@ -71,6 +71,17 @@ type ConversationOptions struct {
 	// one after another, in the model's order, so that a halt stops
 	// every call after it).
 	MaxConcurrency int
+	// MaxTurnTokens bounds what the model reads of a turn's results
+	// together, in tokens: each call's result is cut to an equal share of
+	// it when its own budget (its server's, else the worker's
+	// Answers.MaxResultTokens, else 25,000) is larger. 0 means
+	// adapters.DefaultMaxTurnTokens (50,000), negative no turn budget.
+	// adapters.ExecuteToolCalls shares its turn's budget max-min fairly,
+	// once every result is measured; here each call is answered by its
+	// own activity, as soon as it is done, so the shares are equal and
+	// fixed when the turn starts, and a small result leaves its unused
+	// share to no other.
+	MaxTurnTokens int
 	// DecisionTimeout is how long a turn waits for its deferred calls to
 	// be decided, from when it starts waiting; the calls still undecided
 	// then are denied. Zero: as long as it takes.
@@ -238,7 +249,7 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 	if err := workflow.ExecuteActivity(c.quickCtx(ctx), activityPlan, planInput{Offer: c.st.Offer, Response: raw}).Get(ctx, &pl); err != nil {
 		return nil, err
 	}
-	t := &turn{n: c.st.Turns, taint: slices.Clone(c.st.Taint), results: pl.Answers}
+	t := &turn{n: c.st.Turns, taint: slices.Clone(c.st.Taint), results: pl.Answers, share: c.share(len(pl.Calls))}
 	c.turn = t
 	defer func() { c.turn = nil }()
 	var jobs []job
@@ -293,6 +304,22 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 	return out, nil
 }
 
+// share is each call's share of the turn's budget when a turn sends n
+// calls, 0 for none.
+func (c *Conversation) share(n int) int {
+	turn := c.o.MaxTurnTokens
+	switch {
+	case turn == 0:
+		turn = adapters.DefaultMaxTurnTokens
+	case turn < 0:
+		return 0
+	}
+	if n == 0 {
+		return 0
+	}
+	return max(turn/n, 1)
+}
+
 // responseJSON is a model's response as JSON text: as it is when it is
 // text, else encoded (deterministically: encoding/json sorts maps' keys).
 func responseJSON(response any) (json.RawMessage, error) {
@@ -319,6 +346,7 @@ func responseJSON(response any) (json.RawMessage, error) {
 // turn is the turn under way.
 type turn struct {
 	n       int
+	share   int      // each call's share of the turn's budget, 0 for none
 	taint   []string // the taint its calls run with
 	calls   []*callState
 	results []map[string]any
@@ -355,7 +383,7 @@ type job struct {
 // job is the activity that runs cs (decided by d, for a deferred call).
 func (c *Conversation) job(t *turn, cs *callState, d *adapters.Decision) job {
 	in := callInput{Conversation: c.st.ID, Turn: t.n, Round: cs.round, Offer: c.st.Offer, Taint: t.taint, Call: cs.plannedCall,
-		Options: callOptions{Assigns: c.o.Assigns, CallTimeout: c.o.CallTimeout, RequestTimeout: c.o.RequestTimeout}}
+		Options: callOptions{Assigns: c.o.Assigns, CallTimeout: c.o.CallTimeout, RequestTimeout: c.o.RequestTimeout, TurnShare: t.share}}
 	if d != nil {
 		in.Round++
 		in.Decision = d

@@ -96,9 +96,11 @@
 // workflow.GetInfo(ctx).GetContinueAsNewSuggested says so. Answers are
 // kept in the history: Options.MaxAnswerBytes bounds each one (Temporal
 // refuses a payload over 2 MB), and the hub's result limits and budget
-// should keep them far smaller. Each answer is cut to its result budget
-// (Options.Answers.MaxResultTokens, 25,000 tokens by default) in the
-// activity that made it; the turn's budget of adapters.ExecuteToolCalls
-// is not applied, since each call is answered by its own activity before
-// the others are done.
+// should keep them far smaller. Each answer is cut, in the activity that
+// made it, to its result budget (its server's "maxResultTokens", else
+// Options.Answers.MaxResultTokens, else 25,000 tokens), or to its equal
+// share of the turn's (ConversationOptions.MaxTurnTokens, 50,000 by
+// default) when that is smaller: equal and fixed when the turn starts,
+// where adapters.ExecuteToolCalls shares max-min fairly once every result
+// is measured, since here each call is answered as soon as it is done.
 package temporalconduit
