@@ -32,6 +32,8 @@ import (
 type replicaEnv struct {
 	ctx           context.Context
 	memory, redis *mcp.ClientSession
+	// The same without limits: the taint is all they share per call.
+	memoryFree, redisFree *mcp.ClientSession
 }
 
 func newReplicaEnv(tb testing.TB) *replicaEnv {
@@ -51,13 +53,17 @@ func newReplicaEnv(tb testing.TB) *replicaEnv {
 	tb.Cleanup(func() { rs.Close() })
 	mem := store.NewMemory()
 	tb.Cleanup(func() { mem.Close() })
-	replica := func(s store.Store) *mcp.ClientSession {
+	replica := func(s store.Store, limited bool) *mcp.ClientSession {
 		p, _, _ := fixture.Governance()
+		var limits []gateway.Limit
+		if limited {
+			limits = []gateway.Limit{{PerMinute: 1 << 30, AtOnce: 1 << 10}}
+		}
 		g, err := gateway.New(ctx, []conduit.Server{{ID: fixture.ServerID, URL: up.URL}}, &gateway.Options{
 			Hub:         &conduit.Options{Policy: p, Logger: slog.New(slog.DiscardHandler), Store: s},
 			Transparent: true,
 			StateKeys:   [][]byte{[]byte("bench-state-key-0123456789abcdef0123")},
-			Limits:      []gateway.Limit{{PerMinute: 1 << 30, AtOnce: 1 << 10}},
+			Limits:      limits,
 		})
 		if err != nil {
 			tb.Fatal(err)
@@ -79,7 +85,8 @@ func newReplicaEnv(tb testing.TB) *replicaEnv {
 		}
 		return cs
 	}
-	return &replicaEnv{ctx: ctx, memory: replica(mem), redis: replica(rs)}
+	return &replicaEnv{ctx: ctx, memory: replica(mem, true), redis: replica(rs, true),
+		memoryFree: replica(mem, false), redisFree: replica(rs, false)}
 }
 
 func (e *replicaEnv) call(s *mcp.ClientSession) func() error {
@@ -105,13 +112,18 @@ func BenchmarkReplicaStore(b *testing.B) {
 		}
 	})
 	b.Run("redis-vs-memory", func(b *testing.B) { samples.Pair(b, must(b, e.call(e.memory)), must(b, e.call(e.redis))) })
+	// Without limits, a call's only round trip to the store is the
+	// principal's taint read.
+	b.Run("redis-vs-memory-nolimits", func(b *testing.B) {
+		samples.Pair(b, must(b, e.call(e.memoryFree)), must(b, e.call(e.redisFree)))
+	})
 }
 
 // TestReplicaStoreFixture checks that both replicas of
 // BenchmarkReplicaStore answer.
 func TestReplicaStoreFixture(t *testing.T) {
 	e := newReplicaEnv(t)
-	for name, s := range map[string]*mcp.ClientSession{"memory": e.memory, "redis": e.redis} {
+	for name, s := range map[string]*mcp.ClientSession{"memory": e.memory, "redis": e.redis, "memory, no limits": e.memoryFree, "redis, no limits": e.redisFree} {
 		if err := e.call(s)(); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
