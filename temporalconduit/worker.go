@@ -191,6 +191,9 @@ type digestKey struct{}
 
 // toolDigest is the digest of t's definition, or "" when it has none.
 func toolDigest(t *conduit.Tool) string {
+	if t == nil || t.Tool == nil {
+		return ""
+	}
 	return t.Memo(digestKey{}, func() any {
 		d, err := conduit.ToolDigest(t.Tool)
 		if err != nil {
