@@ -15,6 +15,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/store"
 )
 
 // flagSet is a subcommand's flags, with its usage text.
@@ -118,6 +119,8 @@ type hubOptions struct {
 	// noPins leaves the lock file unread: the command reads what the
 	// servers list, pinned or not.
 	noPins bool
+	// store is the hub's Options.Store (--store), nil for its own.
+	store store.Store
 }
 
 // openHub loads the configuration, unless cfg is given, and connects to its servers. Servers that
@@ -184,7 +187,8 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 		Logger:         logger,
 		ConnectTimeout: h.connectTimeout,
 		RequireServers: h.requireServers,
-		Pins:           pins})
+		Pins:           pins,
+		Store:          o.store})
 	if err != nil {
 		return nil, h.openError(err)
 	}

@@ -41,13 +41,17 @@ budget's worth of it), and the answers written before are not cut again.
 FILE is written back, for the next 'conduit exec --state FILE'. While a
 command uses it, FILE.lock exists: a second resume of the same file waits
 for nothing and sends nothing (it fails, and after the first one, FILE has
-nothing pending). A copy of FILE resumed elsewhere is not protected: the
-library's shared claims store (adapters.StateOptions.Claims) is.`)
+nothing pending). A copy of FILE resumed elsewhere is protected only by a
+shared store: with --store URL (the same Redis for every process that
+resumes the conversation), each decided call is claimed there first, and
+a second resumption of it sends nothing and answers that it was decided
+elsewhere.`)
 	var h hubFlags
 	var bf budgetFlags
 	h.register(fs)
 	bf.register(fs, true)
 	stateFile := fs.String("state", "", "the conversation's state `file`, as 'conduit exec --state' wrote it")
+	storeURL := fs.String("store", "", "claim each decided call in the Redis store at `URL`, shared by the processes that resume the conversation (default: this process's memory)")
 	allow := fs.String("allow", "", "the `IDs` of the pending calls to run, comma-separated")
 	deny := fs.String("deny", "", "the `IDs` of the pending calls to deny, comma-separated")
 	reason := fs.String("reason", "", "why the calls of --deny are denied, for the model")
@@ -103,8 +107,15 @@ library's shared claims store (adapters.StateOptions.Claims) is.`)
 	if err != nil {
 		return err
 	}
+	shared, err := openStore(env, "conduit resume", *storeURL, "the calls decided are not sent until it is back")
+	if err != nil {
+		return err
+	}
+	if shared != nil {
+		defer shared.Close()
+	}
 	// The calls decided need no approver: the decision is their approval.
-	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{needPolicy: true})
+	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{needPolicy: true, store: shared})
 	if err != nil {
 		return err
 	}

@@ -156,7 +156,11 @@ after 'conduit pin --update'.`)
 	if httpOpts != nil {
 		httpOpts.DrainDelay, httpOpts.ShutdownTimeout = *drainDelay, *shutdownTimeout
 	}
-	shared, err := openStore(env, cfg, *storeURL)
+	u := *storeURL
+	if u == "" && cfg.Serve != nil {
+		u = cfg.Serve.Store
+	}
+	shared, err := openStore(env, "conduit serve", u, "calls are refused until it is back")
 	if err != nil {
 		return err
 	}
@@ -282,14 +286,11 @@ func serveHTTPOptions(env *Env, cfg *conduit.Config, addr string, noAuth bool, c
 	return o, nil
 }
 
-// openStore opens the store the replicas share: --store, or the "serve"
-// object's; nil when there is none (the gateway keeps what it shares in
+// openStore opens the store that processes share (the Redis store at u,
+// for cmd, whose calls meanwhile do what meanwhile says when it is
+// unavailable); nil when u is "" (the hub keeps what it shares in
 // memory). Its errors never show the URL's password.
-func openStore(env *Env, cfg *conduit.Config, flagURL string) (store.Store, error) {
-	u := flagURL
-	if u == "" && cfg.Serve != nil {
-		u = cfg.Serve.Store
-	}
+func openStore(env *Env, cmd, u, meanwhile string) (store.Store, error) {
 	if u == "" {
 		return nil, nil
 	}
@@ -302,7 +303,7 @@ func openStore(env *Env, cfg *conduit.Config, flagURL string) (store.Store, erro
 	if err := s.Ping(ctx); err != nil {
 		// Not fatal: it comes back by itself, and calls are refused
 		// meanwhile.
-		fmt.Fprintf(env.Stderr, "conduit serve: the store is unavailable for now (calls are refused until it is back): %v\n", err)
+		fmt.Fprintf(env.Stderr, "%s: the store is unavailable for now (%s): %v\n", cmd, meanwhile, err)
 	}
 	return s, nil
 }
