@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/gateway"
 	"github.com/conduitmcp/conduit/internal/testenv"
 )
 
@@ -114,4 +119,92 @@ func TestTypeScriptClient(t *testing.T) {
 		url := serveHTTP(t, config, []string{"CONDUIT_TEST_TOKEN=" + tsToken})
 		check(t, run(t, []string{"CONDUIT_TOKEN=" + tsToken}, "http", url))
 	})
+}
+
+// tsPrincipalSaw is what testdata/tsclient/principal.mjs prints.
+type tsPrincipalSaw struct {
+	Protocol   string
+	GH, Kid    []string
+	Note       string
+	Resources  []string
+	Other      string
+	OtherError string
+}
+
+// TestTypeScriptClientsTwoPrincipals: two official TypeScript SDK
+// clients, alice's and bob's, through conduit serve at once, in front of
+// an HTTP and a stdio server of identity principal that answer with the
+// identity they see: each of the 80 calls reaches the servers with its
+// own principal's credentials, each lists only its own note, and bob's
+// reading of alice's note fails where alice's own, from a new client,
+// succeeds.
+func TestTypeScriptClientsTwoPrincipals(t *testing.T) {
+	node := testenv.Node(t)
+	testenv.Package(t, testenv.TypeScriptSDKPkg)
+	g := newGateway(t, identityServers(t), &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
+	h, err := g.Handler(&gateway.HTTPOptions{Tokens: map[string]string{aliceToken: "alice", bobToken: "bob"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	script := filepath.Join(testenv.RepoRoot(), "gateway", "testdata", "tsclient", "principal.mjs")
+	run := func(token, other string) (tsPrincipalSaw, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, node, script, srv.URL)
+		cmd.Env = append(os.Environ(), "CONDUIT_TOKEN="+token, "OTHER_URI="+other)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.WaitDelay = 10 * time.Second
+		var saw tsPrincipalSaw
+		if err := cmd.Run(); err != nil {
+			return saw, fmt.Errorf("the TypeScript client failed: %v\nstderr:\n%s", err, stderr.String())
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &saw); err != nil {
+			return saw, fmt.Errorf("the TypeScript client printed %q: %v", stdout.String(), err)
+		}
+		return saw, nil
+	}
+	both := func(aliceOther, bobOther string) (alice, bob tsPrincipalSaw) {
+		var wg sync.WaitGroup
+		var aerr, berr error
+		wg.Go(func() { alice, aerr = run(aliceToken, aliceOther) })
+		wg.Go(func() { bob, berr = run(bobToken, bobOther) })
+		wg.Wait()
+		if aerr != nil || berr != nil {
+			t.Fatal(errors.Join(aerr, berr))
+		}
+		return alice, bob
+	}
+
+	alice, bob := both("", "")
+	for who, saw := range map[string]tsPrincipalSaw{"alice": alice, "bob": bob} {
+		if len(saw.GH) != 20 || len(saw.Kid) != 20 {
+			t.Errorf("%s: %d and %d answers of 20 each", who, len(saw.GH), len(saw.Kid))
+		}
+		for _, got := range saw.GH {
+			if got != who {
+				t.Errorf("%s's gh__whoami answered %q", who, got)
+			}
+		}
+		for _, got := range saw.Kid {
+			if got != "kid-"+who {
+				t.Errorf("%s's kid__whoami answered %q", who, got)
+			}
+		}
+		if want := "note://" + who + "/1"; saw.Note != want || !slices.Equal(saw.Resources, []string{want}) {
+			t.Errorf("%s: note %q, resources %v; want only %s", who, saw.Note, saw.Resources, want)
+		}
+	}
+	t.Logf("protocol %s", alice.Protocol)
+
+	alice, bob = both(alice.Note, alice.Note)
+	if !strings.Contains(alice.Other, aliceToken+" secret") {
+		t.Errorf("alice reading her own note from a new client: %q, %q", alice.Other, alice.OtherError)
+	}
+	t.Logf("bob reading alice's note: %s", bob.OtherError)
+	if bob.Other != "" || bob.OtherError == "" || strings.Contains(bob.OtherError, "secret") {
+		t.Errorf("bob reading alice's note: %q, error %q; want an error", bob.Other, bob.OtherError)
+	}
 }
