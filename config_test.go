@@ -254,6 +254,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{"mcpServers": {"r": {"url": "https://${env:HOME}/x", "headers": {"Authorization": "Bearer ${env:NOPE}", "X-Api-Key": "k"}}, "c": {"command": "x", "env": {"T": "${input:t}", "A_TOKEN": "t"}}}}`,
 		`{"mcpServers": {"g": {"url": "https://x/mcp", "identity": "principal", "principals": {"a": {"headers": {"Authorization": "Bearer ${env:HOME}"}}, "": {"headers": {}}}}, "n": {"command": "x", "identity": "principal", "principals": {"b": {"env": {"T": "t"}}}}}}`,
 		`{"mcpServers": {"l": {"url": "https://x/mcp", "identity": "principal", "oauth": {"grant": "token_exchange", "clientId": "c"}}}, "serve": {"oauth": {"issuer": "https://idp.example", "resource": "https://gw.example/mcp"}, "taintLifetime": "1h"}}`,
+		`{"mcpServers": {"a": {"command": "x"}}, "serve": {"store": "redis://:${env:HOME}@r:6379/0", "limits": [{"principal": "*", "tool": "a/*", "perMinute": 60, "atOnce": 4}, {"principal": ["ci"], "perMinute": 1}]}}`,
+		`{"mcpServers": {"a": {"command": "x"}}, "serve": {"store": "rediss://u:pw@r/1?dial_timeout=1s", "limits": [{"atOnce": 0}, {"perMinute": 1.5}]}}`,
 	} {
 		f.Add([]byte(s))
 	}
