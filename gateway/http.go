@@ -6,12 +6,14 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -38,10 +40,17 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport, opts *SessionOptio
 		return err
 	}
 	err = s.server.Run(ctx, t)
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || clientGone(err) {
 		return nil
 	}
 	return err
+}
+
+// clientGone reports whether err says that the client closed the
+// connection, perhaps while an answer was being written: the end of the
+// session, as the client chose it.
+func clientGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)
 }
 
 // Limits of the HTTP transport.
