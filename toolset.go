@@ -51,6 +51,27 @@ func (t *Tool) Memo(key any, f func() any) any {
 	return v
 }
 
+// digestKey keeps a Tool's Digest in its Memo.
+type digestKey struct{}
+
+// Digest returns ToolDigest of the tool's definition, computed once per
+// Tool: what a saved reference to the tool (a paused conversation, a
+// durable workflow's offer) compares to tell that the definition did not
+// change. It is "" for a nil Tool, one without a definition, or one whose
+// definition cannot be encoded, which matches no digest.
+func (t *Tool) Digest() string {
+	if t == nil || t.Tool == nil {
+		return ""
+	}
+	return t.Memo(digestKey{}, func() any {
+		d, err := ToolDigest(t.Tool)
+		if err != nil {
+			return ""
+		}
+		return d
+	}).(string)
+}
+
 // validate checks args against the tool's input schema, compiling the
 // schema on first use; the compiled schema lives as long as the tool set.
 // A schema that the validator cannot compile (another draft, a remote

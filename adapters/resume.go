@@ -92,7 +92,7 @@ func newPausedTurn(n int, taint []string, exec *Execution) *pausedTurn {
 		var dg string
 		for _, c := range exec.Calls {
 			if c.Index == p.index && !slices.Contains(exec.locals, c.Def) {
-				dg = toolDigest(c.Def)
+				dg = c.Def.Digest()
 			}
 		}
 		t.calls[p.index].pending = &pendingCall{Pending: p, digest: dg}
@@ -270,7 +270,7 @@ func findTool(ts *conduit.ToolSet, server, tool, exposed, dg string) (*conduit.T
 		return nil, "it is no longer offered"
 	}
 	t, _ := ts.Lookup(name)
-	if name != exposed || dg == "" || toolDigest(t) != dg {
+	if name != exposed || dg == "" || t.Digest() != dg {
 		return nil, "its definition changed"
 	}
 	return t, ""

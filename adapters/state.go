@@ -329,7 +329,7 @@ func (c *Conversation) snapshot() *stateV1 {
 		ListTaint: slices.Clone(c.listTaint), Taint: slices.Clone(c.taint), Turns: c.turns, NullPaths: c.o.NullPaths}
 	st.Tools = make([]toolRef, 0, c.base.Len())
 	for t := range c.base.All() {
-		st.Tools = append(st.Tools, toolRef{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Digest: toolDigest(t)})
+		st.Tools = append(st.Tools, toolRef{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Digest: t.Digest()})
 	}
 	if c.search != nil {
 		st.Revealed = slices.Clone(c.search.revealed)
@@ -341,24 +341,6 @@ func (c *Conversation) snapshot() *stateV1 {
 		st.Turn = t.document()
 	}
 	return st
-}
-
-// digestKey is the memo key of a tool's digest.
-type digestKey struct{}
-
-// toolDigest is the digest of t's definition (conduit.ToolDigest), or ""
-// when it has none, which matches no digest.
-func toolDigest(t *conduit.Tool) string {
-	if t == nil || t.Tool == nil {
-		return ""
-	}
-	return t.Memo(digestKey{}, func() any {
-		d, err := conduit.ToolDigest(t.Tool)
-		if err != nil {
-			return ""
-		}
-		return d
-	}).(string)
 }
 
 // openState opens a sealed state and reads its document.

@@ -143,7 +143,7 @@ func (a *Activities) plan(ctx context.Context, in planInput) (plan, error) {
 			return plan{}, invalid(err)
 		}
 		pc := plannedCall{Index: c.Index, ID: c.ID, Key: c.ID, Name: c.Name, Server: c.Server, Tool: c.Tool, Args: args,
-			Digest: toolDigest(c.Def)}
+			Digest: c.Def.Digest()}
 		if c.ID == "" || ids[c.ID] > 1 {
 			pc.Key += "#" + strconv.Itoa(c.Index+1)
 		}
@@ -251,7 +251,7 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 	if t, ok := l.ToolSet.Lookup(c.Name); ok && t.Server == c.Server && t.Name == c.Tool {
 		c.Def = t
 	} else if name, ok := all.ExposedName(c.Server, c.Tool); ok {
-		if t, _ := all.Lookup(name); toolDigest(t) != in.Call.Digest {
+		if t, _ := all.Lookup(name); t.Digest() != in.Call.Digest {
 			return a.answer(p, c, nil, &conduit.Error{Kind: conduit.KindDenied, Server: c.Server, Tool: c.Tool, Err: adapters.ErrToolChanged,
 				Message: "The call to " + c.Name + " was not made: the tool's definition changed after it was offered. Call it again if it is still wanted."}), nil
 		}

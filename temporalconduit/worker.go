@@ -169,7 +169,7 @@ func (a *Activities) listing(ctx context.Context, offer Offer) (*adapters.Listin
 	// tools sorted within each, the same on every worker.
 	ts := all.Filter(conduit.SkipPinChanged, func(t *conduit.Tool) bool {
 		r, ok := refs[t.Exposed]
-		return ok && r.Server == t.Server && r.Tool == t.Name && r.Digest == toolDigest(t)
+		return ok && r.Server == t.Server && r.Tool == t.Name && r.Digest == t.Digest()
 	})
 	l, err := adapters.ListToolSet(ts, p, &a.o.Listing)
 	return l, all, err
@@ -179,26 +179,9 @@ func (a *Activities) listing(ctx context.Context, offer Offer) (*adapters.Listin
 func offerOf(p adapters.Provider, principal string, taint []string, ts *conduit.ToolSet) Offer {
 	o := Offer{Provider: p.String(), Principal: principal, Taint: slices.Clone(taint), Tools: make([]ToolRef, 0, ts.Len())}
 	for t := range ts.All() {
-		if dg := toolDigest(t); dg != "" {
+		if dg := t.Digest(); dg != "" {
 			o.Tools = append(o.Tools, ToolRef{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Digest: dg})
 		}
 	}
 	return o
-}
-
-// digestKey is the memo key of a tool's digest.
-type digestKey struct{}
-
-// toolDigest is the digest of t's definition, or "" when it has none.
-func toolDigest(t *conduit.Tool) string {
-	if t == nil || t.Tool == nil {
-		return ""
-	}
-	return t.Memo(digestKey{}, func() any {
-		d, err := conduit.ToolDigest(t.Tool)
-		if err != nil {
-			return ""
-		}
-		return d
-	}).(string)
 }
