@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,7 +43,11 @@ var (
 
 // pausedTurn is a turn whose calls are not all answered.
 type pausedTurn struct {
-	n      int
+	n int
+	// key is the turn's own, random: it names its calls' claims, so
+	// that branches resumed from one saved state (a turn answered again,
+	// an older state kept) never find each other's.
+	key    string
 	taint  []string // the taint its calls ran with
 	halted bool
 	calls  []turnCall // every call of the response, in order
@@ -71,7 +77,7 @@ type pendingCall struct {
 // newPausedTurn records turn n, whose calls ran with taint, from its
 // Execution.
 func newPausedTurn(n int, taint []string, exec *Execution) *pausedTurn {
-	t := &pausedTurn{n: n, taint: slices.Clone(taint), halted: exec.Halted, calls: make([]turnCall, len(exec.Results))}
+	t := &pausedTurn{n: n, key: rand.Text(), taint: slices.Clone(taint), halted: exec.Halted, calls: make([]turnCall, len(exec.Results))}
 	for _, c := range exec.Calls {
 		t.calls[c.Index] = turnCall{id: c.ID, name: c.Name, server: c.Server, tool: c.Tool}
 	}
@@ -102,7 +108,7 @@ func newPausedTurn(n int, taint []string, exec *Execution) *pausedTurn {
 
 // document is t as the state records it.
 func (t *pausedTurn) document() *turnV1 {
-	d := &turnV1{N: t.n, Taint: slices.Clone(t.taint), Halted: t.halted, Calls: make([]callV1, len(t.calls))}
+	d := &turnV1{N: t.n, Key: t.key, Taint: slices.Clone(t.taint), Halted: t.halted, Calls: make([]callV1, len(t.calls))}
 	for i, tc := range t.calls {
 		c := callV1{ID: tc.id, Name: tc.name, Server: tc.server, Tool: tc.tool, Answer: tc.answer, Reached: tc.reached,
 			Budget: budgetDocument(tc.budget, tc.demand)}
@@ -124,7 +130,7 @@ func (t *pausedTurn) document() *turnV1 {
 
 // pausedTurnOf is the turn a state records.
 func pausedTurnOf(d *turnV1) *pausedTurn {
-	t := &pausedTurn{n: d.N, taint: slices.Clone(d.Taint), halted: d.Halted, calls: make([]turnCall, len(d.Calls))}
+	t := &pausedTurn{n: d.N, key: d.Key, taint: slices.Clone(d.Taint), halted: d.Halted, calls: make([]turnCall, len(d.Calls))}
 	for i, c := range d.Calls {
 		tc := turnCall{id: c.ID, name: c.Name, server: c.Server, tool: c.Tool, answer: c.Answer, reached: c.Reached,
 			budget: c.Budget.budgeted(), demand: c.Budget.demand()}
@@ -367,7 +373,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 		tc := &t.calls[i]
 		p := tc.pending
 		call := c.callOf(i, tc, fresh, offered)
-		key := c.claimKey(t.n, i, p.round)
+		key := c.claimKey(t, i)
 		cl, err := c.state.claims.Claim(ctx, key, c.state.ttl)
 		if err != nil {
 			exec.Errors[i] = &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool,
@@ -428,7 +434,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 			}
 			res.settled[i] = true
 			res.reached[i] = reached(exec.Errors[i]) && !slices.Contains(exec.locals, call.Def)
-			c.record(ctx, c.claimKey(t.n, i, t.calls[i].pending.round), tokens[i], exec, i, res.reached[i])
+			c.record(ctx, c.claimKey(t, i), tokens[i], exec, i, res.reached[i])
 		}
 	}
 	return c.settle(t, exec, res, halt), nil
@@ -575,14 +581,23 @@ func (c *Conversation) turnSoFar(t *pausedTurn, res *resumed, exec *Execution, s
 	return before, waiting
 }
 
-// claimKey is the key of the claim of the call at position i of turn n,
-// deferred round+1 times.
-func (c *Conversation) claimKey(n, i, round int) string {
-	key := "conduit/conversation/" + c.id + "/" + strconv.Itoa(n) + "/" + strconv.Itoa(i)
-	if round > 0 {
-		key += "/" + strconv.Itoa(round)
+// claimKey is the key of the claim of the pending call at position i of
+// t: the conversation, the turn (its number, and its key where the state
+// has one), the position, the times it was deferred, and a digest of its
+// name and arguments, so that a claim is only ever found by the same call
+// of the same turn.
+func (c *Conversation) claimKey(t *pausedTurn, i int) string {
+	p := t.calls[i].pending
+	key := "conduit/conversation/" + c.id + "/" + strconv.Itoa(t.n)
+	if t.key != "" {
+		key += "." + t.key
 	}
-	return key
+	key += "/" + strconv.Itoa(i)
+	if p.round > 0 {
+		key += "/" + strconv.Itoa(p.round)
+	}
+	args, _ := json.Marshal(p.Arguments) // a decoded object: it encodes
+	return key + "/" + digest.Of(append([]byte(p.Name+"\n"), args...))
 }
 
 // outcome is what a claim records of a decided call: its answer, as the

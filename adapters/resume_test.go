@@ -658,3 +658,56 @@ func TestResumeReadTool(t *testing.T) {
 		}
 	}
 }
+
+// Two branches of one conversation, resumed from the same saved state (a
+// turn answered again, an older state kept), each pause a turn of the
+// same number with a call at the same position: each decided call runs
+// and gets its own answer, never the other branch's recorded one.
+func TestResumeBranches(t *testing.T) {
+	p := adapters.Anthropic
+	hub, l := deferringHub(t)
+	ctx := context.Background()
+	conv, err := adapters.NewConversation(ctx, hub, p, stateOpts(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conv.Execute(ctx, script(p, scripted{id: "c1", name: "lab__text", args: map[string]any{}})); err != nil {
+		t.Fatal(err)
+	}
+	saved, err := conv.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paused [][]byte
+	for _, msg := range []string{"branch one", "branch two"} {
+		b, err := adapters.ResumeConversation(ctx, hub, p, saved, stateOpts(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec, err := b.Execute(ctx, script(p, scripted{id: "c2", name: "lab__echo", args: map[string]any{"message": msg}}))
+		if err != nil || len(exec.Pending) != 1 {
+			t.Fatalf("%s: %v, pending %+v", msg, err, exec.Pending)
+		}
+		st, err := b.State()
+		if err != nil {
+			t.Fatal(err)
+		}
+		paused = append(paused, st)
+	}
+	for i, msg := range []string{"branch one", "branch two"} {
+		b, err := adapters.ResumeConversation(ctx, hub, p, paused[i], stateOpts(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done, err := b.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := canon(done.Results[0]); !strings.Contains(got, "Echo: "+msg) {
+			t.Errorf("%s resumed: %s", msg, got)
+		}
+	}
+	if count(l.sent(), "echo") != 2 {
+		t.Errorf("sent %v: want each branch's echo once", l.sent())
+	}
+}

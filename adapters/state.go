@@ -224,6 +224,7 @@ type toolRef struct {
 // turnV1 is a turn whose calls are not all answered.
 type turnV1 struct {
 	N      int      `json:"n"`
+	Key    string   `json:"key,omitempty"`   // names its calls' claims (absent: by N alone)
 	Taint  []string `json:"taint,omitempty"` // the taint its calls ran with
 	Halted bool     `json:"halted,omitempty"`
 	Calls  []callV1 `json:"calls"` // every call of the response, in order
