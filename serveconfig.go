@@ -244,7 +244,7 @@ func parseStore(sc *ServeConfig, raw string, lookup func(string) (string, bool),
 	switch u.Scheme {
 	case "redis", "rediss", "unix":
 	default:
-		return fmt.Errorf("store: %q is not a store's URL (redis://HOST:PORT/DB, rediss:// for TLS, or unix://PATH)", u.Redacted())
+		return fmt.Errorf("store: %q is not a store's URL (redis://HOST:PORT/DB, rediss:// for TLS, or unix://PATH)", (&url.URL{Scheme: u.Scheme, Host: u.Host}).String())
 	}
 	sc.Store = v
 	return nil

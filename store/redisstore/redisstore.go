@@ -100,7 +100,20 @@ func Open(rawURL string, opts *Options) (*Store, error) {
 	}
 	ro, err := redis.ParseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: %s: %s", u.Redacted(), strings.ReplaceAll(err.Error(), rawURL, u.Redacted()))
+		// go-redis's message may quote the URL's path or query, where a
+		// password can be (an unescaped one, a ?password=): name only the
+		// scheme, the host and the query's option names.
+		where := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+		var opts []string
+		for k := range u.Query() {
+			opts = append(opts, k)
+		}
+		slices.Sort(opts)
+		msg := fmt.Sprintf("redisstore: %s is not a URL go-redis reads (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// or unix://; a password with / @ ? or # percent-escaped", where)
+		if len(opts) > 0 {
+			msg += "; its query's options: " + strings.Join(opts, ", ") + ", of which go-redis knows dial_timeout, read_timeout, pool_size, db, ..."
+		}
+		return nil, errors.New(msg + ")")
 	}
 	ro.ContextTimeoutEnabled = true
 	// One dial per attempt (go-redis dials five times by default, 100 ms

@@ -268,6 +268,8 @@ func TestOpen(t *testing.T) {
 		"redis://:pa55word@127.0.0.1:notaport/0",
 		"redis://:pa55word@127.0.0.1:6379/notadb",
 		"redis://:pa55word@[::1/0",
+		"redis://127.0.0.1:6379/0?password=pa55word", // not an option go-redis knows
+		"redis://:12345/pa55word@127.0.0.1:6379/0",   // a password with a slash, not escaped
 	} {
 		_, err := redisstore.Open(bad, nil)
 		if err == nil {
