@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 )
@@ -21,6 +22,16 @@ var ErrEnvNotSet = errors.New("is not set")
 
 // envValue is a value read from the environment by a configuration.
 type envValue struct{ name, value string }
+
+// ExpandEnv returns s with each ${env:NAME} replaced by the environment
+// variable's value, as the configuration's values are (see
+// ParseConfig): for a value given elsewhere, such as a command-line flag
+// whose secret must not sit in the process's arguments. Its errors
+// (ErrEnvNotSet among them) name the variable, never a value.
+func ExpandEnv(s string) (string, error) {
+	x := &envExpander{lookup: os.LookupEnv}
+	return x.expand(s)
+}
 
 // envExpander expands ${env:NAME} in configuration values with lookup
 // (os.LookupEnv), and remembers what it read, and the ${input:ID} of VS

@@ -191,7 +191,12 @@ func TestResumeRefusals(t *testing.T) {
 // and the second resumption answers with the first one's recorded answer,
 // sending nothing. Without the store, each copy would run it.
 func TestResumeCopiesSharedStore(t *testing.T) {
-	redis := testenv.Redis(t, nil)
+	redis := testenv.Redis(t, &testenv.RedisOptions{Password: "resume-pw-0123456789"})
+	// The password comes from the environment, not the command line.
+	storeURL := strings.Replace(redis.URL, "resume-pw-0123456789", "${env:CONDUIT_TEST_REDIS_PW}", 1)
+	if storeURL == redis.URL {
+		t.Fatalf("no password in %s", redis.URL)
+	}
 	data, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +226,7 @@ func TestResumeCopiesSharedStore(t *testing.T) {
 
 	var answers []string
 	for _, f := range []string{state, copied} {
-		r := conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", f, "--allow", "call_m", "--store", redis.URL)
+		r := conduit(t, runOpts{dir: dir, env: append(env, "CONDUIT_TEST_REDIS_PW=resume-pw-0123456789")}, "resume", "--state", f, "--allow", "call_m", "--store", storeURL)
 		expect(t, r, 0)
 		var out turnOut
 		decode(t, r, &out)

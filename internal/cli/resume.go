@@ -51,7 +51,7 @@ elsewhere.`)
 	h.register(fs)
 	bf.register(fs, true)
 	stateFile := fs.String("state", "", "the conversation's state `file`, as 'conduit exec --state' wrote it")
-	storeURL := fs.String("store", "", "claim each decided call in the Redis store at `URL`, shared by the processes that resume the conversation (default: this process's memory)")
+	storeURL := fs.String("store", "", "claim each decided call in the Redis store at `URL`, shared by the processes that resume the conversation (default: this process's memory); write its password as ${env:NAME} (in single quotes for the shell), not in the command line")
 	allow := fs.String("allow", "", "the `IDs` of the pending calls to run, comma-separated")
 	deny := fs.String("deny", "", "the `IDs` of the pending calls to deny, comma-separated")
 	reason := fs.String("reason", "", "why the calls of --deny are denied, for the model")
@@ -107,7 +107,11 @@ elsewhere.`)
 	if err != nil {
 		return err
 	}
-	shared, err := openStore(env, "conduit resume", *storeURL, "the calls decided are not sent until it is back")
+	u, err := conduit.ExpandEnv(*storeURL)
+	if err != nil {
+		return inputError("--store: %v", err)
+	}
+	shared, err := openStore(env, "conduit resume", u, "the calls decided are not sent until it is back")
 	if err != nil {
 		return err
 	}

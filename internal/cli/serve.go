@@ -105,7 +105,7 @@ after 'conduit pin --update'.`)
 	resource := fs.String("oauth-resource", "", "with --http: this server's own `URL` as its clients reach it, the audience of their tokens (oauth.resource)")
 	taintLifetime := fs.Duration("taint-lifetime", 0, "how long a principal's taint lasts after its latest addition (default the \"serve\" object's taintLifetime, or 24h)")
 	maxResultTokens := fs.Int("max-result-tokens", 0, "cut every tool result to this many `tokens` of what a model reads (0: pass results whole, as the client has a budget of its own)")
-	storeURL := fs.String("store", "", "share taint, single uses and limits with other replicas through the Redis store at `URL` (the \"serve\" object's store)")
+	storeURL := fs.String("store", "", "share taint, single uses and limits with other replicas through the Redis store at `URL` (the \"serve\" object's store); write its password as ${env:NAME} (in single quotes for the shell), not in the command line")
 	drainDelay := fs.Duration("drain-delay", 0, "with --http: on SIGTERM, how long to keep taking requests once /readyz says not ready")
 	shutdownTimeout := fs.Duration("shutdown-timeout", gateway.DefaultShutdownTimeout, "with --http: on SIGTERM, how long the calls in flight have to finish")
 	pos, err := fs.parse(args)
@@ -156,7 +156,10 @@ after 'conduit pin --update'.`)
 	if httpOpts != nil {
 		httpOpts.DrainDelay, httpOpts.ShutdownTimeout = *drainDelay, *shutdownTimeout
 	}
-	u := *storeURL
+	u, err := conduit.ExpandEnv(*storeURL)
+	if err != nil {
+		return inputError("--store: %v", err)
+	}
 	if u == "" && cfg.Serve != nil {
 		u = cfg.Serve.Store
 	}
