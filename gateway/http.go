@@ -269,6 +269,12 @@ func (g *Gateway) guarded(o HTTPOptions, tokens []hashed, jwts *verifier, scopes
 				return nil, auth.ErrInvalidToken
 			}
 			ti, err := jwts.verify(ctx, token)
+			if err != nil && !errors.Is(err, auth.ErrInvalidToken) {
+				// The issuer's keys could not be fetched: the details
+				// (its addresses) are the operator's, not the caller's.
+				g.logger.Warn("gateway: a bearer token cannot be checked", "err", err)
+				return nil, errKeysUnavailable
+			}
 			if err != nil {
 				g.logger.Debug("gateway: a bearer token was refused", "err", err)
 				return nil, err
@@ -285,7 +291,11 @@ func (g *Gateway) guarded(o HTTPOptions, tokens []hashed, jwts *verifier, scopes
 			}
 			open.ServeHTTP(w, r)
 		})
-		bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, Scopes: scopes})(inner)
+		var skew time.Duration
+		if jwts != nil {
+			skew = jwts.o.Leeway
+		}
+		bearer := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, Scopes: scopes, ClockSkew: skew})(inner)
 		ch := challenger{scopes: scopes}
 		if o.OAuth != nil {
 			ch.metadata = o.OAuth.MetadataURL()

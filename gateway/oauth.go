@@ -182,13 +182,6 @@ func newVerifier(o OAuthOptions) (*verifier, error) {
 	return v, nil
 }
 
-// claims are the claims a token is checked for, besides the registered
-// ones.
-type claims struct {
-	Scope string   `json:"scope"`
-	SCP   []string `json:"scp"`
-}
-
 // verify checks token and returns what it says: the principal, its
 // expiry and scopes. A token refused for what it is matches
 // auth.ErrInvalidToken (a 401); failing to fetch the keys does not (the
@@ -210,9 +203,8 @@ func (v *verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 		return nil, err
 	}
 	var reg jwt.Claims
-	var extra claims
 	var all map[string]any
-	if err := tok.Claims(key.Key, &reg, &extra, &all); err != nil {
+	if err := tok.Claims(key.Key, &reg, &all); err != nil {
 		return nil, refuse("the signature does not verify")
 	}
 	if reg.Expiry == nil {
@@ -237,13 +229,31 @@ func (v *verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 	if principal == "" {
 		return nil, refuse("the token has no %s", claim)
 	}
-	scopes := strings.Fields(extra.Scope)
+	scopes := scopesOf(all["scope"])
 	if len(scopes) == 0 {
-		scopes = extra.SCP
+		scopes = scopesOf(all["scp"])
 	}
-	// The middleware checks expiry too: with the leeway, the token's own
-	// time, which was just checked.
-	return &auth.TokenInfo{UserID: principal, Scopes: scopes, Expiration: reg.Expiry.Time().Add(v.o.Leeway)}, nil
+	// The middleware checks expiry too, with the leeway as its ClockSkew.
+	return &auth.TokenInfo{UserID: principal, Scopes: scopes, Expiration: reg.Expiry.Time()}, nil
+}
+
+// scopesOf reads a scope claim as issuers write it: a space-separated
+// string (RFC 9068's "scope", Entra ID's "scp"), or an array of strings
+// (some issuers' "scp"). Anything else is no scope.
+func scopesOf(v any) []string {
+	switch v := v.(type) {
+	case string:
+		return strings.Fields(v)
+	case []any:
+		var out []string
+		for _, s := range v {
+			if s, ok := s.(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // key returns the issuer's key of kid for alg. Keys are fetched when
@@ -316,7 +326,9 @@ func (v *verifier) refresh(ctx context.Context) error {
 }
 
 func (v *verifier) fetchKeys(ctx context.Context) ([]jose.JSONWebKey, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// Not the request's context: a caller who hangs up must not make the
+	// fetch fail, which would then be kept for KeyRefresh, for everyone.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	jwksURL := v.o.JWKSURL
 	if jwksURL == "" {
@@ -444,3 +456,8 @@ func (s *subjects) token(_ context.Context, principal string) (string, error) {
 	}
 	return sub.token, nil
 }
+
+// errKeysUnavailable is what a caller is told when its token cannot be
+// checked because the issuer's keys cannot be fetched (a 500: the token
+// may be good).
+var errKeysUnavailable = errors.New("the authorization server's keys cannot be fetched now: retry later")

@@ -7,6 +7,8 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -120,4 +122,30 @@ func FuzzParseJWKS(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The issuer's keys are fetched whether or not the request that needed
+// them is still there: a caller that hangs up must not make the fetch
+// fail, which would then be kept for KeyRefresh, refusing everyone.
+func TestKeysFetchOutlivesItsCaller(t *testing.T) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "ES256", Use: "sig"}}})
+	}))
+	t.Cleanup(srv.Close)
+	v, err := newVerifier(OAuthOptions{Resource: srv.URL + "/mcp", Issuer: srv.URL, JWKSURL: srv.URL + "/jwks", KeyRefresh: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := v.key(gone, "k1", "ES256"); err != nil {
+		t.Errorf("the keys, for a caller that hung up: %v", err)
+	}
+	if _, err := v.key(context.Background(), "k1", "ES256"); err != nil {
+		t.Errorf("the keys, for the next caller: %v", err)
+	}
 }

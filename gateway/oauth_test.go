@@ -200,4 +200,15 @@ func TestJWTScopesAndClaim(t *testing.T) {
 	if received.Load() != 1 {
 		t.Errorf("%d calls", received.Load())
 	}
+	// Entra ID writes its scopes in "scp", a space-separated string; some
+	// issuers an array. Both are read; a token with neither lacks the scope.
+	for _, tt := range []struct {
+		scp  any
+		want int
+	}{{"read mcp", http.StatusOK}, {[]any{"read", "mcp"}, http.StatusOK}, {"read", http.StatusForbidden}, {42, http.StatusForbidden}} {
+		tok := as.SignToken(jwt.MapClaims{"iss": as.URL, "sub": "u1", "email": "alice@example.com", "aud": url, "scp": tt.scp, "exp": time.Now().Add(time.Hour).Unix()})
+		if code, _, _ := post(t, url, rawReq{body: initialize, token: tok}); code != tt.want {
+			t.Errorf("scp %v: %d, want %d", tt.scp, code, tt.want)
+		}
+	}
 }

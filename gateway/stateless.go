@@ -262,7 +262,7 @@ func (g *Gateway) viewHandler(w http.ResponseWriter, r *http.Request, principal 
 	v, err := g.view(r.Context(), principal, taint, !ok)
 	if err != nil {
 		g.logger.Warn("gateway: serving a request without a session", "principal", principal, "err", err)
-		http.Error(w, "the gateway is unavailable: "+err.Error(), http.StatusServiceUnavailable)
+		http.Error(w, "the gateway cannot serve this request now: retry shortly", http.StatusServiceUnavailable)
 		return
 	}
 	ctx := context.WithValue(r.Context(), viewKey{}, v)
