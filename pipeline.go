@@ -178,9 +178,10 @@ func (c *core) run(ctx context.Context, r *request) (res *mcp.CallToolResult, er
 			r.info.Err = err
 		}
 	}
-	if err != nil || !r.isTool() || (res != nil && res.NeedsInput()) {
-		// A server's request for input (CallOptions.Input.Return) is no
-		// result yet: the round that completes the call is checked.
+	if err != nil || !r.isTool() || (res != nil && res.NeedsInput() && r.o.Input != nil && r.o.Input.Return) {
+		// A server's request for input returned as asked
+		// (CallOptions.Input.Return) is no result yet: the round that
+		// completes the call is checked.
 		return res, err
 	}
 	// after
@@ -486,7 +487,7 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 		r.info.Elapsed = time.Since(sent)
 	}
 	if d := inputDeferred(in, err); d != nil {
-		return nil, deferredError(call, &Deferral{Reason: d.reason, Args: call.Args, Input: d.input})
+		return nil, deferredError(call, &Deferral{Reason: d.reason, Args: maps.Clone(call.Args), Input: d.input})
 	}
 	if err != nil {
 		return nil, named(c.requestError(ctx, tctx, cn, sess, call, timeout, err), call)
