@@ -2,6 +2,7 @@ package conduit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -168,5 +169,55 @@ func TestDeferredInputLegacy(t *testing.T) {
 	}
 	if asked.Load() != 1 || ts.called("elicit") != 2 {
 		t.Errorf("asked %d, server saw the call %d times", asked.Load(), ts.called("elicit"))
+	}
+}
+
+// The same for sampling, with the deferral's Input saved as JSON and read
+// back, as a resumed conversation's state carries it (the SDK reads a
+// sampling request and its answer back in their with-tools forms): the
+// recorded answer is given to the same question, nobody is asked again.
+func TestDeferredSamplingLegacySaved(t *testing.T) {
+	ts := legacyServer(t)
+	askTools(ts.Server, nil)
+	var asked atomic.Int32
+	handlers := &Handlers{Sampling: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		if asked.Add(1) > 1 {
+			return &mcp.CreateMessageResult{Model: "asked again", Role: "assistant", Content: &mcp.TextContent{Text: "x"}}, nil
+		}
+		return nil, DeferInput("ask the user")
+	}}
+	h := newHub(t, []Server{ts.server("s")}, &Options{Handlers: handlers})
+	ctx := context.Background()
+	_, err := h.CallTool(ctx, "s__sample", nil, nil)
+	var d *Deferral
+	if !errors.As(err, &d) || d.Input == nil || !d.Input.Resend {
+		t.Fatalf("deferral %v %+v", err, d)
+	}
+	data, err := json.Marshal(d.Input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in Input
+	if err := json.Unmarshal(data, &in); err != nil {
+		t.Fatal(err)
+	}
+	answer, err := json.Marshal(&mcp.CreateMessageResult{Model: "the user's", Role: "assistant", Content: &mcp.TextContent{Text: "ok"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved, err := json.Marshal(map[string]any{"requests": in.Requests, "responses": map[string]json.RawMessage{ResendKey: answer}, "resend": true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Input
+	if err := json.Unmarshal(saved, &back); err != nil {
+		t.Fatal(err)
+	}
+	res, err := h.CallTool(ctx, "s__sample", nil, &CallOptions{Input: &back})
+	if err != nil || resultText(res) != "sampled the user's" {
+		t.Fatalf("resumed: %q %v", resultText(res), err)
+	}
+	if asked.Load() != 1 || ts.called("sample") != 2 {
+		t.Errorf("asked %d, server saw the call %d times", asked.Load(), ts.called("sample"))
 	}
 }

@@ -203,8 +203,17 @@ func serverRequest[Req any, Res any](cn *conn, ctx context.Context, req Req, ask
 		return zero, ErrUnattributed
 	}
 	if in != nil && in.recorded != nil {
-		if a, ok := in.recorded.answerTo(ask).(Res); ok {
+		switch a := in.recorded.answerTo(ask).(type) {
+		case Res:
 			return a, nil
+		case *mcp.CreateMessageWithToolsResult:
+			// A sampling answer read back from JSON is in its with-tools
+			// form; a server's plain request takes one content block.
+			if len(a.Content) == 1 {
+				if r, ok := any(&mcp.CreateMessageResult{Meta: a.Meta, Content: a.Content[0], Model: a.Model, Role: a.Role, StopReason: a.StopReason}).(Res); ok {
+					return r, nil
+				}
+			}
 		}
 	}
 	hctx := ctx

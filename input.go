@@ -130,6 +130,15 @@ func question(ask mcp.InputRequest) ([]byte, error) {
 		c := *p
 		c.Meta = nil
 		ask = &c
+	case *mcp.CreateMessageParams:
+		// A request read back from JSON is in its with-tools form.
+		c := withTools(p)
+		c.Meta = nil
+		ask = c
+	case *mcp.CreateMessageWithToolsParams:
+		c := *p
+		c.Meta = nil
+		ask = &c
 	}
 	return json.Marshal(mcp.InputRequestMap{"": ask})
 }
