@@ -162,11 +162,6 @@ func (l *limiter) admit(ctx context.Context, c *conduit.Call) error {
 		if cl.AtOnce == 0 {
 			continue
 		}
-		if held == nil {
-			// A call that no one would release (not the gateway's own):
-			// its slot comes back with its lease.
-			held = &heldSlots{}
-		}
 		key := cl.key(c.Principal)
 		s, err := l.counters.Acquire(ctx, key, int64(cl.AtOnce), l.lease)
 		if err != nil {
@@ -195,6 +190,8 @@ func (l *limiter) admit(ctx context.Context, c *conduit.Call) error {
 				fmt.Sprintf("%s per minute, and they are used: retry in %s", calls(cl.PerMinute), seconds(w.Reset)))
 		}
 	}
+	// held is nil for a call the gateway did not make (and so will not
+	// release): its slots come back with their lease.
 	if held != nil && len(taken) > 0 {
 		held.mu.Lock()
 		held.slots = append(held.slots, taken...)

@@ -204,3 +204,31 @@ func TestLimitsInvalid(t *testing.T) {
 		}
 	}
 }
+
+// A call refused by one of its limits gives back what the others took: a
+// limit of one call a minute and one at once refuses the second call for
+// its window after its slot was acquired, and the slot is free at once,
+// not held until its lease runs out.
+func TestLimitsRefusalGivesBack(t *testing.T) {
+	up := newUpstream(t, "up")
+	counted := countedTool(up, "counted", "done")
+	g := newGateway(t, []conduit.Server{up.server("up")}, &gateway.Options{
+		Hub:    &conduit.Options{Policy: conduit.AllowAll()},
+		Limits: []gateway.Limit{{Tools: []string{"up/counted"}, PerMinute: 1, AtOnce: 1}},
+	})
+	alice := httpClient(t, serveGateway(t, g), aliceToken, statelessProtocol)
+	ctx := context.Background()
+	for i, wantErr := range []bool{false, true} {
+		res, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "up__counted", Arguments: map[string]any{}})
+		if err != nil || res.IsError != wantErr {
+			t.Fatalf("call %d: %v %v %q", i+1, err, res != nil && res.IsError, resultText(res))
+		}
+	}
+	usage, err := g.Usage(ctx, "alice")
+	if err != nil || len(usage) != 1 || usage[0].Calls != 1 || usage[0].InFlight != 0 {
+		t.Errorf("usage %+v, %v: want 1 call in the window and no slot held", usage, err)
+	}
+	if counted.Load() != 1 {
+		t.Errorf("sent %d", counted.Load())
+	}
+}
