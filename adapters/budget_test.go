@@ -288,10 +288,10 @@ func TestReadToolReads(t *testing.T) {
 }
 
 // TestReadKeeper: the memory keeper holds at most its bound, the least
-// recently kept or read dropped first; a Conversation given a shared
-// Keeper reads another's results, as one carried into another process
-// would with a keeper shared by processes, and one without finds them
-// gone.
+// recently kept or read dropped first; a Conversation restored from its
+// state with a shared Keeper reads its results, as one carried into
+// another process would with a keeper shared by processes; another
+// conversation on that keeper, and one without it, find them gone.
 func TestReadKeeper(t *testing.T) {
 	ctx := context.Background()
 	k := adapters.NewMemoryKeeper(100)
@@ -319,13 +319,27 @@ func TestReadKeeper(t *testing.T) {
 	hub, _ := reportHub(t, nil, conduit.Server{ID: "r"})
 	p := adapters.Gemini
 	shared := adapters.NewMemoryKeeper(0)
-	o := &adapters.ConversationOptions{Read: adapters.ReadOptions{On: true, Keeper: shared}}
+	o := &adapters.ConversationOptions{Read: adapters.ReadOptions{On: true, Keeper: shared}, State: adapters.StateOptions{Keys: [][]byte{testKey}}}
 	o.MaxResultTokens = 1000
-	exec := turn(t, newConv(t, hub, p, o), p, scripted{id: "big", name: "r__report", args: map[string]any{"lines": 3000}})
+	first := newConv(t, hub, p, o)
+	exec := turn(t, first, p, scripted{id: "big", name: "r__report", args: map[string]any{"lines": 3000}})
 	ref := exec.Budgets[0].Ref
 	read := scripted{id: "read", name: adapters.ReadToolName, args: map[string]any{"result": ref, "line": 2999}}
-	if text := resultText(p, turn(t, newConv(t, hub, p, o), p, read).Results[0]); !strings.Contains(text, reportLine(2999)) {
-		t.Fatalf("the shared keeper: %q", text)
+	state, err := first.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := adapters.ResumeConversation(ctx, hub, p, state, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text := resultText(p, turn(t, restored, p, read).Results[0]); !strings.Contains(text, reportLine(2999)) {
+		t.Fatalf("the shared keeper, in the conversation restored: %q", text)
+	}
+	// Another conversation on the same keeper, naming the reference, is
+	// served nothing: the keeper's keys are each conversation's own.
+	if text := resultText(p, turn(t, newConv(t, hub, p, o), p, read).Results[0]); !strings.Contains(text, "is not kept") || strings.Contains(text, reportLine(2999)) {
+		t.Fatalf("another conversation on the shared keeper: %q", text)
 	}
 	alone := &adapters.ConversationOptions{Read: adapters.ReadOptions{On: true}}
 	if text := resultText(p, turn(t, newConv(t, hub, p, alone), p, read).Results[0]); !strings.Contains(text, "is not kept") || !strings.Contains(text, "asking for less") {

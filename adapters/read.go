@@ -86,17 +86,18 @@ type ReadOptions struct {
 }
 
 // Keeper keeps the whole text of cut results for a Conversation's read
-// tool, by reference. References are random, unique to the Conversation
-// for all practical purposes; a Keeper shared by conversations may scope
-// them further. Its methods are safe for concurrent use.
+// tool, by key. A key is the Conversation's id, a slash, and the
+// reference the model reads (R-XXXXXXXX, random): a Keeper shared by
+// conversations serves each only what it kept itself, whatever reference
+// its model names. Its methods are safe for concurrent use.
 type Keeper interface {
 	// Keep keeps text under ref. An error (over a bound of the keeper's,
 	// the store down) leaves the result not kept: its notice then says to
 	// ask for less.
-	Keep(ctx context.Context, ref, text string) error
-	// Load returns the text kept under ref; ok is false when there is
+	Keep(ctx context.Context, key, text string) error
+	// Load returns the text kept under key; ok is false when there is
 	// none (never kept, or dropped since).
-	Load(ctx context.Context, ref string) (text string, ok bool, err error)
+	Load(ctx context.Context, key string) (text string, ok bool, err error)
 }
 
 // ErrTooLarge is what the memory Keeper's Keep returns for a text larger
@@ -160,12 +161,13 @@ func (k *memoryKeeper) Load(_ context.Context, ref string) (string, bool, error)
 type reader struct {
 	tool   *conduit.LocalTool
 	keeper Keeper
+	scope  string      // the Conversation's id: the keeper's keys are scope/ref
 	o      ExecOptions // the Conversation's, for the budget of the tool's answers and its Logger
 }
 
 // newReader makes the Conversation's read tool over keeper.
-func newReader(keeper Keeper, o ExecOptions) *reader {
-	rd := &reader{keeper: keeper, o: o}
+func newReader(keeper Keeper, scope string, o ExecOptions) *reader {
+	rd := &reader{keeper: keeper, scope: scope, o: o}
 	rd.tool = &conduit.LocalTool{Tool: newReadTool(), Answer: rd.answer}
 	return rd
 }
@@ -174,7 +176,7 @@ func newReader(keeper Keeper, o ExecOptions) *reader {
 // empty strings when it is not kept.
 func (rd *reader) keep(ctx context.Context, text string) (tool, ref string) {
 	ref = "R-" + rand.Text()[:8]
-	if err := rd.keeper.Keep(ctx, ref, text); err != nil {
+	if err := rd.keeper.Keep(ctx, rd.scope+"/"+ref, text); err != nil {
 		if rd.o.Logger != nil && !errors.Is(err, ErrTooLarge) {
 			rd.o.Logger.WarnContext(ctx, "conduit: a cut result could not be kept for read_result", "err", err)
 		}
@@ -198,7 +200,7 @@ func (rd *reader) answer(ctx context.Context, call *conduit.Call) (*mcp.CallTool
 	if err != nil {
 		return toolError(err.Error()), nil
 	}
-	text, ok, err := rd.keeper.Load(ctx, a.ref)
+	text, ok, err := rd.keeper.Load(ctx, rd.scope+"/"+a.ref)
 	if err != nil {
 		if rd.o.Logger != nil {
 			rd.o.Logger.WarnContext(ctx, "conduit: read_result could not load a kept result", "ref", a.ref, "err", err)
@@ -495,7 +497,7 @@ func (c *Conversation) readTool(ts *conduit.ToolSet, o *ConversationOptions) ([]
 	if keeper == nil {
 		keeper = NewMemoryKeeper(o.Read.MaxBytes)
 	}
-	rd := newReader(keeper, c.o)
+	rd := newReader(keeper, c.id, c.o)
 	why := ""
 	if _, taken := ts.Lookup(ReadToolName); taken {
 		why = "a tool of the servers is exposed as " + ReadToolName
