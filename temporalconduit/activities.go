@@ -244,11 +244,11 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 	case d != nil && !d.Allow:
 		return a.answer(p, c, nil, conduit.DeniedError(c.Def, d.Reason, d.Halt)), nil
 	}
-	l, all, err := a.listing(ctx, in.Offer)
+	ts, all, err := a.offered(ctx, in.Offer)
 	if err != nil {
 		return callOutput{}, err
 	}
-	if t, ok := l.ToolSet.Lookup(c.Name); ok && t.Server == c.Server && t.Name == c.Tool {
+	if t, ok := ts.Lookup(c.Name); ok && t.Server == c.Server && t.Name == c.Tool {
 		c.Def = t
 	} else if name, ok := all.ExposedName(c.Server, c.Tool); ok {
 		if t, _ := all.Lookup(name); t.Digest() != in.Call.Digest {
@@ -293,7 +293,7 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 		stop := heartbeat(ctx, hb/3)
 		defer stop()
 	}
-	copts := &conduit.CallOptions{ToolSet: l.ToolSet, ID: c.ID, Principal: in.Offer.Principal, Assigns: in.Options.Assigns,
+	copts := &conduit.CallOptions{ToolSet: ts, ID: c.ID, Principal: in.Offer.Principal, Assigns: in.Options.Assigns,
 		Taint: in.Taint, CallTimeout: in.Options.CallTimeout, RequestTimeout: in.Options.RequestTimeout, Input: in.Input,
 		Progress: func(_ *conduit.Call, pr conduit.Progress) { activity.RecordHeartbeat(ctx, pr) }}
 	if d := in.Decision; d != nil && d.Allow {

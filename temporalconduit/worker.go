@@ -153,11 +153,23 @@ func (a *Activities) Tools(ctx context.Context, offer Offer) ([]map[string]any, 
 // listing is the listing of offer's tools, and the worker's whole
 // listing for its principal and taint.
 func (a *Activities) listing(ctx context.Context, offer Offer) (*adapters.Listing, *conduit.ToolSet, error) {
+	ts, all, err := a.offered(ctx, offer)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, _ := offer.provider()
+	l, err := adapters.ListToolSet(ts, p, &a.o.Listing)
+	return l, all, err
+}
+
+// offered is the tool set of offer's tools, as the worker has them (what
+// a call resolves against: no provider's listing is written for it), and
+// the worker's whole tool set for its principal and taint.
+func (a *Activities) offered(ctx context.Context, offer Offer) (ts, all *conduit.ToolSet, err error) {
 	if err := offer.check(); err != nil {
 		return nil, nil, fmt.Errorf("temporalconduit: invalid offer: %w", err)
 	}
-	p, _ := offer.provider()
-	all, err := a.src.ListToolsFor(ctx, &conduit.ListOptions{Principal: offer.Principal, Taint: offer.Taint})
+	all, err = a.src.ListToolsFor(ctx, &conduit.ListOptions{Principal: offer.Principal, Taint: offer.Taint})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,12 +179,11 @@ func (a *Activities) listing(ctx context.Context, offer Offer) (*adapters.Listin
 	}
 	// The listing's order is the offer's: servers in configuration order,
 	// tools sorted within each, the same on every worker.
-	ts := all.Filter(conduit.SkipPinChanged, func(t *conduit.Tool) bool {
+	ts = all.Filter(conduit.SkipPinChanged, func(t *conduit.Tool) bool {
 		r, ok := refs[t.Exposed]
 		return ok && r.Server == t.Server && r.Tool == t.Name && r.Digest == t.Digest()
 	})
-	l, err := adapters.ListToolSet(ts, p, &a.o.Listing)
-	return l, all, err
+	return ts, all, nil
 }
 
 // offerOf is the offer of a listing for principal and taint.
