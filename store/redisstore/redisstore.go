@@ -23,11 +23,12 @@
 // An operation that cannot reach Redis, or that Redis cannot serve yet
 // (LOADING, READONLY, MASTERDOWN, TRYAGAIN, BUSY, ...), fails with an
 // error that is store.ErrUnavailable; so does one whose context's deadline
-// passes first. While Redis refuses connections an operation fails within
-// a fraction of a second (about 0.1 s on loopback; at once after the
-// client has seen a pool's worth of failed dials). The client reconnects
-// by itself: operations succeed again within about a second of Redis
-// being back (go-redis probes a refusing server once a second). go-redis
+// passes first. While Redis refuses connections an operation fails after
+// one dial (Open sets one dial per attempt; at once after the client has
+// seen a pool's worth of failed dials). The client reconnects by itself:
+// go-redis probes a refusing server once a second, so operations succeed
+// again within about that of Redis being back (TestRedisRestarted, and
+// the fleet's soak in RELIABILITY.md, see it). go-redis
 // logs failed dials through its own logger (redis.SetLogger), to standard
 // error by default.
 //
