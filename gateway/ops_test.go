@@ -159,3 +159,51 @@ func TestOperations(t *testing.T) {
 		t.Errorf("Ready = %v", err)
 	}
 }
+
+// TestReadyNoServerUpAndShutdownTimeout: /readyz answers 503 while no
+// server is up (the replica should get no traffic); and a call that
+// outlives ShutdownTimeout does not hold the shutdown: ListenAndServe
+// returns once the bound has passed.
+func TestReadyNoServerUpAndShutdownTimeout(t *testing.T) {
+	down := newGateway(t, []conduit.Server{{ID: "down", Command: "/nonexistent/conduit-test-server"}}, &gateway.Options{
+		Hub: &conduit.Options{Policy: conduit.AllowAll(), ConnectTimeout: time.Second}})
+	dctx, dcancel := context.WithCancel(context.Background())
+	defer dcancel()
+	daddr := make(chan net.Addr, 1)
+	go down.ListenAndServe(dctx, "127.0.0.1:0", &gateway.HTTPOptions{Tokens: map[string]string{aliceToken: "alice"}}, func(a net.Addr) { daddr <- a })
+	base := "http://" + (<-daddr).String()
+	var ready struct {
+		Ready  bool
+		Reason string
+	}
+	if code := getJSON(t, base+gateway.ReadyPath, "", &ready); code != http.StatusServiceUnavailable || ready.Ready || !strings.Contains(ready.Reason, "no server is up") {
+		t.Errorf("readyz with no server up = %d %+v", code, ready)
+	}
+
+	up := newUpstream(t, "up")
+	var started atomic.Int64
+	up.tool("stuck", "Never answers.", func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		started.Add(1)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	g := newGateway(t, []conduit.Server{up.server("up")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addr := make(chan net.Addr, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- g.ListenAndServe(ctx, "127.0.0.1:0", &gateway.HTTPOptions{
+			Tokens: map[string]string{aliceToken: "alice"}, ShutdownTimeout: 300 * time.Millisecond,
+		}, func(a net.Addr) { addr <- a })
+	}()
+	cs := httpClient(t, "http://"+(<-addr).String()+"/mcp", aliceToken, statelessProtocol)
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "up__stuck", Arguments: map[string]any{}})
+	eventually(t, "the call in flight", func() bool { return started.Load() > 0 })
+	cancel()
+	select {
+	case <-served:
+	case <-time.After(30 * time.Second):
+		t.Fatal("ListenAndServe still runs long after its ShutdownTimeout")
+	}
+}
