@@ -161,8 +161,7 @@ func TestDeferredInputLegacy(t *testing.T) {
 	if !ok || q.Message != "who?" {
 		t.Fatalf("requests %+v", d.Input.Requests)
 	}
-	in := d.Input.clone()
-	in.Responses[ResendKey] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "Ada"}}
+	in := d.Input.WithResponses(mcp.InputResponseMap{ResendKey: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "Ada"}}})
 	res, err := h.CallTool(ctx, "s__elicit", nil, &CallOptions{Input: in})
 	if err != nil || resultText(res) != "accept Ada" {
 		t.Fatalf("resumed: %q %v", resultText(res), err)

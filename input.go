@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -70,7 +71,7 @@ type Input struct {
 // marks.
 const ResendKey = "request"
 
-// Missing returns the keys of the requests without an answer.
+// Missing returns the keys of the requests without an answer, sorted.
 func (in *Input) Missing() []string {
 	var out []string
 	for k := range in.Requests {
@@ -78,24 +79,29 @@ func (in *Input) Missing() []string {
 			out = append(out, k)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 
-// retry reports whether in makes the request the retry of one whose
-// server asked for input by a multi-round-trip result.
-func (in *Input) retry() bool {
-	return in != nil && !in.Resend && (in.Responses != nil || in.RequestState != "")
-}
-
-// clone is a copy of in whose maps may be added to.
-func (in *Input) clone() *Input {
+// WithResponses returns a copy of in with answers added to its
+// Responses (an answer given again replaces the one given before); in is
+// not changed. It is how a decision's answers join what was answered
+// already, before the call is taken up (CallOptions.Input).
+func (in *Input) WithResponses(answers mcp.InputResponseMap) *Input {
 	c := *in
 	c.Requests = maps.Clone(in.Requests)
 	c.Responses = maps.Clone(in.Responses)
 	if c.Responses == nil {
 		c.Responses = mcp.InputResponseMap{}
 	}
+	maps.Copy(c.Responses, answers)
 	return &c
+}
+
+// retry reports whether in makes the request the retry of one whose
+// server asked for input by a multi-round-trip result.
+func (in *Input) retry() bool {
+	return in != nil && !in.Resend && (in.Responses != nil || in.RequestState != "")
 }
 
 // answerTo returns the recorded answer to ask: the answer to the request

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"runtime"
 	"slices"
 	"strconv"
@@ -473,13 +472,8 @@ func (t *pausedTurn) decided(decisions map[string]Decision) ([]int, map[int]*con
 		if !dec.Allow || in == nil {
 			continue
 		}
-		merged := &conduit.Input{Requests: in.Requests, Responses: maps.Clone(in.Responses), RequestState: in.RequestState, Resend: in.Resend}
-		if merged.Responses == nil {
-			merged.Responses = mcp.InputResponseMap{}
-		}
-		maps.Copy(merged.Responses, dec.Input)
+		merged := in.WithResponses(dec.Input)
 		if missing := merged.Missing(); len(missing) > 0 {
-			slices.Sort(missing)
 			return nil, nil, fmt.Errorf("adapters: the decision allowing %q answers none of its server's requests %s (Decision.Input)", id, strings.Join(missing, ", "))
 		}
 		inputs[i] = merged

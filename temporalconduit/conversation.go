@@ -17,7 +17,6 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -388,21 +387,10 @@ func (c *Conversation) job(t *turn, cs *callState, d *adapters.Decision) job {
 		in.Round++
 		in.Decision = d
 		if p := cs.pending; p != nil && p.Input != nil && d.Allow {
-			in.Input = withAnswers(p.Input, d.Input)
+			in.Input = p.Input.WithResponses(d.Input)
 		}
 	}
 	return job{cs: cs, in: in}
-}
-
-// withAnswers is what a server asked, with answers added to those given.
-func withAnswers(p *conduit.Input, answers mcp.InputResponseMap) *conduit.Input {
-	m := *p
-	m.Responses = maps.Clone(p.Responses)
-	if m.Responses == nil {
-		m.Responses = mcp.InputResponseMap{}
-	}
-	maps.Copy(m.Responses, answers)
-	return &m
 }
 
 // run runs jobs, at most MaxConcurrency at once, in order; a job that
@@ -548,8 +536,7 @@ func (c *Conversation) validate(decisions map[string]adapters.Decision) error {
 			return fmt.Errorf("no call waits for a decision under the id %q (waiting: %s)", id, strings.Join(ids, ", "))
 		}
 		if d := decisions[id]; d.Allow && cs.pending.Input != nil {
-			if missing := withAnswers(cs.pending.Input, d.Input).Missing(); len(missing) > 0 {
-				slices.Sort(missing)
+			if missing := cs.pending.Input.WithResponses(d.Input).Missing(); len(missing) > 0 {
 				return fmt.Errorf("the decision allowing %q answers none of its server's requests %s (Decision.Input)", id, strings.Join(missing, ", "))
 			}
 		}
