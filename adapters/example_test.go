@@ -348,3 +348,16 @@ func ExampleProvider_ToolCalls() {
 	//   }
 	// ]
 }
+
+func ExampleCallKeys() {
+	keys := adapters.CallKeys([]toolcall.Call{{Index: 0, ID: "call_a"}, {Index: 1, ID: ""}, {Index: 2, ID: "x"}, {Index: 3, ID: "x"}})
+	fmt.Println(keys[0], keys[1], keys[2], keys[3])
+	// Output: call_a #2 x#3 x#4
+}
+
+func ExampleReached() {
+	denied := &conduit.Error{Kind: conduit.KindDenied, Message: "denied"}
+	serverSaid := &conduit.Error{Kind: conduit.KindServerError, Message: "no such page"}
+	fmt.Println(adapters.Reached(nil), adapters.Reached(serverSaid), adapters.Reached(denied))
+	// Output: true true false
+}

@@ -126,15 +126,18 @@ func (e *Execution) Taint(prev []string) []string {
 		if slices.Contains(e.locals, c.Def) {
 			continue
 		}
-		if reached(e.Errors[c.Index]) && !slices.Contains(out, c.Server) {
+		if Reached(e.Errors[c.Index]) && !slices.Contains(out, c.Server) {
 			out = append(out, c.Server)
 		}
 	}
 	return out
 }
 
-// reached reports whether a call's outcome carries its server's output.
-func reached(err error) bool {
+// Reached reports whether a call that ended with err (nil: with a result)
+// carries its server's output to the model, and so taints the
+// conversation: a result, or the server's own error; not a refusal, a
+// time limit or a failure to reach it.
+func Reached(err error) bool {
 	if err == nil {
 		return true
 	}

@@ -91,13 +91,28 @@ func (r *runner) pendingInOrder() {
 		return
 	}
 	slices.SortFunc(ps, func(a, b Pending) int { return a.index - b.index })
-	seen := map[string]int{}
-	for _, raw := range r.exec.Calls {
-		seen[raw.ID]++
-	}
+	keys := CallKeys(r.exec.Calls)
 	for i := range ps {
-		if ps[i].ID == "" || seen[ps[i].ID] > 1 {
-			ps[i].ID += "#" + strconv.Itoa(ps[i].index+1)
-		}
+		ps[i].ID = keys[ps[i].index]
 	}
+}
+
+// CallKeys returns, by position in the model's order, the id each of
+// calls is named by while it waits for a decision (Pending.ID, the keys
+// of Resume's decisions): its ID, or ID#N (N its position from 1) when
+// its ID is empty (Gemini may send none) or not unique in the response.
+func CallKeys(calls []toolcall.Call) map[int]string {
+	seen := map[string]int{}
+	for _, c := range calls {
+		seen[c.ID]++
+	}
+	keys := make(map[int]string, len(calls))
+	for _, c := range calls {
+		k := c.ID
+		if k == "" || seen[k] > 1 {
+			k += "#" + strconv.Itoa(c.Index+1)
+		}
+		keys[c.Index] = k
+	}
+	return keys
 }

@@ -83,7 +83,7 @@ func newPausedTurn(n int, taint []string, exec *Execution) *pausedTurn {
 	for i := range t.calls {
 		tc := &t.calls[i]
 		tc.answer, tc.err = exec.Results[i], exec.Errors[i]
-		tc.reached = exec.Results[i] != nil && reached(exec.Errors[i])
+		tc.reached = exec.Results[i] != nil && Reached(exec.Errors[i])
 		if i < len(exec.Budgets) {
 			tc.budget, tc.demand = exec.Budgets[i], exec.demand(i)
 		}
@@ -432,7 +432,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision
 				continue
 			}
 			res.settled[i] = true
-			res.reached[i] = reached(exec.Errors[i]) && !slices.Contains(exec.locals, call.Def)
+			res.reached[i] = Reached(exec.Errors[i]) && !slices.Contains(exec.locals, call.Def)
 			c.record(ctx, c.claimKey(t, i), tokens[i], exec, i, res.reached[i])
 		}
 	}

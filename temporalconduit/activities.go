@@ -133,20 +133,14 @@ func (a *Activities) plan(ctx context.Context, in planInput) (plan, error) {
 		return plan{}, invalid(fmt.Errorf("the model's response: %w", err))
 	}
 	out := plan{Answers: exec.Results}
-	ids := map[string]int{}
-	for _, c := range exec.Calls {
-		ids[c.ID]++
-	}
+	keys := adapters.CallKeys(exec.Calls)
 	for _, c := range exec.Calls {
 		args, err := json.Marshal(c.Args)
 		if err != nil {
 			return plan{}, invalid(err)
 		}
-		pc := plannedCall{Index: c.Index, ID: c.ID, Key: c.ID, Name: c.Name, Server: c.Server, Tool: c.Tool, Args: args,
+		pc := plannedCall{Index: c.Index, ID: c.ID, Key: keys[c.Index], Name: c.Name, Server: c.Server, Tool: c.Tool, Args: args,
 			Digest: c.Def.Digest()}
-		if c.ID == "" || ids[c.ID] > 1 {
-			pc.Key += "#" + strconv.Itoa(c.Index+1)
-		}
 		pc.Mode, pc.Attempts = a.mode(c.Def)
 		out.Calls = append(out.Calls, pc)
 	}
@@ -395,7 +389,7 @@ func (a *Activities) answerWith(p adapters.Provider, c toolcall.Call, res *mcp.C
 		out.Halt = errors.As(err, &ce) && ce.Halt
 	}
 	// The adapters' rule of which answers carry the server's output.
-	out.Reached = len((&adapters.Execution{Calls: []toolcall.Call{{Server: c.Server}}, Errors: []error{err}}).Taint(nil)) > 0
+	out.Reached = adapters.Reached(err)
 	if data, jerr := json.Marshal(out.Answer); jerr != nil || len(data) > a.o.MaxAnswerBytes {
 		lerr := &conduit.Error{Kind: conduit.KindLimit, Server: c.Server, Tool: c.Tool,
 			Message: fmt.Sprintf("The result of %s was made, but it is too large to be kept (%d bytes of answer, over the limit of %d). Ask for less at a time.", c.Name, len(data), a.o.MaxAnswerBytes)}
