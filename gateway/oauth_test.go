@@ -162,10 +162,10 @@ func TestJWTKeyRotation(t *testing.T) {
 			t.Fatalf("a made-up kid: %d", code)
 		}
 	}
-	if time.Since(start) < refresh {
-		if n := as.Snapshot().JWKS - fetched; n > 1 {
-			t.Errorf("%d fetches of the keys within KeyRefresh", n)
-		}
+	// At most one fetch per KeyRefresh, however slow the machine made the
+	// flood (the check holds whatever the time it took).
+	if n, most := as.Snapshot().JWKS-fetched, 1+int(time.Since(start)/refresh); n > most {
+		t.Errorf("%d fetches of the keys for 20 made-up kids in %v, at most %d allowed", n, time.Since(start), most)
 	}
 	eventually(t, "the rotated key accepted", func() bool {
 		code, _, _ := post(t, url, rawReq{body: initialize, token: rotated})
