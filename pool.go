@@ -208,7 +208,13 @@ func (p *pool) release(e *pooled) {
 	}
 	e.last = time.Now()
 	if p.idle > 0 && !p.closed && p.byP[e.principal] == e {
-		e.timer = time.AfterFunc(p.idle, func() { p.expire(e) })
+		// One timer per session, reset at each idle start: a fire that
+		// a request has made stale finds it busy or recently used.
+		if e.timer == nil {
+			e.timer = time.AfterFunc(p.idle, func() { p.expire(e) })
+		} else {
+			e.timer.Reset(p.idle)
+		}
 	}
 }
 
@@ -228,11 +234,11 @@ func (p *pool) expire(e *pooled) {
 	p.c.forget(e.principal)
 }
 
-// stopTimer stops e's idle timer. Call with the pool's mu held.
+// stopTimer stops e's idle timer, for release to reset. Call with the
+// pool's mu held.
 func (e *pooled) stopTimer() {
 	if e.timer != nil {
 		e.timer.Stop()
-		e.timer = nil
 	}
 }
 
