@@ -1,0 +1,254 @@
+package docstest
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/conduitmcp/conduit/internal/testenv"
+)
+
+// docs are the README and the guides, as paths from the repository root.
+func docs(t *testing.T) []string {
+	t.Helper()
+	root := testenv.RepoRoot()
+	files := []string{"README.md"}
+	guides, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(guides) < 6 {
+		t.Fatalf("docs/ holds %d guides; the README points at more", len(guides))
+	}
+	for _, g := range guides {
+		rel, _ := filepath.Rel(root, g)
+		files = append(files, rel)
+	}
+	return files
+}
+
+func read(t *testing.T, rel string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// fences matches a fenced code block: its language and its body.
+var fences = regexp.MustCompile("(?ms)^```([a-z]*)\n(.*?)^```")
+
+// prose is text with its code blocks and inline code removed, so that a
+// link shown as an example is not taken for one.
+func prose(s string) string {
+	s = fences.ReplaceAllString(s, "")
+	return regexp.MustCompile("`[^`\n]*`").ReplaceAllString(s, "")
+}
+
+var links = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// slug is GitHub's anchor for a heading: lower case, punctuation dropped,
+// spaces made hyphens.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ' || r == '-':
+			b.WriteRune('-')
+		case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// anchors are the headings' anchors of a markdown file.
+func anchors(s string) []string {
+	var out []string
+	for l := range strings.Lines(fences.ReplaceAllString(s, "")) {
+		if h, ok := strings.CutPrefix(l, "#"); ok {
+			out = append(out, slug(strings.TrimLeft(h, "#")))
+		}
+	}
+	return out
+}
+
+// TestRelativeLinks: every relative link in the README and the guides
+// names a file or directory of the repository, and a heading of it when
+// it names one, so that moving text between guides cannot leave a reader
+// at a dead end.
+func TestRelativeLinks(t *testing.T) {
+	root := testenv.RepoRoot()
+	checked := 0
+	for _, doc := range docs(t) {
+		text := read(t, doc)
+		for _, m := range links.FindAllStringSubmatch(prose(text), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			checked++
+			file, anchor, _ := strings.Cut(target, "#")
+			path := doc
+			if file != "" {
+				path = filepath.Join(filepath.Dir(doc), file)
+				if _, err := os.Stat(filepath.Join(root, path)); err != nil {
+					t.Errorf("%s links to %s, which does not exist", doc, target)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(path, ".md") && !slices.Contains(anchors(read(t, path)), anchor) {
+				t.Errorf("%s links to %s, which has no heading #%s", doc, target, anchor)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no relative link found: the pattern no longer matches the docs")
+	}
+}
+
+// TestGoPrograms: every Go block that is a whole program (package main)
+// compiles against the repository's packages, as a reader would run it.
+func TestGoPrograms(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command")
+	}
+	// Inside the module, so that the programs import its packages; under
+	// testdata, so that ./... never builds them.
+	parent := filepath.Join(testenv.RepoRoot(), "internal", "docstest", "testdata")
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(parent, "prog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	programs := 0
+	for _, doc := range docs(t) {
+		for i, m := range fences.FindAllStringSubmatch(read(t, doc), -1) {
+			if m[1] != "go" || !regexp.MustCompile(`(?m)^package main$`).MatchString(m[2]) {
+				continue
+			}
+			programs++
+			pkg := filepath.Join(dir, strings.NewReplacer("/", "_", ".", "_").Replace(doc)+"_"+string(rune('a'+i)))
+			if err := os.MkdirAll(pkg, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(pkg, "main.go"), []byte(m[2]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(goTool, "vet", "./"+filepath.Base(dir)+"/"+filepath.Base(pkg))
+			cmd.Dir = parent
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("the Go program in %s (block %d) does not compile: %v\n%s", doc, i+1, err, out)
+			}
+		}
+	}
+	if programs == 0 {
+		t.Fatal("no Go program found in the docs: the README's first program is one")
+	}
+}
+
+// packages are the import names the docs' Go blocks use for conduit's own
+// packages, and their directories.
+var packages = map[string]string{
+	"conduit":         ".",
+	"adapters":        "adapters",
+	"openai":          "adapters/openai",
+	"anthropic":       "adapters/anthropic",
+	"gemini":          "adapters/gemini",
+	"toolcall":        "adapters/toolcall",
+	"adaptertest":     "adapters/adaptertest",
+	"audit":           "audit",
+	"oauth":           "oauth",
+	"store":           "store",
+	"redisstore":      "store/redisstore",
+	"gateway":         "gateway",
+	"otelconduit":     "otelconduit",
+	"temporalconduit": "temporalconduit",
+}
+
+// exported are the exported top-level names of the package in dir.
+func exported(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	fset := token.NewFileSet()
+	names := map[string]bool{}
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				if d.Recv == nil {
+					names[d.Name.Name] = true
+				}
+			case *ast.GenDecl:
+				for _, s := range d.Specs {
+					switch s := s.(type) {
+					case *ast.TypeSpec:
+						names[s.Name.Name] = true
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							names[n.Name] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return names
+}
+
+var selectors = regexp.MustCompile(`\b([a-z]+)\.([A-Z][A-Za-z0-9]*)`)
+
+// TestGoNames: every conduit name a Go block of the docs uses
+// (conduit.NewHub, adapters.StateOptions, ...) is exported by its
+// package, so that a renamed or moved name fails here, not in a reader's
+// editor. Fragments cannot compile alone; their names can be checked.
+func TestGoNames(t *testing.T) {
+	cache := map[string]map[string]bool{}
+	used := 0
+	for _, doc := range docs(t) {
+		for _, m := range fences.FindAllStringSubmatch(read(t, doc), -1) {
+			if m[1] != "go" {
+				continue
+			}
+			for _, s := range selectors.FindAllStringSubmatch(m[2], -1) {
+				dir, ok := packages[s[1]]
+				if !ok {
+					continue
+				}
+				if cache[dir] == nil {
+					cache[dir] = exported(t, dir)
+				}
+				used++
+				if !cache[dir][s[2]] {
+					t.Errorf("%s uses %s.%s, which package %s does not export", doc, s[1], s[2], dir)
+				}
+			}
+		}
+	}
+	if used == 0 {
+		t.Fatal("no conduit name found in the docs' Go blocks")
+	}
+}
