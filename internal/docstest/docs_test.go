@@ -1,6 +1,7 @@
 package docstest
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/conduitmcp/conduit/internal/cli"
 	"github.com/conduitmcp/conduit/internal/testenv"
 )
 
@@ -133,7 +135,10 @@ func TestGoPrograms(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	t.Cleanup(func() {
+		os.RemoveAll(dir)
+		os.Remove(parent) // when no other run uses it
+	})
 	programs := 0
 	for _, doc := range docs(t) {
 		for i, m := range fences.FindAllStringSubmatch(read(t, doc), -1) {
@@ -250,5 +255,61 @@ func TestGoNames(t *testing.T) {
 	}
 	if used == 0 {
 		t.Fatal("no conduit name found in the docs' Go blocks")
+	}
+}
+
+// assignments are the VAR=value (or VAR=$(command)) before a command.
+var assignments = regexp.MustCompile(`^\s*(?:[A-Z_][A-Z0-9_]*=(?:\$\([^)]*\)|\S*)\s+)*`)
+
+// TestCommandFlags: every conduit command line in the docs' shell blocks
+// names a command that exists and only flags that command takes, as its
+// -h lists them, so that a reader's copy runs.
+func TestCommandFlags(t *testing.T) {
+	help := map[string]string{}
+	usage := func(cmd string) string {
+		if h, ok := help[cmd]; ok {
+			return h
+		}
+		var out strings.Builder
+		env := &cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}
+		cli.Main(context.Background(), []string{cmd, "-h"}, env)
+		help[cmd] = out.String()
+		return help[cmd]
+	}
+	lines := 0
+	for _, doc := range docs(t) {
+		for _, m := range fences.FindAllStringSubmatch(read(t, doc), -1) {
+			if m[1] != "sh" {
+				continue
+			}
+			for _, line := range strings.Split(strings.ReplaceAll(m[2], "\\\n", " "), "\n") {
+				line, _, _ = strings.Cut(line, "#")
+				words := strings.Fields(assignments.ReplaceAllString(line, ""))
+				if len(words) < 2 || words[0] != "conduit" {
+					continue
+				}
+				lines++
+				cmd := words[1]
+				t.Logf("%s: %s", doc, strings.Join(words, " "))
+				h := usage(cmd)
+				if !strings.Contains(h, "Usage: conduit "+cmd) {
+					t.Errorf("%s runs conduit %s, which is not a command:\n%s", doc, cmd, h)
+					continue
+				}
+				for _, w := range words[2:] {
+					name, ok := strings.CutPrefix(w, "--")
+					if !ok {
+						continue
+					}
+					name, _, _ = strings.Cut(name, "=")
+					if !regexp.MustCompile(`(?m)^  -` + regexp.QuoteMeta(name) + `\b`).MatchString(h) {
+						t.Errorf("%s runs conduit %s with --%s, which it does not take", doc, cmd, name)
+					}
+				}
+			}
+		}
+	}
+	if lines == 0 {
+		t.Fatal("no conduit command found in the docs' shell blocks")
 	}
 }
