@@ -26,9 +26,9 @@ import (
 	"unicode"
 )
 
-// fileName is a Go file's name cited in a comment: letters, digits and
-// underscores before ".go", not part of a path or an import path.
-var fileName = regexp.MustCompile(`(^|[^A-Za-z0-9_./-])([A-Za-z0-9_]+\.go)\b`)
+// fileName is a Go file's name cited in a comment, alone or at the end
+// of a path: letters, digits and underscores, then the Go suffix.
+var fileName = regexp.MustCompile(`(^|[^A-Za-z0-9_.-])[A-Za-z0-9_./-]*[A-Za-z0-9_]\.go\b`)
 
 // directives are comment lines that name files for the tools, not readers.
 var directives = regexp.MustCompile(`^//(go:|line |\s*\+build)`)
