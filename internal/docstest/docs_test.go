@@ -261,8 +261,14 @@ func TestGoNames(t *testing.T) {
 // assignments are the VAR=value (or VAR=$(command)) before a command.
 var assignments = regexp.MustCompile(`^\s*(?:[A-Z_][A-Z0-9_]*=(?:\$\([^)]*\)|\S*)\s+)*`)
 
-// TestCommandFlags: every conduit command line in the docs' shell blocks
-// names a command that exists and only flags that command takes, as its
+// htmlComments are notes to the docs' editors, not text a reader runs.
+var htmlComments = regexp.MustCompile(`(?s)<!--.*?-->`)
+
+// inlineCommand is a conduit command line in inline code.
+var inlineCommand = regexp.MustCompile("`(conduit [a-z][^`]*)`")
+
+// TestCommandFlags: every conduit command line in the docs (shell blocks,
+// and inline code that starts with conduit) names a command that exists and only flags that command takes, as its
 // -h lists them, so that a reader's copy runs.
 func TestCommandFlags(t *testing.T) {
 	help := map[string]string{}
@@ -278,38 +284,43 @@ func TestCommandFlags(t *testing.T) {
 	}
 	lines := 0
 	for _, doc := range docs(t) {
-		for _, m := range fences.FindAllStringSubmatch(read(t, doc), -1) {
-			if m[1] != "sh" {
+		text := read(t, doc)
+		var commands []string
+		for _, m := range fences.FindAllStringSubmatch(text, -1) {
+			if m[1] == "sh" {
+				commands = append(commands, strings.Split(strings.ReplaceAll(m[2], "\\\n", " "), "\n")...)
+			}
+		}
+		for _, m := range inlineCommand.FindAllStringSubmatch(htmlComments.ReplaceAllString(fences.ReplaceAllString(text, ""), ""), -1) {
+			commands = append(commands, strings.ReplaceAll(m[1], "\n", " "))
+		}
+		for _, line := range commands {
+			line, _, _ = strings.Cut(line, "#")
+			words := strings.Fields(assignments.ReplaceAllString(line, ""))
+			if len(words) < 2 || words[0] != "conduit" {
 				continue
 			}
-			for _, line := range strings.Split(strings.ReplaceAll(m[2], "\\\n", " "), "\n") {
-				line, _, _ = strings.Cut(line, "#")
-				words := strings.Fields(assignments.ReplaceAllString(line, ""))
-				if len(words) < 2 || words[0] != "conduit" {
+			lines++
+			cmd := words[1]
+			t.Logf("%s: %s", doc, strings.Join(words, " "))
+			h := usage(cmd)
+			if !strings.Contains(h, "Usage: conduit "+cmd) {
+				t.Errorf("%s runs conduit %s, which is not a command:\n%s", doc, cmd, h)
+				continue
+			}
+			for _, w := range words[2:] {
+				name, ok := strings.CutPrefix(w, "--")
+				if !ok {
 					continue
 				}
-				lines++
-				cmd := words[1]
-				t.Logf("%s: %s", doc, strings.Join(words, " "))
-				h := usage(cmd)
-				if !strings.Contains(h, "Usage: conduit "+cmd) {
-					t.Errorf("%s runs conduit %s, which is not a command:\n%s", doc, cmd, h)
-					continue
-				}
-				for _, w := range words[2:] {
-					name, ok := strings.CutPrefix(w, "--")
-					if !ok {
-						continue
-					}
-					name, _, _ = strings.Cut(name, "=")
-					if !regexp.MustCompile(`(?m)^  -` + regexp.QuoteMeta(name) + `\b`).MatchString(h) {
-						t.Errorf("%s runs conduit %s with --%s, which it does not take", doc, cmd, name)
-					}
+				name, _, _ = strings.Cut(name, "=")
+				if !regexp.MustCompile(`(?m)^  -` + regexp.QuoteMeta(name) + `\b`).MatchString(h) {
+					t.Errorf("%s runs conduit %s with --%s, which it does not take", doc, cmd, name)
 				}
 			}
 		}
 	}
 	if lines == 0 {
-		t.Fatal("no conduit command found in the docs' shell blocks")
+		t.Fatal("no conduit command found in the docs")
 	}
 }
