@@ -184,11 +184,21 @@ var packages = map[string]string{
 	"temporalconduit": "temporalconduit",
 }
 
-// exported are the exported top-level names of the package in dir.
-func exported(t *testing.T, dir string) map[string]bool {
+// api is a package's exported top-level names, each with the fields (and
+// embedded types) and methods it has, when it is a type.
+type api map[string]map[string]bool
+
+// exported is the api of the package in dir.
+func exported(t *testing.T, dir string) api {
 	t.Helper()
 	fset := token.NewFileSet()
-	names := map[string]bool{}
+	names := api{}
+	members := func(typ string) map[string]bool {
+		if names[typ] == nil {
+			names[typ] = map[string]bool{}
+		}
+		return names[typ]
+	}
 	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
@@ -205,16 +215,28 @@ func exported(t *testing.T, dir string) map[string]bool {
 			switch d := d.(type) {
 			case *ast.FuncDecl:
 				if d.Recv == nil {
-					names[d.Name.Name] = true
+					members(d.Name.Name)
+					continue
 				}
+				members(typeName(d.Recv.List[0].Type))[d.Name.Name] = true
 			case *ast.GenDecl:
 				for _, s := range d.Specs {
 					switch s := s.(type) {
 					case *ast.TypeSpec:
-						names[s.Name.Name] = true
+						m := members(s.Name.Name)
+						if st, ok := s.Type.(*ast.StructType); ok {
+							for _, f := range st.Fields.List {
+								if len(f.Names) == 0 {
+									m[typeName(f.Type)] = true
+								}
+								for _, n := range f.Names {
+									m[n.Name] = true
+								}
+							}
+						}
 					case *ast.ValueSpec:
 						for _, n := range s.Names {
-							names[n.Name] = true
+							members(n.Name)
 						}
 					}
 				}
@@ -224,37 +246,126 @@ func exported(t *testing.T, dir string) map[string]bool {
 	return names
 }
 
-var selectors = regexp.MustCompile(`\b([a-z]+)\.([A-Z][A-Za-z0-9]*)`)
+// typeName is the name of a receiver's or an embedded field's type.
+func typeName(e ast.Expr) string {
+	switch e := e.(type) {
+	case *ast.StarExpr:
+		return typeName(e.X)
+	case *ast.IndexExpr:
+		return typeName(e.X)
+	case *ast.IndexListExpr:
+		return typeName(e.X)
+	case *ast.SelectorExpr:
+		return e.Sel.Name
+	case *ast.Ident:
+		return e.Name
+	}
+	return ""
+}
 
-// TestGoNames: every conduit name a Go block of the docs uses
-// (conduit.NewHub, adapters.StateOptions, ...) is exported by its
-// package, so that a renamed or moved name fails here, not in a reader's
-// editor. Fragments cannot compile alone; their names can be checked.
+// literalFields are the field names of the composite literal whose
+// opening brace is at body[open].
+func literalFields(body string, open int) []string {
+	var fields []string
+	depth := 0
+	for i := open; i < len(body); i++ {
+		switch c := body[i]; c {
+		case '{', '(', '[':
+			depth++
+		case '}', ')', ']':
+			if depth--; depth == 0 {
+				return fields
+			}
+		case '"', '`':
+			if end := strings.IndexByte(body[i+1:], c); end >= 0 {
+				i += end + 1
+			}
+		default:
+			if depth != 1 || !unicode.IsUpper(rune(c)) || i > 0 && (isWord(body[i-1]) || body[i-1] == '.') {
+				continue
+			}
+			end := i
+			for end < len(body) && isWord(body[end]) {
+				end++
+			}
+			if end < len(body) && body[end] == ':' {
+				fields = append(fields, body[i:end])
+			}
+			i = end - 1
+		}
+	}
+	return fields
+}
+
+func isWord(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+// selectors are pkg.Name in Go code; members are pkg.Type.Member.
+var (
+	selectors = regexp.MustCompile(`\b([a-z]+)\.([A-Z][A-Za-z0-9]*)`)
+	members   = regexp.MustCompile("`" + `([a-z]+)\.([A-Z][A-Za-z0-9]*)\.([A-Z][A-Za-z0-9]*)\b`)
+)
+
+// TestGoNames: every conduit name the docs use is what its package
+// exports: in Go blocks each pkg.Name and each field of a pkg.Type{...}
+// literal, and in the text each pkg.Type.Member (conduit.Options.Store),
+// so that a renamed or moved name fails here, not in a reader's editor.
+// Fragments cannot compile alone; their names can be checked.
 func TestGoNames(t *testing.T) {
-	cache := map[string]map[string]bool{}
+	cache := map[string]api{}
+	pkg := func(name string) api {
+		dir, ok := packages[name]
+		if !ok {
+			return nil
+		}
+		if cache[dir] == nil {
+			cache[dir] = exported(t, dir)
+		}
+		return cache[dir]
+	}
 	used := 0
 	for _, doc := range docs(t) {
-		for _, m := range fences.FindAllStringSubmatch(read(t, doc), -1) {
+		text := read(t, doc)
+		for _, m := range fences.FindAllStringSubmatch(text, -1) {
 			if m[1] != "go" {
 				continue
 			}
-			for _, s := range selectors.FindAllStringSubmatch(m[2], -1) {
-				dir, ok := packages[s[1]]
-				if !ok {
+			body := m[2]
+			for _, at := range selectors.FindAllStringSubmatchIndex(body, -1) {
+				p, name := body[at[2]:at[3]], body[at[4]:at[5]]
+				names := pkg(p)
+				if names == nil {
 					continue
 				}
-				if cache[dir] == nil {
-					cache[dir] = exported(t, dir)
-				}
 				used++
-				if !cache[dir][s[2]] {
-					t.Errorf("%s uses %s.%s, which package %s does not export", doc, s[1], s[2], dir)
+				members, ok := names[name]
+				if !ok {
+					t.Errorf("%s uses %s.%s, which package %s does not export", doc, p, name, packages[p])
+					continue
 				}
+				if at[1] < len(body) && body[at[1]] == '{' {
+					for _, f := range literalFields(body, at[1]) {
+						if !members[f] {
+							t.Errorf("%s sets %s.%s{%s: ...}, which has no such field", doc, p, name, f)
+						}
+					}
+				}
+			}
+		}
+		for _, m := range members.FindAllStringSubmatch(fences.ReplaceAllString(text, ""), -1) {
+			names := pkg(m[1])
+			if names == nil {
+				continue
+			}
+			used++
+			if !names[m[2]][m[3]] {
+				t.Errorf("%s names %s.%s.%s, which package %s does not have", doc, m[1], m[2], m[3], packages[m[1]])
 			}
 		}
 	}
 	if used == 0 {
-		t.Fatal("no conduit name found in the docs' Go blocks")
+		t.Fatal("no conduit name found in the docs")
 	}
 }
 
