@@ -3,8 +3,8 @@ package conduit
 // This file bounds every message a server sends as it streams, below the
 // SDK, so that no message of any size ends a session: one over the bound
 // is discarded as it arrives, never held whole, and the request it answers
-// gets the error that stands in for a result over Limits.MaxResultBytes
-// (notify.go), while every other call to the server goes on. Over stdio a
+// gets the error that stands in for a result over Limits.MaxResultBytes,
+// while every other call to the server goes on. Over stdio a
 // message is a line (the SDK ends the session on a line over 16 MiB); over
 // Streamable HTTP it is a JSON response body or a server-sent event (the
 // SDK reads a JSON body whole, without bound, and ends the session on an

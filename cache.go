@@ -3,8 +3,8 @@ package conduit
 // The cache hints of protocol 2026-07-28: a server says of each list
 // result how long it stays fresh (ttlMs) and whether it is the same for
 // every caller (cacheScope "public") or for its requester only ("private").
-// conduit's list caches (the tool list in conn.go, prompts and resources in
-// features.go) keep a list while its hint lasts and, as before, until the
+// conduit's list caches (a session's tool list, and its prompts and
+// resources) keep a list while its hint lasts and, as before, until the
 // server says it changed; a private list is kept for the principal it was
 // listed for (ListOptions.Principal), and listed again for any other.
 // Sessions of earlier protocols have no hints: their lists are kept until

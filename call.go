@@ -100,7 +100,7 @@ type CallOptions struct {
 	Input *Input
 }
 
-// call runs one call of a server's tool through the pipeline (pipeline.go).
+// call runs one call of a server's tool through the governed pipeline.
 func (c *core) call(ctx context.Context, name string, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
 	o := callOptions(opts)
 	r := newRequest(methodCallTool, o, methodCallTool, name)

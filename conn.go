@@ -26,7 +26,7 @@ type conn struct {
 	peer      RequestInfo    // how srv is reached, for Trace
 	client    *mcp.Client
 	// receive is the client's receiving handlers, which answer a server's
-	// input requests (mrtr.go) as they answer its JSON-RPC requests.
+	// multi-round-trip input requests as they answer its JSON-RPC requests.
 	receive mcp.MethodHandler
 	stderr  tailBuffer
 	ready   chan struct{} // closed after the first connection attempt
@@ -42,7 +42,7 @@ type conn struct {
 	tools    []*mcp.Tool
 	listed   bool     // tools holds a listing of the current session
 	stale    bool     // the tool list must be fetched again
-	hint     listHint // how long tools stay fresh, and for whom (cache.go)
+	hint     listHint // the cache hint: how long tools stay fresh, and for whom
 	changes  uint64   // list_changed notifications seen
 	gen      uint64   // a new core.nextGen whenever tools or session change
 	// dropped is why the current session was dropped after a failed call
@@ -53,8 +53,8 @@ type conn struct {
 	listMu sync.Mutex // one tools/list in flight per server
 
 	calls calls            // requests in flight, to route what the server sends
-	feats features         // prompts and resources (lists.go)
-	logs  *mailbox[logged] // log messages on their way (logging.go)
+	feats features         // prompts and resources, listed and cached
+	logs  *mailbox[logged] // log messages on their way to the handler
 
 	keepAlive time.Duration // the ping interval while idle; 0: none
 	heard     atomic.Int64  // when the server last answered, in UnixNano
@@ -72,8 +72,8 @@ func newConn(c *core, srv Server, principal string) *conn {
 		ToolListChangedHandler:      func(_ context.Context, req *mcp.ToolListChangedRequest) { cn.toolsChanged(req) },
 		ProgressNotificationHandler: c.onProgress,
 	}
-	cn.clientHandlers(opts) // handlers.go, lists.go
-	// conduit's own loop answers multi-round-trip requests (mrtr.go).
+	cn.clientHandlers(opts) // server requests, log messages, list changes
+	// conduit's own loop answers multi-round-trip requests.
 	opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	cn.client = mcp.NewClient(c.Implementation, opts)
 	cn.client.AddReceivingMiddleware(cn.requestsMiddleware)
@@ -306,7 +306,7 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 			cn.oauth.Attach(st)
 		}
 	} else {
-		tr = notesTransport{tr, cn} // notesconn.go
+		tr = notesTransport{tr, cn} // notifications off the wire, results bounded
 	}
 	sess, err := cn.client.Connect(sctx, tr, nil)
 	if !timer.Stop() && err == nil {
@@ -492,7 +492,7 @@ func (cn *conn) snapshot(lf listFor) (tools []*mcp.Tool, gen uint64, err error, 
 
 // listTools returns the server's tools for lf, fetching them only when
 // the session is new, the server said they changed, or their cache hint
-// ran out (cache.go).
+// ran out.
 func (cn *conn) listTools(ctx context.Context, lf listFor) ([]*mcp.Tool, uint64, error) {
 	if tools, gen, err, ok := cn.snapshot(lf); ok {
 		return tools, gen, err

@@ -61,7 +61,7 @@ type core struct {
 	gens       atomic.Uint64 // conn.gen values, unique across sessions
 	httpClient *http.Client  // for servers without their own
 	// level is the last level SetLoggingLevel set, which a principal's
-	// new session is given (logging.go).
+	// new session is given.
 	level atomic.Pointer[mcp.LoggingLevel]
 	// ownStore is Options.Store when the core made it (none was given),
 	// which Close closes.
@@ -74,7 +74,7 @@ type core struct {
 
 	limits limits // Options.Limits with defaults
 	// resultMarker marks the error that stands in for a result over the
-	// limit (notesconn.go).
+	// limit, made where the connection refuses it before decoding.
 	resultMarker json.RawMessage
 
 	// stateCh is closed when a server's state changes (awaitUp).
@@ -370,10 +370,10 @@ func (c *core) status() []ServerStatus {
 
 func (c *core) listTools(ctx context.Context) (*ToolSet, error) { return c.listToolsAs(ctx, listFor{}) }
 
-// listToolsAs lists the tools for lf (cache.go): each shared server's,
-// and, for a principal, each per-principal server's from the principal's
-// own session (opened when there is none); without a principal, those
-// servers are left out (ErrNoPrincipal).
+// listToolsAs lists the tools for lf, under their cache hints: each
+// shared server's, and, for a principal, each per-principal server's from
+// the principal's own session (opened when there is none); without a
+// principal, those servers are left out (ErrNoPrincipal).
 func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 	if c.ctx.Err() != nil {
 		return nil, errClosed

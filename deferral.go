@@ -42,8 +42,8 @@ func (d *Deferral) Error() string {
 }
 
 // inputDeferral is a request whose server's question a handler deferred:
-// the multi-round-trip loop (mrtr.go) or a JSON-RPC request's handler
-// (handlers.go) ends the request with it.
+// the multi-round-trip loop or a JSON-RPC request's handler ends the
+// request with it.
 type inputDeferral struct {
 	reason string
 	input  *Input

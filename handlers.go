@@ -295,7 +295,7 @@ func (cn *conn) clientHandlers(o *mcp.ClientOptions) {
 // allows (titled multi-select enums) before a handler sees them.
 //
 // Without a Roots handler, roots/list is refused as the multi-round-trip
-// form is (mrtr.go): the SDK's own answer, the hub's empty list, would
+// form is: the SDK's own answer, the hub's empty list, would
 // tell a server that nobody has roots.
 func (cn *conn) requestsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	h := cn.core.Handlers

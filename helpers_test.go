@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 //	basic              tools echo, pid, block, garbage, jsongarbage, rpcgarbage, getenv,
 //	                   cwd, args, big, exit
 //	big-http[-json]    the tool big over Streamable HTTP (SSE or JSON
-//	                   responses) on a loopback port it prints first (bigmsg_test.go)
+//	                   responses) on a loopback port it prints first
 //	garbage-after-list like basic, but writes a line that is not JSON to
 //	                   stdout shortly after answering tools/list
 //	exit               writes to stderr and exits with status 3 at once

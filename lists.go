@@ -22,8 +22,7 @@ type features struct {
 }
 
 // listCache is one list of a server's, cached for the session it was
-// listed on until the server says it changed or its cache hint ran out
-// (cache.go).
+// listed on until the server says it changed or its cache hint ran out.
 type listCache[T any] struct {
 	mu      sync.Mutex
 	sess    *mcp.ClientSession // the session items were listed on

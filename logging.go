@@ -100,7 +100,7 @@ func (cn *conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	if req == nil || req.Params == nil {
 		return
 	}
-	// Attributed now, delivered by the mailbox (mailbox.go).
+	// Attributed now, delivered by the mailbox.
 	l := logged{req: req}
 	if in, ok := cn.calls.owner(ctx, true); ok && in != nil && in.h != nil && in.h.Logging != nil {
 		l.f, l.ctx = in.h.Logging, context.WithoutCancel(in.ctx)

@@ -19,8 +19,8 @@ import (
 // goroutine calls the callback; and on the connections it can wrap (all
 // but Streamable HTTP's), conduit takes progress and log notifications
 // off the connection as the SDK reads them, before they reach the SDK's
-// queue (notesconn.go). Over Streamable HTTP the SDK's queue is bounded only
-// by how far the server outpaces its dispatch.
+// queue. Over Streamable HTTP the SDK's queue is bounded only by how far
+// the server outpaces its dispatch.
 
 // The bounds of the mailboxes: per call with a Progress callback, and per
 // server for log messages. A single notification larger than the bytes

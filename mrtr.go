@@ -24,7 +24,7 @@ import (
 // path a JSON-RPC request of protocol 2025-11-25 takes: the Handlers of
 // the call that the request's context names.
 
-// The SDK's limits (mcp/mrtr.go, unexported there): a request is sent at
+// The SDK's limits (unexported in its mcp package): a request is sent at
 // most maxInputRounds times, and given up when the server has shed load
 // (input required, with nothing asked) maxLoadShedding times.
 const (

@@ -349,7 +349,7 @@ func (c *core) check(ctx context.Context, r *request) error {
 
 // session picks the session r is sent on: the one of its server, or,
 // for a server of IdentityPrincipal, the one of the call's principal,
-// opened with their credentials (pool.go); release ends its use. It is
+// opened with their credentials from the pool; release ends its use. It is
 // the one place that picks, so that no request ever goes out on another
 // principal's session, or a shared one. A tool call also checks that the
 // server still offers the tool, and its pinned definition.
@@ -409,7 +409,7 @@ func sessionError(server, tool, exposed, principal string, err error) *Error {
 
 // send sends r's request, bounded by its request timeout, ended by Close,
 // with its _meta and progress, what the server sends meanwhile routed to
-// the call's Handlers, and its failure told apart (send.go).
+// the call's Handlers, and its failure told apart.
 func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error) {
 	call, o := r.call, r.o
 	cn, sess, release, err := c.session(ctx, r)
@@ -429,7 +429,7 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 	var recorded *Input
 	if o.Input != nil && o.Input.Resend {
 		// A call deferred for its server's JSON-RPC request is sent again:
-		// the same question gets the recorded answer (handlers.go). A
+		// the same question gets the recorded answer from its handler. A
 		// retry's answers go with the request (inputMiddleware).
 		recorded = o.Input
 	}

@@ -178,7 +178,7 @@ func (cl *Client) GetPrompt(ctx context.Context, name string, args map[string]st
 	return cl.c.getPrompt(ctx, name, args, opts)
 }
 
-// listPromptsAs lists the prompts for lf (cache.go).
+// listPromptsAs lists the prompts for lf, under their cache hints.
 func (c *core) listPromptsAs(ctx context.Context, lf listFor) (*PromptSet, error) {
 	lists := make([]ServerPrompts, len(c.slots))
 	err := c.eachServer(ctx, lf.principal, func(ctx context.Context, i int, id string, cn *conn, err error) {

@@ -303,7 +303,7 @@ func (cl *Client) UnsubscribeResource(ctx context.Context, uri string, opts *Cal
 	return cl.c.subscribe(ctx, uri, opts, false)
 }
 
-// listResourcesAs lists the resources for lf (cache.go).
+// listResourcesAs lists the resources for lf, under their cache hints.
 func (c *core) listResourcesAs(ctx context.Context, lf listFor) (*ResourceSet, error) {
 	lists := make([]ServerResources, len(c.slots))
 	has := func(caps *mcp.ServerCapabilities) bool { return caps.Resources != nil }

@@ -41,7 +41,7 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 	}
 	rpcErr, rejected := wireErrors(err)
 	if rpcErr != nil && rpcErr.Code == codeResultTooLarge && bytes.Equal(rpcErr.Data, c.resultMarker) {
-		// notesconn.go refused the result before it was decoded.
+		// The connection refused the result before it was decoded.
 		return resultLimitError(call.Def, errors.New(rpcErr.Message))
 	}
 	if rpcErr != nil && rpcErr.Code != jsonrpc.CodeInvalidRequest {

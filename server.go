@@ -113,7 +113,7 @@ func (s Server) reconnectable() bool { return s.Transport == nil }
 
 // transport makes a fresh transport for one session. stderr receives a
 // child process's standard error; hc is the HTTP client when s has none;
-// b bounds the messages the server sends (bigmsg.go).
+// b bounds the size of each message the server sends.
 func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *bounds) mcp.Transport {
 	switch {
 	case s.Transport != nil:

@@ -107,7 +107,7 @@ type Execution struct {
 	Budgets []toolcall.Budgeted
 
 	locals  []*conduit.Tool // the Conversation's own tools, whose output taints nothing
-	demands []int           // each answer's demand on the turn's budget (budget.go)
+	demands []int           // each answer's demand on the turn's budget
 }
 
 // Complete reports whether every call of the response is answered: no
@@ -305,8 +305,8 @@ type runner struct {
 	o    *ExecOptions
 	ts   *conduit.ToolSet
 	exec *Execution
-	// results are the calls' results, by position, until they are
-	// answered (budget.go).
+	// results are the calls' results, by position, until the turn's
+	// budget has shared them out and they are answered.
 	results []*mcp.CallToolResult
 
 	halt     chan struct{}

@@ -13,7 +13,7 @@ import (
 // Deferred calls, as the adapters report them: a call the pipeline left
 // undecided (conduit.KindDeferred) is a Pending item of the Execution, not
 // an answer, and the application's Decision on it completes the turn
-// (Conversation.Resume, resume.go).
+// (Conversation.Resume).
 
 // Pending is a call that waits for a decision: an approver deferred it
 // (conduit.Defer), or a handler deferred what its server asked during it

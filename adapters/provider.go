@@ -11,7 +11,7 @@ import (
 )
 
 // Provider is an LLM API whose tool calling conduit speaks: a row of the
-// table in providers.go, which holds its package's driver.
+// provider table, which holds its package's driver.
 type Provider int
 
 // The providers.

@@ -59,8 +59,7 @@ type turnCall struct {
 	err                    error
 	reached                bool
 	// budget is what the result budget did to the answer, and demand
-	// what the answer asks of the turn's budget when the turn goes on
-	// (budget.go).
+	// what the answer asks of the turn's budget when the turn goes on.
 	budget  toolcall.Budgeted
 	demand  int
 	pending *pendingCall

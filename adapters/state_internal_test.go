@@ -14,8 +14,8 @@ import (
 var internalKey = []byte("0123456789abcdef0123456789abcdef-internal")
 
 // v1Document is a state of version 1 as this release writes it: every
-// later release of the same version must read it (see the package doc of
-// state.go).
+// later release of the same version must read it (see the saved state's
+// versions in the package doc).
 const v1Document = `{"v":1,"id":"CONV7XQ","provider":"anthropic","principal":"ada","list_taint":["web"],"taint":["web","lab"],
 "tools":[{"server":"lab","tool":"echo","exposed":"lab__echo","digest":"sha256:2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae"},
 {"server":"lab","tool":"text","exposed":"lab__text","digest":"sha256:fcde2b2edba56bf408601fb721fe9b5c338d10ee429ea04fae5511b68fbf8fb9"}],

@@ -19,7 +19,7 @@ const maxShownArgs = 2 << 10
 // elicitation request to the client of the session that made it. Accept
 // runs the call; decline, cancel, an error or no answer in time deny it.
 // A client of protocol 2026-07-28, which has no session, is asked in the
-// answer to its request instead (callRun.decide, rounds.go), and decides
+// answer to its request instead (callRun.decide, a round), and decides
 // in its retry, whose call carries the decision (CallOptions.Approval): the
 // approver is not asked then. A client that declared no elicitation cannot be asked: the
 // caller's own Approver decides, if there is one, else the call is denied

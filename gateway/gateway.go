@@ -142,8 +142,8 @@ type Gateway struct {
 	logger      *slog.Logger
 	sdkLogger   *slog.Logger
 	policy      *conduit.Policy
-	sealer      *seal.Sealer // requestState (state.go)
-	store       store.Store  // the hub's: requestState claims (rounds.go) and taint (taints)
+	sealer      *seal.Sealer // seals and opens requestState
+	store       store.Store  // the hub's: requestState claims (rounds) and taint (taints)
 	listTTL     time.Duration
 
 	ctx    context.Context
@@ -155,9 +155,9 @@ type Gateway struct {
 	sessions map[*session]struct{}
 	level    mcp.LoggingLevel             // the servers' level: the most verbose asked for
 	subs     map[string]int               // resource URI -> sessions subscribed
-	views    map[string]*cachedView       // principal and taint -> view (stateless.go)
-	waits    map[string]*callRun          // calls waiting for a client's answer (rounds.go)
-	handlers map[string]*conduit.Handlers // principal -> its calls' without a session (rounds.go)
+	views    map[string]*cachedView       // principal and taint -> view, for sessionless clients
+	waits    map[string]*callRun          // calls waiting for a client's answer in a round
+	handlers map[string]*conduit.Handlers // principal -> its calls' without a session, in rounds
 
 	// pending are the kinds of change not yet applied to the sessions; a
 	// send on kick wakes the refresher.
@@ -166,10 +166,10 @@ type Gateway struct {
 
 	reported map[string]bool // what was left out and logged once
 
-	taints   *taints         // taint.go
-	limits   *limiter        // limits.go; nil without Options.Limits
-	draining atomic.Bool     // ListenAndServe is shutting down (ops.go)
-	subjects *subjects       // callers' verified tokens, for token exchange (oauth.go)
+	taints   *taints         // each principal's and conversation's taint
+	limits   *limiter        // callers' limits; nil without Options.Limits
+	draining atomic.Bool     // ListenAndServe is shutting down
+	subjects *subjects       // callers' verified tokens, for token exchange
 	perP     map[string]bool // the servers whose sessions are per principal
 }
 
@@ -255,7 +255,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	o.Trace = g.trace(opts.Hub.Trace)
 	if o.SubjectToken == nil {
 		// A caller's verified token is what a per-principal server's
-		// token exchange exchanges (oauth.go).
+		// token exchange exchanges.
 		o.SubjectToken = g.subjects.token
 	}
 	// The trace may be called while the servers connect.

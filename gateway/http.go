@@ -130,7 +130,7 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 // handlers are the gateway's HTTP endpoints, behind one guard.
 type handlers struct {
 	mcp    http.Handler // Streamable HTTP
-	status http.Handler // the caller's status (ops.go)
+	status http.Handler // the caller's status (/status)
 	o      HTTPOptions  // with the defaults
 	flight *flight      // requests in flight on mcp, for a graceful shutdown
 }
@@ -200,7 +200,7 @@ func (g *Gateway) httpHandlers(opts *HTTPOptions) (*handlers, error) {
 	})
 
 	// Clients of protocol 2026-07-28 have no session: each request is
-	// served on its own, by the view of its principal (stateless.go).
+	// served on its own, by the view of its principal.
 	stateless := mcp.NewStreamableHTTPHandler(serverOfView, &mcp.StreamableHTTPOptions{
 		Stateless:                    true,
 		Logger:                       g.sdkLogger,

@@ -26,7 +26,7 @@ import (
 )
 
 // The protocols of the gateway's two kinds of client: with a session, and
-// without one (stateless.go). Each governs alike: a test of what a
+// without one (a view). Each governs alike: a test of what a
 // principal is, or has seen, runs with both.
 const (
 	sessionProtocol   = "2025-11-25"

@@ -40,7 +40,7 @@ func forwardMeta(m, out mcp.Meta) mcp.Meta {
 }
 
 // callTool runs a client's tools/call of name, offered by ts, through the
-// hub's pipeline; a view's as a round (rounds.go).
+// hub's pipeline; a view's as a round of a multi-round-trip exchange.
 func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	opts, conv, err := s.callOptions(ctx, ts, req.Params.Meta)
 	if err != nil {
@@ -84,7 +84,7 @@ func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string
 	return res.(*mcp.CallToolResult), nil
 }
 
-// serve makes a request's call: a view's as a round (rounds.go), rq
+// serve makes a request's call: a view's as a round, rq
 // saying what the request is; a session's at once.
 func (s *session) serve(ctx context.Context, rq *roundRequest, opts *conduit.CallOptions, call func(context.Context, *conduit.CallOptions) (mcp.Result, error)) (mcp.Result, error) {
 	if rq == nil {

@@ -18,10 +18,10 @@ import (
 // A request of a client of protocol 2026-07-28 (tools/call, prompts/get,
 // resources/read) is one round of a multi-round-trip exchange: when the
 // gateway or a server needs something of the client, the request is
-// answered with an input-required result and a requestState (state.go),
+// answered with an input-required result and a sealed requestState,
 // and the client's retry, with its answers and that state, goes on:
 //
-//   - An "ask" rule: the gateway's approver (approve.go) does not ask; the
+//   - An "ask" rule: the gateway's approver does not ask; the
 //     call is refused unsent and the round answers with an elicitation
 //     that asks the client to approve it. The retry with an accepting
 //     answer and the state runs the call, approved without asking again:

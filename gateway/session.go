@@ -14,12 +14,12 @@ import (
 
 // protocolVersions are the versions of the gateway's sessions: those
 // before 2026-07-28, whose clients initialize a session. Clients of
-// 2026-07-28 have none: views serve them (stateless.go).
+// 2026-07-28 have none: views serve them.
 var protocolVersions = slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= newProtocol })
 
 // session is one client's session: its own mcp.Server, whose tools,
 // prompts and resources are what the hub offers the session's principal
-// with the session's taint. A view (stateless.go) is a session of no
+// with the session's taint. A view is a session of no
 // client: what one principal with one taint is offered, serving the
 // requests of clients of protocol 2026-07-28, which have no session.
 type session struct {
@@ -88,7 +88,7 @@ func (g *Gateway) newSession(ctx context.Context, principal string, taint []stri
 		Capabilities:      caps,
 	}
 	if view {
-		// Each request's calls get Handlers of their own (rounds.go).
+		// Each request's calls get Handlers of their own, for its rounds.
 		opts.SetCacheable = func(ctx context.Context, req mcp.Request, c *mcp.Cacheable) {
 			g.setCacheable(ctx, req, c)
 			s.mu.Lock()
@@ -154,7 +154,7 @@ func (s *session) clientCaps() *mcp.ClientCapabilities {
 
 // callOptions are the options of a request made for the session, whose
 // _meta is meta: its principal, and the taint of the conversation meta
-// names (or the principal's), read from the taint store (taint.go), which
+// names (or the principal's), read from the taint store, which
 // conv returns; an error refuses the request. A server on protocol
 // 2026-07-28 takes the log level with each request: the session's goes
 // with its calls.

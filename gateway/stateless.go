@@ -18,9 +18,9 @@ import (
 // stands alone (Streamable HTTP in the SDK's stateless mode), and carries
 // its protocol version, the client's capabilities and log level in _meta.
 // Nothing of such a client lives in one replica's memory between its
-// requests, except a call in flight (rounds.go): its taint is its
-// principal's and its conversation's, as every client's (taint.go), and
-// what it was asked travels in the requestState it sends back (state.go).
+// requests, except a call in flight in a round: its taint is its
+// principal's and its conversation's, as every client's, and what it was
+// asked travels in the sealed requestState it sends back.
 //
 // A request is served by a view: an MCP server whose tools, prompts and
 // resources are what the hub offers one principal with one taint (that of

@@ -38,9 +38,8 @@ const maxConversation = 256
 
 // taints is the taint of principals and of their conversations, in a
 // store.Sets. The sessions of every transport use it, and so do the
-// requests of clients of protocol 2026-07-28, which have none
-// (stateless.go): a request is decided, and its view chosen, with the
-// taint read from here.
+// requests of clients of protocol 2026-07-28, which have none (views): a
+// request is decided, and its view chosen, with the taint read from here.
 type taints struct {
 	sets store.Sets
 	life time.Duration

@@ -44,7 +44,7 @@ type Handler struct {
 	tsMu   sync.Mutex
 	loaded bool // the store was read
 	// dcr is the client registered dynamically that a login reuses
-	// (registration.go); dcrLoaded, that the store was read for it.
+	// (dynamic client registration); dcrLoaded, that the store was read for it.
 	dcr       *dynClient
 	dcrLoaded bool
 	fresh     bool // stored tokens are not used (Login)
@@ -52,10 +52,10 @@ type Handler struct {
 	dead      string // the access token whose refresh was refused
 	changed   chan struct{}
 	asked     bool     // an interactive step obtained tokens
-	dpopKey   *dpopKey // nil until DPoP is used (dpop.go)
-	refused   refusal  // the jwt_bearer assertion refused (jwtbearer.go)
+	dpopKey   *dpopKey // nil until DPoP is used
+	refused   refusal  // the jwt_bearer assertion refused
 	// subjectFailed is the subject token a token exchange could not use
-	// (exchange.go); noSubject when there was none.
+	// (RFC 8693); noSubject when there was none.
 	subjectFailed string
 	// failed is the outcome of an interactive step that failed or was
 	// declined, kept until new tokens come or Retry: a user is asked once,
@@ -216,7 +216,7 @@ func (h *Handler) signalLocked() {
 // the request: it lets grant_type be replaced, and parses the answer and
 // its errors (an *oauth2.RetrieveError) as oauth2.Config does.
 //
-// With persist, a refresh holds the lock of its tokens (locks.go) from
+// With persist, a refresh holds the lock of its tokens (Locker) from
 // before it reads the store until the new tokens are saved: a process that
 // waited for it takes the tokens it saved, instead of sending a refresh
 // token that the authorization server may have rotated, and refuse (or

@@ -192,7 +192,7 @@ func renderDemo(w io.Writer, rep *demo.Report) {
 		}
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Next: put your servers in mcp.json (see the README) and run")
+	fmt.Fprintln(w, "Next: put your servers in mcp.json (see docs/getting-started.md) and run")
 	fmt.Fprintln(w, "  conduit servers            conduit tools --provider openai-chat")
 	fmt.Fprintln(w, "  conduit agent --provider anthropic --model MODEL \"your prompt\"")
 	fmt.Fprintln(w, "or 'conduit demo --json' for everything above as JSON.")

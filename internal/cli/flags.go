@@ -96,7 +96,7 @@ func (h *hubFlags) loadConfig() (*conduit.Config, error) {
 	data, err := os.ReadFile(h.config)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, inputError("no configuration file %s: create one with an \"mcpServers\" object (see the README's quickstart), or name yours with --config FILE", h.config)
+		return nil, inputError("no configuration file %s: create one with an \"mcpServers\" object (see docs/getting-started.md), or name yours with --config FILE", h.config)
 	case err != nil:
 		return nil, inputError("reading the configuration: %v", err)
 	}

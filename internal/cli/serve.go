@@ -88,7 +88,7 @@ takes requests (a server is up, and it is not shutting down), and /status,
 to a caller authenticated as for /mcp, their own use of the limits. On
 SIGTERM, readiness turns false, requests are still taken for --drain-delay,
 then the listener closes and the calls in flight are finished, within
---shutdown-timeout. README's "Running several replicas" has a working
+--shutdown-timeout. The fleet guide, docs/fleet.md, has a working
 HAProxy configuration.
 
 When mcp.lock.json is beside the configuration, only the tools it pins are

@@ -117,7 +117,7 @@ func ExportWarning(getenv func(string) string) string {
 		}
 		if asking != "" {
 			return "conduit: " + asking + " is set, but this build of conduit does not export OpenTelemetry; " +
-				"the build of github.com/conduitmcp/conduit/otelconduit/cmd/conduit does (see the README, OpenTelemetry)"
+				"the build of github.com/conduitmcp/conduit/otelconduit/cmd/conduit does (see docs/telemetry.md)"
 		}
 	}
 	return ""

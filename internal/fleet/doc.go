@@ -1,6 +1,6 @@
 // Package fleet holds the tests of conduit serve as a fleet (issue 32):
 // three replicas of conduit serve --http, separate OS processes built
-// from cmd/conduit, behind a real HAProxy that runs the README's
+// from cmd/conduit, behind a real HAProxy that runs the fleet guide's
 // configuration (docs/fleet/haproxy.cfg), sharing a real redis-server
 // through "serve": {"store": ...} and CONDUIT_STATE_KEY, in front of
 // downstream MCP servers that count every call they receive.

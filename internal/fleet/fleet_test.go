@@ -375,11 +375,11 @@ func fleetRedis(t *testing.T, f *fleet) {
 	}
 }
 
-// TestReadmeHAProxy: the excerpt of the HAProxy configuration in the
-// README's "Running several replicas" is docs/fleet/haproxy.cfg's, line
-// for line, so that what readers copy is what TestFleet runs.
-func TestReadmeHAProxy(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "README.md"))
+// TestGuideHAProxy: the excerpt of the HAProxy configuration in the fleet
+// guide is docs/fleet/haproxy.cfg's, line for line, so that what readers
+// copy is what TestFleet runs.
+func TestGuideHAProxy(t *testing.T) {
+	guide, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "fleet.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -391,14 +391,14 @@ func TestReadmeHAProxy(t *testing.T) {
 	for l := range strings.Lines(string(cfg)) {
 		lines[strings.TrimSpace(l)] = true
 	}
-	_, rest, ok := strings.Cut(string(readme), "```haproxy\n")
+	_, rest, ok := strings.Cut(string(guide), "```haproxy\n")
 	if !ok {
-		t.Fatal("README.md has no ```haproxy block")
+		t.Fatal("docs/fleet.md has no ```haproxy block")
 	}
 	block, _, _ := strings.Cut(rest, "```")
 	for l := range strings.Lines(block) {
 		if l = strings.TrimSpace(l); l != "" && !lines[l] {
-			t.Errorf("README.md shows %q, which docs/fleet/haproxy.cfg does not have", l)
+			t.Errorf("docs/fleet.md shows %q, which docs/fleet/haproxy.cfg does not have", l)
 		}
 	}
 }

@@ -187,7 +187,7 @@ func startFleet(t testing.TB, n int, drain time.Duration) *fleet {
 	return f
 }
 
-// haproxyConfig is docs/fleet/haproxy.cfg, the file the README shows,
+// haproxyConfig is docs/fleet/haproxy.cfg, the file the fleet guide shows,
 // with front in place of its port 8080 and ports in place of 8081-8083;
 // the servers beyond len(ports) are left out.
 func haproxyConfig(t testing.TB, front int, ports []int) string {

@@ -2,7 +2,7 @@
 // MCP server in one httptest.Server, for conduit's tests: PKCE is checked,
 // refresh tokens rotate, and a test can revoke them, expire them, or make
 // the server misbehave (wrong issuer, wrong iss, wrong resource). It
-// speaks the extensions too (extensions.go): DPoP, the JWT bearer grant,
+// speaks the extensions too: DPoP, the JWT bearer grant,
 // and an enterprise identity provider's token exchange for ID-JAGs.
 package oauthtest
 
@@ -73,7 +73,7 @@ type Options struct {
 	// grant's tokens, whatever they are.
 	TokenType string
 	// TokenExchange makes the authorization server offer token exchange
-	// on behalf of a user (RFC 8693, tokens.go): a JWT access token it
+	// on behalf of a user (RFC 8693): a JWT access token it
 	// issued (AccessToken), for an access token of the MCP endpoint
 	// whose subject is the JWT's. Only the Confidential client may ask.
 	TokenExchange bool
@@ -101,7 +101,7 @@ type Server struct {
 	bound    map[string]string // DPoP-bound tokens (access and refresh) -> key thumbprint
 	jtis     map[string]bool   // DPoP proofs seen
 	subjects map[string]string // access and refresh tokens -> the user they are for
-	keys     []signingKey      // the keys of AccessToken, newest last (tokens.go)
+	keys     []signingKey      // the keys of AccessToken, newest last
 	Requests Log
 }
 

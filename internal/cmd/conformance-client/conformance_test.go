@@ -66,7 +66,7 @@ var clientScenarios = []string{
 }
 
 // unsupported are the scenarios of the skills extension (SEP-2640), which
-// conduit does not support (README, "Protocol versions"); they are not
+// conduit does not support (docs/protocol-versions.md); they are not
 // run.
 var unsupported = []string{
 	"sep-2640-client-no-prefetch",

@@ -85,7 +85,7 @@ func main() {
 		run, ok = authScenario, true
 	}
 	if !ok && strings.HasPrefix(name, "sep-2640-") {
-		log.Fatalf("scenario %s: conduit does not support the skills extension (SEP-2640); see its README", name)
+		log.Fatalf("scenario %s: conduit does not support the skills extension (SEP-2640); see docs/protocol-versions.md", name)
 	}
 	if !ok {
 		log.Fatalf("unknown scenario %q", name)
