@@ -33,7 +33,7 @@ import (
 // # Versions
 //
 // The seal has a version: this release writes version 2 (encrypted) and
-// reads version 1 too (signed only, as 0.3 wrote it), until 0.5.
+// reads version 1 too (signed only), until 0.5.
 //
 // The document carries its version, "v". This release writes version 1
 // and reads version 1 only. The rule for later releases: a field is added
@@ -184,7 +184,7 @@ func (o *StateOptions) config(src conduit.Source) (stateConfig, error) {
 // Without keys State fails with ErrNoStateKey.
 //
 // The seal is versioned: this release seals in version 2 (AES-256-GCM)
-// and opens version 1 (HMAC-signed, 0.3's) too, until 0.5.
+// and opens version 1 (HMAC-signed only) too, until 0.5.
 //
 // The document is versioned too. This release writes version 1 and reads
 // version 1 only. Later releases read every state of the version they write (a

@@ -17,9 +17,10 @@
 // base 36, or "0" for none; the length is the count of sealed bytes,
 // which are base64url. The purpose and everything before the sealed bytes
 // are the additional data: the version, key id, expiry and length cannot
-// change without the value failing to open.
+// change without the value failing to open. The nonce is random (96
+// bits): a key seals up to 2^32 values safely, so rotate it well before.
 //
-// Version 1 (cs1), which conduit 0.3 wrote, is only read:
+// Version 1 (cs1) is only read, never written:
 //
 //	cs1.<key id>.<expiry>.<payload>.<mac>
 //
@@ -48,7 +49,9 @@ import (
 	"time"
 )
 
-// MinSecret is the least length of a secret, in bytes.
+// MinSecret is the least length of a secret, in bytes. A secret must be
+// random, not a password: HKDF derives keys from it, it does not stretch
+// it.
 const MinSecret = 32
 
 // The prefixes of the versions: the one written, and the one only read.
@@ -156,7 +159,7 @@ func deriveKey(secret []byte, purpose string) (key, error) {
 		return k, err
 	}
 	k.id = hex.EncodeToString(id)
-	// Version 1's key and id, as 0.3 derived them, to read its values.
+	// Version 1's key and id, to read its values.
 	if k.mac, err = hkdf.Key(sha256.New, secret, nil, "conduit seal v1: "+purpose, 32); err != nil {
 		return k, err
 	}
@@ -285,7 +288,7 @@ func (s *Sealer) openV2(sealed string, now time.Time) ([]byte, error) {
 	return payload, nil
 }
 
-// openV1 opens a value of version 1, HMAC-signed by conduit 0.3.
+// openV1 opens a value of version 1, HMAC-signed.
 func (s *Sealer) openV1(sealed string, now time.Time) ([]byte, error) {
 	i := strings.LastIndexByte(sealed, '.')
 	signed, macText := sealed[:i], sealed[i+1:]
@@ -316,7 +319,7 @@ func (s *Sealer) openV1(sealed string, now time.Time) ([]byte, error) {
 	if !hmac.Equal(mac, h.Sum(nil)) {
 		return nil, ErrAltered
 	}
-	// Authentic from here on: what follows was written by 0.3's Seal.
+	// Authentic from here on: what follows was written by a Seal.
 	exp, err := parseExpiry(parts[2])
 	if err != nil {
 		return nil, err
