@@ -189,6 +189,9 @@ func TestResumeRefusals(t *testing.T) {
 		r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", bad, "--allow", "#1")
 		expect(t, r, 2, tc.want)
 	}
+	// No key at all: no CONDUIT_STATE_KEY, and no directory for the key file.
+	r = conduit(t, runOpts{dir: dir, env: []string{"CONDUIT_STATE_KEY=", "XDG_CONFIG_HOME=", "HOME="}}, "resume", "--state", state, "--allow", "#1")
+	expect(t, r, 1, "no key for saved state: set CONDUIT_STATE_KEY, or a home directory for state.key")
 	// A state file in use.
 	os.WriteFile(state+".lock", []byte("1\n"), 0o600)
 	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", state, "--allow", "#1")
