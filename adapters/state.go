@@ -187,12 +187,12 @@ func (o *StateOptions) config(src conduit.Source) (stateConfig, error) {
 // and opens version 1 (HMAC-signed only) too, until 0.5.
 //
 // The document is versioned too. This release writes version 1 and reads
-// version 1 only. Later releases read every state of the version they write (a
-// field is added only where its absence means what it meant before), and
-// a release that moves to a new version still reads the one before for as
-// long as DefaultStateTTL lets its states live. A state written by a
-// later release, with fields this one does not know, is refused
-// (ErrInvalidState) rather than read in part.
+// version 1 only. Later releases read every state of the version they
+// write (a field is added only where its absence means what it meant
+// before), and a release that moves to a new version still reads the one
+// before for as long as DefaultStateTTL lets its states live. A state
+// written by a later release, with fields this one does not know, is
+// refused (ErrInvalidState) rather than read in part.
 func (c *Conversation) State() ([]byte, error) {
 	if c.state.sealer == nil {
 		return nil, ErrNoStateKey
