@@ -23,13 +23,17 @@ import (
 // # The format
 //
 // The state is a JSON document (stateV1 below), sealed by internal/seal
-// under the application's keys (HMAC-SHA256, the key named by an id so
-// that keys can be rotated, with an expiry). It is authenticated, not
-// encrypted: whoever holds it can read the calls' arguments and answers,
-// but not change a byte of it. An altered, truncated or foreign state is
-// refused (ErrInvalidState) before anything is listed or sent.
+// under the application's keys: encrypted and authenticated with
+// AES-256-GCM, the key named by an id so that keys can be rotated, with
+// an expiry. Whoever holds it without the key reads nothing of it (the
+// calls' arguments and answers) and cannot change a byte of it. An
+// altered, truncated or foreign state is refused (ErrInvalidState, and
+// why) before anything is listed or sent.
 //
 // # Versions
+//
+// The seal has a version: this release writes version 2 (encrypted) and
+// reads version 1 too (signed only), until 0.5.
 //
 // The document carries its version, "v". This release writes version 1
 // and reads version 1 only. The rule for later releases: a field is added
@@ -67,8 +71,20 @@ var (
 	ErrNoStateKey = errors.New("adapters: no key for the conversation's state (StateOptions.Keys)")
 	// ErrInvalidState is the error of a state that was not sealed by one
 	// of the keys, was altered or truncated, or is of a version this
-	// release does not read. Nothing is listed or sent.
+	// release does not read. Nothing is listed or sent. The errors below
+	// say which, and each matches ErrInvalidState.
 	ErrInvalidState = errors.New("adapters: the conversation state is not authentic")
+	// ErrStateOtherKey is the error of a state sealed under a key not in
+	// StateOptions.Keys: another application's, or one rotated out.
+	ErrStateOtherKey = fmt.Errorf("%w: it was sealed under another key than StateOptions.Keys", ErrInvalidState)
+	// ErrStateAltered is the error of a state that fails authentication:
+	// it was changed.
+	ErrStateAltered = fmt.Errorf("%w: it was altered", ErrInvalidState)
+	// ErrStateTruncated is the error of a state cut short.
+	ErrStateTruncated = fmt.Errorf("%w: it is truncated", ErrInvalidState)
+	// ErrStateMalformed is the error of bytes that are not a saved state
+	// at all (bad base64, a seal version this release does not read).
+	ErrStateMalformed = fmt.Errorf("%w: it is not a saved state", ErrInvalidState)
 	// ErrStateExpired is the error of an authentic state older than its
 	// StateOptions.TTL.
 	ErrStateExpired = errors.New("adapters: the conversation state has expired")
@@ -83,10 +99,11 @@ var (
 // zero value has no key: a Conversation can still defer and resume calls
 // within its process, but cannot save its state.
 type StateOptions struct {
-	// Keys authenticate the saved state (HMAC-SHA256), each at least 32
-	// bytes of secret: the first seals, every one opens. To rotate, put a
-	// new key first and keep the old one after it until the states it
-	// sealed have expired (TTL).
+	// Keys encrypt and authenticate the saved state (AES-256-GCM, under
+	// a key derived from each), each at least 32 bytes of random secret
+	// (not a password: it is not stretched): the first seals, every one
+	// opens. To rotate, put a new key first and keep the old one after it
+	// until the states it sealed have expired (TTL).
 	Keys [][]byte
 	// Claims keep every decided call of a resumed turn from being sent
 	// twice: the first Resume that decides a call claims it and records
@@ -161,17 +178,21 @@ func (o *StateOptions) config(src conduit.Source) (stateConfig, error) {
 // pending, with the answers already produced and the pending calls. It
 // reflects the turns whose Execute or Resume has returned.
 //
-// The bytes are text (safe in a cookie or a URL); they are authenticated,
-// not encrypted: they hold the calls' arguments and answers, so keep them
-// where those may be kept. Without keys State fails with ErrNoStateKey.
+// The bytes are text (safe in a cookie or a URL), encrypted and
+// authenticated: without the key they show nothing of the calls'
+// arguments and answers (but their length), and cannot be changed.
+// Without keys State fails with ErrNoStateKey.
 //
-// The state is versioned. This release writes version 1 and reads version
-// 1 only. Later releases read every state of the version they write (a
-// field is added only where its absence means what it meant before), and
-// a release that moves to a new version still reads the one before for as
-// long as DefaultStateTTL lets its states live. A state written by a
-// later release, with fields this one does not know, is refused
-// (ErrInvalidState) rather than read in part.
+// The seal is versioned: this release seals in version 2 (AES-256-GCM)
+// and opens version 1 (HMAC-signed only) too, until 0.5.
+//
+// The document is versioned too. This release writes version 1 and reads
+// version 1 only. Later releases read every state of the version they
+// write (a field is added only where its absence means what it meant
+// before), and a release that moves to a new version still reads the one
+// before for as long as DefaultStateTTL lets its states live. A state
+// written by a later release, with fields this one does not know, is
+// refused (ErrInvalidState) rather than read in part.
 func (c *Conversation) State() ([]byte, error) {
 	if c.state.sealer == nil {
 		return nil, ErrNoStateKey
@@ -351,12 +372,20 @@ func openState(sc stateConfig, data []byte) (*stateV1, error) {
 	}
 	payload, err := sc.sealer.Open(string(data), time.Now())
 	switch {
+	case err == nil:
+		return decodeState(payload)
 	case errors.Is(err, seal.ErrExpired):
 		return nil, ErrStateExpired
-	case err != nil:
-		return nil, ErrInvalidState
+	case errors.Is(err, seal.ErrUnknownKey):
+		return nil, ErrStateOtherKey
+	case errors.Is(err, seal.ErrAltered):
+		return nil, ErrStateAltered
+	case errors.Is(err, seal.ErrTruncated):
+		return nil, ErrStateTruncated
+	case errors.Is(err, seal.ErrMalformed):
+		return nil, fmt.Errorf("%w (%v)", ErrStateMalformed, err)
 	}
-	return decodeState(payload)
+	return nil, ErrInvalidState
 }
 
 // decodeState reads a state document. It was sealed by conduit, so an

@@ -1,8 +1,10 @@
 package adapters
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -110,22 +112,47 @@ func TestStateVersionOne(t *testing.T) {
 }
 
 // FuzzOpenState: sealed state is outside input: whatever it holds,
-// ResumeConversation's reading of it returns an error or a state, never
-// panics, and never accepts what the key did not seal.
+// ResumeConversation's reading of it returns an error that says why or a
+// state, never panics, and never accepts what the keys did not seal. The
+// seeds are a state of version 2 and one of version 1 (0.3's).
 func FuzzOpenState(f *testing.F) {
-	sc, err := (&StateOptions{Keys: [][]byte{internalKey}}).config(nil)
+	v1, err := os.ReadFile("testdata/state/v1-0.3.state")
 	if err != nil {
 		f.Fatal(err)
 	}
-	good := sc.sealer.Seal([]byte(v1Document), time.Time{})
-	f.Add([]byte(good))
-	f.Add([]byte(good[:len(good)-1]))
+	v1Key, err := os.ReadFile("testdata/state/v1-0.3.key")
+	if err != nil {
+		f.Fatal(err)
+	}
+	sc, err := (&StateOptions{Keys: [][]byte{internalKey, bytes.TrimSpace(v1Key)}}).config(nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	// A constant (the nonce is random, and the fuzzer's workers are other
+	// processes): {"v":1,"id":"x","provider":"gemini","tools":[],"turns":0}
+	// sealed in version 2 under internalKey.
+	const v2 = "cs2.ca653d7f5fd2.0.85.rvMHq6wERkM-azVpiCXc7yVCCoWZjbFwItEDU0AqROGx9j51sfqSt3fSrf8mPR97CAH1_KUV7AZkqSsfdBkMPrT_J2l63IH43-hTNybEcA8nRSeqSw"
+	if _, err := openState(sc, []byte(v2)); err != nil {
+		f.Fatalf("the seed of version 2: %v", err)
+	}
+	good := map[string]bool{v2: true, string(bytes.TrimSpace(v1)): true}
+	for g := range good {
+		f.Add([]byte(g))
+		f.Add([]byte(g[:len(g)-1]))
+	}
+	f.Add([]byte("cs2.x.0.28.AAAA"))
 	f.Add([]byte("cs1.x.0.e30.AAAA"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, err := openState(sc, data)
-		if err == nil && string(data) != good {
-			// Only what the key sealed opens: here, the one seed.
+		if err != nil {
+			if !errors.Is(err, ErrInvalidState) && !errors.Is(err, ErrStateExpired) {
+				t.Fatalf("error %v matches neither ErrInvalidState nor ErrStateExpired", err)
+			}
+			return
+		}
+		if !good[string(data)] {
+			// Only what the keys sealed opens: here, the seeds.
 			t.Fatalf("opened %q as %+v", data, st)
 		}
 	})

@@ -95,8 +95,9 @@
 // request while the call waits, in the replica that runs it, for
 // ApprovalTimeout at most).
 //
-// The gateway seals every requestState it issues (internal/seal, under
-// [Options.StateKeys]) and binds it to the method, the tool, prompt or
+// The gateway seals every requestState it issues (encrypted and
+// authenticated with AES-256-GCM under [Options.StateKeys], so the
+// client reads nothing of it) and binds it to the method, the tool, prompt or
 // URI, a digest of the arguments, the principal and an expiry
 // (ApprovalTimeout): an altered, expired one, or one of another request or
 // principal, is refused with invalid params and nothing sent. A state is

@@ -64,10 +64,11 @@ type Options struct {
 	// (default DefaultTaintLifetime): a principal who has seen nothing of
 	// a server's for that long is decided as untainted by it again.
 	TaintLifetime time.Duration
-	// StateKeys are the secrets that authenticate the requestState the
-	// gateway gives its clients of protocol 2026-07-28 (an approval it
-	// asks, a server's question it passes on), each at least 32 bytes:
-	// the first seals, every one opens, so that a key can be rotated.
+	// StateKeys are the secrets that encrypt and authenticate the
+	// requestState the gateway gives its clients of protocol 2026-07-28
+	// (an approval it asks, a server's question it passes on), each at
+	// least 32 bytes of random secret: the first seals, every one opens,
+	// so that a key can be rotated.
 	// Replicas that serve one address must share them (conduit serve reads
 	// them from CONDUIT_STATE_KEY). Nil: New makes a random key, which is
 	// fine for one process; a state it sealed is refused after a restart,

@@ -14,11 +14,13 @@ import (
 
 // The requestState the gateway hands a client of protocol 2026-07-28 with
 // an input-required result, and takes back with its retry: sealed by
-// internal/seal under the gateway's StateKeys, so that any replica that
-// has the keys opens it and an altered one is refused, and bound to the
-// request it was issued for.
+// internal/seal under the gateway's StateKeys (encrypted and
+// authenticated), so that any replica that has the keys opens it, the
+// client reads nothing of it and an altered one is refused, and bound to
+// the request it was issued for.
 
-// statePurpose is the purpose the requestState's keys are derived for.
+// statePurpose is the purpose the requestState's keys are derived for:
+// a Conversation's saved state, sealed for its own, never opens as one.
 const statePurpose = "requestState"
 
 // stateVersion is the version of the payload; a state of another version
@@ -44,9 +46,8 @@ const (
 	kindWait = "wait"
 )
 
-// state is what a requestState holds. It is authenticated, not encrypted:
-// the client may read it (its own principal, the digest of its own
-// arguments, the server's state, which it would see without conduit).
+// state is what a requestState holds. It is encrypted: the client reads
+// none of it (the server's own state included), and cannot change it.
 type state struct {
 	V int `json:"v"`
 	// ID is the state's own: the key of its single use (store.Claims).
@@ -71,9 +72,15 @@ type binding struct {
 
 // Errors of a retry's requestState, each answered as invalid params.
 var (
-	errStateInvalid = errors.New("the requestState was not issued by this gateway (or a replica with its keys, CONDUIT_STATE_KEY), or it was altered")
+	errStateInvalid = errors.New("the requestState is not valid")
 	errStateExpired = errors.New("the requestState has expired: make the request again without it")
 	errStateOther   = errors.New("the requestState was issued for another request")
+	// Why it is not valid; each matches errStateInvalid.
+	errStateOtherKey  = fmt.Errorf("%w: it was not issued by this gateway (or a replica with its keys, CONDUIT_STATE_KEY): it is sealed under another key, or one rotated out", errStateInvalid)
+	errStateAltered   = fmt.Errorf("%w: it was altered", errStateInvalid)
+	errStateTruncated = fmt.Errorf("%w: it is truncated", errStateInvalid)
+	errStateMalformed = fmt.Errorf("%w: it is not a requestState this gateway issues", errStateInvalid)
+	errStateVersion   = fmt.Errorf("%w: it was issued by a gateway of another version", errStateInvalid)
 )
 
 // newStateID returns a random id for a state.
@@ -93,19 +100,26 @@ func sealState(s *seal.Sealer, st *state, expires time.Time) (string, error) {
 // for b. Nothing in it is used unless it passes.
 func openState(s *seal.Sealer, sealed string, b binding, now time.Time) (*state, error) {
 	if len(sealed) > maxStateBytes {
-		return nil, errStateInvalid
+		return nil, errStateMalformed
 	}
 	data, err := s.Open(sealed, now)
 	switch {
+	case err == nil:
 	case errors.Is(err, seal.ErrExpired):
 		return nil, errStateExpired
-	case err != nil:
-		return nil, errStateInvalid
+	case errors.Is(err, seal.ErrUnknownKey):
+		return nil, errStateOtherKey
+	case errors.Is(err, seal.ErrAltered):
+		return nil, errStateAltered
+	case errors.Is(err, seal.ErrTruncated):
+		return nil, errStateTruncated
+	default:
+		return nil, errStateMalformed
 	}
 	st, err := decodeState(data)
 	if err != nil {
 		// Authentic yet unreadable: sealed by a gateway of another version.
-		return nil, errStateInvalid
+		return nil, errStateVersion
 	}
 	if st.Method != b.method || st.Name != b.name || st.Args != b.args || st.Principal != b.principal {
 		return nil, errStateOther

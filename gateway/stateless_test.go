@@ -281,8 +281,9 @@ func TestStatelessStateRefused(t *testing.T) {
 		state string
 		want  string
 	}{
-		{"altered", alice, "fs__write", args, st[:len(st)-3] + "AAA", "not issued by this gateway"},
-		{"tampered", alice, "fs__write", args, st + "-TAMPERED", "not issued by this gateway"},
+		{"altered", alice, "fs__write", args, st[:len(st)-3] + "AAA", "it was altered"},
+		{"tampered", alice, "fs__write", args, st + "-TAMPERED", "not a requestState this gateway issues"},
+		{"truncated", alice, "fs__write", args, st[:len(st)-3], "it is truncated"},
 		{"another tool", alice, "fs__read", args, st, "issued for another request"},
 		{"other arguments", alice, "fs__write", map[string]any{"path": "/etc/passwd"}, st, "issued for another request"},
 		{"another principal", bob, "fs__write", args, st, "issued for another request"},

@@ -156,17 +156,42 @@ func TestResumeRefusals(t *testing.T) {
 	expect(t, r, 2, `no pending call has the id "call_x" (pending: #1)`)
 	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", state, "--allow", "#1", "--deny", "#1")
 	expect(t, r, 2, "both allowed and denied")
-	// Another key (CONDUIT_STATE_KEY set) refuses the state.
+	// Another key (CONDUIT_STATE_KEY set) refuses the state, naming it.
 	r = conduit(t, runOpts{dir: dir, env: append(env, stateKey)}, "resume", "--state", state, "--allow", "#1")
-	expect(t, r, 2, "not authentic")
-	// An altered state is refused.
+	expect(t, r, 2, "sealed under a key not in CONDUIT_STATE_KEY: set CONDUIT_STATE_KEY to the key that saved it")
+	// A state sealed under CONDUIT_STATE_KEY, read with the key file.
+	other := filepath.Join(t.TempDir(), "other.state")
+	r = conduit(t, runOpts{dir: dir, env: append(env, stateKey), stdin: strings.NewReader(string(resp))}, "exec", "--provider", "gemini", "--state", other, "--approve", "defer")
+	expect(t, r, 0, "")
+	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", other, "--allow", "#1")
+	expect(t, r, 2, "sealed under a key not in the key file "+keyFile+" (CONDUIT_STATE_KEY is not set): set CONDUIT_STATE_KEY")
+	// The state shows nothing of the calls without the key.
 	data, _ := os.ReadFile(state)
-	altered := filepath.Join(t.TempDir(), "altered.state")
+	if !strings.HasPrefix(string(data), "cs2.") || strings.Contains(string(data), "delete_note") {
+		t.Errorf("the state file is not encrypted: %.60q", data)
+	}
+	// An altered, a truncated state, and a file that is no state.
 	parts := strings.Split(strings.TrimSpace(string(data)), ".")
-	parts[3] = parts[3][:len(parts[3])-2] + "AA"
-	os.WriteFile(altered, []byte(strings.Join(parts, ".")), 0o600)
-	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", altered, "--allow", "#1")
-	expect(t, r, 2, "not authentic")
+	sealed := []byte(parts[4])
+	if sealed[len(sealed)/2] == 'A' {
+		sealed[len(sealed)/2] = 'B'
+	} else {
+		sealed[len(sealed)/2] = 'A'
+	}
+	parts[4] = string(sealed)
+	for _, tc := range []struct{ text, want string }{
+		{strings.Join(parts, "."), "the state was altered: it fails authentication under the key file " + keyFile},
+		{string(data[:len(data)/2]), "the state is truncated"},
+		{`{"v":1}`, "not a saved conduit state"},
+	} {
+		bad := filepath.Join(t.TempDir(), "bad.state")
+		os.WriteFile(bad, []byte(tc.text), 0o600)
+		r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", bad, "--allow", "#1")
+		expect(t, r, 2, tc.want)
+	}
+	// No key at all: no CONDUIT_STATE_KEY, and no directory for the key file.
+	r = conduit(t, runOpts{dir: dir, env: []string{"CONDUIT_STATE_KEY=", "XDG_CONFIG_HOME=", "HOME="}}, "resume", "--state", state, "--allow", "#1")
+	expect(t, r, 1, "no key for saved state: set CONDUIT_STATE_KEY, or a home directory for state.key")
 	// A state file in use.
 	os.WriteFile(state+".lock", []byte("1\n"), 0o600)
 	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", state, "--allow", "#1")

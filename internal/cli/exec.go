@@ -88,8 +88,10 @@ policy asks about are not sent: they wait in FILE, listed under "pending"
 (each with its "id", "name" and "arguments"), and "results" stays empty
 until 'conduit resume --state FILE --allow ID,... --deny ID,...' decides
 them, in another process, and prints the turn's complete results. FILE is
-sealed with the key in CONDUIT_STATE_KEY, or else with a key file created
-in conduit's configuration directory; an altered FILE is refused.
+encrypted and authenticated (AES-256-GCM) with the key in
+CONDUIT_STATE_KEY, or else with a key file created in conduit's
+configuration directory: without the key it shows nothing of the calls,
+and an altered FILE is refused.
 
 A response that is not JSON, or not the provider's shape, is exit status 2.
 Denied and failed calls are answers, not failures: the exit status is 0.`)

@@ -58,8 +58,9 @@ addition.
 
 Clients of MCP 2026-07-28 have no session: an "ask" rule, and what a
 server asks during a call, are answered with an input-required result whose
-requestState is sealed with CONDUIT_STATE_KEY (secrets of at least 32
-bytes, separated by commas: the first seals, every one opens). Replicas
+requestState is encrypted and authenticated with CONDUIT_STATE_KEY (random
+secrets of at least 32 bytes, separated by commas: the first seals, every
+one opens). Replicas
 behind one address must share it; unset, serve makes a key at start, which
 a restart forgets.
 

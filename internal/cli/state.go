@@ -19,8 +19,8 @@ import (
 )
 
 // A conversation's state, kept in a file between runs (exec --state, and
-// resume): the saved state of an adapters.Conversation, sealed with the
-// CLI's key.
+// resume): the saved state of an adapters.Conversation, encrypted and
+// authenticated with the CLI's key.
 
 // stateKeyEnv holds the keys of saved states, comma-separated, the first
 // sealing (a key is rotated by putting the new one first).
@@ -31,18 +31,19 @@ const stateKeyEnv = "CONDUIT_STATE_KEY"
 const stateKeyFile = "state.key"
 
 // stateKeys returns the keys of saved states: stateKeyEnv's, or the key
-// file's, which is created on first use.
-func stateKeys(env *Env) ([][]byte, error) {
+// file's, which is created on first use; and where they come from, for
+// messages.
+func stateKeys(env *Env) (keys [][]byte, source string, err error) {
 	if list := env.Getenv(stateKeyEnv); strings.TrimSpace(list) != "" {
 		keys, err := seal.ParseSecrets(list)
 		if err != nil {
-			return nil, inputError("%s: %v", stateKeyEnv, err)
+			return nil, "", inputError("%s: %v", stateKeyEnv, err)
 		}
-		return keys, nil
+		return keys, stateKeyEnv, nil
 	}
 	path, err := stateKeyPath()
 	if err != nil {
-		return nil, failure("no key for saved state: set %s, or a home directory for %s (%v)", stateKeyEnv, stateKeyFile, err)
+		return nil, "", failure("no key for saved state: set %s, or a home directory for %s (%v)", stateKeyEnv, stateKeyFile, err)
 	}
 	key, err := readKeyFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -51,9 +52,9 @@ func stateKeys(env *Env) ([][]byte, error) {
 		}
 	}
 	if err != nil {
-		return nil, failure("the key of saved states: %v", err)
+		return nil, "", failure("the key of saved states: %v (set %s, or fix the key file)", err, stateKeyEnv)
 	}
-	return [][]byte{key}, nil
+	return [][]byte{key}, fmt.Sprintf("the key file %s (%s is not set)", path, stateKeyEnv), nil
 }
 
 // stateKeyPath is the key file: conduit/state.key under the user's
@@ -130,13 +131,24 @@ func writeState(path string, conv *adapters.Conversation) error {
 	return nil
 }
 
-// stateError is the exit error of a state that cannot be resumed.
-func stateError(path string, err error) error {
+// stateError is the exit error of a state that cannot be resumed, which
+// says why and what to do.
+func (st *stateRun) stateError(err error) error {
+	path := st.path
 	switch {
 	case errors.Is(err, adapters.ErrStateExpired):
 		return inputError("%s: the state has expired (states live %v): start a new conversation", path, adapters.DefaultStateTTL)
+	case errors.Is(err, adapters.ErrStateOtherKey):
+		return inputError("%s: the state was sealed under a key not in %s: set %s to the key that saved it (keys separated by commas, the one to seal with first); nothing was sent",
+			path, st.keySource, stateKeyEnv)
+	case errors.Is(err, adapters.ErrStateAltered):
+		return inputError("%s: the state was altered: it fails authentication under %s; nothing was sent", path, st.keySource)
+	case errors.Is(err, adapters.ErrStateTruncated):
+		return inputError("%s: the state is truncated (the file was cut short); nothing was sent", path)
+	case errors.Is(err, adapters.ErrStateMalformed):
+		return inputError("%s: not a saved conduit state: %v", path, err)
 	case errors.Is(err, adapters.ErrInvalidState):
-		return inputError("%s: %v: it was altered, or sealed with another key (%s)", path, err, stateKeyEnv)
+		return inputError("%s: %v", path, err)
 	}
 	return inputError("%s: %v", path, err)
 }
@@ -144,11 +156,12 @@ func stateError(path string, err error) error {
 // stateRun is one command's state file: the keys, the state it held (nil
 // for a new conversation), and the lock held on it while the command runs.
 type stateRun struct {
-	path  string
-	keys  [][]byte
-	saved []byte
-	info  *adapters.SavedState
-	lock  string
+	path      string
+	keys      [][]byte
+	keySource string // where keys come from, for messages
+	saved     []byte
+	info      *adapters.SavedState
+	lock      string
 }
 
 // openStateFlag opens exec's --state FILE, when given: it locks it, reads
@@ -180,11 +193,11 @@ func openStateFlag(env *Env, fs *flagSet, path string, p adapters.Provider, l *l
 
 // openState locks the state file at path and reads it, if it exists.
 func openState(env *Env, path string) (*stateRun, error) {
-	keys, err := stateKeys(env)
+	keys, source, err := stateKeys(env)
 	if err != nil {
 		return nil, err
 	}
-	st := &stateRun{path: path, keys: keys}
+	st := &stateRun{path: path, keys: keys, keySource: source}
 	if err := st.lockFile(); err != nil {
 		return nil, err
 	}
@@ -193,7 +206,7 @@ func openState(env *Env, path string) (*stateRun, error) {
 		st.saved = saved
 		st.info, err = adapters.ReadState(saved, &adapters.StateOptions{Keys: keys})
 		if err != nil {
-			err = stateError(path, err)
+			err = st.stateError(err)
 		}
 	}
 	if err != nil {
@@ -241,7 +254,7 @@ func (st *stateRun) conversation(ctx context.Context, src conduit.Source, p adap
 	o.Principal, o.Taint = "", nil
 	conv, err := adapters.ResumeConversation(ctx, src, p, st.saved, o)
 	if err != nil {
-		return nil, stateError(st.path, err)
+		return nil, st.stateError(err)
 	}
 	return conv, nil
 }
