@@ -165,6 +165,9 @@ func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warning
 			return nil, fmt.Errorf(`token %d: a token is never written in the configuration: name the environment variable that holds it with "env"`, i+1)
 		case te.Principal == nil:
 			return nil, fmt.Errorf(`token %d: needs a "principal"`, i+1)
+		case *te.Principal == "":
+			// A session of the empty principal is bound to no one.
+			return nil, fmt.Errorf(`token %d: "principal" is empty: name who the token is for`, i+1)
 		case !envName.MatchString(te.Env):
 			return nil, fmt.Errorf(`token %d: "env" must name an environment variable (letters, digits and _), not %q`, i+1, te.Env)
 		case principals[*te.Principal]:
