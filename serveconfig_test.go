@@ -47,14 +47,14 @@ func TestParseServe(t *testing.T) {
 
 func TestParseServeOAuth(t *testing.T) {
 	cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {
-		"oauth": {"issuer": "https://login.example.com", "resource": "https://mcp.example.com/mcp", "principalClaim": "email", "scopes": ["mcp"]},
-		"taintLifetime": "2h"}}`))
+		"oauth": {"issuer": "https://login.example.com", "resource": "https://mcp.example.com/mcp", "principalClaim": "email", "scopes": ["mcp"], "requireTokenType": true},
+		"taintLifetime": "2h", "taintScope": "conversation"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := ServeOAuth{Issuer: "https://login.example.com", Resource: "https://mcp.example.com/mcp", PrincipalClaim: "email", Scopes: []string{"mcp"}}
 	if o := cfg.Serve.OAuth; o == nil || o.Issuer != want.Issuer || o.Resource != want.Resource || o.PrincipalClaim != want.PrincipalClaim ||
-		!slices.Equal(o.Scopes, want.Scopes) || cfg.Serve.TaintLifetime != 2*time.Hour {
+		!slices.Equal(o.Scopes, want.Scopes) || !o.RequireTokenType || cfg.Serve.TaintLifetime != 2*time.Hour || cfg.Serve.TaintScope != "conversation" {
 		t.Errorf("serve = %+v %+v", cfg.Serve, cfg.Serve.OAuth)
 	}
 }
@@ -78,6 +78,7 @@ func TestParseServeErrors(t *testing.T) {
 		{`{"oauth": {"issuer": "https://i", "resource": "https://m/mcp", "audience": "x"}}`, `unknown key "audience"`},
 		{`{"taintLifetime": "forever"}`, `not a positive duration`},
 		{`{"taintLifetime": "-1h"}`, `not a positive duration`},
+		{`{"taintScope": "session"}`, `taintScope: "session" is "principal" (the default) or "conversation"`},
 		{`[]`, "must be an object"},
 		{`{"store": "http://redis:6379"}`, "is not a store's URL"},
 		{`{"store": "redis://:${env:CONDUIT_TEST_UNSET_PW}@h:6379/0"}`, "${env:CONDUIT_TEST_UNSET_PW} is not set"},

@@ -51,9 +51,11 @@ const (
 // metadata ([OAuthOptions.Metadata], served by ListenAndServe) and the
 // challenge of every 401. A token is accepted when it is signed by one of
 // the issuer's published keys with an asymmetric algorithm (RS*, PS*,
-// ES*, EdDSA; never "none" nor an HMAC), its iss is Issuer, its aud
-// names Resource, and it has not expired (exp is required; nbf and iat
-// are checked), with Leeway for clocks.
+// ES*, EdDSA; never "none" nor an HMAC), its typ header names no other
+// kind of token (see RequireTokenType), its iss is Issuer, its aud names
+// Resource, it has not expired (exp is required; nbf and iat are
+// checked, with Leeway for clocks), and its principal claim is a
+// non-empty string (an email a verified one).
 type OAuthOptions struct {
 	// Resource is the gateway's own URL as clients reach it, such as
 	// https://mcp.example.com/mcp: the audience every token must name, and
