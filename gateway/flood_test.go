@@ -46,6 +46,8 @@ type flood struct {
 	open, opened, byServer  atomic.Int64
 	dialErrs, held, refused atomic.Int64
 	wg                      sync.WaitGroup
+	start                   time.Time
+	last                    atomic.Int64 // when the server closed the latest, since start
 }
 
 // run keeps one connection of the flood: it opens it, sends floodRequest
@@ -69,6 +71,7 @@ func (f *flood) run(again <-chan struct{}, hold time.Duration) {
 				f.held.Add(1) // still open after hold
 			} else { // EOF or reset: the server closed it
 				f.byServer.Add(1)
+				f.last.Store(int64(time.Since(f.start)))
 				if strings.HasPrefix(string(data), "HTTP/1.1 401") {
 					f.refused.Add(1)
 				}
@@ -208,33 +211,40 @@ func TestSlowClientFlood(t *testing.T) {
 
 	// One flood: 500 connections at once, each waiting for the server to
 	// close it.
-	f := &flood{addr: addr}
+	f := &flood{addr: addr, start: time.Now()}
 	for range floodConns {
 		f.wg.Add(1)
 		go f.run(nil, 60*time.Second)
 	}
-	start := time.Now()
+	// What is open is sampled while /healthz and the call are made.
+	samples := make(chan string, 8)
+	go func() {
+		defer close(samples)
+		for _, at := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 3 * time.Second, 5 * time.Second} {
+			time.Sleep(time.Until(f.start.Add(at)))
+			samples <- fmt.Sprintf("after %v: %d flood connections open of %d opened (%d closed by the server), conduit serve holds %d descriptors",
+				at, f.open.Load(), f.opened.Load(), f.byServer.Load(), fdsOf(config))
+		}
+	}()
 	hz, herr := healthz()
 	ct, cerr := call()
 	t.Logf("flood of %d: /healthz answered in %v (%v), alice's new session and call in %v (%v)", floodConns, hz.Round(time.Millisecond), herr, ct.Round(time.Millisecond), cerr)
 	if herr != nil || cerr != nil {
 		t.Errorf("during the flood: /healthz %v, the call %v", herr, cerr)
 	}
-	for _, at := range []time.Duration{time.Second, 3 * time.Second, 5 * time.Second} {
-		time.Sleep(time.Until(start.Add(at)))
-		t.Logf("after %v: %d flood connections open of %d opened (%d closed by the server), conduit serve holds %d descriptors",
-			at, f.open.Load(), f.opened.Load(), f.byServer.Load(), fdsOf(config))
+	for s := range samples {
+		t.Log(s)
 	}
 	f.wg.Wait()
-	t.Logf("the flood: %d connections opened, %d closed by the server (%d answered 401 first), %d still open after 60 s, %d dials failed",
-		f.opened.Load(), f.byServer.Load(), f.refused.Load(), f.held.Load(), f.dialErrs.Load())
+	t.Logf("the flood: %d connections opened, %d closed by the server (%d answered 401 first; the last %v after the flood began), %d still open after 60 s, %d dials failed",
+		f.opened.Load(), f.byServer.Load(), f.refused.Load(), time.Duration(f.last.Load()).Round(time.Millisecond), f.held.Load(), f.dialErrs.Load())
 	if f.held.Load() != 0 || f.byServer.Load() != f.opened.Load() {
 		t.Errorf("the server closed %d of the %d flood connections; %d were still open after 60 s", f.byServer.Load(), f.opened.Load(), f.held.Load())
 	}
 
 	// A flood kept up: each connection reopened once closed, for a while.
 	sustain := 6 * time.Second
-	f = &flood{addr: addr}
+	f = &flood{addr: addr, start: time.Now()}
 	stop := make(chan struct{})
 	for range floodConns {
 		f.wg.Add(1)
