@@ -155,3 +155,52 @@ func TestEventStreamOutlivesBodyTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestListenAndServeTimeouts: ListenAndServe closes a keep-alive
+// connection idle for IdleTimeout, and one whose headers have not come
+// within HeaderTimeout.
+func TestListenAndServeTimeouts(t *testing.T) {
+	up := newUpstream(t, "up")
+	up.tool("echo", "Echo.", echo(""))
+	g := newGateway(t, []conduit.Server{up.server("up")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan net.Addr, 1)
+	served := make(chan error, 1)
+	go func() {
+		served <- g.ListenAndServe(ctx, "127.0.0.1:0", &gateway.HTTPOptions{
+			Tokens:      map[string]string{aliceToken: "alice"},
+			IdleTimeout: 300 * time.Millisecond, HeaderTimeout: 300 * time.Millisecond,
+		}, func(a net.Addr) { addr <- a })
+	}()
+	t.Cleanup(func() { cancel(); <-served })
+	a := (<-addr).String()
+
+	// Idle: a request answered on a keep-alive connection, then nothing.
+	c, err := net.Dial("tcp", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	io.WriteString(c, "GET "+gateway.HealthPath+" HTTP/1.1\r\nHost: "+a+"\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("healthz on a keep-alive connection: %v %+v", err, resp)
+	}
+	io.Copy(io.Discard, resp.Body)
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Errorf("an idle keep-alive connection after IdleTimeout 300ms: %v, want closed (EOF) within 10s", err)
+	}
+
+	// Headers that never end.
+	h, err := net.Dial("tcp", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	io.WriteString(h, "POST /mcp HTTP/1.1\r\nHost: "+a+"\r\n")
+	if _, err := closedWithin(t, h, 10*time.Second); err != nil {
+		t.Errorf("headers not done after HeaderTimeout 300ms: %v", err)
+	}
+}
