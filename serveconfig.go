@@ -29,9 +29,11 @@ import (
 //	    "issuer": "https://login.example.com",
 //	    "resource": "https://mcp.example.com/mcp",
 //	    "principalClaim": "email",
-//	    "scopes": ["mcp"]
+//	    "scopes": ["mcp"],
+//	    "requireTokenType": true
 //	  },
 //	  "taintLifetime": "24h",
+//	  "taintScope": "principal",
 //	  "hosts": ["mcp.example.com"],
 //	  "origins": ["https://app.example.com"],
 //	  "store": "redis://:${env:REDIS_PASSWORD}@redis.internal:6379/0",
@@ -50,6 +52,10 @@ type ServeConfig struct {
 	// TaintLifetime is how long a principal's taint lasts after its
 	// latest addition; zero is gateway.DefaultTaintLifetime.
 	TaintLifetime time.Duration
+	// TaintScope is "principal" (the default, also for "") or
+	// "conversation": the taint a request that names a conversation is
+	// decided with (gateway.TaintScope says what each means).
+	TaintScope string
 	// Hosts are the host names a request's Host header may name besides
 	// loopback ones; Origins the browser origins allowed besides those.
 	Hosts, Origins []string
@@ -100,6 +106,9 @@ type ServeOAuth struct {
 	PrincipalClaim string
 	// Scopes are the scopes every token must have.
 	Scopes []string
+	// RequireTokenType accepts only tokens whose typ header is at+jwt
+	// (RFC 9068), for an issuer that types its access tokens so.
+	RequireTokenType bool
 }
 
 // ServeToken is one bearer token of a [ServeConfig].
@@ -117,6 +126,7 @@ type serveEntry struct {
 	Tokens        []json.RawMessage `json:"tokens"`
 	OAuth         *serveOAuthEntry  `json:"oauth"`
 	TaintLifetime string            `json:"taintLifetime"`
+	TaintScope    string            `json:"taintScope"`
 	Hosts         []string          `json:"hosts"`
 	Origins       []string          `json:"origins"`
 	Store         string            `json:"store"`
@@ -136,6 +146,8 @@ type serveOAuthEntry struct {
 	JWKSURL        string   `json:"jwksUrl"`
 	PrincipalClaim string   `json:"principalClaim"`
 	Scopes         []string `json:"scopes"`
+	// RequireTokenType is "requireTokenType".
+	RequireTokenType bool `json:"requireTokenType"`
 }
 
 type tokenEntry struct {
@@ -165,6 +177,9 @@ func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warning
 			return nil, fmt.Errorf(`token %d: a token is never written in the configuration: name the environment variable that holds it with "env"`, i+1)
 		case te.Principal == nil:
 			return nil, fmt.Errorf(`token %d: needs a "principal"`, i+1)
+		case *te.Principal == "":
+			// A session of the empty principal is bound to no one.
+			return nil, fmt.Errorf(`token %d: "principal" is empty: name who the token is for`, i+1)
 		case !envName.MatchString(te.Env):
 			return nil, fmt.Errorf(`token %d: "env" must name an environment variable (letters, digits and _), not %q`, i+1, te.Env)
 		case principals[*te.Principal]:
@@ -187,7 +202,7 @@ func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warning
 				}
 			}
 		}
-		sc.OAuth = &ServeOAuth{Issuer: o.Issuer, Resource: o.Resource, JWKSURL: o.JWKSURL, PrincipalClaim: o.PrincipalClaim, Scopes: o.Scopes}
+		sc.OAuth = &ServeOAuth{Issuer: o.Issuer, Resource: o.Resource, JWKSURL: o.JWKSURL, PrincipalClaim: o.PrincipalClaim, Scopes: o.Scopes, RequireTokenType: o.RequireTokenType}
 	}
 	if e.TaintLifetime != "" {
 		d, err := time.ParseDuration(e.TaintLifetime)
@@ -195,6 +210,12 @@ func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warning
 			return nil, fmt.Errorf("taintLifetime: %q is not a positive duration (such as \"24h\" or \"30m\")", e.TaintLifetime)
 		}
 		sc.TaintLifetime = d
+	}
+	switch e.TaintScope {
+	case "", "principal", "conversation":
+		sc.TaintScope = e.TaintScope
+	default:
+		return nil, fmt.Errorf(`taintScope: %q is "principal" (the default) or "conversation"`, e.TaintScope)
 	}
 	for _, h := range e.Hosts {
 		if h == "" || strings.ContainsAny(h, "/ \t@?#") {

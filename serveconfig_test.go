@@ -12,7 +12,7 @@ func TestParseServe(t *testing.T) {
 	cfg, err := ParseConfig([]byte(`{
 		"mcpServers": {"a": {"command": "x"}},
 		"serve": {
-			"tokens": [{"principal": "alice", "env": "T_ALICE"}, {"principal": "", "env": "T_ANON"}],
+			"tokens": [{"principal": "alice", "env": "T_ALICE"}, {"principal": "anon", "env": "T_ANON"}],
 			"hosts": ["mcp.internal", "box:8080"],
 			"origins": ["https://app.example.com/"]
 		}
@@ -20,7 +20,7 @@ func TestParseServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []ServeToken{{"alice", "T_ALICE"}, {"", "T_ANON"}}
+	want := []ServeToken{{"alice", "T_ALICE"}, {"anon", "T_ANON"}}
 	if s := cfg.Serve; s == nil || !slices.Equal(s.Tokens, want) || !slices.Equal(s.Hosts, []string{"mcp.internal", "box:8080"}) ||
 		!slices.Equal(s.Origins, []string{"https://app.example.com"}) {
 		t.Fatalf("serve = %+v", cfg.Serve)
@@ -30,7 +30,7 @@ func TestParseServe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := map[string]string{"alice-secret-0123456789": "alice", "anon-secret-0123456789": ""}; !maps.Equal(tokens, got) {
+	if got := map[string]string{"alice-secret-0123456789": "alice", "anon-secret-0123456789": "anon"}; !maps.Equal(tokens, got) {
 		t.Errorf("tokens = %v", tokens)
 	}
 	delete(env, "T_ALICE")
@@ -47,14 +47,14 @@ func TestParseServe(t *testing.T) {
 
 func TestParseServeOAuth(t *testing.T) {
 	cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {
-		"oauth": {"issuer": "https://login.example.com", "resource": "https://mcp.example.com/mcp", "principalClaim": "email", "scopes": ["mcp"]},
-		"taintLifetime": "2h"}}`))
+		"oauth": {"issuer": "https://login.example.com", "resource": "https://mcp.example.com/mcp", "principalClaim": "email", "scopes": ["mcp"], "requireTokenType": true},
+		"taintLifetime": "2h", "taintScope": "conversation"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := ServeOAuth{Issuer: "https://login.example.com", Resource: "https://mcp.example.com/mcp", PrincipalClaim: "email", Scopes: []string{"mcp"}}
 	if o := cfg.Serve.OAuth; o == nil || o.Issuer != want.Issuer || o.Resource != want.Resource || o.PrincipalClaim != want.PrincipalClaim ||
-		!slices.Equal(o.Scopes, want.Scopes) || cfg.Serve.TaintLifetime != 2*time.Hour {
+		!slices.Equal(o.Scopes, want.Scopes) || !o.RequireTokenType || cfg.Serve.TaintLifetime != 2*time.Hour || cfg.Serve.TaintScope != "conversation" {
 		t.Errorf("serve = %+v %+v", cfg.Serve, cfg.Serve.OAuth)
 	}
 }
@@ -63,6 +63,7 @@ func TestParseServeErrors(t *testing.T) {
 	for _, tt := range []struct{ serve, want string }{
 		{`{"tokens": [{"principal": "a", "token": "s3cret"}]}`, "never written in the configuration"},
 		{`{"tokens": [{"env": "X"}]}`, `needs a "principal"`},
+		{`{"tokens": [{"principal": "", "env": "X"}]}`, `"principal" is empty`},
 		{`{"tokens": [{"principal": "a", "env": "1X"}]}`, `"env" must name an environment variable`},
 		{`{"tokens": [{"principal": "a", "env": "X"}, {"principal": "a", "env": "Y"}]}`, `principal "a" has a token already`},
 		{`{"tokens": [{"principal": "a", "env": "X"}, {"principal": "b", "env": "X"}]}`, "X holds another principal's token"},
@@ -77,6 +78,7 @@ func TestParseServeErrors(t *testing.T) {
 		{`{"oauth": {"issuer": "https://i", "resource": "https://m/mcp", "audience": "x"}}`, `unknown key "audience"`},
 		{`{"taintLifetime": "forever"}`, `not a positive duration`},
 		{`{"taintLifetime": "-1h"}`, `not a positive duration`},
+		{`{"taintScope": "session"}`, `taintScope: "session" is "principal" (the default) or "conversation"`},
 		{`[]`, "must be an object"},
 		{`{"store": "http://redis:6379"}`, "is not a store's URL"},
 		{`{"store": "redis://:${env:CONDUIT_TEST_UNSET_PW}@h:6379/0"}`, "${env:CONDUIT_TEST_UNSET_PW} is not set"},

@@ -38,11 +38,16 @@
 // Taint belongs to the principal, not to a transport session: a client
 // keeps it across reconnections and new sessions, and a client of
 // protocol 2026-07-28, which has no session, has it too. A client that
-// runs several conversations names each in a request's _meta
-// ([MetaConversation]): the request is decided (and, without a session,
-// listed) with that conversation's taint, and taints that conversation
-// (and its principal); one that names none is decided with all of its
-// principal's. Taint is kept in the hub's store (Options.Hub.Store) for
+// runs several conversations may name each in a request's _meta
+// ([MetaConversation]): what the request receives taints that
+// conversation and its principal. By default ([TaintPrincipal]) every
+// request is decided (and listed) with all its principal has seen: a
+// conversation id is the client's word, and a fresh one must not shed a
+// taint (a tainted model that starts a sub-agent would otherwise hand it
+// the injected instructions, untainted). [TaintConversation]
+// ([Options.TaintScope]) decides a request with its conversation's taint
+// alone, for clients trusted to keep their conversations apart. Taint is
+// kept in the hub's store (Options.Hub.Store) for
 // [Options.TaintLifetime]; a taint that cannot be read refuses the
 // request, and one that cannot be recorded withholds the answer.
 //
@@ -79,8 +84,8 @@
 // speak it, and the older versions to the others (over stdio, those
 // only). A request of 2026-07-28 (its MCP-Protocol-Version header, or its
 // _meta) has no session: it is served on its own by a view of what the
-// hub offers its principal with the taint of the conversation it names
-// (or the principal's), server/discover included, and nothing of its
+// hub offers its principal with their taint (see [Options.TaintScope]),
+// server/discover included, and nothing of its
 // client is kept between requests in the gateway's memory, so that
 // replicas behind a load balancer need no affinity. Its principal comes
 // from its bearer token as a session's does, and a verified JWT is noted
@@ -123,7 +128,16 @@
 // resource URL (verified against the issuer's keys: see [OAuthOptions]),
 // or the request is answered 401 with a Bearer challenge (RFC 6750, naming
 // the protected resource metadata of RFC 9728) and nothing is forwarded.
-// A session stays with the principal whose token opened it. A verified
+// A session stays with the principal whose token opened it, and a
+// principal is never empty (a token for "" is a configuration error, a
+// JWT whose principal claim is empty a 401): a session of nobody would be
+// anyone's. A refusal (401, 403, 413) is answered at once and its
+// connection closed, its body unread; a body must arrive within
+// [HTTPOptions.BodyTimeout], and ListenAndServe bounds the headers and
+// idle keep-alive connections too ([HTTPOptions.HeaderTimeout],
+// [HTTPOptions.IdleTimeout]), so that slow clients hold no descriptors.
+// Nothing bounds the writing of a response: an event stream lasts as
+// long as its call. A verified
 // JWT is what a server of identity principal whose OAuth grant is token
 // exchange exchanges for its own (conduit.Options.SubjectToken); a static
 // token is never sent anywhere. [HTTPOptions.NoAuth] serves without

@@ -292,3 +292,24 @@ func ExampleLimit() {
 	// true The call to notes__add was not sent: conduit serve's limit on notes/add allows "alice" 2 calls per minute, and they are used
 	// alice used 2 of 2
 }
+
+// A client may name the conversation of each request in _meta. By
+// default every request is still decided with all its principal has
+// seen; TaintConversation decides each with its own conversation's taint,
+// for clients trusted to keep their conversations apart.
+func ExampleTaintScope() {
+	g, err := gateway.New(context.Background(), []conduit.Server{notesServer()}, &gateway.Options{
+		Hub:        &conduit.Options{Policy: conduit.AllowAll()},
+		TaintScope: gateway.TaintConversation,
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	fmt.Println("default:", gateway.TaintPrincipal, "chosen:", gateway.TaintConversation)
+	_, err = gateway.New(context.Background(), nil, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}, TaintScope: 7})
+	fmt.Println(err)
+	// Output:
+	// default: principal chosen: conversation
+	// gateway: unknown TaintScope(7)
+}

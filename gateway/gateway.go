@@ -64,6 +64,11 @@ type Options struct {
 	// (default DefaultTaintLifetime): a principal who has seen nothing of
 	// a server's for that long is decided as untainted by it again.
 	TaintLifetime time.Duration
+	// TaintScope is the taint a request that names a conversation
+	// (MetaConversation) is decided with: by default (TaintPrincipal)
+	// all its principal has seen; TaintConversation, that
+	// conversation's alone.
+	TaintScope TaintScope
 	// StateKeys are the secrets that encrypt and authenticate the
 	// requestState the gateway gives its clients of protocol 2026-07-28
 	// (an approval it asks, a server's question it passes on), each at
@@ -194,6 +199,9 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	if opts.Hub.Handlers != nil {
 		return nil, errors.New("gateway: Options.Hub.Handlers must be nil: the gateway routes what servers send to its sessions")
 	}
+	if opts.TaintScope != TaintPrincipal && opts.TaintScope != TaintConversation {
+		return nil, fmt.Errorf("gateway: unknown %v", opts.TaintScope)
+	}
 	if opts.Transparent && len(servers) != 1 {
 		return nil, fmt.Errorf("gateway: transparent mode serves one server, not %d", len(servers))
 	}
@@ -274,7 +282,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	// The hub's store, made by the hub when none was given and closed with
 	// it: the gateway owns none.
 	g.store = src.Store()
-	g.taints = newTaints(g.store, opts.TaintLifetime)
+	g.taints = newTaints(g.store, opts.TaintLifetime, opts.TaintScope)
 	if g.limits != nil {
 		g.limits.counters = g.store
 	}

@@ -63,6 +63,18 @@ const (
 	DefaultSessionTimeout = 30 * time.Minute
 	// MinTokenLen is the shortest bearer token accepted in HTTPOptions.
 	MinTokenLen = 16
+	// DefaultHeaderTimeout bounds the reading of a request's headers when
+	// HTTPOptions.HeaderTimeout is zero.
+	DefaultHeaderTimeout = 10 * time.Second
+	// DefaultBodyTimeout bounds the reading of a request's body when
+	// HTTPOptions.BodyTimeout is zero. A JSON-RPC message is small: a
+	// body this slow is stalled, not uploading.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection with no request
+	// for this long when HTTPOptions.IdleTimeout is zero. It is longer
+	// than common balancers' idle timeouts (60 s), so that the balancer
+	// closes first and never sends on a connection closed under it.
+	DefaultIdleTimeout = 2 * time.Minute
 )
 
 // HTTPOptions configure the Streamable HTTP transport of [Gateway.Handler].
@@ -99,6 +111,20 @@ type HTTPOptions struct {
 	// MaxBodyBytes bounds each request's body (default DefaultMaxBodyBytes);
 	// a larger one is answered 413.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the reading of a request's body, from the
+	// moment its headers are read (default DefaultBodyTimeout; negative:
+	// none). A body not read by then ends its connection. Once the body
+	// is read the bound is lifted: a response streamed as server-sent
+	// events lasts as long as it needs.
+	BodyTimeout time.Duration
+	// HeaderTimeout bounds the reading of a request's headers (default
+	// DefaultHeaderTimeout), and IdleTimeout how long a keep-alive
+	// connection waits for its next request (default DefaultIdleTimeout).
+	// They are the server's, so ListenAndServe applies them; a caller of
+	// Handler sets them on its own http.Server (ReadHeaderTimeout,
+	// IdleTimeout). No bound is set on writing a response: it would cut
+	// event streams.
+	HeaderTimeout, IdleTimeout time.Duration
 	// SessionTimeout closes a session that has had no request for this
 	// long (default DefaultSessionTimeout; negative: never).
 	SessionTimeout time.Duration
@@ -159,6 +185,11 @@ func (g *Gateway) httpHandlers(opts *HTTPOptions) (*handlers, error) {
 	}
 	var tokens []hashed
 	for tok, principal := range o.Tokens {
+		if principal == "" {
+			// A session of the empty principal is bound to no one: the
+			// SDK would let any token ride it.
+			return nil, errors.New("gateway: a token is for the empty principal: every token needs a principal's name")
+		}
 		if len(tok) < MinTokenLen {
 			// The principal names which one without showing it.
 			return nil, fmt.Errorf("gateway: the token of principal %q is shorter than %d characters", principal, MinTokenLen)
@@ -167,6 +198,18 @@ func (g *Gateway) httpHandlers(opts *HTTPOptions) (*handlers, error) {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	switch {
+	case o.BodyTimeout == 0:
+		o.BodyTimeout = DefaultBodyTimeout
+	case o.BodyTimeout < 0:
+		o.BodyTimeout = 0
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
 	}
 	if o.SessionTimeout == 0 {
 		o.SessionTimeout = DefaultSessionTimeout
@@ -213,6 +256,12 @@ func (g *Gateway) httpHandlers(opts *HTTPOptions) (*handlers, error) {
 		var principal string
 		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
 			principal = ti.UserID
+		}
+		if principal == "" && !o.NoAuth {
+			// Whatever authenticated the request named no one: a session
+			// for nobody would let any caller ride it.
+			refuseAnonymous(w)
+			return
 		}
 		if ok, p := usesNewProtocol(r); ok {
 			g.viewHandler(w, r, principal, p, stateless)
@@ -305,6 +354,15 @@ func (g *Gateway) guarded(o HTTPOptions, tokens []hashed, jwts *verifier, scopes
 		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hasBody := r.Body != nil && r.Body != http.NoBody
+		raw := w
+		w = &refusing{ResponseWriter: w, body: hasBody}
+		if hasBody && o.BodyTimeout > 0 {
+			// The server lifts it once the body is read to its end, to
+			// watch for a client that hangs up: an event stream that
+			// answers the request lasts as long as it needs.
+			http.NewResponseController(raw).SetReadDeadline(time.Now().Add(o.BodyTimeout))
+		}
 		if o.NoAuth && !loopbackListener(r) {
 			http.Error(w, "Forbidden: this gateway serves without authentication on loopback only", http.StatusForbidden)
 			return
@@ -322,10 +380,52 @@ func (g *Gateway) guarded(o HTTPOptions, tokens []hashed, jwts *verifier, scopes
 			return
 		}
 		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, o.MaxBodyBytes)
+			// The server's own writer: past the bound, it closes the
+			// connection.
+			r.Body = http.MaxBytesReader(raw, r.Body, o.MaxBodyBytes)
 		}
 		authed.ServeHTTP(w, r)
 	})
+}
+
+// refusing closes the connection of a request the gateway refuses (401,
+// 403, 413) as soon as the answer is written. The body is not read: a
+// client that sends it slowly, or never, holds nothing.
+type refusing struct {
+	http.ResponseWriter
+	body bool // the request has a body, perhaps still unread
+}
+
+func (w *refusing) WriteHeader(code int) {
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestEntityTooLarge:
+		// The server then neither drains the body nor keeps the
+		// connection.
+		w.Header().Set("Connection", "close")
+		if w.body {
+			// Whatever the server still reads of the body fails at once.
+			http.NewResponseController(w.ResponseWriter).SetReadDeadline(time.Now())
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *refusing) Write(p []byte) (int, error) { return w.ResponseWriter.Write(p) }
+
+// Flush lets the SDK stream events through the wrapper.
+func (w *refusing) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *refusing) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// refuseAnonymous answers a request authenticated for no principal.
+func refuseAnonymous(w http.ResponseWriter) {
+	w.Header().Set("WWW-Authenticate", `Bearer realm="conduit", error="invalid_token"`)
+	http.Error(w, "Unauthorized: the token names no principal", http.StatusUnauthorized)
 }
 
 // challenger is what a Bearer challenge says (RFC 6750 §3): the realm,
@@ -478,7 +578,9 @@ func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOpt
 	if h.o.OAuth != nil {
 		mux.Handle(h.o.OAuth.MetadataPath(), h.o.OAuth.Metadata())
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	// No ReadTimeout or WriteTimeout: they are per connection and would
+	// cut event streams; the body is bounded per request (BodyTimeout).
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: h.o.HeaderTimeout, IdleTimeout: h.o.IdleTimeout, MaxHeaderBytes: 64 << 10}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
 	if ready != nil {

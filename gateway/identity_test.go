@@ -150,18 +150,21 @@ func twoPrincipalsAtOnce(t *testing.T, version string) {
 
 // TestTaintByPrincipal: taint belongs to the principal, and to the
 // conversation a client names, not to a transport session: a new session
-// (a reconnection) keeps it; another conversation of the same principal
-// does not have it, a request that names none has every conversation's,
-// and another principal has none of it. Clients without a session (whose
-// tools are those of their conversation's taint) and with one alike; and
-// what one kind of client saw taints the other's.
+// (a reconnection) keeps it, a request that names no conversation has
+// every conversation's, and another principal has none of it. A fresh
+// conversation of the same principal has it too by default (a client
+// cannot shed it by naming one); under TaintConversation it does not.
+// Clients without a session (whose tools are those of their taint) and
+// with one alike; and what one kind of client saw taints the other's.
 func TestTaintByPrincipal(t *testing.T) {
 	for _, version := range protocols {
-		t.Run(version, func(t *testing.T) { taintByPrincipal(t, version) })
+		for _, scope := range []gateway.TaintScope{gateway.TaintPrincipal, gateway.TaintConversation} {
+			t.Run(version+"/"+scope.String(), func(t *testing.T) { taintByPrincipal(t, version, scope) })
+		}
 	}
 }
 
-func taintByPrincipal(t *testing.T, version string) {
+func taintByPrincipal(t *testing.T, version string, scope gateway.TaintScope) {
 	web := newUpstream(t, "web")
 	web.tool("fetch", "Fetch a page.", echo("page "))
 	env := newUpstream(t, "env")
@@ -169,7 +172,7 @@ func taintByPrincipal(t *testing.T, version string) {
 	g := newGateway(t, []conduit.Server{web.server("web"), env.server("env")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.NewPolicy(
 		conduit.Deny("env/*").When(conduit.Tainted("web")),
 		conduit.Allow("*"),
-	)}})
+	)}, TaintScope: scope})
 	h, err := g.Handler(&gateway.HTTPOptions{Tokens: map[string]string{aliceToken: "alice", bobToken: "bob"}})
 	if err != nil {
 		t.Fatal(err)
@@ -198,8 +201,9 @@ func taintByPrincipal(t *testing.T, version string) {
 	if res := call(again, "env__get", nil); !denied(res) {
 		t.Errorf("no conversation named: %q", resultText(res))
 	}
-	if res := call(again, "env__get", conv("c2")); denied(res) {
-		t.Errorf("another conversation of alice's: %q", resultText(res))
+	shed := scope == gateway.TaintConversation
+	if res := call(again, "env__get", conv("c2")); denied(res) == shed {
+		t.Errorf("a fresh conversation of alice's (%v): %q", scope, resultText(res))
 	}
 	bob := httpClient(t, srv.URL, bobToken, version)
 	if res := call(bob, "env__get", nil); denied(res) {
@@ -210,8 +214,12 @@ func taintByPrincipal(t *testing.T, version string) {
 	if res := call(httpClient(t, srv.URL, aliceToken, other), "env__get", conv("c1")); !denied(res) {
 		t.Errorf("c1 from a client of %s: %q", other, resultText(res))
 	}
-	if n := sent.Load(); n != 2 {
-		t.Errorf("env__get ran %d times, want 2 (c2's and bob's)", n)
+	want := int64(1) // bob's
+	if shed {
+		want = 2 // and c2's
+	}
+	if n := sent.Load(); n != want {
+		t.Errorf("env__get ran %d times, want %d", n, want)
 	}
 }
 

@@ -51,9 +51,11 @@ const (
 // metadata ([OAuthOptions.Metadata], served by ListenAndServe) and the
 // challenge of every 401. A token is accepted when it is signed by one of
 // the issuer's published keys with an asymmetric algorithm (RS*, PS*,
-// ES*, EdDSA; never "none" nor an HMAC), its iss is Issuer, its aud
-// names Resource, and it has not expired (exp is required; nbf and iat
-// are checked), with Leeway for clocks.
+// ES*, EdDSA; never "none" nor an HMAC), its typ header names no other
+// kind of token (see RequireTokenType), its iss is Issuer, its aud names
+// Resource, it has not expired (exp is required; nbf and iat are
+// checked, with Leeway for clocks), and its principal claim is a
+// non-empty string (an email a verified one).
 type OAuthOptions struct {
 	// Resource is the gateway's own URL as clients reach it, such as
 	// https://mcp.example.com/mcp: the audience every token must name, and
@@ -65,10 +67,20 @@ type OAuthOptions struct {
 	// JWKSURL is where the issuer's keys are; "" reads jwks_uri from its
 	// metadata.
 	JWKSURL string
-	// PrincipalClaim is the claim that names the principal (a string);
-	// "" is "sub". An "email" or "preferred_username" claim makes the
-	// policy's principal rules readable.
+	// PrincipalClaim is the claim that names the principal (a non-empty
+	// string); "" is "sub". An "email" or "preferred_username" claim makes
+	// the policy's principal rules readable. With "email", the token must
+	// also say email_verified true: an address its owner never proved is
+	// not who they are.
 	PrincipalClaim string
+	// RequireTokenType accepts only tokens whose typ header is at+jwt
+	// (RFC 9068 §4), for an issuer that types its access tokens so: an ID
+	// token or another JWT it signs is then never taken for an access
+	// token. Without it, a token that names another type in typ (such as
+	// dpop+jwt or id-jag+jwt) is refused, and one without typ, or with the
+	// generic JWT, is accepted: many issuers (Entra ID, Keycloak, Google)
+	// do not type their access tokens.
+	RequireTokenType bool
 	// Scopes are the scopes every token must have (its "scope" or "scp"
 	// claim), and which the metadata lists.
 	Scopes []string
@@ -198,6 +210,9 @@ func (v *verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 		return nil, refuse("one signature is needed")
 	}
 	h := tok.Headers[0]
+	if err := v.checkType(h); err != nil {
+		return nil, err
+	}
 	key, err := v.key(ctx, h.KeyID, h.Algorithm)
 	if err != nil {
 		return nil, err
@@ -227,7 +242,11 @@ func (v *verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 	}
 	principal, _ := all[claim].(string)
 	if principal == "" {
+		// An empty principal would bind its sessions to no one.
 		return nil, refuse("the token has no %s", claim)
+	}
+	if claim == "email" && !verifiedEmail(all["email_verified"]) {
+		return nil, refuse("the token's email is not verified (email_verified)")
 	}
 	scopes := scopesOf(all["scope"])
 	if len(scopes) == 0 {
@@ -235,6 +254,40 @@ func (v *verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 	}
 	// The middleware checks expiry too, with the leeway as its ClockSkew.
 	return &auth.TokenInfo{UserID: principal, Scopes: scopes, Expiration: reg.Expiry.Time()}, nil
+}
+
+// checkType checks a token's typ header (RFC 9068 §2.1, §4): at+jwt when
+// RequireTokenType is set; otherwise absent, JWT, or at+jwt. Media types
+// compare without case, with or without "application/" (RFC 7515 §4.1.9).
+func (v *verifier) checkType(h jose.Header) error {
+	raw, present := h.ExtraHeaders[jose.HeaderType]
+	typ, isString := raw.(string)
+	if present && !isString {
+		return refuse("the token's typ is not a string")
+	}
+	typ = strings.TrimPrefix(strings.ToLower(typ), "application/")
+	switch {
+	case typ == "at+jwt":
+		return nil
+	case v.o.RequireTokenType:
+		return refuse("the token's typ is %q, not at+jwt", typ)
+	case typ == "" || typ == "jwt":
+		return nil
+	}
+	// Another kind of token, typed as such: never an access token.
+	return refuse("the token's typ %q is not an access token's", typ)
+}
+
+// verifiedEmail reads email_verified as issuers write it: true, or the
+// string "true" (Amazon Cognito, some others).
+func verifiedEmail(v any) bool {
+	switch v := v.(type) {
+	case bool:
+		return v
+	case string:
+		return strings.EqualFold(v, "true")
+	}
+	return false
 }
 
 // scopesOf reads a scope claim as issuers write it: a space-separated

@@ -7,8 +7,11 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +39,12 @@ func fuzzVerifier(t testing.TB, key *ecdsa.PrivateKey) *verifier {
 }
 
 func signFuzz(t testing.TB, key *ecdsa.PrivateKey, claims any) string {
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", "k1"))
+	return signFuzzTyped(t, key, claims, "at+jwt")
+}
+
+// signFuzzTyped is signFuzz with typ as the typ header, whatever it is.
+func signFuzzTyped(t testing.TB, key *ecdsa.PrivateKey, claims any, typ any) string {
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithHeader("typ", typ).WithHeader("kid", "k1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +58,8 @@ func signFuzz(t testing.TB, key *ecdsa.PrivateKey, claims any) string {
 // FuzzVerifyToken: whatever a caller sends as a bearer token, verify
 // answers without panicking, refuses it as an invalid token (a 401),
 // and accepts only a token that the key signed for the issuer and
-// resource, unexpired, with a subject.
+// resource, unexpired, with a subject, typed as an access token or not
+// at all.
 func FuzzVerifyToken(f *testing.F) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -63,6 +72,9 @@ func FuzzVerifyToken(f *testing.F) {
 	expired.Expiry = jwt.NewNumericDate(now.Add(-time.Hour))
 	f.Add(signFuzz(f, key, expired))
 	f.Add(signFuzz(f, key, map[string]any{"iss": fuzzIssuer, "sub": 7, "aud": []string{fuzzResource, "x"}, "exp": 1e300}))
+	f.Add(signFuzzTyped(f, key, valid, "dpop+jwt"))
+	f.Add(signFuzzTyped(f, key, valid, 7))
+	f.Add(signFuzzTyped(f, key, valid, "JWT"))
 	f.Add("eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIn0.")
 	f.Add("a.b.c")
 	f.Add("")
@@ -82,6 +94,9 @@ func FuzzVerifyToken(f *testing.F) {
 		var c jwt.Claims
 		if perr != nil || tok.Claims(&key.PublicKey, &c) != nil {
 			t.Fatalf("accepted a token the key did not sign: %q", token)
+		}
+		if typ, ok := tok.Headers[0].ExtraHeaders[jose.HeaderType]; ok && !slices.Contains([]string{"at+jwt", "jwt", ""}, strings.TrimPrefix(strings.ToLower(fmt.Sprint(typ)), "application/")) {
+			t.Fatalf("accepted a token of typ %v", typ)
 		}
 		if ti.UserID == "" || c.Issuer != fuzzIssuer || !c.Audience.Contains(fuzzResource) || c.Expiry == nil || ti.Expiration.Before(time.Now()) {
 			t.Fatalf("accepted %q: %+v, claims %+v", token, ti, c)

@@ -182,7 +182,7 @@ func TestJWTScopesAndClaim(t *testing.T) {
 	url, _ := jwtGateway(t, as, []conduit.Server{up}, &gateway.OAuthOptions{Scopes: []string{"mcp"}, PrincipalClaim: "email"},
 		conduit.Allow("up/*").When(conduit.Principal("alice@example.com")))
 	withScope := func(scope, email string) string {
-		return as.SignToken(jwt.MapClaims{"iss": as.URL, "sub": "u1", "email": email, "aud": url, "scope": scope, "exp": time.Now().Add(time.Hour).Unix()})
+		return as.SignToken(jwt.MapClaims{"iss": as.URL, "sub": "u1", "email": email, "email_verified": true, "aud": url, "scope": scope, "exp": time.Now().Add(time.Hour).Unix()})
 	}
 	if code, _, _ := post(t, url, rawReq{body: initialize, token: withScope("read", "alice@example.com")}); code != http.StatusForbidden {
 		t.Errorf("without the scope: %d", code)
@@ -206,7 +206,7 @@ func TestJWTScopesAndClaim(t *testing.T) {
 		scp  any
 		want int
 	}{{"read mcp", http.StatusOK}, {[]any{"read", "mcp"}, http.StatusOK}, {"read", http.StatusForbidden}, {42, http.StatusForbidden}} {
-		tok := as.SignToken(jwt.MapClaims{"iss": as.URL, "sub": "u1", "email": "alice@example.com", "aud": url, "scp": tt.scp, "exp": time.Now().Add(time.Hour).Unix()})
+		tok := as.SignToken(jwt.MapClaims{"iss": as.URL, "sub": "u1", "email": "alice@example.com", "email_verified": true, "aud": url, "scp": tt.scp, "exp": time.Now().Add(time.Hour).Unix()})
 		if code, _, _ := post(t, url, rawReq{body: initialize, token: tok}); code != tt.want {
 			t.Errorf("scp %v: %d, want %d", tt.scp, code, tt.want)
 		}

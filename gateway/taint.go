@@ -26,12 +26,46 @@ import (
 const DefaultTaintLifetime = 24 * time.Hour
 
 // MetaConversation is the _meta key by which a client names the
-// conversation a request belongs to (a string of at most 256 bytes):
-// the request is then decided with that conversation's taint, and what it
-// receives taints that conversation. A request without it is decided
-// with everything its principal has seen in every conversation. conduit
-// does not pass the key on to servers.
+// conversation a request belongs to (a string of at most 256 bytes): what
+// the request receives taints that conversation (and its principal).
+// Under [TaintConversation] the request is decided with that
+// conversation's taint alone; under the default, [TaintPrincipal], with
+// the principal's, which holds every conversation's. conduit does not
+// pass the key on to servers.
 const MetaConversation = "io.github.conduitmcp/conversation"
+
+// TaintScope is the taint a request that names a conversation is
+// decided and listed with (Options.TaintScope).
+type TaintScope int
+
+const (
+	// TaintPrincipal decides every request of a principal with all the
+	// principal has seen, the conversation it names included: a client
+	// cannot shed a taint by naming a fresh conversation. The default. A
+	// conversation id is the client's word, not proof: a tainted model
+	// that starts a sub-agent (a new conversation of the same client)
+	// would hand it the injected instructions without the taint.
+	TaintPrincipal TaintScope = iota
+	// TaintConversation decides a request that names a conversation with
+	// that conversation's taint alone, so that one conversation's reading
+	// does not restrict another's. It trusts every client of a principal
+	// to name its conversations honestly: choose it when the clients are
+	// hosts that keep their conversations apart, and no model can start
+	// one. A request that names none is decided with the principal's.
+	TaintConversation
+)
+
+// String returns "principal" or "conversation", the names of the
+// configuration's "taintScope".
+func (s TaintScope) String() string {
+	switch s {
+	case TaintPrincipal:
+		return "principal"
+	case TaintConversation:
+		return "conversation"
+	}
+	return fmt.Sprintf("TaintScope(%d)", int(s))
+}
 
 // maxConversation bounds a conversation's name.
 const maxConversation = 256
@@ -41,15 +75,16 @@ const maxConversation = 256
 // requests of clients of protocol 2026-07-28, which have none (views): a
 // request is decided, and its view chosen, with the taint read from here.
 type taints struct {
-	sets store.Sets
-	life time.Duration
+	sets  store.Sets
+	life  time.Duration
+	scope TaintScope
 }
 
-func newTaints(sets store.Sets, life time.Duration) *taints {
+func newTaints(sets store.Sets, life time.Duration, scope TaintScope) *taints {
 	if life <= 0 {
 		life = DefaultTaintLifetime
 	}
-	return &taints{sets: sets, life: life}
+	return &taints{sets: sets, life: life, scope: scope}
 }
 
 // key is the store's key of principal's taint, or of their conversation
@@ -62,9 +97,15 @@ func taintKey(principal, conversation string) string {
 	return k
 }
 
-// of returns the servers whose output principal has seen in
-// conversation, or in any conversation when it is "".
+// of returns the taint a request of principal in conversation is decided
+// with: what they have seen in any conversation, or, under
+// TaintConversation, in conversation alone when it is named. The
+// principal's set holds every conversation's (add writes both, with the
+// same lifetime), so it is the union of the two.
 func (t *taints) of(ctx context.Context, principal, conversation string) ([]string, error) {
+	if t.scope != TaintConversation {
+		conversation = ""
+	}
 	return t.sets.Members(ctx, taintKey(principal, conversation))
 }
 

@@ -22,8 +22,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 Serve the configuration's servers, under its policy, as one MCP server:
 tools as server__tool (prompts as server__prompt, resources under their own
 URIs), each call through the policy. "ask" rules become elicitation
-requests to the connected client; "tainted" rules apply to each session
-once it has received a server's output.
+requests to the connected client; "tainted" rules apply to a principal's
+calls once they have received a server's output.
 
 Over stdio by default, as an MCP client such as Claude Desktop starts it:
 
@@ -50,11 +50,19 @@ exchanges the caller's token for one of its own.
 
 --no-auth serves without tokens, on a loopback address only.
 
-Taint belongs to a principal (and to the conversation a client names in
-_meta "io.github.conduitmcp/conversation"), not to a session: a client
-keeps it across reconnections, and a client without a session has it too,
-for "taintLifetime" (--taint-lifetime, default 24h) after the latest
-addition.
+Taint belongs to a principal, not to a session: a client keeps it across
+reconnections, and a client without a session has it too, for
+"taintLifetime" (--taint-lifetime, default 24h) after the latest addition.
+A client may name a conversation in _meta
+"io.github.conduitmcp/conversation": by default its requests are still
+decided with all their principal has seen, so a fresh conversation sheds
+nothing; "taintScope": "conversation" in "serve" decides them with that
+conversation's taint alone, for clients trusted to keep conversations
+apart.
+
+A refused request (401, 403, 413) is answered at once and its connection
+closed; a request body must arrive within 30 s, and an idle keep-alive
+connection is closed after 2 minutes.
 
 Clients of MCP 2026-07-28 have no session: an "ask" rule, and what a
 server asks during a call, are answered with an input-required result whose
@@ -213,6 +221,7 @@ after 'conduit pin --update'.`)
 		MaxResultTokens: *maxResultTokens,
 		Middleware:      env.serverMiddleware(),
 		TaintLifetime:   *taintLifetime,
+		TaintScope:      taintScope(cfg),
 		StateKeys:       stateKeys,
 		Limits:          limits,
 	})
@@ -246,6 +255,14 @@ after 'conduit pin --update'.`)
 	return nil
 }
 
+// taintScope is the configuration's "taintScope" (checked when parsed).
+func taintScope(cfg *conduit.Config) gateway.TaintScope {
+	if cfg.Serve != nil && cfg.Serve.TaintScope == "conversation" {
+		return gateway.TaintConversation
+	}
+	return gateway.TaintPrincipal
+}
+
 // serveHTTPOptions are the HTTP settings of the configuration's "serve"
 // object, with the tokens read from the environment.
 func serveHTTPOptions(env *Env, cfg *conduit.Config, addr string, noAuth bool, config string) (*gateway.HTTPOptions, error) {
@@ -271,7 +288,7 @@ func serveHTTPOptions(env *Env, cfg *conduit.Config, addr string, noAuth bool, c
 		if so.Issuer == "" || so.Resource == "" {
 			return nil, usageError("serve", "OAuth needs both an issuer and a resource (--oauth-issuer and --oauth-resource, or the \"serve\" object's oauth)")
 		}
-		o.OAuth = &gateway.OAuthOptions{Issuer: so.Issuer, Resource: so.Resource, JWKSURL: so.JWKSURL, PrincipalClaim: so.PrincipalClaim, Scopes: so.Scopes}
+		o.OAuth = &gateway.OAuthOptions{Issuer: so.Issuer, Resource: so.Resource, JWKSURL: so.JWKSURL, PrincipalClaim: so.PrincipalClaim, Scopes: so.Scopes, RequireTokenType: so.RequireTokenType}
 		if len(cfg.Serve.Tokens) == 0 {
 			return o, nil
 		}

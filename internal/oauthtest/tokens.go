@@ -77,11 +77,22 @@ func (s *Server) AccessToken(subject, audience string, ttl time.Duration) string
 // SignToken signs claims as the server signs its access tokens (ES256,
 // typ at+jwt, the newest key's kid), whatever they say.
 func (s *Server) SignToken(claims jwt.MapClaims) string {
+	return s.SignTyped(claims, "at+jwt")
+}
+
+// SignTyped is SignToken with typ as the typ header ("" leaves it out),
+// as when the issuer signs another kind of token, or does not type its
+// access tokens.
+func (s *Server) SignTyped(claims jwt.MapClaims, typ string) string {
 	s.mu.Lock()
 	k := s.keys[len(s.keys)-1]
 	s.mu.Unlock()
 	t := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
-	t.Header["typ"] = "at+jwt"
+	if typ == "" {
+		delete(t.Header, "typ")
+	} else {
+		t.Header["typ"] = typ
+	}
 	t.Header["kid"] = k.kid
 	signed, err := t.SignedString(k.key)
 	if err != nil {
