@@ -14,6 +14,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,5 +205,83 @@ func TestStrayLinesKeepSession(t *testing.T) {
 	// Rate-limited: far fewer WARNs than lines dropped.
 	if n := strings.Count(log, "stdout was dropped"); n == 0 || n > 30 {
 		t.Errorf("%d WARNs of dropped lines", n)
+	}
+}
+
+// TestStrayLinesKilledMidSession: the noisy server killed while calls are
+// in flight: each call is answered with its result or as unavailable;
+// while the server is reconnected (a new process, printing its stray
+// lines), a call by a name the model was offered, against the offered set
+// or the current one, is unavailable, never an unknown tool; once it is
+// back, calls are answered.
+func TestStrayLinesKilledMidSession(t *testing.T) {
+	t.Parallel()
+	kid, _ := childServer(t, "kid", "noisy")
+	ev := &events{}
+	h := newHub(t, []Server{kid}, &Options{Reconnect: fastReconnect, Trace: ev.trace()})
+	ctx := context.Background()
+	offered, err := h.ListTools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := callPID(t, h, "kid__pid")
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for g := range 4 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				msg := fmt.Sprintf("g%d-%d", g, i)
+				res, err := h.CallTool(ctx, "kid__noisy", map[string]any{"message": msg}, &CallOptions{ToolSet: offered})
+				var e *Error
+				switch {
+				case err == nil && resultText(res) != "noisy: "+msg:
+					errs <- fmt.Errorf("%s: answered %q", msg, resultText(res))
+				case err != nil && (!errors.As(err, &e) || e.Kind != KindUnavailable):
+					errs <- fmt.Errorf("%s: %v", msg, err)
+				}
+				if err != nil {
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+		})
+	}
+	time.Sleep(200 * time.Millisecond)
+	syscall.Kill(pid, syscall.SIGKILL)
+	eventually(t, 15*time.Second, func() bool { return ev.count("down kid") >= 1 }, "kid down")
+	during := 0
+	for statusOf(h, "kid").State != StateUp {
+		for _, ts := range []*ToolSet{offered, nil} {
+			_, err := h.CallTool(ctx, "kid__noisy", map[string]any{"message": "m"}, &CallOptions{ToolSet: ts})
+			if statusOf(h, "kid").State == StateUp {
+				break // back meanwhile: the call may have been answered
+			}
+			if e := wantKind(t, err, KindUnavailable); e.Message != "The server of kid__noisy is unavailable; try again later." {
+				t.Errorf("during the reconnect: %+v", e)
+			}
+			during++
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if during == 0 {
+		t.Error("no call was made during the reconnect")
+	}
+	if res, err := h.CallTool(ctx, "kid__noisy", map[string]any{"message": "back"}, &CallOptions{ToolSet: offered}); err != nil || resultText(res) != "noisy: back" {
+		t.Errorf("after the reconnect: %v, %v", resultText(res), err)
+	}
+	if got := callPID(t, h, "kid__pid"); got == pid {
+		t.Errorf("the same process %d after the kill", pid)
 	}
 }
