@@ -237,3 +237,29 @@ func FuzzJudgeLine(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkJudgeLine measures the judging of a response of 1 KiB and of
+// 1 MiB, the cost each message of a stdio server now pays before the SDK
+// decodes it, beside the SDK's own reading of the same line.
+func BenchmarkJudgeLine(b *testing.B) {
+	for _, size := range []int{1 << 10, 1 << 20} {
+		line := []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat("a", size) + `"}]}}`)
+		b.Run("judge/"+byteSize(size), func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			for b.Loop() {
+				if _, fault := judgeLine(line); fault != lineOK {
+					b.Fatal(fault)
+				}
+			}
+		})
+		b.Run("sdk/"+byteSize(size), func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			data := append(bytes.Clone(line), '\n')
+			for b.Loop() {
+				if msgs, err := sdkRead(b, data); err != nil || len(msgs) != 1 {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
