@@ -53,17 +53,7 @@ type oversize struct {
 // id (raw JSON), or nil when the message was not a response with a valid
 // id, and logs the discarding.
 func (o *oversize) reject(s *idScan, size int) []byte {
-	var id jsonrpc.ID
-	ok := s.response && !s.method && !s.idBad && len(s.id) > 0
-	if ok {
-		var v any
-		if err := json.Unmarshal(s.id, &v); err == nil {
-			id, err = jsonrpc.MakeID(v)
-			ok = err == nil && id.IsValid()
-		} else {
-			ok = false
-		}
-	}
+	id, ok := responseID(s)
 	if !ok {
 		o.logger.Warn("conduit: a message over the limit was discarded", "server", o.server, "bytes", size, "limit", o.limit)
 		return nil
@@ -282,13 +272,17 @@ func (r *reader) fill() bool {
 func (r *reader) keep() { r.chunk = nil }
 
 // lineBound reads newline-delimited messages from src and passes on those
-// of at most limit bytes; each longer one is discarded as it streams and
-// replaced by the line reject returns for it (nothing if nil). It holds at
-// most one line of limit bytes.
+// of at most limit bytes (0: any size) that the SDK can read (judgeLine);
+// each longer one is discarded as it streams and replaced by the line
+// reject returns for it (nothing if nil). A line that is not a message is
+// dropped, and noted in drops; when it was a response with an id, the
+// error response for that id stands in for it. It holds at most one line
+// of limit bytes.
 type lineBound struct {
 	reader
 	limit  int
 	reject func(*idScan, int) []byte
+	drops  *lineDrops // nil: drops are not logged
 
 	line held // the start of a line within the limit
 	out  held // ready for Read
@@ -301,15 +295,52 @@ func (b *lineBound) Read(p []byte) (int, error) {
 	for b.out.n == 0 {
 		if !b.fill() {
 			if b.line.n > 0 {
-				// An unterminated last message: the SDK's decoder judges it.
-				b.out, b.line = b.line, held{}
-				break
+				// An unterminated last line.
+				b.pass(b.whole(nil))
+				if b.out.n > 0 {
+					break
+				}
 			}
 			return 0, b.err
 		}
 		b.frame()
 	}
 	return b.out.read(p), nil
+}
+
+var newline = []byte{'\n'}
+
+// whole returns the line held followed by tail, in one slice, and holds
+// nothing more: tail itself when nothing was held.
+func (b *lineBound) whole(tail []byte) []byte {
+	if b.line.n == 0 {
+		return tail
+	}
+	line := make([]byte, 0, b.line.n+len(tail))
+	b.line.each(func(p []byte) { line = append(line, p...) })
+	b.line = held{}
+	return append(line, tail...)
+}
+
+// pass moves what the SDK may read of a whole line to out: its messages,
+// or for a dropped response the error response for its id.
+func (b *lineBound) pass(line []byte) {
+	msgs, fault := judgeLine(line)
+	for _, m := range msgs {
+		b.out.add(m)
+		b.out.add(newline)
+	}
+	if fault == lineOK {
+		return
+	}
+	answer, id := unreadable(line, fault)
+	if answer == nil {
+		b.drops.note(line, fault, nil)
+		return
+	}
+	b.out.add(answer)
+	b.out.add(newline)
+	b.drops.note(line, fault, &id)
 }
 
 // frame moves what it can of rest to out.
@@ -333,7 +364,7 @@ func (b *lineBound) frame() {
 		b.over, b.size, b.scan = false, 0, idScan{}
 		return
 	}
-	if b.line.n+len(seg) > b.limit {
+	if b.limit > 0 && b.line.n+len(seg) > b.limit {
 		b.over, b.size = true, b.line.n
 		b.line.each(b.scan.feed)
 		b.line = held{}
@@ -345,20 +376,24 @@ func (b *lineBound) frame() {
 		b.rest = nil
 		return
 	}
-	b.out, b.line = b.line, held{}
-	b.out.add(b.rest[:i+1])
+	// out is read before the next fill: a line within the chunk may
+	// stay in it.
+	line := b.whole(seg)
 	b.rest = b.rest[i+1:]
+	b.pass(line)
 }
 
 // stdioTransport runs a server as a child process and speaks to it over
 // stdin and stdout, as mcp.CommandTransport does, with the child's stdout
-// bounded by a lineBound below the SDK's reader (which the SDK's transport
-// leaves no way to reach).
+// read by a lineBound below the SDK's reader (which the SDK's transport
+// leaves no way to reach): it bounds each line and drops those that are
+// not messages.
 type stdioTransport struct {
 	cmd       *exec.Cmd
 	terminate time.Duration
 	limit     int // 0: no bound, and none in the SDK either
 	over      *oversize
+	drops     *lineDrops
 }
 
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -373,15 +408,15 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
 	}
-	var r io.Reader = stdout
+	lb := &lineBound{reader: reader{src: stdout}, drops: t.drops}
 	maxLine := -1
 	if t.limit > 0 {
-		r = &lineBound{reader: reader{src: stdout}, limit: t.limit, reject: t.over.reject}
+		lb.limit, lb.reject = t.limit, t.over.reject
 		// The SDK's own bound stays, above conduit's, which the
 		// replacement lines are far under.
 		maxLine = t.limit + 64<<10
 	}
-	tr := &mcp.IOTransport{Reader: io.NopCloser(r), Writer: &childStdin{cmd: t.cmd, stdin: stdin, terminate: t.terminate}, MaxLineLength: maxLine}
+	tr := &mcp.IOTransport{Reader: io.NopCloser(lb), Writer: &childStdin{cmd: t.cmd, stdin: stdin, terminate: t.terminate}, MaxLineLength: maxLine}
 	return tr.Connect(ctx)
 }
 
@@ -727,25 +762,27 @@ func (s *sseBound) scanSSE(p []byte) int {
 	return len(p)
 }
 
-// bounds are the bound on a server's messages that its transport
-// applies; nil for none.
+// bounds are what a server's transport applies to the messages it
+// reads: the bound on their size (limit 0 for none), and, over stdio, the
+// log of the lines dropped.
 type bounds struct {
 	limit int
 	over  *oversize
+	drops *lineDrops
 }
 
 // bounds returns the bounds of server's transports.
 func (c *core) bounds(server string) *bounds {
-	limit := c.limits.messageBytes()
-	if limit == 0 {
-		return nil
+	b := &bounds{drops: newLineDrops(server, c.Logger)}
+	if limit := c.limits.messageBytes(); limit > 0 {
+		b.limit, b.over = limit, c.oversize(server)
 	}
-	return &bounds{limit: limit, over: c.oversize(server)}
+	return b
 }
 
 // http returns hc with its responses bounded.
 func (b *bounds) http(hc *http.Client) *http.Client {
-	if b == nil {
+	if b == nil || b.limit == 0 {
 		return hc
 	}
 	cp := *hc
@@ -761,7 +798,7 @@ func (b *bounds) http(hc *http.Client) *http.Client {
 func (b *bounds) stdio(cmd *exec.Cmd, terminate time.Duration) mcp.Transport {
 	t := &stdioTransport{cmd: cmd, terminate: terminate}
 	if b != nil {
-		t.limit, t.over = b.limit, b.over
+		t.limit, t.over, t.drops = b.limit, b.over, b.drops
 	}
 	return t
 }

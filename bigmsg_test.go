@@ -314,15 +314,19 @@ func TestSSEBound(t *testing.T) {
 	}
 }
 
-// FuzzLineBound: whatever a server writes, the bound never panics, every
-// line it passes is within the limit or a stand-in of valid JSON, and
-// input within the limit passes unchanged.
+// FuzzLineBound: whatever a server writes, the bound never panics, the
+// SDK's reader reads what it passes without error (nothing ends the
+// session), the messages of every line within the limit pass in order
+// (judgeLine), and every other line it passes is an error response
+// standing in for a response.
 func FuzzLineBound(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"result":{"a":"` + strings.Repeat("b", 80) + `"}}` + "\n",
 		`{"result":"\\\"` + strings.Repeat("c", 80) + `","id":"x"}` + "\n{}\n",
 		`[{"id":1,"result":[` + strings.Repeat("[", 70) + "\n",
 		`{"id":` + strings.Repeat("9", 300) + `,"result":1}` + "\n",
+		"Debugger listening\n" + `{"jsonrpc":"2.0","id":1,"result":{}}` + "\n[1]\n",
+		`{"jsonrpc":"2.0","id":2,"result":` + strings.Repeat("[", 1001) + "\n",
 	} {
 		f.Add([]byte(s), uint8(3))
 	}
@@ -333,14 +337,20 @@ func FuzzLineBound(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if _, err := sdkRead(t, out); err != nil {
+			t.Fatalf("the SDK fails on %q from %q: %v", out, data, err)
+		}
 		var want []string
-		for _, l := range strings.SplitAfter(string(data), "\n") {
-			if len(strings.TrimSuffix(l, "\n")) <= 64 && l != "" {
-				want = append(want, l)
+		for _, l := range strings.Split(string(data), "\n") {
+			if len(l) <= 64 {
+				msgs, _ := judgeLine([]byte(l))
+				for _, m := range msgs {
+					want = append(want, string(m))
+				}
 			}
 		}
 		i := 0
-		for _, l := range strings.SplitAfter(string(out), "\n") {
+		for _, l := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
 			if l == "" {
 				continue
 			}
@@ -348,12 +358,13 @@ func FuzzLineBound(f *testing.F) {
 				i++
 				continue
 			}
-			if len(l) > 64+1 && !json.Valid([]byte(l)) {
+			msg, err := jsonrpc.DecodeMessage([]byte(l))
+			if r, ok := msg.(*jsonrpc.Response); err != nil || !ok || r.Error == nil {
 				t.Fatalf("passed %q", l)
 			}
 		}
 		if i != len(want) {
-			t.Fatalf("lines within the limit lost: %q from %q", out, data)
+			t.Fatalf("messages within the limit lost: %q from %q", out, data)
 		}
 	})
 }

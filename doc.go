@@ -80,11 +80,16 @@
 // went down, is answered KindUnavailable ("try again later"), not as an
 // unknown tool.
 //
-// A session is over when the SDK ends it (a stdio child that exits or
-// writes something other than JSON-RPC to stdout; the error then carries
-// the child's exit status and the tail of its stderr), or when a failed
-// request is followed by a failed ping (an HTTP server that went away,
-// which the SDK reports per request without ending the session).
+// A session is over when the SDK ends it (a stdio child that exits; the
+// error then carries the child's exit status and the tail of its
+// stderr), or when a failed request is followed by a failed ping (an HTTP
+// server that went away, which the SDK reports per request without ending
+// the session). A line a stdio child writes to stdout that is not one
+// JSON-RPC message (a debugger's banner, a stray print, JSON nested deeper
+// than 1000 levels) is dropped and logged as a warning, at most one a
+// second per server, and the session goes on; a response nested too deep
+// answers its call with an error. A JSON-RPC batch is read as its
+// messages.
 //
 // # Identity per principal
 //

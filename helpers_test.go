@@ -42,6 +42,8 @@ func TestMain(m *testing.M) {
 //	                   responses) on a loopback port it prints first
 //	garbage-after-list like basic, but writes a line that is not JSON to
 //	                   stdout shortly after answering tools/list
+//	noisy              writes stray lines to stdout at start, all along and
+//	                   in each call of its tool noisy (stray_test.go)
 //	exit               writes to stderr and exits with status 3 at once
 //	silent             reads stdin and never answers
 //	defs               tools read from files, differing between runs and
@@ -71,6 +73,8 @@ func runChild(mode string) int {
 		return runDefsChild(mark)
 	case "big-http", "big-http-json":
 		return runBigHTTPChild(mode == "big-http-json")
+	case "noisy":
+		return runNoisyChild(mark)
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "child", Version: "1"}, nil)
 	addTool(s, "echo", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -85,22 +89,19 @@ func runChild(mode string) int {
 		mark("canceled")
 		return nil, ctx.Err()
 	})
-	addTool(s, "garbage", func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	addTool(s, "garbage", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		os.Stdout.WriteString("this is not JSON-RPC\n")
-		<-ctx.Done()
-		return nil, ctx.Err()
+		return textResult("after garbage"), nil
 	})
-	addTool(s, "jsongarbage", func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	addTool(s, "jsongarbage", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		os.Stdout.WriteString(`{"hello":"world"}` + "\n")
-		<-ctx.Done()
-		return nil, ctx.Err()
+		return textResult("after jsongarbage"), nil
 	})
-	addTool(s, "rpcgarbage", func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		// A response without an id: the SDK's reader fails with a
+	addTool(s, "rpcgarbage", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// A response without an id: the SDK's reader would fail with a
 		// *jsonrpc.Error of code -32600, the type a server's error has.
 		os.Stdout.WriteString(`{"jsonrpc":"2.0","result":{}}` + "\n")
-		<-ctx.Done()
-		return nil, ctx.Err()
+		return textResult("after rpcgarbage"), nil
 	})
 	addTool(s, "getenv", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return textResult(os.Getenv(argString(req, "name"))), nil

@@ -108,8 +108,7 @@ func wireErrors(err error) (rpcErr *jsonrpc.Error, rejected bool) {
 
 // lost reports whether err, a failed request's error, means that the
 // session is gone, and if so makes sure that it is dropped. The SDK ends a
-// session itself when its transport fails (a child that died, garbage on
-// stdout), but the failed request may return before the end is visible; and
+// session itself when its transport fails (a child that died), but the failed request may return before the end is visible; and
 // it keeps an HTTP session whose requests fail to be sent. A ping settles
 // it.
 func (c *core) lost(ctx context.Context, cn *conn, sess *mcp.ClientSession, err error) bool {

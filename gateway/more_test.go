@@ -69,6 +69,47 @@ func TestServerDownAndBack(t *testing.T) {
 	}
 }
 
+// TestDownServerCallUnavailable: while a server whose process ended waits
+// to be reconnected, its tools leave the session's list, and a call by
+// the name the client was offered is answered as unavailable (a tool
+// error saying to try later), not as an unknown tool; a name no server
+// offers is still unknown.
+func TestDownServerCallUnavailable(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stable := newUpstream(t, "stable")
+	stable.tool("hello", "Hello.", echo("hello "))
+	g := newGateway(t, []conduit.Server{
+		stable.server("stable"),
+		{ID: "child", Command: exe, Env: map[string]string{childEnv: "1", "GORACE": "atexit_sleep_ms=0"}},
+	}, &gateway.Options{Hub: &conduit.Options{
+		Policy:    conduit.AllowAll(),
+		Reconnect: conduit.Backoff{Min: time.Hour},
+	}})
+	cs, _ := connect(t, g, "", nil)
+	if got := resultText(callTool(t, cs, "child__ping", map[string]any{})); got != "pong {}" {
+		t.Fatalf("ping = %q", got)
+	}
+	cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "child__exit"})
+	eventually(t, "the child's tools gone", func() bool { return slices.Equal(toolNames(t, cs), []string{"stable__hello"}) })
+
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "child__ping", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatalf("child__ping while down: %v", err)
+	}
+	if !res.IsError || resultText(res) != "The server of child__ping is unavailable; try again later." {
+		t.Errorf("child__ping while down: %v %q", res.IsError, resultText(res))
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "other__ping", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), `unknown tool "other__ping"`) {
+		t.Errorf("other__ping: %v", err)
+	}
+	if got := resultText(callTool(t, cs, "stable__hello", map[string]any{})); got != "hello {}" {
+		t.Errorf("hello = %q", got)
+	}
+}
+
 // TestMetaCancelLogging: a call's _meta reaches the server (less the
 // protocol's keys), the client's cancellation ends the server's handler,
 // and the server's log messages reach the client at the level it set.

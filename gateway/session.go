@@ -33,6 +33,7 @@ type session struct {
 	ss      *mcp.ServerSession
 	taint   []string                   // a view's, which its lists are made with
 	defs    map[string]*mcp.Tool       // exposed name -> the server's own tool registered under it
+	tools   *conduit.ToolSet           // the set defs were last made from
 	prompts map[string]*conduit.Prompt // exposed name -> the prompt registered under it
 	rset    *conduit.ResourceSet       // as offered
 	res     map[string]*mcp.Resource
@@ -114,6 +115,7 @@ func (g *Gateway) newSession(ctx context.Context, principal string, taint []stri
 		opts.SupportedProtocolVersions = protocolVersions
 	}
 	s.server = mcp.NewServer(g.impl, opts)
+	s.server.AddReceivingMiddleware(s.downCalls) // innermost: around the SDK's lookup
 	s.server.AddReceivingMiddleware(s.watchLevel)
 	if !view {
 		s.server.AddReceivingMiddleware(s.followConversation)

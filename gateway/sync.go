@@ -127,8 +127,36 @@ func (s *session) syncTools(ts *conduit.ToolSet) {
 		s.server.RemoveTools(gone...)
 	}
 	s.mu.Lock()
-	s.defs = keep
+	s.defs, s.tools = keep, ts
 	s.mu.Unlock()
+}
+
+// downCalls answers a tools/call of a tool whose server is down as the hub
+// does, unavailable (try later), where the session's server would answer
+// "unknown tool": the tool left the list when its server went down, but a
+// client may still call it by the name it was offered. Any other name not
+// registered goes on to the SDK's answer.
+func (s *session) downCalls(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		r, ok := req.(*mcp.CallToolRequest)
+		if !ok || method != "tools/call" || r.Params == nil {
+			return next(ctx, method, req)
+		}
+		s.mu.Lock()
+		_, registered := s.defs[r.Params.Name]
+		ts := s.tools
+		s.mu.Unlock()
+		if registered || ts == nil {
+			return next(ctx, method, req)
+		}
+		var e *conduit.Error
+		if _, _, err := ts.Resolve(r.Params.Name, nil); !errors.As(err, &e) || e.Kind != conduit.KindUnavailable {
+			return next(ctx, method, req)
+		}
+		// Through the pipeline, which resolves the name the same way and
+		// answers, traced, with nothing sent.
+		return s.callTool(ctx, ts, r.Params.Name, r)
+	}
 }
 
 func (s *session) syncPrompts(ps *conduit.PromptSet) {
