@@ -171,7 +171,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"empty id", `{"mcpServers": {"": {"command": "x"}}}`, "server id is empty"},
 		{"neither command nor url", `{"mcpServers": {"a": {"args": ["x"]}}}`, `needs a "command" (stdio) or a "url"`},
 		{"both command and url", `{"mcpServers": {"a": {"command": "x", "url": "http://x"}}}`, `both "command" and "url"`},
-		{"args with url", `{"mcpServers": {"a": {"url": "http://x", "args": []}}}`, `"args", "env" and "cwd" are for a "command"`},
+		{"args with url", `{"mcpServers": {"a": {"url": "http://x", "args": []}}}`, `"args", "env", "inheritEnv" and "cwd" are for a "command"`},
 		{"headers with command", `{"mcpServers": {"a": {"command": "x", "headers": {}}}}`, `"headers" are for a "url"`},
 		{"unknown type", `{"mcpServers": {"a": {"command": "x", "type": "websocket"}}}`, `unknown type "websocket"`},
 		{"stdio without command", `{"mcpServers": {"a": {"url": "http://x", "type": "stdio"}}}`, `type "stdio" needs a "command"`},
