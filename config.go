@@ -191,10 +191,10 @@ type serverEntry struct {
 	Env     map[string]string `json:"env"`
 	Cwd     string            `json:"cwd"`
 	// InheritEnv is Server.InheritEnv: names, never expanded.
-	InheritEnv []string `json:"inheritEnv"`
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers"`
-	OAuth   json.RawMessage   `json:"oauth"`
+	InheritEnv []string          `json:"inheritEnv"`
+	URL        string            `json:"url"`
+	Headers    map[string]string `json:"headers"`
+	OAuth      json.RawMessage   `json:"oauth"`
 	// Identity is "shared" (the default) or "principal"; Principals are
 	// each principal's credentials under "principal".
 	Identity   string                    `json:"identity"`
