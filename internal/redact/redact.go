@@ -57,7 +57,9 @@ func String(s string, secrets ...Secret) string {
 // first, each once: value itself; Go's quoting (%q, %+q); JSON's escaping
 // (with and without HTML escaping, and with \u escapes for every
 // non-ASCII character, as other languages' encoders write); a URL's
-// escaping (query, path, path segment, user info, fragment); each of
+// escaping (query, path, path segment, user info, fragment), and the
+// form a URL's parser and printer give it in a path, a query or a
+// fragment, splitting it at a '?' or '#' (see inURL); each of
 // these quoted or JSON-escaped once more (an error that quotes an error
 // that quoted it). The same forms are added for each piece of value
 // between the characters that end a URL's part ('/', '?', '#', '&', '=',
@@ -99,7 +101,27 @@ func encodings(v string) []string {
 		strings.TrimSuffix(url.User(v).String(), "@"),
 		strings.TrimPrefix(url.UserPassword("", v).String(), ":"),
 		(&url.URL{Fragment: v}).EscapedFragment(),
+		inURL("/", v),
+		inURL("/?", v),
+		inURL("/#", v),
 	}
+}
+
+// inURL is v as a URL's String writes it after v was parsed in the part
+// that at begins: a path ("/"), a query ("/?") or a fragment ("/#"). The
+// parser moves what follows a '?' or '#' of v into the next part, which
+// escapes it its own way; "" when the URL does not parse.
+func inURL(at, v string) string {
+	const base = "http://h"
+	u, err := url.Parse(base + at + v)
+	if err != nil {
+		return ""
+	}
+	s, ok := strings.CutPrefix(u.String(), base+at)
+	if !ok {
+		return ""
+	}
+	return s
 }
 
 // quoted is v as %q writes it, without the quotes.
