@@ -52,7 +52,7 @@ func TestServersSecretEncodings(t *testing.T) {
 			"inpath": map[string]any{"url": "http://" + addr + "/mcp/${env:CONDUIT_TEST_NASTY}"},
 			// A URL without the newline: parsed, cut at # and ?, and
 			// escaped in a refused connection's error.
-			"inquery": map[string]any{"url": "http://" + addr + "/mcp/${env:CONDUIT_TEST_NASTY_LINE}?key=${env:CONDUIT_TEST_NASTY_LINE}"},
+			"inquery":  map[string]any{"url": "http://" + addr + "/mcp/${env:CONDUIT_TEST_NASTY_LINE}?key=${env:CONDUIT_TEST_NASTY_LINE}"},
 			"inheader": map[string]any{"url": "http://" + addr + "/mcp", "headers": map[string]string{"X-Api-Key": "${env:CONDUIT_TEST_NASTY}"}},
 			// A child that says the value as it is, quoted and as JSON.
 			"child": map[string]any{"command": sh, "args": []string{"-c", `printf 'bad key %s\n"%s"\n{"key":"%s"}\n' "$KEY" "$KEY" "$KEY" >&2; exit 3`},
