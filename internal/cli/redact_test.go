@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -73,7 +74,7 @@ func TestServersSecretEncodings(t *testing.T) {
 	}
 	noSecret(t, "servers' output", out+errb)
 	code, out, errb = run(t, "tools", "--config", config, "--provider", "anthropic")
-	noSecret(t, "tools' output (exit "+string(rune('0'+code))+")", out+errb)
+	noSecret(t, fmt.Sprintf("tools' output (exit %d)", code), out+errb)
 	code, out, errb = run(t, "call", "--config", config, "child__x")
-	noSecret(t, "call's output (exit "+string(rune('0'+code))+")", out+errb)
+	noSecret(t, fmt.Sprintf("call's output (exit %d)", code), out+errb)
 }
