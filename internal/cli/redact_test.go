@@ -78,3 +78,40 @@ func TestServersSecretEncodings(t *testing.T) {
 	code, out, errb = run(t, "call", "--config", config, "child__x")
 	noSecret(t, fmt.Sprintf("call's output (exit %d)", code), out+errb)
 }
+
+// TestStoreURLHidesPassword: a store's password that breaks a URL's
+// parser (an unescaped '/', '#', '?', '@', '%', quote, backslash,
+// newline) stops conduit serve with an error that shows none of it,
+// given by --store or in the "serve" object.
+func TestStoreURLHidesPassword(t *testing.T) {
+	config, write, _ := defsConfig(t, "web")
+	write("web", defTool("fetch", "Fetches a page."))
+	for _, pw := range []string{"908172/Qj7kPx", "Qj7kPx/Wm4Zt", "Zq/#?@%zz\"\\\nü9x-Wk", "h7Gx#Rt-Yq", "Vb@Nm@Kl/", "Tr%Gh%Yu", "Pk?Lo=Ji"} {
+		t.Setenv("CONDUIT_TEST_STORE_PW", pw)
+		url := "redis://:${env:CONDUIT_TEST_STORE_PW}@127.0.0.1:1/0"
+		check := func(how string, code int, out, errb string) {
+			t.Helper()
+			if code == ExitOK {
+				t.Errorf("%s, password %q: exit 0", how, pw)
+			}
+			text := strings.ReplaceAll(out+errb, config, "CONFIG") // its digits are random
+			r := []rune(pw)
+			for i := 0; i+3 <= len(r); i++ {
+				if g := string(r[i : i+3]); strings.Contains(text, g) {
+					t.Errorf("%s: the output shows %q of the password %q:\n%s%s", how, g, pw, out, errb)
+				}
+			}
+		}
+		code, out, errb := run(t, "serve", "--config", config, "--store", url)
+		check("--store", code, out, errb)
+		editConfig(t, config, func(cfg map[string]any) { cfg["serve"] = map[string]any{"store": url} })
+		code, out, errb = run(t, "serve", "--config", config)
+		check(`"serve": {"store"}`, code, out, errb)
+		editConfig(t, config, func(cfg map[string]any) {
+			cfg["serve"] = map[string]any{"store": "mysql://:${env:CONDUIT_TEST_STORE_PW}@127.0.0.1:1/0"}
+		})
+		code, out, errb = run(t, "serve", "--config", config)
+		check("a scheme that is no store's", code, out, errb)
+		editConfig(t, config, func(cfg map[string]any) { delete(cfg, "serve") })
+	}
+}

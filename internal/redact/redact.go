@@ -194,3 +194,60 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
+
+// Origin returns what an error may say of the URL raw: its scheme and
+// host ("redis://cache.internal:6379"), or its scheme alone ("redis://")
+// when the host is not plainly a host name, or "" without a scheme. It
+// never returns any part of the user info. raw is not given to
+// url.Parse, whose errors quote the whole URL, and which cuts a password
+// at an unescaped '/', '?' or '#' and takes its start for the host. The
+// user info ends at the last '@', as a password may hold one.
+func Origin(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || !validScheme(scheme) {
+		return ""
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	host := rest
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		host = rest[:i]
+	}
+	if !plainHost(host) {
+		return scheme + "://"
+	}
+	return scheme + "://" + host
+}
+
+// validScheme reports whether s is a URL's scheme (RFC 3986).
+func validScheme(s string) bool {
+	for i, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case i > 0 && ('0' <= r && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
+
+// plainHost reports whether h is a host name or IP address with an
+// optional port: letters, digits, '.', '-' and ':' (an IPv6 address in
+// brackets), with ':' only before a port of digits outside brackets.
+func plainHost(h string) bool {
+	if v6, ok := strings.CutPrefix(h, "["); ok {
+		addr, port, ok := strings.Cut(v6, "]")
+		if !ok || addr == "" || strings.Trim(addr, "0123456789abcdefABCDEF:.") != "" {
+			return false
+		}
+		p, ok := strings.CutPrefix(port, ":")
+		return port == "" || ok && p != "" && strings.Trim(p, "0123456789") == ""
+	}
+	name, port, hasPort := strings.Cut(h, ":")
+	if hasPort && (port == "" || strings.Trim(port, "0123456789") != "") {
+		return false
+	}
+	return name == "" && !hasPort || name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == ""
+}

@@ -97,3 +97,30 @@ func TestError(t *testing.T) {
 		t.Error("nil is not nil")
 	}
 }
+
+// Origin names the scheme and host, never the user info, even where
+// url.Parse would take a password's start for the host.
+func TestOrigin(t *testing.T) {
+	for raw, want := range map[string]string{
+		"redis://cache.internal:6379/0":              "redis://cache.internal:6379",
+		"redis://:pw@cache.internal:6379/0":          "redis://cache.internal:6379",
+		"redis://:908172/Qj7kPx@cache.internal/0":    "redis://cache.internal",
+		"redis://:ab#cd?ef@10.0.0.1:6379":            "redis://10.0.0.1:6379",
+		"redis://u:p@ss@[::1]:6379/0":                "redis://[::1]:6379",
+		"redis://:908172/Qj7kPx":                     "redis://",
+		"redis://u:secret-without-at/0":              "redis://",
+		"rediss://h\n:1":                             "rediss://",
+		"unix://:pw@/run/redis.sock":                 "unix://",
+		"mysql://root:s3cret@db.internal/x":          "mysql://db.internal",
+		"no scheme at all":                           "",
+		":908172/Qj7kPx@cache.internal":              "",
+		"redis://:pw@[::1/0":                         "redis://",
+		"redis://:pw@cache.internal:63x9":            "redis://",
+		"sqlite:///var/lib/conduit/state.db":         "sqlite://",
+		"redis://:Zq/#?@%zz\"\\\nü9x@cache.internal": "redis://cache.internal",
+	} {
+		if got := Origin(raw); got != want {
+			t.Errorf("Origin(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}
