@@ -243,6 +243,7 @@ func TestPosition(t *testing.T) {
 func FuzzParseConfig(f *testing.F) {
 	for _, s := range []string{
 		`{"mcpServers": {"a": {"command": "x", "args": ["y"], "env": {"K": "V"}}}}`,
+		`{"mcpServers": {"a": {"command": "x", "inheritEnv": ["AWS_PROFILE", "", "A=B", "${env:X}"]}, "b": {"url": "http://x", "inheritEnv": []}}}`,
 		`{"servers": {"gh": {"type": "http", "url": "https://x", "headers": {"A": "b"}}}, "inputs": []}`,
 		`{"mcpServers": {"a": {"url": "http://x", "type": "sse"}}, "policy": [{"allow": ["a/*"], "tainted": true, "principal": ["p"]}, {"deny": ["*"], "tainted": ["a"]}]}`,
 		`{"mcpServers": {"a.b": {"command": "x"}}}`,

@@ -124,3 +124,50 @@ func TestOrigin(t *testing.T) {
 		}
 	}
 }
+
+// FuzzOrigin: what Origin says of a URL does not depend on its user info,
+// whatever the user info holds, and is a prefix of scheme and host.
+func FuzzOrigin(f *testing.F) {
+	f.Add("redis", ":908172/Qj7kPx", "cache.internal:6379/0")
+	f.Add("unix", "u:p#q?r", "/run/redis.sock")
+	f.Add("rediss", "", "[::1]:6380")
+	f.Add("x", "a@b@c", "h")
+	f.Fuzz(func(t *testing.T, scheme, info, rest string) {
+		if strings.Contains(rest, "@") {
+			return // the user info ends at the last '@'
+		}
+		got := Origin(scheme + "://" + info + "@" + rest)
+		if want := Origin(scheme + "://X@" + rest); got != want {
+			t.Fatalf("Origin depends on the user info %q: %q, not %q", info, got, want)
+		}
+		if got != "" && !strings.HasPrefix(got, scheme+"://") {
+			t.Fatalf("Origin(%q://...) = %q", scheme, got)
+		}
+	})
+}
+
+// FuzzString: a secret written in a message by any of the ways conduit
+// writes strings is gone from the message after String.
+func FuzzString(f *testing.F) {
+	f.Add(secret, "before ", " after")
+	f.Add("p@ss/w#rd?x=1", "Get \"https://h/", "\": refused")
+	f.Add("ünï\x00\xff-0123", "", "")
+	f.Fuzz(func(t *testing.T, value, before, after string) {
+		if len(value) < MinLen || strings.Contains(before+after, value) {
+			return
+		}
+		js, _ := json.Marshal(value)
+		for _, text := range []string{
+			before + value + after,
+			before + strconv.Quote(value) + after,
+			before + string(js) + after,
+			before + url.QueryEscape(value) + after,
+			before + (&url.URL{Scheme: "https", Host: "h", Path: "/" + value}).String() + after,
+		} {
+			got := String(text, Secret{Value: value, With: "\x01"})
+			if strings.Contains(got, value) {
+				t.Fatalf("String(%q) left the value: %q", text, got)
+			}
+		}
+	})
+}
