@@ -74,6 +74,9 @@ func LoadConfig(path string) (*Config, error) {
 // VS Code's "servers" key is accepted for "mcpServers" (and its "inputs"
 // ignored). "type" is "stdio", "http" (or "streamable-http",
 // "streamableHttp") or "sse", and is inferred when absent.
+// A "command" starts with an allowlist of conduit's environment (see
+// Server.Command), then its "env"; "inheritEnv" names more variables to
+// pass on: "inheritEnv": ["AWS_PROFILE", "KUBECONFIG"].
 // "maxResultTokens" is the server's budget of tokens per result for a
 // model (Server.MaxResultTokens; negative: none). A policy rule has
 // exactly one of "allow", "ask" or "deny", and may add "tainted" (a list of
@@ -187,9 +190,11 @@ type serverEntry struct {
 	Args    []string          `json:"args"`
 	Env     map[string]string `json:"env"`
 	Cwd     string            `json:"cwd"`
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers"`
-	OAuth   json.RawMessage   `json:"oauth"`
+	// InheritEnv is Server.InheritEnv: names, never expanded.
+	InheritEnv []string          `json:"inheritEnv"`
+	URL        string            `json:"url"`
+	Headers    map[string]string `json:"headers"`
+	OAuth      json.RawMessage   `json:"oauth"`
 	// Identity is "shared" (the default) or "principal"; Principals are
 	// each principal's credentials under "principal".
 	Identity   string                    `json:"identity"`
@@ -246,7 +251,7 @@ func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warning
 			return nil, fmt.Errorf("server %q: %w", id, err)
 		}
 		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers,
-			MaxResultTokens: e.MaxResultTokens}
+			InheritEnv: e.InheritEnv, MaxResultTokens: e.MaxResultTokens}
 		if err := parseIdentity(&s, &e, x, warnings); err != nil {
 			return nil, err
 		}
@@ -257,8 +262,8 @@ func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warning
 			return nil, fmt.Errorf(`server %q: has both "command" and "url"; a server is one or the other`, id)
 		case e.Command == "" && e.URL == "":
 			return nil, fmt.Errorf(`server %q: needs a "command" (stdio) or a "url" (HTTP)`, id)
-		case e.URL != "" && (e.Args != nil || e.Env != nil || e.Cwd != ""):
-			return nil, fmt.Errorf(`server %q: "args", "env" and "cwd" are for a "command", not a "url"`, id)
+		case e.URL != "" && (e.Args != nil || e.Env != nil || e.Cwd != "" || e.InheritEnv != nil):
+			return nil, fmt.Errorf(`server %q: "args", "env", "inheritEnv" and "cwd" are for a "command", not a "url"`, id)
 		case e.Command != "" && e.Headers != nil:
 			return nil, fmt.Errorf(`server %q: "headers" are for a "url", not a "command"`, id)
 		}

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/conduitmcp/conduit/internal/redact"
 )
 
 // Environment variables in configuration values: ${env:NAME}, VS Code's
@@ -122,14 +123,8 @@ func (x *envExpander) expandMap(key string, m map[string]string) error {
 	return nil
 }
 
-// minRedacted is the length of the shortest value redacted from errors:
-// replacing shorter ones ("443") would garble messages, and they are no
-// secrets worth the name.
-const minRedacted = 8
-
 // redact returns err with every value s's configuration read from the
-// environment (as it is, and as a URL's query, path or path segment
-// escapes it)
+// environment, in every form a message can hold it (package redact),
 // replaced by its ${env:NAME}, so that a secret in a URL, a header or a
 // child's environment does not reach a status line, a log or a trace
 // through an error's text. errors.Is and errors.As still reach err.
@@ -137,29 +132,12 @@ func (s Server) redact(err error) error {
 	if err == nil || len(s.fromEnv) == 0 {
 		return err
 	}
-	msg := err.Error()
-	out := msg
-	for _, v := range s.fromEnv {
-		if len(v.value) < minRedacted {
-			continue
-		}
-		for _, form := range []string{v.value, url.QueryEscape(v.value), url.PathEscape(v.value), (&url.URL{Path: v.value}).EscapedPath()} {
-			out = strings.ReplaceAll(out, form, "${env:"+v.name+"}")
-		}
+	secrets := make([]redact.Secret, len(s.fromEnv))
+	for i, v := range s.fromEnv {
+		secrets[i] = redact.Secret{Value: v.value, With: "${env:" + v.name + "}"}
 	}
-	if out == msg {
-		return err
-	}
-	return &redactedError{msg: out, err: err}
+	return redact.Error(err, func(msg string) string { return redact.String(msg, secrets...) })
 }
-
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
 
 // writtenSecrets warns of the secrets a configuration writes (where names
 // it: a server, or a principal's credentials for one)

@@ -171,7 +171,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"empty id", `{"mcpServers": {"": {"command": "x"}}}`, "server id is empty"},
 		{"neither command nor url", `{"mcpServers": {"a": {"args": ["x"]}}}`, `needs a "command" (stdio) or a "url"`},
 		{"both command and url", `{"mcpServers": {"a": {"command": "x", "url": "http://x"}}}`, `both "command" and "url"`},
-		{"args with url", `{"mcpServers": {"a": {"url": "http://x", "args": []}}}`, `"args", "env" and "cwd" are for a "command"`},
+		{"args with url", `{"mcpServers": {"a": {"url": "http://x", "args": []}}}`, `"args", "env", "inheritEnv" and "cwd" are for a "command"`},
 		{"headers with command", `{"mcpServers": {"a": {"command": "x", "headers": {}}}}`, `"headers" are for a "url"`},
 		{"unknown type", `{"mcpServers": {"a": {"command": "x", "type": "websocket"}}}`, `unknown type "websocket"`},
 		{"stdio without command", `{"mcpServers": {"a": {"url": "http://x", "type": "stdio"}}}`, `type "stdio" needs a "command"`},
@@ -243,6 +243,7 @@ func TestPosition(t *testing.T) {
 func FuzzParseConfig(f *testing.F) {
 	for _, s := range []string{
 		`{"mcpServers": {"a": {"command": "x", "args": ["y"], "env": {"K": "V"}}}}`,
+		`{"mcpServers": {"a": {"command": "x", "inheritEnv": ["AWS_PROFILE", "", "A=B", "${env:X}"]}, "b": {"url": "http://x", "inheritEnv": []}}}`,
 		`{"servers": {"gh": {"type": "http", "url": "https://x", "headers": {"A": "b"}}}, "inputs": []}`,
 		`{"mcpServers": {"a": {"url": "http://x", "type": "sse"}}, "policy": [{"allow": ["a/*"], "tainted": true, "principal": ["p"]}, {"deny": ["*"], "tainted": ["a"]}]}`,
 		`{"mcpServers": {"a.b": {"command": "x"}}}`,

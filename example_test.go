@@ -273,6 +273,25 @@ func ExampleParseConfig_env() {
 	// true
 }
 
+// A stdio server's child gets an allowlist of this process's environment
+// (HOME, PATH, the locale...), what "inheritEnv" names and its "env":
+// nothing else, so secrets in this process's environment stay here.
+func ExampleParseConfig_inheritEnv() {
+	cfg, err := conduit.ParseConfig([]byte(`{"mcpServers": {
+	  "cloud": {"command": "cloud-mcp", "inheritEnv": ["AWS_PROFILE", "KUBECONFIG"], "env": {"LOG_LEVEL": "info"}}
+	}}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(cfg.Servers[0].InheritEnv, cfg.Servers[0].Env)
+
+	_, err = conduit.ParseConfig([]byte(`{"mcpServers": {"remote": {"url": "https://mcp.example.com/mcp", "inheritEnv": ["HOME"]}}}`))
+	fmt.Println(err)
+	// Output:
+	// [AWS_PROFILE KUBECONFIG] map[LOG_LEVEL:info]
+	// config: mcpServers: server "remote": "args", "env", "inheritEnv" and "cwd" are for a "command", not a "url"
+}
+
 func ExampleSanitizeName() {
 	for _, name := range []string{"get_issue", "files.read", "fs/list dir", "9lives", "日本"} {
 		fmt.Println(conduit.SanitizeName(name))

@@ -434,9 +434,11 @@ func TestStdioServerOptions(t *testing.T) {
 	if err != nil || resultText(res) != "v=1" {
 		t.Fatalf("env: %q %v", resultText(res), err)
 	}
-	// The child gets this process's environment too.
+	// The child gets a variable of this process's only when InheritEnv
+	// names it (TestChildEnvironment has the rest).
 	os.Setenv("CONDUIT_TEST_INHERITED", "yes") //nolint: the child is started below
 	kid2, _ := childServer(t, "kid", "basic")
+	kid2.InheritEnv = []string{"CONDUIT_TEST_INHERITED"}
 	cl2 := newClient(t, kid2, &Options{})
 	if res, _ := cl2.CallTool(ctx, "getenv", map[string]any{"name": "CONDUIT_TEST_INHERITED"}, nil); resultText(res) != "yes" {
 		t.Fatalf("inherited env: %q", resultText(res))

@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 // runChild is the child server. Modes:
 //
 //	basic              tools echo, pid, block, garbage, jsongarbage, rpcgarbage, getenv,
-//	                   cwd, args, big, exit
+//	                   environ (every variable, a line each), cwd, args, big, exit
 //	big-http[-json]    the tool big over Streamable HTTP (SSE or JSON
 //	                   responses) on a loopback port it prints first
 //	garbage-after-list like basic, but writes a line that is not JSON to
@@ -105,6 +105,9 @@ func runChild(mode string) int {
 	})
 	addTool(s, "getenv", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return textResult(os.Getenv(argString(req, "name"))), nil
+	})
+	addTool(s, "environ", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return textResult(strings.Join(os.Environ(), "\n")), nil
 	})
 	addTool(s, "cwd", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		wd, _ := os.Getwd()

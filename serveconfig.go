@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/redact"
 	"github.com/conduitmcp/conduit/oauth"
 )
 
@@ -260,12 +261,12 @@ func parseStore(sc *ServeConfig, raw string, lookup func(string) (string, bool),
 	}
 	u, err := url.Parse(v)
 	if err != nil {
-		return errors.New("store: the URL is malformed")
+		return errors.New("store: the URL is malformed (a password with / ? # @ % or a space must be percent-escaped)")
 	}
 	switch u.Scheme {
 	case "redis", "rediss", "unix":
 	default:
-		return fmt.Errorf("store: %q is not a store's URL (redis://HOST:PORT/DB, rediss:// for TLS, or unix://PATH)", (&url.URL{Scheme: u.Scheme, Host: u.Host}).String())
+		return fmt.Errorf("store: %q is not a store's URL (redis://HOST:PORT/DB, rediss:// for TLS, or unix://PATH)", redact.Origin(v))
 	}
 	sc.Store = v
 	return nil

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -26,11 +27,27 @@ type Server struct {
 	ID string
 
 	// Command, Args, Env and Dir start a server as a child process. The
-	// child gets this process's environment plus Env.
+	// child's environment is an allowlist of this process's, then the
+	// variables InheritEnv names, then Env (a principal's Env last, under
+	// IdentityPrincipal). The allowlist is the TypeScript SDK's
+	// getDefaultEnvironment: HOME, LOGNAME, PATH, SHELL, TERM and USER
+	// (on Windows APPDATA, HOMEDRIVE, HOMEPATH, LOCALAPPDATA, PATH,
+	// PROCESSOR_ARCHITECTURE, SYSTEMDRIVE, SYSTEMROOT, TEMP, USERNAME,
+	// USERPROFILE and PROGRAMFILES), plus the locale (LANG, LANGUAGE,
+	// LC_ALL and every LC_*) and the temporary directory (TMPDIR, TMP,
+	// TEMP). A value of the allowlist that starts with "()", a shell's
+	// exported function, is left out, as the SDK does. Nothing else of
+	// this process's reaches the child: its secrets, tokens and keys stay
+	// here.
 	Command string
 	Args    []string
 	Env     map[string]string
 	Dir     string
+	// InheritEnv names more variables of this process's environment that
+	// the child gets ("inheritEnv" in mcp.json), by exact name. Env wins
+	// over one of them. Under IdentityPrincipal a variable that any
+	// principal's Env names is never inherited.
+	InheritEnv []string
 
 	// URL is a Streamable HTTP endpoint (or, with SSE, a legacy SSE
 	// endpoint). Headers are sent with every request; HTTPClient, when set,
@@ -101,10 +118,76 @@ func (s Server) validate() error {
 	if s.SSE && s.URL == "" {
 		return fmt.Errorf("server %q: SSE needs a URL", s.ID)
 	}
+	if len(s.InheritEnv) > 0 && s.Command == "" {
+		return fmt.Errorf("server %q: InheritEnv is for a Command", s.ID)
+	}
+	for _, n := range s.InheritEnv {
+		switch {
+		case strings.Contains(n, "${"):
+			return fmt.Errorf("server %q: InheritEnv holds variables' names, not ${...} references", s.ID)
+		case n == "" || strings.ContainsAny(n, "=\x00"):
+			return fmt.Errorf("server %q: InheritEnv: %q is not a variable's name", s.ID, safeName(n))
+		}
+	}
 	if err := s.validateIdentity(); err != nil {
 		return err
 	}
 	return s.validateOAuth()
+}
+
+// environ is the child's environment, from parent (this process's, as
+// os.Environ gives it): see Server.Command. It is never nil, as a nil
+// Env would give the child all of parent.
+func (s Server) environ(parent []string) []string {
+	env := []string{}
+	for _, kv := range parent {
+		k, v, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok || k == "":
+			continue // Windows's per-drive "=C:" entries, or no variable
+		case slices.ContainsFunc(s.InheritEnv, func(n string) bool { return sameEnvName(n, k) }):
+		case !inheritedByDefault(k) || strings.HasPrefix(v, "()"):
+			continue
+		}
+		if _, scrubbed := slices.BinarySearch(s.scrub, k); scrubbed {
+			continue
+		}
+		if _, own := s.Env[k]; own {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		env = append(env, k+"="+s.Env[k])
+	}
+	return env
+}
+
+// inheritedByDefault reports whether this process's variable k goes to
+// every child: the TypeScript SDK's list for the platform, then the
+// locale and the temporary directory, which programs need to run as they
+// would in a shell.
+func inheritedByDefault(k string) bool {
+	sdk := []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
+	if runtime.GOOS == "windows" {
+		sdk = []string{"APPDATA", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATH", "PROCESSOR_ARCHITECTURE",
+			"SYSTEMDRIVE", "SYSTEMROOT", "TEMP", "USERNAME", "USERPROFILE", "PROGRAMFILES"}
+	}
+	for _, n := range append(sdk, "LANG", "LANGUAGE", "TMPDIR", "TMP", "TEMP") {
+		if sameEnvName(n, k) {
+			return true
+		}
+	}
+	return len(k) > 3 && sameEnvName(k[:3], "LC_")
+}
+
+// sameEnvName reports whether two variables' names are one: exactly, or
+// on Windows, whose names ignore case, in any case.
+func sameEnvName(a, b string) bool {
+	if runtime.GOOS == "windows" {
+		return strings.EqualFold(a, b)
+	}
+	return a == b
 }
 
 // reconnectable reports whether a new transport can be made after the
@@ -121,16 +204,7 @@ func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *bounds) mcp.Tr
 	case s.Command != "":
 		cmd := exec.Command(s.Command, s.Args...)
 		cmd.Dir = s.Dir
-		if len(s.Env) > 0 || len(s.scrub) > 0 {
-			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
-				k, _, _ := strings.Cut(kv, "=")
-				_, found := slices.BinarySearch(s.scrub, k)
-				return found
-			})
-			for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-				cmd.Env = append(cmd.Env, k+"="+s.Env[k])
-			}
-		}
+		cmd.Env = s.environ(os.Environ())
 		cmd.Stderr = stderr
 		// A grandchild that inherited stderr (npx starts node) must not keep
 		// Wait, and so Close, from returning once the child has exited.

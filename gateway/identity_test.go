@@ -548,3 +548,63 @@ func TestServeOAuthProcess(t *testing.T) {
 		}
 	}
 }
+
+// TestServeChildEnvironment: conduit serve, a real process holding every
+// principal's secrets, the serve tokens, the state key and a provider's
+// key in its environment. alice's stdio child has her credential and
+// none of the rest; a shared server's child has none of it at all.
+func TestServeChildEnvironment(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := map[string]string{
+		"ALICE_SECRET":      "alice-credential-0123456789",
+		"BOB_SECRET":        "bob-credential-0123456789",
+		"TOK_ALICE":         aliceToken,
+		"TOK_BOB":           bobToken,
+		"CONDUIT_STATE_KEY": "state-key-0123456789abcdef0123456789abcdef",
+		"OPENAI_API_KEY":    "sk-test-openai-key-0123456789",
+	}
+	var env []string
+	for k, v := range secrets {
+		env = append(env, k+"="+v)
+	}
+	child := fmt.Sprintf(`"command": %q, "env": {%q: "identity", "GORACE": "atexit_sleep_ms=0"}`, exe, childEnv)
+	config := `{
+		"mcpServers": {
+			"own": {` + child + `, "identity": "principal", "principals": {
+				"alice": {"env": {"` + identitytest.TokenEnv + `": "${env:ALICE_SECRET}"}},
+				"bob":   {"env": {"` + identitytest.TokenEnv + `": "${env:BOB_SECRET}", "BOB_ONLY": "${env:BOB_SECRET}"}}}},
+			"shared": {` + child + `}},
+		"policy": [{"allow": ["*"]}],
+		"serve": {"tokens": [{"principal": "alice", "env": "TOK_ALICE"}, {"principal": "bob", "env": "TOK_BOB"}]}
+	}`
+	url := serveHTTP(t, config, env)
+	alice := httpClient(t, url, aliceToken, sessionProtocol)
+	for _, tool := range []string{"own__environ", "shared__environ"} {
+		got := resultText(callTool(t, alice, tool, map[string]any{}))
+		vars := map[string]string{}
+		for _, kv := range strings.Split(got, "\n") {
+			k, v, _ := strings.Cut(kv, "=")
+			vars[k] = v
+		}
+		if tool == "own__environ" && vars[identitytest.TokenEnv] != secrets["ALICE_SECRET"] {
+			t.Errorf("alice's %s = %q", identitytest.TokenEnv, vars[identitytest.TokenEnv])
+		}
+		if _, ok := vars["BOB_ONLY"]; ok {
+			t.Errorf("%s: alice's child has BOB_ONLY", tool)
+		}
+		for name, secret := range secrets {
+			if _, ok := vars[name]; ok {
+				t.Errorf("%s: alice's child has %s", tool, name)
+			}
+			if name == "ALICE_SECRET" && tool == "own__environ" {
+				continue // her own credential, under the server's name for it
+			}
+			if strings.Contains(got, secret) {
+				t.Errorf("%s: alice's child has the value of %s", tool, name)
+			}
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/conduitmcp/conduit/internal/redact"
 )
 
 // ErrNeedsLogin is matched (errors.Is) by the error of a server that needs
@@ -55,7 +57,7 @@ func (r *redactor) add(s ...string) {
 	defer r.mu.Unlock()
 	for _, v := range s {
 		// Short values would redact ordinary words.
-		if len(v) >= 8 && !slices.Contains(r.secrets, v) {
+		if len(v) >= redact.MinLen && !slices.Contains(r.secrets, v) {
 			r.secrets = append(r.secrets, v)
 		}
 	}
@@ -66,37 +68,22 @@ func (r *redactor) add(s ...string) {
 	}
 }
 
+// clean takes every form of each known secret out of s (package
+// redact).
 func (r *redactor) clean(s string) string {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, v := range r.secrets {
-		s = strings.ReplaceAll(s, v, "[redacted]")
+	secrets := make([]redact.Secret, len(r.secrets))
+	for i, v := range r.secrets {
+		secrets[i] = redact.Secret{Value: v, With: "[redacted]"}
 	}
-	return s
+	r.mu.Unlock()
+	return redact.String(s, secrets...)
 }
 
-// redactedError is err with the known secrets removed from its message.
-// Unwrap keeps errors.Is and errors.As working (an *oauth2.RetrieveError
-// stays reachable for whoever asks for it explicitly).
-type redactedError struct {
-	msg string
-	err error
-}
-
-func (e *redactedError) Error() string { return e.msg }
-func (e *redactedError) Unwrap() error { return e.err }
-
-func (r *redactor) wrap(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	clean := r.clean(msg)
-	if clean == msg {
-		return err
-	}
-	return &redactedError{msg: clean, err: err}
-}
+// wrap is err with the known secrets taken out of its message. Unwrap
+// keeps errors.Is and errors.As working (an *oauth2.RetrieveError stays
+// reachable for whoever asks for it explicitly).
+func (r *redactor) wrap(err error) error { return redact.Error(err, r.clean) }
 
 func parseIP(host string) (netip.Addr, error) {
 	return netip.ParseAddr(strings.Trim(host, "[]"))

@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -102,6 +103,7 @@ func ServeStdio() error {
 //	whoami        the user (over stdio: the token of TokenEnv)
 //	pid           the process id (stdio)
 //	getenv {name} a variable of the process's environment (stdio)
+//	environ       the process's whole environment, a variable a line (stdio)
 //	note {text}   adds a note to the session: a resource note://USER/N
 //	              and a prompt note_N, of this session only; answers the URI
 //	admin         for admins only
@@ -129,6 +131,9 @@ func newServer(user string, admin bool, mode string) *mcp.Server {
 		})
 		add("getenv", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return text(os.Getenv(arg(req, "name"))), nil
+		})
+		add("environ", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(strings.Join(os.Environ(), "\n")), nil
 		})
 	}
 	if admin {

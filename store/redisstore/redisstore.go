@@ -58,6 +58,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/conduitmcp/conduit/internal/redact"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/conduitmcp/conduit/store/internal/ttl"
 )
@@ -92,25 +93,36 @@ var _ store.Store = (*Store)(nil)
 // with the query parameters that go-redis's ParseURL knows (dial_timeout,
 // read_timeout, pool_size, max_retries, ...). Open does not connect: a
 // Store opened while Redis is down fails its operations with
-// store.ErrUnavailable until Redis is up. Errors never repeat the URL's
-// password.
+// store.ErrUnavailable until Redis is up. Errors name the URL's scheme
+// and host, never any part of its user name or password, even one with
+// an unescaped '/', '?' or '#' (an error: escape it; an '@' is taken, the
+// last one ending the user info).
 func Open(rawURL string, opts *Options) (*Store, error) {
+	// Neither the URL nor url.Parse's error (which quotes it) is shown: a
+	// password with an unescaped '/', '?' or '#' is cut by the parser, its
+	// start taken for the host. Errors name the scheme and host alone.
+	where := redact.Origin(rawURL)
+	if where == "" {
+		return nil, errors.New("redisstore: the store's URL has no scheme (redis://, rediss:// or unix://)")
+	}
+	if err := checkUserinfo(rawURL); err != nil {
+		return nil, fmt.Errorf("redisstore: the URL of %s: %w", where, err)
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return nil, errors.New("redisstore: the store's URL is malformed")
+		return nil, fmt.Errorf("redisstore: the URL of %s is malformed (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// or unix://)", where)
 	}
 	ro, err := redis.ParseURL(rawURL)
 	if err != nil {
 		// go-redis's message may quote the URL's path or query, where a
-		// password can be (an unescaped one, a ?password=): name only the
-		// scheme, the host and the query's option names.
-		where := (&url.URL{Scheme: u.Scheme, Host: u.Host}).String()
+		// password can be (a ?password=): name only the scheme, the host
+		// and the query's option names.
 		var opts []string
 		for k := range u.Query() {
 			opts = append(opts, k)
 		}
 		slices.Sort(opts)
-		msg := fmt.Sprintf("redisstore: %s is not a URL go-redis reads (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// or unix://; a password with / @ ? or # percent-escaped", where)
+		msg := fmt.Sprintf("redisstore: %s is not a URL go-redis reads (redis://[[USER]:PASSWORD@]HOST[:PORT][/DB], rediss:// or unix://", where)
 		if len(opts) > 0 {
 			msg += "; its query's options: " + strings.Join(opts, ", ") + ", of which go-redis knows dial_timeout, read_timeout, pool_size, db, ..."
 		}
@@ -129,6 +141,36 @@ func Open(rawURL string, opts *Options) (*Store, error) {
 	s := New(redis.NewClient(ro), opts)
 	s.owned = true
 	return s, nil
+}
+
+// checkUserinfo reports a user name or password in rawURL (before its
+// last '@') with a character that a URL's user info must percent-escape
+// (and that url.Parse would cut it at, or refuse), naming neither the
+// value nor the character's place in it.
+func checkUserinfo(rawURL string) error {
+	_, rest, _ := strings.Cut(rawURL, "://")
+	i := strings.LastIndexByte(rest, '@')
+	if i < 0 {
+		return nil
+	}
+	info := rest[:i]
+	for j := 0; j < len(info); j++ {
+		c := info[j]
+		switch {
+		// An '@' is taken, as url.Parse takes it: the last one ends the
+		// user info.
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("-._~!$&'()*+,;=:@", c) >= 0:
+		case c == '%' && j+2 < len(info) && isHex(info[j+1]) && isHex(info[j+2]):
+			j += 2
+		default:
+			return errors.New("its user name or password holds a character to percent-escape: / ? # % as %2F %3F %23 %25, and every other but letters, digits and -._~!$&'()*+,;=:@")
+		}
+	}
+	return nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // New returns a Store on a client the caller configured (a sentinel
