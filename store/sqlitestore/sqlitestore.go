@@ -180,7 +180,8 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, store.ErrClosed), s.closed.Load() && errors.Is(err, sql.ErrConnDone):
+	case errors.Is(err, store.ErrClosed), s.closed.Load():
+		// Closed while the operation ran.
 		return store.ErrClosed
 	case errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Errorf("sqlitestore: %s: %w", op, ctx.Err())
