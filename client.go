@@ -62,3 +62,7 @@ func (cl *Client) Close() error { return cl.c.close() }
 
 // Store returns what the client's processes share, as [Hub.Store] does.
 func (cl *Client) Store() store.Store { return cl.c.Store }
+
+// StoreGiven reports whether Options.Store was given, as [Hub.StoreGiven]
+// does.
+func (cl *Client) StoreGiven() bool { return cl.c.ownStore == nil }

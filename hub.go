@@ -74,3 +74,9 @@ func (h *Hub) Close() error { return h.c.close() }
 // Store returns what the hub's processes share: Options.Store, or the
 // in-memory store the hub made when it was given none.
 func (h *Hub) Store() store.Store { return h.c.Store }
+
+// StoreGiven reports whether Options.Store was given. When it was not, the
+// hub keeps what it shares in a store of its own memory, which holds
+// within this process only; resuming a saved conversation state then
+// needs a store given (see package adapters).
+func (h *Hub) StoreGiven() bool { return h.c.ownStore == nil }

@@ -135,6 +135,11 @@ type Options struct {
 	// from being sent twice, and, under conduit serve, taint, single-use
 	// marks and counters for limits. Nil: an in-memory store of the hub
 	// or client, shared by everything that uses it, which holds within
-	// this process only. A store given here is the caller's to close.
+	// this process only; resuming a saved conversation state then fails
+	// (adapters.ErrNoStore), as a copy resumed by another process could
+	// send its calls again. store/sqlitestore is shared by the processes
+	// of one machine, store/redisstore by a fleet; store.NewMemory(), given
+	// here, is the explicit choice of one process. A store given here is
+	// the caller's to close.
 	Store store.Store
 }

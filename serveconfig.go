@@ -60,10 +60,13 @@ type ServeConfig struct {
 	// Hosts are the host names a request's Host header may name besides
 	// loopback ones; Origins the browser origins allowed besides those.
 	Hosts, Origins []string
-	// Store is the URL of the store that the replicas of conduit serve
-	// share (package store/redisstore: redis://, rediss:// for TLS,
-	// unix://), with ${env:NAME} read from the environment; "" keeps
-	// what is shared in the memory of one process. It holds the password
+	// Store is the URL of the store that conduit serve keeps taint,
+	// single uses, counts and locks in, with ${env:NAME} read from the
+	// environment: redis://, rediss:// for TLS or unix:// (package
+	// store/redisstore, shared by replicas on several machines),
+	// sqlite:///PATH (store/sqlitestore, shared by the processes of one
+	// machine), or "memory" (one process). "" is the CLI's default, a
+	// SQLite file in the user's state directory. It holds the password
 	// once read: it is not to be shown (the store's errors never repeat
 	// it).
 	Store string
@@ -264,9 +267,13 @@ func parseStore(sc *ServeConfig, raw string, lookup func(string) (string, bool),
 		return errors.New("store: the URL is malformed (a password with / ? # @ % or a space must be percent-escaped)")
 	}
 	switch u.Scheme {
-	case "redis", "rediss", "unix":
+	case "redis", "rediss", "unix", "sqlite":
+	case "":
+		if v != "memory" {
+			return errors.New(`store: want a URL (sqlite:///PATH, redis://HOST:PORT/DB, rediss:// for TLS, unix://PATH) or "memory"`)
+		}
 	default:
-		return fmt.Errorf("store: %q is not a store's URL (redis://HOST:PORT/DB, rediss:// for TLS, or unix://PATH)", redact.Origin(v))
+		return fmt.Errorf("store: %q is not a store's URL (sqlite:///PATH, redis://HOST:PORT/DB, rediss:// for TLS, unix://PATH, or \"memory\")", redact.Origin(v))
 	}
 	sc.Store = v
 	return nil

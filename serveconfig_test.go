@@ -59,6 +59,17 @@ func TestParseServeOAuth(t *testing.T) {
 	}
 }
 
+// The stores "serve" names besides Redis: a SQLite file and this
+// process's memory.
+func TestParseServeStores(t *testing.T) {
+	for _, store := range []string{"sqlite:///var/lib/conduit/store.db", "memory", "rediss://h:6380/1"} {
+		cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {"store": "` + store + `"}}`))
+		if err != nil || cfg.Serve.Store != store {
+			t.Errorf("store %q: %v", store, err)
+		}
+	}
+}
+
 func TestParseServeErrors(t *testing.T) {
 	for _, tt := range []struct{ serve, want string }{
 		{`{"tokens": [{"principal": "a", "token": "s3cret"}]}`, "never written in the configuration"},
@@ -83,6 +94,7 @@ func TestParseServeErrors(t *testing.T) {
 		{`{"store": "http://redis:6379"}`, "is not a store's URL"},
 		{`{"store": "redis://:${env:CONDUIT_TEST_UNSET_PW}@h:6379/0"}`, "${env:CONDUIT_TEST_UNSET_PW} is not set"},
 		{`{"store": "mysql://root:s3cret@h/db"}`, "is not a store's URL"},
+		{`{"store": "memry"}`, `or "memory"`},
 		{`{"limits": [{"tool": "*"}]}`, `limit 1: needs "perMinute" or "atOnce"`},
 		{`{"limits": [{"perMinute": -1}]}`, "not negative"},
 		{`{"limits": [{"perMinute": 1, "principal": ["*", "a"]}]}`, `"*" is every principal`},

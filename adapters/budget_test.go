@@ -68,6 +68,9 @@ func reportHubWith(t *testing.T, o *conduit.Options, servers ...conduit.Server) 
 		ho.Policy = conduit.AllowAll()
 	}
 	ho.Reconnect = conduit.Backoff{Disabled: true}
+	if ho.Store == nil {
+		ho.Store = memoryStore(t)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	hub, err := conduit.NewHub(ctx, servers, &ho)

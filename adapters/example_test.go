@@ -11,6 +11,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -56,7 +57,11 @@ func weatherHubApproving(policy *conduit.Policy, approver conduit.Approver) *con
 		log.Fatal(err)
 	}
 	hub, err := conduit.NewHub(context.Background(), []conduit.Server{{ID: "weather", Transport: clientEnd}}, &conduit.Options{Policy: policy,
-		Approver: approver})
+		Approver: approver,
+		// Claims of resumed states: this process's memory here; a SQLite
+		// file (store/sqlitestore) for the processes of one machine, Redis
+		// (store/redisstore) for several.
+		Store: store.NewMemory()})
 	if err != nil {
 		log.Fatal(err)
 	}

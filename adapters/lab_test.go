@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -384,6 +385,7 @@ type hubOpts struct {
 	hooks    []conduit.Hook
 	policy   *conduit.Policy
 	noGone   bool
+	noStore  bool // no Options.Store: the hub makes its own
 	filter   func(server string, tool *mcp.Tool) bool
 }
 
@@ -409,7 +411,15 @@ func labHub(t testing.TB, o hubOpts) (*conduit.Hub, *lab, func()) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// The explicit store of one process: a resumed state needs one.
+	var claims store.Store
+	if !o.noStore {
+		m := store.NewMemory()
+		t.Cleanup(func() { m.Close() })
+		claims = m
+	}
 	hub, err := conduit.NewHub(ctx, servers, &conduit.Options{Policy: o.policy,
+		Store:     claims,
 		Approver:  o.approver,
 		Hooks:     o.hooks,
 		Filter:    o.filter,

@@ -35,6 +35,13 @@ var (
 	// ErrToolChanged: the tool's definition changed after the call was
 	// deferred, so the decision, taken on the old one, is not applied.
 	ErrToolChanged = errors.New("adapters: the tool's definition changed after the call was deferred")
+	// ErrNoStore is the error of ResumeConversation of a state with
+	// pending calls when no store was given for their claims
+	// (StateOptions.Claims, or the source's conduit.Options.Store).
+	ErrNoStore = errors.New("adapters: no store was given for the claims of the calls a resumed state decides: " +
+		"a copy of the state resumed by another process (or by this one after a restart) could send them again; " +
+		"give conduit.Options.Store (store/sqlitestore for the processes of one machine, store/redisstore for several machines), " +
+		"or store.NewMemory() to accept at most once within this process only")
 	// ErrClaimsUnavailable: the store of claims could not be reached; the
 	// call stays pending, unsent, and can be resumed again.
 	ErrClaimsUnavailable = errors.New("adapters: the call could not be claimed")
@@ -183,6 +190,13 @@ func deferredError(p *pendingCall) *conduit.Error {
 // must list the tools as the conversation's did (strict mode's null paths
 // are compared). o is required: it holds the keys.
 //
+// A state with pending calls needs a store for their claims, shared by
+// every process that may resume it: StateOptions.Claims, or src's
+// conduit.Options.Store. Without one it is refused with ErrNoStore, before
+// anything is listed or sent: the in-memory store a hub makes for itself
+// would keep a copy of the state, resumed by another process, from
+// nothing.
+//
 // The Conversation's own tools are the options', not the state's: with
 // the same Search and Read, conduit's search tool and the read tool are
 // listed as before, after the state's tools, so that Tools is
@@ -209,6 +223,9 @@ func ResumeConversation(ctx context.Context, src conduit.Source, p Provider, sta
 	}
 	if st.Provider != p.String() {
 		return nil, fmt.Errorf("adapters: the state is of a conversation with %s, not %s", st.Provider, p)
+	}
+	if st.Turn != nil && !sc.given {
+		return nil, ErrNoStore
 	}
 	if o.Principal != "" && o.Principal != st.Principal {
 		return nil, fmt.Errorf("adapters: the state is of a conversation for another principal than %q", o.Principal)

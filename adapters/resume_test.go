@@ -34,6 +34,14 @@ func deferringHub(t *testing.T) (*conduit.Hub, *lab) {
 	return hub, l
 }
 
+// memoryStore is a store of this process, given explicitly: what a
+// resumed state needs at least.
+func memoryStore(t *testing.T) store.Store {
+	s := store.NewMemory()
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 // stateOpts are conversation options that save state with testKey and
 // claim in s (nil: the process's).
 func stateOpts(s store.Claims) *adapters.ConversationOptions {
@@ -254,7 +262,7 @@ func TestResumeToolChanged(t *testing.T) {
 	tr, _ := connect(t, srv)
 	ctx := context.Background()
 	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "ops", Transport: tr}}, &conduit.Options{
-		Policy: conduit.NewPolicy(conduit.Ask("ops/wipe"), conduit.Allow("*")), Approver: conduit.DeferAll("ask")})
+		Policy: conduit.NewPolicy(conduit.Ask("ops/wipe"), conduit.Allow("*")), Approver: conduit.DeferAll("ask"), Store: memoryStore(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +355,7 @@ func TestResumeDeferredElicitation(t *testing.T) {
 	ctx := context.Background()
 	var asked int
 	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "forms", Transport: func() mcp.Transport { tr, _ := connect(t, srv); return tr }()}},
-		&conduit.Options{Policy: conduit.AllowAll(), Handlers: &conduit.Handlers{
+		&conduit.Options{Policy: conduit.AllowAll(), Store: memoryStore(t), Handlers: &conduit.Handlers{
 			Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				asked++
 				return nil, conduit.DeferInput("the user fills in a form")

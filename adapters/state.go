@@ -114,17 +114,17 @@ type StateOptions struct {
 	// unknown, and never sends it.
 	//
 	// Nil means the source's store (conduit.Options.Store of the Hub or
-	// Client, by default an in-memory store of that hub, shared by all
-	// its Conversations), or, for a Source of one's own without a
-	// Store() store.Store method, an in-memory store of the Conversation
-	// alone. An in-memory store holds within its process: every Resume
-	// over the same hub sees the others', but not those of another
-	// process, nor of this one after a restart. Across processes
-	// (instances of a web application, a deploy), give every instance the
-	// same shared store, such as store/redisstore's, here or as the hub's
-	// Options.Store. Without one, at most once holds only within a
-	// process: two processes that resume the same state can both send a
-	// call.
+	// Client). Every process that resumes a conversation's state must
+	// share it: store/sqlitestore's holds across the processes of one
+	// machine and its restarts, store/redisstore's across machines. A
+	// store.NewMemory() holds within its process only (every Resume over
+	// it sees the others', not those of another process, nor of this one
+	// after a restart): give it explicitly to accept that. With no store
+	// given, here or as the source's Options.Store, ResumeConversation
+	// of a state with pending calls fails with ErrNoStore, and a
+	// Conversation that was never saved keeps its claims in the source's
+	// memory (or, for a Source of one's own without a Store() method, its
+	// own).
 	Claims store.Claims
 	// TTL is how long a saved state can be resumed after it was saved
 	// (default DefaultStateTTL); the claims of the calls a Resume decides
@@ -137,19 +137,28 @@ type StateOptions struct {
 type stateConfig struct {
 	sealer *seal.Sealer // nil without keys
 	claims store.Claims
-	ttl    time.Duration
+	// given says claims were chosen (StateOptions.Claims, the source's
+	// Options.Store), not made for want of one.
+	given bool
+	ttl   time.Duration
 }
 
 // storer is a Source that keeps a store.Store, as a Hub and a Client do.
 type storer interface{ Store() store.Store }
 
+// storeGiver tells whether a source's store was given, as a Hub and a
+// Client do; a Source without it is taken to have chosen its store.
+type storeGiver interface{ StoreGiven() bool }
+
 // config makes o ready for a Conversation over src (nil: none, for
 // reading a state only).
 func (o *StateOptions) config(src conduit.Source) (stateConfig, error) {
-	sc := stateConfig{claims: o.Claims, ttl: o.TTL}
+	sc := stateConfig{claims: o.Claims, ttl: o.TTL, given: o.Claims != nil}
 	if sc.claims == nil && src != nil {
 		if s, ok := src.(storer); ok {
 			sc.claims = s.Store()
+			g, ok := src.(storeGiver)
+			sc.given = !ok || g.StoreGiven()
 		} else {
 			sc.claims = store.NewMemory()
 		}

@@ -61,6 +61,15 @@ var listeningRE = regexp.MustCompile(`listening on (http://\S+/mcp)`)
 // endpoint. t.Cleanup stops it.
 func serveHTTP(t *testing.T, config string, env []string, flags ...string) string {
 	t.Helper()
+	url, _, _ := startServe(t, config, append([]string{"XDG_STATE_HOME=" + t.TempDir()}, env...), flags...)
+	return url
+}
+
+// startServe is serveHTTP with the state directory left to env, a stop
+// that ends the process (SIGINT) and waits for it, and what it has
+// written to stderr so far.
+func startServe(t *testing.T, config string, env []string, flags ...string) (url string, stop func(), stderr func() string) {
+	t.Helper()
 	bin, err := conduitBin()
 	if err != nil {
 		t.Fatal(err)
@@ -75,22 +84,23 @@ func serveHTTP(t *testing.T, config string, env []string, flags ...string) strin
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = 10 * time.Second
-	stderr, err := cmd.StderrPipe()
+	pipe, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		cancel()
 		cmd.Wait()
 	})
+	t.Cleanup(stop)
 	found := make(chan string, 1)
 	var mu sync.Mutex
 	var lines []string
 	go func() {
-		sc := bufio.NewScanner(stderr)
+		sc := bufio.NewScanner(pipe)
 		for sc.Scan() {
 			mu.Lock()
 			lines = append(lines, sc.Text())
@@ -100,15 +110,20 @@ func serveHTTP(t *testing.T, config string, env []string, flags ...string) strin
 			}
 		}
 	}()
+	stderr = func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(lines, "\n")
+	}
 	select {
 	case url := <-found:
-		return url
+		return url, stop, stderr
 	case <-time.After(testenv.ReadyTimeout):
 		mu.Lock()
 		defer mu.Unlock()
 		t.Fatalf("conduit serve did not start listening; stderr:\n%s", strings.Join(lines, "\n"))
 	}
-	return ""
+	return "", stop, stderr
 }
 
 // TestConformanceServer runs the conformance suite's server requirement

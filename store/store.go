@@ -1,8 +1,10 @@
 // Package store holds what several processes of one deployment must share:
 // the replicas of conduit serve behind a load balancer, the instances of a
 // web application that resume one conversation, the workers that retry one
-// activity. [Store] is the interface; [Memory] is the default, for one
-// process; package store/redisstore shares a Store through Redis or Valkey.
+// activity. [Store] is the interface; [Memory] holds within one process;
+// package store/sqlitestore shares a Store among the processes of one
+// machine through a SQLite file (the CLI's default), and store/redisstore
+// among machines through Redis or Valkey.
 //
 // What is shared is small, and each kind has its own methods (a Store is
 // several small interfaces):
@@ -36,7 +38,8 @@
 // than that has lost it, which [Locks.Unlock] reports with [ErrNotHeld]).
 //
 // Expiry is measured by the store's clock: [Memory]'s is the process's
-// monotonic clock, a Redis store's is the Redis server's, so processes whose
+// monotonic clock, a SQLite store's the machine's wall clock (shared by
+// its processes), a Redis store's the Redis server's, so processes whose
 // clocks disagree still agree on what has expired. Every key has an expiry
 // (a lifetime, a window, a lease); nothing stays forever. Choose them as
 // the guarantee needs: a claim must outlive every resumption of its state

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "conduit")
+	// The default store of serve and resume, a SQLite file in the state
+	// directory, is this run's own.
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	args := []string{"build", "-o", binary}
 	if raceEnabled {
 		args = append(args, "-race")

@@ -268,3 +268,66 @@ func TestResumeCopiesSharedStore(t *testing.T) {
 		t.Errorf("the file was not moved: %v", err)
 	}
 }
+
+// Two copies of one state file, resumed by two processes one after the
+// other with no --store: the default store, a SQLite file in the user's
+// state directory, is shared by the processes of the machine, so the call
+// decided runs once (a move_file of the real server-filesystem, which a
+// second run would fail: its source is gone), and the second resumption
+// answers with the first one's recorded answer.
+func TestResumeCopiesDefaultStore(t *testing.T) {
+	data, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := filepath.Join(data, "draft.txt"), filepath.Join(data, "final.txt")
+	if err := os.WriteFile(from, []byte("text"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, args := testenv.Filesystem(t, data)
+	dir := writeConfig(t, []any{map[string]any{"ask": []string{"fs/move_file"}}}, "fs", map[string]any{"command": cmd, "args": args})
+	p := adapters.Anthropic
+	resp := adaptertest.FakeOf(p).Response("Moving it.",
+		toolcall.Raw{ID: "call_m", Name: "fs__move_file", Args: map[string]any{"source": from, "destination": to}})
+	respFile := filepath.Join(t.TempDir(), "response.json")
+	raw, _ := json.Marshal(resp)
+	os.WriteFile(respFile, raw, 0o644)
+	state := filepath.Join(t.TempDir(), "conv.state")
+	// A home of the test's own, as a user's: XDG_STATE_HOME unset.
+	home := t.TempDir()
+	env := []string{stateKey, "HOME=" + home, "XDG_STATE_HOME="}
+	r := conduit(t, runOpts{dir: dir, env: env}, "exec", "--provider", p.String(), "--response", respFile, "--state", state, "--approve", "defer")
+	expect(t, r, 0, "1 call(s) wait for a decision")
+	copied := filepath.Join(t.TempDir(), "copy.state")
+	saved, err := os.ReadFile(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(copied, saved, 0o600)
+
+	var answers []string
+	for _, f := range []string{state, copied} {
+		r := conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", f, "--allow", "call_m")
+		expect(t, r, 0)
+		var out turnOut
+		decode(t, r, &out)
+		all, _ := json.Marshal(out.Results)
+		answers = append(answers, string(all))
+	}
+	if strings.Contains(answers[0], `"is_error":true`) || !strings.Contains(answers[0], "Successfully moved") {
+		t.Errorf("the first resumption: %s", answers[0])
+	}
+	if answers[1] != answers[0] {
+		t.Errorf("the second resumption of a copy: %s, want the first one's recorded answer %s", answers[1], answers[0])
+	}
+	if _, err := os.Stat(to); err != nil {
+		t.Errorf("the file was not moved: %v", err)
+	}
+	db := filepath.Join(home, ".local", "state", "conduit", "store.db")
+	if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the default store %s: %v %v, want a file of mode 0600", db, fi, err)
+	}
+	if fi, err := os.Stat(filepath.Dir(db)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the default store's directory: %v %v, want mode 0700", fi, err)
+	}
+}

@@ -13,9 +13,9 @@
 // Every instance is given the same CONDUIT_STATE_KEY (one or more keys,
 // comma-separated, the first sealing) and the same -data directory, where
 // each chat is a file: its messages and its conversation's sealed state.
-// Instances that run side by side should share a store of claims too
-// (adapters.StateOptions.Claims, such as store/redisstore's), so that two
-// of them resuming one chat at once never both send a call.
+// The claims of approved calls are kept in -data too (store.db, a SQLite
+// file): instances of one machine, and restarts, never send a call twice.
+// Instances on several machines would share store/redisstore's instead.
 //
 //	ANTHROPIC_API_KEY=... CONDUIT_STATE_KEY=... go run ./examples/approvals -config mcp.json -data chats
 package main
@@ -40,6 +40,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/store/sqlitestore"
 )
 
 func main() {
@@ -68,9 +69,17 @@ func main() {
 	if err := os.MkdirAll(*data, 0o700); err != nil {
 		log.Fatal(err)
 	}
+	// The claims of approved calls, in a file beside the conversations:
+	// a call runs once across restarts, and across the instances of one
+	// machine (several machines would share store/redisstore's).
+	claims, err := sqlitestore.Open(filepath.Join(*data, "store.db"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer claims.Close()
 	// Every "ask" waits for a person: deferred, not waited for.
 	hub, err := conduit.NewHub(context.Background(), cfg.Servers, &conduit.Options{Policy: cfg.Policy,
-		Approver: conduit.DeferAll("waiting for the user's approval")})
+		Approver: conduit.DeferAll("waiting for the user's approval"), Store: claims})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -37,7 +37,17 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// The default store of serve and resume, a SQLite file in the state
+	// directory, is this run's own.
+	dir, err := os.MkdirTemp("", "conduit-cli-state-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_STATE_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 func runDefsChild() int {

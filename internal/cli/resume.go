@@ -41,17 +41,21 @@ budget's worth of it), and the answers written before are not cut again.
 FILE is written back, for the next 'conduit exec --state FILE'. While a
 command uses it, FILE.lock exists: a second resume of the same file waits
 for nothing and sends nothing (it fails, and after the first one, FILE has
-nothing pending). A copy of FILE resumed elsewhere is protected only by a
-shared store: with --store URL (the same Redis for every process that
-resumes the conversation), each decided call is claimed there first, and
-a second resumption of it sends nothing and answers that it was decided
-elsewhere.`)
+nothing pending). Each decided call is claimed in a store first, and a
+second resumption of it (a copy of FILE, a backup restored) sends nothing
+and answers with the first one's recorded answer, or that it was decided
+elsewhere. The store is by default the SQLite file
+$XDG_STATE_HOME/conduit/store.db (~/.local/state/conduit/store.db), shared
+by the processes of this machine; --store redis://... shares the claims
+with other machines, --store memory keeps them in this process only (a
+copy resumed later would send the call again): give every process that
+resumes the conversation the same store.elsewhere.`)
 	var h hubFlags
 	var bf budgetFlags
 	h.register(fs)
 	bf.register(fs, true)
 	stateFile := fs.String("state", "", "the conversation's state `file`, as 'conduit exec --state' wrote it")
-	storeURL := fs.String("store", "", "claim each decided call in the Redis store at `URL`, shared by the processes that resume the conversation (default: this process's memory); write its password as ${env:NAME} (in single quotes for the shell), not in the command line")
+	storeURL := fs.String("store", "", storeUsage)
 	allow := fs.String("allow", "", "the `IDs` of the pending calls to run, comma-separated")
 	deny := fs.String("deny", "", "the `IDs` of the pending calls to deny, comma-separated")
 	reason := fs.String("reason", "", "why the calls of --deny are denied, for the model")
@@ -111,13 +115,11 @@ elsewhere.`)
 	if err != nil {
 		return inputError("--store: %v", err)
 	}
-	shared, err := openStore(env, "conduit resume", u, "the calls decided are not sent until it is back")
+	shared, _, err := openStore(env, "conduit resume", u, "the calls decided are not sent until it is back")
 	if err != nil {
 		return err
 	}
-	if shared != nil {
-		defer shared.Close()
-	}
+	defer shared.Close()
 	// The calls decided need no approver: the decision is their approval.
 	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{needPolicy: true, store: shared})
 	if err != nil {

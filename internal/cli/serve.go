@@ -7,13 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"time"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/gateway"
 	"github.com/conduitmcp/conduit/internal/seal"
-	"github.com/conduitmcp/conduit/store"
-	"github.com/conduitmcp/conduit/store/redisstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -78,14 +75,21 @@ MAX_MCP_OUTPUT_TOKENS may raise it), which a cut here would preempt with
 no way back. --max-result-tokens N cuts every tool result to N tokens of
 what a model reads of its content, as conduit call does; a server's
 "maxResultTokens" in the configuration applies to its tools either way.
-Several replicas behind a load balancer share what they must through a
-store: "store" in "serve" (or --store) is a Redis or Valkey URL, its
-password read from the environment:
+Taint, the single use of each requestState, the counts of "limits" and
+the locks of OAuth refreshes are kept in a store. By default it is a
+SQLite file, $XDG_STATE_HOME/conduit/store.db (~/.local/state/conduit/
+without XDG_STATE_HOME), shared by the processes of this machine and kept
+across restarts. Several replicas on several machines share a Redis or
+Valkey instead: "store" in "serve" (or --store) is its URL, its password
+read from the environment:
 
   "serve": {"store": "redis://:${env:REDIS_PASSWORD}@redis.internal:6379/0"}
 
-(rediss:// for TLS). Taint, the single use of each requestState, and the
-counts of "limits" are kept there; without it, in this process's memory.
+(rediss:// for TLS; with appendonly, for claims that outlive Redis's
+restarts). sqlite:///PATH names another file; "memory" keeps them in this
+process alone, forgotten at exit: a requestState replayed after a restart
+would run its call again. With CONDUIT_STATE_KEY set and a store that is
+not Redis, serve warns at start.
 When the store is unavailable, listing goes on and every call is refused
 saying so, until it is back. "limits" bound each principal's tool calls
 per minute and at once; every limit that matches a call applies:
@@ -114,7 +118,7 @@ after 'conduit pin --update'.`)
 	resource := fs.String("oauth-resource", "", "with --http: this server's own `URL` as its clients reach it, the audience of their tokens (oauth.resource)")
 	taintLifetime := fs.Duration("taint-lifetime", 0, "how long a principal's taint lasts after its latest addition (default the \"serve\" object's taintLifetime, or 24h)")
 	maxResultTokens := fs.Int("max-result-tokens", 0, "cut every tool result to this many `tokens` of what a model reads (0: pass results whole, as the client has a budget of its own)")
-	storeURL := fs.String("store", "", "share taint, single uses and limits with other replicas through the Redis store at `URL` (the \"serve\" object's store); write its password as ${env:NAME} (in single quotes for the shell), not in the command line")
+	storeURL := fs.String("store", "", storeUsage+" (the \"serve\" object's store)")
 	drainDelay := fs.Duration("drain-delay", 0, "with --http: on SIGTERM, how long to keep taking requests once /readyz says not ready")
 	shutdownTimeout := fs.Duration("shutdown-timeout", gateway.DefaultShutdownTimeout, "with --http: on SIGTERM, how long the calls in flight have to finish")
 	pos, err := fs.parse(args)
@@ -172,13 +176,11 @@ after 'conduit pin --update'.`)
 	if u == "" && cfg.Serve != nil {
 		u = cfg.Serve.Store
 	}
-	shared, err := openStore(env, "conduit serve", u, "calls are refused until it is back")
+	shared, scope, err := openStore(env, "conduit serve", u, "calls are refused until it is back")
 	if err != nil {
 		return err
 	}
-	if shared != nil {
-		defer shared.Close()
-	}
+	defer shared.Close()
 	var limits []gateway.Limit
 	if cfg.Serve != nil {
 		for _, l := range cfg.Serve.Limits {
@@ -206,6 +208,12 @@ after 'conduit pin --update'.`)
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	if stateKeys != nil && scope != scopeFleet {
+		// A key in the environment is how replicas share requestState;
+		// its single use holds only as far as the store is shared.
+		logger.Warn("CONDUIT_STATE_KEY is set, so a requestState may be replayed on another replica, but the store is not shared across machines: a call approved on one machine could run again on another; give every replica --store redis://HOST:PORT/DB",
+			"store", map[storeScope]string{scopeProcess: "memory (this process only)", scopeMachine: "sqlite (this machine only)"}[scope])
+	}
 	// The lock file, when there is one, pins what is served as what
 	// every other command offers. It is read here only, not watched: a
 	// restart takes a new one, as the help says.
@@ -305,28 +313,6 @@ func serveHTTPOptions(env *Env, cfg *conduit.Config, addr string, noAuth bool, c
 		}
 	}
 	return o, nil
-}
-
-// openStore opens the store that processes share (the Redis store at u,
-// for cmd, whose calls meanwhile do what meanwhile says when it is
-// unavailable); nil when u is "" (the hub keeps what it shares in
-// memory). Its errors never show the URL's password.
-func openStore(env *Env, cmd, u, meanwhile string) (store.Store, error) {
-	if u == "" {
-		return nil, nil
-	}
-	s, err := redisstore.Open(u, nil)
-	if err != nil {
-		return nil, inputError("%v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := s.Ping(ctx); err != nil {
-		// Not fatal: it comes back by itself, and calls are refused
-		// meanwhile.
-		fmt.Fprintf(env.Stderr, "%s: the store is unavailable for now (%s): %v\n", cmd, meanwhile, err)
-	}
-	return s, nil
 }
 
 func isLoopbackIP(host string) bool {

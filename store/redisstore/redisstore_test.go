@@ -1,13 +1,10 @@
 package redisstore_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -22,50 +19,12 @@ import (
 	"github.com/conduitmcp/conduit/store/storetest"
 )
 
-// claimerEnv makes the test binary a claimer process (see TestMain): it
-// opens the store at the variable's URL, waits for its standard input to
-// close, claims the key given as CLAIMER_KEY, completes it with its pid when
-// it won, and prints the claim's state.
-const claimerEnv = "REDISSTORE_TEST_CLAIMER"
-
 func TestMain(m *testing.M) {
 	// Quiet: the tests stop Redis on purpose, and go-redis logs every
 	// failed dial.
 	logging.Disable()
-	if url := os.Getenv(claimerEnv); url != "" {
-		os.Exit(claimer(url, os.Getenv("CLAIMER_KEY")))
-	}
+	storetest.ClaimerMain(func(url string) (store.Store, error) { return redisstore.Open(url, nil) })
 	os.Exit(m.Run())
-}
-
-func claimer(url, key string) int {
-	s, err := redisstore.Open(url, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer s.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := s.Ping(ctx); err != nil { // connected before the start
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fmt.Println("ready")
-	io.Copy(io.Discard, os.Stdin)
-	c, err := s.Claim(ctx, key, time.Minute)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if c.State == store.Claimed {
-		if err := s.Complete(ctx, key, c.Token, fmt.Appendf(nil, "sent by %d", os.Getpid()), time.Minute); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-	}
-	fmt.Println(c.State)
-	return 0
 }
 
 func open(t *testing.T, url string, opts *redisstore.Options) *redisstore.Store {
@@ -89,60 +48,7 @@ func TestConformance(t *testing.T) {
 // others find it pending or completed, and the result is the winner's.
 func TestClaimAcrossProcesses(t *testing.T) {
 	r := testenv.Redis(t, nil)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 6
-	for round := range 3 {
-		key := fmt.Sprintf("conv-1/call-%d", round)
-		var starts []io.Closer
-		outs := make([]*strings.Builder, n)
-		var cmds []*exec.Cmd
-		for i := range n {
-			cmd := exec.Command(exe, "-test.run=^$")
-			cmd.Env = append(os.Environ(), claimerEnv+"="+r.URL, "CLAIMER_KEY="+key)
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds = append(cmds, cmd)
-			starts = append(starts, stdin)
-			rd := bufio.NewReader(stdout)
-			if line, err := rd.ReadString('\n'); line != "ready\n" {
-				t.Fatalf("claimer %d: %q %v", i, line, err)
-			}
-			outs[i] = &strings.Builder{}
-			go io.Copy(outs[i], rd)
-		}
-		for _, s := range starts { // all at once
-			s.Close()
-		}
-		counts := map[string]int{}
-		for i, cmd := range cmds {
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("claimer %d: %v", i, err)
-			}
-		}
-		for _, out := range outs {
-			counts[strings.TrimSpace(out.String())]++
-		}
-		if counts["claimed"] != 1 || counts["claimed"]+counts["pending"]+counts["completed"] != n {
-			t.Fatalf("round %d: %v, want one claimed and the others pending or completed", round, counts)
-		}
-		c, err := open(t, r.URL, nil).Claim(context.Background(), key, time.Minute)
-		if err != nil || c.State != store.Completed || !strings.HasPrefix(string(c.Result), "sent by ") {
-			t.Fatalf("round %d: claim after the race = %+v %v, want the winner's result", round, c, err)
-		}
-	}
+	storetest.ClaimAcrossProcesses(t, r.URL, func(url string) (store.Store, error) { return redisstore.Open(url, nil) })
 }
 
 // While Redis is down every operation fails with ErrUnavailable, soon; the

@@ -271,6 +271,7 @@ func TestServeServerSpans(t *testing.T) {
 	}
 	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", rcv.URL+"/v1/traces")
 	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+	t.Setenv("XDG_STATE_HOME", t.TempDir()) // serve's default store, the test's own
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 
 	// The client's side of stdio: requests in, answers read until the
