@@ -80,8 +80,9 @@ func TestExecDeferResumeEveryProvider(t *testing.T) {
 				t.Errorf("the lock is left: %v", err)
 			}
 
-			// A process of its own, without the web server.
-			notesOnly := writeConfig(t, demoPolicy, "notes", demoServer("notes"))
+			// A process of its own, without the web server (and so
+			// without the policy's rules about it).
+			notesOnly := writeConfig(t, notesPolicy, "notes", demoServer("notes"))
 			r = conduit(t, runOpts{dir: notesOnly, env: env}, "resume", "--state", state, "--allow", wantIDs[0], "--deny", wantIDs[1], "--reason", "keep the old notes")
 			expect(t, r, 0, "web__fetch", "left out")
 			out = turnOut{}
@@ -117,6 +118,13 @@ func TestExecDeferResumeEveryProvider(t *testing.T) {
 			}
 		})
 	}
+}
+
+// notesPolicy is the demo's policy for a configuration with only the notes
+// server: a policy that names a server not configured is refused.
+var notesPolicy = []any{
+	map[string]any{"allow": []string{"notes/search_*"}},
+	map[string]any{"ask": []string{"notes/*"}},
 }
 
 // jsonArgs are args as provider p's response carries them.

@@ -69,7 +69,7 @@ func main() {
 		log.Fatal(err)
 	}
 	// Every "ask" waits for a person: deferred, not waited for.
-	hub, err := conduit.NewHub(context.Background(), cfg.Servers, &conduit.Options{Policy: cfg.Policy,
+	hub, err := conduit.NewHub(context.Background(), cfg.Servers, &conduit.Options{Policy: cfg.Policy, LaxPolicy: cfg.LaxPolicy,
 		Approver: conduit.DeferAll("waiting for the user's approval")})
 	if err != nil {
 		log.Fatal(err)

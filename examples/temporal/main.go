@@ -144,7 +144,7 @@ func runWorker(hostPort, namespace, config, redisURL string, m *Model) error {
 		defer rs.Close()
 		st = rs
 	}
-	hub, err := conduit.NewHub(context.Background(), cfg.Servers, &conduit.Options{Policy: cfg.Policy,
+	hub, err := conduit.NewHub(context.Background(), cfg.Servers, &conduit.Options{Policy: cfg.Policy, LaxPolicy: cfg.LaxPolicy,
 		Approver: conduit.DeferAll("waiting for the user's approval"), Store: st})
 	if err != nil {
 		return err

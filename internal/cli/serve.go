@@ -206,7 +206,7 @@ after 'conduit pin --update'.`)
 	}
 	g, err := gateway.New(ctx, cfg.Servers, &gateway.Options{
 		Hub: &conduit.Options{Policy: policy, Logger: logger, ConnectTimeout: h.connectTimeout, RequireServers: h.requireServers,
-			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil)), Store: shared},
+			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil)), Store: shared, LaxPolicy: cfg.LaxPolicy},
 		Transparent:     *transparent,
 		ApprovalTimeout: *approvalTimeout,
 		MaxResultTokens: *maxResultTokens,
