@@ -251,3 +251,54 @@ func TestResumeCopiesSharedStore(t *testing.T) {
 		t.Errorf("the file was not moved: %v", err)
 	}
 }
+
+// TestResumeSaysWhatRan: a resume that decides one of two pending calls
+// says that the one ran (in "decided" and on stderr) while the other still
+// waits, though "results" stays empty until the turn is complete.
+func TestResumeSaysWhatRan(t *testing.T) {
+	dir := demoDir(t)
+	p := adapters.Anthropic
+	resp := adaptertest.FakeOf(p).Response("Saving.",
+		toolcall.Raw{ID: "call_a", Name: "notes__add_note", Args: map[string]any{"title": "Pasta shopping", "body": "tomatoes"}},
+		toolcall.Raw{ID: "call_d", Name: "notes__delete_note", Args: map[string]any{"id": "n1"}})
+	respFile := filepath.Join(t.TempDir(), "response.json")
+	data, _ := json.Marshal(resp)
+	os.WriteFile(respFile, data, 0o644)
+	state := filepath.Join(t.TempDir(), "conv.state")
+	env := []string{stateKey}
+	r := conduit(t, runOpts{dir: dir, env: env}, "exec", "--provider", p.String(), "--response", respFile, "--state", state, "--approve", "defer")
+	expect(t, r, 0, "notes__add_note needs approval (ask notes/*); deferred (--approve defer)\n",
+		"conduit: call 1 notes__add_note: pending\n", "2 call(s) wait for a decision")
+	// Each thing is said once: why a call waits when it is deferred, what
+	// to do next once for all.
+	for _, once := range []string{"notes__add_note needs approval", "waits for a decision", "wait for a decision", "conduit resume"} {
+		if n := strings.Count(r.stderr, once); n > 1 {
+			t.Errorf("%q said %d times:\n%s", once, n, r.stderr)
+		}
+	}
+
+	type decided struct{ ID, Name, Outcome, Error string }
+	var out struct {
+		turnOut
+		Decided []decided `json:"decided"`
+	}
+	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", state, "--allow", "call_a")
+	expect(t, r, 0, "conduit: notes__add_note (call_a): ran", "1 call(s) wait for a decision (call_d)")
+	decode(t, r, &out)
+	if len(out.Results) != 0 || len(out.Pending) != 1 || out.Pending[0].ID != "call_d" {
+		t.Fatalf("resume: %s", r)
+	}
+	if len(out.Decided) != 1 || out.Decided[0] != (decided{ID: "call_a", Name: "notes__add_note", Outcome: "ran"}) {
+		t.Errorf("decided %+v", out.Decided)
+	}
+
+	// The last decision completes the turn: the answer of the call that
+	// ran before is among the results, and "decided" names only this one.
+	out.Decided = nil
+	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", state, "--deny", "call_d", "--reason", "keep it")
+	expect(t, r, 0, "conduit: notes__delete_note (call_d): denied: ")
+	decode(t, r, &out)
+	if len(out.Results) != 2 || len(out.Decided) != 1 || out.Decided[0].Outcome != "denied" || !strings.Contains(out.Decided[0].Error, "keep it") {
+		t.Errorf("resume: %s", r)
+	}
+}
