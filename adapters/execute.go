@@ -49,8 +49,8 @@ type ExecOptions struct {
 	// runtime.GOMAXPROCS(0)).
 	MaxConcurrency int
 	// Limits bound the response: its size, and how many of its calls are
-	// run (see Limits; the zero value is the defaults).
-	Limits Limits
+	// run (see ResponseLimits; the zero value is the defaults).
+	Limits ResponseLimits
 	// Budget bounds what the model reads of the turn's results together,
 	// beyond each result's budget (AnswerOptions.MaxResultTokens; see
 	// BudgetOptions).
@@ -83,7 +83,7 @@ type Execution struct {
 	// its server, tool, id and arguments (a copy, with strict mode's nulls
 	// removed; hooks' rewrites are not reflected). Calls answered without
 	// being sent (unknown name, non-object arguments, past
-	// Limits.MaxToolCalls) are not among them.
+	// ResponseLimits.MaxToolCalls) are not among them.
 	Calls []toolcall.Call `json:"calls"`
 	// Errors holds each call's failure, by position in Results (nil for a
 	// call that completed, even with an isError result). It marshals to
@@ -244,7 +244,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 // resolved against o.ToolSet (or src's listing when it is nil), strict
 // mode's nulls removed. The Execution it returns answers the calls that
 // are not to be sent (a name not offered, arguments that are not an
-// object, a call past Limits.MaxToolCalls), and its Calls are the others,
+// object, a call past ResponseLimits.MaxToolCalls), and its Calls are the others,
 // each with its server, tool and arguments (a copy): the calls to send.
 //
 // It is for programs that run each call on their own terms, one at a

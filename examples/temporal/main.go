@@ -83,10 +83,10 @@ func main() {
 		reason := fs.String("reason", "", "why it is denied, for the model")
 		halt := fs.Bool("halt", false, "deny, and stop the agent")
 		fs.Parse(args)
-		d := adapters.Decision{Allow: cmd == "approve", Reason: *reason, Halt: *halt}
+		d := adapters.Ruling{Allow: cmd == "approve", Reason: *reason, Halt: *halt}
 		err = withClient(*hostPort, *namespace, func(ctx context.Context, c client.Client) error {
 			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: *id, UpdateName: temporalconduit.UpdateDecide,
-				Args: []any{map[string]adapters.Decision{*call: d}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+				Args: []any{map[string]adapters.Ruling{*call: d}}, WaitForStage: client.WorkflowUpdateStageCompleted})
 			if err != nil {
 				return err
 			}

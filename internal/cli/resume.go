@@ -79,15 +79,15 @@ elsewhere.`)
 	if err != nil {
 		return usageError("resume", "--structured: %v", err)
 	}
-	decisions := map[string]adapters.Decision{}
+	decisions := map[string]adapters.Ruling{}
 	for _, id := range splitList(*allow) {
-		decisions[id] = adapters.Decision{Allow: true}
+		decisions[id] = adapters.Ruling{Allow: true}
 	}
 	for _, id := range splitList(*deny) {
 		if _, both := decisions[id]; both {
 			return usageError("resume", "%q is both allowed and denied", id)
 		}
-		decisions[id] = adapters.Decision{Reason: *reason, Halt: *halt}
+		decisions[id] = adapters.Ruling{Reason: *reason, Halt: *halt}
 	}
 	if *halt && *deny == "" {
 		return usageError("resume", "--halt is a denial's: name the calls with --deny")
@@ -180,7 +180,7 @@ type decidedCall struct {
 // decidedCalls reports, in the model's order, the outcome of each call
 // decisions decided: so that a resume that leaves others pending still
 // says what ran.
-func decidedCalls(exec *adapters.Execution, decisions map[string]adapters.Decision) []decidedCall {
+func decidedCalls(exec *adapters.Execution, decisions map[string]adapters.Ruling) []decidedCall {
 	type found struct {
 		index int
 		call  decidedCall
