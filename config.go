@@ -23,6 +23,10 @@ type Config struct {
 	Policy *Policy
 	// Serve is nil when the file has no "serve" key (see [ServeConfig]).
 	Serve *ServeConfig
+	// LaxPolicy is true when the file says "strictPolicy": false: a
+	// policy that names a server not configured is then a warning, not an
+	// error (see [Options.LaxPolicy]).
+	LaxPolicy bool
 	// Warnings are what the file holds that works but should change, one
 	// line each, never quoting a value: a secret written in it (an
 	// Authorization header, a variable of env named like a token) rather
@@ -81,7 +85,9 @@ func LoadConfig(path string) (*Config, error) {
 // model (Server.MaxResultTokens; negative: none). A policy rule has
 // exactly one of "allow", "ask" or "deny", and may add "tainted" (a list of
 // servers, or true for any taint) and "principal" (a list of ids). Unknown
-// keys are errors, so a misspelt rule never passes silently.
+// keys are errors, so a misspelt rule never passes silently. A rule that
+// names a server not configured is an error too, unless the top-level
+// "strictPolicy" is false (see [Options.LaxPolicy]).
 //
 // In a server's "url" and in the values of its "headers" and "env",
 // ${env:NAME} is the value of the environment variable NAME (letters,
@@ -155,6 +161,12 @@ func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 			if cfg.Policy, err = parsePolicy(rules); err != nil {
 				return nil, fmt.Errorf("config: policy: %w", err)
 			}
+		case "strictPolicy":
+			var strict bool
+			if err := dec.Decode(&strict); err != nil {
+				return nil, errors.New(`config: "strictPolicy" must be true or false`)
+			}
+			cfg.LaxPolicy = !strict
 		case "serve":
 			var raw json.RawMessage
 			if err := dec.Decode(&raw); err != nil {
@@ -169,7 +181,7 @@ func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, erro
 				return nil, fmt.Errorf("config: %w", err)
 			}
 		default:
-			return nil, fmt.Errorf(`config: unknown key %q (expected "mcpServers" or "servers", "policy" and "serve")`, key)
+			return nil, fmt.Errorf(`config: unknown key %q (expected "mcpServers" or "servers", "policy", "strictPolicy" and "serve")`, key)
 		}
 	}
 	if _, err := dec.Token(); err != nil {

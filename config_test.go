@@ -191,6 +191,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"tainted number", `{"mcpServers": {"a": {"command": "x"}}, "policy": [{"allow": ["*"], "tainted": 1}]}`, `"tainted" is a list`},
 		{"principal empty", `{"mcpServers": {"a": {"command": "x"}}, "policy": [{"allow": ["*"], "principal": []}]}`, `"principal" is an empty list`},
 		{"principal type", `{"mcpServers": {"a": {"command": "x"}}, "policy": [{"allow": ["*"], "principal": "alice"}]}`, `"principal" must be a list of strings`},
+		{"strictPolicy type", `{"mcpServers": {"a": {"command": "x"}}, "strictPolicy": "no"}`, `"strictPolicy" must be true or false`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,6 +206,21 @@ func TestParseConfigErrors(t *testing.T) {
 				t.Fatalf("error %q does not say where it comes from", err)
 			}
 		})
+	}
+}
+
+// TestParseConfigStrictPolicy: a policy is strict unless the file says
+// "strictPolicy": false.
+func TestParseConfigStrictPolicy(t *testing.T) {
+	for in, lax := range map[string]bool{
+		`{"mcpServers": {"a": {"command": "x"}}}`:                        false,
+		`{"mcpServers": {"a": {"command": "x"}}, "strictPolicy": true}`:  false,
+		`{"mcpServers": {"a": {"command": "x"}}, "strictPolicy": false}`: true,
+	} {
+		cfg, err := ParseConfig([]byte(in))
+		if err != nil || cfg.LaxPolicy != lax {
+			t.Errorf("%s: LaxPolicy %v, %v", in, cfg.LaxPolicy, err)
+		}
 	}
 }
 

@@ -34,7 +34,7 @@ type conn struct {
 
 	mu       sync.Mutex
 	session  *mcp.ClientSession
-	state    State
+	state    ServerState
 	lastErr  error
 	since    time.Time
 	attempts int

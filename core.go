@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -527,8 +528,11 @@ func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, e
 	if err != nil || c.Policy == nil {
 		return ts, err
 	}
-	return ts.Filter(SkipPolicy, func(t *Tool) bool {
-		return !c.policyDenies(&Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool})
+	// Each tool left out says which rule hid it, so that a listing
+	// shorter than the server's can be explained.
+	return ts.filter(SkipPolicy, func(t *Tool) (bool, string) {
+		denied, why := c.policyDenial(&Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool})
+		return !denied, why
 	}), nil
 }
 
@@ -536,9 +540,22 @@ func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, e
 // listing for a principal leaves out. A condition that panics hides
 // nothing here; the call itself is then answered with the error.
 func (c *core) policyDenies(call *Call) bool {
+	denied, _ := c.policyDenial(call)
+	return denied
+}
+
+// policyDenial is policyDenies, and when it denies, why in words: the
+// rule that denies, or that no rule allows it.
+func (c *core) policyDenial(call *Call) (bool, string) {
 	if c.Policy == nil {
-		return false
+		return false, ""
 	}
-	d, _, _, err := decide(c.Policy, call)
-	return err == nil && d == DecisionDeny
+	d, rule, ok, err := decide(c.Policy, call)
+	if err != nil || d != DecisionDeny {
+		return false, ""
+	}
+	if !ok {
+		return true, "no policy rule allows it"
+	}
+	return true, "denied by the policy rule " + strconv.Quote(rule.String())
 }

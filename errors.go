@@ -2,6 +2,7 @@ package conduit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -125,6 +126,18 @@ func (e *Error) Error() string {
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
+
+// MarshalJSON writes e as {"kind", "server", "tool", "message", "halt"},
+// the kind by name; the cause is left out, as it is not for the model.
+func (e *Error) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Kind    string `json:"kind"`
+		Server  string `json:"server,omitempty"`
+		Tool    string `json:"tool,omitempty"`
+		Message string `json:"message"`
+		Halt    bool   `json:"halt,omitempty"`
+	}{e.Kind.String(), e.Server, e.Tool, e.Message, e.Halt})
+}
 
 // Is reports whether target is a sentinel of the same kind (an *Error with
 // no server, tool or message), so errors.Is(err, ErrTimeout) works.

@@ -19,7 +19,8 @@ type LocalTool struct {
 	// Tool is the definition: Exposed is the name a model calls it by,
 	// and Server and Name are what the policy's patterns, approvers and
 	// hooks see (the pattern server/name matches it). Server need not be
-	// one of the hub's servers.
+	// one of the hub's servers: a policy that names another needs it in
+	// Options.LocalServers.
 	Tool *Tool
 	// Answer answers a call that the governance let through; c carries
 	// its arguments as the before-hooks left them. Its result is answered

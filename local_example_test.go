@@ -14,7 +14,7 @@ func ExampleHub_CallLocal() {
 	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "github", Transport: github()}}, &conduit.Options{Policy: conduit.NewPolicy(
 		conduit.Deny("local/*").When(conduit.Principal("guest")),
 		conduit.Allow("local/time", "github/get_*"),
-	)})
+	), LocalServers: []string{"local"}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -46,6 +46,7 @@ func TestCallLocalGoverned(t *testing.T) {
 		Ask("local/lookup").When(Principal("careful")),
 		Allow("local/*", "gh/*"),
 	),
+		LocalServers: []string{"local"},
 		Approver: func(_ context.Context, req ApprovalRequest) Approval {
 			mu.Lock()
 			defer mu.Unlock()
@@ -168,17 +169,17 @@ func TestOffersLocal(t *testing.T) {
 	def := &Tool{Tool: &mcp.Tool{Name: "lookup"}, Exposed: "lookup", Server: "local"}
 	hub := newHub(t, []Server{srv.server("gh")}, &Options{Policy: NewPolicy(
 		Deny("local/*").When(Principal("guest")),
-		Deny("local/lookup").When(Tainted("web")),
+		Deny("local/lookup").When(Tainted("gh")),
 		Ask("local/*"),
 		Allow("gh/*"),
-	)})
+	), LocalServers: []string{"local"}})
 	for _, tc := range []struct {
 		opts *ListOptions
 		want bool
 	}{
 		{nil, true}, // ask is offered
 		{&ListOptions{Principal: "guest"}, false},
-		{&ListOptions{Taint: []string{"web"}}, false},
+		{&ListOptions{Taint: []string{"gh"}}, false},
 		{&ListOptions{Principal: "alice", Taint: []string{"docs"}}, true},
 	} {
 		if got := hub.OffersLocal(def, tc.opts); got != tc.want {
@@ -186,7 +187,7 @@ func TestOffersLocal(t *testing.T) {
 		}
 	}
 	// No rule matches: denied, as any tool would be.
-	strict := newHub(t, []Server{newTestServer(t, "gh").echoTools("x").server("gh")}, &Options{Policy: NewPolicy(Allow("gh/*"))})
+	strict := newHub(t, []Server{newTestServer(t, "gh").echoTools("x").server("gh")}, &Options{Policy: NewPolicy(Allow("gh/*")), LocalServers: []string{"local"}})
 	if strict.OffersLocal(def, nil) {
 		t.Error("a policy with no rule for local/lookup offers it")
 	}

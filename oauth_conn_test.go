@@ -155,7 +155,7 @@ func TestConfigOAuth(t *testing.T) {
 }
 
 // waitState waits for the first server of st to reach want.
-func waitState(t *testing.T, ctx context.Context, st func() []ServerStatus, want State) {
+func waitState(t *testing.T, ctx context.Context, st func() []ServerStatus, want ServerState) {
 	t.Helper()
 	for st()[0].State != want {
 		if ctx.Err() != nil {

@@ -39,10 +39,16 @@ type Options struct {
 	// conduit.AllowAll() says "no rules" explicitly. Configure a policy on
 	// anything you hand to a model.
 	Policy *Policy
-	// StrictPolicy makes NewHub and NewClient fail when the policy names
-	// a server that is not configured (see [Policy.Check]), instead of
-	// logging a warning and reporting it by Warnings.
-	StrictPolicy bool
+	// LaxPolicy turns a policy that names a server that is not configured
+	// (see [Policy.Check]) from an error of NewHub and NewClient into a
+	// warning, logged and reported by Warnings. By default such a policy
+	// is refused: a misspelt deny rule would otherwise deny nothing.
+	LaxPolicy bool
+	// LocalServers are the Server ids of the program's own tools
+	// ([LocalTool]) that are not configured servers: the policy may name
+	// them as it names a configured server. Conduit's own ("conduit")
+	// needs no entry.
+	LocalServers []string
 	// Approver decides the calls the policy asks about. Without one, an
 	// "ask" is answered as a denial saying that approval was needed.
 	Approver Approver

@@ -389,7 +389,7 @@ func TestApproval(t *testing.T) {
 		if e := wantKind(t, err, KindDenied); e.Message != "The policy does not allow calling s__t." {
 			t.Fatalf("%q", e.Message)
 		}
-		h2 := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Allow("other"))})
+		h2 := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Allow("s/other"))})
 		_, err = h2.CallTool(ctx, "s__t", nil, nil)
 		if e := wantKind(t, err, KindDenied); !strings.Contains(e.Message, "no rule allows it") {
 			t.Fatalf("%q", e.Message)

@@ -248,8 +248,8 @@ const ownServer = "conduit"
 // problem joined by errors.Join, each with ErrUnknownServer as its cause
 // and the rule's position and text in its message. Globs such as
 // "*/read_*" name no server and are fine; conduit's own tools (server
-// "conduit") are always there. NewHub and NewClient log what Check
-// reports, and refuse the policy under [Options.StrictPolicy].
+// "conduit") are always there. NewHub and NewClient refuse a policy
+// Check reports on, or log what it reports under [Options.LaxPolicy].
 func (p *Policy) Check(servers []string) error {
 	if p == nil {
 		return nil
@@ -377,18 +377,19 @@ func (p *Policy) matching(t *Tool) []int {
 }
 
 // checkPolicy is where a hub's or client's policy meets its servers: what
-// Policy.Check reports is an error under StrictPolicy, and otherwise a
-// warning, logged and kept for Warnings.
+// Policy.Check reports is an error, or under LaxPolicy a warning, logged
+// and kept for Warnings.
 func (c *core) checkPolicy(servers []Server) error {
-	ids := make([]string, len(servers))
-	for i, s := range servers {
-		ids[i] = s.ID
+	ids := make([]string, 0, len(servers)+len(c.LocalServers))
+	for _, s := range servers {
+		ids = append(ids, s.ID)
 	}
+	ids = append(ids, c.LocalServers...)
 	err := c.Policy.Check(ids)
 	if err == nil {
 		return nil
 	}
-	if c.StrictPolicy {
+	if !c.LaxPolicy {
 		return fmt.Errorf("conduit: %w", err)
 	}
 	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {

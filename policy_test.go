@@ -286,17 +286,45 @@ func TestEditDistance(t *testing.T) {
 	}
 }
 
-// TestPolicyMeetsServers: NewHub and NewClient report what Check finds,
-// as warnings (logged, and by Warnings) or, with StrictPolicy, as an
-// error before anything starts.
+// TestPolicyMeetsServers: NewHub and NewClient refuse a policy that
+// names a server not configured, before anything starts (the zero
+// Options, the careless configuration, first); with LaxPolicy they report
+// it as warnings, logged and by Warnings.
 func TestPolicyMeetsServers(t *testing.T) {
 	t.Parallel()
 	srv := newTestServer(t, "mem").echoTools("a")
+	policy := NewPolicy(Deny("gihtub/*"), Allow("*").When(Not(Tainted("wbe"))), Allow("conduit/search_tools"))
+
+	// The default: the misspelt deny rule would deny nothing, so no hub.
+	_, err := NewHub(context.Background(), []Server{srv.server("github")}, &Options{Policy: policy})
+	if !errors.Is(err, ErrUnknownServer) || !strings.Contains(err.Error(), `pattern "gihtub/*" names no configured server (did you mean "github"?)`) {
+		t.Errorf("default hub: %v", err)
+	}
+	_, err = NewClient(context.Background(), srv.server("notes"), &Options{Policy: NewPolicy(Allow("note"))})
+	if !errors.Is(err, ErrUnknownServer) {
+		t.Errorf("default client: %v", err)
+	}
+	// Globs that name no server and conduit's own tools are fine.
+	if h := newHub(t, []Server{srv.server("web")}, &Options{Policy: NewPolicy(Deny("*/del*"), Allow("conduit/search_tools"), Allow("*"))}); len(h.Warnings()) != 0 {
+		t.Errorf("globs warn: %q", h.Warnings())
+	}
+	if h := newHub(t, []Server{srv.server("web")}, &Options{Policy: AllowAll()}); len(h.Warnings()) != 0 {
+		t.Errorf("AllowAll warns: %q", h.Warnings())
+	}
+	// The program's own tools' servers are named in LocalServers.
+	local := NewPolicy(Allow("local/time", "web/*"))
+	if _, err := NewHub(context.Background(), []Server{srv.server("web")}, &Options{Policy: local}); !errors.Is(err, ErrUnknownServer) {
+		t.Errorf("local server not listed: %v", err)
+	}
+	if h := newHub(t, []Server{srv.server("web")}, &Options{Policy: local, LocalServers: []string{"local"}}); len(h.Warnings()) != 0 {
+		t.Errorf("LocalServers warns: %q", h.Warnings())
+	}
+
+	// The named opt-out.
 	var mu sync.Mutex
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
-	policy := NewPolicy(Deny("gihtub/*"), Allow("*").When(Not(Tainted("wbe"))), Allow("conduit/search_tools"))
-	h := newHub(t, []Server{srv.server("github"), srv.server("web")}, &Options{Policy: policy, Logger: logger})
+	h := newHub(t, []Server{srv.server("github"), srv.server("web")}, &Options{Policy: policy, Logger: logger, LaxPolicy: true})
 	want := []string{
 		`policy rule 1 (deny gihtub/*): pattern "gihtub/*" names no configured server (did you mean "github"?)`,
 		`policy rule 2 (allow * (when ...)): tainted "wbe" names no configured server (did you mean "web"?)`,
@@ -314,22 +342,10 @@ func TestPolicyMeetsServers(t *testing.T) {
 	if _, err := h.CallTool(context.Background(), "github__a", map[string]any{}, nil); err != nil {
 		t.Errorf("call: %v", err)
 	}
-
-	_, err := NewHub(context.Background(), []Server{srv.server("github")}, &Options{Policy: policy, StrictPolicy: true})
-	if !errors.Is(err, ErrUnknownServer) || !strings.Contains(err.Error(), `pattern "gihtub/*"`) {
-		t.Errorf("strict hub: %v", err)
-	}
 	// A client's policy names its one server.
-	cl := newClient(t, srv.server("notes"), &Options{Policy: NewPolicy(Allow("notes/*", "note/x"))})
+	cl := newClient(t, srv.server("notes"), &Options{Policy: NewPolicy(Allow("notes/*", "note/x")), LaxPolicy: true})
 	if got := cl.Warnings(); len(got) != 1 || !strings.Contains(got[0], `pattern "note/x" names no configured server (did you mean "notes"?)`) {
 		t.Errorf("client Warnings = %q", got)
-	}
-	_, err = NewClient(context.Background(), srv.server("notes"), &Options{Policy: NewPolicy(Allow("note")), StrictPolicy: true})
-	if !errors.Is(err, ErrUnknownServer) {
-		t.Errorf("strict client: %v", err)
-	}
-	if h := newHub(t, []Server{srv.server("web")}, &Options{Policy: AllowAll(), StrictPolicy: true}); len(h.Warnings()) != 0 {
-		t.Errorf("AllowAll warns: %q", h.Warnings())
 	}
 }
 

@@ -5,13 +5,13 @@ import (
 	"time"
 )
 
-// State is the state of a hub's or client's session with one server.
-type State int
+// ServerState is the state of a hub's or client's session with one server.
+type ServerState int
 
 // The states of a server.
 const (
 	// StateConnecting: the first connection attempt is under way.
-	StateConnecting State = iota
+	StateConnecting ServerState = iota
 	// StateUp: a session is established.
 	StateUp
 	// StateDown: the server could not be reached or its session was lost;
@@ -35,7 +35,7 @@ const (
 )
 
 // String returns the state's name, such as "up" or "reconnecting".
-func (s State) String() string {
+func (s ServerState) String() string {
 	switch s {
 	case StateConnecting:
 		return "connecting"
@@ -52,13 +52,13 @@ func (s State) String() string {
 	case StatePerPrincipal:
 		return "per principal"
 	}
-	return fmt.Sprintf("State(%d)", int(s))
+	return fmt.Sprintf("ServerState(%d)", int(s))
 }
 
 // ServerStatus is a snapshot of one server's state.
 type ServerStatus struct {
-	ID    string // the server's id
-	State State  // the session's state
+	ID    string      // the server's id
+	State ServerState // the session's state
 	// Err is the last connection error, kept while the server is down or
 	// reconnecting.
 	Err error

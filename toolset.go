@@ -166,7 +166,7 @@ type Skipped struct {
 	Tool    string     // the tool's own name; empty for a whole server
 	Exposed string     // the name it would have had, when there is one
 	Reason  SkipReason // why it was left out
-	Detail  string     // the reason in words, such as the server's error
+	Detail  string     // the reason in words: the server's error, the policy's rule
 }
 
 // ServerTools is one server's tool list, an input of [NewToolSet].
@@ -428,6 +428,12 @@ func (ts *ToolSet) Warnings() []string {
 // Filter returns a tool set of the tools for which keep returns true; each
 // tool left out is reported with reason.
 func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {
+	return ts.filter(reason, func(t *Tool) (bool, string) { return keep(t), "" })
+}
+
+// filter is Filter whose keep also says, for a tool left out, why in
+// words (the Skipped entry's Detail).
+func (ts *ToolSet) filter(reason SkipReason, keep func(*Tool) (bool, string)) *ToolSet {
 	if ts == nil {
 		return NewToolSet(nil)
 	}
@@ -440,10 +446,10 @@ func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {
 		named:   ts.named, namespace: ts.namespace, prefix: ts.prefix,
 	}
 	for _, t := range ts.tools {
-		if keep(t) {
+		if ok, why := keep(t); ok {
 			out.add(t)
 		} else {
-			out.skipped = append(out.skipped, Skipped{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Reason: reason})
+			out.skipped = append(out.skipped, Skipped{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Reason: reason, Detail: why})
 		}
 	}
 	return out

@@ -162,8 +162,8 @@ func TestServerValidation(t *testing.T) {
 }
 
 func TestStateAndBackoff(t *testing.T) {
-	for s, want := range map[State]string{StateConnecting: "connecting", StateUp: "up", StateDown: "down",
-		StateReconnecting: "reconnecting", StateClosed: "closed", State(9): "State(9)"} {
+	for s, want := range map[ServerState]string{StateConnecting: "connecting", StateUp: "up", StateDown: "down",
+		StateReconnecting: "reconnecting", StateClosed: "closed", ServerState(9): "ServerState(9)"} {
 		if s.String() != want {
 			t.Errorf("%d: %q", s, s.String())
 		}

@@ -47,7 +47,7 @@
 // per tool. Listing options a provider does not use (CacheLast outside
 // Anthropic, Strict outside OpenAI) are ignored.
 //
-// A response is outside input, and bounded ([Limits]): one over
+// A response is outside input, and bounded ([ResponseLimits]): one over
 // MaxResponseBytes (32 MiB) is refused unparsed, and the calls past
 // MaxToolCalls (128) are answered, not sent. Answers are bounded too: an
 // image over the provider's documented limit becomes a placeholder that

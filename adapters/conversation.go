@@ -37,9 +37,9 @@ type ConversationOptions struct {
 	// MaxConcurrency is how many calls of a turn run at once (default
 	// runtime.GOMAXPROCS(0)).
 	MaxConcurrency int
-	// Limits bound each turn's response (see Limits; the zero value is
+	// Limits bound each turn's response (see ResponseLimits; the zero value is
 	// the defaults).
-	Limits Limits
+	Limits ResponseLimits
 	// Search says when the conversation offers tool search instead of
 	// every tool (by default past DefaultSearchThreshold tools or
 	// DefaultSearchBudget bytes), and how; see SearchOptions.

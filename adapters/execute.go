@@ -2,6 +2,7 @@ package adapters
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,8 +49,8 @@ type ExecOptions struct {
 	// runtime.GOMAXPROCS(0)).
 	MaxConcurrency int
 	// Limits bound the response: its size, and how many of its calls are
-	// run (see Limits; the zero value is the defaults).
-	Limits Limits
+	// run (see ResponseLimits; the zero value is the defaults).
+	Limits ResponseLimits
 	// Budget bounds what the model reads of the turn's results together,
 	// beyond each result's budget (AnswerOptions.MaxResultTokens; see
 	// BudgetOptions).
@@ -74,24 +75,25 @@ type Execution struct {
 	// Responses function_call_output items, Gemini functionResponse parts
 	// (send them as {"role": "user", "parts": Results}); Wire.Answers
 	// puts them in the conversation for any provider.
-	Results []map[string]any
+	Results []map[string]any `json:"results"`
 	// Halted reports that an approver denied a call and asked to stop the
 	// agent loop: every call is still answered, but the loop should end.
-	Halted bool
+	Halted bool `json:"halted"`
 	// Calls are the calls that resolved, in the model's order, each with
 	// its server, tool, id and arguments (a copy, with strict mode's nulls
 	// removed; hooks' rewrites are not reflected). Calls answered without
 	// being sent (unknown name, non-object arguments, past
-	// Limits.MaxToolCalls) are not among them.
-	Calls []toolcall.Call
+	// ResponseLimits.MaxToolCalls) are not among them.
+	Calls []toolcall.Call `json:"calls"`
 	// Errors holds each call's failure, by position in Results (nil for a
-	// call that completed, even with an isError result).
-	Errors []error
+	// call that completed, even with an isError result). It marshals to
+	// JSON as a list of null or {"kind", "message", ...} (see CallErrors).
+	Errors CallErrors `json:"errors"`
 	// Revealed, in a Conversation with conduit's search, are the tools
 	// its search_tools calls revealed in this response (exposed names, in
 	// the order of the calls that found them): they are offered from the
 	// next turn on, after what was offered before.
-	Revealed []string
+	Revealed []string `json:"revealed"`
 	// Pending are the calls that wait for a decision (an approver's
 	// conduit.Defer, a handler's conduit.DeferInput), in the model's
 	// order. Their places in Results are nil, and their Errors match
@@ -100,14 +102,37 @@ type Execution struct {
 	// its Resume completes it when they are decided. The answers already
 	// written are final, cut within the turn's budget with each pending
 	// call holding its place (see BudgetOptions).
-	Pending []Pending
+	Pending []Pending `json:"pending"`
 	// Budgets say, by position in Results, what the result budget did to
 	// each answer: the result's tokens, those kept, its budget, whether it
 	// was cut, and the read tool's reference to the whole when it was kept.
-	Budgets []toolcall.Budgeted
+	Budgets []toolcall.Budgeted `json:"budgets"`
 
 	locals  []*conduit.Tool // the Conversation's own tools, whose output taints nothing
 	demands []int           // each answer's demand on the turn's budget
+}
+
+// CallErrors are the calls' failures, by position: errors.Is and
+// errors.As work on each. In JSON each is null (no failure), a
+// *conduit.Error as it marshals itself, or another error as
+// {"kind": "internal", "message": its text}, so that an HTTP handler
+// can send an Execution as it is.
+type CallErrors []error
+
+// MarshalJSON writes es as described on CallErrors.
+func (es CallErrors) MarshalJSON() ([]byte, error) {
+	out := make([]any, len(es))
+	for i, err := range es {
+		var ce *conduit.Error
+		switch {
+		case err == nil:
+		case errors.As(err, &ce):
+			out[i] = ce
+		default:
+			out[i] = map[string]string{"kind": conduit.KindInternal.String(), "message": err.Error()}
+		}
+	}
+	return json.Marshal(out)
 }
 
 // Complete reports whether every call of the response is answered: no
@@ -219,7 +244,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 // resolved against o.ToolSet (or src's listing when it is nil), strict
 // mode's nulls removed. The Execution it returns answers the calls that
 // are not to be sent (a name not offered, arguments that are not an
-// object, a call past Limits.MaxToolCalls), and its Calls are the others,
+// object, a call past ResponseLimits.MaxToolCalls), and its Calls are the others,
 // each with its server, tool and arguments (a copy): the calls to send.
 //
 // It is for programs that run each call on their own terms, one at a

@@ -826,3 +826,45 @@ func TestNullOrMissingArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestExecutionJSON: an Execution marshals as it is, for an HTTP handler:
+// each call's error as its kind and message (null for none), budgets and
+// calls with snake_case keys; errors.Is still works on Errors.
+func TestExecutionJSON(t *testing.T) {
+	hub, _, _ := labHub(t, hubOpts{noGone: true})
+	p := adapters.Anthropic
+	exec := run(t, hub, p, script(p,
+		scripted{id: "a", name: "lab__echo", args: map[string]any{"message": "x"}},
+		scripted{id: "b", name: "lab__deploy", args: map[string]any{}}), nil)
+	if !errors.Is(exec.Errors[1], conduit.ErrDenied) {
+		t.Fatalf("errors %v", exec.Errors)
+	}
+	data, err := json.Marshal(exec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Errors  []map[string]any `json:"errors"`
+		Budgets []map[string]any `json:"budgets"`
+		Calls   []map[string]any `json:"calls"`
+		Results []map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Errors) != 2 || got.Errors[0] != nil || got.Errors[1]["kind"] != "denied" || got.Errors[1]["server"] != "lab" ||
+		!strings.Contains(got.Errors[1]["message"].(string), "deploys need a human") {
+		t.Errorf("errors %s", data)
+	}
+	if len(got.Budgets) != 2 || got.Budgets[0]["tokens"] == nil || got.Budgets[0]["cut"] != false {
+		t.Errorf("budgets %s", data)
+	}
+	if len(got.Calls) != 2 || got.Calls[0]["id"] != "a" || got.Calls[0]["arguments"] == nil || got.Calls[0]["Def"] != nil {
+		t.Errorf("calls %s", data)
+	}
+	// Another error than *conduit.Error marshals as internal.
+	data, _ = json.Marshal(adapters.CallErrors{nil, errors.New("boom")})
+	if string(data) != `[null,{"kind":"internal","message":"boom"}]` {
+		t.Errorf("%s", data)
+	}
+}

@@ -366,7 +366,9 @@ func newPing() *mcp.Server {
 }
 
 // labPolicy denies lab/secret once web output is in context, asks about
-// lab/deploy, and allows the rest.
+// lab/deploy, and allows the rest. No server of the lab is "web": its
+// tests give that taint by hand, so the lab's hub opts out of the strict
+// check (LaxPolicy).
 func labPolicy() *conduit.Policy {
 	return conduit.NewPolicy(
 		conduit.Deny("lab/secret").When(conduit.Tainted("web")),
@@ -420,6 +422,7 @@ func labHub(t testing.TB, o hubOpts) (*conduit.Hub, *lab, func()) {
 	}
 	hub, err := conduit.NewHub(ctx, servers, &conduit.Options{Policy: o.policy,
 		Store:     claims,
+		LaxPolicy: true,
 		Approver:  o.approver,
 		Hooks:     o.hooks,
 		Filter:    o.filter,

@@ -9,10 +9,10 @@ import (
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
-// Limits bound what ExecuteToolCalls takes from a model response, which
+// ResponseLimits bound what ExecuteToolCalls takes from a model response, which
 // may be hostile (a prompt injection can make a model write anything).
 // The zero value is the defaults; a negative field is no limit.
-type Limits struct {
+type ResponseLimits struct {
 	// MaxToolCalls is the most calls of one response that are run
 	// (default DefaultMaxToolCalls). The calls past it are each answered
 	// with an error saying so (toolcall.TooManyCallsError, matching
@@ -30,13 +30,13 @@ type Limits struct {
 }
 
 const (
-	// DefaultMaxToolCalls is the default Limits.MaxToolCalls: as many as
+	// DefaultMaxToolCalls is the default ResponseLimits.MaxToolCalls: as many as
 	// the most tools OpenAI accepts in one request (openai.MaxTools).
 	// Models make a few calls a turn, a few dozen at the most; a response
 	// with thousands is hostile, and each call costs a server round trip
 	// and an answer in the next request.
 	DefaultMaxToolCalls = 128
-	// DefaultMaxResponseBytes is the default Limits.MaxResponseBytes,
+	// DefaultMaxResponseBytes is the default ResponseLimits.MaxResponseBytes,
 	// 32 MiB: Anthropic's limit on a request, which carries the response
 	// back in the conversation; it is tens of times the largest response
 	// a model's output tokens can fill (128k tokens is about 0.5 MB of
@@ -45,17 +45,17 @@ const (
 )
 
 // ErrResponseTooLarge is what ExecuteToolCalls returns, wrapped with the
-// sizes, for a response over Limits.MaxResponseBytes.
+// sizes, for a response over ResponseLimits.MaxResponseBytes.
 var ErrResponseTooLarge = errors.New("adapters: the response is over the size limit")
 
-func (l Limits) maxCalls() int {
+func (l ResponseLimits) maxCalls() int {
 	if l.MaxToolCalls == 0 {
 		return DefaultMaxToolCalls
 	}
 	return l.MaxToolCalls
 }
 
-func (l Limits) maxBytes() int {
+func (l ResponseLimits) maxBytes() int {
 	if l.MaxResponseBytes == 0 {
 		return DefaultMaxResponseBytes
 	}
@@ -64,7 +64,7 @@ func (l Limits) maxBytes() int {
 
 // bound checks response against the size limit, returning it in the form
 // to parse (a value marshaled once here is not marshaled again).
-func (l Limits) bound(response any) (any, error) {
+func (l ResponseLimits) bound(response any) (any, error) {
 	max := l.maxBytes()
 	if max < 0 {
 		return response, nil
@@ -81,7 +81,7 @@ func (l Limits) bound(response any) (any, error) {
 
 // resolve resolves raws against ts, the calls past the call limit
 // answered with toolcall.TooManyCallsError without being resolved.
-func (l Limits) resolve(raws []toolcall.Raw, ts *conduit.ToolSet) []toolcall.Call {
+func (l ResponseLimits) resolve(raws []toolcall.Raw, ts *conduit.ToolSet) []toolcall.Call {
 	max := l.maxCalls()
 	if max < 0 || len(raws) <= max {
 		return toolcall.Resolve(raws, ts)

@@ -54,14 +54,14 @@ func TestMaxToolCalls(t *testing.T) {
 	hub, l, _ := labHub(t, hubOpts{noGone: true})
 	tests := []struct {
 		name     string
-		limits   adapters.Limits
+		limits   adapters.ResponseLimits
 		calls    int
 		wantSent int
 	}{
-		{"explicit", adapters.Limits{MaxToolCalls: 4}, 10, 4},
-		{"default", adapters.Limits{}, adapters.DefaultMaxToolCalls + 3, adapters.DefaultMaxToolCalls},
-		{"none", adapters.Limits{MaxToolCalls: -1}, adapters.DefaultMaxToolCalls + 3, adapters.DefaultMaxToolCalls + 3},
-		{"within", adapters.Limits{MaxToolCalls: 4}, 4, 4},
+		{"explicit", adapters.ResponseLimits{MaxToolCalls: 4}, 10, 4},
+		{"default", adapters.ResponseLimits{}, adapters.DefaultMaxToolCalls + 3, adapters.DefaultMaxToolCalls},
+		{"none", adapters.ResponseLimits{MaxToolCalls: -1}, adapters.DefaultMaxToolCalls + 3, adapters.DefaultMaxToolCalls + 3},
+		{"within", adapters.ResponseLimits{MaxToolCalls: 4}, 4, 4},
 	}
 	for _, p := range adapters.Providers() {
 		listing := listFor(t, hub, p)
@@ -116,7 +116,7 @@ func TestConversationLimits(t *testing.T) {
 	hub, l, _ := labHub(t, hubOpts{noGone: true})
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
-			conv := newConv(t, hub, p, &adapters.ConversationOptions{Limits: adapters.Limits{MaxToolCalls: 2, MaxResponseBytes: 64 << 10}})
+			conv := newConv(t, hub, p, &adapters.ConversationOptions{Limits: adapters.ResponseLimits{MaxToolCalls: 2, MaxResponseBytes: 64 << 10}})
 			skip := len(l.argsOf("echo"))
 			cs, msgs := echoes(5)
 			exec, err := conv.Execute(context.Background(), script(p, cs...))
@@ -166,7 +166,7 @@ func TestMaxResponseBytes(t *testing.T) {
 		for name, resp := range forms {
 			t.Run(p.String()+"/"+name, func(t *testing.T) {
 				before := len(l.sent())
-				o := &adapters.ExecOptions{ToolSet: listing.ToolSet, Limits: adapters.Limits{MaxResponseBytes: 2000}}
+				o := &adapters.ExecOptions{ToolSet: listing.ToolSet, Limits: adapters.ResponseLimits{MaxResponseBytes: 2000}}
 				exec, err := adapters.ExecuteToolCalls(context.Background(), hub, p, resp, o)
 				if !errors.Is(err, adapters.ErrResponseTooLarge) || exec != nil {
 					t.Errorf("got %v, %v; want ErrResponseTooLarge", exec, err)
@@ -533,7 +533,7 @@ func FuzzExecuteLimits(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, pi, maxCalls uint8, maxBytes uint16) {
 		p := providers[int(pi)%len(providers)]
 		src := &countingSource{}
-		lim := adapters.Limits{MaxToolCalls: int(maxCalls%8) + 1, MaxResponseBytes: int(maxBytes) + 1}
+		lim := adapters.ResponseLimits{MaxToolCalls: int(maxCalls%8) + 1, MaxResponseBytes: int(maxBytes) + 1}
 		exec, err := adapters.ExecuteToolCalls(context.Background(), src, p, data, &adapters.ExecOptions{
 			ToolSet: ts, MaxConcurrency: 1, Limits: lim})
 		if len(data) > lim.MaxResponseBytes {

@@ -55,7 +55,7 @@ func TestResumeNeedsStore(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resuming with StateOptions.Claims given: %v", err)
 	}
-	if _, err := back.Resume(ctx, map[string]adapters.Decision{"c1": {Allow: true}}); err != nil {
+	if _, err := back.Resume(ctx, map[string]adapters.Ruling{"c1": {Allow: true}}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(l.sent(), []string{"echo"}) {

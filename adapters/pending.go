@@ -12,13 +12,13 @@ import (
 
 // Deferred calls, as the adapters report them: a call the pipeline left
 // undecided (conduit.KindDeferred) is a Pending item of the Execution, not
-// an answer, and the application's Decision on it completes the turn
-// (Conversation.Resume).
+// an answer, and the application's Ruling on it completes the turn
+// (Conversation.Resume,).
 
 // Pending is a call that waits for a decision: an approver deferred it
 // (conduit.Defer), or a handler deferred what its server asked during it
 // (conduit.DeferInput). It is what a person is shown to decide on, and
-// what Conversation.Resume takes a Decision for, by ID.
+// what Conversation.Resume takes a Ruling for, by ID.
 type Pending struct {
 	// ID names the call in decisions: its id in the model's response, or,
 	// when the model gave it none or gave the same one to several calls,
@@ -37,17 +37,17 @@ type Pending struct {
 	Rule   string `json:"rule,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// Input, for a call deferred while its server asked for input, is
-	// what the server asked; the Decision that allows the call answers it
-	// (Decision.Input). Nil for a deferred approval.
+	// what the server asked; the Ruling that allows the call answers it
+	// (Ruling.Input). Nil for a deferred approval.
 	Input *conduit.Input `json:"input,omitempty"`
 
 	// index is the call's position in the response.
 	index int
 }
 
-// Decision is the application's decision on a pending call, given to
+// Ruling is the application's decision on a pending call, given to
 // Conversation.Resume by the call's Pending.ID. The zero value denies.
-type Decision struct {
+type Ruling struct {
 	// Allow runs the call, as an approver's conduit.Approve would have:
 	// the policy still decides first, and nothing asks the approver again.
 	Allow bool

@@ -90,7 +90,7 @@ func helper(mode string) int {
 		if err != nil {
 			return fail(err)
 		}
-		var decisions map[string]adapters.Decision
+		var decisions map[string]adapters.Ruling
 		if err := json.Unmarshal([]byte(os.Getenv("HELPER_DECISIONS")), &decisions); err != nil {
 			return fail(err)
 		}

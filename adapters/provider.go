@@ -80,7 +80,7 @@ func (p Provider) valid() (driver.Provider, error) {
 // same response, so it is how a caller learns the name the model used
 // for a call that did not resolve. The response is as ExecuteToolCalls
 // takes it; the error is for a response that cannot be read. Parse and
-// ToolCalls apply no [Limits]: bound the response before calling them.
+// ToolCalls apply no [ResponseLimits]: bound the response before calling them.
 func (p Provider) Parse(response any) ([]toolcall.Raw, error) {
 	d, err := p.valid()
 	if err != nil {

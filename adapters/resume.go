@@ -320,7 +320,7 @@ func sameNullPaths(got, saved map[string][]NullPath, kept []*conduit.Tool) bool 
 // A call allowed is sent as an approver's conduit.Approve would have sent
 // it, with the taint the turn's calls ran with: the policy still decides
 // first, the approver is not asked, and hooks, validation and timeouts
-// apply; a call deferred for input goes on with Decision.Input. A call
+// apply; a call deferred for input goes on with Ruling.Input. A call
 // denied is answered with its Reason and sent nothing. A halt (a denial
 // with Halt, or a halt of the turn before) answers the calls allowed with
 // it as halted, unsent, and makes the Execution Halted. A call whose tool
@@ -346,7 +346,7 @@ func sameNullPaths(got, saved map[string][]NullPath, kept []*conduit.Tool) bool 
 // pending (ErrNothingPending), when a decision names no pending call, or
 // when one allows a call deferred for input without answering all it
 // asked.
-func (c *Conversation) Resume(ctx context.Context, decisions map[string]Decision) (*Execution, error) {
+func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) (*Execution, error) {
 	c.resumeMu.Lock()
 	defer c.resumeMu.Unlock()
 	c.mu.Lock()
@@ -467,7 +467,7 @@ type resumed struct {
 // order, and the input each allowed call deferred for input goes on with;
 // an error for a decision that names no pending call, or that allows one
 // without answering what its server asked.
-func (t *pausedTurn) decided(decisions map[string]Decision) ([]int, map[int]*conduit.Input, error) {
+func (t *pausedTurn) decided(decisions map[string]Ruling) ([]int, map[int]*conduit.Input, error) {
 	byID := map[string]int{}
 	var ids []string
 	for i, tc := range t.calls {
@@ -490,7 +490,7 @@ func (t *pausedTurn) decided(decisions map[string]Decision) ([]int, map[int]*con
 		}
 		merged := in.WithResponses(dec.Input)
 		if missing := merged.Missing(); len(missing) > 0 {
-			return nil, nil, fmt.Errorf("adapters: the decision allowing %q answers none of its server's requests %s (Decision.Input)", id, strings.Join(missing, ", "))
+			return nil, nil, fmt.Errorf("adapters: the decision allowing %q answers none of its server's requests %s (adapters.Ruling.Input)", id, strings.Join(missing, ", "))
 		}
 		inputs[i] = merged
 	}
@@ -519,7 +519,7 @@ func (c *Conversation) callOf(i int, tc *turnCall, fresh, offered *conduit.ToolS
 
 // refusal is the error that answers the decided pending call p instead of
 // sending it, or nil to send it.
-func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Decision, halt bool, fresh *conduit.ToolSet) error {
+func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Ruling, halt bool, fresh *conduit.ToolSet) error {
 	switch {
 	case !dec.Allow:
 		return conduit.DeniedError(call.Def, dec.Reason, dec.Halt)

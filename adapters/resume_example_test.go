@@ -52,7 +52,7 @@ func ExampleResumeConversation() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		exec, err = conv.Resume(ctx, map[string]adapters.Decision{"toolu_2": {Allow: true}})
+		exec, err = conv.Resume(ctx, map[string]adapters.Ruling{"toolu_2": {Allow: true}})
 		if err != nil {
 			log.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func ExampleConversation_Resume() {
 		log.Fatal(err)
 	}
 	fmt.Println(len(exec.Pending), exec.Results[0] == nil)
-	exec, err = conv.Resume(ctx, map[string]adapters.Decision{"call_1": {Reason: "no alerts today"}})
+	exec, err = conv.Resume(ctx, map[string]adapters.Ruling{"call_1": {Reason: "no alerts today"}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func TestResumeRoundTrip(t *testing.T) {
 			if !reflect.DeepEqual(back.Tools(), conv.Tools()) || !slices.Equal(back.Taint(), conv.Taint()) {
 				t.Error("the restored conversation offers other tools, or has another taint")
 			}
-			done, err := back.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}})
+			done, err := back.Resume(ctx, map[string]adapters.Ruling{"c2": {Allow: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestResumeRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			twice, err := again.Resume(ctx, map[string]adapters.Decision{"c2": {Reason: "changed my mind"}})
+			twice, err := again.Resume(ctx, map[string]adapters.Ruling{"c2": {Reason: "changed my mind"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,11 +157,11 @@ func TestResumeDenyHaltAndUndecided(t *testing.T) {
 	if err != nil || len(exec.Pending) != 3 {
 		t.Fatalf("%v %+v", err, exec)
 	}
-	if _, err := conv.Resume(ctx, map[string]adapters.Decision{"zz": {Allow: true}}); err == nil || !strings.Contains(err.Error(), `"zz"`) {
+	if _, err := conv.Resume(ctx, map[string]adapters.Ruling{"zz": {Allow: true}}); err == nil || !strings.Contains(err.Error(), `"zz"`) {
 		t.Errorf("unknown id: %v", err)
 	}
 	// a is denied; b and c wait.
-	part, err := conv.Resume(ctx, map[string]adapters.Decision{"a": {Reason: "not that one"}})
+	part, err := conv.Resume(ctx, map[string]adapters.Ruling{"a": {Reason: "not that one"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestResumeDenyHaltAndUndecided(t *testing.T) {
 		t.Fatalf("partial: %+v", part)
 	}
 	// b is denied with a halt: c, allowed with it, is halted.
-	done, err := conv.Resume(ctx, map[string]adapters.Decision{"b": {Reason: "stop", Halt: true}, "c": {Allow: true}})
+	done, err := conv.Resume(ctx, map[string]adapters.Ruling{"b": {Reason: "stop", Halt: true}, "c": {Allow: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestResumeConcurrent(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if results[i], err = c.Resume(ctx, map[string]adapters.Decision{"e": {Allow: true}}); err != nil {
+			if results[i], err = c.Resume(ctx, map[string]adapters.Ruling{"e": {Allow: true}}); err != nil {
 				t.Error(err)
 			}
 		})
@@ -291,7 +291,7 @@ func TestResumeToolChanged(t *testing.T) {
 		w, _ := ts.Lookup("ops__wipe")
 		return w != nil && strings.Contains(w.Description, "production")
 	})
-	done, err := conv.Resume(ctx, map[string]adapters.Decision{"#1": {Allow: true}})
+	done, err := conv.Resume(ctx, map[string]adapters.Ruling{"#1": {Allow: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,10 +385,10 @@ func TestResumeDeferredElicitation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := back.Resume(ctx, map[string]adapters.Decision{"fc_1": {Allow: true}}); err == nil || !strings.Contains(err.Error(), "date") {
+	if _, err := back.Resume(ctx, map[string]adapters.Ruling{"fc_1": {Allow: true}}); err == nil || !strings.Contains(err.Error(), "date") {
 		t.Fatalf("allowed without the answer: %v", err)
 	}
-	done, err := back.Resume(ctx, map[string]adapters.Decision{"fc_1": {Allow: true, Input: mcp.InputResponseMap{
+	done, err := back.Resume(ctx, map[string]adapters.Ruling{"fc_1": {Allow: true, Input: mcp.InputResponseMap{
 		"date": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"date": "2026-09-01"}}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -443,7 +443,7 @@ func TestResumeTurnBudget(t *testing.T) {
 			}
 
 			hub, received := reportHubWith(t, &conduit.Options{Policy: policy, Approver: conduit.DeferAll("later")}, servers()...)
-			resume := func(conv *adapters.Conversation, d map[string]adapters.Decision) *adapters.Execution {
+			resume := func(conv *adapters.Conversation, d map[string]adapters.Ruling) *adapters.Execution {
 				t.Helper()
 				state, err := conv.State()
 				if err != nil {
@@ -474,11 +474,11 @@ func TestResumeTurnBudget(t *testing.T) {
 			// Both allowed at once, in this process and in another.
 			conv := newConv(t, hub, p, opts())
 			turn(t, conv, p, calls...)
-			done := resume(conv, map[string]adapters.Decision{"c2": {Allow: true}, "c4": {Allow: true}})
+			done := resume(conv, map[string]adapters.Ruling{"c2": {Allow: true}, "c4": {Allow: true}})
 			if !done.Complete() || canon(done.Results) != canon(once.Results) || !slices.Equal(done.Budgets, once.Budgets) {
 				t.Errorf("resumed: %+v\nat once: %+v", done.Budgets, once.Budgets)
 			}
-			done, err := conv.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}, "c4": {Allow: true}})
+			done, err := conv.Resume(ctx, map[string]adapters.Ruling{"c2": {Allow: true}, "c4": {Allow: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -498,14 +498,14 @@ func TestResumeTurnBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			first, err := half.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}})
+			first, err := half.Resume(ctx, map[string]adapters.Ruling{"c2": {Allow: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if first.Complete() || canon(first.Results[1]) != canon(once.Results[1]) {
 				t.Errorf("c2 resumed first: %+v", first.Budgets[1])
 			}
-			done = resume(half, map[string]adapters.Decision{"c4": {Allow: true}})
+			done = resume(half, map[string]adapters.Ruling{"c4": {Allow: true}})
 			if !done.Complete() || canon(done.Results) != canon(once.Results) || !slices.Equal(done.Budgets, once.Budgets) {
 				t.Errorf("resumed in two steps: %+v\nat once: %+v", done.Budgets, once.Budgets)
 			}
@@ -514,7 +514,7 @@ func TestResumeTurnBudget(t *testing.T) {
 			// c4 is answered within what is left.
 			conv = newConv(t, hub, p, opts())
 			paused = turn(t, conv, p, calls...)
-			done = resume(conv, map[string]adapters.Decision{"c2": {Reason: "no"}, "c4": {Allow: true}})
+			done = resume(conv, map[string]adapters.Ruling{"c2": {Reason: "no"}, "c4": {Allow: true}})
 			if !done.Complete() || kept(done.Budgets) > perTurn {
 				t.Fatalf("with a denial: %+v", done.Budgets)
 			}
@@ -540,7 +540,7 @@ func TestResumeTurnBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			done, err = back.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}, "c4": {Allow: true}})
+			done, err = back.Resume(ctx, map[string]adapters.Ruling{"c2": {Allow: true}, "c4": {Allow: true}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -608,7 +608,7 @@ func TestResumeReadTool(t *testing.T) {
 					t.Errorf("restored without the read tool: warnings %v", plain.Listing().Warnings)
 				}
 
-				done, err := back.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}})
+				done, err := back.Resume(ctx, map[string]adapters.Ruling{"c2": {Allow: true}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -620,7 +620,7 @@ func TestResumeReadTool(t *testing.T) {
 					t.Helper()
 					exec := turn(t, conv, p, scripted{id: "read", name: adapters.ReadToolName, args: map[string]any{"result": ref, "line": 3000}})
 					if len(exec.Pending) == 1 { // the policy asks: allow it
-						done, err := conv.Resume(ctx, map[string]adapters.Decision{exec.Pending[0].ID: {Allow: true}})
+						done, err := conv.Resume(ctx, map[string]adapters.Ruling{exec.Pending[0].ID: {Allow: true}})
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -652,7 +652,7 @@ func TestResumeReadTool(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				done, err = second.Resume(ctx, map[string]adapters.Decision{"read": {Allow: true}})
+				done, err = second.Resume(ctx, map[string]adapters.Ruling{"read": {Allow: true}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -707,7 +707,7 @@ func TestResumeBranches(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		done, err := b.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}})
+		done, err := b.Resume(ctx, map[string]adapters.Ruling{"c2": {Allow: true}})
 		if err != nil {
 			t.Fatal(err)
 		}

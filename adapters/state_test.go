@@ -329,7 +329,7 @@ func TestStateEncrypted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := back.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}})
+	done, err := back.Resume(ctx, map[string]adapters.Ruling{"c2": {Allow: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestStateVersionOneResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, err := conv.Resume(ctx, map[string]adapters.Decision{"c2": {Allow: true}})
+	done, err := conv.Resume(ctx, map[string]adapters.Ruling{"c2": {Allow: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

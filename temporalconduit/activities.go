@@ -179,8 +179,8 @@ type callInput struct {
 	Options      callOptions `json:"options"`
 	// Decision is a deferred call's decision, and Input what its server
 	// asked, with the answers given (the decision's merged in).
-	Decision *adapters.Decision `json:"decision,omitempty"`
-	Input    *conduit.Input     `json:"input,omitempty"`
+	Decision *adapters.Ruling `json:"decision,omitempty"`
+	Input    *conduit.Input   `json:"input,omitempty"`
 	// Halted answers the call as halted, and Lost as a call whose worker
 	// was lost; neither sends it.
 	Halted bool `json:"halted,omitempty"`

@@ -29,7 +29,7 @@ const (
 	// turns).
 	QueryPending = "conduit.pending"
 	// UpdateDecide decides pending calls: its argument is a
-	// map[string]adapters.Decision by Pending.ID. Its validator rejects,
+	// map[string]adapters.Ruling by Pending.ID. Its validator rejects,
 	// recording nothing, a decision that names no call waiting for one,
 	// and one that allows a call deferred for input without answering all
 	// its server asked.
@@ -363,7 +363,7 @@ type callState struct {
 	// decision once it has one.
 	round    int
 	pending  *adapters.Pending
-	decision *adapters.Decision
+	decision *adapters.Ruling
 	reached  bool
 	unknown  bool
 }
@@ -380,7 +380,7 @@ type job struct {
 }
 
 // job is the activity that runs cs (decided by d, for a deferred call).
-func (c *Conversation) job(t *turn, cs *callState, d *adapters.Decision) job {
+func (c *Conversation) job(t *turn, cs *callState, d *adapters.Ruling) job {
 	in := callInput{Conversation: c.st.ID, Turn: t.n, Round: cs.round, Offer: c.st.Offer, Taint: t.taint, Call: cs.plannedCall,
 		Options: callOptions{Assigns: c.o.Assigns, CallTimeout: c.o.CallTimeout, RequestTimeout: c.o.RequestTimeout, TurnShare: t.share}}
 	if d != nil {
@@ -461,7 +461,7 @@ func (c *Conversation) await(ctx workflow.Context, t *turn, start time.Time) err
 	reason := fmt.Sprintf("no decision was made within %v", c.o.DecisionTimeout)
 	for _, cs := range t.calls {
 		if cs.pending != nil && cs.decision == nil {
-			cs.decision = &adapters.Decision{Reason: reason}
+			cs.decision = &adapters.Ruling{Reason: reason}
 			t.decided = append(t.decided, cs)
 		}
 	}
@@ -476,7 +476,7 @@ func (c *Conversation) handle(ctx workflow.Context) error {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide,
-		func(_ workflow.Context, decisions map[string]adapters.Decision) error {
+		func(_ workflow.Context, decisions map[string]adapters.Ruling) error {
 			t := c.turn
 			for _, id := range slices.Sorted(maps.Keys(decisions)) {
 				cs := t.undecided(id)
@@ -489,7 +489,7 @@ func (c *Conversation) handle(ctx workflow.Context) error {
 			}
 			return nil
 		},
-		workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, decisions map[string]adapters.Decision) error {
+		workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, decisions map[string]adapters.Ruling) error {
 			return c.validate(decisions)
 		}})
 }
@@ -519,7 +519,7 @@ func (t *turn) undecided(id string) *callState {
 }
 
 // validate rejects decisions that UpdateDecide cannot take.
-func (c *Conversation) validate(decisions map[string]adapters.Decision) error {
+func (c *Conversation) validate(decisions map[string]adapters.Ruling) error {
 	if len(decisions) == 0 {
 		return errors.New("no decision given")
 	}
@@ -537,7 +537,7 @@ func (c *Conversation) validate(decisions map[string]adapters.Decision) error {
 		}
 		if d := decisions[id]; d.Allow && cs.pending.Input != nil {
 			if missing := cs.pending.Input.WithResponses(d.Input).Missing(); len(missing) > 0 {
-				return fmt.Errorf("the decision allowing %q answers none of its server's requests %s (Decision.Input)", id, strings.Join(missing, ", "))
+				return fmt.Errorf("the decision allowing %q answers none of its server's requests %s (adapters.Ruling.Input)", id, strings.Join(missing, ", "))
 			}
 		}
 	}

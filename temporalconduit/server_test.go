@@ -65,7 +65,7 @@ func waitPending(ctx context.Context, t *testing.T, c client.Client, run client.
 }
 
 // decideOn sends an UpdateDecide and waits for it to complete.
-func decideOn(ctx context.Context, c client.Client, run client.WorkflowRun, decisions map[string]adapters.Decision) error {
+func decideOn(ctx context.Context, c client.Client, run client.WorkflowRun, decisions map[string]adapters.Ruling) error {
 	h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: run.GetID(), RunID: run.GetRunID(),
 		UpdateName: temporalconduit.UpdateDecide, Args: []any{decisions}, WaitForStage: client.WorkflowUpdateStageCompleted})
 	if err != nil {
@@ -99,10 +99,10 @@ func TestServerApproval(t *testing.T) {
 	if len(ps) != 1 || ps[0].ID != "s1" || ps[0].Arguments["to"] != "ops@example.com" || ps[0].Rule != "ask mail/send_email" {
 		t.Fatalf("pending %+v", ps)
 	}
-	if err := decideOn(ctx, c, run, map[string]adapters.Decision{"r1": {Allow: true}}); err == nil {
+	if err := decideOn(ctx, c, run, map[string]adapters.Ruling{"r1": {Allow: true}}); err == nil {
 		t.Error("a decision on a call that waits for none was accepted")
 	}
-	if err := decideOn(ctx, c, run, map[string]adapters.Decision{"s1": {Allow: true}}); err != nil {
+	if err := decideOn(ctx, c, run, map[string]adapters.Ruling{"s1": {Allow: true}}); err != nil {
 		t.Fatal(err)
 	}
 	var out agentOutput

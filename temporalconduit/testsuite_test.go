@@ -76,7 +76,7 @@ type updates struct {
 	accepted []string
 }
 
-func (u *updates) decide(id string, decisions map[string]adapters.Decision) {
+func (u *updates) decide(id string, decisions map[string]adapters.Ruling) {
 	u.env.UpdateWorkflow(temporalconduit.UpdateDecide, id, &testsuite.TestUpdateCallback{
 		OnAccept: func() {
 			u.mu.Lock()
@@ -110,7 +110,7 @@ func TestSuiteApprovalThreeDaysLater(t *testing.T) {
 	u := &updates{env: env}
 	env.RegisterDelayedCallback(func() {
 		decidedAt = env.Now()
-		u.decide("approve", map[string]adapters.Decision{"s1": {Allow: true}})
+		u.decide("approve", map[string]adapters.Ruling{"s1": {Allow: true}})
 	}, wait)
 	start := env.Now()
 	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{read("r1"), send("s1")}},
@@ -150,10 +150,10 @@ func TestSuiteDenyAndHalt(t *testing.T) {
 	env := suiteEnv(t, m, nil)
 	u := &updates{env: env}
 	env.RegisterDelayedCallback(func() {
-		for i, d := range []map[string]adapters.Decision{{}, {"r1": {Allow: true}}, {"nope": {}}} {
+		for i, d := range []map[string]adapters.Ruling{{}, {"r1": {Allow: true}}, {"nope": {}}} {
 			u.decide(fmt.Sprint("bad", i), d)
 		}
-		u.decide("deny", map[string]adapters.Decision{"s1": {Reason: "not today", Halt: true}})
+		u.decide("deny", map[string]adapters.Ruling{"s1": {Reason: "not today", Halt: true}})
 	}, 24*time.Hour)
 	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{send("s1"), read("r1"), send("s2")}, {read("r2")}},
 		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic}})

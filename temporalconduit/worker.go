@@ -62,8 +62,8 @@ type Options struct {
 	Listing adapters.ListingOptions
 	// Answers says how answers are written.
 	Answers toolcall.AnswerOptions
-	// Limits bound each model response (see adapters.Limits).
-	Limits adapters.Limits
+	// Limits bound each model response (see adapters.ResponseLimits).
+	Limits adapters.ResponseLimits
 	// MaxAnswerBytes is the largest answer kept in the workflow's history,
 	// in bytes of its JSON (default DefaultMaxAnswerBytes). A bigger one
 	// is replaced by an error answer that says so (conduit.KindLimit); the

@@ -589,7 +589,7 @@ func replacement(t reflect.Type) reflect.Value {
 // response over MaxResponseBytes is refused unread.
 func (s *suite) limits(t *testing.T) {
 	l := newLab(t)
-	conv := s.conversation(t, l, &adapters.ConversationOptions{Limits: adapters.Limits{MaxToolCalls: 2}})
+	conv := s.conversation(t, l, &adapters.ConversationOptions{Limits: adapters.ResponseLimits{MaxToolCalls: 2}})
 	var calls []toolcall.Raw
 	for _, id := range []string{"c1", "c2", "c3"} {
 		calls = append(calls, toolcall.Raw{ID: id, Name: echoTool, Args: map[string]any{"message": id}})
@@ -606,7 +606,7 @@ func (s *suite) limits(t *testing.T) {
 		t.Errorf("the server received %v", sent)
 	}
 
-	small := s.conversation(t, l, &adapters.ConversationOptions{Limits: adapters.Limits{MaxResponseBytes: 64}})
+	small := s.conversation(t, l, &adapters.ConversationOptions{Limits: adapters.ResponseLimits{MaxResponseBytes: 64}})
 	if _, err := small.Execute(ctx(t), s.script(t, calls...)); !errors.Is(err, adapters.ErrResponseTooLarge) {
 		t.Errorf("a response over the size limit: %v", err)
 	}

@@ -32,13 +32,14 @@ func (b Budget) Resolved() int {
 // Budgeted is what a result budget did to one answer.
 type Budgeted struct {
 	// Budget is the budget applied, in tokens; 0 for none.
-	Budget int
+	Budget int `json:"budget"`
 	// Tokens is the estimate of the whole result as the model would read
 	// it, Kept of what it reads, the notice aside.
-	Tokens, Kept int
+	Tokens int `json:"tokens"`
+	Kept   int `json:"kept"`
 	// Cut reports that the result was over its budget and was cut.
-	Cut bool
+	Cut bool `json:"cut"`
 	// Ref is the reference of the whole result, kept for the read tool,
 	// when it was cut and kept.
-	Ref string
+	Ref string `json:"ref,omitempty"`
 }

@@ -35,21 +35,22 @@ type Raw struct {
 // Call is a tool call resolved against the tool set the model was offered.
 type Call struct {
 	// Index is the call's position in the model's order.
-	Index int
-	ID    string
+	Index int    `json:"index"`
+	ID    string `json:"id"`
 	// Name is the exposed name the model used.
-	Name string
+	Name string `json:"name"`
 	// Server and Tool name the server and the tool's own name there; empty
 	// when the name did not resolve.
-	Server string
-	Tool   string
+	Server string `json:"server,omitempty"`
+	Tool   string `json:"tool,omitempty"`
 	// Args are the arguments, a JSON object.
-	Args map[string]any
+	Args map[string]any `json:"arguments"`
 	// Def is the offered definition, nil when the name did not resolve.
-	Def *conduit.Tool
+	// It is not marshaled: Server and Tool name it.
+	Def *conduit.Tool `json:"-"`
 	// Err, when set, is why the call is answered without being sent: an
 	// unknown name, or arguments that are not an object.
-	Err *conduit.Error
+	Err *conduit.Error `json:"error,omitempty"`
 }
 
 // Resolve resolves raw calls against ts, in order, with

@@ -80,8 +80,9 @@ func TestExecDeferResumeEveryProvider(t *testing.T) {
 				t.Errorf("the lock is left: %v", err)
 			}
 
-			// A process of its own, without the web server.
-			notesOnly := writeConfig(t, demoPolicy, "notes", demoServer("notes"))
+			// A process of its own, without the web server (and so
+			// without the policy's rules about it).
+			notesOnly := writeConfig(t, notesPolicy, "notes", demoServer("notes"))
 			r = conduit(t, runOpts{dir: notesOnly, env: env}, "resume", "--state", state, "--allow", wantIDs[0], "--deny", wantIDs[1], "--reason", "keep the old notes")
 			expect(t, r, 0, "web__fetch", "left out")
 			out = turnOut{}
@@ -117,6 +118,13 @@ func TestExecDeferResumeEveryProvider(t *testing.T) {
 			}
 		})
 	}
+}
+
+// notesPolicy is the demo's policy for a configuration with only the notes
+// server: a policy that names a server not configured is refused.
+var notesPolicy = []any{
+	map[string]any{"allow": []string{"notes/search_*"}},
+	map[string]any{"ask": []string{"notes/*"}},
 }
 
 // jsonArgs are args as provider p's response carries them.
@@ -329,5 +337,56 @@ func TestResumeCopiesDefaultStore(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Dir(db)); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("the default store's directory: %v %v, want mode 0700", fi, err)
+	}
+}
+
+// TestResumeSaysWhatRan: a resume that decides one of two pending calls
+// says that the one ran (in "decided" and on stderr) while the other still
+// waits, though "results" stays empty until the turn is complete.
+func TestResumeSaysWhatRan(t *testing.T) {
+	dir := demoDir(t)
+	p := adapters.Anthropic
+	resp := adaptertest.FakeOf(p).Response("Saving.",
+		toolcall.Raw{ID: "call_a", Name: "notes__add_note", Args: map[string]any{"title": "Pasta shopping", "body": "tomatoes"}},
+		toolcall.Raw{ID: "call_d", Name: "notes__delete_note", Args: map[string]any{"id": "n1"}})
+	respFile := filepath.Join(t.TempDir(), "response.json")
+	data, _ := json.Marshal(resp)
+	os.WriteFile(respFile, data, 0o644)
+	state := filepath.Join(t.TempDir(), "conv.state")
+	env := []string{stateKey}
+	r := conduit(t, runOpts{dir: dir, env: env}, "exec", "--provider", p.String(), "--response", respFile, "--state", state, "--approve", "defer")
+	expect(t, r, 0, "notes__add_note needs approval (ask notes/*); deferred (--approve defer)\n",
+		"conduit: call 1 notes__add_note: pending\n", "2 call(s) wait for a decision")
+	// Each thing is said once: why a call waits when it is deferred, what
+	// to do next once for all.
+	for _, once := range []string{"notes__add_note needs approval", "waits for a decision", "wait for a decision", "conduit resume"} {
+		if n := strings.Count(r.stderr, once); n > 1 {
+			t.Errorf("%q said %d times:\n%s", once, n, r.stderr)
+		}
+	}
+
+	type decided struct{ ID, Name, Outcome, Error string }
+	var out struct {
+		turnOut
+		Decided []decided `json:"decided"`
+	}
+	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", state, "--allow", "call_a")
+	expect(t, r, 0, "conduit: notes__add_note (call_a): ran", "1 call(s) wait for a decision (call_d)")
+	decode(t, r, &out)
+	if len(out.Results) != 0 || len(out.Pending) != 1 || out.Pending[0].ID != "call_d" {
+		t.Fatalf("resume: %s", r)
+	}
+	if len(out.Decided) != 1 || out.Decided[0] != (decided{ID: "call_a", Name: "notes__add_note", Outcome: "ran"}) {
+		t.Errorf("decided %+v", out.Decided)
+	}
+
+	// The last decision completes the turn: the answer of the call that
+	// ran before is among the results, and "decided" names only this one.
+	out.Decided = nil
+	r = conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", state, "--deny", "call_d", "--reason", "keep it")
+	expect(t, r, 0, "conduit: notes__delete_note (call_d): denied: ")
+	decode(t, r, &out)
+	if len(out.Results) != 2 || len(out.Decided) != 1 || out.Decided[0].Outcome != "denied" || !strings.Contains(out.Decided[0].Error, "keep it") {
+		t.Errorf("resume: %s", r)
 	}
 }

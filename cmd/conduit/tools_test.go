@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -10,6 +11,7 @@ type toolsOut struct {
 	Fallbacks []struct{ Tool, Reason string }
 	Excluded  []struct{ Tool, Reason string }
 	Warnings  []struct{ Tool, Message string }
+	Hidden    []struct{ Tool, Reason string }
 }
 
 func names(tools []map[string]any) []string {
@@ -88,10 +90,22 @@ func TestToolsPrincipal(t *testing.T) {
 	if got := names(out.Tools); !slices.Equal(got, []string{"web__fetch", "web__screenshot"}) {
 		t.Errorf("guest's tools %v", got)
 	}
+	// What 'conduit servers' counts and the listing leaves out is named,
+	// with the rule that hides it and for whom.
+	const why = `denied by the policy rule "deny notes/* (when ...)" (listing for principal "guest")`
+	if len(out.Hidden) != 3 || out.Hidden[0].Tool != "notes__add_note" || out.Hidden[0].Reason != why {
+		t.Errorf("hidden %+v", out.Hidden)
+	}
+	for _, want := range []string{"conduit: notes__add_note hidden: " + why, "conduit: notes__search_notes hidden: "} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
 	r = conduit(t, runOpts{dir: dir}, "tools", "--provider", "gemini", "--principal", "owner")
+	out = toolsOut{}
 	decode(t, r, &out)
-	if got := names(out.Tools); !slices.Equal(got, allTools) {
-		t.Errorf("owner's tools %v", got)
+	if got := names(out.Tools); !slices.Equal(got, allTools) || len(out.Hidden) != 0 || strings.Contains(r.stderr, "hidden") {
+		t.Errorf("owner's tools %v, hidden %v\n%s", got, out.Hidden, r.stderr)
 	}
 }
 

@@ -87,3 +87,19 @@ func TestAgentNeedsKey(t *testing.T) {
 		expect(t, r, 2, "set "+env)
 	}
 }
+
+// TestServeHelpTaint: serve -h says one thing about whose taint it is: the
+// principal's and the conversation's, never a session's.
+func TestServeHelpTaint(t *testing.T) {
+	r := conduit(t, runOpts{}, "serve", "-h")
+	expect(t, r, 0)
+	help := strings.Join(strings.Fields(r.stdout), " ")
+	if strings.Contains(help, "apply to each session") {
+		t.Errorf("serve -h says taint is a session's:\n%s", r.stdout)
+	}
+	for _, want := range []string{`"tainted" rules apply once the caller's principal, or the conversation,`, "Taint belongs to a principal"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("serve -h lacks %q", want)
+		}
+	}
+}

@@ -45,7 +45,7 @@ func main() {
 	if cfg.Policy == nil {
 		log.Fatalf("%s has no policy: add one, such as \"policy\": [{\"ask\": [\"*\"]}]", *config)
 	}
-	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.Options{Policy: cfg.Policy, Approver: askOnStdin})
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.Options{Policy: cfg.Policy, LaxPolicy: cfg.LaxPolicy, Approver: askOnStdin})
 	if err != nil {
 		log.Fatal(err)
 	}

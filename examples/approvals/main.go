@@ -78,7 +78,7 @@ func main() {
 	}
 	defer claims.Close()
 	// Every "ask" waits for a person: deferred, not waited for.
-	hub, err := conduit.NewHub(context.Background(), cfg.Servers, &conduit.Options{Policy: cfg.Policy,
+	hub, err := conduit.NewHub(context.Background(), cfg.Servers, &conduit.Options{Policy: cfg.Policy, LaxPolicy: cfg.LaxPolicy,
 		Approver: conduit.DeferAll("waiting for the user's approval"), Store: claims})
 	if err != nil {
 		log.Fatal(err)
@@ -130,10 +130,10 @@ func (a *app) routes() http.Handler {
 	mux.HandleFunc("POST /chat", a.newChat)
 	mux.HandleFunc("GET /pending", a.pending)
 	mux.HandleFunc("POST /approve", func(w http.ResponseWriter, r *http.Request) {
-		a.decide(w, r, adapters.Decision{Allow: true})
+		a.decide(w, r, adapters.Ruling{Allow: true})
 	})
 	mux.HandleFunc("POST /deny", func(w http.ResponseWriter, r *http.Request) {
-		a.decide(w, r, adapters.Decision{Reason: r.URL.Query().Get("reason")})
+		a.decide(w, r, adapters.Ruling{Reason: r.URL.Query().Get("reason")})
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	return mux
@@ -175,7 +175,7 @@ func (a *app) pending(w http.ResponseWriter, r *http.Request) {
 }
 
 // decide resumes a chat with the user's decision on one call.
-func (a *app) decide(w http.ResponseWriter, r *http.Request, d adapters.Decision) {
+func (a *app) decide(w http.ResponseWriter, r *http.Request, d adapters.Ruling) {
 	id, call := r.URL.Query().Get("chat"), r.URL.Query().Get("call")
 	c, err := a.load(id)
 	if err != nil {
@@ -188,7 +188,7 @@ func (a *app) decide(w http.ResponseWriter, r *http.Request, d adapters.Decision
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	exec, err := conv.Resume(r.Context(), map[string]adapters.Decision{call: d})
+	exec, err := conv.Resume(r.Context(), map[string]adapters.Ruling{call: d})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

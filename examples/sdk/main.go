@@ -47,7 +47,7 @@ func main() {
 	}
 	// No approver: the policy's "ask" rules are answered as denials that
 	// say approval was needed.
-	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.Options{Policy: cfg.Policy})
+	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.Options{Policy: cfg.Policy, LaxPolicy: cfg.LaxPolicy})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -83,10 +83,10 @@ func main() {
 		reason := fs.String("reason", "", "why it is denied, for the model")
 		halt := fs.Bool("halt", false, "deny, and stop the agent")
 		fs.Parse(args)
-		d := adapters.Decision{Allow: cmd == "approve", Reason: *reason, Halt: *halt}
+		d := adapters.Ruling{Allow: cmd == "approve", Reason: *reason, Halt: *halt}
 		err = withClient(*hostPort, *namespace, func(ctx context.Context, c client.Client) error {
 			h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: *id, UpdateName: temporalconduit.UpdateDecide,
-				Args: []any{map[string]adapters.Decision{*call: d}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+				Args: []any{map[string]adapters.Ruling{*call: d}}, WaitForStage: client.WorkflowUpdateStageCompleted})
 			if err != nil {
 				return err
 			}
@@ -144,7 +144,7 @@ func runWorker(hostPort, namespace, config, redisURL string, m *Model) error {
 		defer rs.Close()
 		st = rs
 	}
-	hub, err := conduit.NewHub(context.Background(), cfg.Servers, &conduit.Options{Policy: cfg.Policy,
+	hub, err := conduit.NewHub(context.Background(), cfg.Servers, &conduit.Options{Policy: cfg.Policy, LaxPolicy: cfg.LaxPolicy,
 		Approver: conduit.DeferAll("waiting for the user's approval"), Store: st})
 	if err != nil {
 		return err

@@ -136,7 +136,7 @@ func TestApprovalThreeDaysLater(t *testing.T) {
 		}
 		env.UpdateWorkflow(temporalconduit.UpdateDecide, "approve", &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { t.Errorf("the approval was rejected: %v", err) },
-		}, map[string]adapters.Decision{"toolu_w": {Allow: true}})
+		}, map[string]adapters.Ruling{"toolu_w": {Allow: true}})
 	}, 72*time.Hour)
 	start := env.Now()
 	env.ExecuteWorkflow(agentWorkflow, AgentInput{Prompt: "write approved.txt", Principal: "alice"})

@@ -28,7 +28,8 @@ func editConfig(t *testing.T, path string, edit func(cfg map[string]any)) {
 }
 
 // TestPolicyWarnings: a policy that names a server the configuration
-// does not have is reported on stderr, and the command runs.
+// does not have stops the command, with every problem on stderr; with
+// "strictPolicy": false they are warnings and the command runs.
 func TestPolicyWarnings(t *testing.T) {
 	t.Parallel()
 	config, write, _ := defsConfig(t, "github", "web")
@@ -41,15 +42,27 @@ func TestPolicyWarnings(t *testing.T) {
 			map[string]any{"allow": []string{"*/get_*", "web", "conduit/search_tools"}},
 		}
 	})
+	problems := []string{
+		`policy rule 1 (deny gihtub/*): pattern "gihtub/*" names no configured server (did you mean "github"?)`,
+		`policy rule 2 (deny github/* (when ...)): tainted "wbe" names no configured server (did you mean "web"?)`,
+	}
 	code, out, errb := run(t, "servers", "--config", config)
+	if code != ExitUsage || out != "" {
+		t.Fatalf("servers: exit %d\n%s%s", code, out, errb)
+	}
+	for _, want := range append(problems, `"strictPolicy": false`) {
+		if !strings.Contains(errb, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errb)
+		}
+	}
+
+	editConfig(t, config, func(cfg map[string]any) { cfg["strictPolicy"] = false })
+	code, out, errb = run(t, "servers", "--config", config)
 	if code != ExitOK || !strings.Contains(out, `"status": "up"`) {
 		t.Fatalf("servers: exit %d\n%s%s", code, out, errb)
 	}
-	for _, want := range []string{
-		config + `: policy rule 1 (deny gihtub/*): pattern "gihtub/*" names no configured server (did you mean "github"?)` + "\n",
-		config + `: policy rule 2 (deny github/* (when ...)): tainted "wbe" names no configured server (did you mean "web"?)` + "\n",
-	} {
-		if !strings.Contains(errb, want) {
+	for _, want := range problems {
+		if want = config + ": " + want + "\n"; !strings.Contains(errb, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errb)
 		}
 	}

@@ -204,15 +204,29 @@ type turnOutput struct {
 	Taint    []string           `json:"taint"`
 	Revealed []string           `json:"revealed"`
 	Pending  []adapters.Pending `json:"pending"`
+	// Decided, of a resume, says what it did with each call it decided.
+	Decided []decidedCall `json:"decided,omitempty"`
 }
 
 // writeTurn prints a turn: its results when it is complete, else the
 // calls that wait for 'conduit resume'.
 func writeTurn(env *Env, stateFile string, exec *adapters.Execution, conv *adapters.Conversation, paused bool) error {
+	return writeTurnOutput(env, stateFile, exec, turnOf(exec, conv, paused))
+}
+
+// turnOf is the output of a turn: its results only when it is complete.
+func turnOf(exec *adapters.Execution, conv *adapters.Conversation, paused bool) turnOutput {
 	out := turnOutput{Results: []map[string]any{}, Halted: exec.Halted, Paused: paused,
 		Taint: jsonv.NonNil(conv.Taint()), Revealed: jsonv.NonNil(conv.Listing().Revealed), Pending: jsonv.NonNil(exec.Pending)}
 	if exec.Complete() {
 		out.Results = jsonv.NonNil(exec.Results)
+	}
+	return out
+}
+
+// writeTurnOutput prints out, and on stderr what the turn needs next.
+func writeTurnOutput(env *Env, stateFile string, exec *adapters.Execution, out turnOutput) error {
+	if exec.Complete() {
 		if exec.Halted {
 			fmt.Fprintln(env.Stderr, "conduit: halted: every call is answered, but the agent loop should stop here")
 		}
@@ -261,6 +275,11 @@ func reportCalls(env *Env, raws []toolcall.Raw, exec *adapters.Execution) {
 		outcome := "ok"
 		if err := exec.Errors[i]; err != nil {
 			outcome = describe(err)
+		}
+		if k, _ := conduit.KindOf(exec.Errors[i]); k == conduit.KindDeferred {
+			// Why it waits was said when it was deferred, and what to do
+			// next is said once for every pending call.
+			outcome = "pending"
 		}
 		if i < len(exec.Budgets) {
 			outcome += budgetNote(exec.Budgets[i])

@@ -188,7 +188,8 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 		ConnectTimeout: h.connectTimeout,
 		RequireServers: h.requireServers,
 		Pins:           pins,
-		Store:          o.store})
+		Store:          o.store,
+		LaxPolicy:      cfg.LaxPolicy})
 	if err != nil {
 		return nil, h.openError(err)
 	}
@@ -204,6 +205,11 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 func (h *hubFlags) openError(err error) error {
 	if errors.Is(err, conduit.ErrServersDown) {
 		return failure("%s: %v (--require-servers)", h.config, strings.TrimPrefix(err.Error(), "conduit: "))
+	}
+	if errors.Is(err, conduit.ErrUnknownServer) {
+		// Fail closed: a misspelt deny rule would deny nothing.
+		return inputError("%s: %s\nconduit: fix the policy, or set \"strictPolicy\": false in %s to make this a warning",
+			h.config, strings.TrimPrefix(err.Error(), "conduit: "), h.config)
 	}
 	return inputError("%s: %v", h.config, err)
 }

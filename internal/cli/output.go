@@ -40,7 +40,9 @@ func describe(err error) string {
 	var ce *conduit.Error
 	if errors.As(err, &ce) {
 		msg := fmt.Sprintf("%s: %s", ce.Kind, ce.Message)
-		if ce.Err != nil && ce.Kind != conduit.KindDenied {
+		// A denial's and a deferral's messages already say their cause.
+		var d *conduit.Deferral
+		if ce.Err != nil && ce.Kind != conduit.KindDenied && !errors.As(ce.Err, &d) {
 			msg += " (" + ce.Err.Error() + ")"
 		}
 		return msg

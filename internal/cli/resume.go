@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
@@ -20,7 +21,7 @@ pending, in a process of its own (minutes or days later), and print the
 turn's answers as exec does:
 
   {"results": [...], "halted": false, "paused": false, "taint": [...],
-   "revealed": [...], "pending": []}
+   "revealed": [...], "pending": [], "decided": [...]}
 
 --allow runs the calls it names (as an approver's "allow" would have: the
 policy still decides first), --deny answers them with --reason, and --halt
@@ -29,6 +30,12 @@ with it are then answered as halted, not sent). A call neither allowed nor
 denied stays pending, in FILE and under "pending", and "results" stays
 empty until every call is decided; once it is, "results" answers every
 call of the turn in the model's order, those answered before included.
+"decided" says what this resume did with each call it decided (in the
+model's order, those still pending last), whether or not the turn is complete: {"id", "name",
+"outcome"} where "outcome" is "ran" for a call made and answered, else
+why not ("denied", "halted", "timeout", ...: the error's kind, with its
+"error"), or "pending" for a call still waiting (its claim could not be
+made, or its server asked again). The same is written to stderr.
 A call whose tool changed since it was deferred (its definition, or its
 server gone) is not made on the decision: its answer says so.
 
@@ -76,15 +83,15 @@ resumes the conversation the same store.elsewhere.`)
 	if err != nil {
 		return usageError("resume", "--structured: %v", err)
 	}
-	decisions := map[string]adapters.Decision{}
+	decisions := map[string]adapters.Ruling{}
 	for _, id := range splitList(*allow) {
-		decisions[id] = adapters.Decision{Allow: true}
+		decisions[id] = adapters.Ruling{Allow: true}
 	}
 	for _, id := range splitList(*deny) {
 		if _, both := decisions[id]; both {
 			return usageError("resume", "%q is both allowed and denied", id)
 		}
-		decisions[id] = adapters.Decision{Reason: *reason, Halt: *halt}
+		decisions[id] = adapters.Ruling{Reason: *reason, Halt: *halt}
 	}
 	if *halt && *deny == "" {
 		return usageError("resume", "--halt is a denial's: name the calls with --deny")
@@ -152,5 +159,72 @@ resumes the conversation the same store.elsewhere.`)
 	if err := st.save(conv); err != nil {
 		return err
 	}
-	return writeTurn(env, *stateFile, exec, conv, false)
+	out := turnOf(exec, conv, false)
+	out.Decided = decidedCalls(exec, decisions)
+	for _, d := range out.Decided {
+		note := d.Outcome
+		if d.Error != "" {
+			note += ": " + d.Error
+		}
+		fmt.Fprintf(env.Stderr, "conduit: %s (%s): %s\n", d.Name, d.ID, note)
+	}
+	return writeTurnOutput(env, *stateFile, exec, out)
+}
+
+// decidedCall is what a resume did with one call it decided.
+type decidedCall struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+}
+
+// decidedCalls reports, in the model's order, the outcome of each call
+// decisions decided: so that a resume that leaves others pending still
+// says what ran.
+func decidedCalls(exec *adapters.Execution, decisions map[string]adapters.Ruling) []decidedCall {
+	type found struct {
+		index int
+		call  decidedCall
+	}
+	var out []found
+	for id := range decisions {
+		if i := slices.IndexFunc(exec.Pending, func(p adapters.Pending) bool { return p.ID == id }); i >= 0 {
+			// Its claim could not be made, or its server asked again.
+			out = append(out, found{len(exec.Results) + i, decidedCall{ID: id, Name: exec.Pending[i].Name, Outcome: "pending"}})
+			continue
+		}
+		c, ok := callByKey(exec.Calls, id)
+		if !ok {
+			continue
+		}
+		d := decidedCall{ID: id, Name: c.Name, Outcome: "ran"}
+		if err := exec.Errors[c.Index]; err != nil {
+			k, _ := conduit.KindOf(err)
+			d.Outcome, d.Error = k.String(), describe(err)
+		}
+		out = append(out, found{c.Index, d})
+	}
+	slices.SortFunc(out, func(a, b found) int { return a.index - b.index })
+	calls := make([]decidedCall, len(out))
+	for i, f := range out {
+		calls[i] = f.call
+	}
+	return calls
+}
+
+// callByKey finds the call that key (a Pending.ID) names: its id, or its
+// id and its position from 1 ("id#2").
+func callByKey(calls []toolcall.Call, key string) (toolcall.Call, bool) {
+	for _, c := range calls {
+		if c.ID+"#"+strconv.Itoa(c.Index+1) == key {
+			return c, true
+		}
+	}
+	for _, c := range calls {
+		if c.ID == key {
+			return c, true
+		}
+	}
+	return toolcall.Call{}, false
 }

@@ -19,8 +19,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 Serve the configuration's servers, under its policy, as one MCP server:
 tools as server__tool (prompts as server__prompt, resources under their own
 URIs), each call through the policy. "ask" rules become elicitation
-requests to the connected client; "tainted" rules apply to a principal's
-calls once they have received a server's output.
+requests to the connected client; "tainted" rules apply once the
+caller's principal, or the conversation, has received a server's output
+(taint is theirs, not a session's: see below).
 
 Over stdio by default, as an MCP client such as Claude Desktop starts it:
 
@@ -223,7 +224,7 @@ after 'conduit pin --update'.`)
 	}
 	g, err := gateway.New(ctx, cfg.Servers, &gateway.Options{
 		Hub: &conduit.Options{Policy: policy, Logger: logger, ConnectTimeout: h.connectTimeout, RequireServers: h.requireServers,
-			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil)), Store: shared},
+			Pins: pins, Trace: h.pinTrace(env, pins, env.hubTrace(nil)), Store: shared, LaxPolicy: cfg.LaxPolicy},
 		Transparent:     *transparent,
 		ApprovalTimeout: *approvalTimeout,
 		MaxResultTokens: *maxResultTokens,

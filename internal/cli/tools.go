@@ -46,14 +46,16 @@ func runTools(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "tools", `
 List the servers' tools in a provider's format, as adapters.Tools makes them:
 
-  {"tools": [...], "fallbacks": [...], "excluded": [...], "warnings": [...]}
+  {"tools": [...], "fallbacks": [...], "excluded": [...], "warnings": [...],
+   "hidden": [...]}
 
 "tools" is the request's tools list (for gemini, the functionDeclarations to
 wrap in {"functionDeclarations": tools}). "fallbacks" are tools OpenAI strict
 mode could not take, sent with "strict": false (--strict auto); "excluded"
 are those left out (--strict true); each says why. "warnings" are what the
-provider is known to reject. With --principal, tools the policy denies
-outright for that principal are left out.
+provider is known to reject. Tools the policy denies outright for the
+principal (--principal, or none) are left out: "hidden" names each one and
+the rule that hides it, as stderr does.
 
 Past a size (--search auto) the list is the first turn's of a tool search, as
 conduit agent sends it: the always-loaded tools and a search tool, conduit's
@@ -108,13 +110,38 @@ conversation offers them on its next turn.`)
 		excluded = append(excluded, strictNote{name, strictReason(ctx, hub, name)})
 	}
 	reportSkipped(env, listing.ToolSet)
+	hidden := reportHidden(env, listing.ToolSet, l.principal)
 	return writeJSON(env.Stdout, struct {
 		Tools     []map[string]any   `json:"tools"`
 		Fallbacks []strictNote       `json:"fallbacks"`
 		Excluded  []strictNote       `json:"excluded"`
 		Warnings  []toolcall.Warning `json:"warnings"`
+		Hidden    []strictNote       `json:"hidden"`
 		Search    *searchNote        `json:"search,omitempty"`
-	}{jsonv.NonNil(listing.Tools), jsonv.NonNil(fallbacks), excluded, jsonv.NonNil(listing.Warnings), searchOf(listing)})
+	}{jsonv.NonNil(listing.Tools), jsonv.NonNil(fallbacks), excluded, jsonv.NonNil(listing.Warnings), hidden, searchOf(listing)})
+}
+
+// reportHidden names on stderr, and returns, the tools the policy hides
+// from principal's listing and why: 'conduit servers' counts them, so a
+// shorter list must say where the rest went.
+func reportHidden(env *Env, ts *conduit.ToolSet, principal string) []strictNote {
+	whom := "(listing for no principal)"
+	if principal != "" {
+		whom = fmt.Sprintf("(listing for principal %q)", principal)
+	}
+	hidden := []strictNote{}
+	for _, s := range ts.Skipped() {
+		if s.Reason != conduit.SkipPolicy {
+			continue
+		}
+		why := s.Detail
+		if why == "" {
+			why = "the policy denies it"
+		}
+		hidden = append(hidden, strictNote{s.Exposed, why + " " + whom})
+		fmt.Fprintf(env.Stderr, "conduit: %s hidden: %s %s\n", s.Exposed, why, whom)
+	}
+	return hidden
 }
 
 // strictReason says why a tool left out under --strict true did not

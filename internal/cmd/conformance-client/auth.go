@@ -87,7 +87,8 @@ func oauthSetting(name string, sc *scenarioContext) map[string]any {
 	case name == "auth/wif-jwt-bearer":
 		o["grant"] = "jwt_bearer"
 		o["assertionFile"] = tokenFile
-	case name == "auth/enterprise-managed-authorization":
+	case name == "auth/enterprise-managed-authorization", name == "auth/cross-app-access-complete-flow":
+		// The same scenario: its name before suite 0.2 and after.
 		o["grant"] = "cross_app_access"
 		o["idp"] = map[string]any{"issuer": sc.IdPIssuer, "tokenEndpoint": sc.IdPTokenEndpoint,
 			"clientId": sc.IdPClientID, "idTokenEnv": envIdPToken}
