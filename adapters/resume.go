@@ -16,7 +16,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/internal/jsonv"
-	"github.com/conduitmcp/conduit/store"
+	"github.com/conduitmcp/conduit/store/once"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -381,7 +381,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 	r := &runner{src: c.src, d: d, o: &o, ts: fresh, exec: exec, halt: make(chan struct{}), resumed: map[int]resumedCall{},
 		results: make([]*mcp.CallToolResult, len(t.calls))}
 	res := &resumed{settled: map[int]bool{}, reached: map[int]bool{}, again: map[int]Pending{}}
-	tokens := map[int]string{}
+	tickets := map[int]*once.Ticket{}
 	var send []toolcall.Call
 	allow := conduit.Approve()
 	for _, i := range decided {
@@ -389,22 +389,22 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 		p := tc.pending
 		call := c.callOf(i, tc, fresh, offered)
 		key := c.claimKey(t, i)
-		cl, err := c.state.claims.Claim(ctx, key, c.state.ttl)
+		ticket, found, err := once.Claim(ctx, c.state.claims, key, c.state.ttl)
 		if err != nil {
 			exec.Errors[i] = &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool,
 				Message: "The call to " + p.Name + " was not decided: " + err.Error() + ".", Err: errors.Join(ErrClaimsUnavailable, err)}
 			continue
 		}
-		switch cl.State {
-		case store.Completed:
-			if rec, ok := readOutcome(cl.Result); ok {
+		switch found.State {
+		case once.Recorded:
+			if rec, ok := readOutcome(found); ok {
 				exec.Results[i], exec.Errors[i], exec.Budgets[i] = rec.Answer, rec.error(p), rec.Budget.budgeted()
 				exec.demands[i] = rec.Budget.demand()
 				res.settled[i], res.reached[i] = true, rec.Reached
 				continue
 			}
 			fallthrough
-		case store.Pending:
+		case once.Unknown:
 			err := &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool, Err: ErrDecidedElsewhere,
 				Message: "The call to " + p.Name + " was decided by another resumption of this conversation, which has not recorded its outcome: whether it was made is unknown, and it was not made again."}
 			exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.AnswerOptions)
@@ -415,13 +415,13 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 		err = c.refusal(call, p, dec, halt, fresh)
 		if err == nil {
 			send = append(send, call)
-			tokens[i] = cl.Token
+			tickets[i] = ticket
 			r.resumed[i] = resumedCall{approval: &allow, input: inputs[i]}
 			continue
 		}
 		exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.AnswerOptions)
 		exec.Errors[i], res.settled[i] = err, true
-		c.record(ctx, key, cl.Token, exec, i, false)
+		c.record(ctx, ticket, exec, i, false)
 	}
 	if len(send) > 0 {
 		var rv *reveals
@@ -449,7 +449,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			}
 			res.settled[i] = true
 			res.reached[i] = Reached(exec.Errors[i]) && !slices.Contains(exec.locals, call.Def)
-			c.record(ctx, c.claimKey(t, i), tokens[i], exec, i, res.reached[i])
+			c.record(ctx, tickets[i], exec, i, res.reached[i])
 		}
 	}
 	return c.settle(t, exec, res, halt), nil
@@ -607,7 +607,7 @@ func (c *Conversation) claimKey(t *pausedTurn, i int) string {
 		key += "/" + strconv.Itoa(p.round)
 	}
 	args, _ := json.Marshal(p.Arguments) // a decoded object: it encodes
-	return key + "/" + digest.Of(append([]byte(p.Name+"\n"), args...))
+	return key + "/" + digest.Call(p.Name, args)
 }
 
 // outcome is what a claim records of a decided call: its answer, as the
@@ -628,18 +628,20 @@ func (o *outcome) error(p *pendingCall) error {
 	return &conduit.Error{Kind: k, Server: p.Server, Tool: p.Tool, Message: o.Err.Message, Halt: o.Err.Halt}
 }
 
-func readOutcome(data []byte) (*outcome, bool) {
+// readOutcome reads the outcome a claim recorded; one it cannot read is
+// unknown.
+func readOutcome(found once.Outcome) (*outcome, bool) {
 	var o outcome
-	if json.Unmarshal(data, &o) != nil || o.Answer == nil || (o.Err != nil && !knownKind(o.Err.Kind)) || o.Budget.check() != nil {
+	if found.Err != nil || json.Unmarshal(found.Result, &o) != nil || o.Answer == nil || (o.Err != nil && !knownKind(o.Err.Kind)) || o.Budget.check() != nil {
 		return nil, false
 	}
 	return &o, true
 }
 
-// record completes the claim of the call at position i with its outcome
-// in exec. A record that fails leaves the claim pending: later resumers
-// are told the outcome is unknown, and still send nothing.
-func (c *Conversation) record(ctx context.Context, key, token string, exec *Execution, i int, reachedIt bool) {
+// record records the outcome in exec of the call at position i, whose
+// claim is ticket's. A record that fails leaves the outcome unknown:
+// later resumers are told so, and still send nothing.
+func (c *Conversation) record(ctx context.Context, ticket *once.Ticket, exec *Execution, i int, reachedIt bool) {
 	rec := outcome{Answer: exec.Results[i], Reached: reachedIt, Budget: budgetDocument(exec.Budgets[i], exec.demand(i))}
 	var ce *conduit.Error
 	if errors.As(exec.Errors[i], &ce) {
@@ -651,7 +653,7 @@ func (c *Conversation) record(ctx context.Context, key, token string, exec *Exec
 	if err != nil {
 		return
 	}
-	_ = c.state.claims.Complete(context.WithoutCancel(ctx), key, token, data, c.state.ttl)
+	_ = ticket.Record(ctx, data, nil)
 }
 
 // settle puts what a Resume settled into the turn, and returns the turn's

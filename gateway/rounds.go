@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/store"
+	"github.com/conduitmcp/conduit/store/once"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -43,8 +43,8 @@ import (
 //     call is in flight.
 //
 // At most once: a retry's state is used once. Its id is claimed in the
-// gateway's store (store.Claims) before anything runs, and the answer
-// recorded: the same state sent again gets the recorded answer instead of
+// gateway's store (store.Claims, through package once) before anything
+// runs, and the answer recorded: the same state sent again gets the recorded answer instead of
 // a second run, and while the first is running, an error that says so.
 // With a store that replicas share (Options.Hub.Store), this holds across
 // replicas; with the default, within one process.
@@ -119,21 +119,27 @@ func (s *session) serveRound(ctx context.Context, rq *roundRequest, opts *condui
 		if st, err = openState(g.sealer, rq.state, rq.b, time.Now()); err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "conduit serve: " + err.Error()}
 		}
-		c, err := g.store.Claim(ctx, claimKey(st.ID), g.claimLifetime())
-		if err != nil {
+		var res mcp.Result
+		var rerr error
+		out, err := once.Do(ctx, g.store, claimKey(st.ID), g.claimLifetime(), func(ctx context.Context) ([]byte, error) {
+			res, rerr = s.continueRound(ctx, rq, st, opts, call)
+			return recordOf(res, rerr)
+		})
+		switch {
+		case out.State == 0:
 			// Fail closed: a state whose single use cannot be checked runs nothing.
 			g.logger.Warn("gateway: claiming a requestState", "err", err)
 			return rq.m.refusal("conduit serve's shared store is unavailable, so it cannot check that this requestState is used once; nothing was run. Retry shortly with the same requestState.")
-		}
-		switch c.State {
-		case store.Completed:
-			return g.recorded(rq.m, c.Result)
-		case store.Pending:
+		case out.State == once.Recorded:
+			return g.recorded(rq.m, out)
+		case out.State == once.Unknown:
 			return rq.m.refusal("This request was made already with the same requestState and is still being answered, or its outcome is unknown: it is not run again.")
 		}
-		res, err := s.continueRound(ctx, rq, st, opts, call)
-		g.record(ctx, st.ID, c.Token, res, err)
-		return res, err
+		if err != nil || out.Err != nil {
+			// The outcome is unknown: a retry with this state is refused.
+			g.logger.Warn("gateway: recording an answer", "err", errors.Join(out.Err, err))
+		}
+		return res, rerr
 	}
 	opts.Input = &conduit.Input{Responses: rq.responses, Return: true}
 	cr, err := g.startCall(ctx, rq, opts, call)
@@ -222,8 +228,8 @@ type recordedAnswer struct {
 	Error  *jsonrpc.Error  `json:"error,omitempty"`
 }
 
-// record records the answer of the round that used the state id.
-func (g *Gateway) record(ctx context.Context, id, token string, res mcp.Result, err error) {
+// recordOf is the record of a round's answer, res or err.
+func recordOf(res mcp.Result, err error) ([]byte, error) {
 	var ra recordedAnswer
 	if err != nil {
 		var rpcErr *jsonrpc.Error
@@ -232,24 +238,19 @@ func (g *Gateway) record(ctx context.Context, id, token string, res mcp.Result, 
 		}
 		ra.Error = rpcErr
 	} else if ra.Result, err = json.Marshal(res); err != nil {
-		g.logger.Warn("gateway: recording an answer", "err", err)
-		return
+		return nil, err
 	}
-	data, err := json.Marshal(ra)
-	if err == nil {
-		err = g.store.Complete(context.WithoutCancel(ctx), claimKey(id), token, data, g.claimLifetime())
-	}
-	if err != nil {
-		// The claim stays pending: a retry with this state is refused.
-		g.logger.Warn("gateway: recording an answer", "err", err)
-	}
+	return json.Marshal(ra)
 }
 
 // recorded is the answer a claim recorded, for a retry with a state used
 // already.
-func (g *Gateway) recorded(m *method, data []byte) (mcp.Result, error) {
+func (g *Gateway) recorded(m *method, out once.Outcome) (mcp.Result, error) {
+	if out.Err != nil {
+		return nil, fmt.Errorf("conduit serve: the answer could not be recorded: %w", out.Err)
+	}
 	var ra recordedAnswer
-	if err := json.Unmarshal(data, &ra); err != nil {
+	if err := json.Unmarshal(out.Result, &ra); err != nil {
 		return nil, fmt.Errorf("conduit serve: the recorded answer cannot be read: %w", err)
 	}
 	if ra.Error != nil {

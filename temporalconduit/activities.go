@@ -15,7 +15,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/digest"
-	"github.com/conduitmcp/conduit/store"
+	"github.com/conduitmcp/conduit/store/once"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -251,35 +251,33 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 		}
 	}
 
-	key := claimKey(in)
-	var token string
+	var ticket *once.Ticket
 	if in.Call.Mode != modeReadOnly {
-		cl, err := a.claims.Claim(ctx, key, a.o.ClaimTTL)
+		var found once.Outcome
+		ticket, found, err = once.Claim(ctx, a.claims, claimKey(in), a.o.ClaimTTL)
 		if err != nil {
 			// Nothing was sent: the activity is retried.
 			return callOutput{}, fmt.Errorf("temporalconduit: the call could not be claimed: %w", err)
 		}
-		switch cl.State {
-		case store.Completed:
-			if out, ok := readRecord(cl.Result); ok {
+		switch found.State {
+		case once.Recorded:
+			if out, ok := readRecord(found.Result); ok && found.Err == nil {
 				return out, nil
 			}
 			return a.unknown(p, c), nil
-		case store.Pending:
+		case once.Unknown:
 			if in.Call.Mode != modeIdempotent {
 				return a.unknown(p, c), nil
 			}
 			// Sent again, harmlessly, and not recorded: the claim is
 			// another's.
-		case store.Claimed:
-			token = cl.Token
 		}
 	}
 	if in.Lost && in.Call.Mode == modeClaim {
 		// The claim was this worker's to win: the worker that ran the call
 		// before kept its claim in a store of its own.
 		out := a.unknown(p, c)
-		a.record(ctx, key, token, out)
+		record(ctx, ticket, out)
 		return out, nil
 	}
 
@@ -295,7 +293,7 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 	}
 	res, err := a.src.CallTool(ctx, c.Name, c.Args, copts)
 	out := a.outcome(p, c, res, err, in.Options.TurnShare)
-	a.record(ctx, key, token, out)
+	record(ctx, ticket, out)
 	if err := ctx.Err(); err != nil {
 		// Canceled: the activity ends as such; a retry reads the record.
 		return out, err
@@ -308,21 +306,21 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 // reset that makes the model write another call there makes another key).
 func claimKey(in callInput) string {
 	return "conduit/temporal/" + in.Conversation + "/" + strconv.Itoa(in.Turn) + "/" + strconv.Itoa(in.Call.Index) + "/" +
-		strconv.Itoa(in.Round) + "/" + digest.Of(append([]byte(in.Call.Name+"\n"), in.Call.Args...))
+		strconv.Itoa(in.Round) + "/" + digest.Call(in.Call.Name, in.Call.Args)
 }
 
-// record completes the claim held by token with out. A record that fails
-// leaves the claim pending: a retry then answers that the outcome is
-// unknown, and still sends nothing.
-func (a *Activities) record(ctx context.Context, key, token string, out callOutput) {
-	if token == "" {
+// record records out as the outcome of the claim ticket holds, if any. A
+// record that fails leaves the outcome unknown: a retry then answers so,
+// and still sends nothing.
+func record(ctx context.Context, ticket *once.Ticket, out callOutput) {
+	if ticket == nil {
 		return
 	}
 	data, err := json.Marshal(out)
 	if err != nil {
 		return
 	}
-	_ = a.claims.Complete(context.WithoutCancel(ctx), key, token, data, a.o.ClaimTTL)
+	_ = ticket.Record(ctx, data, nil)
 }
 
 // readRecord reads what a claim recorded: an answer, or a deferral.

@@ -308,3 +308,35 @@ func TestCallToolTurnShare(t *testing.T) {
 		}
 	}
 }
+
+// A claim recorded by the release before (its bare output, without the
+// record's header) is read during an upgrade: the attempt answers with it
+// and sends nothing. One recorded now reads back the same way.
+func TestCallToolReadsEarlierRecords(t *testing.T) {
+	box := newCounter()
+	claims := store.NewMemory()
+	t.Cleanup(func() { claims.Close() })
+	_, env := box.worker(t, &Options{Claims: claims})
+	offer, p := planOf(t, env, "post", "post")
+	ctx := context.Background()
+	old := callInput{Conversation: "c", Turn: 1, Offer: offer, Call: p.Calls[0]}
+	cl, err := claims.Claim(ctx, claimKey(old), time.Hour)
+	if err != nil || cl.State != store.Claimed {
+		t.Fatal(cl, err)
+	}
+	bare := `{"answer":{"type":"tool_result","tool_use_id":"c0","content":[{"type":"text","text":"post: recorded before"}]},"reached":true}`
+	if err := claims.Complete(ctx, claimKey(old), cl.Token, []byte(bare), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if got := call(t, env, old); text(got) != "post: recorded before" || !got.Reached {
+		t.Errorf("a bare record answered %q (%+v)", text(got), got)
+	}
+	fresh := callInput{Conversation: "c", Turn: 1, Offer: offer, Call: p.Calls[1]}
+	first := call(t, env, fresh)
+	if again := call(t, env, fresh); text(again) != text(first) || text(first) != "post: hi" {
+		t.Errorf("recorded %q, read back %q", text(first), text(again))
+	}
+	if n := box.calls("post"); n != 1 {
+		t.Errorf("sent %d times, want once", n)
+	}
+}

@@ -19,3 +19,14 @@ func TestDigest(t *testing.T) {
 		}
 	}
 }
+
+// A call's digest is of its name, a newline and its arguments: the keys of
+// claims recorded by an earlier release are found again.
+func TestCall(t *testing.T) {
+	if got, want := Call("fs__write", []byte(`{"path":"a"}`)), Of([]byte("fs__write\n"+`{"path":"a"}`)); got != want {
+		t.Fatalf("Call = %s, want %s", got, want)
+	}
+	if got := Call("a", []byte("b")); got != "sha256:7e18f737311b2dc3b2f269dd78396b0351f14fb66efa879f768cb23181883c78" {
+		t.Fatalf("Call(a, b) = %s", got)
+	}
+}
