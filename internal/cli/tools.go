@@ -31,7 +31,7 @@ func (l *listFlags) register(fs *flagSet, strictToo bool) {
 func (l *listFlags) parse(fs *flagSet) (adapters.Provider, adapters.Strict, error) {
 	p, err := parseProvider(fs.cmd, l.provider)
 	if err != nil {
-		return 0, 0, err
+		return adapters.Provider{}, 0, err
 	}
 	s, err := parseStrict(fs.cmd, l.strict)
 	return p, s, err
