@@ -294,6 +294,8 @@ func imagesIn(p adapters.Provider, answer map[string]any) int {
 		return strings.Count(s, `"type":"image"`)
 	case adapters.OpenAIResponses:
 		return strings.Count(s, `"type":"input_image"`)
+	case adapters.Bedrock:
+		return strings.Count(s, `"image":{"format"`)
 	}
 	return strings.Count(s, "base64")
 }
@@ -315,6 +317,7 @@ func TestImageOverProviderLimit(t *testing.T) {
 		{adapters.OpenAIResponses, openai.MaxImageBytes, "OpenAI", 0, mediaSource{cl}},
 		{adapters.OpenAIChat, 0, "", 0, cl},
 		{adapters.Gemini, 0, "", 0, cl},
+		{adapters.Bedrock, 3932160, "Bedrock", 8000, cl}, // 3.75 MB, 8000 px
 	}
 	if len(tests) != len(adapters.Providers()) {
 		t.Fatal("a provider is missing from the table")

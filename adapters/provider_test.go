@@ -20,7 +20,7 @@ func TestProviderTable(t *testing.T) {
 			t.Errorf("ParseProvider(%s) = %v, %v", p, back, err)
 		}
 	}
-	if !slices.Equal(names, []string{"anthropic", "openai-chat", "openai-responses", "gemini"}) {
+	if !slices.Equal(names, []string{"anthropic", "openai-chat", "openai-responses", "gemini", "bedrock"}) {
 		t.Errorf("providers %v", names)
 	}
 	if _, err := adapters.ParseProvider("claude"); err == nil || !strings.Contains(err.Error(), "anthropic, openai-chat") {

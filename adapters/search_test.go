@@ -138,6 +138,9 @@ func toolNames(tools []map[string]any) []string {
 		if fn := jsonv.Object(d["function"]); fn != nil {
 			d = fn
 		}
+		if spec := jsonv.Object(d["toolSpec"]); spec != nil {
+			d = spec
+		}
 		name := jsonv.String(d["name"])
 		if name == "" {
 			name = jsonv.String(d["type"])
@@ -156,7 +159,7 @@ func TestSearchWhen(t *testing.T) {
 	hub, _ := catalogHub(t, hubOpts{})
 	small, _, _ := labHub(t, hubOpts{noGone: true})
 	native := map[adapters.Provider]string{adapters.Anthropic: "tool_search_tool_bm25", adapters.OpenAIChat: "search_tools",
-		adapters.OpenAIResponses: "tool_search", adapters.Gemini: "search_tools"}
+		adapters.OpenAIResponses: "tool_search", adapters.Gemini: "search_tools", adapters.Bedrock: "search_tools"}
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
 			// Auto, past the threshold: the provider's own, or conduit's.

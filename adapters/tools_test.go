@@ -20,6 +20,8 @@ func names(p adapters.Provider, tools []map[string]any) []string {
 	for _, t := range tools {
 		if fn, ok := t["function"].(map[string]any); ok {
 			out = append(out, fn["name"].(string))
+		} else if spec, ok := t["toolSpec"].(map[string]any); ok {
+			out = append(out, spec["name"].(string))
 		} else {
 			out = append(out, t["name"].(string))
 		}
