@@ -102,7 +102,7 @@ func TestParse(t *testing.T) {
 
 func TestToolCalls(t *testing.T) {
 	ts := weatherTools()
-	calls, rejected, err := anthropic.ToolCalls(`{"content":[
+	calls, rejected, err := adapters.Anthropic.ToolCalls(`{"content":[
 		{"type":"tool_use","id":"a","name":"get_weather","input":{"location":"Paris"}},
 		{"type":"tool_use","id":"b","name":"nope","input":{}},
 		{"type":"tool_use","id":"c","name":"get_time","input":[1]}

@@ -79,7 +79,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestFunctionCalls(t *testing.T) {
-	calls, rejected, err := gemini.FunctionCalls(`{"candidates":[{"content":{"parts":[
+	calls, rejected, err := adapters.Gemini.ToolCalls(`{"candidates":[{"content":{"parts":[
 		{"functionCall":{"id":"a","name":"set_light_values","args":{"brightness":25,"color_temp":"warm"}}},
 		{"functionCall":{"name":"nope","args":{}}},
 		{"functionCall":{"id":"c","name":"dim_lights","args":"dim"}}]}}]}`, lights())

@@ -187,7 +187,7 @@ func TestParseResponses(t *testing.T) {
 }
 
 func TestToolCalls(t *testing.T) {
-	calls, rejected, err := openai.Responses.ToolCalls(`{"output":[
+	calls, rejected, err := adapters.OpenAIResponses.ToolCalls(`{"output":[
 		{"type":"function_call","call_id":"a","name":"search","arguments":"{\"q\":\"x\"}"},
 		{"type":"function_call","call_id":"b","name":"nope","arguments":"{}"},
 		{"type":"function_call","call_id":"c","name":"search","arguments":"{oops"}]}`, oaTools())
