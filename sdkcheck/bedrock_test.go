@@ -75,12 +75,9 @@ func sdkTool(def map[string]any) types.Tool {
 	return &types.ToolMemberToolSpec{Value: ts}
 }
 
-// images counts the image blocks sdkAnswer saw, so that the test knows
-// it checked some.
-var images int
-
-// sdkAnswer rebuilds conduit's toolResult block as the SDK's value.
-func sdkAnswer(t *testing.T, answer map[string]any) types.ContentBlock {
+// sdkAnswer rebuilds conduit's toolResult block as the SDK's value, and
+// counts its images, so that the test knows it checked some.
+func sdkAnswer(t *testing.T, answer map[string]any, images *int) types.ContentBlock {
 	tr := object(answer["toolResult"])
 	b := types.ToolResultBlock{ToolUseId: aws.String(strOf(tr["toolUseId"]))}
 	if s, ok := tr["status"].(string); ok {
@@ -103,7 +100,7 @@ func sdkAnswer(t *testing.T, answer map[string]any) types.ContentBlock {
 			if f := types.ImageFormat(strOf(img["format"])); !slices.Contains(f.Values(), f) {
 				t.Errorf("image format %q is none of the SDK's %v", f, f.Values())
 			}
-			images++
+			*images++
 			b.Content = append(b.Content, &types.ToolResultContentBlockMemberImage{Value: types.ImageBlock{
 				Format: types.ImageFormat(strOf(img["format"])), Source: &types.ImageSourceMemberBytes{Value: data}}})
 		default:
@@ -192,8 +189,9 @@ func TestBedrockShapesThroughTheSDK(t *testing.T) {
 		tools = append(tools, sdkTool(def))
 	}
 	var answers []types.ContentBlock
+	images := 0
 	for _, a := range exec.Results {
-		answers = append(answers, sdkAnswer(t, a))
+		answers = append(answers, sdkAnswer(t, a, &images))
 	}
 	if images == 0 {
 		t.Error("no answer carried an image")
