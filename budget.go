@@ -18,8 +18,8 @@ import (
 // JSON text into valid JSON, an embedded resource's text likewise) or
 // dropped (an image, a link, a blob), the blocks after it are dropped,
 // and a text block ends the result with a notice of what was kept and
-// how to ask for less. Images count by the largest of the providers'
-// rules, the client's model being unknown.
+// how to ask for less. Images count by the largest rule known (as a
+// provider counts them), the client's model being unknown.
 //
 // structuredContent is left as it is and not counted: a client checks it
 // against the tool's outputSchema, which a cut value may not match, and
@@ -82,11 +82,11 @@ func piece(c mcp.Content) tokens.Piece {
 	return tokens.Piece{Whole: true, Tokens: tokens.Text(shown)}
 }
 
-// imageTokens counts an image by the largest of the providers' rules.
+// imageTokens counts an image by the conservative rule, the client's
+// model being unknown.
 func imageTokens(mediaType string, data []byte) int {
 	mt, _ := ModelImageType(mediaType, data)
-	w, h := tokens.ImageSize(mt, data)
-	return max(tokens.AnthropicImage(w, h), tokens.OpenAIImage(w, h), tokens.GeminiImage(w, h))
+	return tokens.AnyImage(tokens.ImageSize(mt, data))
 }
 
 func isModelImage(mediaType string, data []byte) bool {

@@ -309,6 +309,7 @@ func ExampleProvider_Wire() {
 	// openai-chat https://api.openai.com/v1/chat/completions OPENAI_API_KEY
 	// openai-responses https://api.openai.com/v1/responses OPENAI_API_KEY
 	// gemini https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent GEMINI_API_KEY
+	// bedrock https://bedrock-runtime.us-east-1.amazonaws.com/model/gemini-2.5-flash/converse AWS_BEARER_TOKEN_BEDROCK
 	// {
 	//   "messages": [
 	//     {

@@ -53,6 +53,12 @@ func resultText(p adapters.Provider, answer map[string]any) string {
 		return jsonv.String(answer["content"])
 	case adapters.OpenAIResponses:
 		return jsonv.String(answer["output"])
+	case adapters.Bedrock:
+		var parts []string
+		for _, b := range jsonv.List(jsonv.Object(answer["toolResult"])["content"]) {
+			parts = append(parts, jsonv.String(jsonv.Object(b)["text"]))
+		}
+		return strings.Join(parts, "\n")
 	default:
 		r := jsonv.Object(jsonv.Object(answer["functionResponse"])["response"])
 		if e, ok := r["error"]; ok {
@@ -785,6 +791,11 @@ func TestNullOrMissingArguments(t *testing.T) {
 			{"functionCall":{"id":"missing","name":"lab__text"}},
 			{"functionCall":{"id":"empty","name":"lab__text","args":{}}}]}}]}`,
 			[]call{{"null", false}, {"missing", true}, {"empty", true}}},
+		{adapters.Bedrock, `{"output":{"message":{"role":"assistant","content":[
+			{"toolUse":{"toolUseId":"null","name":"lab__text","input":null}},
+			{"toolUse":{"toolUseId":"missing","name":"lab__text"}},
+			{"toolUse":{"toolUseId":"empty","name":"lab__text","input":{}}}]}},"stopReason":"tool_use"}`,
+			[]call{{"null", false}, {"missing", false}, {"empty", true}}},
 	}
 	covered := map[adapters.Provider]bool{}
 	for _, tt := range tests {

@@ -270,6 +270,7 @@ func docsServer(t testing.TB) (*conduit.Client, func() []string) {
 		"start_music":         obj(map[string]any{"energetic": map[string]any{"type": "boolean"}, "loud": map[string]any{"type": "boolean"}}, "energetic", "loud"),
 		"dim_lights":          obj(map[string]any{"brightness": map[string]any{"type": "number"}}, "brightness"),
 		"get_temp_data":       obj(map[string]any{"location": str, "unit": map[string]any{"type": "string", "enum": []any{"celsius", "fahrenheit"}}}, "location"),
+		"top_song":            obj(map[string]any{"sign": str}, "sign"),
 	}
 	for name, schema := range tools {
 		srv.AddTool(&mcp.Tool{Name: name, Description: "The documentation's " + name + ".", InputSchema: schema},

@@ -294,6 +294,8 @@ func imagesIn(p adapters.Provider, answer map[string]any) int {
 		return strings.Count(s, `"type":"image"`)
 	case adapters.OpenAIResponses:
 		return strings.Count(s, `"type":"input_image"`)
+	case adapters.Bedrock:
+		return strings.Count(s, `"image":{"format"`)
 	}
 	return strings.Count(s, "base64")
 }
@@ -315,6 +317,7 @@ func TestImageOverProviderLimit(t *testing.T) {
 		{adapters.OpenAIResponses, openai.MaxImageBytes, "OpenAI", 0, mediaSource{cl}},
 		{adapters.OpenAIChat, 0, "", 0, cl},
 		{adapters.Gemini, 0, "", 0, cl},
+		{adapters.Bedrock, 3932160, "Bedrock", 8000, cl}, // 3.75 MB, 8000 px
 	}
 	if len(tests) != len(adapters.Providers()) {
 		t.Fatal("a provider is missing from the table")
@@ -511,19 +514,19 @@ func (s *countingSource) CallTool(context.Context, string, any, *conduit.CallOpt
 // source, the calls past it are answered with ErrTooManyCalls, and every
 // string of the answers is valid UTF-8.
 func FuzzExecuteLimits(f *testing.F) {
-	for _, p := range adapters.Providers() {
+	for i, p := range adapters.Providers() {
 		files, _ := filepath.Glob(filepath.Join("testdata", p.String(), "*.json"))
 		for _, file := range files {
 			var g struct {
 				Response json.RawMessage `json:"response"`
 			}
 			if data, err := os.ReadFile(file); err == nil && json.Unmarshal(data, &g) == nil && len(g.Response) > 0 {
-				f.Add([]byte(g.Response), uint8(p), uint8(1), uint16(4096))
+				f.Add([]byte(g.Response), uint8(i), uint8(1), uint16(4096))
 			}
 		}
 		cs := calls(9, "weather__get_weather", func(i int) any { return map[string]any{"location": fmt.Sprint(i)} })
-		f.Add([]byte(canon(script(p, cs...))), uint8(p), uint8(3), uint16(60000))
-		f.Add([]byte(canon(script(p, cs...))), uint8(p), uint8(0), uint16(100))
+		f.Add([]byte(canon(script(p, cs...))), uint8(i), uint8(3), uint16(60000))
+		f.Add([]byte(canon(script(p, cs...))), uint8(i), uint8(0), uint16(100))
 	}
 	ts := conduit.NewToolSet(nil, conduit.ServerTools{Server: "weather", Tools: []*mcp.Tool{
 		{Name: "get_weather", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"location": map[string]any{"type": "string"}}}},

@@ -10,52 +10,45 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Provider is an LLM API whose tool calling conduit speaks: a row of the
-// provider table, which holds its package's driver.
-type Provider int
+// Provider is an LLM API whose tool calling conduit speaks: a value made
+// of its driver by [NewProvider]. The built-in ones are [Anthropic],
+// [OpenAIChat], [OpenAIResponses] and [Gemini]; a provider from outside
+// this module is made the same way and works wherever they do. Providers
+// are equal when made by the same NewProvider call. The zero value is no
+// provider: every use of it is an error.
+type Provider struct{ r *row }
 
-// The providers.
-const (
-	// Anthropic is the Anthropic Messages API.
-	Anthropic Provider = iota + 1
-	// OpenAIChat is OpenAI's Chat Completions API.
-	OpenAIChat
-	// OpenAIResponses is OpenAI's Responses API.
-	OpenAIResponses
-	// Gemini is the Gemini API's generateContent (experimental: its shapes
-	// come from the API reference, not from end-to-end runs).
-	Gemini
-)
+// row holds a provider's driver behind a pointer, so that a Provider is
+// comparable whatever the driver's type.
+type row struct{ d driver.Provider }
 
-// Providers lists every provider, in a stable order.
-func Providers() []Provider {
-	out := make([]Provider, 0, len(table)-1)
-	for p := range table {
-		if table[p] != nil {
-			out = append(out, Provider(p))
-		}
+// NewProvider returns the provider that d drives. d must be safe for
+// concurrent use; nil gives the zero Provider.
+func NewProvider(d driver.Provider) Provider {
+	if d == nil {
+		return Provider{}
 	}
-	return out
+	return Provider{&row{d}}
 }
 
-// impl is the provider's driver, nil for an invalid provider.
+// impl is the provider's driver, nil for the zero Provider.
 func (p Provider) impl() driver.Provider {
-	if p <= 0 || int(p) >= len(table) {
+	if p.r == nil {
 		return nil
 	}
-	return table[p]
+	return p.r.d
 }
 
-// String returns the provider's name: anthropic, openai-chat,
-// openai-responses or gemini.
+// String returns the provider's name (its driver's Name): anthropic,
+// openai-chat, openai-responses, gemini or bedrock for the built-ins.
 func (p Provider) String() string {
 	if d := p.impl(); d != nil {
 		return d.Name()
 	}
-	return fmt.Sprintf("Provider(%d)", int(p))
+	return "Provider(none)"
 }
 
-// ParseProvider parses a provider's name, as String returns it.
+// ParseProvider parses a built-in provider's name, as String returns it.
 func ParseProvider(s string) (Provider, error) {
 	var names []string
 	for _, p := range Providers() {
@@ -64,7 +57,7 @@ func ParseProvider(s string) (Provider, error) {
 		}
 		names = append(names, p.String())
 	}
-	return 0, fmt.Errorf("unknown provider %q (%s)", s, strings.Join(names, ", "))
+	return Provider{}, fmt.Errorf("unknown provider %q (%s)", s, strings.Join(names, ", "))
 }
 
 func (p Provider) valid() (driver.Provider, error) {

@@ -20,14 +20,14 @@ func TestProviderTable(t *testing.T) {
 			t.Errorf("ParseProvider(%s) = %v, %v", p, back, err)
 		}
 	}
-	if !slices.Equal(names, []string{"anthropic", "openai-chat", "openai-responses", "gemini"}) {
+	if !slices.Equal(names, []string{"anthropic", "openai-chat", "openai-responses", "gemini", "bedrock"}) {
 		t.Errorf("providers %v", names)
 	}
 	if _, err := adapters.ParseProvider("claude"); err == nil || !strings.Contains(err.Error(), "anthropic, openai-chat") {
 		t.Errorf("ParseProvider(claude): %v", err)
 	}
-	bad := adapters.Provider(99)
-	if bad.String() != "Provider(99)" || bad.Wire().Endpoint != nil || bad.Answer(toolcall.Call{}, nil, nil, nil) != nil {
+	var bad adapters.Provider
+	if bad.String() != "Provider(none)" || bad.Wire().Endpoint != nil || bad.Answer(toolcall.Call{}, nil, nil, nil) != nil {
 		t.Error("an invalid provider")
 	}
 	if _, err := bad.Parse(`{}`); err == nil {
@@ -36,7 +36,7 @@ func TestProviderTable(t *testing.T) {
 	if _, err := adapters.ExecuteToolCalls(context.Background(), nil, bad, `{}`, nil); err == nil {
 		t.Error("ExecuteToolCalls of an invalid provider")
 	}
-	if _, err := adapters.NewConversation(context.Background(), nil, adapters.Provider(0), nil); err == nil {
+	if _, err := adapters.NewConversation(context.Background(), nil, adapters.Provider{}, nil); err == nil {
 		t.Error("NewConversation of an invalid provider")
 	}
 }

@@ -2,17 +2,29 @@ package adapters
 
 import (
 	"github.com/conduitmcp/conduit/adapters/anthropic"
-	"github.com/conduitmcp/conduit/adapters/driver"
+	"github.com/conduitmcp/conduit/adapters/bedrock"
 	"github.com/conduitmcp/conduit/adapters/gemini"
 	"github.com/conduitmcp/conduit/adapters/openai"
 )
 
-// The provider table: each Provider's driver, from its package. Adding a
-// provider is a package under adapters/ that implements driver.Provider, a
-// Provider constant, a row here, a fake in adaptertest, and its goldens.
-var table = [...]driver.Provider{
-	Anthropic:       anthropic.Driver(),
-	OpenAIChat:      openai.Chat.Driver(),
-	OpenAIResponses: openai.Responses.Driver(),
-	Gemini:          gemini.Driver(),
+// The built-in providers, each made of its package's driver. A provider
+// from outside this module is made the same way, with [NewProvider].
+var (
+	// Anthropic is the Anthropic Messages API.
+	Anthropic = NewProvider(anthropic.Driver())
+	// OpenAIChat is OpenAI's Chat Completions API.
+	OpenAIChat = NewProvider(openai.Chat.Driver())
+	// OpenAIResponses is OpenAI's Responses API.
+	OpenAIResponses = NewProvider(openai.Responses.Driver())
+	// Gemini is the Gemini API's generateContent (experimental: its shapes
+	// come from the API reference, not from end-to-end runs).
+	Gemini = NewProvider(gemini.Driver())
+	// Bedrock is Amazon Bedrock's Converse API.
+	Bedrock = NewProvider(bedrock.Driver())
+)
+
+// Providers lists the built-in providers, in a stable order: the names
+// that ParseProvider and the CLI's --provider know.
+func Providers() []Provider {
+	return []Provider{Anthropic, OpenAIChat, OpenAIResponses, Gemini, Bedrock}
 }

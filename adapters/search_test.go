@@ -138,6 +138,9 @@ func toolNames(tools []map[string]any) []string {
 		if fn := jsonv.Object(d["function"]); fn != nil {
 			d = fn
 		}
+		if spec := jsonv.Object(d["toolSpec"]); spec != nil {
+			d = spec
+		}
 		name := jsonv.String(d["name"])
 		if name == "" {
 			name = jsonv.String(d["type"])
@@ -156,7 +159,7 @@ func TestSearchWhen(t *testing.T) {
 	hub, _ := catalogHub(t, hubOpts{})
 	small, _, _ := labHub(t, hubOpts{noGone: true})
 	native := map[adapters.Provider]string{adapters.Anthropic: "tool_search_tool_bm25", adapters.OpenAIChat: "search_tools",
-		adapters.OpenAIResponses: "tool_search", adapters.Gemini: "search_tools"}
+		adapters.OpenAIResponses: "tool_search", adapters.Gemini: "search_tools", adapters.Bedrock: "search_tools"}
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
 			// Auto, past the threshold: the provider's own, or conduit's.
@@ -554,10 +557,10 @@ func TestSearchStablePrefix(t *testing.T) {
 	hub, _ := catalogHub(t, hubOpts{})
 	vocab := strings.Fields("pull request issue repository branch commit file directory read write pods logs deploy scale " +
 		"channel message thread reaction user table database query backup namespace port kubernetes slack github zebra")
-	for _, p := range adapters.Providers() {
+	for i, p := range adapters.Providers() {
 		for _, conduitSearch := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%v/conduit=%v", p, conduitSearch), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(uint64(p), 42))
+				rng := rand.New(rand.NewPCG(uint64(i+1), 42))
 				for run := 0; run < 5; run++ {
 					var queries []string
 					for range 1 + rng.IntN(8) {

@@ -430,8 +430,8 @@ func (st *stateV1) check() error {
 	if st.ID == "" {
 		return errors.New("no id")
 	}
-	if _, err := ParseProvider(st.Provider); err != nil {
-		return err
+	if st.Provider == "" {
+		return errors.New("no provider") // resuming checks that it is the caller's
 	}
 	exposed := map[string]bool{}
 	for _, t := range st.Tools {
@@ -513,8 +513,12 @@ func knownKind(name string) bool {
 // conversation is for, with which provider, and what waits for a
 // decision, to show the person who decides before anything is connected.
 type SavedState struct {
-	Provider  Provider
-	Principal string
+	// Provider is the built-in provider the state names; the zero
+	// Provider for one made with NewProvider, whose name ProviderName
+	// holds.
+	Provider     Provider
+	ProviderName string
+	Principal    string
 	// Taint is the conversation's taint as it was saved.
 	Taint []string
 	// Pending are the calls of the last turn that wait for a decision,
@@ -538,11 +542,8 @@ func ReadState(state []byte, o *StateOptions) (*SavedState, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := ParseProvider(st.Provider)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidState, err)
-	}
-	out := &SavedState{Provider: p, Principal: st.Principal, Taint: slices.Clone(st.Taint)}
+	p, _ := ParseProvider(st.Provider) // the zero Provider when not built in
+	out := &SavedState{Provider: p, ProviderName: st.Provider, Principal: st.Principal, Taint: slices.Clone(st.Taint)}
 	if st.Turn != nil {
 		for _, c := range pausedTurnOf(st.Turn).calls {
 			if c.pending != nil {

@@ -184,7 +184,7 @@ func (l *Listing) strict(p Provider, ts *conduit.ToolSet, lo *driver.ListOptions
 		if len(r.NullPaths) > 0 {
 			// A tool's null paths are its own under a provider: converted
 			// once, not in every listing.
-			l.NullPaths[t.Exposed] = t.Memo(nullPathsKeys[p], func() any {
+			l.NullPaths[t.Exposed] = t.Memo(nullPathsKey{p.r}, func() any {
 				nps := make([]NullPath, len(r.NullPaths))
 				for i, np := range r.NullPaths {
 					nps[i] = np
@@ -196,16 +196,9 @@ func (l *Listing) strict(p Provider, ts *conduit.ToolSet, lo *driver.ListOptions
 	return fallbacks
 }
 
-// nullPathsKeys are the memo keys of each provider's null paths, boxed
-// once.
-var nullPathsKeys = func() (keys [len(table)]any) {
-	for p := range keys {
-		keys[p] = nullPathsKey{Provider(p)}
-	}
-	return keys
-}()
-
-type nullPathsKey struct{ p Provider }
+// nullPathsKey is the memo key of a provider's null paths: one pointer,
+// so boxing it costs nothing.
+type nullPathsKey struct{ r *row }
 
 // fallback is a tool sent without strict mode, and why.
 type fallback struct {

@@ -20,6 +20,8 @@ func names(p adapters.Provider, tools []map[string]any) []string {
 	for _, t := range tools {
 		if fn, ok := t["function"].(map[string]any); ok {
 			out = append(out, fn["name"].(string))
+		} else if spec, ok := t["toolSpec"].(map[string]any); ok {
+			out = append(out, spec["name"].(string))
 		} else {
 			out = append(out, t["name"].(string))
 		}
@@ -148,14 +150,14 @@ func TestProviders(t *testing.T) {
 	if _, err := adapters.ParseProvider("mistral"); err == nil {
 		t.Error("no error")
 	}
-	if got := adapters.Provider(9).String(); got != "Provider(9)" {
+	if got := (adapters.Provider{}).String(); got != "Provider(none)" {
 		t.Error(got)
 	}
 	hub, _, _ := labHub(t, hubOpts{noGone: true})
-	if _, err := adapters.Tools(context.Background(), hub, adapters.Provider(0), nil); err == nil {
+	if _, err := adapters.Tools(context.Background(), hub, adapters.Provider{}, nil); err == nil {
 		t.Error("Tools with an invalid provider")
 	}
-	if _, err := adapters.ExecuteToolCalls(context.Background(), hub, adapters.Provider(0), "{}", nil); err == nil {
+	if _, err := adapters.ExecuteToolCalls(context.Background(), hub, adapters.Provider{}, "{}", nil); err == nil {
 		t.Error("ExecuteToolCalls with an invalid provider")
 	}
 }

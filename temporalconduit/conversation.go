@@ -164,7 +164,7 @@ func ResumeConversation(ctx workflow.Context, st State, o *ConversationOptions) 
 	p, _ := st.Offer.provider()
 	ro := ConversationOptions{Provider: p, Principal: st.Offer.Principal}
 	if o != nil {
-		if o.Provider != 0 && o.Provider != p {
+		if o.Provider != (adapters.Provider{}) && o.Provider != p {
 			return nil, fmt.Errorf("temporalconduit: the state is of a conversation with %s, not %s", p, o.Provider)
 		}
 		if o.Principal != "" && o.Principal != st.Offer.Principal {

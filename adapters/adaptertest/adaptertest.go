@@ -1,8 +1,8 @@
 // Package adaptertest is for tests of the adapters: fakes of each
-// provider's HTTP API ([FakeOf]), and the conformance suite that every
-// provider's package runs ([RunConformanceTests]), as gocloud.dev's
-// drivertest is for its drivers. A new provider adds its fake here and
-// runs the same suite.
+// built-in provider's HTTP API ([FakeOf]), and the conformance suite that
+// every provider runs ([RunConformanceTests]), as gocloud.dev's drivertest
+// is for its drivers. A provider from outside this module brings its own
+// [Fake] in a [Harness] and runs the same suite.
 package adaptertest
 
 import (
@@ -47,7 +47,18 @@ type Pauser interface {
 	Paused(text string) map[string]any
 }
 
-// FakeOf returns provider p's fake, nil for a provider without one.
+// Harness is a provider under test and the fake of its API.
+type Harness struct {
+	// Provider is the provider, as adapters.NewProvider makes it.
+	Provider adapters.Provider
+	// Fake writes the responses of its API and reads its requests.
+	Fake Fake
+}
+
+// Of returns the harness of a built-in provider (its fake is FakeOf's).
+func Of(p adapters.Provider) Harness { return Harness{Provider: p, Fake: FakeOf(p)} }
+
+// FakeOf returns built-in provider p's fake, nil for any other.
 func FakeOf(p adapters.Provider) Fake {
 	switch p {
 	case adapters.Anthropic:
@@ -58,6 +69,8 @@ func FakeOf(p adapters.Provider) Fake {
 		return responsesFake{}
 	case adapters.Gemini:
 		return geminiFake{}
+	case adapters.Bedrock:
+		return bedrockFake{}
 	}
 	return nil
 }

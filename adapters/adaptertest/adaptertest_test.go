@@ -18,7 +18,7 @@ func TestEveryProviderHasAFake(t *testing.T) {
 			t.Errorf("%v has no fake", p)
 		}
 	}
-	if adaptertest.FakeOf(adapters.Provider(0)) != nil {
+	if adaptertest.FakeOf(adapters.Provider{}) != nil {
 		t.Error("an invalid provider has a fake")
 	}
 }

@@ -18,12 +18,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// RunConformanceTests checks that provider p does what every provider
+// RunConformanceTests checks that h's provider p does what every provider
 // must, through package adapters' portable API (which drives p's
-// driver.Provider) and p's fake, against an in-process MCP server behind a
-// hub. Each provider's package runs it from its own tests. It checks that:
+// driver.Provider) and h's fake, against an in-process MCP server behind a
+// hub. Each provider's package runs it from its own tests, a provider from
+// outside this module as well as a built-in one. It checks that:
 //
-//   - p has a name, shapes and a whole Wire, whose parts agree with one
+//   - p has a name (a built-in's own, parsed back, or none of theirs),
+//     shapes and a whole Wire, whose parts agree with one
 //     another and with the fake;
 //   - the calls of a response in the provider's shape parse back as the
 //     model wrote them, whether the response comes as bytes, text, a
@@ -56,11 +58,11 @@ import (
 //     turn's budget max-min fairly;
 //   - the read tool is offered, keeps what was cut, and reads the rest by
 //     lines and by pattern without sending anything to the server.
-func RunConformanceTests(t *testing.T, p adapters.Provider) {
+func RunConformanceTests(t *testing.T, h Harness) {
 	t.Helper()
-	f := FakeOf(p)
+	p, f := h.Provider, h.Fake
 	if f == nil {
-		t.Fatalf("adaptertest has no fake of %v: add one to FakeOf", p)
+		t.Fatalf("the harness of %v has no fake", p)
 	}
 	s := &suite{p: p, f: f, w: p.Wire()}
 	for _, tc := range []struct {
@@ -187,8 +189,11 @@ func (s *suite) identity(t *testing.T) {
 	if name == "" || name != strings.ToLower(name) || strings.ContainsAny(name, " \t") {
 		t.Errorf("name %q: want a lower-case word", name)
 	}
-	if back, err := adapters.ParseProvider(name); err != nil || back != s.p {
+	builtIn := slices.Contains(adapters.Providers(), s.p)
+	if back, err := adapters.ParseProvider(name); builtIn && (err != nil || back != s.p) {
 		t.Errorf("ParseProvider(%q) = %v, %v", name, back, err)
+	} else if !builtIn && err == nil {
+		t.Errorf("name %q is a built-in provider's", name)
 	}
 	if sh := s.p.Shapes(); sh.Tools == "" || sh.Answers == "" {
 		t.Errorf("shapes %+v", sh)

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -64,32 +63,33 @@ func outcomes() []outcome {
 	}
 }
 
-// Fuzz is the body of a provider package's fuzz target of p, over f's
+// Fuzz is the body of a provider package's fuzz target of h, over f's
 // corpus (see SeedCorpus): for each input, roundTrip checks a response of
 // the provider's own shape built from it (see internal/fuzzgen), and
 // CheckAnswers the input itself, with the calls resolved against ts.
-func Fuzz(f *testing.F, p adapters.Provider, ts *conduit.ToolSet, roundTrip func(t *testing.T, data []byte)) {
+func Fuzz(f *testing.F, h Harness, ts *conduit.ToolSet, roundTrip func(t *testing.T, data []byte)) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		roundTrip(t, data)
-		CheckAnswers(t, p, ts, data)
+		CheckAnswers(t, h, ts, data)
 	})
 }
 
 // CheckAnswers is the property of the provider packages' fuzz targets:
-// p parses response, whatever its bytes, without a panic, and every call
+// h's provider parses response, whatever its bytes, without a panic, and every call
 // it finds, resolved against ts, is answered under every outcome (a
 // result of every content kind under each structured mode, an empty
 // result, isError results, failures, no result at all) with an answer
 // that marshals, is keyed by the call's id, and reads back through the
-// fake as one answer that reports a failure exactly when the outcome is
+// harness's fake as one answer that reports a failure exactly when the outcome is
 // one.
-func CheckAnswers(t testing.TB, p adapters.Provider, ts *conduit.ToolSet, response any) {
+func CheckAnswers(t testing.TB, h Harness, ts *conduit.ToolSet, response any) {
 	t.Helper()
+	p, f := h.Provider, h.Fake
 	raws, err := p.Parse(response)
 	if err != nil {
 		return
 	}
-	f, w := FakeOf(p), p.Wire()
+	w := p.Wire()
 	for _, c := range toolcall.Resolve(raws, ts) {
 		if c.Err != nil && c.Args != nil {
 			t.Fatalf("a call refused (%v) has arguments", c.Err)

@@ -163,14 +163,6 @@ func apiError(m map[string]any) string {
 	return ""
 }
 
-// ToolCalls resolves the response's tool_use blocks against ts: the calls
-// to send, and the tool_result answers of those that must not be sent
-// (unknown names, non-object input).
-func ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
-	raws, err := Parse(response)
-	return toolcall.ToolCalls(raws, err, ts, ToolResult)
-}
-
 // Anthropic's documented limits on one image, from
 // https://platform.claude.com/docs/en/build-with-claude/vision ("General
 // limits" and the image size limit): 5 MB per image through the API,

@@ -102,7 +102,7 @@ func TestParse(t *testing.T) {
 
 func TestToolCalls(t *testing.T) {
 	ts := weatherTools()
-	calls, rejected, err := anthropic.ToolCalls(`{"content":[
+	calls, rejected, err := adapters.Anthropic.ToolCalls(`{"content":[
 		{"type":"tool_use","id":"a","name":"get_weather","input":{"location":"Paris"}},
 		{"type":"tool_use","id":"b","name":"nope","input":{}},
 		{"type":"tool_use","id":"c","name":"get_time","input":[1]}
@@ -151,7 +151,9 @@ func TestToolResult(t *testing.T) {
 }
 
 // TestConformance runs the suite every provider passes.
-func TestConformance(t *testing.T) { adaptertest.RunConformanceTests(t, adapters.Anthropic) }
+func TestConformance(t *testing.T) {
+	adaptertest.RunConformanceTests(t, adaptertest.Of(adapters.Anthropic))
+}
 
 // FuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
 // call it finds is answered, under every outcome, by a tool_result keyed
@@ -164,7 +166,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"content":[{"type":"tool_use","id":"\ud800","name":7,"input":"s"}]}`))
 	// "input" null or missing: malformed, answered as not an object.
 	f.Add([]byte(`{"content":[{"type":"tool_use","id":"a","name":"get_weather","input":null},{"type":"tool_use","id":"b","name":"get_weather"}]}`))
-	adaptertest.Fuzz(f, adapters.Anthropic, weatherTools(), roundTrip)
+	adaptertest.Fuzz(f, adaptertest.Of(adapters.Anthropic), weatherTools(), roundTrip)
 }
 
 // roundTrip builds a Messages response from the turn data makes, in the

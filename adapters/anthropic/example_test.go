@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/anthropic"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -51,7 +52,7 @@ func ExampleTools() {
 	// ]
 }
 
-func ExampleToolCalls() {
+func Example_toolCalls() {
 	response := `{
 	  "role": "assistant",
 	  "stop_reason": "tool_use",
@@ -61,7 +62,7 @@ func ExampleToolCalls() {
 	    {"type": "tool_use", "id": "toolu_02", "name": "get_time", "input": {"timezone": "America/Los_Angeles"}}
 	  ]
 	}`
-	calls, rejected, err := anthropic.ToolCalls(response, exampleToolSet())
+	calls, rejected, err := adapters.Anthropic.ToolCalls(response, exampleToolSet())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -89,7 +90,7 @@ func ExampleToolCalls() {
 }
 
 func ExampleToolResult() {
-	calls, _, _ := anthropic.ToolCalls(`{"content": [{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"location": "Paris"}}]}`, exampleToolSet())
+	calls, _, _ := adapters.Anthropic.ToolCalls(`{"content": [{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"location": "Paris"}}]}`, exampleToolSet())
 
 	// The server's result, as the pipeline returns it.
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "15 degrees"}}}

@@ -9,10 +9,13 @@
 // provider searches deferred tools itself) and [Strict] (a strict mode for
 // tool schemas, whose nulls are removed before a call).
 //
-// Adding a provider is a package under adapters/ whose Provider
-// implements this package's interfaces, a constant and a row in
-// adapters' provider table, a fake in adaptertest, and a test that runs
-// adaptertest.RunConformanceTests.
+// A provider can live in any module. Its package implements [Provider]
+// (its Prepare built with [Render], [Pend] and a [Writer], so that its
+// answers are cut to the result budget as every other's are);
+// adapters.NewProvider makes it a provider usable wherever the built-in
+// ones are; and its tests run adaptertest.RunConformanceTests with a
+// fake of its API. A built-in provider adds one line to adapters' list
+// of built-ins, which gives it its CLI name.
 package driver
 
 import (

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/gemini"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -60,12 +61,12 @@ func ExampleTools() {
 	// }
 }
 
-func ExampleFunctionCalls() {
+func Example_functionCalls() {
 	response := `{"candidates": [{"content": {"role": "model", "parts": [
 	  {"functionCall": {"id": "8f2b1a3c", "name": "set_light_values", "args": {"brightness": 25, "color_temp": "warm"}}},
 	  {"functionCall": {"name": "play_music", "args": {}}}
 	]}}]}`
-	calls, rejected, err := gemini.FunctionCalls(response, exampleToolSet())
+	calls, rejected, err := adapters.Gemini.ToolCalls(response, exampleToolSet())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -89,7 +90,7 @@ func ExampleFunctionCalls() {
 }
 
 func ExampleFunctionResponse() {
-	calls, _, _ := gemini.FunctionCalls(`{"candidates": [{"content": {"parts": [
+	calls, _, _ := adapters.Gemini.ToolCalls(`{"candidates": [{"content": {"parts": [
 	  {"functionCall": {"id": "8f2b1a3c", "name": "set_light_values", "args": {"brightness": 25, "color_temp": "warm"}}}]}}]}`,
 		exampleToolSet())
 	// A result with structuredContent answers with the object itself.

@@ -147,14 +147,6 @@ func Parse(response any) ([]toolcall.Raw, error) {
 	return raws, nil
 }
 
-// FunctionCalls resolves the response's function calls against ts: the
-// calls to send, and the functionResponse parts of those that must not be
-// sent (unknown names, non-object args).
-func FunctionCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
-	raws, err := Parse(response)
-	return toolcall.ToolCalls(raws, err, ts, FunctionResponse)
-}
-
 // FunctionResponse answers one call with a functionResponse part: the
 // exposed name, the call's id when Gemini sent one, and the result under
 // response.output, or a failure, and an isError result, under

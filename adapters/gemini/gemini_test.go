@@ -79,7 +79,7 @@ func TestParse(t *testing.T) {
 }
 
 func TestFunctionCalls(t *testing.T) {
-	calls, rejected, err := gemini.FunctionCalls(`{"candidates":[{"content":{"parts":[
+	calls, rejected, err := adapters.Gemini.ToolCalls(`{"candidates":[{"content":{"parts":[
 		{"functionCall":{"id":"a","name":"set_light_values","args":{"brightness":25,"color_temp":"warm"}}},
 		{"functionCall":{"name":"nope","args":{}}},
 		{"functionCall":{"id":"c","name":"dim_lights","args":"dim"}}]}}]}`, lights())
@@ -142,7 +142,9 @@ func TestFunctionResponse(t *testing.T) {
 }
 
 // TestConformance runs the suite every provider passes.
-func TestConformance(t *testing.T) { adaptertest.RunConformanceTests(t, adapters.Gemini) }
+func TestConformance(t *testing.T) {
+	adaptertest.RunConformanceTests(t, adaptertest.Of(adapters.Gemini))
+}
 
 // FuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
 // call it finds is answered, under every outcome, by a functionResponse
@@ -153,7 +155,7 @@ func FuzzParse(f *testing.F) {
 	adaptertest.SeedCorpus(f, filepath.Join("..", "testdata", "gemini"))
 	f.Add([]byte(`{"candidates":[{"content":{"parts":[{"functionCall":{"id":"a","name":"dim_lights","args":{"brightness":1}}}]}}]}`))
 	f.Add([]byte(`{"parts":[{"functionCall":{"name":3,"args":null}}]}`))
-	adaptertest.Fuzz(f, adapters.Gemini, lights(), roundTrip)
+	adaptertest.Fuzz(f, adaptertest.Of(adapters.Gemini), lights(), roundTrip)
 }
 
 // roundTrip builds a generateContent response from the turn data makes, in

@@ -370,14 +370,6 @@ func sdkUnion(m map[string]any) bool {
 	return true
 }
 
-// ToolCalls resolves the response's function calls against ts: the calls
-// to send, and the answers of those that must not be sent (unknown names,
-// arguments that are not a JSON object).
-func (api API) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
-	raws, err := api.Parse(response)
-	return toolcall.ToolCalls(raws, err, ts, api.ToolOutput)
-}
-
 // MaxImageBytes is the largest image a Responses answer carries, in bytes
 // of its base64 text: OpenAI documents up to 20 MB per image (and 50 MB of
 // images, 500 images, per request, which depend on the whole conversation

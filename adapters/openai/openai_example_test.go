@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -68,7 +69,7 @@ func ExampleAPI_Tools() {
 	// map[get_weather:[[units]]]
 }
 
-func ExampleAPI_ToolCalls() {
+func Example_toolCalls() {
 	response := `{
 	  "output": [
 	    {"type": "reasoning", "id": "rs_1", "summary": []},
@@ -76,7 +77,7 @@ func ExampleAPI_ToolCalls() {
 	    {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "get_weather", "arguments": "{\"location\":"}
 	  ]
 	}`
-	calls, rejected, err := openai.Responses.ToolCalls(response, exampleToolSet())
+	calls, rejected, err := adapters.OpenAIResponses.ToolCalls(response, exampleToolSet())
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -99,7 +100,7 @@ func ExampleAPI_ToolCalls() {
 }
 
 func ExampleAPI_ToolOutput() {
-	calls, _, _ := openai.Chat.ToolCalls(`{"choices": [{"message": {"role": "assistant", "tool_calls": [
+	calls, _, _ := adapters.OpenAIChat.ToolCalls(`{"choices": [{"message": {"role": "assistant", "tool_calls": [
 	  {"id": "call_abc123", "type": "function", "function": {"name": "get_weather", "arguments": "{\"location\": \"Boston, MA\"}"}}]}}]}`,
 		exampleToolSet())
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "12°C, light rain"}}}

@@ -187,7 +187,7 @@ func TestParseResponses(t *testing.T) {
 }
 
 func TestToolCalls(t *testing.T) {
-	calls, rejected, err := openai.Responses.ToolCalls(`{"output":[
+	calls, rejected, err := adapters.OpenAIResponses.ToolCalls(`{"output":[
 		{"type":"function_call","call_id":"a","name":"search","arguments":"{\"q\":\"x\"}"},
 		{"type":"function_call","call_id":"b","name":"nope","arguments":"{}"},
 		{"type":"function_call","call_id":"c","name":"search","arguments":"{oops"}]}`, oaTools())
@@ -249,8 +249,8 @@ func TestToolOutput(t *testing.T) {
 
 // TestConformance runs the suite every provider passes, for both APIs.
 func TestConformance(t *testing.T) {
-	t.Run("chat", func(t *testing.T) { adaptertest.RunConformanceTests(t, adapters.OpenAIChat) })
-	t.Run("responses", func(t *testing.T) { adaptertest.RunConformanceTests(t, adapters.OpenAIResponses) })
+	t.Run("chat", func(t *testing.T) { adaptertest.RunConformanceTests(t, adaptertest.Of(adapters.OpenAIChat)) })
+	t.Run("responses", func(t *testing.T) { adaptertest.RunConformanceTests(t, adaptertest.Of(adapters.OpenAIResponses)) })
 }
 
 func FuzzParseChat(f *testing.F)      { fuzzParse(f, openai.Chat, adapters.OpenAIChat) }
@@ -268,7 +268,7 @@ func fuzzParse(f *testing.F, api openai.API, p adapters.Provider) {
 	// "arguments" null or missing: malformed, answered as not an object.
 	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"search","arguments":null}},{"id":"b","function":{"name":"search"}}]}}]}`))
 	f.Add([]byte(`{"output":[{"type":"function_call","call_id":"a","name":"search","arguments":null},{"type":"function_call","call_id":"b","name":"search"}]}`))
-	adaptertest.Fuzz(f, p, oaTools(), func(t *testing.T, data []byte) { responseRoundTrip(t, api, data) })
+	adaptertest.Fuzz(f, adaptertest.Of(p), oaTools(), func(t *testing.T, data []byte) { responseRoundTrip(t, api, data) })
 }
 
 // responseRoundTrip builds a response of api from the turn data makes, in the

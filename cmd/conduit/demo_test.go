@@ -24,7 +24,7 @@ func TestDemo(t *testing.T) {
 		"No network, no API key",
 		"notes (up, 3 tools), web (up, 2 tools)",
 		"1. deny  notes/delete_*  when the conversation holds output from web",
-		"Turn 1 · anthropic", "Turn 2 · openai-chat", "Turn 3 · openai-responses", "Turn 4 · gemini",
+		"Turn 1 · anthropic", "Turn 2 · openai-chat", "Turn 3 · openai-responses", "Turn 4 · bedrock", "Turn 5 · gemini",
 		"allow (rule 2) → sent, ok",
 		"deny (rule 1: the conversation holds output from web) → denied, nothing sent",
 		"ask (rule 3) → scripted approver: allow → sent, ok",
@@ -60,7 +60,7 @@ func TestDemoJSON(t *testing.T) {
 		}
 	}
 	decode(t, r, &rep)
-	if len(rep.Servers) != 2 || len(rep.Turns) != 4 {
+	if len(rep.Servers) != 2 || len(rep.Turns) != 5 {
 		t.Fatalf("report: %s", r.stdout)
 	}
 	var got []string
@@ -76,12 +76,12 @@ func TestDemoJSON(t *testing.T) {
 		"notes__search_notes:allow::ok", "web__fetch:allow::ok",
 		"notes__delete_note:deny::denied", "notes__add_note:ask:allow:ok",
 		"web__screenshot:allow::ok", "shell__run:::unknown_tool",
-		"notes__add_note:ask:halt:denied",
+		"notes__search_notes:allow::ok", "notes__add_note:ask:halt:denied",
 	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("calls\n got %v\nwant %v", got, want)
 	}
-	if !rep.Turns[3].Halted || len(rep.Turns[0].Taint) != 0 || strings.Join(rep.Turns[1].Taint, ",") != "notes,web" {
+	if !rep.Turns[4].Halted || len(rep.Turns[0].Taint) != 0 || strings.Join(rep.Turns[1].Taint, ",") != "notes,web" {
 		t.Errorf("halt/taint: %+v", rep.Turns)
 	}
 }

@@ -129,7 +129,7 @@ var notesPolicy = []any{
 
 // jsonArgs are args as provider p's response carries them.
 func jsonArgs(t *testing.T, args map[string]any, p adapters.Provider) any {
-	if p == adapters.Gemini || p == adapters.Anthropic {
+	if p != adapters.OpenAIChat && p != adapters.OpenAIResponses {
 		return args
 	}
 	data, err := json.Marshal(args)

@@ -154,9 +154,8 @@ Commands:
 			fmt.Fprintf(&b, "  %-8s %s\n", c.name, c.summary)
 		}
 	}
+	fmt.Fprintf(&b, "\nProviders: %s.\n", providerNames())
 	b.WriteString(`
-Providers: anthropic, openai-chat, openai-responses, gemini.
-
 Every command but demo, strict and version reads an mcpServers configuration
 (Claude Desktop / Cursor / VS Code shape) with an optional "policy" list,
 from --config FILE (default ./mcp.json). When mcp.lock.json is beside it

@@ -217,11 +217,11 @@ func (h *hubFlags) openError(err error) error {
 // providerFlag parses --provider.
 func parseProvider(cmd, s string) (adapters.Provider, error) {
 	if s == "" {
-		return 0, usageError(cmd, "--provider is required: one of %s", providerNames())
+		return adapters.Provider{}, usageError(cmd, "--provider is required: one of %s", providerNames())
 	}
 	p, err := adapters.ParseProvider(s)
 	if err != nil {
-		return 0, usageError(cmd, "unknown provider %q: use one of %s", s, providerNames())
+		return adapters.Provider{}, usageError(cmd, "unknown provider %q: use one of %s", s, providerNames())
 	}
 	return p, nil
 }

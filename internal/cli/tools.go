@@ -21,7 +21,7 @@ type listFlags struct {
 }
 
 func (l *listFlags) register(fs *flagSet, strictToo bool) {
-	fs.StringVar(&l.provider, "provider", "", "the `provider`: anthropic, openai-chat, openai-responses or gemini")
+	fs.StringVar(&l.provider, "provider", "", "the `provider`: "+providerNames())
 	fs.StringVar(&l.principal, "principal", "", "the `ID` of whom the calls are for, as the policy's principal conditions see it")
 	if strictToo {
 		fs.StringVar(&l.strict, "strict", "auto", "OpenAI strict mode: auto (strict where the schema converts), true (leave out the others) or false")
@@ -31,7 +31,7 @@ func (l *listFlags) register(fs *flagSet, strictToo bool) {
 func (l *listFlags) parse(fs *flagSet) (adapters.Provider, adapters.Strict, error) {
 	p, err := parseProvider(fs.cmd, l.provider)
 	if err != nil {
-		return 0, 0, err
+		return adapters.Provider{}, 0, err
 	}
 	s, err := parseStrict(fs.cmd, l.strict)
 	return p, s, err

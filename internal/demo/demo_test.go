@@ -18,10 +18,10 @@ func TestPlay(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Play took %v", d)
 	}
-	if len(rep.Servers) != 2 || len(rep.Tools) != 5 || len(rep.Turns) != 4 {
+	if len(rep.Servers) != 2 || len(rep.Tools) != 5 || len(rep.Turns) != 5 {
 		t.Fatalf("report %+v", rep)
 	}
-	if last := rep.Turns[3]; !last.Halted || last.Calls[0].Approval != "halt" {
+	if last := rep.Turns[4]; !last.Halted || last.Calls[0].Approval != "halt" {
 		t.Errorf("last turn %+v", last)
 	}
 	if c := rep.Turns[1].Calls[0]; c.Name != "notes__delete_note" || c.Decision != "deny" || c.Outcome != "denied" {

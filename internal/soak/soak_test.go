@@ -689,6 +689,17 @@ func resultText(p adapters.Provider, answer map[string]any) string {
 	case adapters.OpenAIResponses:
 		s, _ := answer["output"].(string)
 		return s
+	case adapters.Bedrock:
+		tr, _ := answer["toolResult"].(map[string]any)
+		var parts []string
+		for _, b := range asList(tr["content"]) {
+			if m, ok := b.(map[string]any); ok {
+				if s, ok := m["text"].(string); ok {
+					parts = append(parts, s)
+				}
+			}
+		}
+		return strings.Join(parts, "\n")
 	default:
 		fr, _ := answer["functionResponse"].(map[string]any)
 		r, _ := fr["response"].(map[string]any)

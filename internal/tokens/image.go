@@ -95,3 +95,9 @@ func ImageSize(mediaType string, data []byte) (w, h int) {
 	}
 	return cfg.Width, cfg.Height
 }
+
+// AnyImage is the largest of the rules above: an image's cost when the
+// model that reads it is unknown, or counts images its own way.
+func AnyImage(w, h int) int {
+	return max(AnthropicImage(w, h), OpenAIImage(w, h), GeminiImage(w, h))
+}

@@ -150,8 +150,15 @@ func TextTurn(p adapters.Provider, text string) string {
 // ToolNames returns the names of the tools a request offered, in order.
 func ToolNames(body map[string]any) []string {
 	var names []string
-	for _, t := range jsonv.List(body["tools"]) {
+	tools := jsonv.List(body["tools"])
+	if tc := jsonv.Object(body["toolConfig"]); tc != nil {
+		tools = jsonv.List(tc["tools"]) // Bedrock's Converse
+	}
+	for _, t := range tools {
 		m := jsonv.Object(t)
+		if spec := jsonv.Object(m["toolSpec"]); spec != nil {
+			m = spec
+		}
 		if decls := jsonv.List(m["functionDeclarations"]); decls != nil {
 			for _, d := range decls {
 				names = append(names, jsonv.String(jsonv.Object(d)["name"]))
