@@ -19,6 +19,7 @@ func TestParseNamesAnotherProvidersShape(t *testing.T) {
 		adapters.OpenAIChat:      "an OpenAI Chat Completions response",
 		adapters.OpenAIResponses: "an OpenAI Responses response",
 		adapters.Gemini:          "a Gemini response",
+		adapters.Bedrock:         "an Amazon Bedrock Converse response",
 	}
 	for _, from := range adapters.Providers() {
 		resp := adaptertest.FakeOf(from).Response("", call)
@@ -42,6 +43,7 @@ func TestParseNamesAnotherProvidersShape(t *testing.T) {
 	for from, msg := range map[string]map[string]any{
 		"anthropic": {"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "t", "name": "n", "input": map[string]any{}}}},
 		"gemini":    {"role": "model", "parts": []any{map[string]any{"functionCall": map[string]any{"name": "n", "args": map[string]any{}}}}},
+		"bedrock":   {"role": "assistant", "content": []any{map[string]any{"toolUse": map[string]any{"toolUseId": "t", "name": "n", "input": map[string]any{}}}}},
 	} {
 		if _, err := adapters.OpenAIChat.Parse(msg); err == nil || !strings.Contains(err.Error(), "give provider "+from) {
 			t.Errorf("%s message as openai-chat: %v", from, err)

@@ -16,9 +16,9 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/internal/budget"
 	"github.com/conduitmcp/conduit/adapters/internal/render"
-	"github.com/conduitmcp/conduit/adapters/internal/shape"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
@@ -138,7 +138,7 @@ func Parse(response any) ([]toolcall.Raw, error) {
 		if _, has := m["content"]; has || m["type"] == "error" {
 			return nil, fmt.Errorf("anthropic: the response has no content list%s", apiError(m))
 		}
-		return nil, fmt.Errorf("anthropic: the response has no \"content\"%s%s", apiError(m), shape.Mismatch("anthropic", m))
+		return nil, fmt.Errorf("anthropic: the response has no \"content\"%s%s", apiError(m), driver.Mismatch("anthropic", m))
 	}
 	var raws []toolcall.Raw
 	for _, b := range content {

@@ -104,6 +104,9 @@ func (converse) Parse(response any) ([]toolcall.Raw, error) {
 	if err != nil {
 		return nil, err
 	}
+	if why := driver.Mismatch("bedrock", m); why != "" {
+		return nil, fmt.Errorf("bedrock: the response is not a Converse response%s", why)
+	}
 	blocks, ok := content(m)
 	if !ok {
 		return nil, fmt.Errorf("bedrock: the response has no output message%s", apiError(m))

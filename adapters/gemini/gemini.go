@@ -15,9 +15,9 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/internal/budget"
 	"github.com/conduitmcp/conduit/adapters/internal/render"
-	"github.com/conduitmcp/conduit/adapters/internal/shape"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
@@ -129,7 +129,7 @@ func Parse(response any) ([]toolcall.Raw, error) {
 		if _, ok := m["promptFeedback"]; ok {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("gemini: the response has no \"candidates\" or \"parts\"%s", shape.Mismatch("gemini", m))
+		return nil, fmt.Errorf("gemini: the response has no \"candidates\" or \"parts\"%s", driver.Mismatch("gemini", m))
 	}
 	parts, ok := content["parts"].([]any)
 	if !ok && content["parts"] != nil {

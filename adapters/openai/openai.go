@@ -26,9 +26,9 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/internal/budget"
 	"github.com/conduitmcp/conduit/adapters/internal/render"
-	"github.com/conduitmcp/conduit/adapters/internal/shape"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
@@ -283,7 +283,7 @@ func parseChat(m map[string]any) ([]toolcall.Raw, error) {
 		}
 	} else if _, ok := m["tool_calls"]; !ok {
 		// A message of another API's would read as one without calls.
-		if why := shape.Mismatch("openai-chat", m); why != "" {
+		if why := driver.Mismatch("openai-chat", m); why != "" {
 			return nil, fmt.Errorf("openai: the response has no \"choices\"%s", why)
 		}
 		if _, ok := m["role"]; !ok {
@@ -319,7 +319,7 @@ func parseChat(m map[string]any) ([]toolcall.Raw, error) {
 func parseResponses(m map[string]any) ([]toolcall.Raw, error) {
 	output, ok := m["output"].([]any)
 	if !ok {
-		return nil, fmt.Errorf("openai: the response has no \"output\" list%s", shape.Mismatch("openai-responses", m))
+		return nil, fmt.Errorf("openai: the response has no \"output\" list%s", driver.Mismatch("openai-responses", m))
 	}
 	var raws []toolcall.Raw
 	for _, v := range output {
