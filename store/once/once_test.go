@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"github.com/conduitmcp/conduit/store"
 	"github.com/conduitmcp/conduit/store/once/oncetest"
 	"github.com/conduitmcp/conduit/store/redisstore"
+	"github.com/conduitmcp/conduit/store/sqlitestore"
 )
 
 // claimerEnv makes the test binary a claimer process (see TestMain): it
@@ -23,10 +26,16 @@ import (
 // CLAIMER_TTL.
 const claimerEnv = "ONCE_TEST_CLAIMER"
 
+// sqliteClaimerEnv makes it a claimer on the SQLite file it names.
+const sqliteClaimerEnv = "ONCE_TEST_SQLITE_CLAIMER"
+
 func TestMain(m *testing.M) {
 	logging.Disable()
 	if url := os.Getenv(claimerEnv); url != "" {
 		os.Exit(claimer(url))
+	}
+	if path := os.Getenv(sqliteClaimerEnv); path != "" {
+		os.Exit(sqliteClaimer(path))
 	}
 	os.Exit(m.Run())
 }
@@ -38,6 +47,22 @@ func claimer(url string) int {
 		return 1
 	}
 	defer s.Close()
+	return claimAndWait(s)
+}
+
+func sqliteClaimer(path string) int {
+	s, err := sqlitestore.Open(path, nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer s.Close()
+	return claimAndWait(s)
+}
+
+// claimAndWait runs oncetest.ClaimAndWait on s for the key and ttl the
+// environment names.
+func claimAndWait(s store.Claims) int {
 	ttl, err := time.ParseDuration(os.Getenv("CLAIMER_TTL"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -85,6 +110,41 @@ func TestRedis(t *testing.T) {
 		Claimer: func(t *testing.T, namespace, key string, ttl time.Duration) *exec.Cmd {
 			cmd := exec.Command(exe, "-test.run=^$")
 			cmd.Env = append(os.Environ(), claimerEnv+"="+r.URL, "CLAIMER_PREFIX="+namespace, "CLAIMER_KEY="+key, "CLAIMER_TTL="+ttl.String())
+			return cmd
+		},
+	})
+}
+
+// TestSQLite runs the protocol over the embedded store, a file per
+// namespace that the claimer processes open too.
+func TestSQLite(t *testing.T) {
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := func(namespace string) string {
+		return filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(namespace)+".db")
+	}
+	var mu sync.Mutex
+	stores := map[string]*sqlitestore.Store{}
+	oncetest.Run(t, func(t *testing.T, namespace string) store.Claims {
+		mu.Lock()
+		defer mu.Unlock()
+		s := stores[namespace]
+		if s == nil {
+			var err error
+			if s, err = sqlitestore.Open(path(namespace), nil); err != nil {
+				t.Fatal(err)
+			}
+			stores[namespace] = s
+			t.Cleanup(func() { s.Close() })
+		}
+		return s
+	}, &oncetest.Options{
+		Claimer: func(t *testing.T, namespace, key string, ttl time.Duration) *exec.Cmd {
+			cmd := exec.Command(exe, "-test.run=^$")
+			cmd.Env = append(os.Environ(), sqliteClaimerEnv+"="+path(namespace), "CLAIMER_KEY="+key, "CLAIMER_TTL="+ttl.String())
 			return cmd
 		},
 	})
