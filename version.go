@@ -2,4 +2,4 @@ package conduit
 
 // Version is conduit's version, sent to servers as the client's
 // implementation version.
-const Version = "0.3.0"
+const Version = "0.4.0"
