@@ -27,8 +27,8 @@ type ListingOptions struct {
 	CacheLast bool
 	CacheTTL  string
 	// Strict, for OpenAI, is the strict-mode choice (default
-	// StrictAuto).
-	Strict Strict
+	// driver.StrictAuto).
+	Strict driver.StrictMode
 	// Trace, when set, is told of listing events.
 	Trace *Trace
 	// Logger, when set, logs listing events.
@@ -37,24 +37,6 @@ type ListingOptions struct {
 	// cacheTool is where CacheLast's mark goes instead of the last tool.
 	cacheTool string
 }
-
-// Strict is the strict-mode choice of a listing, for providers with a
-// strict mode for tool schemas (OpenAI's, see openai.StrictSchema).
-type Strict int
-
-const (
-	// StrictAuto sends a tool whose schema converts in strict mode, and
-	// any other without strict mode and with its original schema, which
-	// Listing.Fallbacks names and Trace.StrictFallback is told of.
-	StrictAuto Strict = iota
-	// StrictOn sends only the tools whose schema converts; the others,
-	// which the provider would reject, are left out and named in
-	// Listing.Excluded.
-	StrictOn
-	// StrictOff sends every tool without strict mode, with its original
-	// schema.
-	StrictOff
-)
 
 // NullPath is the path, from the arguments' root, of a property that
 // strict mode made nullable: the model sends null for it when it means
@@ -68,7 +50,7 @@ type NullPath []string
 // synchronously, so it must be quick and safe for concurrent use.
 type Trace struct {
 	// StrictFallback is called for each tool that OpenAIChat or
-	// OpenAIResponses sends with "strict": false under StrictAuto.
+	// OpenAIResponses sends with "strict": false under driver.StrictAuto.
 	StrictFallback func(StrictFallbackInfo)
 	// ResultBudget is called for each result over
 	// BudgetOptions.WarnTokens, and each result cut to its budget, once
@@ -97,8 +79,8 @@ type Listing struct {
 	// strict mode makes the model send, removed before a call (OpenAI
 	// only).
 	NullPaths map[string][]NullPath
-	// Fallbacks are tools sent with "strict": false under StrictAuto, and
-	// Excluded the tools left out under StrictOn (exposed names).
+	// Fallbacks are tools sent with "strict": false under driver.StrictAuto, and
+	// Excluded the tools left out under driver.StrictOn (exposed names).
 	Fallbacks []string
 	Excluded  []string
 	// Warnings are what the user should know before the tools are sent:
@@ -160,7 +142,7 @@ func listToolSet(ctx context.Context, ts *conduit.ToolSet, p Provider, o *Listin
 // toDriver is o as a driver takes it.
 func (o *ListingOptions) toDriver() *driver.ListOptions {
 	return &driver.ListOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL, CacheTool: o.cacheTool,
-		Strict: driver.StrictMode(o.Strict)}
+		Strict: o.Strict}
 }
 
 // strict fills in what strict mode did to the listing of ts, for a

@@ -113,14 +113,24 @@ type ListOptions struct {
 	SearchRegex bool
 }
 
-// StrictMode is a strict-mode choice; adapters.Strict documents the
-// values.
+// StrictMode is the strict-mode choice of a listing, for providers with a
+// strict mode for tool schemas (OpenAI's, see openai.StrictSchema). It is
+// the one type of the choice: adapters.ListingOptions and
+// openai.ToolsOptions both take it.
 type StrictMode int
 
-// The strict-mode choices, in adapters.Strict's order.
 const (
+	// StrictAuto sends a tool whose schema converts in strict mode, and
+	// any other without strict mode and with its original schema, which
+	// adapters.Listing.Fallbacks names and adapters.Trace.StrictFallback
+	// is told of.
 	StrictAuto StrictMode = iota
+	// StrictOn sends only the tools whose schema converts; the others,
+	// which the provider would reject, are left out and named in
+	// adapters.Listing.Excluded.
 	StrictOn
+	// StrictOff sends every tool without strict mode, with its original
+	// schema.
 	StrictOff
 )
 
