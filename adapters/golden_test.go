@@ -474,11 +474,11 @@ func TestGoldenTools(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			hub, _, _ := labHub(t, hubOpts{})
 			type listed struct {
-				Tools     []map[string]any               `json:"tools"`
-				Fallbacks []string                       `json:"fallbacks,omitempty"`
-				Excluded  []string                       `json:"excluded,omitempty"`
-				NullPaths map[string][]adapters.NullPath `json:"null_paths,omitempty"`
-				Warnings  []toolcall.Warning             `json:"warnings,omitempty"`
+				Tools     []map[string]any             `json:"tools"`
+				Fallbacks []string                     `json:"fallbacks,omitempty"`
+				Excluded  []string                     `json:"excluded,omitempty"`
+				NullPaths map[string][]driver.NullPath `json:"null_paths,omitempty"`
+				Warnings  []toolcall.Warning           `json:"warnings,omitempty"`
 			}
 			list := func(o *adapters.ToolsOptions) listed {
 				l, err := adapters.Tools(context.Background(), hub, p, o)

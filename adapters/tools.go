@@ -38,13 +38,6 @@ type ListingOptions struct {
 	cacheTool string
 }
 
-// NullPath is the path, from the arguments' root, of a property that
-// strict mode made nullable: the model sends null for it when it means
-// to leave it out, and the null is removed before the call is sent.
-// Elements are property names; the element "[]" stands for every item of
-// an array, so the path of tags[].note is NullPath{"tags", "[]", "note"}.
-type NullPath []string
-
 // Trace is a set of optional hooks for adapter events, in the manner of
 // net/http/httptrace; each takes an info struct, and each is called
 // synchronously, so it must be quick and safe for concurrent use.
@@ -78,7 +71,7 @@ type Listing struct {
 	// NullPaths are strict mode's null paths, by exposed name: the nulls
 	// strict mode makes the model send, removed before a call (OpenAI
 	// only).
-	NullPaths map[string][]NullPath
+	NullPaths map[string][]driver.NullPath
 	// Fallbacks are tools sent with "strict": false under driver.StrictAuto, and
 	// Excluded the tools left out under driver.StrictOn (exposed names).
 	Fallbacks []string
@@ -153,7 +146,7 @@ func (l *Listing) strict(p Provider, ts *conduit.ToolSet, lo *driver.ListOptions
 		return nil
 	}
 	var fallbacks []fallback
-	l.NullPaths = map[string][]NullPath{}
+	l.NullPaths = map[string][]driver.NullPath{}
 	for t := range ts.All() {
 		r := s.StrictTool(t, lo)
 		switch {
@@ -164,23 +157,13 @@ func (l *Listing) strict(p Provider, ts *conduit.ToolSet, lo *driver.ListOptions
 			fallbacks = append(fallbacks, fallback{t.Exposed, r.Fallback})
 		}
 		if len(r.NullPaths) > 0 {
-			// A tool's null paths are its own under a provider: converted
-			// once, not in every listing.
-			l.NullPaths[t.Exposed] = t.Memo(nullPathsKey{p.r}, func() any {
-				nps := make([]NullPath, len(r.NullPaths))
-				for i, np := range r.NullPaths {
-					nps[i] = np
-				}
-				return nps
-			}).([]NullPath)
+			// A tool's null paths are its own under a provider, shared by
+			// every listing and never modified.
+			l.NullPaths[t.Exposed] = r.NullPaths
 		}
 	}
 	return fallbacks
 }
-
-// nullPathsKey is the memo key of a provider's null paths: one pointer,
-// so boxing it costs nothing.
-type nullPathsKey struct{ r *row }
 
 // fallback is a tool sent without strict mode, and why.
 type fallback struct {

@@ -61,7 +61,7 @@ func (f functions) API() driver.API {
 // StrictTool reads what Tools does from the tool's memoized definition.
 func (f functions) StrictTool(t *conduit.Tool, o *driver.ListOptions) driver.StrictResult {
 	d := f.api.definition(t, o.Strict)
-	return driver.StrictResult{Excluded: d.def == nil, Fallback: d.fallback, NullPaths: d.paths}
+	return driver.StrictResult{Excluded: d.def == nil, Fallback: d.fallback, NullPaths: d.nullPaths}
 }
 
 func (functions) StripNull(args map[string]any, path []string) {

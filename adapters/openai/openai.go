@@ -79,7 +79,7 @@ type Report struct {
 	Excluded []string
 	// NullPaths, by exposed name: the properties strict mode made nullable,
 	// whose nulls are removed before a call is sent (see StripNulls).
-	NullPaths map[string][]NullPath
+	NullPaths map[string][]driver.NullPath
 }
 
 type (
@@ -94,7 +94,7 @@ type (
 
 type converted struct {
 	schema    map[string]any
-	nullPaths []NullPath
+	nullPaths []driver.NullPath
 	err       error
 }
 
@@ -108,9 +108,8 @@ func convert(t *conduit.Tool) converted {
 // toolDef is one tool's listing for an API and strict choice.
 type toolDef struct {
 	def       map[string]any // nil: excluded
-	nullPaths []NullPath
-	paths     [][]string // nullPaths, as the driver reports them
-	fallback  error      // set when strict mode fell back
+	nullPaths []driver.NullPath
+	fallback  error // set when strict mode fell back
 }
 
 func definition(api API, strict driver.StrictMode, t *conduit.Tool) toolDef {
@@ -121,9 +120,6 @@ func definition(api API, strict driver.StrictMode, t *conduit.Tool) toolDef {
 		switch {
 		case c.err == nil:
 			schema, isStrict, d.nullPaths = c.schema, true, c.nullPaths
-			for _, p := range c.nullPaths {
-				d.paths = append(d.paths, p)
-			}
 		case strict == driver.StrictOn:
 			return d
 		default:
@@ -157,7 +153,7 @@ func (api API) Tools(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Re
 	if api != Responses {
 		api = Chat
 	}
-	rep := Report{NullPaths: map[string][]NullPath{}}
+	rep := Report{NullPaths: map[string][]driver.NullPath{}}
 	return api.list(ts, o.Strict, &rep), rep
 }
 

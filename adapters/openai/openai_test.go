@@ -49,7 +49,7 @@ func TestToolsShapes(t *testing.T) {
 	if len(rep.Fallbacks) != 1 || rep.Fallbacks[0].Tool != "pick" || !errors.Is(rep.Fallbacks[0].Err, openai.ErrNotStrict) {
 		t.Errorf("fallbacks %+v", rep.Fallbacks)
 	}
-	if !reflect.DeepEqual(rep.NullPaths, map[string][]openai.NullPath{"search": {{"limit"}}}) || rep.Excluded != nil {
+	if !reflect.DeepEqual(rep.NullPaths, map[string][]driver.NullPath{"search": {{"limit"}}}) || rep.Excluded != nil {
 		t.Errorf("report %+v", rep)
 	}
 	responses, _ := openai.Responses.Tools(ts, nil)
