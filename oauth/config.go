@@ -22,54 +22,54 @@ const (
 	// GrantAuthorizationCode: a person signs in, in a browser (the OAuth 2.1
 	// authorization code grant with PKCE). The default.
 	GrantAuthorizationCode Grant = "authorization_code"
-	// GrantClientCredentials: a program authenticates itself with a client
-	// secret (client_secret_basic or client_secret_post) or a private key
-	// (private_key_jwt, RFC 7523), with no person involved (RFC 6749 §4.4,
-	// the MCP extension SEP-1046).
+	// GrantClientCredentials: a program authenticates itself, with no
+	// person involved (RFC 6749 §4.4, the MCP extension SEP-1046). It uses
+	// a client secret (client_secret_basic or client_secret_post) or a
+	// private key (private_key_jwt, RFC 7523).
 	GrantClientCredentials Grant = "client_credentials"
 	// GrantCrossApp: enterprise-managed authorization (the MCP extension
-	// SEP-990). The user's ID token from the enterprise identity provider
-	// is exchanged there for an ID-JAG (RFC 8693), which the server's
-	// authorization server exchanges for an access token (RFC 7523).
+	// SEP-990). The enterprise identity provider exchanges the user's ID
+	// token for an ID-JAG (RFC 8693). The server's authorization server
+	// exchanges that for an access token (RFC 7523).
 	GrantCrossApp Grant = "cross_app_access"
 	// GrantJWTBearer: workload identity federation (the MCP extension
-	// SEP-1933). A token the workload's platform issues it (a Kubernetes
-	// projected service account token, a cloud provider's identity token)
-	// is the assertion of the JWT bearer grant (RFC 7523 §2.1), read anew
-	// from Config.AssertionFile (or AssertionEnv) for every token request,
-	// so that a rotated token is used.
+	// SEP-1933). The assertion of the JWT bearer grant (RFC 7523 §2.1) is
+	// a token the workload's platform issues it. Examples are a Kubernetes
+	// projected service account token or a cloud identity token. It is
+	// read anew from Config.AssertionFile (or AssertionEnv) for every
+	// token request, so a rotated token is used.
 	GrantJWTBearer Grant = "jwt_bearer"
-	// GrantTokenExchange: on behalf of a user (RFC 8693). The user's own
-	// access token, the subject token (Config.SubjectToken; for a server
-	// of conduit.IdentityPrincipal, conduit.Options.SubjectToken, which
-	// conduit serve fills with the token its caller authenticated with),
-	// is exchanged at the server's authorization server, by the client
-	// ClientID, for an access token of the server's. The authorization
-	// server must list the grant in its metadata. A user without a token
-	// to exchange needs a login.
+	// GrantTokenExchange: on behalf of a user (RFC 8693). The subject
+	// token is the user's own access token, from Config.SubjectToken. For
+	// a server of conduit.IdentityPrincipal it comes from
+	// conduit.Options.SubjectToken; conduit serve fills that with its
+	// caller's token. The client ClientID exchanges it at the server's
+	// authorization server for an access token of the server's. The
+	// authorization server must list the grant in its metadata. A user
+	// without a token to exchange needs a login.
 	GrantTokenExchange Grant = "token_exchange"
 )
 
 // DefaultRedirectURL is the redirect URL of the authorization code grant
 // when Config.RedirectURL is empty. A loopback redirect URL without a port
-// means any free port, which authorization servers accept for loopback
-// redirects (RFC 8252 §7.3) and dynamic registration registers as it is.
+// means any free port. Authorization servers accept that for loopback
+// redirects (RFC 8252 §7.3), and dynamic registration keeps it as it is.
 const DefaultRedirectURL = "http://127.0.0.1/callback"
 
 // DefaultAuthorizeTimeout is how long the interactive step may take when
-// Config.AuthorizeTimeout is 0: longer than [Loopback] waits for a browser
-// by default (five minutes), so that the code exchange after a late
+// Config.AuthorizeTimeout is 0. It is longer than [Loopback]'s default
+// wait for a browser (five minutes). The code exchange after a late
 // answer still fits.
 const DefaultAuthorizeTimeout = 10 * time.Minute
 
 // Config is the OAuth setting of one server. The zero value is the
-// authorization code grant with PKCE, discovery of everything, dynamic
-// client registration, tokens kept in memory, and no interactive step (a
-// server that needs a login is reported as needing one).
+// authorization code grant with PKCE and discovery of everything. It
+// registers dynamically and keeps tokens in memory. It has no interactive
+// step, so a server that needs a login is reported as needing one.
 //
-// Secrets may be given as values (from a program's own secret manager) or
-// as the names of environment variables to read them from when they are
-// needed; configuration files only ever name variables.
+// Secrets may be given as values, from a program's own secret manager.
+// They may also be the names of environment variables, read when needed.
+// Configuration files only ever name variables.
 type Config struct {
 	// Grant is the grant to use; "" is GrantAuthorizationCode.
 	Grant Grant
@@ -86,21 +86,21 @@ type Config struct {
 	ClientSecret    string
 	ClientSecretEnv string
 
-	// PrivateKey is a PEM private key (PKCS #8, SEC 1 EC or PKCS #1 RSA)
-	// for private_key_jwt client authentication with the client
-	// credentials grant; or the variable PrivateKeyEnv that holds one, or
-	// the file PrivateKeyFile. SigningAlg is the JWS algorithm (ES256,
-	// ES384, ES512, RS256, PS256, EdDSA, ...); "" picks the usual one for
+	// PrivateKey is a PEM private key (PKCS #8, SEC 1 EC or PKCS #1 RSA).
+	// The client credentials grant signs private_key_jwt assertions with
+	// it. PrivateKeyEnv names a variable that holds one instead, and
+	// PrivateKeyFile a file. SigningAlg is the JWS algorithm (ES256,
+	// ES384, ES512, RS256, PS256, EdDSA, ...). "" picks the usual one for
 	// the key.
 	PrivateKey     string
 	PrivateKeyEnv  string
 	PrivateKeyFile string
 	SigningAlg     string
 
-	// Scopes are asked for, by every grant, in addition to those the
-	// server names (in its WWW-Authenticate challenge, or else in its
-	// protected resource metadata), which the MCP specification says to
-	// ask for.
+	// Scopes are asked for by every grant. They add to the scopes the
+	// server names, which the MCP specification says to ask for. The
+	// server names them in its WWW-Authenticate challenge, or else in its
+	// protected resource metadata.
 	Scopes []string
 
 	// RedirectURL is where the authorization server sends the browser back
@@ -109,13 +109,13 @@ type Config struct {
 	RedirectURL string
 
 	// MetadataURL is the server's protected resource metadata (RFC 9728),
-	// for a server that does not say where it is; discovery still checks
+	// for a server that does not say where it is. Discovery still checks
 	// that it names the server.
 	MetadataURL string
 
 	// ClientMetadataURL is the HTTPS URL of a client ID metadata document
-	// (SEP-991) describing conduit, used as the client id by authorization
-	// servers that support such documents.
+	// (SEP-991) describing conduit. Authorization servers that support
+	// such documents take it as the client id.
 	ClientMetadataURL string
 
 	// IdP is the enterprise identity provider of GrantCrossApp.
@@ -124,34 +124,33 @@ type Config struct {
 	// AssertionFile is the file that holds the JWT of GrantJWTBearer, as
 	// a platform projects one (Kubernetes:
 	// /var/run/secrets/tokens/<name>); or AssertionEnv the variable that
-	// holds it. It is read for every token request; an expired one is
-	// not sent, and one the authorization server refused is not sent
-	// again.
+	// holds it. It is read for every token request. An expired one is not
+	// sent. One the authorization server refused is not sent again.
 	AssertionFile string
 	AssertionEnv  string
 
 	// SubjectToken returns the user's own access token, which
-	// GrantTokenExchange exchanges; "" or an error means there is none
-	// (the user needs a login). conduit sets it for each principal of a
+	// GrantTokenExchange exchanges. "" or an error means there is none,
+	// and the user needs a login. conduit sets it for each principal of a
 	// server of identity principal from conduit.Options.SubjectToken.
 	SubjectToken func(context.Context) (string, error)
 
-	// DPoP makes every grant ask for sender-constrained tokens (RFC 9449):
-	// token requests and the requests that carry the tokens go with a
-	// proof signed by a key of the handler's own (ES256), which is stored
-	// with the tokens. Without it, DPoP is used once a server's challenge
-	// asks for it (the DPoP scheme). Server-provided nonces are honoured.
+	// DPoP makes every grant ask for sender-constrained tokens (RFC 9449).
+	// Token requests, and requests that carry the tokens, go with a proof.
+	// The proof is signed by the handler's own ES256 key, stored with the
+	// tokens. Without DPoP set, it is used once a server's challenge asks
+	// for it (the DPoP scheme). Server-provided nonces are honoured.
 	DPoP bool
 
 	// Store keeps tokens between connections and processes; nil keeps them
 	// in memory for the life of the handler.
 	Store TokenStore
 	// Locker serializes the refreshes of these tokens among processes
-	// that share Store (see [Locker]), besides Store's own lock when it
-	// is a Locker ([FileStore] is, for the processes of one machine). Nil:
-	// Store's own only. conduit gives every server's handler one on its
-	// hub's store (conduit.Options.Store): the replicas of conduit serve
-	// that share a Redis store refresh one at a time.
+	// that share Store (see [Locker]). Store's own lock also applies when
+	// it is a Locker; [FileStore] is one for the processes of one machine.
+	// Nil means Store's own only. conduit gives every server's handler one
+	// on its hub's store (conduit.Options.Store). So the replicas of
+	// conduit serve that share a Redis store refresh one at a time.
 	Locker Locker
 	// Principal is the Key.Principal tokens are stored under; "" for the
 	// tokens every caller shares.

@@ -1,77 +1,77 @@
-// Package store holds what several processes of one deployment must share:
-// the replicas of conduit serve behind a load balancer, the instances of a
-// web application that resume one conversation, the workers that retry one
-// activity. [Store] is the interface; [Memory] holds within one process;
-// package store/sqlitestore shares a Store among the processes of one
-// machine through a SQLite file (the CLI's default), and store/redisstore
-// among machines through Redis or Valkey.
+// Package store holds what several processes of one deployment must share.
+// They may be the replicas of conduit serve behind a load balancer. They
+// may be the instances of a web application that resume one conversation,
+// or the workers that retry one activity. [Store] is the interface.
+// [Memory] holds within one process. Package store/sqlitestore shares a
+// Store among the processes of one machine through a SQLite file; it is
+// the CLI's default. Package store/redisstore shares one among machines
+// through Redis or Valkey.
 //
-// What is shared is small, and each kind has its own methods (a Store is
-// several small interfaces):
+// What is shared is small. Each kind has its own methods, so a Store is
+// several small interfaces:
 //
 //   - [Sets], for taint: the servers whose output a principal or a
 //     conversation has seen. A set lives until its lifetime has passed
 //     since its latest addition.
-//   - [Claims], for at most once: the first [Claims.Claim] of a key wins,
-//     every later one finds the key pending (the winner is running, or died
-//     before it recorded anything) or completed, with the result the winner
-//     recorded by [Claims.Complete]. A decided approval or a resumed
-//     conversation state runs once, and a second resumer, or a retried
-//     activity, answers with the first one's result instead of sending
-//     again.
-//   - [Counters], for limits: calls per window ([Counters.Hit], a fixed
-//     window that says when it ends) and calls at once ([Counters.Acquire]
-//     and [Counters.Release], slots held on a lease, so that the slots of a
-//     process killed while holding them come back when their lease ends).
-//   - [Locks], for what one process at a time may do, such as refreshing an
-//     OAuth token: a lock has an owner token and an expiry, and only its
+//   - [Claims], for at most once. The first [Claims.Claim] of a key wins.
+//     Every later one finds the key pending or completed. Pending means
+//     the winner is running, or died before it recorded anything.
+//     Completed carries what the winner recorded by [Claims.Complete]. So
+//     a decided approval or a resumed state runs once. A second resumer,
+//     or a retried activity, answers with the first one's result.
+//   - [Counters], for limits. [Counters.Hit] counts calls in a fixed
+//     window that says when it ends. [Counters.Acquire] and
+//     [Counters.Release] hold slots for calls at once, on a lease. The
+//     slots of a process killed while holding them come back when their
+//     lease ends.
+//   - [Locks], for what one process at a time may do, such as refreshing
+//     an OAuth token. A lock has an owner token and an expiry. Only its
 //     owner releases it.
 //
 // # Guarantees
 //
-// Every operation is atomic in the store: claims, counters, slots and locks
-// hold across goroutines and, with a shared store, across processes and
-// machines. Exactly one of any number of concurrent claimers of a key
-// wins; a window never counts more hits than its limit; no more than limit
-// slots of a key are held at once; a lock has at most one owner at a time
-// (for as long as its expiry has not passed: an owner that holds it longer
-// than that has lost it, which [Locks.Unlock] reports with [ErrNotHeld]).
+// Every operation is atomic in the store. Claims, counters, slots and
+// locks hold across goroutines. With a shared store they hold across
+// processes and machines too. Exactly one of any number of concurrent
+// claimers of a key wins. A window never counts more hits than its limit.
+// No more than limit slots of a key are held at once. A lock has at most
+// one owner at a time, as long as its expiry has not passed. An owner that
+// holds it longer has lost it, and [Locks.Unlock] reports [ErrNotHeld].
 //
-// Expiry is measured by the store's clock: [Memory]'s is the process's
-// monotonic clock, a SQLite store's the machine's wall clock (shared by
-// its processes), a Redis store's the Redis server's, so processes whose
+// Expiry is measured by the store's clock. [Memory] uses the process's
+// monotonic clock. A SQLite store uses the machine's wall clock, shared by
+// its processes. A Redis store uses the Redis server's. So processes whose
 // clocks disagree still agree on what has expired. Every key has an expiry
 // (a lifetime, a window, a lease); nothing stays forever. Choose them as
-// the guarantee needs: a claim must outlive every resumption of its state
-// (a claim that has expired can be won again), a slot's lease and a lock's
+// the guarantee needs. A claim must outlive every resumption of its state,
+// since an expired claim can be won again. A slot's lease and a lock's
 // expiry must outlast the longest call or refresh they guard.
 //
 // # When the store is unreachable
 //
-// An operation on a store that cannot be reached (Redis down, restarting,
-// loading its data, unreachable on the network, or not answering before
-// the context's deadline) fails with an error for which errors.Is(err,
-// [ErrUnavailable]) holds, and whether it took effect is unknown. Callers
-// fail closed for what needs the store: a call whose taint or claim cannot
-// be checked is not sent. A store recovers by itself: operations succeed
-// again soon after the store is back (within about a second for Redis),
-// with no reconnecting by the caller.
+// A store may be down, restarting, loading its data, off the network, or
+// late for the context's deadline. Its operations then fail with an error
+// for which errors.Is(err, [ErrUnavailable]) holds. Whether they took
+// effect is unknown. Callers fail closed for what needs the store: a call
+// whose taint or claim cannot be checked is not sent. A store recovers by
+// itself. Operations succeed again soon after it is back (within about a
+// second for Redis), with no reconnecting by the caller.
 //
-// An operation whose answer was lost (the connection dropped after the
-// store did the work) may have taken effect: a claim may be held by a
-// token nobody knows (later claimers find it pending until it expires: at
-// most once holds, an answer is lost), a window may have counted one hit
-// more. Claims survive a restart of the store only when the store keeps
-// its data across restarts (Redis with append-only persistence); without
-// that, a restart forgets every claim, taint and count.
+// An operation whose answer was lost may still have taken effect. That is
+// when the connection dropped after the store did the work. A claim may
+// then be held by a token nobody knows. Later claimers find it pending
+// until it expires: at most once holds, and an answer is lost. A window
+// may have counted one hit more. Claims survive a restart of the store
+// only when the store keeps its data (Redis with append-only persistence).
+// Without that, a restart forgets every claim, taint and count.
 //
 // # Keys
 //
-// Keys are strings that the caller composes (for example
-// "alice/fs__write_file"); each kind of value lives in its own key space,
+// Keys are strings that the caller composes, such as
+// "alice/fs__write_file". Each kind of value lives in its own key space,
 // so a set and a claim may share a name. A shared store adds a namespace to
-// every key (redisstore.Options.Prefix), so that two deployments can share
-// one Redis.
+// every key (redisstore.Options.Prefix). So two deployments can share one
+// Redis.
 package store
 
 import (
