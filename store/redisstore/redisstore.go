@@ -1,46 +1,49 @@
 // Package redisstore is a store.Store shared through Redis or Valkey, on
-// the client github.com/redis/go-redis/v9, so that the replicas of conduit
-// serve, the instances of a web application and the workers of one
-// deployment share taint, claims, counters and locks.
+// the client github.com/redis/go-redis/v9. With it, the replicas of
+// conduit serve share taint, claims, counters and locks. So do the
+// instances of a web application and the workers of one deployment.
 //
 // It uses plain commands and Lua scripts that Redis (5 and later) and
-// Valkey both run, and no module. Every operation is one atomic step in the
-// server: a claim is a GET and a SET PX in one script, a window an INCR and
-// a PEXPIRE, a key's slots a sorted set of leases scored by their end on
-// the server's clock (TIME), a lock a SET NX PX released by a
-// compare-and-delete. Every key expires. Each operation touches one key,
-// so the store also works on a Redis Cluster (through [New]).
+// Valkey both run, and no module. Every operation is one atomic step in
+// the server:
+//
+//   - a claim is a GET and a SET PX in one script;
+//   - a window is an INCR and a PEXPIRE;
+//   - a key's slots are a sorted set of leases, scored by their end on the
+//     server's clock (TIME);
+//   - a lock is a SET NX PX, released by a compare-and-delete.
+//
+// Every key expires. Each operation touches one key, so the store also
+// works on a Redis Cluster (through [New]).
 //
 // # Keys
 //
 // A key is Options.Prefix (default "conduit:"), then the kind (set:,
-// claim:, win:, slots:, lock:), then the caller's key: a taint set of
+// claim:, win:, slots:, lock:), then the caller's key. The taint set of
 // "principal/alice" is conduit:set:principal/alice. Two deployments that
 // share one Redis give themselves different prefixes.
 //
 // # When Redis is down
 //
-// An operation that cannot reach Redis, or that Redis cannot serve yet
-// (LOADING, READONLY, MASTERDOWN, TRYAGAIN, BUSY, ...), fails with an
-// error that is store.ErrUnavailable; so does one whose context's deadline
-// passes first. While Redis refuses connections an operation fails after
-// one dial (Open sets one dial per attempt; at once after the client has
-// seen a pool's worth of failed dials). The client reconnects by itself:
-// go-redis probes a refusing server once a second, so operations succeed
-// again within about that of Redis being back (TestRedisRestarted, and
-// the fleet's soak in RELIABILITY.md, see it). go-redis
-// logs failed dials through its own logger (redis.SetLogger), to standard
-// error by default.
+// Some operations cannot reach Redis, or Redis cannot serve them yet
+// (LOADING, READONLY, MASTERDOWN, TRYAGAIN, BUSY, ...). They fail with an
+// error that is store.ErrUnavailable. So does one whose context's deadline
+// passes first. While Redis refuses connections, an operation fails after
+// one dial. Open sets one dial per attempt. After a pool's worth of failed
+// dials, operations fail at once. The client reconnects by itself. go-redis
+// probes a refusing server once a second. So operations succeed again
+// within about a second of Redis being back. go-redis logs failed dials
+// through its own logger (redis.SetLogger), to standard error by default.
 //
-// go-redis retries a command whose connection broke (three times by
-// default). That is harmless here: a retried claim, completion, slot or
-// lock recognizes its own token, and only a retried window hit may count
-// once more.
+// go-redis retries a command whose connection broke, three times by
+// default. That is harmless here. A retried claim, completion, slot or
+// lock recognizes its own token. Only a retried window hit may count once
+// more.
 //
-// Redis keeps claims across its own restarts only with persistence
-// (appendonly yes, and appendfsync always for claims that must never be
-// forgotten); without it a restart forgets every claim, taint and count,
-// and a resumed state could be sent again.
+// Redis keeps claims across its own restarts only with persistence:
+// appendonly yes, and appendfsync always for claims that must never be
+// forgotten. Without it a restart forgets every claim, taint and count.
+// A resumed state could then be sent again.
 package redisstore
 
 import (
