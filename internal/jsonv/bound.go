@@ -7,14 +7,18 @@ import (
 )
 
 // Bound measures a provider response against max bytes of JSON before it
-// is decoded, as cheaply as its form allows: a response given as text
-// ([]byte, json.RawMessage, a string, an SDK struct's RawJSON) by its
-// length; a decoded map by walking it, counting the bytes its JSON would
-// at least take, until past max; any other value by marshaling it once, in
-// which case out is its JSON text, for Decode to read without marshaling
-// again. Otherwise out is response itself. n is the size measured (for a
-// decoded map, a lower bound, and no more than just past max). A value
-// that does not marshal is not over: Decode reports it.
+// is decoded, as cheaply as its form allows:
+//
+//   - text ([]byte, json.RawMessage, a string, an SDK struct's RawJSON) by
+//     its length;
+//   - a decoded map by walking it, counting the bytes its JSON would at
+//     least take, until past max;
+//   - any other value by marshaling it once. Then out is its JSON text, so
+//     Decode need not marshal again.
+//
+// Otherwise out is response itself. n is the size measured. For a decoded
+// map it is a lower bound, and no more than just past max. A value that
+// does not marshal is not over: Decode reports it.
 func Bound(response any, max int) (out any, n int, over bool) {
 	switch r := response.(type) {
 	case nil:

@@ -54,17 +54,22 @@ func String(s string, secrets ...Secret) string {
 }
 
 // Forms returns the spellings of value that a message can hold, longest
-// first, each once: value itself; Go's quoting (%q, %+q); JSON's escaping
-// (with and without HTML escaping, and with \u escapes for every
-// non-ASCII character, as other languages' encoders write); a URL's
-// escaping (query, path, path segment, user info, fragment), and the
-// form a URL's parser and printer give it in a path, a query or a
-// fragment, splitting it at a '?' or '#' (see inURL); each of
-// these quoted or JSON-escaped once more (an error that quotes an error
-// that quoted it). The same forms are added for each piece of value
-// between the characters that end a URL's part ('/', '?', '#', '&', '=',
-// '@', ':', ';', whitespace), when the piece is at least MinLen long: a
-// URL's parser splits a secret there, and prints the pieces apart.
+// first, each once:
+//
+//   - value itself;
+//   - Go's quoting (%q, %+q);
+//   - JSON's escaping, with and without HTML escaping. Also with \u
+//     escapes for every non-ASCII character, as other languages write it.
+//   - a URL's escaping (query, path, path segment, user info, fragment);
+//   - what a URL's parser and printer make of it in a path, a query or a
+//     fragment, split at a '?' or '#' (see inURL);
+//   - each of these quoted or JSON-escaped once more. An error may quote
+//     an error that quoted it.
+//
+// The same forms are added for pieces of value at least MinLen long. A
+// piece lies between characters that end a URL's part ('/', '?', '#',
+// '&', '=', '@', ':', ';', whitespace). A URL's parser splits a secret
+// there, and prints the pieces apart.
 func Forms(value string) []string {
 	seen := map[string]bool{}
 	var out []string

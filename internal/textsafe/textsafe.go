@@ -1,9 +1,8 @@
 // Package textsafe is conduit's one table of the characters that hide
-// text from a person while a model still reads it, and the one way they
-// are written out for a reviewer. Listing removes them from what a model
-// reads (adapters/toolcall), the audit reports them, and pin diffs and
-// the lock file escape them: all from this table, so the three never
-// disagree about a character.
+// text from a person while a model still reads it. It is also the one way
+// they are written out for a reviewer. Listing removes them from what a
+// model reads. The audit reports them. Pin diffs and the lock file escape
+// them. All use this table, so they never disagree about a character.
 package textsafe
 
 import (
@@ -18,13 +17,17 @@ import (
 type Class int
 
 // The classes, each a set of code points that render as nothing. Their
-// union is: the control characters (Cc) but tab, newline and carriage
-// return; every format character (Cf); the line and paragraph separators
-// (Zl, Zp); every variation selector (Variation_Selector); and the rest
-// of Unicode's default-ignorable code points
-// (Other_Default_Ignorable_Code_Point: fillers, the combining grapheme
-// joiner, and the unassigned code points that renderers must show as
-// nothing, such as U+FFF0–U+FFF8 and the rest of U+E0000–U+E0FFF).
+// union is:
+//
+//   - the control characters (Cc) but tab, newline and carriage return;
+//   - every format character (Cf);
+//   - the line and paragraph separators (Zl, Zp);
+//   - every variation selector (Variation_Selector);
+//   - the rest of Unicode's default-ignorable code points
+//     (Other_Default_Ignorable_Code_Point). These are fillers, the
+//     combining grapheme joiner, and unassigned code points that renderers
+//     must show as nothing. Examples are U+FFF0–U+FFF8 and the rest of
+//     U+E0000–U+E0FFF.
 const (
 	None Class = iota
 	// Control: C0 controls but tab, newline and carriage return, DEL, and
@@ -119,11 +122,11 @@ func ClassOf(r rune) Class {
 func Invisible(r rune) bool { return ClassOf(r) != None }
 
 // Hidden reports whether a reviewer's terminal would show r as nothing,
-// or as something other than it is: an invisible character, a character
-// that is not printable (a space other than U+0020, private use,
-// unassigned), U+2800 (the blank braille pattern, which shows as a
-// space) and U+FFFD (which also stands for invalid UTF-8). Space, tab and
-// newline are not hidden.
+// or as something other than it is. That is an invisible character, or
+// one that is not printable (a space other than U+0020, private use,
+// unassigned). U+2800, the blank braille pattern, is hidden too: it shows
+// as a space. So is U+FFFD, which also stands for invalid UTF-8. Space,
+// tab and newline are not hidden.
 func Hidden(r rune) bool {
 	switch {
 	case r == ' ' || r == '\t' || r == '\n':
@@ -137,11 +140,11 @@ func Hidden(r rune) bool {
 }
 
 // Escape writes each hidden character of s (see [Hidden]) as a JSON
-// string escape, \u and four lowercase hex digits (a UTF-16 surrogate
-// pair beyond U+FFFF, so U+E0041 is \udb40\udc41), and leaves the rest
-// as it is. The escapes are those of encoding/json and RFC 8785, so that
-// JSON text stays JSON that decodes to the same value, and a reviewer can
-// paste what he reads into a JSON string.
+// string escape: \u and four lowercase hex digits. Beyond U+FFFF it
+// writes a UTF-16 surrogate pair, so U+E0041 is \udb40\udc41. The rest
+// stays as it is. The escapes are those of encoding/json and RFC 8785.
+// So JSON text still decodes to the same value. A reviewer can paste what
+// he reads into a JSON string.
 func Escape(s string) string { return escape(s, false) }
 
 // EscapeLine is [Escape] for text shown on one line: newlines are written

@@ -1,34 +1,39 @@
-// Package tokens estimates how many tokens a model reads in a text, and
-// in an image by each provider's documented rule, and cuts text and JSON
-// to a number of tokens at clean boundaries ([Fit] over a result's
-// pieces). It is the counting and the cutting under the result budget
-// (adapters/internal/budget applies it to rendered answers,
-// conduit.CutForModel to MCP results); it knows nothing of MCP or of
-// providers' payloads.
+// Package tokens estimates how many tokens a model reads. It counts text,
+// and images by each provider's documented rule. It cuts text and JSON to
+// a number of tokens at clean boundaries ([Fit] over a result's pieces).
+// It does the counting and cutting under the result budget. The adapters
+// apply it to rendered answers, conduit.CutForModel to MCP results. It
+// knows nothing of MCP or of providers' payloads.
 //
 // # The text estimator
 //
-// No provider's tokenizer can run here: Anthropic's and Gemini's are not
-// public, and OpenAI's o200k_base needs a 3.6 MB vocabulary and a regular
+// No provider's tokenizer can run here. Anthropic's and Gemini's are not
+// public. OpenAI's o200k_base needs a 3.6 MB vocabulary and a regular
 // expression engine. [Text] instead follows the first step of a BPE
-// tokenizer, o200k's split of text into pieces (words with one leading
-// space or mark, runs of up to three digits, runs of punctuation with a
-// leading space, runs of white space), and charges each piece what o200k
-// typically makes of it: one token for a word of up to six letters and one
-// more per four letters past that (capitals after the first count three
-// times, a word glued to digits has no free letters, as in hashes), one
-// per four letters of Greek or Cyrillic and per three of other alphabets,
-// four per five CJK ideographs, kana or Hangul, one per three digits, one
-// per two marks of punctuation, one per eight characters of white space.
+// tokenizer: o200k's split of text into pieces. The pieces are words with
+// one leading space or mark, runs of up to three digits, runs of
+// punctuation with a leading space, and runs of white space. Each piece
+// costs what o200k typically makes of it:
+//
+//   - a word of up to six letters is one token, plus one per four letters
+//     past that;
+//   - capitals after the first count three times;
+//   - a word glued to digits, as in hashes, has no free letters;
+//   - Greek or Cyrillic costs one per four letters, other alphabets one
+//     per three;
+//   - CJK ideographs, kana or Hangul cost four per five;
+//   - digits cost one per three, punctuation one per two marks, white
+//     space one per eight characters.
+//
 // It reads each byte once through a table, and allocates nothing.
 //
-// The constants were fitted against o200k_base on real outputs (code,
-// prose, JSON, directory trees, environment variables, a package lock full
-// of hashes, eight languages; see BENCHMARKS.md, "Result budget") so that
-// the estimate errs on the side of counting more than o200k: a budget
-// protects the context, and a count that is short lets through more than
+// The constants were fitted against o200k_base on real outputs. Those
+// were code, prose, JSON, directory trees, environment variables, a
+// package lock full of hashes, and eight languages (BENCHMARKS.md, "Result
+// budget"). The estimate errs on the side of counting more than o200k. A
+// budget protects the context, and a short count lets through more than
 // the model can hold. Anthropic's and Gemini's tokenizers count the same
-// text differently (see adapters/internal/budget).
+// text differently; the adapters' budget corrects for them.
 package tokens
 
 import (
