@@ -20,14 +20,14 @@ import (
 // Accepted findings.
 //
 // A reviewer who has read a finding and decided the definition is fine
-// accepts it: the acceptance names the server, the tool, the rule and the
-// digest of the tool's definition ([conduit.ToolDigest]) that was read, so
-// that it lapses as soon as the definition changes, and the finding is
+// accepts it. The acceptance names the server, the tool, the rule and the
+// digest of the tool's definition that was read ([conduit.ToolDigest]).
+// So it lapses as soon as the definition changes, and the finding is
 // reported again. Acceptances are kept in their own file beside the
-// configuration (AcceptFile), not in the lock file of pins: the lock
-// file's presence turns pinning on for every command, so writing an
-// acceptance into it would start leaving out every unpinned server's
-// tools, and a reviewer may accept a finding without pinning anything.
+// configuration (AcceptFile), not in the lock file of pins. The lock
+// file's presence turns pinning on for every command. An acceptance
+// written there would start leaving out every unpinned server's tools.
+// And a reviewer may accept a finding without pinning anything.
 
 // AcceptFile is the name of the file of accepted findings, kept beside the
 // configuration file.

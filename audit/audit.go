@@ -1,22 +1,26 @@
 // Package audit reports what MCP servers' tool definitions tell a model
-// that a reviewer should see: instructions aimed at the model, characters
-// a reviewer cannot see, references to other servers' tools, descriptions
-// past the length conduit sends, and parameters that would carry the
-// model's context or the user's secrets out. It reads definitions only,
-// calls nothing, and decides nothing: `conduit audit` is a thin command
-// over [Check], and [conduit.Pins] is what keeps a reviewed definition
-// from changing.
+// that a reviewer should see:
+//
+//   - instructions aimed at the model;
+//   - characters a reviewer cannot see;
+//   - references to other servers' tools;
+//   - descriptions past the length conduit sends;
+//   - parameters that would carry the model's context or the user's
+//     secrets out.
+//
+// It reads definitions only, calls nothing, and decides nothing. `conduit
+// audit` is a thin command over [Check]. [conduit.Pins] is what keeps a
+// reviewed definition from changing.
 //
 // Every rule is a pattern over text, tuned on the tool lists of real,
-// published servers (SECURITY.md at the repository's root publishes what
-// each rule reports over them); a rule that fires is a reason to read the
-// definition, not a verdict. [Rules] lists them, each with an example of
-// what it reports.
+// published servers. SECURITY.md publishes what each rule reports over
+// them. A rule that fires is a reason to read the definition, not a
+// verdict. [Rules] lists them, each with an example of what it reports.
 //
-// A finding a reviewer has read and judged harmless is accepted
-// ([Accepted], kept in [AcceptFile] beside the configuration) for the
-// tool's definition as it is: the acceptance names the definition's
-// digest, so it lapses when the definition changes.
+// A reviewer may read a finding and judge it harmless. It is then
+// accepted ([Accepted], kept in [AcceptFile] beside the configuration)
+// for the tool's definition as it is. The acceptance names the
+// definition's digest, so it lapses when the definition changes.
 package audit
 
 import (
