@@ -1,0 +1,259 @@
+package gateway_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conduitmcp/conduit/internal/testenv"
+)
+
+// backendPkg is the plain MCP server the extension scenarios call.
+const backendPkg = "github.com/conduitmcp/conduit/internal/cmd/conformance-backend"
+
+// tasksConfig serves the conformance backend, started by each conduit
+// serve over stdio, with the tasks configuration the scenarios need:
+// the task-supporting tools named, failing_job required (refused without
+// the extension), any other call a task after a second.
+func tasksConfig(t *testing.T, serve string) string {
+	bin := testenv.BuildGo(t, backendPkg)
+	if serve != "" {
+		serve = ", " + serve
+	}
+	return fmt.Sprintf(`{"mcpServers": {"backend": {"command": %q}}, "policy": [{"allow": ["*"]}],
+		"serve": {"tasks": {"tools": ["backend/slow_compute", "backend/confirm_delete", "backend/multi_input"],
+			"required": ["backend/failing_job", "backend/protocol_error_job"], "after": "1s", "pollInterval": "200ms"}%s}}`, bin, serve)
+}
+
+// TestConformanceTasks runs the conformance suite's server requirement
+// set of 2026-07-28 against conduit serve in front of the conformance
+// backend, which makes no tasks: every tasks scenario must pass, each
+// with no check failing, on tasks conduit makes.
+func TestConformanceTasks(t *testing.T) {
+	testenv.Conformance(t) // skips, or fails under CI, without node_modules
+	url := serveHTTP(t, tasksConfig(t, ""), nil, "--transparent", "--no-auth")
+	run := testenv.ConformanceRequirements(t, "server", "2026-07-28", url)
+	var ran []string
+	for _, name := range run.Names() {
+		if !strings.HasPrefix(name, "tasks-") {
+			continue
+		}
+		ran = append(ran, name)
+		var failed []string
+		for _, c := range run.Scenarios[name] {
+			if c.Status == "FAILURE" {
+				failed = append(failed, c.ID+": "+c.ErrorMessage)
+			}
+		}
+		if !run.Verdicts[name] || len(failed) > 0 {
+			t.Errorf("%s fails through conduit serve: %v", name, failed)
+		}
+	}
+	if len(ran) != 10 {
+		t.Errorf("ran tasks scenarios %v, want the 10 of the suite", ran)
+	}
+}
+
+// rpcAnswer is a JSON-RPC response.
+type rpcAnswer struct {
+	Result map[string]any `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// rpc sends method with params to url as a client of 2026-07-28 that
+// declares the tasks extension (unless plain), with token.
+func rpc(t *testing.T, url, token, method string, params map[string]any, plain bool) rpcAnswer {
+	t.Helper()
+	caps := map[string]any{"elicitation": map[string]any{}}
+	if !plain {
+		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
+	}
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["_meta"] = map[string]any{
+		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+		"io.modelcontextprotocol/clientCapabilities": caps,
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "test", "version": "1"},
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name, ok := params["name"].(string); ok {
+		req.Header.Set("Mcp-Name", name)
+	}
+	if id, ok := params["taskId"].(string); ok {
+		req.Header.Set("Mcp-Name", id)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	buf.ReadFrom(resp.Body)
+	data := buf.Bytes()
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The last data line is the response.
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				data = []byte(d)
+			}
+		}
+	}
+	var a rpcAnswer
+	if err := json.Unmarshal(data, &a); err != nil {
+		t.Fatalf("%s: the answer is not JSON-RPC: %v: %s", method, err, data)
+	}
+	return a
+}
+
+// pollTask polls taskID at url until its status is one of want.
+func pollTask(t *testing.T, url, token, taskID string, want ...string) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(testenv.ReadyTimeout)
+	for {
+		a := rpc(t, url, token, "tasks/get", map[string]any{"taskId": taskID}, false)
+		if a.Error != nil {
+			t.Fatalf("tasks/get %s: %+v", taskID, a.Error)
+		}
+		if slices.Contains(want, a.Result["status"].(string)) {
+			return a.Result
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s is %v, never %v", taskID, a.Result["status"], want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func taskText(res map[string]any) string {
+	r, _ := res["result"].(map[string]any)
+	c, _ := r["content"].([]any)
+	if len(c) == 0 {
+		return ""
+	}
+	first, _ := c[0].(map[string]any)
+	s, _ := first["text"].(string)
+	return s
+}
+
+// A careless configuration: none. No task is made, the extension is not
+// offered, and the tasks methods are not found; a client that declares
+// the extension gets its answer in its request, as before.
+func TestTasksOffByDefault(t *testing.T) {
+	bin := testenv.BuildGo(t, backendPkg)
+	url := serveHTTP(t, fmt.Sprintf(`{"mcpServers": {"backend": {"command": %q}}, "policy": [{"allow": ["*"]}]}`, bin), nil, "--transparent", "--no-auth")
+	a := rpc(t, url, "", "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 1, "label": "x"}}, false)
+	if a.Error != nil || a.Result["resultType"] != "complete" || a.Result["taskId"] != nil || !strings.Contains(fmt.Sprint(a.Result["content"]), "computed x") {
+		t.Errorf("tools/call without a tasks configuration = %+v, want its result", a)
+	}
+	d := rpc(t, url, "", "server/discover", nil, false)
+	if caps, _ := d.Result["capabilities"].(map[string]any); caps["extensions"] != nil {
+		t.Errorf("server/discover offers extensions %v with no tasks configured", caps["extensions"])
+	}
+	if a := rpc(t, url, "", "tasks/get", map[string]any{"taskId": "x"}, false); a.Error == nil || a.Error.Code != -32601 {
+		t.Errorf("tasks/get with no tasks configured = %+v, want method not found", a)
+	}
+}
+
+// A task made by one conduit serve process is answered by another that
+// shares its store (a SQLite file) and its state key: polled there to its
+// end, cancelled there; another principal's tasks/get finds nothing.
+func TestTasksAcrossReplicas(t *testing.T) {
+	storeURL := "sqlite://" + filepath.Join(t.TempDir(), "shared.db")
+	config := tasksConfig(t, `"tokens": [{"principal": "alice", "env": "T_ALICE"}, {"principal": "bob", "env": "T_BOB"}]`)
+	env := []string{"XDG_STATE_HOME=" + t.TempDir(), "CONDUIT_STATE_KEY=" + string(stateKey), "T_ALICE=" + aliceToken, "T_BOB=" + bobToken}
+	a, _, _ := startServe(t, config, env, "--transparent", "--store", storeURL)
+	b, _, _ := startServe(t, config, env, "--transparent", "--store", storeURL)
+
+	created := rpc(t, a, aliceToken, "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 1, "label": "across"}}, false)
+	id, _ := created.Result["taskId"].(string)
+	if created.Result["resultType"] != "task" || id == "" {
+		t.Fatalf("tools/call = %+v, want a task", created)
+	}
+	if got := rpc(t, b, bobToken, "tasks/get", map[string]any{"taskId": id}, false); got.Error == nil || got.Error.Code != -32602 {
+		t.Errorf("bob's tasks/get of alice's task = %+v, want -32602 (not found)", got)
+	}
+	done := pollTask(t, b, aliceToken, id, "completed", "failed", "cancelled")
+	if done["status"] != "completed" || taskText(done) != "computed across after 1s" {
+		t.Errorf("the task polled at the other replica ended %v %q", done["status"], taskText(done))
+	}
+
+	long := rpc(t, a, aliceToken, "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 60, "label": "long"}}, false)
+	id, _ = long.Result["taskId"].(string)
+	if id == "" {
+		t.Fatalf("tools/call = %+v, want a task", long)
+	}
+	if got := rpc(t, b, aliceToken, "tasks/cancel", map[string]any{"taskId": id}, false); got.Error != nil || got.Result["resultType"] != "complete" {
+		t.Errorf("tasks/cancel at the other replica = %+v", got)
+	}
+	if got := pollTask(t, a, aliceToken, id, "completed", "failed", "cancelled"); got["status"] != "cancelled" {
+		t.Errorf("the cancelled task is %v", got["status"])
+	}
+}
+
+// A task's input, asked by the backend's multi-round-trip result, is
+// answered by tasks/update at the other replica, one key at a time; the
+// task ends with what was answered.
+func TestTasksInputAcrossReplicas(t *testing.T) {
+	storeURL := "sqlite://" + filepath.Join(t.TempDir(), "shared.db")
+	config := tasksConfig(t, `"tokens": [{"principal": "alice", "env": "T_ALICE"}]`)
+	env := []string{"XDG_STATE_HOME=" + t.TempDir(), "CONDUIT_STATE_KEY=" + string(stateKey), "T_ALICE=" + aliceToken}
+	a, _, _ := startServe(t, config, env, "--transparent", "--store", storeURL)
+	b, _, _ := startServe(t, config, env, "--transparent", "--store", storeURL)
+
+	created := rpc(t, a, aliceToken, "tools/call", map[string]any{"name": "multi_input", "arguments": map[string]any{}}, false)
+	id, _ := created.Result["taskId"].(string)
+	if id == "" {
+		t.Fatalf("tools/call = %+v, want a task", created)
+	}
+	asked := pollTask(t, b, aliceToken, id, "input_required")
+	reqs, _ := asked["inputRequests"].(map[string]any)
+	if len(reqs) != 2 || reqs["first"] == nil || reqs["second"] == nil {
+		t.Fatalf("inputRequests = %v, want first and second", reqs)
+	}
+	for _, key := range []string{"first", "second"} {
+		u := rpc(t, b, aliceToken, "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{
+			key: map[string]any{"action": "accept", "content": map[string]any{"name": key + "-name"}}}}, false)
+		if u.Error != nil || u.Result["resultType"] != "complete" {
+			t.Fatalf("tasks/update %s = %+v", key, u)
+		}
+	}
+	done := pollTask(t, a, aliceToken, id, "completed", "failed", "cancelled")
+	if got := taskText(done); got != "Got first-name and second-name" {
+		t.Errorf("the task ended %v %q", done["status"], got)
+	}
+}
+
+// A tool that only runs as a task is refused to a client that did not
+// declare the extension, with the error that names it; the tasks methods
+// are refused alike; a task-supporting tool is answered in its request.
+func TestTasksWithoutExtension(t *testing.T) {
+	url := serveHTTP(t, tasksConfig(t, ""), nil, "--transparent", "--no-auth")
+	if a := rpc(t, url, "", "tools/call", map[string]any{"name": "failing_job", "arguments": map[string]any{}}, true); a.Error == nil || a.Error.Code != -32021 {
+		t.Errorf("a required-task tool without the extension = %+v, want -32021", a)
+	}
+	if a := rpc(t, url, "", "tasks/get", map[string]any{"taskId": "x"}, true); a.Error == nil || a.Error.Code != -32021 {
+		t.Errorf("tasks/get without the extension = %+v, want -32021", a)
+	}
+	a := rpc(t, url, "", "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 0, "label": "sync"}}, true)
+	if a.Error != nil || a.Result["taskId"] != nil || !strings.Contains(fmt.Sprint(a.Result["content"]), "computed sync") {
+		t.Errorf("a task-supporting tool without the extension = %+v, want its result", a)
+	}
+}
