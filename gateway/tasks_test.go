@@ -2,16 +2,22 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/internal/testenv"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // backendPkg is the plain MCP server the extension scenarios call.
@@ -255,5 +261,127 @@ func TestTasksWithoutExtension(t *testing.T) {
 	a := rpc(t, url, "", "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 0, "label": "sync"}}, true)
 	if a.Error != nil || a.Result["taskId"] != nil || !strings.Contains(fmt.Sprint(a.Result["content"]), "computed sync") {
 		t.Errorf("a task-supporting tool without the extension = %+v, want its result", a)
+	}
+}
+
+// recorder forwards to target and records the JSON-RPC methods (and task
+// ids) of what it forwards.
+type recorder struct {
+	target string
+	mu     sync.Mutex
+	seen   []string // "method taskId"
+}
+
+func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			TaskID string `json:"taskId"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) == nil && msg.Method != "" {
+		rc.mu.Lock()
+		rc.seen = append(rc.seen, strings.TrimSpace(msg.Method+" "+msg.Params.TaskID))
+		rc.mu.Unlock()
+	}
+	req, _ := http.NewRequestWithContext(r.Context(), r.Method, rc.target, bytes.NewReader(body))
+	req.Header = r.Header.Clone()
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	buf := make([]byte, 32*1024)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			w.Write(buf[:n])
+			if f, ok := w.(http.Flusher); ok {
+				f.Flush()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (rc *recorder) methods(prefix string) []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var out []string
+	for _, s := range rc.seen {
+		if strings.HasPrefix(s, prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// conduit's client follows the tasks a server answers with: a real
+// conduit serve that makes tasks, in front of the conformance backend.
+// A task's result is the call's, polled with tasks/get; what a task asks
+// is answered by the call's handlers through tasks/update; a call
+// cancelled cancels its task (tasks/cancel), which the server then shows.
+func TestClientFollowsTasks(t *testing.T) {
+	url := serveHTTP(t, tasksConfig(t, ""), nil, "--transparent", "--no-auth")
+	rc := &recorder{target: url}
+	proxy := httptest.NewServer(rc)
+	t.Cleanup(proxy.Close)
+	ctx := context.Background()
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "gw", URL: proxy.URL}}, &conduit.Options{
+		Policy: conduit.AllowAll(),
+		Handlers: &conduit.Handlers{Elicitation: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+
+	res, err := hub.CallTool(ctx, "gw__slow_compute", map[string]any{"seconds": 1, "label": "client"}, nil)
+	if err != nil || res.IsError || resultText(res) != "computed client after 1s" {
+		t.Fatalf("a task's call = %q (isError %v), %v", resultText(res), res != nil && res.IsError, err)
+	}
+	if id, _ := res.Meta[conduit.MetaTaskID].(string); id == "" || len(rc.methods("tasks/get "+id)) == 0 {
+		t.Errorf("the result names task %q, polled %v", id, rc.methods("tasks/get"))
+	}
+
+	res, err = hub.CallTool(ctx, "gw__confirm_delete", map[string]any{"filename": "a.txt"}, nil)
+	if err != nil || resultText(res) != "Deleted a.txt" {
+		t.Errorf("a task that asks = %q, %v", resultText(res), err)
+	}
+	if len(rc.methods("tasks/update")) == 0 {
+		t.Errorf("no tasks/update was sent: %v", rc.methods("tasks/"))
+	}
+
+	res, err = hub.CallTool(ctx, "gw__failing_job", map[string]any{}, nil)
+	if err != nil || !res.IsError {
+		t.Errorf("a task that ended with a tool error = %+v, %v; want the tool error", res, err)
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
+	defer cancel()
+	if _, err := hub.CallTool(cctx, "gw__slow_compute", map[string]any{"seconds": 60, "label": "cancel"}, nil); err == nil {
+		t.Fatal("a cancelled call of a 60s task returned no error")
+	}
+	deadline := time.Now().Add(testenv.ReadyTimeout)
+	for len(rc.methods("tasks/cancel")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancels := rc.methods("tasks/cancel ")
+	if len(cancels) != 1 {
+		t.Fatalf("tasks/cancel sent %v, want once", cancels)
+	}
+	id := strings.TrimPrefix(cancels[0], "tasks/cancel ")
+	if got := pollTask(t, url, "", id, "completed", "failed", "cancelled"); got["status"] != "cancelled" {
+		t.Errorf("the task of the cancelled call is %v", got["status"])
 	}
 }
