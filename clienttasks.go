@@ -274,6 +274,9 @@ func pollInterval(ms int64) time.Duration {
 // end, and returns its result as the call's.
 func (cn *conn) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if in, _ := ctx.Value(inputKey{}).(*Input); in != nil && in.Task != nil && method == "tools/call" {
+			return cn.resumeTask(ctx, in, req)
+		}
 		res, err := next(ctx, method, req)
 		r, ok := res.(*mcp.CallToolResult)
 		if err != nil || !ok || r == nil || method != "tools/call" {
@@ -355,6 +358,12 @@ func (cn *conn) followTask(ctx context.Context, p *taskPoller, route *taskRoute,
 				continue
 			}
 			answers, err := cn.answerInputs(ctx, cs, t.InputRequests)
+			if d := (*inputDeferral)(nil); errors.As(err, &d) {
+				// The question waits, and so does the task: the deferral
+				// carries its id, to take it up (Input.Task).
+				d.input.Task = &InputTask{ID: id, Meta: route.meta}
+				return nil, d
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -363,4 +372,36 @@ func (cn *conn) followTask(ctx context.Context, p *taskPoller, route *taskRoute,
 			}
 		}
 	}
+}
+
+// resumeTask takes up the task of a deferred call (in.Task): its answers
+// go to the task, which is then polled to its end. No tools/call is sent.
+func (cn *conn) resumeTask(ctx context.Context, in *Input, req mcp.Request) (mcp.Result, error) {
+	cn.mu.Lock()
+	p := cn.tasks
+	cn.mu.Unlock()
+	cs, _ := req.GetSession().(*mcp.ClientSession)
+	if p == nil || cs == nil {
+		return nil, fmt.Errorf("task %s: the server %s is not reached over Streamable HTTP, so its task cannot be followed", in.Task.ID, cn.srv.ID)
+	}
+	h := http.Header{}
+	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion != "" {
+		h.Set("Mcp-Protocol-Version", ir.ProtocolVersion)
+	}
+	if id := cs.ID(); id != "" {
+		h.Set("Mcp-Session-Id", id)
+	}
+	route := &taskRoute{url: cn.srv.URL, header: h, meta: in.Task.Meta, env: createdTask{TaskID: in.Task.ID}}
+	answers := mcp.InputResponseMap{}
+	for k, a := range in.Responses {
+		if _, asked := in.Requests[k]; asked {
+			answers[k] = a
+		}
+	}
+	if len(answers) > 0 {
+		if err := p.post(ctx, route, "tasks/update", map[string]any{"inputResponses": answers}, nil); err != nil {
+			return nil, fmt.Errorf("task %s: %w", in.Task.ID, err)
+		}
+	}
+	return cn.followTask(ctx, p, route, cs)
 }

@@ -27,6 +27,12 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case "1":
 		os.Exit(runChild())
+	case "task-defer", "task-resume":
+		if err := taskChild(os.Getenv(childEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "identity":
 		if err := identitytest.ServeStdio(); err != nil {
 			fmt.Fprintln(os.Stderr, err)

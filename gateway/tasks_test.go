@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -383,5 +386,94 @@ func TestClientFollowsTasks(t *testing.T) {
 	id := strings.TrimPrefix(cancels[0], "tasks/cancel ")
 	if got := pollTask(t, url, "", id, "completed", "failed", "cancelled"); got["status"] != "cancelled" {
 		t.Errorf("the task of the cancelled call is %v", got["status"])
+	}
+}
+
+// taskChild is one process of TestTaskAcrossProcesses: "task-defer"
+// calls a tool that its server runs as a task, defers what the task asks,
+// and saves the deferral's Input; "task-resume" answers it and takes the
+// call up with it, and prints the result.
+func taskChild(step string) error {
+	url, saved := os.Getenv("TASK_URL"), os.Getenv("TASK_FILE")
+	ctx := context.Background()
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "gw", URL: url}}, &conduit.Options{
+		Policy: conduit.AllowAll(),
+		Handlers: &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, conduit.DeferInput("a person answers later")
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	defer hub.Close()
+	args := map[string]any{"filename": "b.txt"}
+	if step == "task-defer" {
+		_, err := hub.CallTool(ctx, "gw__confirm_delete", args, nil)
+		var d *conduit.Deferral
+		if !errors.As(err, &d) || d.Input == nil {
+			return fmt.Errorf("the call = %v, want a deferral for input", err)
+		}
+		b, err := json.Marshal(d.Input)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(saved, b, 0o600)
+	}
+	b, err := os.ReadFile(saved)
+	if err != nil {
+		return err
+	}
+	var in conduit.Input
+	if err := json.Unmarshal(b, &in); err != nil {
+		return err
+	}
+	answers := mcp.InputResponseMap{}
+	for _, k := range in.Missing() {
+		answers[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
+	}
+	res, err := hub.CallTool(ctx, "gw__confirm_delete", args, &conduit.CallOptions{Input: in.WithResponses(answers)})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("RESULT %s %v\n", resultText(res), res.Meta[conduit.MetaTaskID])
+	return nil
+}
+
+// A task outlives the process that made it: one process calls a tool its
+// server (conduit serve) runs as a task, defers what the task asks and
+// exits; the deferral carries the task's id. Another process answers and
+// takes the call up: the answer goes to the same task (no second
+// tools/call), which it polls to its end.
+func TestTaskAcrossProcesses(t *testing.T) {
+	url := serveHTTP(t, tasksConfig(t, ""), nil, "--transparent", "--no-auth")
+	rc := &recorder{target: url}
+	proxy := httptest.NewServer(rc)
+	t.Cleanup(proxy.Close)
+	saved := filepath.Join(t.TempDir(), "deferred.json")
+	run := func(step string) string {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), childEnv+"="+step, "TASK_URL="+proxy.URL, "TASK_FILE="+saved, "GORACE=atexit_sleep_ms=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", step, err, out)
+		}
+		return string(out)
+	}
+	run("task-defer")
+	var in conduit.Input
+	b, _ := os.ReadFile(saved)
+	if err := json.Unmarshal(b, &in); err != nil || in.Task == nil || in.Task.ID == "" {
+		t.Fatalf("the deferral saved %s, want a task id (%v)", b, err)
+	}
+	calls := len(rc.methods("tools/call"))
+	out := run("task-resume")
+	if want := "RESULT Deleted b.txt " + in.Task.ID; !strings.Contains(out, want) {
+		t.Errorf("the resumed call printed %q, want %q", out, want)
+	}
+	if n := len(rc.methods("tools/call")); n != calls {
+		t.Errorf("taking the call up sent tools/call %d more times, want none", n-calls)
+	}
+	if len(rc.methods("tasks/update "+in.Task.ID)) != 1 {
+		t.Errorf("tasks/update of the task: %v, want one", rc.methods("tasks/update"))
 	}
 }
