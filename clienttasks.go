@@ -86,6 +86,10 @@ func (p *taskPoller) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	r2 := req.Clone(req.Context())
 	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if !bytes.Contains(body, []byte(`"tools/call"`)) {
+		return p.base.RoundTrip(r2) // only a tool call's answer may be a task
+	}
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
