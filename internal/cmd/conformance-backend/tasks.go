@@ -1,6 +1,3 @@
-// The tools the tasks scenarios (SEP-2663) call: plain tools, some slow,
-// some asking for input by multi-round-trip results. Which of them
-// conduit serve runs as tasks is its configuration's choice.
 package main
 
 import (
@@ -12,6 +9,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// The tools the tasks scenarios (SEP-2663) call: plain tools, some slow,
+// some asking for input by multi-round-trip results. Which of them
+// conduit serve runs as tasks is its configuration's choice.
 
 type greetArgs struct {
 	Name string `json:"name"`
