@@ -477,3 +477,35 @@ func TestTaskAcrossProcesses(t *testing.T) {
 		t.Errorf("tasks/update of the task: %v, want one", rc.methods("tasks/update"))
 	}
 }
+
+// An "ask" rule holds a task's call, unsent, until its client approves
+// it through the task: input_required with the approval's question,
+// answered by tasks/update. Declined, the task completes with the
+// refusal as a tool error, and the call was never sent.
+func TestTasksApproval(t *testing.T) {
+	config := strings.Replace(tasksConfig(t, ""), `"policy": [{"allow": ["*"]}]`, `"policy": [{"ask": ["backend/slow_compute"]}, {"allow": ["*"]}]`, 1)
+	url := serveHTTP(t, config, []string{"CONDUIT_STATE_KEY=" + string(stateKey)}, "--transparent", "--no-auth")
+	for _, action := range []string{"accept", "decline"} {
+		created := rpc(t, url, "", "tools/call", map[string]any{"name": "slow_compute", "arguments": map[string]any{"seconds": 0, "label": action}}, false)
+		id, _ := created.Result["taskId"].(string)
+		if id == "" {
+			t.Fatalf("tools/call = %+v, want a task", created)
+		}
+		asked := pollTask(t, url, "", id, "input_required", "completed", "failed")
+		reqs, _ := asked["inputRequests"].(map[string]any)
+		if asked["status"] != "input_required" || len(reqs) != 1 {
+			t.Fatalf("%s: the task is %v with %v, want the approval asked", action, asked["status"], reqs)
+		}
+		for key := range reqs {
+			rpc(t, url, "", "tasks/update", map[string]any{"taskId": id, "inputResponses": map[string]any{key: map[string]any{"action": action}}}, false)
+		}
+		done := pollTask(t, url, "", id, "completed", "failed", "cancelled")
+		res, _ := done["result"].(map[string]any)
+		switch text := taskText(done); {
+		case action == "accept" && (text != "computed accept after 0s" || res["isError"] == true):
+			t.Errorf("approved: %v %q", done["status"], text)
+		case action == "decline" && (res["isError"] != true || strings.Contains(text, "computed")):
+			t.Errorf("declined: %v %q, want the refusal", done["status"], text)
+		}
+	}
+}
