@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,6 +59,7 @@ type conn struct {
 
 	keepAlive time.Duration // the ping interval while idle; 0: none
 	heard     atomic.Int64  // when the server last answered, in UnixNano
+	tasks     *taskPoller   // the current session's, over Streamable HTTP
 }
 
 func newConn(c *core, srv Server, principal string) *conn {
@@ -72,6 +74,10 @@ func newConn(c *core, srv Server, principal string) *conn {
 		ToolListChangedHandler:      func(_ context.Context, req *mcp.ToolListChangedRequest) { cn.toolsChanged(req) },
 		ProgressNotificationHandler: c.onProgress,
 	}
+	if srv.URL != "" && !srv.SSE {
+		// conduit follows the tasks a Streamable HTTP server answers with.
+		opts.Capabilities.AddExtension(TasksExtension, map[string]any{})
+	}
 	cn.clientHandlers(opts) // server requests, log messages, list changes
 	// conduit's own loop answers multi-round-trip requests.
 	opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
@@ -81,6 +87,7 @@ func newConn(c *core, srv Server, principal string) *conn {
 	if cn.keepAlive = keepAliveOf(c.KeepAlive, srv); cn.keepAlive > 0 {
 		cn.client.AddSendingMiddleware(cn.heardMiddleware)
 	}
+	cn.client.AddSendingMiddleware(cn.taskMiddleware) // innermost: what the wire said
 	cn.client.AddSendingMiddleware(hintMiddleware)
 	cn.client.AddSendingMiddleware(cn.inputMiddleware) // outermost: each round is heard
 	return cn
@@ -302,9 +309,21 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 	timer := time.AfterFunc(cn.core.ConnectTimeout, func() { fired.Store(true); cancelCause(errConnectTimeout) })
 	tr := cn.srv.transport(&cn.stderr, cn.core.httpClient, cn.core.bounds(cn.srv.ID))
 	if st, ok := tr.(*mcp.StreamableClientTransport); ok {
+		hc := st.HTTPClient
+		if hc == nil {
+			hc = http.DefaultClient
+		}
+		p := newTaskPoller(hc.Transport)
+		cp := *hc
+		cp.Transport = p
+		st.HTTPClient = &cp
 		if cn.oauth != nil {
 			cn.oauth.Attach(st)
 		}
+		p.client = st.HTTPClient // its own requests go through auth too
+		cn.mu.Lock()
+		cn.tasks = p
+		cn.mu.Unlock()
 	} else {
 		tr = notesTransport{tr, cn} // notifications off the wire, results bounded
 	}

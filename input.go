@@ -65,6 +65,20 @@ type Input struct {
 	// (they run on the result of the round that completes). Without
 	// Return, conduit answers through Handlers and asks again.
 	Return bool `json:"return,omitempty"`
+	// Task, for a call its server runs as a task (SEP-2663), is the task
+	// that asked: taken up, the call sends no tools/call again, but the
+	// Responses to the task (tasks/update), and polls it to its end.
+	Task *InputTask `json:"task,omitempty"`
+}
+
+// InputTask is the task of a deferred call, as [Input] keeps it.
+type InputTask struct {
+	// ID is the task's id at its server.
+	ID string `json:"id"`
+	// Meta is the _meta of the request that made it (the protocol version
+	// and capabilities its server was told), sent again with each request
+	// about the task.
+	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
 // ResendKey is the key of the one request of an [Input] that Resend

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strconv"
@@ -73,6 +74,26 @@ type ServeConfig struct {
 	// Limits bound the tool calls of principals; every limit that matches
 	// a call applies (see [ServeLimit]).
 	Limits []ServeLimit
+	// Tasks, when set, make tasks (SEP-2663) of tool calls for the
+	// clients that declare the extension (see [ServeTasks]).
+	Tasks *ServeTasks
+}
+
+// ServeTasks is the "tasks" object of a [ServeConfig]: which tool calls
+// conduit serve answers with a task, so that a slow tool no longer holds
+// its client's request:
+//
+//	"tasks": {"tools": ["reports/*"], "required": ["batch/run"], "after": "10s"}
+//
+// "tools" and "required" are tool patterns of the policy's
+// ("server/tool", globs); a call of a "tools" tool is a task when its
+// client declares the extension, of a "required" one always (a client
+// without it is refused). "after" makes a task of any other call still
+// running after it. "ttl" (default 1h) is how long a task is kept after
+// its latest change; "pollInterval" (default 1s) what clients are told.
+type ServeTasks struct {
+	Tools, Required          []string
+	After, TTL, PollInterval time.Duration
 }
 
 // ServeLimit is one object of a [ServeConfig]'s "limits": calls per
@@ -135,6 +156,15 @@ type serveEntry struct {
 	Origins       []string          `json:"origins"`
 	Store         string            `json:"store"`
 	Limits        []json.RawMessage `json:"limits"`
+	Tasks         *tasksEntry       `json:"tasks"`
+}
+
+type tasksEntry struct {
+	Tools        []string `json:"tools"`
+	Required     []string `json:"required"`
+	After        string   `json:"after"`
+	TTL          string   `json:"ttl"`
+	PollInterval string   `json:"pollInterval"`
 }
 
 type limitEntry struct {
@@ -245,6 +275,28 @@ func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warning
 			return nil, fmt.Errorf("limit %d: %w", i+1, err)
 		}
 		sc.Limits = append(sc.Limits, l)
+	}
+	if t := e.Tasks; t != nil {
+		st := &ServeTasks{Tools: t.Tools, Required: t.Required}
+		for _, f := range []struct {
+			key, v string
+			d      *time.Duration
+		}{{"after", t.After, &st.After}, {"ttl", t.TTL, &st.TTL}, {"pollInterval", t.PollInterval, &st.PollInterval}} {
+			if f.v == "" {
+				continue
+			}
+			d, err := time.ParseDuration(f.v)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("tasks: %s: %q is not a positive duration (such as \"10s\")", f.key, f.v)
+			}
+			*f.d = d
+		}
+		for _, p := range append(slices.Clone(t.Tools), t.Required...) {
+			if _, err := path.Match(p, ""); err != nil || p == "" {
+				return nil, fmt.Errorf("tasks: %q is not a tool pattern (\"server/tool\", globs)", p)
+			}
+		}
+		sc.Tasks = st
 	}
 	return sc, nil
 }

@@ -2,6 +2,7 @@ package conduit
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -103,6 +104,11 @@ func TestParseServeErrors(t *testing.T) {
 		{`{"limits": [{"perMinute": 1, "tool": "a/[x"}]}`, `tool: pattern "a/[x"`},
 		{`{"limits": [{"perMinute": 1, "per": "hour"}]}`, `unknown key "per"`},
 		{`{"limits": [{"perMinute": "60"}]}`, `"perMinute" must be a whole number, not a string`},
+		{`{"tasks": {"after": "soon"}}`, `tasks: after: "soon" is not a positive duration`},
+		{`{"tasks": {"ttl": "0s"}}`, `tasks: ttl: "0s" is not a positive duration`},
+		{`{"tasks": {"tools": ["a/[x"]}}`, `tasks: "a/[x" is not a tool pattern`},
+		{`{"tasks": {"required": [""]}}`, `tasks: "" is not a tool pattern`},
+		{`{"tasks": {"tool": ["a/b"]}}`, `unknown key "tool"`},
 	} {
 		_, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": ` + tt.serve + `}`))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -188,5 +194,22 @@ func TestParseServeStoreAndLimits(t *testing.T) {
 	}
 	if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], "${env:NAME}") || strings.Contains(cfg.Warnings[0], "s3cret") {
 		t.Errorf("warnings = %q", cfg.Warnings)
+	}
+}
+
+func TestParseServeTasks(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {"tasks": {
+		"tools": ["a/slow_*"], "required": ["a/batch"], "after": "10s", "ttl": "2h", "pollInterval": "500ms"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &ServeTasks{Tools: []string{"a/slow_*"}, Required: []string{"a/batch"}, After: 10 * time.Second, TTL: 2 * time.Hour, PollInterval: 500 * time.Millisecond}
+	if got := cfg.Serve.Tasks; !reflect.DeepEqual(got, want) {
+		t.Errorf("tasks = %+v, want %+v", got, want)
+	}
+	// None configured: no tasks.
+	cfg, err = ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {}}`))
+	if err != nil || cfg.Serve.Tasks != nil {
+		t.Errorf("no tasks key: %+v, %v", cfg.Serve.Tasks, err)
 	}
 }

@@ -122,7 +122,7 @@ func (t *pausedTurn) document() *turnV1 {
 			c.Answer, c.Budget = nil, nil
 			c.Pending = &pendingV1{ID: p.ID, Arguments: p.Arguments, Digest: p.digest, Rule: p.Rule, Reason: p.Reason, Round: p.round}
 			if in := p.Input; in != nil {
-				c.Pending.Input = &inputV1{Requests: in.Requests, Responses: in.Responses, RequestState: in.RequestState, Resend: in.Resend}
+				c.Pending.Input = &inputV1{Requests: in.Requests, Responses: in.Responses, RequestState: in.RequestState, Resend: in.Resend, Task: in.Task}
 			}
 		} else if ce := (*conduit.Error)(nil); errors.As(tc.err, &ce) {
 			c.Err = &errV1{Kind: ce.Kind.String(), Message: ce.Message, Halt: ce.Halt}
@@ -151,7 +151,7 @@ func pausedTurnOf(d *turnV1) *pausedTurn {
 				pc.Arguments = map[string]any{}
 			}
 			if in := p.Input; in != nil {
-				pc.Input = &conduit.Input{Requests: in.Requests, Responses: in.Responses, RequestState: in.RequestState, Resend: in.Resend}
+				pc.Input = &conduit.Input{Requests: in.Requests, Responses: in.Responses, RequestState: in.RequestState, Resend: in.Resend, Task: in.Task}
 			}
 			tc.pending = pc
 			tc.err = deferredError(pc)

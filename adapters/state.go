@@ -351,6 +351,8 @@ type inputV1 struct {
 	Responses    mcp.InputResponseMap `json:"responses,omitempty"`
 	RequestState string               `json:"request_state,omitempty"`
 	Resend       bool                 `json:"resend,omitempty"`
+	// Task is the server's task that asked (SEP-2663), taken up by id.
+	Task *conduit.InputTask `json:"task,omitempty"`
 }
 
 // snapshot is the conversation's state document.

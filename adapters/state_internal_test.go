@@ -191,3 +191,28 @@ func FuzzDecodeState(f *testing.F) {
 		}
 	})
 }
+
+// A pending call whose server's task asked (SEP-2663) keeps the task in
+// the state, so that taking it up in another process follows the same
+// task; a document without it reads as no task.
+func TestStatePendingTask(t *testing.T) {
+	doc := strings.Replace(v1Document, `"request_state":"s1"}`, `"request_state":"s1","task":{"id":"T-42","meta":{"k":"v"}}}`, 1)
+	st, err := decodeState([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pausedTurnOf(st.Turn).calls[1].pending
+	if p == nil || p.Input.Task == nil || p.Input.Task.ID != "T-42" || string(p.Input.Task.Meta) != `{"k":"v"}` {
+		t.Fatalf("pending input %+v", p.Input)
+	}
+	if in := pausedTurnOf(st.Turn).document().Calls[1].Pending.Input; in.Task == nil || in.Task.ID != "T-42" {
+		t.Errorf("written back: %+v", in)
+	}
+	old, err := decodeState([]byte(v1Document))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := pausedTurnOf(old.Turn).calls[1].pending; p.Input.Task != nil {
+		t.Errorf("a document without a task reads as %+v", p.Input.Task)
+	}
+}

@@ -27,6 +27,12 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case "1":
 		os.Exit(runChild())
+	case "task-defer", "task-resume":
+		if err := taskChild(os.Getenv(childEnv)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	case "identity":
 		if err := identitytest.ServeStdio(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -145,6 +151,9 @@ func TestConformanceServer(t *testing.T) {
 		failAlone      []string // scored scenarios the server alone fails
 	}{
 		{"2026-07-28", "stateless", nil},
+		// Tasks on, for any call still running after a second: the suite's
+		// client declares no tasks extension, so nothing changes for it.
+		{"2026-07-28", "stateless+tasks", nil},
 		{"2025-11-25", "stateful", nil},
 		// The server's tools of these ask by JSON-RPC requests, which a
 		// stateless server cannot send: they fail alone, and so through
@@ -155,10 +164,14 @@ func TestConformanceServer(t *testing.T) {
 	} {
 		t.Run(tc.revision+"/"+tc.mode, func(t *testing.T) {
 			upstream := testenv.GoEverything(t)
-			if tc.mode == "stateless" {
+			if strings.HasPrefix(tc.mode, "stateless") {
 				upstream = testenv.GoEverythingStateless(t)
 			}
-			config := fmt.Sprintf(`{"mcpServers": {"everything": {"url": %q}}, "policy": [{"allow": ["*"]}]}`, upstream)
+			serve := ""
+			if strings.HasSuffix(tc.mode, "+tasks") {
+				serve = `, "serve": {"tasks": {"after": "1s"}}`
+			}
+			config := fmt.Sprintf(`{"mcpServers": {"everything": {"url": %q}}, "policy": [{"allow": ["*"]}]%s}`, upstream, serve)
 			through := serveHTTP(t, config, nil, "--transparent", "--no-auth")
 			compareConformance(t, tc.revision, upstream, through, tc.failAlone)
 		})

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/gateway"
@@ -312,4 +313,39 @@ func ExampleTaintScope() {
 	// Output:
 	// default: principal chosen: conversation
 	// gateway: unknown TaintScope(7)
+}
+
+// The gateway makes a task of each call of notes/add for the clients that
+// declare the tasks extension: conduit's own client does over Streamable
+// HTTP, and follows the task to its result.
+func ExampleTaskOptions() {
+	ctx := context.Background()
+	g, err := gateway.New(ctx, []conduit.Server{notesServer()}, &gateway.Options{
+		Hub:   &conduit.Options{Policy: conduit.AllowAll()},
+		Tasks: &gateway.TaskOptions{Tools: []string{"notes/add"}, PollInterval: 100 * time.Millisecond},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	h, err := g.Handler(&gateway.HTTPOptions{NoAuth: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "gw", URL: srv.URL}}, &conduit.Options{Policy: conduit.AllowAll()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer hub.Close()
+	res, err := hub.CallTool(ctx, "gw__notes__add", map[string]any{"text": "hi"}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, task := res.Meta[conduit.MetaTaskID]
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text, "task:", task)
+	// Output:
+	// add {"text":"hi"} task: true
 }

@@ -103,6 +103,9 @@ type Options struct {
 	// [MetaRetryAfter]), nothing sent; one whose limits cannot be counted
 	// (the store is unavailable) is refused alike. See [Limit].
 	Limits []Limit
+	// Tasks make tasks (SEP-2663) of the tool calls it names, for clients
+	// of protocol 2026-07-28 that declare the extension; nil, none.
+	Tasks *TaskOptions
 }
 
 // DefaultListTTL is the cache hint of lists when Options.ListTTL is zero.
@@ -177,6 +180,7 @@ type Gateway struct {
 	draining atomic.Bool     // ListenAndServe is shutting down
 	subjects *subjects       // callers' verified tokens, for token exchange
 	perP     map[string]bool // the servers whose sessions are per principal
+	tasks    *tasks          // nil without Options.Tasks
 }
 
 // changes is what a refresh brings up to date.
@@ -242,6 +246,9 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	var err error
 	if g.sealer, err = seal.New(statePurpose, keys...); err != nil {
 		return nil, fmt.Errorf("gateway: StateKeys: %w", err)
+	}
+	if g.tasks, err = newTasks(opts.Tasks, keys); err != nil {
+		return nil, fmt.Errorf("gateway: Tasks: %w", err)
 	}
 	if g.logger == nil {
 		g.logger = slog.New(slog.DiscardHandler)

@@ -264,6 +264,10 @@ func (g *Gateway) httpHandlers(opts *HTTPOptions) (*handlers, error) {
 			return
 		}
 		if ok, p := usesNewProtocol(r); ok {
+			if isTaskMethod(p.method) {
+				g.serveTask(w, r, principal, p)
+				return
+			}
 			g.viewHandler(w, r, principal, p, stateless)
 			return
 		}

@@ -71,6 +71,10 @@ func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the arguments are not JSON: " + err.Error()}
 		}
 		rq = s.roundRequest(toolMethod, req.Session, name, d, req.Params.InputResponses, req.Params.RequestState, req.Params.GetProgressToken())
+		t, _ := ts.Lookup(name)
+		if rq.task, err = s.g.tasks.plan(name, t, req); err != nil {
+			return nil, err
+		}
 	} else if token := req.Params.GetProgressToken(); token != nil {
 		ss := req.Session
 		opts.Progress = func(_ *conduit.Call, p conduit.Progress) {

@@ -106,8 +106,9 @@ type roundRequest struct {
 	ss        *mcp.ServerSession // the request's own
 	b         binding
 	responses mcp.InputResponseMap
-	state     string // the requestState sent, if any
-	progress  any    // the request's progress token, if any
+	state     string    // the requestState sent, if any
+	progress  any       // the request's progress token, if any
+	task      *taskPlan // how its call becomes a task, if it may
 }
 
 // serveRound answers rq, whose call call runs with opts.
@@ -283,6 +284,11 @@ type callRun struct {
 	asked    int    // questions asked, for their ids
 	q        *question
 	timer    *time.Timer
+	// taskCaps are the capabilities of the client of the task the call
+	// became, which no request waits on.
+	taskCaps *mcp.ClientCapabilities
+	opts     *conduit.CallOptions // what it was started with
+	call     func(context.Context, *conduit.CallOptions) (mcp.Result, error)
 }
 
 type outcome struct {
@@ -313,7 +319,8 @@ func runFrom(ctx context.Context) *callRun {
 // approval its request carried, if any, is opts.Approval.
 func (g *Gateway) startCall(ctx context.Context, rq *roundRequest, opts *conduit.CallOptions, call func(context.Context, *conduit.CallOptions) (mcp.Result, error)) (*callRun, error) {
 	cr := &callRun{g: g, id: newStateID(), b: rq.b, done: make(chan outcome, 1), asks: make(chan *question),
-		gone: make(chan struct{}), sink: rq, sinkCtx: ctx, approved: opts.Approval != nil && opts.Approval.Allow}
+		gone: make(chan struct{}), sink: rq, sinkCtx: ctx, approved: opts.Approval != nil && opts.Approval.Allow,
+		opts: opts, call: call}
 	opts.Handlers = g.runHandlers(rq.b.principal)
 	opts.Progress = func(_ *conduit.Call, p conduit.Progress) { cr.notifyProgress(p) }
 	// The call may outlive the request that started it (it waits for a
@@ -346,11 +353,22 @@ func (cr *callRun) answer(ctx context.Context, rq *roundRequest) (mcp.Result, er
 		cr.sink, cr.sinkCtx = nil, nil
 		cr.mu.Unlock()
 	}()
+	var after <-chan time.Time
+	if rq.task != nil {
+		if rq.task.now {
+			return cr.g.escalate(ctx, cr, rq)
+		}
+		t := time.NewTimer(rq.task.after)
+		defer t.Stop()
+		after = t.C
+	}
 	var o outcome
 	select {
 	case o = <-cr.done:
 	case q := <-cr.asks:
 		return cr.park(rq, q)
+	case <-after:
+		return cr.g.escalate(ctx, cr, rq)
 	case <-ctx.Done():
 		cr.cancel() // the client went away
 		return nil, ctx.Err()
@@ -426,7 +444,11 @@ func (cr *callRun) decide(req conduit.ApprovalRequest) (a conduit.Approval, ok b
 		// Not the call the request names: its client is not asked.
 		return conduit.Reject("conduit serve: the approval does not match the request"), true
 	}
-	if cr.sink == nil || requestCaps(cr.sink.ss).Elicitation == nil {
+	caps := cr.taskCaps
+	if cr.sink != nil {
+		caps = requestCaps(cr.sink.ss)
+	}
+	if caps == nil || caps.Elicitation == nil {
 		return conduit.Approval{}, false
 	}
 	cr.asking = approvalMessage(req.Call)
@@ -463,6 +485,9 @@ func (cr *callRun) caps() *mcp.ClientCapabilities {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
 	if cr.sink == nil {
+		if cr.taskCaps != nil {
+			return cr.taskCaps
+		}
 		return &mcp.ClientCapabilities{}
 	}
 	return requestCaps(cr.sink.ss)

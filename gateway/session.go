@@ -88,6 +88,9 @@ func (g *Gateway) newSession(ctx context.Context, principal string, taint []stri
 		CompletionHandler: s.complete,
 		Capabilities:      caps,
 	}
+	if view && g.tasks != nil {
+		caps.Extensions = map[string]any{TasksExtension: map[string]any{}}
+	}
 	if view {
 		// Each request's calls get Handlers of their own, for its rounds.
 		opts.SetCacheable = func(ctx context.Context, req mcp.Request, c *mcp.Cacheable) {
@@ -117,6 +120,9 @@ func (g *Gateway) newSession(ctx context.Context, principal string, taint []stri
 	s.server = mcp.NewServer(g.impl, opts)
 	s.server.AddReceivingMiddleware(s.downCalls) // innermost: around the SDK's lookup
 	s.server.AddReceivingMiddleware(s.watchLevel)
+	if view {
+		s.server.AddReceivingMiddleware(g.taskResults)
+	}
 	if !view {
 		s.server.AddReceivingMiddleware(s.followConversation)
 	}

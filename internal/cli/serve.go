@@ -233,6 +233,7 @@ after 'conduit pin --update'.`)
 		TaintScope:      taintScope(cfg),
 		StateKeys:       stateKeys,
 		Limits:          limits,
+		Tasks:           serveTasks(cfg),
 	})
 	if err != nil {
 		return h.openError(err)
@@ -319,4 +320,13 @@ func serveHTTPOptions(env *Env, cfg *conduit.Config, addr string, noAuth bool, c
 func isLoopbackIP(host string) bool {
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
+}
+
+// serveTasks are the gateway's TaskOptions of cfg's "serve": "tasks".
+func serveTasks(cfg *conduit.Config) *gateway.TaskOptions {
+	if cfg.Serve == nil || cfg.Serve.Tasks == nil {
+		return nil
+	}
+	t := cfg.Serve.Tasks
+	return &gateway.TaskOptions{Tools: t.Tools, Required: t.Required, After: t.After, TTL: t.TTL, PollInterval: t.PollInterval}
 }

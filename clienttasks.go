@@ -1,0 +1,411 @@
+package conduit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tasks (SEP-2663) on the client: a Streamable HTTP server may answer a
+// tools/call with a task (resultType "task") instead of its result. The
+// SDK's client knows no tasks, so conduit takes the CreateTaskResult off
+// the wire (taskPoller, in the transport's HTTP client, which the SDK
+// still frames) and hands the SDK a result that only names the task;
+// taskMiddleware then polls tasks/get at the server's interval to the
+// task's end, answers what the task asks (tasks/update) through the
+// call's handlers, cancels it (tasks/cancel) when the call is cancelled,
+// and returns the task's result as the call's.
+
+// TasksExtension is the id of the tasks extension (SEP-2663), which
+// conduit declares to Streamable HTTP servers.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// MetaTaskID is the _meta key of a tool result that a server gave as a
+// task: the task's id.
+const MetaTaskID = "conduit.dev/taskId"
+
+// metaTaskRef names, in the result handed to the SDK, the task a
+// tools/call was answered with.
+const metaTaskRef = "conduit.dev/taskRef"
+
+// taskPoller is the RoundTripper of a server's Streamable HTTP client that
+// takes CreateTaskResults of tools/call off the wire, and the poster of
+// the tasks methods.
+type taskPoller struct {
+	base   http.RoundTripper
+	client *http.Client // the transport's whole client (auth too), set after Connect's setup
+
+	mu     sync.Mutex
+	routes map[string]*taskRoute // ref -> how to reach its task
+}
+
+// taskRoute is how to ask about one task: where, with which session and
+// version headers, and the request's _meta (a 2026-07-28 request's
+// version and capabilities).
+type taskRoute struct {
+	url    string
+	header http.Header
+	meta   json.RawMessage
+	env    createdTask
+}
+
+// createdTask is a CreateTaskResult's fields that conduit reads.
+type createdTask struct {
+	TaskID         string `json:"taskId"`
+	Status         string `json:"status"`
+	PollIntervalMs int64  `json:"pollIntervalMs"`
+}
+
+func newTaskPoller(base http.RoundTripper) *taskPoller {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &taskPoller{base: base, routes: map[string]*taskRoute{}}
+}
+
+func (p *taskPoller) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodPost || req.Body == nil || req.Header.Get("Mcp-Method") == "tasks/get" {
+		return p.base.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	r2 := req.Clone(req.Context())
+	r2.Body = io.NopCloser(bytes.NewReader(body))
+	r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	if !bytes.Contains(body, []byte(`"tools/call"`)) {
+		return p.base.RoundTrip(r2) // only a tool call's answer may be a task
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" || len(msg.ID) == 0 {
+		return p.base.RoundTrip(r2)
+	}
+	resp, err := p.base.RoundTrip(r2)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	h := http.Header{}
+	for _, k := range []string{"Mcp-Session-Id", "Mcp-Protocol-Version"} {
+		if v := req.Header.Get(k); v != "" {
+			h.Set(k, v)
+		}
+	}
+	route := &taskRoute{url: req.URL.String(), header: h, meta: msg.Params.Meta}
+	switch ct := resp.Header.Get("Content-Type"); {
+	case strings.HasPrefix(ct, "application/json"):
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		data = p.rewrite(data, route)
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		resp.ContentLength = int64(len(data))
+		resp.Header.Del("Content-Length")
+	case strings.HasPrefix(ct, "text/event-stream"):
+		pr, pw := io.Pipe()
+		src := resp.Body
+		go func() {
+			defer src.Close()
+			sc := bufio.NewScanner(src)
+			sc.Buffer(make([]byte, 64*1024), 64<<20)
+			for sc.Scan() {
+				line := sc.Bytes()
+				if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+					line = append([]byte("data: "), p.rewrite(bytes.TrimSpace(d), route)...)
+				}
+				if _, err := pw.Write(append(bytes.Clone(line), '\n')); err != nil {
+					return
+				}
+			}
+			pw.CloseWithError(sc.Err())
+		}()
+		resp.Body = pr
+		resp.ContentLength = -1
+	}
+	return resp, nil
+}
+
+// rewrite returns data, a JSON-RPC message, with a CreateTaskResult
+// replaced by a result that names the task (kept in p.routes).
+func (p *taskPoller) rewrite(data []byte, route *taskRoute) []byte {
+	if !bytes.Contains(data, []byte(`"task"`)) {
+		return data
+	}
+	var msg map[string]json.RawMessage
+	if json.Unmarshal(data, &msg) != nil || msg["result"] == nil {
+		return data
+	}
+	var res struct {
+		ResultType string `json:"resultType"`
+		createdTask
+	}
+	if json.Unmarshal(msg["result"], &res) != nil || res.ResultType != "task" || res.TaskID == "" {
+		return data
+	}
+	r := *route
+	r.env = res.createdTask
+	ref := rand.Text()
+	p.mu.Lock()
+	p.routes[ref] = &r
+	p.mu.Unlock()
+	msg["result"], _ = json.Marshal(map[string]any{"content": []any{}, "_meta": map[string]any{metaTaskRef: ref}})
+	out, err := json.Marshal(msg)
+	if err != nil {
+		return data
+	}
+	return out
+}
+
+// take returns the route of ref, once.
+func (p *taskPoller) take(ref string) *taskRoute {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.routes[ref]
+	delete(p.routes, ref)
+	return r
+}
+
+// detailedTask is a tasks/get answer.
+type detailedTask struct {
+	createdTask
+	InputRequests mcp.InputRequestMap `json:"inputRequests"`
+	Result        json.RawMessage     `json:"result"`
+	Error         *jsonrpc.Error      `json:"error"`
+}
+
+// post sends method with params (and the route's _meta) about the route's
+// task, and decodes its result into out.
+func (p *taskPoller) post(ctx context.Context, r *taskRoute, method string, params map[string]any, out any) error {
+	params["taskId"] = r.env.TaskID
+	if len(r.meta) > 0 {
+		params["_meta"] = r.meta
+	}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "conduit-" + rand.Text()[:10], "method": method, "params": params})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", r.env.TaskID)
+	c := p.client
+	if c == nil {
+		c = &http.Client{Transport: p.base}
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return err
+	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		var last []byte
+		for line := range bytes.SplitSeq(data, []byte("\n")) {
+			if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				last = bytes.TrimSpace(d)
+			}
+		}
+		data = last
+	}
+	var msg struct {
+		Result json.RawMessage `json:"result"`
+		Error  *jsonrpc.Error  `json:"error"`
+	}
+	if err := json.Unmarshal(data, &msg); err != nil {
+		return fmt.Errorf("%s: HTTP %d, not a JSON-RPC answer", method, resp.StatusCode)
+	}
+	if msg.Error != nil {
+		return msg.Error
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(msg.Result, out)
+}
+
+// Bounds of a poll interval: a server's is kept within them.
+const (
+	minTaskPoll     = 50 * time.Millisecond
+	maxTaskPoll     = time.Minute
+	defaultTaskPoll = time.Second
+)
+
+func pollInterval(ms int64) time.Duration {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case ms <= 0:
+		return defaultTaskPoll
+	case d < minTaskPoll:
+		return minTaskPoll
+	case d > maxTaskPoll:
+		return maxTaskPoll
+	}
+	return d
+}
+
+// taskMiddleware follows a tools/call answered with a task to the task's
+// end, and returns its result as the call's.
+func (cn *conn) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if in, _ := ctx.Value(inputKey{}).(*Input); in != nil && in.Task != nil && method == "tools/call" {
+			return cn.resumeTask(ctx, in, req)
+		}
+		res, err := next(ctx, method, req)
+		r, ok := res.(*mcp.CallToolResult)
+		if err != nil || !ok || r == nil || method != "tools/call" {
+			return res, err
+		}
+		ref, ok := r.Meta[metaTaskRef].(string)
+		if !ok {
+			return res, err
+		}
+		delete(r.Meta, metaTaskRef)
+		cn.mu.Lock()
+		p := cn.tasks
+		cn.mu.Unlock()
+		var route *taskRoute
+		if p != nil {
+			route = p.take(ref)
+		}
+		if route == nil {
+			return res, err // no task of conduit's poller: the server's own _meta
+		}
+		cs, _ := req.GetSession().(*mcp.ClientSession)
+		return cn.followTask(ctx, p, route, cs)
+	}
+}
+
+// followTask polls the task of route to its end.
+func (cn *conn) followTask(ctx context.Context, p *taskPoller, route *taskRoute, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
+	id := route.env.TaskID
+	wait := pollInterval(route.env.PollIntervalMs)
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			// The call is cancelled: so is its task, on a context of its own.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if err := p.post(cctx, route, "tasks/cancel", map[string]any{}, nil); err != nil {
+				cn.core.Logger.Warn("conduit: cancelling a task", "server", cn.srv.ID, "task", id, "err", err)
+			}
+			cancel()
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		var t detailedTask
+		if err := p.post(ctx, route, "tasks/get", map[string]any{}, &t); err != nil {
+			var rpcErr *jsonrpc.Error
+			if errors.As(err, &rpcErr) || ctx.Err() != nil {
+				return nil, fmt.Errorf("task %s: %w", id, err)
+			}
+			// The network: a few tries before giving up.
+			if failures++; failures >= 5 {
+				return nil, fmt.Errorf("task %s: %w", id, err)
+			}
+			continue
+		}
+		failures = 0
+		if t.PollIntervalMs > 0 {
+			wait = pollInterval(t.PollIntervalMs)
+		}
+		switch t.Status {
+		case "completed":
+			res := new(mcp.CallToolResult)
+			if err := json.Unmarshal(t.Result, res); err != nil {
+				return nil, fmt.Errorf("task %s: its result cannot be read: %w", id, err)
+			}
+			if res.Meta == nil {
+				res.Meta = mcp.Meta{}
+			}
+			res.Meta[MetaTaskID] = id
+			return res, nil
+		case "failed":
+			if t.Error == nil {
+				return nil, fmt.Errorf("task %s failed", id)
+			}
+			return nil, t.Error
+		case "cancelled":
+			return nil, fmt.Errorf("task %s was cancelled by its server", id)
+		case "input_required":
+			if len(t.InputRequests) == 0 || cs == nil {
+				continue
+			}
+			answers, err := cn.answerInputs(ctx, cs, t.InputRequests)
+			if d := (*inputDeferral)(nil); errors.As(err, &d) {
+				// The question waits, and so does the task: the deferral
+				// carries its id, to take it up (Input.Task).
+				d.input.Task = &InputTask{ID: id, Meta: route.meta}
+				return nil, d
+			}
+			if err != nil {
+				return nil, err
+			}
+			if err := p.post(ctx, route, "tasks/update", map[string]any{"inputResponses": answers}, nil); err != nil {
+				return nil, fmt.Errorf("task %s: %w", id, err)
+			}
+		}
+	}
+}
+
+// resumeTask takes up the task of a deferred call (in.Task): its answers
+// go to the task, which is then polled to its end. No tools/call is sent.
+func (cn *conn) resumeTask(ctx context.Context, in *Input, req mcp.Request) (mcp.Result, error) {
+	cn.mu.Lock()
+	p := cn.tasks
+	cn.mu.Unlock()
+	cs, _ := req.GetSession().(*mcp.ClientSession)
+	if p == nil || cs == nil {
+		return nil, fmt.Errorf("task %s: the server %s is not reached over Streamable HTTP, so its task cannot be followed", in.Task.ID, cn.srv.ID)
+	}
+	h := http.Header{}
+	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion != "" {
+		h.Set("Mcp-Protocol-Version", ir.ProtocolVersion)
+	}
+	if id := cs.ID(); id != "" {
+		h.Set("Mcp-Session-Id", id)
+	}
+	route := &taskRoute{url: cn.srv.URL, header: h, meta: in.Task.Meta, env: createdTask{TaskID: in.Task.ID}}
+	answers := mcp.InputResponseMap{}
+	for k, a := range in.Responses {
+		if _, asked := in.Requests[k]; asked {
+			answers[k] = a
+		}
+	}
+	if len(answers) > 0 {
+		if err := p.post(ctx, route, "tasks/update", map[string]any{"inputResponses": answers}, nil); err != nil {
+			return nil, fmt.Errorf("task %s: %w", in.Task.ID, err)
+		}
+	}
+	return cn.followTask(ctx, p, route, cs)
+}
