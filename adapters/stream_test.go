@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -16,7 +17,6 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
-	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
 // weatherCalls are three calls of weatherHub's tools: two allowed, one
@@ -307,9 +307,6 @@ func TestStreamAPIError(t *testing.T) {
 	}
 }
 
-// readAll is io.ReadAll, for the fixtures.
-var _ = io.ReadAll
-
 // gotCalls is what a test compares of the calls a stream made.
 func gotCalls(st *adapters.Streamed) []string {
 	var out []string
@@ -320,4 +317,79 @@ func gotCalls(st *adapters.Streamed) []string {
 	return out
 }
 
-var _ = jsonv.Object
+// TestStreamDocs reads each provider's streamed response transcribed from
+// its documentation (testdata/*/stream_doc_*), against a server offering
+// the documented functions: every call runs, the answers are those of the
+// whole response the stream makes, and that response is the golden one.
+func TestStreamDocs(t *testing.T) {
+	cl, _ := docsServer(t)
+	want := map[string][]string{
+		"stream_doc_tool_use": {
+			`toolu_01T1x1fJ34qAmk2tNTrN7Up6 get_weather {"location":"San Francisco, CA","unit":"fahrenheit"}`,
+			`toolu_01WQ8rLrXPcEJ2jAR9qC3Hbw get_time {"timezone":"America/Los_Angeles"}`},
+		"stream_doc_tool_calls": {
+			`call_DdmO9pD3xa9XTPNJ32zg2hcA get_weather {"location":"Paris, France"}`,
+			`call_ABCDEFGHIJ0123456789KLMN send_email {"body":"Hi bob","to":"bob@email.com"}`},
+		"stream_doc_function_call": {
+			`call_1234xyz get_weather {"location":"Paris, France"}`,
+			`call_5678xyz send_email {"body":"Hi bob","to":"bob@email.com"}`},
+		"stream_doc_parallel": {
+			` power_disco_ball {"power":true}`,
+			` start_music {"energetic":true,"loud":true}`,
+			` dim_lights {"brightness":0.5}`},
+	}
+	bedrock := []string{`tooluse_kZJMlvQmRJ6eAyJE5GIl7Q top_song {"sign":"WZPZ"}`, `tooluse_Q1a2b3c4d5e6f7g8h9i0jK top_song {"sign":"WKRP"}`}
+	want["stream_doc_tool_use.jsonl"], want["stream_doc_tool_use_sse"] = bedrock, bedrock
+	for _, p := range adapters.Providers() {
+		files, _ := filepath.Glob(filepath.Join("testdata", p.String(), "stream_doc_*"))
+		if len(files) == 0 {
+			t.Fatalf("no documented stream for %v", p)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, ".golden.json") {
+				continue
+			}
+			name := strings.TrimSuffix(filepath.Base(f), ".sse")
+			key := name
+			if p == adapters.Bedrock && strings.HasSuffix(name, ".jsonl") {
+				key, name = name, strings.TrimSuffix(name, ".jsonl")+"_jsonl"
+			}
+			if p == adapters.Bedrock && key == "stream_doc_tool_use" {
+				key = "stream_doc_tool_use.jsonl"
+			}
+			t.Run(p.String()+"/"+name, func(t *testing.T) {
+				data, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				listing, err := adapters.Tools(context.Background(), cl, p, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o := &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths}
+				var text strings.Builder
+				st, err := adapters.ExecuteStream(context.Background(), cl, p, bytes.NewReader(data), o,
+					&adapters.StreamOptions{Text: func(s string) { text.WriteString(s) }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := gotCalls(st); !reflect.DeepEqual(got, want[key]) {
+					t.Errorf("calls\n%q\nwant\n%q", got, want[key])
+				}
+				for i, e := range st.Errors {
+					if e != nil {
+						t.Errorf("call %d: %v", i, e)
+					}
+				}
+				if text.Len() == 0 && p != adapters.OpenAIChat && p != adapters.OpenAIResponses {
+					t.Error("no text delta")
+				}
+				whole := run(t, cl, p, st.Response, o)
+				if !reflect.DeepEqual(st.Results, whole.Results) {
+					t.Errorf("streamed answers differ from the whole response's")
+				}
+				golden(t, p, name+".golden.json", st.Response)
+			})
+		}
+	}
+}

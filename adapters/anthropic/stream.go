@@ -101,7 +101,15 @@ func (s *stream) Event(e driver.Event) (driver.Step, error) {
 			s.message[k] = v
 		}
 		if u := jsonv.Object(m["usage"]); u != nil {
-			s.message["usage"] = u
+			// The counts so far, over message_start's.
+			usage := map[string]any{}
+			for k, v := range jsonv.Object(s.message["usage"]) {
+				usage[k] = v
+			}
+			for k, v := range u {
+				usage[k] = v
+			}
+			s.message["usage"] = usage
 		}
 	case "message_stop":
 		step.Done = true
