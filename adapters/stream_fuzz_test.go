@@ -72,7 +72,7 @@ func fuzzSeeds(f *testing.F, p adapters.Provider) [][]byte {
 	return out
 }
 
-func FuzzStreamAnthropic(f *testing.F) { fuzzStream(f, adapters.Anthropic, anthropic.Driver()) }
+func FuzzStreamAnthropic(f *testing.F)  { fuzzStream(f, adapters.Anthropic, anthropic.Driver()) }
 func FuzzStreamOpenAIChat(f *testing.F) { fuzzStream(f, adapters.OpenAIChat, openai.Chat.Driver()) }
 func FuzzStreamOpenAIResponses(f *testing.F) {
 	fuzzStream(f, adapters.OpenAIResponses, openai.Responses.Driver())
