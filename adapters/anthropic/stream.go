@@ -196,3 +196,9 @@ func (s *stream) Response() map[string]any {
 }
 
 func (s *stream) Open() []toolcall.Raw { return s.order.Open() }
+
+// streamRequest asks for the streamed response: "stream": true.
+func streamRequest(url string, body map[string]any) string {
+	body["stream"] = true
+	return url
+}

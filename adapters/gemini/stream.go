@@ -137,3 +137,9 @@ func (s *stream) Response() map[string]any {
 
 // Open is empty: a call is whole in the chunk that carries it.
 func (s *stream) Open() []toolcall.Raw { return nil }
+
+// streamRequest asks for the streamed response: streamGenerateContent,
+// as server-sent events (alt=sse).
+func streamRequest(url string, _ map[string]any) string {
+	return strings.Replace(url, ":generateContent", ":streamGenerateContent", 1) + "?alt=sse"
+}

@@ -350,3 +350,9 @@ func (s *responsesStream) Response() map[string]any {
 }
 
 func (s *responsesStream) Open() []toolcall.Raw { return s.order.Open() }
+
+// streamRequest asks for the streamed response: "stream": true.
+func streamRequest(url string, body map[string]any) string {
+	body["stream"] = true
+	return url
+}
