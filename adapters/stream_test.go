@@ -171,7 +171,7 @@ func TestStreamHostile(t *testing.T) {
 	deltas := map[string]string{
 		"anthropic":        `{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"` + pad + `"}}`,
 		"openai-chat":      `{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"function":{"arguments":"` + pad + `"}}]}}]}`,
-		"openai-responses": `{"type":"response.function_call_arguments.delta","output_index":1,"delta":"` + pad + `"}`,
+		"openai-responses": `{"type":"response.function_call_arguments.delta","output_index":2,"delta":"` + pad + `"}`,
 		"gemini":           `{"candidates":[{"content":{"role":"model","parts":[{"text":"` + pad + `"}]}}]}`,
 		"bedrock":          `{"contentBlockDelta":{"delta":{"toolUse":{"input":"` + pad + `"}},"contentBlockIndex":1}}`,
 	}

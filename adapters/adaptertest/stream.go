@@ -108,17 +108,25 @@ func StreamOf(provider, text string, calls ...toolcall.Raw) ([][]byte, error) {
 		w.event("response.created", map[string]any{"type": "response.created", "sequence_number": 0, "response": resp("in_progress", []any{})})
 		var output []any
 		n := 0
+		if len(calls) > 0 {
+			// A reasoning model's output starts with its reasoning.
+			rs := map[string]any{"id": "rs_1", "type": "reasoning", "summary": []any{}}
+			w.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": n, "item": rs})
+			w.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": n, "item": rs})
+			output = append(output, rs)
+			n++
+		}
 		if text != "" {
 			msg := map[string]any{"id": "msg_1", "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}
-			w.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": 0, "item": msg})
+			w.event("response.output_item.added", map[string]any{"type": "response.output_item.added", "output_index": n, "item": msg})
 			for _, t := range words {
-				w.event("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": t})
+				w.event("response.output_text.delta", map[string]any{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": n, "content_index": 0, "delta": t})
 			}
 			done := map[string]any{"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
 				"content": []any{map[string]any{"type": "output_text", "text": text, "annotations": []any{}}}}
-			w.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": 0, "item": done})
+			w.event("response.output_item.done", map[string]any{"type": "response.output_item.done", "output_index": n, "item": done})
 			output = append(output, done)
-			n = 1
+			n++
 		}
 		w.head()
 		for i, c := range calls {

@@ -43,7 +43,7 @@ type Reader struct {
 // NewReader reads events from r, at most max bytes of it in all (max < 0:
 // no bound).
 func NewReader(r io.Reader, max int) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &Reader{br: bufio.NewReader(r), max: max}
 }
 
 // Read returns the bytes of the stream read so far.
