@@ -162,7 +162,8 @@ func (e *endless) Read(b []byte) (int, error) {
 }
 
 // TestStreamHostile: endless deltas in a block never closed end at the
-// response size limit, the default one included; the calls complete
+// response size limit, the default one included (for one provider: the
+// parsers share the bound); the calls complete
 // before are answered, and nothing of the open block is sent.
 func TestStreamHostile(t *testing.T) {
 	hub := weatherHub()
@@ -177,6 +178,9 @@ func TestStreamHostile(t *testing.T) {
 	}
 	for _, limit := range []int{0, 1 << 20} {
 		for _, p := range adapters.Providers() {
+			if limit == 0 && p != adapters.Anthropic {
+				continue // the default limit is 32 MiB: once is enough
+			}
 			t.Run(fmt.Sprintf("%s/%d", p, limit), func(t *testing.T) {
 				parts := streamOf(t, p, "", weatherCalls[0], weatherCalls[2])
 				head := joined(parts[:2])
