@@ -74,7 +74,8 @@ type Streamed struct {
 // a halt is answered as halted. The response is bounded by
 // ExecOptions.Limits: past MaxResponseBytes of events the stream ends
 // with ErrResponseTooLarge, and the calls past MaxToolCalls are answered
-// with an error and not sent.
+// with an error and not sent. Close must be called, even after an error:
+// it ends the goroutines the Stream runs.
 type Stream struct {
 	ctx    context.Context
 	d      driver.Provider

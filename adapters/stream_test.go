@@ -397,3 +397,43 @@ func TestStreamDocs(t *testing.T) {
 		}
 	}
 }
+
+// TestConversationStream: a conversation's streamed turn runs against the
+// tools it offered, adds to its taint as Execute does, and a call deferred
+// in it waits for Resume; until then another turn is refused.
+func TestConversationStream(t *testing.T) {
+	hub := weatherHubApproving(conduit.NewPolicy(conduit.Allow("weather/get_*"), conduit.Ask("weather/*")),
+		func(context.Context, conduit.ApprovalRequest) conduit.Approval {
+			return conduit.Defer("on-call decides")
+		})
+	defer hub.Close()
+	for _, p := range adapters.Providers() {
+		t.Run(p.String(), func(t *testing.T) {
+			conv, err := adapters.NewConversation(context.Background(), hub, p, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parts := streamOf(t, p, "", weatherCalls[0], weatherCalls[1])
+			st, err := conv.ExecuteStream(context.Background(), bytes.NewReader(joined(parts)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := conv.Taint(); len(got) != 1 || got[0] != "weather" {
+				t.Errorf("taint %v", got)
+			}
+			if st.Complete() || len(st.Pending) != 1 || st.Pending[0].Name != "weather__set_alert" {
+				t.Fatalf("pending %+v", st.Pending)
+			}
+			if _, err := conv.NewStream(context.Background(), nil); !errors.Is(err, adapters.ErrTurnPending) {
+				t.Errorf("another turn: %v", err)
+			}
+			exec, err := conv.Resume(context.Background(), map[string]adapters.Ruling{st.Pending[0].ID: {Reason: "no"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !exec.Complete() || len(exec.Results) != 2 {
+				t.Fatalf("resumed %+v", exec)
+			}
+		})
+	}
+}
