@@ -44,7 +44,8 @@ type Wire struct {
 	// Stream, when set, asks for the streamed response instead: it marks
 	// body (a Request's) as streamed and returns the URL to send it to,
 	// made of url (an Endpoint's). The response is server-sent events,
-	// which ExecuteStream reads. Nil for an API that streams in no form
-	// conduit reads over HTTP (Bedrock's binary event stream).
+	// which ExecuteStream reads, except Bedrock's: AWS's binary event
+	// stream, whose messages are fed to a Stream by their :event-type
+	// and payload (as conduit agent does).
 	Stream func(url string, body map[string]any) string
 }

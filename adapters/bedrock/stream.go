@@ -205,3 +205,11 @@ func (s *stream) Response() map[string]any {
 }
 
 func (s *stream) Open() []toolcall.Raw { return s.order.Open() }
+
+// streamRequest asks for the streamed response: ConverseStream, at
+// converse-stream. Its events come in AWS's binary event stream
+// (application/vnd.amazon.eventstream), each a message whose :event-type
+// header names it and whose payload is the bare event.
+func streamRequest(url string, _ map[string]any) string {
+	return strings.TrimSuffix(url, "/converse") + "/converse-stream"
+}

@@ -25,6 +25,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/eventstream"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
@@ -272,7 +273,9 @@ func postStream(ctx context.Context, o Options, w adapters.Wire, body map[string
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+	ct := resp.Header.Get("Content-Type")
+	binary := strings.HasPrefix(ct, "application/vnd.amazon.eventstream")
+	if resp.StatusCode/100 != 2 || !(strings.HasPrefix(ct, "text/event-stream") || binary) {
 		m, err := decode(o, resp)
 		return m, nil, err
 	}
@@ -280,12 +283,34 @@ func postStream(ctx context.Context, o Options, w adapters.Wire, body map[string
 	if err != nil {
 		return nil, nil, err
 	}
-	s.ReadFrom(resp.Body)
+	if binary {
+		feedEventStream(s, resp.Body)
+	} else {
+		s.ReadFrom(resp.Body)
+	}
 	st, err := s.Close()
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: the stream: %w", o.Provider, err)
 	}
 	return st.Response, st.Execution, nil
+}
+
+// feedEventStream feeds a Stream the messages of AWS's binary event
+// stream (Bedrock's ConverseStream): each by its type and payload, an
+// exception as an event of its type, which ends the stream with its
+// message. A message that cannot be read ends the stream, and Close
+// reports it as interrupted.
+func feedEventStream(s *adapters.Stream, r io.Reader) {
+	for {
+		m, err := eventstream.Read(r, maxBody)
+		if err != nil {
+			return
+		}
+		typ, _ := m.Type()
+		if s.Feed(adapters.StreamEvent{Name: typ, Data: m.Payload}) != nil {
+			return
+		}
+	}
 }
 
 // decode reads a whole response's JSON body, or its error.

@@ -14,7 +14,7 @@ import (
 
 // streamed reports whether a request asked for the streamed response.
 func streamed(r agenttest.Request) bool {
-	return r.Body["stream"] == true || strings.Contains(r.Path, ":streamGenerateContent")
+	return r.Body["stream"] == true || strings.Contains(r.Path, ":streamGenerateContent") || strings.HasSuffix(r.Path, "/converse-stream")
 }
 
 // TestRunStreamsByDefault: with no option said, the loop asks every

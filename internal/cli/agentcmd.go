@@ -40,12 +40,10 @@ reads the rest with conduit's read_result (by lines, bytes, or the lines
 that match a pattern), which the policy governs as conduit/read_result;
 --read-tool=false leaves it out, and the notice says to ask for less.
 
-By default the model's response is streamed where the provider streams
-(anthropic, openai-chat, openai-responses, gemini): each call starts as
-soon as the model has written it whole, while the rest streams in, and the
-answers go back in the model's order. --stream=false asks for whole
-responses; bedrock's are always whole (its stream is AWS's binary event
-stream, which conduit does not read over HTTP).
+By default the model's response is streamed (bedrock's through
+converse-stream): each call starts as soon as the model has written it
+whole, while the rest streams in, and the answers go back in the model's
+order. --stream=false asks for whole responses.
 
 The model's last text goes to stdout (with --json, the whole result); each
 call's outcome goes to stderr. The exit status is 1 when the loop was

@@ -20,6 +20,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/eventstream"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
@@ -128,7 +129,27 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.URL.Path == streamPath || body["stream"] == true {
-		if parts := f.stream(resp); parts != nil {
+		if parts := f.stream(resp); parts != nil && f.Provider.String() == "bedrock" {
+			// ConverseStream over HTTP: AWS's binary event stream.
+			w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+			for _, part := range parts {
+				for _, line := range strings.Split(string(part), "\n") {
+					data, ok := strings.CutPrefix(line, "data: ")
+					var ev map[string]json.RawMessage
+					if !ok || json.Unmarshal([]byte(data), &ev) != nil {
+						continue
+					}
+					for typ, payload := range ev {
+						eventstream.Write(w, map[string]string{":event-type": typ, ":content-type": "application/json", ":message-type": "event"},
+							payload, ":event-type", ":content-type", ":message-type")
+					}
+				}
+				if fl, ok := w.(http.Flusher); ok {
+					fl.Flush()
+				}
+			}
+			return
+		} else if parts != nil {
 			// One part per flush: each call reaches the loop whole, before
 			// the next.
 			w.Header().Set("Content-Type", "text/event-stream")
