@@ -41,4 +41,11 @@ type Wire struct {
 	// Answers are the items that carry a turn's answers
 	// (Execution.Results) into the conversation.
 	Answers func(results []map[string]any) []any
+	// Stream, when set, asks for the streamed response instead: it marks
+	// body (a Request's) as streamed and returns the URL to send it to,
+	// made of url (an Endpoint's). The response is server-sent events,
+	// which ExecuteStream reads, except Bedrock's: AWS's binary event
+	// stream, whose messages are fed to a Stream by their :event-type
+	// and payload (as conduit agent does).
+	Stream func(url string, body map[string]any) string
 }

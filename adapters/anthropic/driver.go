@@ -39,7 +39,7 @@ func (messages) Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *
 
 func (messages) API() driver.API {
 	return driver.API{BaseURL: BaseURL, KeyEnv: KeyEnv, Endpoint: Endpoint, Authorize: Authorize,
-		Prompt: Prompt, Request: Request, Turn: Turn, Answers: Answers}
+		Prompt: Prompt, Request: Request, Turn: Turn, Answers: Answers, Stream: streamRequest}
 }
 
 // SearchTools lists for the tool search tool; every tool is checked, since

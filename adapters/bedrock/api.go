@@ -21,7 +21,7 @@ const (
 
 func (converse) API() driver.API {
 	return driver.API{BaseURL: baseURL, KeyEnv: keyEnv, Endpoint: endpoint, Authorize: authorize,
-		Prompt: prompt, Request: request, Turn: turn, Answers: answers}
+		Prompt: prompt, Request: request, Turn: turn, Answers: answers, Stream: streamRequest}
 }
 
 // endpoint is the Converse URL of model (an id, an ARN or an inference

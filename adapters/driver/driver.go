@@ -86,6 +86,7 @@ type API struct {
 	Request   func(r toolcall.Request) map[string]any
 	Turn      func(response map[string]any) (toolcall.Turn, error)
 	Answers   func(results []map[string]any) []any
+	Stream    func(url string, body map[string]any) string
 }
 
 // Shapes describes, for people, what a provider's listing and answers

@@ -39,5 +39,5 @@ func (generateContent) Check(ts *conduit.ToolSet) []toolcall.Warning { return Ch
 
 func (generateContent) API() driver.API {
 	return driver.API{BaseURL: BaseURL, KeyEnv: KeyEnv, Endpoint: Endpoint, Authorize: Authorize,
-		Prompt: Prompt, Request: Request, Turn: Turn, Answers: Answers}
+		Prompt: Prompt, Request: Request, Turn: Turn, Answers: Answers, Stream: streamRequest}
 }

@@ -55,7 +55,7 @@ func (f functions) Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, 
 
 func (f functions) API() driver.API {
 	return driver.API{BaseURL: BaseURL, KeyEnv: KeyEnv, Endpoint: f.api.Endpoint, Authorize: Authorize,
-		Prompt: f.api.Prompt, Request: f.api.Request, Turn: f.api.Turn, Answers: f.api.Answers}
+		Prompt: f.api.Prompt, Request: f.api.Request, Turn: f.api.Turn, Answers: f.api.Answers, Stream: streamRequest}
 }
 
 // StrictTool reads what Tools does from the tool's memoized definition.

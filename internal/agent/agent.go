@@ -25,6 +25,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/eventstream"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
@@ -73,6 +74,14 @@ type Options struct {
 	// OnTurn, when set, is told of each turn's tool calls once they are
 	// answered.
 	OnTurn func(Turn)
+	// NoStream asks for whole responses. By default a provider that
+	// streams (Wire.Stream) is asked to, and each call starts as soon as
+	// the model has written it whole, while the rest streams in; the
+	// last turn MaxTurns allows is never streamed, since its calls are
+	// not run.
+	NoStream bool
+	// OnText, when set, is given the text the model streams, as it comes.
+	OnText func(text string)
 	// ListingTrace, when set, is told of the listing's events.
 	ListingTrace *adapters.Trace
 }
@@ -172,7 +181,15 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	for res.Turns < o.MaxTurns {
 		res.Turns++
 		body := w.Request(toolcall.Request{Model: o.Model, MaxTokens: o.MaxTokens, Tools: conv.Tools(), Conversation: res.Messages})
-		resp, err := post(ctx, o, w, body)
+		taint := conv.Taint()
+		var resp map[string]any
+		var exec *adapters.Execution // the calls' answers, when they ran while the response streamed
+		var err error
+		if !o.NoStream && w.Stream != nil && res.Turns < o.MaxTurns {
+			resp, exec, err = postStream(ctx, o, w, body, conv)
+		} else {
+			resp, err = post(ctx, o, w, body)
+		}
 		if err != nil {
 			return res, err
 		}
@@ -189,10 +206,10 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 		if res.Turns == o.MaxTurns {
 			break
 		}
-		taint := conv.Taint()
-		exec, err := conv.Execute(ctx, resp)
-		if err != nil {
-			return res, err
+		if exec == nil {
+			if exec, err = conv.Execute(ctx, resp); err != nil {
+				return res, err
+			}
 		}
 		if o.OnTurn != nil {
 			raws, _ := o.Provider.Parse(resp)
@@ -220,11 +237,21 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 }
 
 func post(ctx context.Context, o Options, w adapters.Wire, body map[string]any) (map[string]any, error) {
+	resp, err := send(ctx, o, w, w.Endpoint(o.BaseURL, o.Model), body)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return decode(o, resp)
+}
+
+// send posts body to url with the provider's headers.
+func send(ctx context.Context, o Options, w adapters.Wire, url string, body map[string]any) (*http.Response, error) {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.Endpoint(o.BaseURL, o.Model), bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +261,60 @@ func post(ctx context.Context, o Options, w adapters.Wire, body map[string]any) 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", o.Provider, err)
 	}
+	return resp, nil
+}
+
+// postStream asks for the streamed response and runs its calls through
+// conv as they complete. An endpoint that answers with a whole JSON body
+// instead is read as post reads it, and its calls are not run.
+func postStream(ctx context.Context, o Options, w adapters.Wire, body map[string]any, conv *adapters.Conversation) (map[string]any, *adapters.Execution, error) {
+	resp, err := send(ctx, o, w, w.Stream(w.Endpoint(o.BaseURL, o.Model), body), body)
+	if err != nil {
+		return nil, nil, err
+	}
 	defer resp.Body.Close()
+	ct := resp.Header.Get("Content-Type")
+	binary := strings.HasPrefix(ct, "application/vnd.amazon.eventstream")
+	if resp.StatusCode/100 != 2 || !(strings.HasPrefix(ct, "text/event-stream") || binary) {
+		m, err := decode(o, resp)
+		return m, nil, err
+	}
+	s, err := conv.NewStream(ctx, &adapters.StreamOptions{Text: o.OnText})
+	if err != nil {
+		return nil, nil, err
+	}
+	if binary {
+		feedEventStream(s, resp.Body)
+	} else {
+		s.ReadFrom(resp.Body)
+	}
+	st, err := s.Close()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: the stream: %w", o.Provider, err)
+	}
+	return st.Response, st.Execution, nil
+}
+
+// feedEventStream feeds a Stream the messages of AWS's binary event
+// stream (Bedrock's ConverseStream): each by its type and payload, an
+// exception as an event of its type, which ends the stream with its
+// message. A message that cannot be read ends the stream, and Close
+// reports it as interrupted.
+func feedEventStream(s *adapters.Stream, r io.Reader) {
+	for {
+		m, err := eventstream.Read(r, maxBody)
+		if err != nil {
+			return
+		}
+		typ, _ := m.Type()
+		if s.Feed(adapters.StreamEvent{Name: typ, Data: m.Payload}) != nil {
+			return
+		}
+	}
+}
+
+// decode reads a whole response's JSON body, or its error.
+func decode(o Options, resp *http.Response) (map[string]any, error) {
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
 	if err != nil {
 		return nil, fmt.Errorf("%s: reading the response: %w", o.Provider, err)

@@ -40,6 +40,11 @@ reads the rest with conduit's read_result (by lines, bytes, or the lines
 that match a pattern), which the policy governs as conduit/read_result;
 --read-tool=false leaves it out, and the notice says to ask for less.
 
+By default the model's response is streamed (bedrock's through
+converse-stream): each call starts as soon as the model has written it
+whole, while the rest streams in, and the answers go back in the model's
+order. --stream=false asks for whole responses.
+
 The model's last text goes to stdout (with --json, the whole result); each
 call's outcome goes to stderr. The exit status is 1 when the loop was
 halted, ran out of --max-turns, or the API failed.`)
@@ -59,6 +64,7 @@ halted, ran out of --max-turns, or the API failed.`)
 	baseURL := fs.String("base-url", "", "the API's base `URL`, for any compatible endpoint (default: the provider's)")
 	maxTurns := fs.Int("max-turns", agent.DefaultMaxTurns, "the most requests to the model")
 	maxTokens := fs.Int("max-tokens", toolcall.DefaultMaxTokens, "anthropic: max_tokens of each request")
+	stream := fs.Bool("stream", true, "ask for streamed responses and start each call as soon as it is whole (--stream=false: whole responses)")
 	asJSON := fs.Bool("json", false, "print the result as JSON: stop reason, text, turns, taint and the conversation")
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -99,7 +105,7 @@ halted, ran out of --max-turns, or the API failed.`)
 
 	res, err := agent.Run(ctx, hub, prompt, agent.Options{
 		Provider: p, Model: *model, BaseURL: *baseURL, APIKey: key, HTTPClient: env.HTTPClient,
-		MaxTurns: *maxTurns, MaxTokens: *maxTokens, Principal: l.principal, Strict: strict,
+		MaxTurns: *maxTurns, MaxTokens: *maxTokens, Principal: l.principal, Strict: strict, NoStream: !*stream,
 		CallTimeout: c.timeout, Search: search, ListingTrace: env.listingTrace(nil),
 		MaxResultTokens: bf.resultTokens(), Budget: bf.options(), Read: adapters.ReadOptions{On: *readTool},
 		OnTurn: func(t agent.Turn) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -93,6 +94,18 @@ CONDUIT_STATE_KEY, or else with a key file created in conduit's
 configuration directory: without the key it shows nothing of the calls,
 and an altered FILE is refused.
 
+With --stream the response is the API's streamed one (its server-sent
+events, as the API sent them with "stream": true; Gemini's from
+streamGenerateContent?alt=sse; Bedrock's ConverseStream events as JSON, one
+per line or per SSE data line), read as it comes: each call starts as soon
+as the model has written it whole, while the rest streams in, and the
+answers are printed in the model's order when the stream ends. The output
+adds "response", the whole response the stream makes (the model's turn, to
+put in the conversation), "ended", and "unfinished", the calls the stream
+began and never completed (not sent, not answered). A stream that stops
+early or carries a bad event still answers the calls already whole, then
+exits with status 2.
+
 A response that is not JSON, or not the provider's shape, is exit status 2.
 Denied and failed calls are answers, not failures: the exit status is 0.`)
 	var h hubFlags
@@ -107,6 +120,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	bf.register(fs, true)
 	respFile := fs.String("response", "", "the provider response `file` (default: stdin)")
 	structured := fs.String("structured", "", "how results' structuredContent is answered: `auto`, prefer, append or ignore (default: the provider's)")
+	stream := fs.Bool("stream", false, "read the response as the API streamed it (server-sent events), and start each call as soon as it is whole")
 	stateFile := fs.String("state", "", "the conversation's state `file`: read when it exists, written after the turn; with --approve defer the calls asked about wait in it for 'conduit resume'")
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -141,19 +155,23 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	}
 	defer release()
 
-	// The response is checked before any server is started.
 	if (*respFile == "" || *respFile == "-") && env.StdinTerminal {
 		fmt.Fprintln(env.Stderr, "conduit: reading the response from the terminal; end it with Ctrl-D (or pass --response FILE)")
 	}
-	data, err := readInput(env, *respFile, "the response")
-	if err != nil {
-		return err
+	// The response is checked before any server is started; a stream
+	// is read as it comes, once they are.
+	var data []byte
+	var raws []toolcall.Raw
+	var paused bool
+	if !*stream {
+		if data, err = readInput(env, *respFile, "the response"); err != nil {
+			return err
+		}
+		if raws, err = p.Parse(data); err != nil {
+			return inputError("the response cannot be read as %s: %v; pass the JSON body the API returned", p, err)
+		}
+		paused = pausedTurn(p, data)
 	}
-	raws, err := p.Parse(data)
-	if err != nil {
-		return inputError("the response cannot be read as %s: %v; pass the JSON body the API returned", p, err)
-	}
-	paused := pausedTurn(p, data)
 	cfg, err := h.loadConfig()
 	if err != nil {
 		return err
@@ -181,6 +199,9 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	}
 	reportWarnings(env, conv.Listing().Warnings, "revealed by an earlier search")
 	reportWarnings(env, conv.Listing().Warnings, "when the conversation was saved")
+	if *stream {
+		return execStream(ctx, env, conv, st, p, *respFile, *stateFile)
+	}
 	exec, err := conv.Execute(ctx, json.RawMessage(data))
 	if err != nil {
 		return inputError("the response: %v", err)
@@ -194,6 +215,63 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 		fmt.Fprintln(env.Stderr, "conduit: paused: the provider paused the turn; send the conversation again, this response last, for the model to continue")
 	}
 	return writeTurn(env, *stateFile, exec, conv, paused)
+}
+
+// streamOutput is what exec --stream prints: the turn, and what the
+// stream was.
+type streamOutput struct {
+	turnOutput
+	Response   map[string]any `json:"response"`
+	Ended      bool           `json:"ended"`
+	Unfinished []unfinished   `json:"unfinished"`
+}
+
+// unfinished is a call the stream began and never completed.
+type unfinished struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// execStream runs the calls of a streamed response as they complete, and
+// prints the turn when the stream ends.
+func execStream(ctx context.Context, env *Env, conv *adapters.Conversation, st *stateRun, p adapters.Provider, respFile, stateFile string) error {
+	in := env.Stdin
+	if respFile != "" && respFile != "-" {
+		f, err := os.Open(respFile)
+		if err != nil {
+			return inputError("reading the response: %v", err)
+		}
+		defer f.Close()
+		in = f
+	}
+	s, err := conv.ExecuteStream(ctx, in, &adapters.StreamOptions{Started: func(c toolcall.Call) {
+		fmt.Fprintf(env.Stderr, "conduit: call %d %s: started while the response streams\n", c.Index+1, c.Name)
+	}})
+	if s == nil {
+		return inputError("the stream: %v", err)
+	}
+	raws, _ := p.Parse(s.Response)
+	reportCalls(env, raws, s.Execution)
+	reportRevealed(env, s.Execution)
+	if serr := st.save(conv); serr != nil {
+		return serr
+	}
+	paused := false
+	if turn, terr := p.Wire().Turn(s.Response); terr == nil {
+		paused = turn.Paused
+	}
+	out := streamOutput{turnOutput: turnOf(s.Execution, conv, paused), Response: s.Response, Ended: s.Ended, Unfinished: []unfinished{}}
+	for _, u := range s.Unfinished {
+		out.Unfinished = append(out.Unfinished, unfinished{ID: u.ID, Name: u.Name})
+		fmt.Fprintf(env.Stderr, "conduit: call %s %s: unfinished when the stream ended; not sent\n", u.ID, u.Name)
+	}
+	if werr := writeTurnDoc(env, stateFile, s.Execution, out); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return inputError("the stream: %v; the calls complete before it are answered above", err)
+	}
+	return nil
 }
 
 // turnOutput is what exec and resume print of a turn.
@@ -226,6 +304,12 @@ func turnOf(exec *adapters.Execution, conv *adapters.Conversation, paused bool) 
 
 // writeTurnOutput prints out, and on stderr what the turn needs next.
 func writeTurnOutput(env *Env, stateFile string, exec *adapters.Execution, out turnOutput) error {
+	return writeTurnDoc(env, stateFile, exec, out)
+}
+
+// writeTurnDoc prints doc, a turn's output, and on stderr what the turn
+// needs next.
+func writeTurnDoc(env *Env, stateFile string, exec *adapters.Execution, doc any) error {
 	if exec.Complete() {
 		if exec.Halted {
 			fmt.Fprintln(env.Stderr, "conduit: halted: every call is answered, but the agent loop should stop here")
@@ -234,7 +318,7 @@ func writeTurnOutput(env *Env, stateFile string, exec *adapters.Execution, out t
 		fmt.Fprintf(env.Stderr, "conduit: %d call(s) wait for a decision (%s): conduit resume --state %s --allow ID,... --deny ID,...\n",
 			len(exec.Pending), pendingIDs(exec.Pending), stateFile)
 	}
-	return writeJSON(env.Stdout, out)
+	return writeJSON(env.Stdout, doc)
 }
 
 // pausedTurn reports whether the provider paused the turn the response

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/eventstream"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
@@ -81,7 +83,13 @@ func (f *Fake) fail(w http.ResponseWriter, status int, format string, a ...any) 
 
 func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	want := f.wire.Endpoint(f.prefix, f.Model)
-	if r.Method != http.MethodPost || r.URL.Path != want {
+	streamPath := ""
+	if f.wire.Stream != nil {
+		if u, err := url.Parse(f.wire.Stream(want, map[string]any{})); err == nil && u.Path != want {
+			streamPath = u.Path
+		}
+	}
+	if r.Method != http.MethodPost || (r.URL.Path != want && (streamPath == "" || r.URL.Path != streamPath)) {
 		f.fail(w, http.StatusNotFound, "%s %s, want POST %s", r.Method, r.URL.Path, want)
 		return
 	}
@@ -120,8 +128,67 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.fail(w, http.StatusInternalServerError, "request %d, but only %d responses are scripted", n, len(f.responses))
 		return
 	}
+	if r.URL.Path == streamPath || body["stream"] == true {
+		if parts := f.stream(resp); parts != nil && f.Provider.String() == "bedrock" {
+			// ConverseStream over HTTP: AWS's binary event stream.
+			w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+			for _, part := range parts {
+				for _, line := range strings.Split(string(part), "\n") {
+					data, ok := strings.CutPrefix(line, "data: ")
+					var ev map[string]json.RawMessage
+					if !ok || json.Unmarshal([]byte(data), &ev) != nil {
+						continue
+					}
+					for typ, payload := range ev {
+						eventstream.Write(w, map[string]string{":event-type": typ, ":content-type": "application/json", ":message-type": "event"},
+							payload, ":event-type", ":content-type", ":message-type")
+					}
+				}
+				if fl, ok := w.(http.Flusher); ok {
+					fl.Flush()
+				}
+			}
+			return
+		} else if parts != nil {
+			// One part per flush: each call reaches the loop whole, before
+			// the next.
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, part := range parts {
+				w.Write(part)
+				if fl, ok := w.(http.Flusher); ok {
+					fl.Flush()
+				}
+			}
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	io.WriteString(w, resp)
+}
+
+// stream is the scripted response as the API streams it, or nil when the
+// stream would not say the same: only text and calls, as ToolTurn and
+// TextTurn write them, are streamed.
+func (f *Fake) stream(resp string) [][]byte {
+	var m map[string]any
+	if json.Unmarshal([]byte(resp), &m) != nil {
+		return nil
+	}
+	turn, err := f.wire.Turn(m)
+	raws, perr := f.Provider.Parse(m)
+	if err != nil || perr != nil || turn.Paused {
+		return nil
+	}
+	plain, _ := json.Marshal(adaptertest.FakeOf(f.Provider).Response(turn.Text, raws...))
+	var pm map[string]any
+	if json.Unmarshal(plain, &pm) != nil || !reflect.DeepEqual(pm, m) {
+		return nil
+	}
+	parts, err := adaptertest.StreamOf(f.Provider.String(), turn.Text, raws...)
+	if err != nil {
+		return nil
+	}
+	return parts
 }
 
 // Call is one tool call for ToolTurn.
