@@ -73,6 +73,13 @@ type ServeConfig struct {
 	// Limits bound the tool calls of principals; every limit that matches
 	// a call applies (see [ServeLimit]).
 	Limits []ServeLimit
+	// Admins are the principals the operator console (conduit serve
+	// --console) serves.
+	Admins []string
+	// Approvals is who decides the calls the policy asks about: "" or
+	// "client" (the calling client, by elicitation), or "console" (an
+	// admin, in the console; the client's call waits).
+	Approvals string
 }
 
 // ServeLimit is one object of a [ServeConfig]'s "limits": calls per
@@ -135,6 +142,8 @@ type serveEntry struct {
 	Origins       []string          `json:"origins"`
 	Store         string            `json:"store"`
 	Limits        []json.RawMessage `json:"limits"`
+	Admins        []string          `json:"admins"`
+	Approvals     string            `json:"approvals"`
 }
 
 type limitEntry struct {
@@ -220,6 +229,18 @@ func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warning
 		sc.TaintScope = e.TaintScope
 	default:
 		return nil, fmt.Errorf(`taintScope: %q is "principal" (the default) or "conversation"`, e.TaintScope)
+	}
+	for _, a := range e.Admins {
+		if a == "" {
+			return nil, errors.New(`admins: an empty name: name each admin's principal`)
+		}
+		sc.Admins = append(sc.Admins, a)
+	}
+	switch e.Approvals {
+	case "", "client", "console":
+		sc.Approvals = e.Approvals
+	default:
+		return nil, fmt.Errorf(`approvals: %q is "client" (the default) or "console"`, e.Approvals)
 	}
 	for _, h := range e.Hosts {
 		if h == "" || strings.ContainsAny(h, "/ \t@?#") {

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/internal/digest"
@@ -272,7 +274,7 @@ func (c *console) hold(ctx context.Context, req conduit.ApprovalRequest) conduit
 	}
 	now := time.Now()
 	ask := approvalRecord{Kind: "ask", ID: newID(), Principal: call.Principal, Server: call.Server, Tool: call.Tool,
-		Method: call.Method, Args: shownArgs(call.Args), Rule: req.Rule.String(), Asked: now, Until: now.Add(c.wait)}
+		Method: call.Method, Args: consoleArgs(call.Args), Rule: req.Rule.String(), Asked: now, Until: now.Add(c.wait)}
 	if err := c.appendJSON(ctx, approvalsJournal, ask, c.approvalsKeep()); err != nil {
 		return conduit.Reject("it needs an admin's approval, and the console cannot be reached: the shared store is unavailable")
 	}
@@ -295,6 +297,34 @@ func (c *console) hold(ctx context.Context, req conduit.ApprovalRequest) conduit
 			return c.close(ctx, note, ask, "canceled", "the call ended before an admin decided")
 		}
 	}
+}
+
+// maxConsoleArgs bounds the arguments an approval shows, in bytes.
+const maxConsoleArgs = 16 << 10
+
+// consoleArgs are a call's arguments as the console shows them: indented
+// JSON whose characters are as sent (the page escapes them), cut at
+// maxConsoleArgs.
+func consoleArgs(args map[string]any) string {
+	if args == nil {
+		args = map[string]any{}
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if enc.Encode(args) != nil {
+		return "(arguments that cannot be shown)"
+	}
+	out := strings.TrimSuffix(b.String(), "\n")
+	if len(out) <= maxConsoleArgs {
+		return out
+	}
+	cut := maxConsoleArgs
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s\n... (%d bytes in all)", out[:cut], len(out))
 }
 
 // decision reads the decision of ask, when there is one.

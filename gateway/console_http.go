@@ -110,7 +110,8 @@ func securityHeaders(w http.ResponseWriter) {
 	h.Set("Content-Security-Policy", consoleCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// "no-referrer" would make a form's Origin "null", which the guard refuses.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 }
 
@@ -464,7 +465,9 @@ func (cs *consoleServer) serveEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, ": conduit console\n\n")
+	// A change between the page's rendering and this stream's start
+	// would be missed: the page refreshes once at once.
+	fmt.Fprint(w, ": conduit console\n\nevent: changed\ndata: 1\n\n")
 	fl.Flush()
 	last := cs.version(r.Context())
 	tick := time.NewTicker(time.Second)

@@ -13,7 +13,6 @@
     try {
       const u = new URL(location.href);
       u.searchParams.set("partial", "1");
-      u.searchParams.delete("flash");
       const res = await fetch(u, { credentials: "same-origin" });
       if (res.ok) main.innerHTML = await res.text();
     } finally {
