@@ -326,7 +326,7 @@ func TestConsoleBrowser(t *testing.T) {
 		t.Fatalf("the trail holds %d approved echo calls (want 1), %d others (want 1), %d console actions (want 2 or more):\n%+v", ran, denied, actions, recs)
 	}
 	do(t, admin, "the audit page after a restart", chromedp.Navigate(console+"audit?principal=bob"), chromedp.WaitVisible(css(`table.audit`)))
-	if body = get(t, admin, "the audit table", chromedp.Text(css(`table.audit`)));  !strings.Contains(body, "console:alice") {
+	if body = get(t, admin, "the audit table", chromedp.Text(css(`table.audit`))); !strings.Contains(body, "console:alice") {
 		t.Fatalf("the audit page after a restart shows %q", body)
 	}
 }
