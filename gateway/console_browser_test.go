@@ -152,6 +152,13 @@ func consoleFleet(t *testing.T) (bin, storeURL string, replicas [2]*testenv.Daem
 // callAsync calls the echo tool as bob on url, and sends the result.
 func callAsync(t *testing.T, url, message string) <-chan *mcp.CallToolResult {
 	t.Helper()
+	return callNamed(t, url, "everything__echo", map[string]any{"message": message})
+}
+
+// callNamed calls the tool name with args as bob on url, and sends the
+// result.
+func callNamed(t *testing.T, url, name string, args map[string]any) <-chan *mcp.CallToolResult {
+	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "bob", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -163,7 +170,7 @@ func callAsync(t *testing.T, url, message string) <-chan *mcp.CallToolResult {
 	t.Cleanup(func() { s.Close() })
 	out := make(chan *mcp.CallToolResult, 1)
 	go func() {
-		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": message}})
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
 		if err != nil {
 			res = &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "call failed: " + err.Error()}}}
 		}
