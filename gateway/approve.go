@@ -15,7 +15,9 @@ import (
 // shows, in bytes.
 const maxShownArgs = 2 << 10
 
-// approve is the hub's approver: a call the policy asks about becomes an
+// approve is the hub's approver. With the console's approvals, a call
+// the policy asks about waits for an admin there (console.hold).
+// Otherwise it becomes an
 // elicitation request to the client of the session that made it. Accept
 // runs the call; decline, cancel, an error or no answer in time deny it.
 // A client of protocol 2026-07-28, which has no session, is asked in the

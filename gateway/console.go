@@ -51,7 +51,7 @@ type ConsoleOptions struct {
 	// Principals are shown on the console's "Now" page with their usage
 	// and taint, besides those the audit trail names.
 	Principals []string
-	// Pinned are the tools the lock file pins ("server/tool"), shown on
+	// Pinned are the servers whose tools the lock file pins, shown on
 	// the "Now" page.
 	Pinned []string
 	// Secrets are values the console never shows (the servers' tokens and
