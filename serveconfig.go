@@ -77,6 +77,13 @@ type ServeConfig struct {
 	// Tasks, when set, make tasks (SEP-2663) of tool calls for the
 	// clients that declare the extension (see [ServeTasks]).
 	Tasks *ServeTasks
+	// Admins are the principals the operator console (conduit serve
+	// --console) serves.
+	Admins []string
+	// Approvals is who decides the calls the policy asks about: "" or
+	// "client" (the calling client, by elicitation), or "console" (an
+	// admin, in the console; the client's call waits).
+	Approvals string
 }
 
 // ServeTasks is the "tasks" object of a [ServeConfig]: which tool calls
@@ -157,6 +164,8 @@ type serveEntry struct {
 	Store         string            `json:"store"`
 	Limits        []json.RawMessage `json:"limits"`
 	Tasks         *tasksEntry       `json:"tasks"`
+	Admins        []string          `json:"admins"`
+	Approvals     string            `json:"approvals"`
 }
 
 type tasksEntry struct {
@@ -250,6 +259,18 @@ func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warning
 		sc.TaintScope = e.TaintScope
 	default:
 		return nil, fmt.Errorf(`taintScope: %q is "principal" (the default) or "conversation"`, e.TaintScope)
+	}
+	for _, a := range e.Admins {
+		if a == "" {
+			return nil, errors.New(`admins: an empty name: name each admin's principal`)
+		}
+		sc.Admins = append(sc.Admins, a)
+	}
+	switch e.Approvals {
+	case "", "client", "console":
+		sc.Approvals = e.Approvals
+	default:
+		return nil, fmt.Errorf(`approvals: %q is "client" (the default) or "console"`, e.Approvals)
 	}
 	for _, h := range e.Hosts {
 		if h == "" || strings.ContainsAny(h, "/ \t@?#") {

@@ -15,7 +15,9 @@ import (
 // shows, in bytes.
 const maxShownArgs = 2 << 10
 
-// approve is the hub's approver: a call the policy asks about becomes an
+// approve is the hub's approver. With the console's approvals, a call
+// the policy asks about waits for an admin there (console.hold).
+// Otherwise it becomes an
 // elicitation request to the client of the session that made it. Accept
 // runs the call; decline, cancel, an error or no answer in time deny it.
 // A client of protocol 2026-07-28, which has no session, is asked in the
@@ -25,6 +27,9 @@ const maxShownArgs = 2 << 10
 // caller's own Approver decides, if there is one, else the call is denied
 // saying so.
 func (g *Gateway) approve(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
+	if g.console != nil && g.console.o.Approvals {
+		return g.console.hold(ctx, req)
+	}
 	if cr := runFrom(ctx); cr != nil {
 		if a, ok := cr.decide(req); ok {
 			return a

@@ -106,6 +106,10 @@ type Options struct {
 	// Tasks make tasks (SEP-2663) of the tool calls it names, for clients
 	// of protocol 2026-07-28 that declare the extension; nil, none.
 	Tasks *TaskOptions
+
+	// Console, when set, keeps an audit trail of every call in Hub.Store
+	// and serves the operator console (see [ConsoleOptions]); nil, none.
+	Console *ConsoleOptions
 }
 
 // DefaultListTTL is the cache hint of lists when Options.ListTTL is zero.
@@ -181,6 +185,10 @@ type Gateway struct {
 	subjects *subjects       // callers' verified tokens, for token exchange
 	perP     map[string]bool // the servers whose sessions are per principal
 	tasks    *tasks          // nil without Options.Tasks
+
+	console   *console    // nil without Options.Console
+	stateKeys [][]byte    // Options.StateKeys, or the random one
+	ownStore  store.Store // made for the console when Hub.Store is nil
 }
 
 // changes is what a refresh brings up to date.
@@ -244,6 +252,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		keys = [][]byte{[]byte(rand.Text() + rand.Text())}
 	}
 	var err error
+	g.stateKeys = keys
 	if g.sealer, err = seal.New(statePurpose, keys...); err != nil {
 		return nil, fmt.Errorf("gateway: StateKeys: %w", err)
 	}
@@ -269,6 +278,18 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	o.Approver = g.approve
 	o.Handlers = g.hubHandlers()
 	o.Trace = g.trace(opts.Hub.Trace)
+	if opts.Console != nil {
+		// Set up before the hub, in the store it will have: its trace may
+		// be called while it connects.
+		if o.Store == nil {
+			o.Store = store.NewMemory()
+			g.ownStore = o.Store
+		}
+		if g.console, err = newConsole(*opts.Console, o.Store, g.approveWait); err != nil {
+			return nil, err
+		}
+		g.auditTrace(o.Trace)
+	}
 	if o.SubjectToken == nil {
 		// A caller's verified token is what a per-principal server's
 		// token exchange exchanges.
@@ -284,6 +305,9 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 	}
 	if err != nil {
 		g.cancel()
+		if g.ownStore != nil {
+			g.ownStore.Close()
+		}
 		return nil, err
 	}
 	// The hub's store, made by the hub when none was given and closed with
@@ -325,6 +349,9 @@ func (g *Gateway) Close() error {
 		g.mu.Unlock()
 		g.wg.Wait()
 		g.src.Close()
+		if g.ownStore != nil {
+			g.ownStore.Close()
+		}
 	})
 	return nil
 }

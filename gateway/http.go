@@ -155,10 +155,11 @@ func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 
 // handlers are the gateway's HTTP endpoints, behind one guard.
 type handlers struct {
-	mcp    http.Handler // Streamable HTTP
-	status http.Handler // the caller's status (/status)
-	o      HTTPOptions  // with the defaults
-	flight *flight      // requests in flight on mcp, for a graceful shutdown
+	mcp     http.Handler // Streamable HTTP
+	status  http.Handler // the caller's status (/status)
+	console http.Handler // the operator console; nil without one
+	o       HTTPOptions  // with the defaults
+	flight  *flight      // requests in flight on mcp, for a graceful shutdown
 }
 
 // httpHandlers makes the gateway's HTTP endpoints with opts: the MCP
@@ -283,12 +284,19 @@ func (g *Gateway) httpHandlers(opts *HTTPOptions) (*handlers, error) {
 	})
 	guard := func(h http.Handler) http.Handler { return g.guarded(o, tokens, jwts, scopes, h) }
 	fl := &flight{}
-	return &handlers{
+	h := &handlers{
 		mcp:    guard(fl.track(open)),
 		status: guard(http.HandlerFunc(g.serveStatus)),
 		o:      o,
 		flight: fl,
-	}, nil
+	}
+	if g.console != nil {
+		var err error
+		if h.console, err = g.consoleHandler(o, guard); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
 }
 
 // hashed is a static token, by its digest, and its principal.
@@ -579,6 +587,9 @@ func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOpt
 	mux.Handle(StatusPath, h.status)
 	mux.HandleFunc(HealthPath, serveHealth)
 	mux.HandleFunc(ReadyPath, g.serveReady)
+	if h.console != nil {
+		mux.Handle(ConsolePath, h.console)
+	}
 	if h.o.OAuth != nil {
 		mux.Handle(h.o.OAuth.MetadataPath(), h.o.OAuth.Metadata())
 	}

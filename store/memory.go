@@ -28,6 +28,8 @@ type Memory struct {
 	closed  bool
 	entries map[memKey]*entry
 	expiry  expiryHeap
+	// journals are kept apart: their records expire one by one.
+	journals map[string]*memJournal
 }
 
 var _ Store = (*Memory)(nil)
@@ -342,6 +344,7 @@ func (m *Memory) Close() error {
 		return nil
 	}
 	m.closed = true
+	m.journals = nil
 	for len(m.expiry) > 0 {
 		m.remove(m.expiry[0])
 	}

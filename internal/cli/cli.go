@@ -123,6 +123,7 @@ func commands() []command {
 		{"search", "[--limit N] [--principal ID] QUERY", "the tools that best match a query, with their scores", runSearch, false},
 		{"pin", "[--check | --update [SERVER...]] [--json]", "pin the tools' definitions in mcp.lock.json, or check them", runPin, false},
 		{"audit", "[--json] [--severity S]", "report what the servers' tool definitions tell the model", runAudit, false},
+		{"trail", "[--since D] [--principal ID] [--tool T] [--decision D] [--store URL]", "the audit trail conduit serve --console keeps, as JSON lines", runTrail, false},
 		{"strict", "[FILE]", "convert a JSON schema to OpenAI strict mode", runStrict, false},
 		{"agent", "--provider P --model M [--base-url URL] PROMPT", "a real agent loop against the provider's API", runAgent, false},
 		{"demo-server", "notes|web|catalog", "serve one of the demo's MCP servers over stdio", runDemoServer, true},

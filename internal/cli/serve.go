@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 
 	"github.com/conduitmcp/conduit"
@@ -105,6 +106,17 @@ then the listener closes and the calls in flight are finished, within
 --shutdown-timeout. The fleet guide, docs/fleet.md, has a working
 HAProxy configuration.
 
+--console (with --http) serves an operator console at /console/ to the
+principals "admins" in "serve" names, by their bearer token (in the
+Authorization header, or through the console's sign-in), and keeps an
+audit trail of every call in the store (conduit trail exports it).
+"approvals": "console" sends every "ask" to the console instead of the
+client: the client's call waits until an admin decides, or until
+--approval-timeout denies it. Replicas that share a store share the
+console: a call held on one is decided on any. See docs/console.md.
+
+  "serve": {"admins": ["alice"], "approvals": "console"}
+
 When mcp.lock.json is beside the configuration, only the tools it pins are
 served (see conduit pin). It is read once, when serve starts: restart serve
 after 'conduit pin --update'.`)
@@ -121,6 +133,7 @@ after 'conduit pin --update'.`)
 	maxResultTokens := fs.Int("max-result-tokens", 0, "cut every tool result to this many `tokens` of what a model reads (0: pass results whole, as the client has a budget of its own)")
 	storeURL := fs.String("store", "", storeUsage+" (the \"serve\" object's store)")
 	drainDelay := fs.Duration("drain-delay", 0, "with --http: on SIGTERM, how long to keep taking requests once /readyz says not ready")
+	withConsole := fs.Bool("console", false, "with --http: serve the operator console at /console/ to the \"serve\" object's admins, and keep an audit trail")
 	shutdownTimeout := fs.Duration("shutdown-timeout", gateway.DefaultShutdownTimeout, "with --http: on SIGTERM, how long the calls in flight have to finish")
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -136,6 +149,10 @@ after 'conduit pin --update'.`)
 		return usageError("serve", "--oauth-issuer and --oauth-resource are for --http")
 	}
 	cfg, err := h.loadConfig()
+	if err != nil {
+		return err
+	}
+	consoleOpts, err := serveConsole(cfg, *withConsole, *httpAddr != "", h.config)
 	if err != nil {
 		return err
 	}
@@ -234,6 +251,8 @@ after 'conduit pin --update'.`)
 		StateKeys:       stateKeys,
 		Limits:          limits,
 		Tasks:           serveTasks(cfg),
+
+		Console: consoleOpts.with(httpOpts, pins),
 	})
 	if err != nil {
 		return h.openError(err)
@@ -263,6 +282,61 @@ after 'conduit pin --update'.`)
 		return failure("%v", err)
 	}
 	return nil
+}
+
+// consoleConfig is what the console needs of serve's flags and
+// configuration, before the tokens and pins are read.
+type consoleConfig struct{ o *gateway.ConsoleOptions }
+
+// serveConsole checks --console against the configuration: it needs
+// --http and admins, and "approvals": "console" needs it.
+func serveConsole(cfg *conduit.Config, on, http bool, config string) (consoleConfig, error) {
+	var admins []string
+	var approvals string
+	if cfg.Serve != nil {
+		admins, approvals = cfg.Serve.Admins, cfg.Serve.Approvals
+	}
+	switch {
+	case !on && approvals == "console":
+		return consoleConfig{}, inputError(`%s: "approvals": "console" needs the console: add --console (with --http)`, config)
+	case !on:
+		return consoleConfig{}, nil
+	case !http:
+		return consoleConfig{}, usageError("serve", "--console is for --http")
+	case len(admins) == 0:
+		return consoleConfig{}, inputError(`--console serves the admins named in %s, and it names none: add "serve": {"admins": ["PRINCIPAL"]}`, config)
+	}
+	o := &gateway.ConsoleOptions{Admins: admins, Approvals: approvals == "console"}
+	// The servers' environment and headers hold their secrets: an
+	// argument or reason that repeats one is shown without it.
+	for _, s := range cfg.Servers {
+		for _, v := range s.Env {
+			o.Secrets = append(o.Secrets, v)
+		}
+		for _, v := range s.Headers {
+			o.Secrets = append(o.Secrets, v)
+		}
+	}
+	return consoleConfig{o}, nil
+}
+
+// with completes the console's options with the principals the tokens
+// name, the bearer tokens it must never show, and the pinned servers.
+func (c consoleConfig) with(h *gateway.HTTPOptions, pins *conduit.Pins) *gateway.ConsoleOptions {
+	if c.o == nil {
+		return nil
+	}
+	o := *c.o
+	if h != nil {
+		for _, p := range h.Tokens {
+			o.Principals = append(o.Principals, p)
+		}
+		slices.Sort(o.Principals)
+	}
+	if pins != nil {
+		o.Pinned = pins.Servers()
+	}
+	return &o
 }
 
 // taintScope is the configuration's "taintScope" (checked when parsed).

@@ -92,6 +92,8 @@ CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, token TEXT NOT NULL, do
 CREATE TABLE IF NOT EXISTS windows (key TEXT PRIMARY KEY, count INTEGER NOT NULL, expires INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS slots (key TEXT NOT NULL, token TEXT NOT NULL, expires INTEGER NOT NULL, PRIMARY KEY (key, token)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS locks (key TEXT PRIMARY KEY, token TEXT NOT NULL, expires INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS journal (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, at INTEGER NOT NULL, record BLOB NOT NULL, expires INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS journal_key ON journal (key, id);
 `
 
 // Open opens the store in the SQLite file at path, creating the file (and
@@ -233,7 +235,7 @@ func (s *Store) sweep(t int64) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	for _, table := range []string{"sets", "claims", "windows", "slots", "locks"} {
+	for _, table := range []string{"sets", "claims", "windows", "slots", "locks", "journal"} {
 		s.db.ExecContext(ctx, "DELETE FROM "+table+" WHERE expires <= ?", t)
 	}
 }

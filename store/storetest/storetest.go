@@ -58,6 +58,7 @@ func Run(t *testing.T, open Opener) {
 		{"Namespaces", testNamespaces},
 		{"BadLifetime", testBadLifetime},
 		{"Closed", testClosed},
+		{"Journals", testJournals},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
