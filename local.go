@@ -36,25 +36,15 @@ type LocalTool struct {
 // governed pipeline, as CallTool runs a server's: args are the model's
 // arguments (as CallTool takes them), opts the call's options (ToolSet is
 // not used: the call names t). The error, if any, is an *Error.
-func (h *Hub) CallLocal(ctx context.Context, t *LocalTool, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
-	return h.c.callLocal(ctx, t, args, opts)
-}
-
-// CallLocal runs one call of a tool the program answers itself, as
-// [Hub.CallLocal] does.
-func (cl *Client) CallLocal(ctx context.Context, t *LocalTool, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
-	return cl.c.callLocal(ctx, t, args, opts)
+func (g *governed) CallLocal(ctx context.Context, t *LocalTool, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	return g.c.callLocal(ctx, t, args, opts)
 }
 
 // OffersLocal reports whether a listing for opts' principal and taint
 // would offer t, a tool the program answers itself: false when the policy
 // denies it outright, as ListToolsFor leaves out such tools of the
 // servers. opts may be nil.
-func (h *Hub) OffersLocal(t *Tool, opts *ListOptions) bool { return h.c.offersLocal(t, opts) }
-
-// OffersLocal reports whether a listing would offer t, as
-// [Hub.OffersLocal] does.
-func (cl *Client) OffersLocal(t *Tool, opts *ListOptions) bool { return cl.c.offersLocal(t, opts) }
+func (g *governed) OffersLocal(t *Tool, opts *ListOptions) bool { return g.c.offersLocal(t, opts) }
 
 var errNoLocalTool = errors.New("the local tool has no definition or no answer")
 
