@@ -54,6 +54,18 @@ func (g *governed) CallTool(ctx context.Context, name string, args any, opts *Ca
 	return g.c.call(ctx, name, args, opts)
 }
 
+// CallResolved runs one call that [ToolSet.Resolve] already resolved: t
+// is the tool it returned from opts.ToolSet, and args the object. It is
+// CallTool for a caller that resolved the name itself, as the adapters do
+// to answer a name not offered; the name is not looked up again. A t that
+// is not opts.ToolSet's own (or, without one, the current set's) is
+// answered with KindUnknownTool. args are copied before a callback could
+// change them, so the caller's map stays as it was. The error, if any, is
+// an *Error.
+func (g *governed) CallResolved(ctx context.Context, t *Tool, args map[string]any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	return g.c.callResolved(ctx, t, args, opts)
+}
+
 // Status reports each server's state, in configuration order.
 func (g *governed) Status() []ServerStatus { return g.c.status() }
 

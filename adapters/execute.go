@@ -383,16 +383,29 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	if rc, ok := r.resumed[c.Index]; ok {
 		copts.Approval, copts.Input = rc.approval, rc.input
 	}
-	args := jsonv.CloneObject(c.Args)
 	var res *mcp.CallToolResult
 	var err error
-	switch r.src.(type) {
-	case *conduit.Hub, *conduit.Client:
-		// conduit's own sources bound a call by its CallTimeout, approval
-		// and hooks included, and end it when ctx ends.
-		res, err = r.send(ctx, c, args, &copts)
-	default:
-		res, err = r.callBounded(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) { return r.send(ctx, c, args, &copts) })
+	if rs, ok := r.src.(resolvedSource); ok {
+		// The source bounds the call itself and copies the arguments
+		// before a callback could change them: Calls keep the model's.
+		res, err = r.send(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) {
+			if l := r.o.local(c.Def); l != nil {
+				return callLocal(withCallIndex(ctx, c.Index), r.src, l, jsonv.CloneObject(c.Args), &copts)
+			}
+			return rs.CallResolved(ctx, c.Def, c.Args, &copts)
+		})
+	} else {
+		// A source of the caller's may ignore its context, or change
+		// the arguments it is given.
+		args := jsonv.CloneObject(c.Args)
+		res, err = r.callBounded(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) {
+			return r.send(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) {
+				if l := r.o.local(c.Def); l != nil {
+					return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, &copts)
+				}
+				return r.src.CallTool(ctx, c.Name, args, &copts)
+			})
+		})
 	}
 	if err == nil && res == nil {
 		err = &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: modeltext.NoResult(c.Name)}
@@ -400,21 +413,25 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	return res, err
 }
 
-// send makes the call c with args and o, a panic of the source's answered
-// as an internal error.
-func (r *runner) send(ctx context.Context, c toolcall.Call, args map[string]any, o *conduit.CallOptions) (res *mcp.CallToolResult, err error) {
+// send makes the call c with do, a panic of the source's answered as an
+// internal error.
+func (r *runner) send(ctx context.Context, c toolcall.Call, do func(context.Context) (*mcp.CallToolResult, error)) (res *mcp.CallToolResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool,
 				Message: modeltext.CallFailed(c.Name), Err: fmt.Errorf("panic: %v", p)}
 		}
 	}()
-	for _, l := range r.o.locals {
-		if c.Def == l.Tool {
-			return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
-		}
-	}
-	return r.src.CallTool(ctx, c.Name, args, o)
+	return do(ctx)
+}
+
+// resolvedSource is a Source that takes a call resolved here, so that its
+// name is resolved once: conduit's Hub and Client are. Such a source
+// bounds each call by its CallTimeout, approval and hooks included, ends
+// it when ctx ends, and copies the arguments before a callback may
+// change them.
+type resolvedSource interface {
+	CallResolved(ctx context.Context, t *conduit.Tool, args map[string]any, opts *conduit.CallOptions) (*mcp.CallToolResult, error)
 }
 
 // callBounded runs call on a Source of the caller's, which may not honour its
@@ -448,11 +465,14 @@ func halted(ch <-chan struct{}) bool {
 }
 
 // isLocal reports whether t is one of the Conversation's own tools.
-func (o *ExecOptions) isLocal(t *conduit.Tool) bool {
+func (o *ExecOptions) isLocal(t *conduit.Tool) bool { return o.local(t) != nil }
+
+// local is the Conversation's own tool whose definition is t, if any.
+func (o *ExecOptions) local(t *conduit.Tool) *conduit.LocalTool {
 	for _, l := range o.locals {
 		if l.Tool == t {
-			return true
+			return l
 		}
 	}
-	return false
+	return nil
 }
