@@ -69,20 +69,6 @@ func (c *core) offersLocal(t *Tool, opts *ListOptions) bool {
 	return !c.policyDenies(&Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool})
 }
 
-// resolveCall is the first step of the pipeline: the name against the
-// tool set, or, for a local tool, the tool itself; and the arguments as
-// an object.
-func resolveCall(ts *ToolSet, local *LocalTool, name string, args any) (*Tool, map[string]any, error) {
-	if local == nil {
-		return ts.Resolve(name, args)
-	}
-	m, err := objectArgs(args)
-	if err != nil {
-		return local.Tool, nil, InvalidArgumentsError(local.Tool, err)
-	}
-	return local.Tool, m, nil
-}
-
 // answer runs the local tool's Answer in the place of the request. It is
 // the program's code, which may ignore ctx: it runs on a goroutine of its
 // own, and the call is answered when ctx ends.

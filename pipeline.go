@@ -226,18 +226,7 @@ func (c *core) resolveTool(ctx context.Context, r *request) error {
 	if err := c.checkArgs(ts, r.local, r.call.Exposed, r.args); err != nil {
 		return err
 	}
-	var tool *Tool
-	var args map[string]any
-	var err error
-	if r.tool != nil {
-		tool, err = resolved(ts, r.tool)
-		args, _ = r.args.(map[string]any)
-		if args == nil {
-			args = map[string]any{}
-		}
-	} else {
-		tool, args, err = resolveCall(ts, r.local, r.call.Exposed, r.args)
-	}
+	tool, args, err := r.resolveIn(ts)
 	if err != nil {
 		var e *Error
 		if p := r.o.Principal; p != "" && errors.As(err, &e) && e.Kind == KindUnavailable && e.Err != nil {
@@ -263,14 +252,28 @@ func (c *core) resolveTool(ctx context.Context, r *request) error {
 	return nil
 }
 
-// resolved checks that t, which a caller resolved, is the tool ts offers
-// under its name: a tool of another set, or one made by hand, could skip
-// the offered definition's validation.
-func resolved(ts *ToolSet, t *Tool) (*Tool, error) {
-	if got, ok := ts.Lookup(t.Exposed); !ok || got != t {
-		return nil, unknownToolError(t.Exposed)
+// resolveIn resolves r's tool and arguments, in one of three ways: the
+// name against ts; a local tool, which is its own; or the tool the caller
+// resolved (CallResolved), which must be ts's own, since a tool of another
+// set, or one made by hand, could skip the offered definition.
+func (r *request) resolveIn(ts *ToolSet) (*Tool, map[string]any, error) {
+	switch {
+	case r.tool != nil:
+		if got, ok := ts.Lookup(r.tool.Exposed); !ok || got != r.tool {
+			return nil, nil, unknownToolError(r.tool.Exposed)
+		}
+		if args, _ := r.args.(map[string]any); args != nil {
+			return r.tool, args, nil
+		}
+		return r.tool, map[string]any{}, nil
+	case r.local != nil:
+		m, err := objectArgs(r.args)
+		if err != nil {
+			return r.local.Tool, nil, InvalidArgumentsError(r.local.Tool, err)
+		}
+		return r.local.Tool, m, nil
 	}
-	return t, nil
+	return ts.Resolve(r.call.Exposed, r.args)
 }
 
 // checkArgs applies the argument limits to args as the caller gave them,
