@@ -23,7 +23,9 @@ func NewClient(ctx context.Context, server Server, opts *Options) (*Client, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Client{governed{c}}, nil
+	cl := &Client{governed{c}}
+	c.owner = cl
+	return cl, nil
 }
 
 // Reconnect asks the server to connect now, as [Hub.Reconnect] does.

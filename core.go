@@ -46,6 +46,9 @@ type core struct {
 	Options   // a copy of the caller's, with defaults filled in
 	namespace bool
 	sdkLogger *slog.Logger
+	// owner is the Hub or Client made of this core, which ResolvedCaller
+	// tells from a type that embeds it.
+	owner Source
 
 	// Which hooks exist, and whether every Before and every After is
 	// Inline: the pipeline skips what is not there.

@@ -36,7 +36,7 @@
 //
 // A call goes one way, from top to bottom, and never back:
 //
-//	Hub.CallTool(name, args)        Hub.CallResolved(tool, args)
+//	Hub.CallTool(name, args)      Hub.ResolvedCaller(hub)(tool, args)
 //	         \                              /
 //	begin      Trace's start event; the call's time limit starts
 //	resolve    the name to its tool, once; the arguments to an object
@@ -53,9 +53,11 @@
 //
 // The adapters add two steps around it. ExecuteToolCalls parses the
 // provider's response and resolves each call against the offered tool
-// set. It strips strict mode's nulls, then passes each call to
-// CallResolved, which does not look the name up again. Once every call
-// is done, it writes the answers in the model's order, within the budget.
+// set. It strips strict mode's nulls, then runs each call through
+// ResolvedCaller, which does not look the name up again. A Source that
+// is not conduit's own, or wraps a Hub, gets CallTool, bounded by the
+// adapters. Once every call is done, the answers are written in the
+// model's order, within the turn's budget.
 //
 // An approver that cannot decide now answers [Defer]: the call is not
 // sent, and fails with [KindDeferred], its [Deferral] holding what it

@@ -31,7 +31,9 @@ func NewHub(ctx context.Context, servers []Server, opts *Options) (*Hub, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &Hub{governed{c}}, nil
+	h := &Hub{governed{c}}
+	c.owner = h
+	return h, nil
 }
 
 // governed is what a Hub and a Client share: every method but Reconnect
@@ -54,16 +56,22 @@ func (g *governed) CallTool(ctx context.Context, name string, args any, opts *Ca
 	return g.c.call(ctx, name, args, opts)
 }
 
-// CallResolved runs one call that [ToolSet.Resolve] already resolved: t
-// is the tool it returned from opts.ToolSet, and args the object. It is
-// CallTool for a caller that resolved the name itself, as the adapters do
-// to answer a name not offered; the name is not looked up again. A t that
-// is not opts.ToolSet's own (or, without one, the current set's) is
-// answered with KindUnknownTool. args are copied before a callback could
-// change them, so the caller's map stays as it was. The error, if any, is
-// an *Error.
-func (g *governed) CallResolved(ctx context.Context, t *Tool, args map[string]any, opts *CallOptions) (*mcp.CallToolResult, error) {
-	return g.c.callResolved(ctx, t, args, opts)
+// ResolvedCaller returns how to run a call whose name the caller
+// resolved itself, with [ToolSet.Resolve]: t is the tool it returned, and
+// args the object. The name is not looked up again; a t that is not the
+// tool set's own is answered with KindUnknownTool. It returns nil unless
+// src is this hub or client itself. So a type that embeds a Hub to change
+// its CallTool, and passes itself, gets nil, and its CallTool is used.
+// Package adapters calls it with the Source it was given.
+//
+// The call is CallTool's in all else: one pipeline, bounded by the call's
+// time limit, ended when ctx ends. args are copied before a hook or an
+// approver could change them, so the caller's map stays as it was.
+func (g *governed) ResolvedCaller(src Source) func(ctx context.Context, t *Tool, args map[string]any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	if src == nil || src != g.c.owner {
+		return nil
+	}
+	return g.c.callResolved
 }
 
 // Status reports each server's state, in configuration order.

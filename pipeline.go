@@ -65,7 +65,7 @@ type request struct {
 	// tool that answers in place of a server, if any.
 	args  any
 	local *LocalTool
-	// tool is the tool the caller resolved args against (CallResolved);
+	// tool is the tool the caller resolved args against (ResolvedCaller);
 	// the pipeline checks that the tool set holds it, and resolves nothing.
 	tool *Tool
 	// stable are arguments no callback changes, which a Trace snapshot
@@ -254,7 +254,7 @@ func (c *core) resolveTool(ctx context.Context, r *request) error {
 
 // resolveIn resolves r's tool and arguments, in one of three ways: the
 // name against ts; a local tool, which is its own; or the tool the caller
-// resolved (CallResolved), which must be ts's own, since a tool of another
+// resolved (ResolvedCaller), which must be ts's own, since a tool of another
 // set, or one made by hand, could skip the offered definition.
 func (r *request) resolveIn(ts *ToolSet) (*Tool, map[string]any, error) {
 	switch {

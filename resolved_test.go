@@ -1,4 +1,4 @@
-// Tests of CallResolved and of the one copy of a call's arguments.
+// Tests of ResolvedCaller and of the one copy of a call's arguments.
 package conduit
 
 import (
@@ -24,7 +24,7 @@ func TestCallResolved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := h.CallResolved(ctx, tool, args, &CallOptions{ToolSet: ts})
+	res, err := h.ResolvedCaller(h)(ctx, tool, args, &CallOptions{ToolSet: ts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,13 +32,13 @@ func TestCallResolved(t *testing.T) {
 		t.Fatalf("result %q", got)
 	}
 	// Without a ToolSet, the tool must be the current listing's.
-	if _, err := h.CallResolved(ctx, tool, args, nil); err != nil {
+	if _, err := h.ResolvedCaller(h)(ctx, tool, args, nil); err != nil {
 		t.Fatal(err)
 	}
 	forged := &Tool{Tool: &mcp.Tool{Name: "t"}, Exposed: "s__t", Server: "s"}
-	_, err = h.CallResolved(ctx, forged, args, &CallOptions{ToolSet: ts})
+	_, err = h.ResolvedCaller(h)(ctx, forged, args, &CallOptions{ToolSet: ts})
 	wantKind(t, err, KindUnknownTool)
-	_, err = h.CallResolved(ctx, nil, args, &CallOptions{ToolSet: ts})
+	_, err = h.ResolvedCaller(h)(ctx, nil, args, &CallOptions{ToolSet: ts})
 	wantKind(t, err, KindUnknownTool)
 	if n := srv.called("t"); n != 2 {
 		t.Fatalf("the server got %d calls, want 2", n)
@@ -70,7 +70,7 @@ func TestHookEditStaysInCall(t *testing.T) {
 				res, err = h.CallTool(ctx, "s__t", args, &CallOptions{ToolSet: ts})
 			} else {
 				tool, _ := ts.Lookup("s__t")
-				res, err = h.CallResolved(ctx, tool, args, &CallOptions{ToolSet: ts})
+				res, err = h.ResolvedCaller(h)(ctx, tool, args, &CallOptions{ToolSet: ts})
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -82,5 +82,29 @@ func TestHookEditStaysInCall(t *testing.T) {
 				t.Fatalf("the caller's map holds %v after the hook", got)
 			}
 		})
+	}
+}
+
+// embedded wraps a hub and changes its CallTool, as a program may.
+type embedded struct{ *Hub }
+
+// A type that embeds a Hub gets no resolved caller for itself, so that a
+// caller that asks (package adapters) uses the wrapper's CallTool.
+func TestResolvedCallerOwnerOnly(t *testing.T) {
+	srv := newTestServer(t, "s").echoTools("t")
+	h := newHub(t, []Server{srv.server("s")}, nil)
+	w := embedded{h}
+	if w.ResolvedCaller(w) != nil {
+		t.Fatal("a wrapper of the hub got a resolved caller")
+	}
+	if h.ResolvedCaller(nil) != nil {
+		t.Fatal("no source got a resolved caller")
+	}
+	if w.ResolvedCaller(h) == nil || h.ResolvedCaller(h) == nil {
+		t.Fatal("the hub itself got no resolved caller")
+	}
+	cl := newClient(t, srv.server("s"), nil)
+	if cl.ResolvedCaller(cl) == nil || cl.ResolvedCaller(h) != nil {
+		t.Fatal("a client's resolved caller is not its own")
 	}
 }

@@ -385,14 +385,15 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	}
 	var res *mcp.CallToolResult
 	var err error
-	if rs, ok := r.src.(resolvedSource); ok {
-		// The source bounds the call itself and copies the arguments
-		// before a callback could change them: Calls keep the model's.
+	if callResolved := r.resolvedCaller(); callResolved != nil {
+		// conduit's own source bounds the call itself, and copies the
+		// arguments before a callback could change them: Calls keep the
+		// model's.
 		res, err = r.send(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) {
 			if l := r.o.local(c.Def); l != nil {
 				return callLocal(withCallIndex(ctx, c.Index), r.src, l, jsonv.CloneObject(c.Args), &copts)
 			}
-			return rs.CallResolved(ctx, c.Def, c.Args, &copts)
+			return callResolved(ctx, c.Def, c.Args, &copts)
 		})
 	} else {
 		// A source of the caller's may ignore its context, or change
@@ -425,13 +426,20 @@ func (r *runner) send(ctx context.Context, c toolcall.Call, do func(context.Cont
 	return do(ctx)
 }
 
-// resolvedSource is a Source that takes a call resolved here, so that its
-// name is resolved once: conduit's Hub and Client are. Such a source
-// bounds each call by its CallTimeout, approval and hooks included, ends
-// it when ctx ends, and copies the arguments before a callback may
-// change them.
-type resolvedSource interface {
-	CallResolved(ctx context.Context, t *conduit.Tool, args map[string]any, opts *conduit.CallOptions) (*mcp.CallToolResult, error)
+// resolver is conduit's Hub and Client: they run a call resolved here,
+// so that its name is resolved once, and bound it themselves.
+type resolver interface {
+	ResolvedCaller(src conduit.Source) func(ctx context.Context, t *conduit.Tool, args map[string]any, opts *conduit.CallOptions) (*mcp.CallToolResult, error)
+}
+
+// resolvedCaller is how to run a resolved call on the source, or nil when
+// it is not conduit's own: a type that embeds a Hub to change its
+// CallTool gets nil, and its CallTool is used, bounded here.
+func (r *runner) resolvedCaller() func(ctx context.Context, t *conduit.Tool, args map[string]any, opts *conduit.CallOptions) (*mcp.CallToolResult, error) {
+	if rs, ok := r.src.(resolver); ok {
+		return rs.ResolvedCaller(r.src)
+	}
+	return nil
 }
 
 // callBounded runs call on a Source of the caller's, which may not honour its
