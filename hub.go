@@ -71,7 +71,7 @@ func (g *governed) ResolvedCaller(src Source) func(ctx context.Context, t *Tool,
 	if src == nil || src != g.c.owner {
 		return nil
 	}
-	return g.c.callResolved
+	return g.c.resolved
 }
 
 // Status reports each server's state, in configuration order.

@@ -383,29 +383,23 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	if rc, ok := r.resumed[c.Index]; ok {
 		copts.Approval, copts.Input = rc.approval, rc.input
 	}
+	callResolved := r.resolvedCaller()
+	args := c.Args
+	if callResolved == nil || r.o.isLocal(c.Def) {
+		// A source of the caller's, or a local tool's Answer, may change
+		// the arguments it is given: Calls keep the model's.
+		args = jsonv.CloneObject(c.Args)
+	}
 	var res *mcp.CallToolResult
 	var err error
-	if callResolved := r.resolvedCaller(); callResolved != nil {
+	if callResolved != nil {
 		// conduit's own source bounds the call itself, and copies the
-		// arguments before a callback could change them: Calls keep the
-		// model's.
-		res, err = r.send(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) {
-			if l := r.o.local(c.Def); l != nil {
-				return callLocal(withCallIndex(ctx, c.Index), r.src, l, jsonv.CloneObject(c.Args), &copts)
-			}
-			return callResolved(ctx, c.Def, c.Args, &copts)
-		})
+		// arguments before a callback could change them.
+		res, err = r.send(ctx, c, callResolved, args, &copts)
 	} else {
-		// A source of the caller's may ignore its context, or change
-		// the arguments it is given.
-		args := jsonv.CloneObject(c.Args)
+		// A source of the caller's may ignore its context.
 		res, err = r.callBounded(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) {
-			return r.send(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) {
-				if l := r.o.local(c.Def); l != nil {
-					return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, &copts)
-				}
-				return r.src.CallTool(ctx, c.Name, args, &copts)
-			})
+			return r.send(ctx, c, nil, args, &copts)
 		})
 	}
 	if err == nil && res == nil {
@@ -414,28 +408,38 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	return res, err
 }
 
-// send makes the call c with do, a panic of the source's answered as an
-// internal error.
-func (r *runner) send(ctx context.Context, c toolcall.Call, do func(context.Context) (*mcp.CallToolResult, error)) (res *mcp.CallToolResult, err error) {
+// send makes the call c with args and o: by callResolved when it is
+// given, else by the source's CallTool. A panic of the source's is
+// answered as an internal error.
+func (r *runner) send(ctx context.Context, c toolcall.Call, callResolved resolvedFunc, args map[string]any, o *conduit.CallOptions) (res *mcp.CallToolResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool,
 				Message: modeltext.CallFailed(c.Name), Err: fmt.Errorf("panic: %v", p)}
 		}
 	}()
-	return do(ctx)
+	if l := r.o.local(c.Def); l != nil {
+		return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
+	}
+	if callResolved != nil {
+		return callResolved(ctx, c.Def, args, o)
+	}
+	return r.src.CallTool(ctx, c.Name, args, o)
 }
+
+// resolvedFunc runs a call resolved against the offered tool set.
+type resolvedFunc = func(ctx context.Context, t *conduit.Tool, args map[string]any, opts *conduit.CallOptions) (*mcp.CallToolResult, error)
 
 // resolver is conduit's Hub and Client: they run a call resolved here,
 // so that its name is resolved once, and bound it themselves.
 type resolver interface {
-	ResolvedCaller(src conduit.Source) func(ctx context.Context, t *conduit.Tool, args map[string]any, opts *conduit.CallOptions) (*mcp.CallToolResult, error)
+	ResolvedCaller(src conduit.Source) resolvedFunc
 }
 
 // resolvedCaller is how to run a resolved call on the source, or nil when
 // it is not conduit's own: a type that embeds a Hub to change its
 // CallTool gets nil, and its CallTool is used, bounded here.
-func (r *runner) resolvedCaller() func(ctx context.Context, t *conduit.Tool, args map[string]any, opts *conduit.CallOptions) (*mcp.CallToolResult, error) {
+func (r *runner) resolvedCaller() resolvedFunc {
 	if rs, ok := r.src.(resolver); ok {
 		return rs.ResolvedCaller(r.src)
 	}
