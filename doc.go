@@ -54,7 +54,7 @@
 // The adapters add two steps around it. ExecuteToolCalls parses the
 // provider's response and resolves each call against the offered tool
 // set. It strips strict mode's nulls, then runs each call through
-// ResolvedCaller, which does not look the name up again. A Source that
+// ResolvedCaller, which only checks that the tool is the set's own. A Source that
 // is not conduit's own, or wraps a Hub, gets CallTool, bounded by the
 // adapters. Once every call is done, the answers are written in the
 // model's order, within the turn's budget.

@@ -58,8 +58,8 @@ func (g *governed) CallTool(ctx context.Context, name string, args any, opts *Ca
 
 // ResolvedCaller returns how to run a call whose name the caller
 // resolved itself, with [ToolSet.Resolve]: t is the tool it returned, and
-// args the object. The name is not looked up again; a t that is not the
-// tool set's own is answered with KindUnknownTool. It returns nil unless
+// args the object. Nothing is resolved again: t is only checked to be
+// the tool set's own, and one that is not is answered KindUnknownTool. It returns nil unless
 // src is this hub or client itself. So a type that embeds a Hub to change
 // its CallTool, and passes itself, gets nil, and its CallTool is used.
 // Package adapters calls it with the Source it was given.
