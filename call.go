@@ -108,6 +108,17 @@ func (c *core) call(ctx context.Context, name string, args any, opts *CallOption
 	return c.run(ctx, r)
 }
 
+// callResolved runs one call of t, which the caller resolved.
+func (c *core) callResolved(ctx context.Context, t *Tool, args map[string]any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	if t == nil {
+		return nil, unknownToolError("")
+	}
+	o := callOptions(opts)
+	r := newRequest(methodCallTool, o, methodCallTool, t.Exposed)
+	r.halt, r.args, r.tool = o.Halt, args, t
+	return c.run(ctx, r)
+}
+
 func halted(ch <-chan struct{}) bool {
 	if ch == nil {
 		return false

@@ -21,13 +21,8 @@ import (
 // for each session) counts an answer with values as the output of the
 // reference's server; conduit's own empty answer, for a server that
 // offers no completions, is nobody's.
-func (h *Hub) Complete(ctx context.Context, params *mcp.CompleteParams, opts *CallOptions) (*mcp.CompleteResult, error) {
-	return h.c.complete(ctx, params, opts)
-}
-
-// Complete asks the server for completions, as [Hub.Complete] does.
-func (cl *Client) Complete(ctx context.Context, params *mcp.CompleteParams, opts *CallOptions) (*mcp.CompleteResult, error) {
-	return cl.c.complete(ctx, params, opts)
+func (g *governed) Complete(ctx context.Context, params *mcp.CompleteParams, opts *CallOptions) (*mcp.CompleteResult, error) {
+	return g.c.complete(ctx, params, opts)
 }
 
 func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *CallOptions) (*mcp.CompleteResult, error) {

@@ -46,6 +46,11 @@ type core struct {
 	Options   // a copy of the caller's, with defaults filled in
 	namespace bool
 	sdkLogger *slog.Logger
+	// owner is the Hub or Client made of this core, which ResolvedCaller
+	// tells from a type that embeds it; resolved is callResolved, made
+	// once rather than on every call.
+	owner    Source
+	resolved func(context.Context, *Tool, map[string]any, *CallOptions) (*mcp.CallToolResult, error)
 
 	// Which hooks exist, and whether every Before and every After is
 	// Inline: the pipeline skips what is not there.
@@ -118,6 +123,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 		afterInline:  true,
 		resultMarker: newResultMarker(),
 	}
+	c.resolved = c.callResolved
 	c.Hooks = slices.Clone(o.Hooks)
 	for _, h := range c.Hooks {
 		c.hookNames = append(c.hookNames, hookName(h))

@@ -32,6 +32,33 @@
 // failure is an [*Error] whose Kind tells a policy denial from a timeout, a
 // lost server or a JSON-RPC error; a result with isError is a result.
 //
+// # The path of a call
+//
+// A call goes one way, from top to bottom, and never back:
+//
+//	Hub.CallTool(name, args)      Hub.ResolvedCaller(hub)(tool, args)
+//	         \                              /
+//	begin      Trace's start event; the call's time limit starts
+//	resolve    the name to its tool, once; the arguments to an object
+//	authorize  the policy decides
+//	admit      "ask" goes to the approver; then the before-hooks
+//	check      argument limits, schema validation, halt
+//	send       the session; the request; what its failure means
+//	after      the result limit; the after-hooks
+//	done       Trace's end event
+//
+// A Client runs the same code: it is a hub of one server. The arguments
+// are decoded once. They are copied once, deeply, and only when a hook
+// or an approver could change them; the caller's map stays as it was.
+//
+// The adapters add two steps around it. ExecuteToolCalls parses the
+// provider's response and resolves each call against the offered tool
+// set. It strips strict mode's nulls, then runs each call through
+// ResolvedCaller, which only checks that the tool is the set's own. A Source that
+// is not conduit's own, or wraps a Hub, gets CallTool, bounded by the
+// adapters. Once every call is done, the answers are written in the
+// model's order, within the turn's budget.
+//
 // An approver that cannot decide now answers [Defer]: the call is not
 // sent, and fails with [KindDeferred], its [Deferral] holding what it
 // waits for; the decision taken later is passed as

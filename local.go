@@ -36,25 +36,15 @@ type LocalTool struct {
 // governed pipeline, as CallTool runs a server's: args are the model's
 // arguments (as CallTool takes them), opts the call's options (ToolSet is
 // not used: the call names t). The error, if any, is an *Error.
-func (h *Hub) CallLocal(ctx context.Context, t *LocalTool, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
-	return h.c.callLocal(ctx, t, args, opts)
-}
-
-// CallLocal runs one call of a tool the program answers itself, as
-// [Hub.CallLocal] does.
-func (cl *Client) CallLocal(ctx context.Context, t *LocalTool, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
-	return cl.c.callLocal(ctx, t, args, opts)
+func (g *governed) CallLocal(ctx context.Context, t *LocalTool, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
+	return g.c.callLocal(ctx, t, args, opts)
 }
 
 // OffersLocal reports whether a listing for opts' principal and taint
 // would offer t, a tool the program answers itself: false when the policy
 // denies it outright, as ListToolsFor leaves out such tools of the
 // servers. opts may be nil.
-func (h *Hub) OffersLocal(t *Tool, opts *ListOptions) bool { return h.c.offersLocal(t, opts) }
-
-// OffersLocal reports whether a listing would offer t, as
-// [Hub.OffersLocal] does.
-func (cl *Client) OffersLocal(t *Tool, opts *ListOptions) bool { return cl.c.offersLocal(t, opts) }
+func (g *governed) OffersLocal(t *Tool, opts *ListOptions) bool { return g.c.offersLocal(t, opts) }
 
 var errNoLocalTool = errors.New("the local tool has no definition or no answer")
 
@@ -77,20 +67,6 @@ func (c *core) offersLocal(t *Tool, opts *ListOptions) bool {
 		o = *opts
 	}
 	return !c.policyDenies(&Call{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Def: t, Principal: o.Principal, Taint: o.Taint, Method: methodCallTool})
-}
-
-// resolveCall is the first step of the pipeline: the name against the
-// tool set, or, for a local tool, the tool itself; and the arguments as
-// an object.
-func resolveCall(ts *ToolSet, local *LocalTool, name string, args any) (*Tool, map[string]any, error) {
-	if local == nil {
-		return ts.Resolve(name, args)
-	}
-	m, err := objectArgs(args)
-	if err != nil {
-		return local.Tool, nil, InvalidArgumentsError(local.Tool, err)
-	}
-	return local.Tool, m, nil
 }
 
 // answer runs the local tool's Answer in the place of the request. It is

@@ -25,14 +25,8 @@ import (
 // the level with each request instead: put it in the call's
 // CallOptions.Meta under mcp.MetaKeyLogLevel. The error joins the
 // servers' errors.
-func (h *Hub) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
-	return h.c.setLoggingLevel(ctx, level)
-}
-
-// SetLoggingLevel asks the server to send log messages of level and
-// above, as [Hub.SetLoggingLevel] does.
-func (cl *Client) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
-	return cl.c.setLoggingLevel(ctx, level)
+func (g *governed) SetLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {
+	return g.c.setLoggingLevel(ctx, level)
 }
 
 func (c *core) setLoggingLevel(ctx context.Context, level mcp.LoggingLevel) error {

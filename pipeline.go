@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,6 +65,9 @@ type request struct {
 	// tool that answers in place of a server, if any.
 	args  any
 	local *LocalTool
+	// tool is the tool the caller resolved args against (ResolvedCaller);
+	// the pipeline checks that the tool set holds it, and resolves nothing.
+	tool *Tool
 	// stable are arguments no callback changes, which a Trace snapshot
 	// of the call may share (see guard); nil when before-hooks may change
 	// call.Args in place.
@@ -222,7 +226,7 @@ func (c *core) resolveTool(ctx context.Context, r *request) error {
 	if err := c.checkArgs(ts, r.local, r.call.Exposed, r.args); err != nil {
 		return err
 	}
-	tool, args, err := resolveCall(ts, r.local, r.call.Exposed, r.args)
+	tool, args, err := r.resolveIn(ts)
 	if err != nil {
 		var e *Error
 		if p := r.o.Principal; p != "" && errors.As(err, &e) && e.Kind == KindUnavailable && e.Err != nil {
@@ -238,13 +242,38 @@ func (c *core) resolveTool(ctx context.Context, r *request) error {
 	call := r.call
 	call.Server, call.Tool, call.Exposed, call.Def, call.Args = tool.Server, tool.Name, tool.Exposed, tool, args
 	r.stable = args
-	// The caller's map is copied only when a callback could change it.
+	// The caller's map is copied only when a callback could change it,
+	// deeply, so that no callback's edit reaches the caller.
 	if _, isMap := r.args.(map[string]any); isMap && (len(c.Hooks) > 0 || c.Approver != nil) {
-		call.Args = maps.Clone(call.Args)
+		call.Args = jsonv.CloneObject(call.Args)
 	} else if c.before {
 		r.stable = nil
 	}
 	return nil
+}
+
+// resolveIn resolves r's tool and arguments, in one of three ways: the
+// name against ts; a local tool, which is its own; or the tool the caller
+// resolved (ResolvedCaller), which must be ts's own, since a tool of another
+// set, or one made by hand, could skip the offered definition.
+func (r *request) resolveIn(ts *ToolSet) (*Tool, map[string]any, error) {
+	switch {
+	case r.tool != nil:
+		if got, ok := ts.Lookup(r.tool.Exposed); !ok || got != r.tool {
+			return nil, nil, unknownToolError(r.tool.Exposed)
+		}
+		if args, _ := r.args.(map[string]any); args != nil {
+			return r.tool, args, nil
+		}
+		return r.tool, map[string]any{}, nil
+	case r.local != nil:
+		m, err := objectArgs(r.args)
+		if err != nil {
+			return r.local.Tool, nil, InvalidArgumentsError(r.local.Tool, err)
+		}
+		return r.local.Tool, m, nil
+	}
+	return ts.Resolve(r.call.Exposed, r.args)
 }
 
 // checkArgs applies the argument limits to args as the caller gave them,

@@ -152,14 +152,8 @@ func (ps *PromptSet) filter(reason SkipReason, keep func(*Prompt) bool) *PromptS
 // are governed by the same server/name patterns as tools; a condition
 // sees [Call.Method] "prompts/get"). opts may be nil. A server's prompts
 // are asked for once per session and again after it says they changed.
-func (h *Hub) ListPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {
-	return h.c.listPromptsFor(ctx, opts)
-}
-
-// ListPromptsFor returns the server's prompts, as [Hub.ListPromptsFor]
-// does; they keep their own names after the client's Prefix.
-func (cl *Client) ListPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {
-	return cl.c.listPromptsFor(ctx, opts)
+func (g *governed) ListPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {
+	return g.c.listPromptsFor(ctx, opts)
 }
 
 // GetPrompt gets a prompt by its exposed name (prompts/get) with args:
@@ -169,13 +163,8 @@ func (cl *Client) ListPromptsFor(ctx context.Context, opts *ListOptions) (*Promp
 // opts.Handlers, and opts.Meta sent as the request's _meta. opts'
 // ToolSet, Progress and Halt are not used; hooks and validation are for
 // tool calls. The error, if any, is an *Error.
-func (h *Hub) GetPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
-	return h.c.getPrompt(ctx, name, args, opts)
-}
-
-// GetPrompt gets a prompt, as [Hub.GetPrompt] does.
-func (cl *Client) GetPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
-	return cl.c.getPrompt(ctx, name, args, opts)
+func (g *governed) GetPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
+	return g.c.getPrompt(ctx, name, args, opts)
 }
 
 // listPromptsAs lists the prompts for lf, under their cache hints.

@@ -240,14 +240,8 @@ func (rs *ResourceSet) filter(reason SkipReason, keep func(server, uri string) b
 // as server/URI-template) by the same patterns as tools, and a condition
 // sees [Call.Method] "resources/read". opts may be nil. The lists are
 // asked for once per session and again after a server says they changed.
-func (h *Hub) ListResourcesFor(ctx context.Context, opts *ListOptions) (*ResourceSet, error) {
-	return h.c.listResourcesFor(ctx, opts)
-}
-
-// ListResourcesFor returns the server's resources and templates, as
-// [Hub.ListResourcesFor] does.
-func (cl *Client) ListResourcesFor(ctx context.Context, opts *ListOptions) (*ResourceSet, error) {
-	return cl.c.listResourcesFor(ctx, opts)
+func (g *governed) ListResourcesFor(ctx context.Context, opts *ListOptions) (*ResourceSet, error) {
+	return g.c.listResourcesFor(ctx, opts)
 }
 
 // ReadResource reads a resource (resources/read) from the server that
@@ -268,13 +262,8 @@ func (cl *Client) ListResourcesFor(ctx context.Context, opts *ListOptions) (*Res
 // _meta (which conduit passes on from its caller) must not hint it fresh.
 // A read that went through an input exchange is never cached. The result
 // is the caller's own copy: changing it changes no later read's.
-func (h *Hub) ReadResource(ctx context.Context, uri string, opts *CallOptions) (*mcp.ReadResourceResult, error) {
-	return h.c.readResource(ctx, uri, opts)
-}
-
-// ReadResource reads a resource, as [Hub.ReadResource] does.
-func (cl *Client) ReadResource(ctx context.Context, uri string, opts *CallOptions) (*mcp.ReadResourceResult, error) {
-	return cl.c.readResource(ctx, uri, opts)
+func (g *governed) ReadResource(ctx context.Context, uri string, opts *CallOptions) (*mcp.ReadResourceResult, error) {
+	return g.c.readResource(ctx, uri, opts)
 }
 
 // SubscribeResource subscribes to updates of the resource at uri
@@ -283,24 +272,13 @@ func (cl *Client) ReadResource(ctx context.Context, uri string, opts *CallOption
 // refused; an "ask" is not asked about, since nothing is read. A
 // subscription lasts as long as the server's session: subscribe again
 // after [Trace.ServerUp]. The error, if any, is an *Error.
-func (h *Hub) SubscribeResource(ctx context.Context, uri string, opts *CallOptions) error {
-	return h.c.subscribe(ctx, uri, opts, true)
+func (g *governed) SubscribeResource(ctx context.Context, uri string, opts *CallOptions) error {
+	return g.c.subscribe(ctx, uri, opts, true)
 }
 
 // UnsubscribeResource ends a subscription made by SubscribeResource.
-func (h *Hub) UnsubscribeResource(ctx context.Context, uri string, opts *CallOptions) error {
-	return h.c.subscribe(ctx, uri, opts, false)
-}
-
-// SubscribeResource subscribes to a resource, as [Hub.SubscribeResource]
-// does.
-func (cl *Client) SubscribeResource(ctx context.Context, uri string, opts *CallOptions) error {
-	return cl.c.subscribe(ctx, uri, opts, true)
-}
-
-// UnsubscribeResource ends a subscription made by SubscribeResource.
-func (cl *Client) UnsubscribeResource(ctx context.Context, uri string, opts *CallOptions) error {
-	return cl.c.subscribe(ctx, uri, opts, false)
+func (g *governed) UnsubscribeResource(ctx context.Context, uri string, opts *CallOptions) error {
+	return g.c.subscribe(ctx, uri, opts, false)
 }
 
 // listResourcesAs lists the resources for lf, under their cache hints.

@@ -383,16 +383,24 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	if rc, ok := r.resumed[c.Index]; ok {
 		copts.Approval, copts.Input = rc.approval, rc.input
 	}
-	args := jsonv.CloneObject(c.Args)
+	callResolved := r.resolvedCaller()
+	args := c.Args
+	if callResolved == nil || r.o.isLocal(c.Def) {
+		// A source of the caller's, or a local tool's Answer, may change
+		// the arguments it is given: Calls keep the model's.
+		args = jsonv.CloneObject(c.Args)
+	}
 	var res *mcp.CallToolResult
 	var err error
-	switch r.src.(type) {
-	case *conduit.Hub, *conduit.Client:
-		// conduit's own sources bound a call by its CallTimeout, approval
-		// and hooks included, and end it when ctx ends.
-		res, err = r.send(ctx, c, args, &copts)
-	default:
-		res, err = r.callBounded(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) { return r.send(ctx, c, args, &copts) })
+	if callResolved != nil {
+		// conduit's own source bounds the call itself, and copies the
+		// arguments before a callback could change them.
+		res, err = r.send(ctx, c, callResolved, args, &copts)
+	} else {
+		// A source of the caller's may ignore its context.
+		res, err = r.callBounded(ctx, c, func(ctx context.Context) (*mcp.CallToolResult, error) {
+			return r.send(ctx, c, nil, args, &copts)
+		})
 	}
 	if err == nil && res == nil {
 		err = &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: modeltext.NoResult(c.Name)}
@@ -400,21 +408,42 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	return res, err
 }
 
-// send makes the call c with args and o, a panic of the source's answered
-// as an internal error.
-func (r *runner) send(ctx context.Context, c toolcall.Call, args map[string]any, o *conduit.CallOptions) (res *mcp.CallToolResult, err error) {
+// send makes the call c with args and o: by callResolved when it is
+// given, else by the source's CallTool. A panic of the source's is
+// answered as an internal error.
+func (r *runner) send(ctx context.Context, c toolcall.Call, callResolved resolvedFunc, args map[string]any, o *conduit.CallOptions) (res *mcp.CallToolResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res, err = nil, &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool,
 				Message: modeltext.CallFailed(c.Name), Err: fmt.Errorf("panic: %v", p)}
 		}
 	}()
-	for _, l := range r.o.locals {
-		if c.Def == l.Tool {
-			return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
-		}
+	if l := r.o.local(c.Def); l != nil {
+		return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
+	}
+	if callResolved != nil {
+		return callResolved(ctx, c.Def, args, o)
 	}
 	return r.src.CallTool(ctx, c.Name, args, o)
+}
+
+// resolvedFunc runs a call resolved against the offered tool set.
+type resolvedFunc = func(ctx context.Context, t *conduit.Tool, args map[string]any, opts *conduit.CallOptions) (*mcp.CallToolResult, error)
+
+// resolver is conduit's Hub and Client: they run a call resolved here,
+// so that its name is resolved once, and bound it themselves.
+type resolver interface {
+	ResolvedCaller(src conduit.Source) resolvedFunc
+}
+
+// resolvedCaller is how to run a resolved call on the source, or nil when
+// it is not conduit's own: a type that embeds a Hub to change its
+// CallTool gets nil, and its CallTool is used, bounded here.
+func (r *runner) resolvedCaller() resolvedFunc {
+	if rs, ok := r.src.(resolver); ok {
+		return rs.ResolvedCaller(r.src)
+	}
+	return nil
 }
 
 // callBounded runs call on a Source of the caller's, which may not honour its
@@ -448,11 +477,14 @@ func halted(ch <-chan struct{}) bool {
 }
 
 // isLocal reports whether t is one of the Conversation's own tools.
-func (o *ExecOptions) isLocal(t *conduit.Tool) bool {
+func (o *ExecOptions) isLocal(t *conduit.Tool) bool { return o.local(t) != nil }
+
+// local is the Conversation's own tool whose definition is t, if any.
+func (o *ExecOptions) local(t *conduit.Tool) *conduit.LocalTool {
 	for _, l := range o.locals {
 		if l.Tool == t {
-			return true
+			return l
 		}
 	}
-	return false
+	return nil
 }
