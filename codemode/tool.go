@@ -1,0 +1,95 @@
+// The run_code tool: its definition, and its answer as a local tool.
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Definition is run_code's definition: its description declares, in
+// TypeScript, the tools of ts the code may call.
+func Definition(ts *conduit.ToolSet) *conduit.Tool {
+	var tools []*conduit.Tool
+	if ts != nil {
+		for t := range ts.All() {
+			tools = append(tools, t)
+		}
+	}
+	desc := "Run JavaScript (TypeScript annotations allowed): the body of an async function. " +
+		"Call the tools below with await; a refused or failed call throws an Error saying why. " +
+		"Return a JSON value; console.log lines are answered too. " +
+		"There is no clock, randomness, network, file system or timer: only these tools.\n\n" + Declarations(tools)
+	return &conduit.Tool{
+		Tool: &mcp.Tool{
+			Name:        ToolName,
+			Description: desc,
+			InputSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"code": map[string]any{"type": "string", "description": "The body of an async function that calls the tools and returns the answer."},
+				},
+				"required":             []any{"code"},
+				"additionalProperties": false,
+			},
+		},
+		Exposed: ToolName,
+		Server:  ToolServer,
+	}
+}
+
+type reachedKey struct{}
+
+// WithReached returns a context under which each run of a LocalTool
+// reports, through f, the servers whose output reached the code: the
+// taint its answer carries to the model.
+func WithReached(ctx context.Context, f func(servers []string)) context.Context {
+	return context.WithValue(ctx, reachedKey{}, f)
+}
+
+// LocalTool is run_code for src and ts, to offer beside or instead of
+// ts's tools: each call runs its code with Execute under the call's
+// principal, assigns and taint, and answers what the code returned and
+// logged. A nested call that waits for a decision fails the run_code call
+// with a *DeferredError that matches conduit.ErrDeferred.
+func LocalTool(src conduit.Source, ts *conduit.ToolSet, o *Options) *conduit.LocalTool {
+	return &conduit.LocalTool{Tool: Definition(ts), Answer: func(ctx context.Context, c *conduit.Call) (*mcp.CallToolResult, error) {
+		code, _ := c.Args["code"].(string)
+		res, err := Execute(ctx, code, &Run{Source: src, ToolSet: ts, Options: o,
+			Call: conduit.CallOptions{ID: c.ID, Principal: c.Principal, Assigns: c.Assigns, Taint: c.Taint}})
+		if f, ok := ctx.Value(reachedKey{}).(func([]string)); ok && res != nil {
+			f(res.Taint)
+		}
+		return Answer(res, err)
+	}}
+}
+
+// Answer is run_code's result for a run: what the code returned and
+// logged, as JSON text; a failed run is an isError result with the error
+// and the logs. A deferred run is not answered: its error is returned.
+func Answer(res *Result, err error) (*mcp.CallToolResult, error) {
+	var de *DeferredError
+	if errors.As(err, &de) {
+		return nil, de.Err
+	}
+	if err != nil && res == nil {
+		return nil, err
+	}
+	if err != nil {
+		var b strings.Builder
+		b.WriteString("Error: " + err.Error())
+		if len(res.Logs) > 0 {
+			b.WriteString("\nlogs:\n" + strings.Join(res.Logs, "\n"))
+		}
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: b.String()}}}, nil
+	}
+	b, merr := json.Marshal(res)
+	if merr != nil {
+		return nil, merr
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+}
