@@ -55,6 +55,10 @@ type ExecOptions struct {
 	// beyond each result's budget (AnswerOptions.MaxResultTokens; see
 	// BudgetOptions).
 	Budget BudgetOptions
+	// CodeMode, when On, answers calls of run_code (offered by a listing
+	// with ListingOptions.CodeMode), each nested call made on the source
+	// with these options' principal and taint. Off by default.
+	CodeMode CodeModeOptions
 	// Trace, when set, is told of results over the budget's warning
 	// threshold, or cut; Logger, when set, logs them.
 	Trace  *Trace
@@ -110,6 +114,9 @@ type Execution struct {
 
 	locals  []*conduit.Tool // the Conversation's own tools, whose output taints nothing
 	demands []int           // each answer's demand on the turn's budget
+	// nested, by position, are the servers whose output reached the code
+	// of a run_code call: its answer carries their taint.
+	nested map[int][]string
 }
 
 // CallErrors are the calls' failures, by position: errors.Is and
@@ -148,7 +155,14 @@ func (e *Execution) Complete() bool { return len(e.Pending) == 0 }
 func (e *Execution) Taint(prev []string) []string {
 	out := slices.Clone(prev)
 	for _, c := range e.Calls {
-		if slices.Contains(e.locals, c.Def) {
+		if servers, ok := e.nested[c.Index]; ok && e.Errors[c.Index] == nil {
+			for _, s := range servers {
+				if !slices.Contains(out, s) {
+					out = append(out, s)
+				}
+			}
+		}
+		if slices.Contains(e.locals, c.Def) || isRunCode(c.Def) {
 			continue
 		}
 		if Reached(e.Errors[c.Index]) && !slices.Contains(out, c.Server) {
@@ -288,6 +302,11 @@ func readToolCalls(ctx context.Context, src conduit.Source, p Provider, response
 		if ts, err = src.ListToolsFor(ctx, &conduit.ListOptions{Principal: o.Principal, Taint: o.Taint}); err != nil {
 			return nil, nil, err
 		}
+		if o.CodeMode.On {
+			if ts, err = codeModeToolSet(ts, o.CodeMode); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	calls := o.Limits.resolve(raws, ts)
 	shared := jsonv.Shared(response)
@@ -411,8 +430,16 @@ func (r *runner) send(ctx context.Context, c toolcall.Call, args map[string]any,
 	}()
 	for _, l := range r.o.locals {
 		if c.Def == l.Tool {
+			if isRunCode(l.Tool) {
+				ctx = r.withNestedTaint(ctx, c.Index)
+			}
 			return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
 		}
+	}
+	if r.o.CodeMode.On && isRunCode(c.Def) {
+		// Outside a Conversation the code calls what the source lists
+		// for the principal and taint when it runs.
+		return callLocal(r.withNestedTaint(ctx, c.Index), r.src, runCodeTool(r.src, c.Def, nil, r.o.CodeMode), args, o)
 	}
 	return r.src.CallTool(ctx, c.Name, args, o)
 }

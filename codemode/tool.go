@@ -54,12 +54,20 @@ func WithReached(ctx context.Context, f func(servers []string)) context.Context 
 // LocalTool is run_code for src and ts, to offer beside or instead of
 // ts's tools: each call runs its code with Execute under the call's
 // principal, assigns and taint, and answers what the code returned and
-// logged. A nested call that waits for a decision fails the run_code call
+// logged. A nil ts is the source's listing for the call's principal and
+// taint, made when the call runs. A nested call that waits for a decision fails the run_code call
 // with a *DeferredError that matches conduit.ErrDeferred.
 func LocalTool(src conduit.Source, ts *conduit.ToolSet, o *Options) *conduit.LocalTool {
 	return &conduit.LocalTool{Tool: Definition(ts), Answer: func(ctx context.Context, c *conduit.Call) (*mcp.CallToolResult, error) {
 		code, _ := c.Args["code"].(string)
-		res, err := Execute(ctx, code, &Run{Source: src, ToolSet: ts, Options: o,
+		tools := ts
+		if tools == nil {
+			var err error
+			if tools, err = src.ListToolsFor(ctx, &conduit.ListOptions{Principal: c.Principal, Taint: c.Taint}); err != nil {
+				return nil, err
+			}
+		}
+		res, err := Execute(ctx, code, &Run{Source: src, ToolSet: tools, Options: o,
 			Call: conduit.CallOptions{ID: c.ID, Principal: c.Principal, Assigns: c.Assigns, Taint: c.Taint}})
 		if f, ok := ctx.Value(reachedKey{}).(func([]string)); ok && res != nil {
 			f(res.Taint)
