@@ -100,11 +100,13 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	var c callFlags
 	var sf searchFlags
 	var bf budgetFlags
+	var cm codeModeFlags
 	h.register(fs)
 	l.register(fs, true)
 	c.register(fs)
 	sf.register(fs)
 	bf.register(fs, true)
+	cm.register(fs)
 	respFile := fs.String("response", "", "the provider response `file` (default: stdin)")
 	structured := fs.String("structured", "", "how results' structuredContent is answered: `auto`, prefer, append or ignore (default: the provider's)")
 	stateFile := fs.String("state", "", "the conversation's state `file`: read when it exists, written after the turn; with --approve defer the calls asked about wait in it for 'conduit resume'")
@@ -169,7 +171,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	defer hub.Close()
 	copts := &adapters.ConversationOptions{
 		Principal: l.principal, Taint: taint, CallTimeout: c.timeout,
-		ListingOptions: adapters.ListingOptions{Strict: strict, Trace: env.listingTrace(nil)},
+		ListingOptions: adapters.ListingOptions{Strict: strict, Trace: env.listingTrace(nil), CodeMode: cm.options()},
 		AnswerOptions:  toolcall.AnswerOptions{Structured: mode, MaxResultTokens: bf.resultTokens()},
 		Search:         search,
 		Budget:         bf.options(),

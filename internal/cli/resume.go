@@ -59,8 +59,10 @@ copy resumed later would send the call again): give every process that
 resumes the conversation the same store.elsewhere.`)
 	var h hubFlags
 	var bf budgetFlags
+	var cm codeModeFlags
 	h.register(fs)
 	bf.register(fs, true)
+	cm.register(fs)
 	stateFile := fs.String("state", "", "the conversation's state `file`, as 'conduit exec --state' wrote it")
 	storeURL := fs.String("store", "", storeUsage)
 	allow := fs.String("allow", "", "the `IDs` of the pending calls to run, comma-separated")
@@ -135,7 +137,7 @@ resumes the conversation the same store.elsewhere.`)
 	defer hub.Close()
 	conv, err := st.conversation(ctx, hub, info.Provider, &adapters.ConversationOptions{
 		CallTimeout:    *timeout,
-		ListingOptions: adapters.ListingOptions{Trace: env.listingTrace(nil)},
+		ListingOptions: adapters.ListingOptions{Trace: env.listingTrace(nil), CodeMode: cm.options()},
 		AnswerOptions:  toolcall.AnswerOptions{Structured: mode, MaxResultTokens: bf.resultTokens()},
 		Budget:         bf.options(),
 		State:          adapters.StateOptions{Keys: st.keys},
