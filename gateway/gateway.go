@@ -103,6 +103,9 @@ type Options struct {
 	// [MetaRetryAfter]), nothing sent; one whose limits cannot be counted
 	// (the store is unavailable) is refused alike. See [Limit].
 	Limits []Limit
+	// CodeMode offers run_code to the sessions (see CodeModeOptions);
+	// off by default.
+	CodeMode CodeModeOptions
 }
 
 // DefaultListTTL is the cache hint of lists when Options.ListTTL is zero.
@@ -145,6 +148,7 @@ type Gateway struct {
 	approveWait time.Duration
 	instr       string
 	maxTokens   int // Options.MaxResultTokens
+	codeMode    CodeModeOptions
 	logger      *slog.Logger
 	sdkLogger   *slog.Logger
 	policy      *conduit.Policy
@@ -211,6 +215,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		approveWait: opts.ApprovalTimeout,
 		instr:       opts.Instructions,
 		maxTokens:   opts.MaxResultTokens,
+		codeMode:    opts.CodeMode,
 		logger:      opts.Hub.Logger,
 		sessions:    map[*session]struct{}{},
 		subs:        map[string]int{},
