@@ -13,6 +13,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/bounded"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
@@ -365,6 +366,8 @@ type runner struct {
 type resumedCall struct {
 	approval *conduit.Approval
 	input    *conduit.Input
+	// code, for a run_code call, is how its code goes on.
+	code *codemode.Resume
 }
 
 // stop halts the calls not yet sent.
@@ -432,6 +435,9 @@ func (r *runner) send(ctx context.Context, c toolcall.Call, args map[string]any,
 		if c.Def == l.Tool {
 			if isRunCode(l.Tool) {
 				ctx = r.withNestedTaint(ctx, c.Index)
+				if rc, ok := r.resumed[c.Index]; ok && rc.code != nil {
+					ctx = codemode.WithResume(ctx, rc.code)
+				}
 			}
 			return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
 		}

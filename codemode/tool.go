@@ -44,6 +44,23 @@ func Definition(ts *conduit.ToolSet) *conduit.Tool {
 
 type reachedKey struct{}
 
+type resumeKey struct{}
+
+// Resume is how a run of run_code deferred before goes on: its calls
+// replayed from their records, and the call a person decided sent with
+// the decision (see Run.Replay, Run.Approval and Run.AllowTool).
+type Resume struct {
+	Replay    []Record
+	Approval  *conduit.Approval
+	AllowTool string
+}
+
+// WithResume returns a context under which a LocalTool's next run goes on
+// as r says.
+func WithResume(ctx context.Context, r *Resume) context.Context {
+	return context.WithValue(ctx, resumeKey{}, r)
+}
+
 // WithReached returns a context under which each run of a LocalTool
 // reports, through f, the servers whose output reached the code: the
 // taint its answer carries to the model.
@@ -67,8 +84,12 @@ func LocalTool(src conduit.Source, ts *conduit.ToolSet, o *Options) *conduit.Loc
 				return nil, err
 			}
 		}
-		res, err := Execute(ctx, code, &Run{Source: src, ToolSet: tools, Options: o,
-			Call: conduit.CallOptions{ID: c.ID, Principal: c.Principal, Assigns: c.Assigns, Taint: c.Taint}})
+		run := &Run{Source: src, ToolSet: tools, Options: o,
+			Call: conduit.CallOptions{ID: c.ID, Principal: c.Principal, Assigns: c.Assigns, Taint: c.Taint}}
+		if r, ok := ctx.Value(resumeKey{}).(*Resume); ok && r != nil {
+			run.Replay, run.Approval, run.AllowTool = r.Replay, r.Approval, r.AllowTool
+		}
+		res, err := Execute(ctx, code, run)
 		if f, ok := ctx.Value(reachedKey{}).(func([]string)); ok && res != nil {
 			f(res.Taint)
 		}
@@ -78,11 +99,12 @@ func LocalTool(src conduit.Source, ts *conduit.ToolSet, o *Options) *conduit.Loc
 
 // Answer is run_code's result for a run: what the code returned and
 // logged, as JSON text; a failed run is an isError result with the error
-// and the logs. A deferred run is not answered: its error is returned.
+// and the logs. A deferred run is not answered: its *DeferredError is
+// returned, which matches conduit.ErrDeferred.
 func Answer(res *Result, err error) (*mcp.CallToolResult, error) {
 	var de *DeferredError
 	if errors.As(err, &de) {
-		return nil, de.Err
+		return nil, de
 	}
 	if err != nil && res == nil {
 		return nil, err

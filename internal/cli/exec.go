@@ -235,6 +235,13 @@ func writeTurnOutput(env *Env, stateFile string, exec *adapters.Execution, out t
 	} else {
 		fmt.Fprintf(env.Stderr, "conduit: %d call(s) wait for a decision (%s): conduit resume --state %s --allow ID,... --deny ID,...\n",
 			len(exec.Pending), pendingIDs(exec.Pending), stateFile)
+		for _, p := range exec.Pending {
+			if n := p.Nested; n != nil {
+				args, _ := json.Marshal(n.Arguments)
+				fmt.Fprintf(env.Stderr, "conduit: %s: its code calls %s %s (after %d call(s) that resuming replays); --allow %s sends it once, --allow-run %s also allows %s for the rest of the run\n",
+					p.ID, n.Name, args, n.Before, p.ID, p.ID, n.Name)
+			}
+		}
 	}
 	return writeJSON(env.Stdout, out)
 }

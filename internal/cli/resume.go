@@ -67,6 +67,7 @@ resumes the conversation the same store.elsewhere.`)
 	storeURL := fs.String("store", "", storeUsage)
 	allow := fs.String("allow", "", "the `IDs` of the pending calls to run, comma-separated")
 	deny := fs.String("deny", "", "the `IDs` of the pending calls to deny, comma-separated")
+	allowRun := fs.String("allow-run", "", "the `IDs` of pending run_code calls to run, allowing their code's waiting tool for the rest of the run (a loop of writes is one decision)")
 	reason := fs.String("reason", "", "why the calls of --deny are denied, for the model")
 	halt := fs.Bool("halt", false, "the denial also stops the agent loop")
 	timeout := fs.Duration("timeout", conduit.DefaultCallTimeout, "how long one call may take in all")
@@ -88,6 +89,9 @@ resumes the conversation the same store.elsewhere.`)
 	decisions := map[string]adapters.Ruling{}
 	for _, id := range splitList(*allow) {
 		decisions[id] = adapters.Ruling{Allow: true}
+	}
+	for _, id := range splitList(*allowRun) {
+		decisions[id] = adapters.Ruling{Allow: true, ForRun: true}
 	}
 	for _, id := range splitList(*deny) {
 		if _, both := decisions[id]; both {
@@ -130,7 +134,10 @@ resumes the conversation the same store.elsewhere.`)
 	}
 	defer shared.Close()
 	// The calls decided need no approver: the decision is their approval.
-	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{needPolicy: true, store: shared})
+	// A later ask inside a resumed run_code's code waits again, as it
+	// did in exec, for the next resume.
+	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{needPolicy: true, store: shared,
+		approver: conduit.DeferAll("waits for 'conduit resume'")})
 	if err != nil {
 		return err
 	}
