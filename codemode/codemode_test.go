@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -108,18 +110,9 @@ return "written"`, nil)
 	if string(res.Value) == `"written"` || c.sent("write_note") != 1 {
 		t.Fatalf("the write after reading web was let through: %s, %d writes", res.Value, c.sent("write_note"))
 	}
-	if !slicesContains(res.Taint, "web") {
+	if !slices.Contains(res.Taint, "web") {
 		t.Fatalf("taint %v", res.Taint)
 	}
-}
-
-func slicesContains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func TestCodeErrorsCarryTheLine(t *testing.T) {
@@ -284,5 +277,36 @@ func TestReplay(t *testing.T) {
 	b, _ := json.Marshal(first.Calls)
 	if !strings.Contains(string(b), `"exposed":"corpus__read_doc"`) {
 		t.Fatalf("records %s", b)
+	}
+}
+
+type parentKey struct{}
+
+// Nested calls are traced as calls of their own, each in the context of
+// the run_code call that made them: a span a Trace starts for run_code
+// is the parent of the nested calls' (as otelconduit's are).
+func TestNestedCallsTracedUnderRunCode(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	trace := &conduit.Trace{CallStart: func(i conduit.CallStartInfo) context.Context {
+		parent, _ := i.Context.Value(parentKey{}).(string)
+		mu.Lock()
+		seen = append(seen, parent+">"+i.Call.Exposed)
+		mu.Unlock()
+		return context.WithValue(i.Context, parentKey{}, i.Call.Exposed)
+	}}
+	hub, _ := newCorpusHub(t, 3, &conduit.Options{Policy: conduit.AllowAll(), Trace: trace})
+	ts, err := hub.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lt := codemode.LocalTool(hub, ts, nil)
+	res, err := hub.CallLocal(context.Background(), lt, map[string]any{"code": `await corpus.read_doc({id: 1}); await corpus.list_docs({}); return 1`}, &conduit.CallOptions{ID: "c1"})
+	if err != nil || res.IsError {
+		t.Fatal(err, res)
+	}
+	want := []string{">run_code", "run_code>corpus__read_doc", "run_code>corpus__list_docs"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("traced %v, want %v", seen, want)
 	}
 }
