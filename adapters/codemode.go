@@ -37,7 +37,7 @@ func codeModeToolSet(ts *conduit.ToolSet, o CodeModeOptions) (*conduit.ToolSet, 
 	if _, taken := ts.Lookup(codemode.ToolName); taken {
 		return nil, fmt.Errorf("adapters: code mode: a tool of the servers is exposed as %s", codemode.ToolName)
 	}
-	def := codemode.Definition(ts)
+	def := codemode.Definition(ts, o.Options)
 	if o.Direct {
 		return ts.With(def), nil
 	}
@@ -47,7 +47,7 @@ func codeModeToolSet(ts *conduit.ToolSet, o CodeModeOptions) (*conduit.ToolSet, 
 // checkCodeMode refuses code mode when the policy denies run_code itself.
 func checkCodeMode(src conduit.Source, principal string, taint []string) error {
 	ls, ok := src.(localSource)
-	if ok && !ls.OffersLocal(codemode.Definition(nil), &conduit.ListOptions{Principal: principal, Taint: taint}) {
+	if ok && !ls.OffersLocal(codemode.Definition(nil, nil), &conduit.ListOptions{Principal: principal, Taint: taint}) {
 		return fmt.Errorf("adapters: code mode: the policy denies %s/%s (allow it to offer code mode)", codemode.ToolServer, codemode.ToolName)
 	}
 	return nil

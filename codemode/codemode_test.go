@@ -310,3 +310,30 @@ func TestNestedCallsTracedUnderRunCode(t *testing.T) {
 		t.Fatalf("traced %v, want %v", seen, want)
 	}
 }
+
+// Past the search threshold run_code declares conduit.search_tools, which
+// returns the declarations of what it finds; every tool stays callable.
+func TestSearchPastTheThreshold(t *testing.T) {
+	hub, c := newCorpusHub(t, 3, &conduit.Options{Policy: conduit.AllowAll()})
+	ts, err := hub.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &codemode.Options{SearchThreshold: 2}
+	def := codemode.Definition(ts, o)
+	if !strings.Contains(def.Description, "search_tools(args:") || strings.Contains(def.Description, "read_doc(args:") {
+		t.Fatalf("description:\n%s", def.Description)
+	}
+	if d := codemode.Definition(ts, nil); !strings.Contains(d.Description, "read_doc(args:") {
+		t.Fatalf("under the default threshold every tool is declared:\n%s", d.Description)
+	}
+	res, err := execute(t, hub, `const d: string = await conduit.search_tools({query: "read a document"});
+const text = await corpus.read_doc({id: 1});
+return [d.includes("read_doc(args: { id: number; })"), text.length > 0]`, &codemode.Run{ToolSet: ts, Options: o})
+	if err != nil || string(res.Value) != "[true,true]" {
+		t.Fatalf("%s %v", res.Value, err)
+	}
+	if c.sent("read_doc") != 1 {
+		t.Fatal("the found tool was not called")
+	}
+}

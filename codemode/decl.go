@@ -43,11 +43,14 @@ WeakMap WeakSet WeakRef Error EvalError RangeError ReferenceError SyntaxError Ty
 Iterator ArrayBuffer SharedArrayBuffer DataView Atomics FinalizationRegistry parseInt parseFloat isNaN isFinite decodeURI
 decodeURIComponent encodeURI encodeURIComponent escape unescape Int8Array Uint8Array Uint8ClampedArray Int16Array Uint16Array
 Int32Array Uint32Array Float16Array Float32Array Float64Array BigInt64Array BigUint64Array __proto__ constructor prototype
-toString valueOf hasOwnProperty`) {
+toString valueOf hasOwnProperty conduit`) {
 		m[w] = true
 	}
 	return m
 }()
+
+// searchGlobal holds conduit.search_tools past the search threshold.
+const searchGlobal = "conduit"
 
 // binding is where a tool lives in the code: global.method.
 type binding struct {

@@ -25,6 +25,54 @@ const (
 type Options struct {
 	// Limits bound each run (see Limits; zero fields are the defaults).
 	Limits Limits
+	// SearchThreshold: past this many tools, run_code declares
+	// conduit.search_tools instead of every tool (default
+	// DefaultSearchThreshold; negative: never). Every tool stays callable.
+	SearchThreshold int
+}
+
+// DefaultSearchThreshold is Options.SearchThreshold's default, as the
+// adapters' tool search.
+const DefaultSearchThreshold = 40
+
+// searches reports whether n tools are declared through search.
+func (o *Options) searches(n int) bool {
+	t := DefaultSearchThreshold
+	if o != nil && o.SearchThreshold != 0 {
+		t = o.SearchThreshold
+	}
+	return t >= 0 && n > t
+}
+
+// searchDeclaration is what run_code declares past the search threshold.
+const searchDeclaration = `declare const conduit: {
+  /** Find tools by what they do, in a few words: returns their TypeScript declarations. */
+  search_tools(args: { query: string; limit?: number; }): Promise<string>;
+};
+`
+
+// search answers conduit.search_tools: the declarations of what it finds.
+func search(ts *conduit.ToolSet, args json.RawMessage) outcome {
+	var a struct {
+		Query string `json:"query"`
+		Limit int    `json:"limit"`
+	}
+	if json.Unmarshal(args, &a) != nil || strings.TrimSpace(a.Query) == "" {
+		return outcome{err: "conduit.search_tools needs {query: string}"}
+	}
+	if a.Limit <= 0 || a.Limit > 20 {
+		a.Limit = 5
+	}
+	var found []*conduit.Tool
+	if ts != nil {
+		found = ts.Search(a.Query, a.Limit)
+	}
+	d := Declarations(found)
+	if d == "" {
+		d = "// no tool matches " + strconv.Quote(a.Query)
+	}
+	b, _ := json.Marshal(d)
+	return outcome{value: string(b)}
 }
 
 // Record is one call a run made and what it got: what a replay answers
@@ -120,9 +168,16 @@ func Execute(ctx context.Context, code string, r *Run) (*Result, error) {
 		tools = slices.Collect(r.ToolSet.All())
 	}
 	by, names, _ := bindings(tools)
+	searching := r.Options.searches(len(tools))
+	if searching {
+		names[searchGlobal] = []string{"search_tools"}
+	}
 	res := &Result{Taint: slices.Clone(r.Call.Taint)}
 	var stop error
 	call := func(ctx context.Context, global, method string, args json.RawMessage) outcome {
+		if searching && global == searchGlobal && method == "search_tools" {
+			return search(r.ToolSet, args)
+		}
 		t, ok := by[binding{global, method}]
 		if !ok {
 			return outcome{err: fmt.Sprintf("%s.%s is not a tool", global, method)}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/conduitmcp/conduit"
@@ -12,18 +13,26 @@ import (
 )
 
 // Definition is run_code's definition: its description declares, in
-// TypeScript, the tools of ts the code may call.
-func Definition(ts *conduit.ToolSet) *conduit.Tool {
+// TypeScript, the tools of ts the code may call; past o's search
+// threshold, conduit.search_tools, which returns the declarations of the
+// tools it finds. o may be nil.
+func Definition(ts *conduit.ToolSet, o *Options) *conduit.Tool {
 	var tools []*conduit.Tool
 	if ts != nil {
 		for t := range ts.All() {
 			tools = append(tools, t)
 		}
 	}
+	decl := Declarations(tools)
+	intro := "Call the tools below with await"
+	if o.searches(len(tools)) {
+		intro = fmt.Sprintf("There are %d tools: find them with conduit.search_tools, then call them with await", len(tools))
+		decl = searchDeclaration
+	}
 	desc := "Run JavaScript (TypeScript annotations allowed): the body of an async function. " +
-		"Call the tools below with await; a refused or failed call throws an Error saying why. " +
+		intro + "; a refused or failed call throws an Error saying why. " +
 		"Return a JSON value; console.log lines are answered too. " +
-		"There is no clock, randomness, network, file system or timer: only these tools.\n\n" + Declarations(tools)
+		"There is no clock, randomness, network, file system or timer: only these tools.\n\n" + decl
 	return &conduit.Tool{
 		Tool: &mcp.Tool{
 			Name:        ToolName,
@@ -75,7 +84,7 @@ func WithReached(ctx context.Context, f func(servers []string)) context.Context 
 // taint, made when the call runs. A nested call that waits for a decision fails the run_code call
 // with a *DeferredError that matches conduit.ErrDeferred.
 func LocalTool(src conduit.Source, ts *conduit.ToolSet, o *Options) *conduit.LocalTool {
-	return &conduit.LocalTool{Tool: Definition(ts), Answer: func(ctx context.Context, c *conduit.Call) (*mcp.CallToolResult, error) {
+	return &conduit.LocalTool{Tool: Definition(ts, o), Answer: func(ctx context.Context, c *conduit.Call) (*mcp.CallToolResult, error) {
 		code, _ := c.Args["code"].(string)
 		tools := ts
 		if tools == nil {

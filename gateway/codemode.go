@@ -51,7 +51,7 @@ type localCaller interface {
 
 // codeModeSet is what a session is offered over ts in code mode.
 func (g *Gateway) codeModeSet(ts *conduit.ToolSet) *conduit.ToolSet {
-	def := codemode.Definition(ts)
+	def := codemode.Definition(ts, g.codeMode.Options)
 	if g.codeMode.Direct {
 		return ts.With(def)
 	}
