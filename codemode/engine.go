@@ -15,8 +15,8 @@ import (
 	"modernc.org/quickjs"
 )
 
-// Limits bound one run of code. The zero value of each field is its
-// default; a negative value is an error, never "no limit".
+// Limits bound one run of code. A field that is zero (or negative) is
+// its default: no run is unbounded.
 type Limits struct {
 	// WallTime bounds the run, nested calls included (default 30s).
 	WallTime time.Duration
