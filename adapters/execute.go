@@ -13,6 +13,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/bounded"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
@@ -55,6 +56,10 @@ type ExecOptions struct {
 	// beyond each result's budget (AnswerOptions.MaxResultTokens; see
 	// BudgetOptions).
 	Budget BudgetOptions
+	// CodeMode, when On, answers calls of run_code (offered by a listing
+	// with ListingOptions.CodeMode), each nested call made on the source
+	// with these options' principal and taint. Off by default.
+	CodeMode CodeModeOptions
 	// Trace, when set, is told of results over the budget's warning
 	// threshold, or cut; Logger, when set, logs them.
 	Trace  *Trace
@@ -110,6 +115,9 @@ type Execution struct {
 
 	locals  []*conduit.Tool // the Conversation's own tools, whose output taints nothing
 	demands []int           // each answer's demand on the turn's budget
+	// nested, by position, are the servers whose output reached the code
+	// of a run_code call: its answer carries their taint.
+	nested map[int][]string
 }
 
 // CallErrors are the calls' failures, by position: errors.Is and
@@ -148,7 +156,14 @@ func (e *Execution) Complete() bool { return len(e.Pending) == 0 }
 func (e *Execution) Taint(prev []string) []string {
 	out := slices.Clone(prev)
 	for _, c := range e.Calls {
-		if slices.Contains(e.locals, c.Def) {
+		if servers, ok := e.nested[c.Index]; ok && e.Errors[c.Index] == nil {
+			for _, s := range servers {
+				if !slices.Contains(out, s) {
+					out = append(out, s)
+				}
+			}
+		}
+		if slices.Contains(e.locals, c.Def) || isRunCode(c.Def) {
 			continue
 		}
 		if Reached(e.Errors[c.Index]) && !slices.Contains(out, c.Server) {
@@ -288,6 +303,11 @@ func readToolCalls(ctx context.Context, src conduit.Source, p Provider, response
 		if ts, err = src.ListToolsFor(ctx, &conduit.ListOptions{Principal: o.Principal, Taint: o.Taint}); err != nil {
 			return nil, nil, err
 		}
+		if o.CodeMode.On {
+			if ts, err = codeModeToolSet(ts, o.CodeMode); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	calls := o.Limits.resolve(raws, ts)
 	shared := jsonv.Shared(response)
@@ -346,6 +366,8 @@ type runner struct {
 type resumedCall struct {
 	approval *conduit.Approval
 	input    *conduit.Input
+	// code, for a run_code call, is how its code goes on.
+	code *codemode.Resume
 }
 
 // stop halts the calls not yet sent.
@@ -419,7 +441,18 @@ func (r *runner) send(ctx context.Context, c toolcall.Call, callResolved resolve
 		}
 	}()
 	if l := r.o.local(c.Def); l != nil {
+		if isRunCode(l.Tool) {
+			ctx = r.withNestedTaint(ctx, c.Index)
+			if rc, ok := r.resumed[c.Index]; ok && rc.code != nil {
+				ctx = codemode.WithResume(ctx, rc.code)
+			}
+		}
 		return callLocal(withCallIndex(ctx, c.Index), r.src, l, args, o)
+	}
+	if r.o.CodeMode.On && isRunCode(c.Def) {
+		// Outside a Conversation the code calls what the source lists
+		// for the principal and taint when it runs.
+		return callLocal(r.withNestedTaint(ctx, c.Index), r.src, runCodeTool(r.src, c.Def, nil, r.o.CodeMode), args, o)
 	}
 	if callResolved != nil {
 		return callResolved(ctx, c.Def, args, o)

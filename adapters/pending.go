@@ -7,6 +7,8 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/codemode"
+	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -40,9 +42,30 @@ type Pending struct {
 	// what the server asked; the Ruling that allows the call answers it
 	// (Ruling.Input). Nil for a deferred approval.
 	Input *conduit.Input `json:"input,omitempty"`
+	// Nested, for a run_code call, is the call its code made that waits
+	// for the decision; Arguments are then run_code's own (the code).
+	// Allowing the run_code call sends this call once, the calls made
+	// before it replayed from their records (see Ruling.ForRun).
+	Nested *NestedCall `json:"nested,omitempty"`
 
 	// index is the call's position in the response.
 	index int
+	// replay are the calls a run_code call's code made before Nested.
+	replay []codemode.Record
+}
+
+// NestedCall is a call made by a run_code call's code.
+type NestedCall struct {
+	// Name is the tool's exposed name; Server and Tool its server's id
+	// and its own name there.
+	Name   string `json:"name"`
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Arguments are the call's, as the approver saw them.
+	Arguments map[string]any `json:"arguments"`
+	// Before counts the calls the code made before it, replayed on
+	// resumption without being sent again.
+	Before int `json:"before"`
 }
 
 // Ruling is the application's decision on a pending call, given to
@@ -61,6 +84,10 @@ type Ruling struct {
 	// its requests; with Allow, every request not answered yet needs an
 	// answer (conduit.Input.Missing).
 	Input mcp.InputResponseMap
+	// ForRun, with Allow on a run_code call (Pending.Nested), also allows
+	// every later call of the nested call's tool in the same run, so that
+	// a loop of writes is one decision. Other tools still ask.
+	ForRun bool
 }
 
 // pendingOf is the Pending item of call c, whose outcome was err, when
@@ -76,6 +103,13 @@ func pendingOf(c toolcall.Call, err error) (Pending, bool) {
 	p := Pending{ID: c.ID, Name: c.Name, Server: c.Server, Tool: c.Tool, Arguments: d.Args, Reason: d.Reason, Input: d.Input, index: c.Index}
 	if d.Input == nil {
 		p.Rule = d.Rule.String()
+	}
+	if de := (*codemode.DeferredError)(nil); errors.As(err, &de) {
+		p.Nested = &NestedCall{Name: de.Call.Exposed, Server: de.Call.Server, Tool: de.Call.Tool, Arguments: d.Args, Before: len(de.Records)}
+		if p.Nested.Arguments == nil {
+			p.Nested.Arguments = map[string]any{}
+		}
+		p.Arguments, p.replay = jsonv.CloneObject(c.Args), de.Records
 	}
 	if p.Arguments == nil {
 		p.Arguments = map[string]any{}

@@ -15,6 +15,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/store/once"
@@ -71,6 +72,9 @@ type turnCall struct {
 	budget  toolcall.Budgeted
 	demand  int
 	pending *pendingCall
+	// nested, for an answered run_code call, are the servers its code
+	// read: their taint comes with the answer.
+	nested []string
 }
 
 // pendingCall is a pending call, with what its claim and its check need.
@@ -91,6 +95,9 @@ func newPausedTurn(n int, taint []string, exec *Execution) *pausedTurn {
 		tc := &t.calls[i]
 		tc.answer, tc.err = exec.Results[i], exec.Errors[i]
 		tc.reached = exec.Results[i] != nil && Reached(exec.Errors[i])
+		if exec.Results[i] != nil && exec.Errors[i] == nil {
+			tc.nested = exec.nested[i]
+		}
 		if i < len(exec.Budgets) {
 			tc.budget, tc.demand = exec.Budgets[i], exec.demand(i)
 		}
@@ -117,10 +124,11 @@ func (t *pausedTurn) document() *turnV1 {
 	d := &turnV1{N: t.n, Key: t.key, Taint: slices.Clone(t.taint), Halted: t.halted, Calls: make([]callV1, len(t.calls))}
 	for i, tc := range t.calls {
 		c := callV1{ID: tc.id, Name: tc.name, Server: tc.server, Tool: tc.tool, Answer: tc.answer, Reached: tc.reached,
-			Budget: budgetDocument(tc.budget, tc.demand)}
+			Budget: budgetDocument(tc.budget, tc.demand), Nested: tc.nested}
 		if p := tc.pending; p != nil {
 			c.Answer, c.Budget = nil, nil
-			c.Pending = &pendingV1{ID: p.ID, Arguments: p.Arguments, Digest: p.digest, Rule: p.Rule, Reason: p.Reason, Round: p.round}
+			c.Pending = &pendingV1{ID: p.ID, Arguments: p.Arguments, Digest: p.digest, Rule: p.Rule, Reason: p.Reason, Round: p.round,
+				Nested: p.Nested, Replay: p.replay}
 			if in := p.Input; in != nil {
 				c.Pending.Input = &inputV1{Requests: in.Requests, Responses: in.Responses, RequestState: in.RequestState, Resend: in.Resend, Task: in.Task}
 			}
@@ -139,14 +147,14 @@ func pausedTurnOf(d *turnV1) *pausedTurn {
 	t := &pausedTurn{n: d.N, key: d.Key, taint: slices.Clone(d.Taint), halted: d.Halted, calls: make([]turnCall, len(d.Calls))}
 	for i, c := range d.Calls {
 		tc := turnCall{id: c.ID, name: c.Name, server: c.Server, tool: c.Tool, answer: c.Answer, reached: c.Reached,
-			budget: c.Budget.budgeted(), demand: c.Budget.demand()}
+			budget: c.Budget.budgeted(), demand: c.Budget.demand(), nested: c.Nested}
 		if e := c.Err; e != nil {
 			k, _ := kindOf(e.Kind)
 			tc.err = &conduit.Error{Kind: k, Server: c.Server, Tool: c.Tool, Message: e.Message, Halt: e.Halt}
 		}
 		if p := c.Pending; p != nil {
 			pc := &pendingCall{Pending: Pending{ID: p.ID, Name: c.Name, Server: c.Server, Tool: c.Tool, Arguments: p.Arguments,
-				Rule: p.Rule, Reason: p.Reason, index: i}, digest: p.Digest, round: p.Round}
+				Rule: p.Rule, Reason: p.Reason, Nested: p.Nested, index: i, replay: p.Replay}, digest: p.Digest, round: p.Round}
 			if pc.Arguments == nil {
 				pc.Arguments = map[string]any{}
 			}
@@ -381,7 +389,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 	offered := c.Listing().ToolSet
 	r := &runner{src: c.src, d: d, o: &o, ts: fresh, exec: exec, halt: make(chan struct{}), resumed: map[int]resumedCall{},
 		results: make([]*mcp.CallToolResult, len(t.calls))}
-	res := &resumed{settled: map[int]bool{}, reached: map[int]bool{}, again: map[int]Pending{}}
+	res := &resumed{settled: map[int]bool{}, reached: map[int]bool{}, again: map[int]Pending{}, nested: map[int][]string{}}
 	tickets := map[int]*once.Ticket{}
 	var send []toolcall.Call
 	allow := conduit.Approve()
@@ -418,6 +426,13 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			send = append(send, call)
 			tickets[i] = ticket
 			r.resumed[i] = resumedCall{approval: &allow, input: inputs[i]}
+			if n := p.Nested; n != nil {
+				cr := &codemode.Resume{Replay: p.replay, Approval: &allow}
+				if dec.ForRun {
+					cr.AllowTool = n.Name
+				}
+				r.resumed[i] = resumedCall{approval: &allow, code: cr}
+			}
 			continue
 		}
 		exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.AnswerOptions)
@@ -450,6 +465,9 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			}
 			res.settled[i] = true
 			res.reached[i] = Reached(exec.Errors[i]) && !slices.Contains(exec.locals, call.Def)
+			if exec.Errors[i] == nil {
+				res.nested[i] = exec.nested[i]
+			}
 			c.record(ctx, tickets[i], exec, i, res.reached[i])
 		}
 	}
@@ -462,6 +480,8 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 type resumed struct {
 	settled, reached map[int]bool
 	again            map[int]Pending
+	// nested are the servers a run_code call's code read.
+	nested map[int][]string
 }
 
 // decided returns the positions of the pending calls decisions decide, in
@@ -667,6 +687,7 @@ func (c *Conversation) settle(t *pausedTurn, exec *Execution, res *resumed, halt
 		tc := &t.calls[i]
 		if res.settled[i] {
 			tc.answer, tc.err, tc.reached, tc.pending = exec.Results[i], exec.Errors[i], res.reached[i], nil
+			tc.nested = res.nested[i]
 			tc.budget, tc.demand = exec.Budgets[i], exec.demand(i)
 		} else if p, again := res.again[i]; again {
 			p.ID = tc.pending.ID
@@ -704,6 +725,7 @@ func (c *Conversation) settle(t *pausedTurn, exec *Execution, res *resumed, halt
 			if tc.reached {
 				c.addTaint([]string{tc.server})
 			}
+			c.addTaint(tc.nested)
 		}
 	}
 	return out

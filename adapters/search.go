@@ -177,6 +177,9 @@ func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver.P
 	if so.Mode != SearchAuto && so.Mode != SearchOn && so.Mode != SearchOff {
 		return fmt.Errorf("adapters: invalid search mode %v", so.Mode)
 	}
+	if o.CodeMode.On {
+		return c.listCode(ctx, ts, o)
+	}
 	loaded, err := alwaysLoaded(ts, so.AlwaysLoaded)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/internal/seal"
 	"github.com/conduitmcp/conduit/store"
@@ -275,6 +276,9 @@ type callV1 struct {
 	// written before the budget).
 	Budget  *budgetV1  `json:"budget,omitempty"`
 	Pending *pendingV1 `json:"pending,omitempty"`
+	// Nested, for an answered run_code call, are the servers its code
+	// read, whose taint the answer carries.
+	Nested []string `json:"nested,omitempty"`
 }
 
 // budgetV1 is what the result budget did to an answer
@@ -343,6 +347,10 @@ type pendingV1 struct {
 	// Round counts the times the call was deferred again after a Resume
 	// sent it (a server that asks again): each time is claimed apart.
 	Round int `json:"round,omitempty"`
+	// Nested and Replay, for a run_code call, are the call its code made
+	// that waits, and the calls made before it with what they got.
+	Nested *NestedCall       `json:"nested,omitempty"`
+	Replay []codemode.Record `json:"replay,omitempty"`
 }
 
 // inputV1 is what a server asked during a call that was deferred.

@@ -33,6 +33,10 @@ type ListingOptions struct {
 	Trace *Trace
 	// Logger, when set, logs listing events.
 	Logger *slog.Logger
+	// CodeMode, when On, offers run_code, whose description declares the
+	// tools in TypeScript, instead of the tools (beside them with
+	// Direct); see CodeModeOptions. Off by default.
+	CodeMode CodeModeOptions
 
 	// cacheTool is where CacheLast's mark goes instead of the last tool.
 	cacheTool string
@@ -105,6 +109,11 @@ func Tools(ctx context.Context, src conduit.Source, p Provider, o *ToolsOptions)
 	if o == nil {
 		o = &ToolsOptions{}
 	}
+	if o.CodeMode.On {
+		if err := checkCodeMode(src, o.Principal, o.Taint); err != nil {
+			return nil, err
+		}
+	}
 	ts, err := src.ListToolsFor(ctx, &conduit.ListOptions{Principal: o.Principal, Taint: o.Taint})
 	if err != nil {
 		return nil, err
@@ -125,6 +134,11 @@ func listToolSet(ctx context.Context, ts *conduit.ToolSet, p Provider, o *Listin
 	}
 	if o == nil {
 		o = &ListingOptions{}
+	}
+	if o.CodeMode.On {
+		if ts, err = codeModeToolSet(ts, o.CodeMode); err != nil {
+			return nil, err
+		}
 	}
 	lo := o.toDriver()
 	l := &Listing{Tools: d.Tools(ts, lo), ToolSet: ts, Warnings: append(serverWarnings(ts), d.Check(ts)...)}

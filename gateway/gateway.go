@@ -110,6 +110,10 @@ type Options struct {
 	// Console, when set, keeps an audit trail of every call in Hub.Store
 	// and serves the operator console (see [ConsoleOptions]); nil, none.
 	Console *ConsoleOptions
+
+	// CodeMode offers run_code to the sessions (see CodeModeOptions);
+	// off by default.
+	CodeMode CodeModeOptions
 }
 
 // DefaultListTTL is the cache hint of lists when Options.ListTTL is zero.
@@ -152,6 +156,7 @@ type Gateway struct {
 	approveWait time.Duration
 	instr       string
 	maxTokens   int // Options.MaxResultTokens
+	codeMode    CodeModeOptions
 	logger      *slog.Logger
 	sdkLogger   *slog.Logger
 	policy      *conduit.Policy
@@ -223,6 +228,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 		approveWait: opts.ApprovalTimeout,
 		instr:       opts.Instructions,
 		maxTokens:   opts.MaxResultTokens,
+		codeMode:    opts.CodeMode,
 		logger:      opts.Hub.Logger,
 		sessions:    map[*session]struct{}{},
 		subs:        map[string]int{},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -94,6 +95,10 @@ func (s *session) syncTools(ts *conduit.ToolSet) {
 	old := maps.Clone(s.defs)
 	s.mu.Unlock()
 	keep := map[string]*mcp.Tool{}
+	listed := ts
+	if s.g.codeMode.On {
+		ts = s.g.codeModeSet(ts)
+	}
 	for t := range ts.All() {
 		keep[t.Exposed] = t.Tool
 		if old[t.Exposed] == t.Tool {
@@ -110,6 +115,9 @@ func (s *session) syncTools(ts *conduit.ToolSet) {
 		name := t.Exposed
 		if err := register(name, func() {
 			s.server.AddTool(&def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				if s.g.codeMode.On && t.Server == codemode.ToolServer && name == codemode.ToolName {
+					return s.callCode(ctx, listed, t, req)
+				}
 				return s.callTool(ctx, ts, name, req)
 			})
 		}); err != nil {

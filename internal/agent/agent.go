@@ -63,6 +63,9 @@ type Options struct {
 	// default past adapters.DefaultSearchThreshold tools or
 	// adapters.DefaultSearchBudget bytes), as for a Conversation.
 	Search adapters.SearchOptions
+	// CodeMode offers run_code instead of the tools (see
+	// adapters.CodeModeOptions); off by default.
+	CodeMode adapters.CodeModeOptions
 	// MaxResultTokens and Budget bound what the model reads of each
 	// result and of each turn's results, as for a Conversation
 	// (AnswerOptions.MaxResultTokens, ConversationOptions.Budget).
@@ -168,7 +171,7 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	// every result that reaches the model.
 	conv, err := adapters.NewConversation(ctx, src, o.Provider, &adapters.ConversationOptions{
 		Principal: o.Principal, CallTimeout: o.CallTimeout,
-		ListingOptions: adapters.ListingOptions{CacheLast: true, Strict: o.Strict, Trace: o.ListingTrace},
+		ListingOptions: adapters.ListingOptions{CacheLast: true, Strict: o.Strict, Trace: o.ListingTrace, CodeMode: o.CodeMode},
 		AnswerOptions:  toolcall.AnswerOptions{MaxResultTokens: o.MaxResultTokens},
 		Search:         o.Search,
 		Budget:         o.Budget,

@@ -53,10 +53,12 @@ halted, ran out of --max-turns, or the API failed.`)
 	var c callFlags
 	var sf searchFlags
 	var bf budgetFlags
+	var cm codeModeFlags
 	h.register(fs)
 	l.register(fs, true)
 	sf.register(fs)
 	bf.register(fs, true)
+	cm.register(fs)
 	readTool := fs.Bool("read-tool", true, "keep the whole of each result cut, and offer the model conduit's read_result to read the rest")
 	c.approve.register(fs)
 	fs.DurationVar(&c.timeout, "timeout", conduit.DefaultCallTimeout, "how long one call may take in all, approval included")
@@ -106,7 +108,7 @@ halted, ran out of --max-turns, or the API failed.`)
 	res, err := agent.Run(ctx, hub, prompt, agent.Options{
 		Provider: p, Model: *model, BaseURL: *baseURL, APIKey: key, HTTPClient: env.HTTPClient,
 		MaxTurns: *maxTurns, MaxTokens: *maxTokens, Principal: l.principal, Strict: strict, NoStream: !*stream,
-		CallTimeout: c.timeout, Search: search, ListingTrace: env.listingTrace(nil),
+		CallTimeout: c.timeout, Search: search, CodeMode: cm.options(), ListingTrace: env.listingTrace(nil),
 		MaxResultTokens: bf.resultTokens(), Budget: bf.options(), Read: adapters.ReadOptions{On: *readTool},
 		OnTurn: func(t agent.Turn) {
 			if t.Paused {

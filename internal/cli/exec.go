@@ -113,11 +113,13 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	var c callFlags
 	var sf searchFlags
 	var bf budgetFlags
+	var cm codeModeFlags
 	h.register(fs)
 	l.register(fs, true)
 	c.register(fs)
 	sf.register(fs)
 	bf.register(fs, true)
+	cm.register(fs)
 	respFile := fs.String("response", "", "the provider response `file` (default: stdin)")
 	structured := fs.String("structured", "", "how results' structuredContent is answered: `auto`, prefer, append or ignore (default: the provider's)")
 	stream := fs.Bool("stream", false, "read the response as the API streamed it (server-sent events), and start each call as soon as it is whole")
@@ -187,7 +189,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	defer hub.Close()
 	copts := &adapters.ConversationOptions{
 		Principal: l.principal, Taint: taint, CallTimeout: c.timeout,
-		ListingOptions: adapters.ListingOptions{Strict: strict, Trace: env.listingTrace(nil)},
+		ListingOptions: adapters.ListingOptions{Strict: strict, Trace: env.listingTrace(nil), CodeMode: cm.options()},
 		AnswerOptions:  toolcall.AnswerOptions{Structured: mode, MaxResultTokens: bf.resultTokens()},
 		Search:         search,
 		Budget:         bf.options(),
@@ -317,6 +319,13 @@ func writeTurnDoc(env *Env, stateFile string, exec *adapters.Execution, doc any)
 	} else {
 		fmt.Fprintf(env.Stderr, "conduit: %d call(s) wait for a decision (%s): conduit resume --state %s --allow ID,... --deny ID,...\n",
 			len(exec.Pending), pendingIDs(exec.Pending), stateFile)
+		for _, p := range exec.Pending {
+			if n := p.Nested; n != nil {
+				args, _ := json.Marshal(n.Arguments)
+				fmt.Fprintf(env.Stderr, "conduit: %s: its code calls %s %s (after %d call(s) that resuming replays); --allow %s sends it once, --allow-run %s also allows %s for the rest of the run\n",
+					p.ID, n.Name, args, n.Before, p.ID, p.ID, n.Name)
+			}
+		}
 	}
 	return writeJSON(env.Stdout, doc)
 }

@@ -59,12 +59,15 @@ copy resumed later would send the call again): give every process that
 resumes the conversation the same store.elsewhere.`)
 	var h hubFlags
 	var bf budgetFlags
+	var cm codeModeFlags
 	h.register(fs)
 	bf.register(fs, true)
+	cm.register(fs)
 	stateFile := fs.String("state", "", "the conversation's state `file`, as 'conduit exec --state' wrote it")
 	storeURL := fs.String("store", "", storeUsage)
 	allow := fs.String("allow", "", "the `IDs` of the pending calls to run, comma-separated")
 	deny := fs.String("deny", "", "the `IDs` of the pending calls to deny, comma-separated")
+	allowRun := fs.String("allow-run", "", "the `IDs` of pending run_code calls to run, allowing their code's waiting tool for the rest of the run (a loop of writes is one decision)")
 	reason := fs.String("reason", "", "why the calls of --deny are denied, for the model")
 	halt := fs.Bool("halt", false, "the denial also stops the agent loop")
 	timeout := fs.Duration("timeout", conduit.DefaultCallTimeout, "how long one call may take in all")
@@ -86,6 +89,9 @@ resumes the conversation the same store.elsewhere.`)
 	decisions := map[string]adapters.Ruling{}
 	for _, id := range splitList(*allow) {
 		decisions[id] = adapters.Ruling{Allow: true}
+	}
+	for _, id := range splitList(*allowRun) {
+		decisions[id] = adapters.Ruling{Allow: true, ForRun: true}
 	}
 	for _, id := range splitList(*deny) {
 		if _, both := decisions[id]; both {
@@ -128,14 +134,17 @@ resumes the conversation the same store.elsewhere.`)
 	}
 	defer shared.Close()
 	// The calls decided need no approver: the decision is their approval.
-	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{needPolicy: true, store: shared})
+	// A later ask inside a resumed run_code's code waits again, as it
+	// did in exec, for the next resume.
+	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{needPolicy: true, store: shared,
+		approver: conduit.DeferAll("waits for 'conduit resume'")})
 	if err != nil {
 		return err
 	}
 	defer hub.Close()
 	conv, err := st.conversation(ctx, hub, info.Provider, &adapters.ConversationOptions{
 		CallTimeout:    *timeout,
-		ListingOptions: adapters.ListingOptions{Trace: env.listingTrace(nil)},
+		ListingOptions: adapters.ListingOptions{Trace: env.listingTrace(nil), CodeMode: cm.options()},
 		AnswerOptions:  toolcall.AnswerOptions{Structured: mode, MaxResultTokens: bf.resultTokens()},
 		Budget:         bf.options(),
 		State:          adapters.StateOptions{Keys: st.keys},

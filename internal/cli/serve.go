@@ -122,6 +122,8 @@ served (see conduit pin). It is read once, when serve starts: restart serve
 after 'conduit pin --update'.`)
 	var h hubFlags
 	h.register(fs)
+	var cm codeModeFlags
+	cm.register(fs)
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (host:port) instead of stdio")
 	noAuth := fs.Bool("no-auth", false, "with --http on a loopback address: serve without bearer tokens")
 	transparent := fs.Bool("transparent", false, "serve a single server under its own tool and prompt names, without the server__ prefix")
@@ -253,6 +255,8 @@ after 'conduit pin --update'.`)
 		Tasks:           serveTasks(cfg),
 
 		Console: consoleOpts.with(httpOpts, pins),
+
+		CodeMode: gateway.CodeModeOptions{On: cm.on, Direct: cm.on && cm.direct},
 	})
 	if err != nil {
 		return h.openError(err)

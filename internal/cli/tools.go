@@ -68,9 +68,11 @@ conversation offers them on its next turn.`)
 	var h hubFlags
 	var l listFlags
 	var sf searchFlags
+	var cm codeModeFlags
 	h.register(fs)
 	l.register(fs, true)
 	sf.register(fs)
+	cm.register(fs)
 	cacheLast := fs.Bool("cache-last", false, "anthropic: mark the last tool with cache_control, caching the whole list as a prompt prefix")
 	pos, err := fs.parse(args)
 	if err != nil {
@@ -99,7 +101,7 @@ conversation offers them on its next turn.`)
 		ListingOptions: adapters.ListingOptions{CacheLast: *cacheLast, Strict: strict,
 			Trace: env.listingTrace(&adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
 				fallbacks = append(fallbacks, strictNote{f.Tool, reason(f.Err)})
-			}})},
+			}}), CodeMode: cm.options()},
 		Search: search,
 	})
 	if err != nil {

@@ -1,0 +1,306 @@
+// The runner: code's calls sent through the caller's governed pipeline.
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ToolName is the name of the tool that runs code; ToolServer the server
+// id policies see it under (as conduit's own search_tools).
+const (
+	ToolName   = "run_code"
+	ToolServer = "conduit"
+)
+
+// Options configure code mode. The zero value is the default; nil is fine.
+type Options struct {
+	// Limits bound each run (see Limits; zero fields are the defaults).
+	Limits Limits
+	// SearchThreshold: past this many tools, run_code declares
+	// conduit.search_tools instead of every tool (default
+	// DefaultSearchThreshold; negative: never). Every tool stays callable.
+	SearchThreshold int
+}
+
+// DefaultSearchThreshold is Options.SearchThreshold's default, as the
+// adapters' tool search.
+const DefaultSearchThreshold = 40
+
+// searches reports whether n tools are declared through search.
+func (o *Options) searches(n int) bool {
+	t := DefaultSearchThreshold
+	if o != nil && o.SearchThreshold != 0 {
+		t = o.SearchThreshold
+	}
+	return t >= 0 && n > t
+}
+
+// searchDeclaration is what run_code declares past the search threshold.
+const searchDeclaration = `declare const conduit: {
+  /** Find tools by what they do, in a few words: returns their TypeScript declarations. */
+  search_tools(args: { query: string; limit?: number; }): Promise<string>;
+};
+`
+
+// search answers conduit.search_tools: the declarations of what it finds.
+func search(ts *conduit.ToolSet, args json.RawMessage) outcome {
+	var a struct {
+		Query string `json:"query"`
+		Limit int    `json:"limit"`
+	}
+	if json.Unmarshal(args, &a) != nil || strings.TrimSpace(a.Query) == "" {
+		return outcome{err: "conduit.search_tools needs {query: string}"}
+	}
+	if a.Limit <= 0 || a.Limit > 20 {
+		a.Limit = 5
+	}
+	var found []*conduit.Tool
+	if ts != nil {
+		found = ts.Search(a.Query, a.Limit)
+	}
+	d := Declarations(found)
+	if d == "" {
+		d = "// no tool matches " + strconv.Quote(a.Query)
+	}
+	b, _ := json.Marshal(d)
+	return outcome{value: string(b)}
+}
+
+// Record is one call a run made and what it got: what a replay answers
+// the same call with, without sending it again.
+type Record struct {
+	// Server and Tool name the tool; Exposed is its name in the tool set.
+	Server  string `json:"server"`
+	Tool    string `json:"tool"`
+	Exposed string `json:"exposed"`
+	// Args are the arguments the code passed, as JSON.
+	Args json.RawMessage `json:"args"`
+	// Value is what the call resolved to (JSON); Error, when it rejected,
+	// is the message the code saw.
+	Value json.RawMessage `json:"value,omitempty"`
+	Error string          `json:"error,omitempty"`
+	// Reached is true when the server's output reached the code, which
+	// taints the conversation once the code's answer reaches the model.
+	Reached bool `json:"reached,omitempty"`
+}
+
+// Run is one run of code.
+type Run struct {
+	// Source sends the calls: a Hub or a Client, whose pipeline governs
+	// each call as it governs a model's.
+	Source conduit.Source
+	// ToolSet is what the code may call: the listing for the principal.
+	ToolSet *conduit.ToolSet
+	// Call are the options of every call: principal, assigns, taint,
+	// handlers. Each call's ID is Call.ID + "/" + its position from 1.
+	Call conduit.CallOptions
+	// Replay answers the first calls from their records, in order, and
+	// sends none of them; a call that differs is ErrDivergent.
+	Replay []Record
+	// Approval, when set, decides the first call after Replay (the call
+	// a person approved); with AllowTool, every later call of that tool.
+	Approval  *conduit.Approval
+	AllowTool string
+	// Options are the limits.
+	Options *Options
+}
+
+// Result is what a run returned and did.
+type Result struct {
+	// Value is what the code returned, as JSON ("null" for nothing).
+	Value json.RawMessage `json:"result"`
+	// Logs are the lines console.log wrote.
+	Logs []string `json:"logs,omitempty"`
+	// Calls are the calls made, in order, replayed ones included.
+	Calls []Record `json:"-"`
+	// Taint is Call.Taint plus the servers whose output reached the code.
+	Taint []string `json:"-"`
+}
+
+// ErrDivergent is a replay whose code made a call other than the one
+// recorded at that place: the code is not deterministic, and nothing of
+// the run past the record is sent.
+var ErrDivergent = errors.New("code mode: the code's calls differ from the recorded run")
+
+// DeferredError is a run stopped by a call that waits for a decision: the
+// Records up to it replay the run when the decision is made. It matches
+// conduit.ErrDeferred and unwraps to the nested call's *conduit.Error.
+type DeferredError struct {
+	// Records are the calls made before the deferred one.
+	Records []Record
+	// Call is the deferred call: its tool and arguments.
+	Call Record
+	// Err is the pipeline's error for it (KindDeferred, with the
+	// conduit.Deferral).
+	Err error
+}
+
+// Error says which nested call waits.
+func (e *DeferredError) Error() string {
+	return "code mode: " + e.Err.Error()
+}
+
+// Unwrap is the nested call's error.
+func (e *DeferredError) Unwrap() error { return e.Err }
+
+// Execute runs code as the body of an async function. Each call it makes
+// goes through r.Source's pipeline with r.Call's principal and taint, in
+// the order the code makes them. The error is a *CodeError (a syntax
+// error, an uncaught throw, with its line), a *LimitError, ErrNeverSettled,
+// ErrDivergent, a *DeferredError, or the context's; the Result, even
+// with an error, holds the logs and calls so far.
+func Execute(ctx context.Context, code string, r *Run) (*Result, error) {
+	var lim Limits
+	if r.Options != nil {
+		lim = r.Options.Limits
+	}
+	var tools []*conduit.Tool
+	if r.ToolSet != nil {
+		tools = slices.Collect(r.ToolSet.All())
+	}
+	by, names, _ := bindings(tools)
+	searching := r.Options.searches(len(tools))
+	if searching {
+		names[searchGlobal] = []string{"search_tools"}
+	}
+	res := &Result{Taint: slices.Clone(r.Call.Taint)}
+	var stop error
+	call := func(ctx context.Context, global, method string, args json.RawMessage) outcome {
+		if searching && global == searchGlobal && method == "search_tools" {
+			return search(r.ToolSet, args)
+		}
+		t, ok := by[binding{global, method}]
+		if !ok {
+			return outcome{err: fmt.Sprintf("%s.%s is not a tool", global, method)}
+		}
+		rec := Record{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Args: args}
+		n := len(res.Calls)
+		if n < len(r.Replay) {
+			old := r.Replay[n]
+			if old.Exposed != rec.Exposed || !sameJSON(old.Args, rec.Args) {
+				stop = fmt.Errorf("%w: call %d is %s, the record has %s", ErrDivergent, n+1, rec.Exposed, old.Exposed)
+				return outcome{err: stop.Error()}
+			}
+			res.Calls = append(res.Calls, old)
+			res.reach(old)
+			if old.Error != "" {
+				return outcome{err: old.Error}
+			}
+			return outcome{value: string(old.Value)}
+		}
+		var m map[string]any
+		if err := json.Unmarshal(args, &m); err != nil || m == nil {
+			rec.Error = fmt.Sprintf("the arguments of %s.%s must be an object", global, method)
+			res.Calls = append(res.Calls, rec)
+			return outcome{err: rec.Error}
+		}
+		o := r.Call
+		o.ToolSet = r.ToolSet
+		o.Taint = slices.Clone(res.Taint)
+		o.ID = r.Call.ID + "/" + strconv.Itoa(n+1)
+		o.Approval = nil
+		if r.Approval != nil && (n == len(r.Replay) || r.AllowTool != "" && r.AllowTool == t.Exposed) {
+			o.Approval = r.Approval
+		}
+		cr, err := r.Source.CallTool(ctx, t.Exposed, m, &o)
+		if errors.Is(err, conduit.ErrDeferred) {
+			stop = &DeferredError{Records: slices.Clone(res.Calls), Call: rec, Err: err}
+			return outcome{err: "deferred"}
+		}
+		rec.Reached = reached(err)
+		switch {
+		case err != nil:
+			rec.Error = err.Error()
+		case cr.IsError:
+			rec.Error = text(cr)
+			if rec.Error == "" {
+				rec.Error = t.Exposed + " failed"
+			}
+		default:
+			rec.Value = value(cr)
+		}
+		res.Calls = append(res.Calls, rec)
+		res.reach(rec)
+		if rec.Error != "" {
+			return outcome{err: rec.Error}
+		}
+		return outcome{value: string(rec.Value)}
+	}
+	v, logs, err := run(ctx, code, names, lim, func(ctx context.Context, g, m string, a json.RawMessage) outcome {
+		out := call(ctx, g, m, a)
+		if stop != nil {
+			return outcome{err: "stopped"}
+		}
+		return out
+	}, func() error { return stop })
+	res.Logs = logs
+	if stop != nil {
+		return res, stop
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Value = json.RawMessage(v)
+	return res, nil
+}
+
+// reach adds the record's server to the taint when its output reached
+// the code.
+func (res *Result) reach(rec Record) {
+	if rec.Reached && !slices.Contains(res.Taint, rec.Server) {
+		res.Taint = append(res.Taint, rec.Server)
+	}
+}
+
+// reached reports whether a call that ended with err carried its
+// server's output: a result, or the server's own error.
+func reached(err error) bool {
+	if err == nil {
+		return true
+	}
+	k, ok := conduit.KindOf(err)
+	return ok && k == conduit.KindServerError
+}
+
+// value is what a call resolves to in the code: structuredContent, else
+// its text.
+func value(cr *mcp.CallToolResult) json.RawMessage {
+	if cr.StructuredContent != nil {
+		if b, err := json.Marshal(cr.StructuredContent); err == nil {
+			return b
+		}
+	}
+	b, _ := json.Marshal(text(cr))
+	return b
+}
+
+// text joins a result's text content.
+func text(cr *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range cr.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// sameJSON reports whether two JSON texts hold the same value.
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}
