@@ -25,6 +25,9 @@ type conn struct {
 	oauth     *oauth.Handler // nil without an OAuth setting
 	peer      RequestInfo    // how srv is reached, for Trace
 	client    *mcp.Client
+	// streamable is the server's Streamable HTTP transport, nil for
+	// another; requests the SDK has no method for are posted through it.
+	streamable *mcp.StreamableClientTransport
 	// receive is the client's receiving handlers, which answer a server's
 	// multi-round-trip input requests as they answer its JSON-RPC requests.
 	receive mcp.MethodHandler
@@ -305,6 +308,9 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 		if cn.oauth != nil {
 			cn.oauth.Attach(st)
 		}
+		cn.mu.Lock()
+		cn.streamable = st
+		cn.mu.Unlock()
 	} else {
 		tr = notesTransport{tr, cn} // notifications off the wire, results bounded
 	}
