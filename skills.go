@@ -90,6 +90,19 @@ func (cl *Client) ListSkills(ctx context.Context, opts *ListOptions) ([]*Skill, 
 	return cl.c.listSkills(ctx, opts)
 }
 
+// GetSkill asks the server with id server for the one skill at uri
+// (skills/get), as ListSkills lists it: nothing of it is read, and a
+// skill the policy denies is refused. An unknown uri is the server's
+// error (-32602).
+func (h *Hub) GetSkill(ctx context.Context, server, uri string, opts *ListOptions) (*Skill, error) {
+	return h.c.getSkill(ctx, server, uri, opts)
+}
+
+// GetSkill asks the server for one skill, as [Hub.GetSkill] does.
+func (cl *Client) GetSkill(ctx context.Context, uri string, opts *ListOptions) (*Skill, error) {
+	return cl.c.getSkill(ctx, cl.c.slots[0].srv.ID, uri, opts)
+}
+
 // LoadSkill reads sk's SKILL.md and verifies it: its size and digest
 // against the listing, its frontmatter field by field against the
 // listing's, and its text for hidden characters. The policy decides on
@@ -151,6 +164,56 @@ func (c *core) listSkills(ctx context.Context, opts *ListOptions) ([]*Skill, err
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+func (c *core) getSkill(ctx context.Context, server, uri string, opts *ListOptions) (*Skill, error) {
+	var o ListOptions
+	if opts != nil {
+		o = *opts
+	}
+	var sk *Skill
+	found := false
+	var gerr error
+	err := c.eachServer(ctx, o.Principal, func(ctx context.Context, i int, id string, cn *conn, err error) {
+		if id != server {
+			return
+		}
+		found = true
+		if err != nil {
+			gerr = err
+			return
+		}
+		sess, err := cn.current()
+		if err != nil {
+			gerr = err
+			return
+		}
+		if _, ok := capabilities(sess).Extensions[SkillsExtension]; !ok {
+			gerr = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "the server does not declare " + SkillsExtension}
+			return
+		}
+		var res struct {
+			Skill json.RawMessage `json:"skill"`
+		}
+		if gerr = cn.rawCall(ctx, sess, "skills/get", map[string]any{"uri": uri}, &res); gerr != nil {
+			return
+		}
+		if sk, gerr = parseSkill(id, res.Skill); gerr == nil && sk.URI != uri {
+			gerr = fmt.Errorf("the server answered with skill %s", sk.URI)
+		}
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case !found:
+		return nil, fmt.Errorf("conduit: no server %q", server)
+	case gerr != nil:
+		return nil, fmt.Errorf("server %s: skills/get %s: %w", server, uri, gerr)
+	}
+	if denied, why := c.policyDenial(skillCall(sk, o.Principal, o.Taint)); denied {
+		return nil, &Error{Kind: KindDenied, Server: sk.Server, Tool: "skill:" + sk.Name, Message: "Skill " + sk.Name + " was " + why + "."}
+	}
+	return sk, nil
 }
 
 // listSkills asks cn's server for its skills, every page.

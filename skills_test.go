@@ -65,6 +65,23 @@ func newSkillServer(t *testing.T, files map[string]string, entry map[string]any)
 				ID     json.RawMessage `json:"id"`
 				Method string          `json:"method"`
 			}
+			if json.Unmarshal(body, &msg) == nil && msg.Method == "skills/get" {
+				var req struct {
+					Params struct {
+						URI string `json:"uri"`
+					} `json:"params"`
+				}
+				json.Unmarshal(body, &req)
+				w.Header().Set("Content-Type", "application/json")
+				if req.Params.URI != entry["uri"] {
+					json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
+						"error": map[string]any{"code": -32602, "message": "unknown skill"}})
+					return
+				}
+				json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
+					"result": map[string]any{"skill": entry}})
+				return
+			}
 			if json.Unmarshal(body, &msg) == nil && msg.Method == "skills/list" {
 				w.Header().Set("Content-Type", "application/json")
 				json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID,
@@ -121,6 +138,16 @@ func TestSkillsDefaults(t *testing.T) {
 	}
 	if n := ss.read(skillURI) + ss.read(formsURI); n != 0 {
 		t.Fatalf("listing read %d files", n)
+	}
+	got, err := cl.GetSkill(ctx, skillURI, nil)
+	if err != nil || got.Name != "pdf-processing" || len(got.Files) != 2 {
+		t.Fatalf("skills/get: %+v, %v", got, err)
+	}
+	if _, err := cl.GetSkill(ctx, "skill://nope/SKILL.md", nil); err == nil {
+		t.Fatal("skills/get of an unknown skill answered")
+	}
+	if n := ss.read(skillURI) + ss.read(formsURI); n != 0 {
+		t.Fatalf("skills/get read %d files", n)
 	}
 	ls, err := cl.LoadSkill(ctx, sks[0], nil)
 	if err != nil {
@@ -209,6 +236,9 @@ func TestSkillPolicy(t *testing.T) {
 	sk, err := parseSkill("s", mustJSON(t, skillEntry(files)))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, err := cl.GetSkill(t.Context(), skillURI, nil); !errors.Is(err, ErrDenied) {
+		t.Fatalf("get: %v", err)
 	}
 	if _, err := cl.LoadSkill(t.Context(), sk, nil); !errors.Is(err, ErrDenied) {
 		t.Fatalf("load: %v", err)
