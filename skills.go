@@ -502,7 +502,9 @@ func (cn *conn) rawCall(ctx context.Context, sess *mcp.ClientSession, method str
 		version = ir.ProtocolVersion
 	}
 	if version >= "2026-07-28" {
-		params["_meta"] = map[string]any{mcp.MetaKeyProtocolVersion: version}
+		// The two keys every stateless request carries. No capability is
+		// claimed: a listing asks the client for nothing.
+		params["_meta"] = map[string]any{mcp.MetaKeyProtocolVersion: version, mcp.MetaKeyClientCapabilities: map[string]any{}}
 	}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if err != nil {
