@@ -27,7 +27,7 @@ type ExecOptions struct {
 	ToolSet *conduit.ToolSet
 	// NullPaths are strict mode's null paths (Listing.NullPaths): the
 	// nulls strict mode made the model send are removed before a call.
-	NullPaths map[string][]NullPath
+	NullPaths map[string][]driver.NullPath
 	// Principal, Assigns, Taint, CallTimeout, RequestTimeout, Meta,
 	// Progress and Handlers are each call's, as in conduit.CallOptions.
 	// Each call's ID is its id in the response.

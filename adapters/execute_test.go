@@ -17,6 +17,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -543,8 +544,8 @@ func TestResponseNotModified(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			listing := listFor(t, hub, p)
 			if p == adapters.OpenAIChat || p == adapters.OpenAIResponses {
-				if np := listing.NullPaths["lab__nested"]; !slices.ContainsFunc(np, func(n adapters.NullPath) bool {
-					return slices.Equal(n, adapters.NullPath{"filter", "note"})
+				if np := listing.NullPaths["lab__nested"]; !slices.ContainsFunc(np, func(n driver.NullPath) bool {
+					return slices.Equal(n, driver.NullPath{"filter", "note"})
 				}) {
 					t.Fatalf("null paths %v", np)
 				}

@@ -16,6 +16,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -473,11 +474,11 @@ func TestGoldenTools(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			hub, _, _ := labHub(t, hubOpts{})
 			type listed struct {
-				Tools     []map[string]any               `json:"tools"`
-				Fallbacks []string                       `json:"fallbacks,omitempty"`
-				Excluded  []string                       `json:"excluded,omitempty"`
-				NullPaths map[string][]adapters.NullPath `json:"null_paths,omitempty"`
-				Warnings  []toolcall.Warning             `json:"warnings,omitempty"`
+				Tools     []map[string]any             `json:"tools"`
+				Fallbacks []string                     `json:"fallbacks,omitempty"`
+				Excluded  []string                     `json:"excluded,omitempty"`
+				NullPaths map[string][]driver.NullPath `json:"null_paths,omitempty"`
+				Warnings  []toolcall.Warning           `json:"warnings,omitempty"`
 			}
 			list := func(o *adapters.ToolsOptions) listed {
 				l, err := adapters.Tools(context.Background(), hub, p, o)
@@ -496,8 +497,8 @@ func TestGoldenTools(t *testing.T) {
 				"default":        {},
 				"cache_last":     {CacheLast: true},
 				"cache_last_ttl": {CacheLast: true, CacheTTL: "1h"},
-				"strict_on":      {Strict: adapters.StrictOn},
-				"strict_off":     {Strict: adapters.StrictOff},
+				"strict_on":      {Strict: driver.StrictOn},
+				"strict_off":     {Strict: driver.StrictOff},
 			} {
 				out[name] = list(&adapters.ToolsOptions{ListingOptions: o})
 			}

@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -58,6 +59,54 @@ func ParseProvider(s string) (Provider, error) {
 		names = append(names, p.String())
 	}
 	return Provider{}, fmt.Errorf("unknown provider %q (%s)", s, strings.Join(names, ", "))
+}
+
+// MarshalJSON writes a built-in provider as its name, and the zero
+// Provider as null. A provider from outside this module has no JSON form,
+// since its driver cannot be found again by name: marshalling it fails.
+func (p Provider) MarshalJSON() ([]byte, error) {
+	if p.impl() == nil {
+		return []byte("null"), nil
+	}
+	if _, err := ParseProvider(p.String()); err != nil {
+		return nil, fmt.Errorf("adapters: provider %s is not built in and has no JSON form", p)
+	}
+	return json.Marshal(p.String())
+}
+
+// UnmarshalJSON reads a built-in provider's name, or null for none. It
+// also reads the numbers 1 to 4 that 0.3 wrote (Anthropic, OpenAIChat,
+// OpenAIResponses, Gemini), so that histories and options saved then
+// still decode.
+func (p *Provider) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch v := v.(type) {
+	case nil:
+		*p = Provider{}
+	case string:
+		if v == "" {
+			*p = Provider{}
+			return nil
+		}
+		q, err := ParseProvider(v)
+		if err != nil {
+			return fmt.Errorf("adapters: %w", err)
+		}
+		*p = q
+	case float64:
+		legacy := []Provider{{}, Anthropic, OpenAIChat, OpenAIResponses, Gemini}
+		i := int(v)
+		if float64(i) != v || i < 0 || i >= len(legacy) {
+			return fmt.Errorf("adapters: unknown provider number %v", v)
+		}
+		*p = legacy[i]
+	default:
+		return fmt.Errorf("adapters: a provider is a name, not %s", b)
+	}
+	return nil
 }
 
 func (p Provider) valid() (driver.Provider, error) {

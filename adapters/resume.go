@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/internal/jsonv"
@@ -299,10 +300,10 @@ func findTool(ts *conduit.ToolSet, server, tool, exposed, dg string) (*conduit.T
 
 // sameNullPaths reports whether the null paths of a listing are those a
 // state recorded, for the tools kept.
-func sameNullPaths(got, saved map[string][]NullPath, kept []*conduit.Tool) bool {
+func sameNullPaths(got, saved map[string][]driver.NullPath, kept []*conduit.Tool) bool {
 	for _, t := range kept {
 		a, b := got[t.Exposed], saved[t.Exposed]
-		if !slices.EqualFunc(a, b, func(x, y NullPath) bool { return slices.Equal(x, y) }) {
+		if !slices.EqualFunc(a, b, func(x, y driver.NullPath) bool { return slices.Equal(x, y) }) {
 			return false
 		}
 	}

@@ -10,16 +10,17 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // searchListed is what a golden file records of a search-mode listing.
 type searchListed struct {
-	Tools      []map[string]any               `json:"tools"`
-	SearchTool string                         `json:"search_tool"`
-	Deferred   []string                       `json:"deferred"`
-	NullPaths  map[string][]adapters.NullPath `json:"null_paths,omitempty"`
-	Fallbacks  []string                       `json:"fallbacks,omitempty"`
+	Tools      []map[string]any             `json:"tools"`
+	SearchTool string                       `json:"search_tool"`
+	Deferred   []string                     `json:"deferred"`
+	NullPaths  map[string][]driver.NullPath `json:"null_paths,omitempty"`
+	Fallbacks  []string                     `json:"fallbacks,omitempty"`
 	// Answer is a search's answer, for the listing after it.
 	Answer map[string]any `json:"answer,omitempty"`
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/internal/seal"
@@ -235,8 +236,8 @@ type stateV1 struct {
 	// order.
 	Tools []toolRef `json:"tools"`
 	// Revealed are the tools conduit's search revealed, in order.
-	Revealed  []string              `json:"revealed,omitempty"`
-	NullPaths map[string][]NullPath `json:"null_paths,omitempty"`
+	Revealed  []string                     `json:"revealed,omitempty"`
+	NullPaths map[string][]driver.NullPath `json:"null_paths,omitempty"`
 	// Turns counts the turns executed; Turn is the last one while calls
 	// of it are pending.
 	Turns int     `json:"turns"`

@@ -27,8 +27,8 @@ type ListingOptions struct {
 	CacheLast bool
 	CacheTTL  string
 	// Strict, for OpenAI, is the strict-mode choice (default
-	// StrictAuto).
-	Strict Strict
+	// driver.StrictAuto).
+	Strict driver.StrictMode
 	// Trace, when set, is told of listing events.
 	Trace *Trace
 	// Logger, when set, logs listing events.
@@ -38,37 +38,12 @@ type ListingOptions struct {
 	cacheTool string
 }
 
-// Strict is the strict-mode choice of a listing, for providers with a
-// strict mode for tool schemas (OpenAI's, see openai.StrictSchema).
-type Strict int
-
-const (
-	// StrictAuto sends a tool whose schema converts in strict mode, and
-	// any other without strict mode and with its original schema, which
-	// Listing.Fallbacks names and Trace.StrictFallback is told of.
-	StrictAuto Strict = iota
-	// StrictOn sends only the tools whose schema converts; the others,
-	// which the provider would reject, are left out and named in
-	// Listing.Excluded.
-	StrictOn
-	// StrictOff sends every tool without strict mode, with its original
-	// schema.
-	StrictOff
-)
-
-// NullPath is the path, from the arguments' root, of a property that
-// strict mode made nullable: the model sends null for it when it means
-// to leave it out, and the null is removed before the call is sent.
-// Elements are property names; the element "[]" stands for every item of
-// an array, so the path of tags[].note is NullPath{"tags", "[]", "note"}.
-type NullPath []string
-
 // Trace is a set of optional hooks for adapter events, in the manner of
 // net/http/httptrace; each takes an info struct, and each is called
 // synchronously, so it must be quick and safe for concurrent use.
 type Trace struct {
 	// StrictFallback is called for each tool that OpenAIChat or
-	// OpenAIResponses sends with "strict": false under StrictAuto.
+	// OpenAIResponses sends with "strict": false under driver.StrictAuto.
 	StrictFallback func(StrictFallbackInfo)
 	// ResultBudget is called for each result over
 	// BudgetOptions.WarnTokens, and each result cut to its budget, once
@@ -96,9 +71,9 @@ type Listing struct {
 	// NullPaths are strict mode's null paths, by exposed name: the nulls
 	// strict mode makes the model send, removed before a call (OpenAI
 	// only).
-	NullPaths map[string][]NullPath
-	// Fallbacks are tools sent with "strict": false under StrictAuto, and
-	// Excluded the tools left out under StrictOn (exposed names).
+	NullPaths map[string][]driver.NullPath
+	// Fallbacks are tools sent with "strict": false under driver.StrictAuto, and
+	// Excluded the tools left out under driver.StrictOn (exposed names).
 	Fallbacks []string
 	Excluded  []string
 	// Warnings are what the user should know before the tools are sent:
@@ -160,7 +135,7 @@ func listToolSet(ctx context.Context, ts *conduit.ToolSet, p Provider, o *Listin
 // toDriver is o as a driver takes it.
 func (o *ListingOptions) toDriver() *driver.ListOptions {
 	return &driver.ListOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL, CacheTool: o.cacheTool,
-		Strict: driver.StrictMode(o.Strict)}
+		Strict: o.Strict}
 }
 
 // strict fills in what strict mode did to the listing of ts, for a
@@ -171,7 +146,7 @@ func (l *Listing) strict(p Provider, ts *conduit.ToolSet, lo *driver.ListOptions
 		return nil
 	}
 	var fallbacks []fallback
-	l.NullPaths = map[string][]NullPath{}
+	l.NullPaths = map[string][]driver.NullPath{}
 	for t := range ts.All() {
 		r := s.StrictTool(t, lo)
 		switch {
@@ -182,23 +157,13 @@ func (l *Listing) strict(p Provider, ts *conduit.ToolSet, lo *driver.ListOptions
 			fallbacks = append(fallbacks, fallback{t.Exposed, r.Fallback})
 		}
 		if len(r.NullPaths) > 0 {
-			// A tool's null paths are its own under a provider: converted
-			// once, not in every listing.
-			l.NullPaths[t.Exposed] = t.Memo(nullPathsKey{p.r}, func() any {
-				nps := make([]NullPath, len(r.NullPaths))
-				for i, np := range r.NullPaths {
-					nps[i] = np
-				}
-				return nps
-			}).([]NullPath)
+			// A tool's null paths are its own under a provider, shared by
+			// every listing and never modified.
+			l.NullPaths[t.Exposed] = r.NullPaths
 		}
 	}
 	return fallbacks
 }
-
-// nullPathsKey is the memo key of a provider's null paths: one pointer,
-// so boxing it costs nothing.
-type nullPathsKey struct{ r *row }
 
 // fallback is a tool sent without strict mode, and why.
 type fallback struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -100,14 +101,14 @@ func TestStrictFallbackEvent(t *testing.T) {
 	// No event under StrictOn (the tool is excluded) or StrictOff, nor for
 	// other providers.
 	events = nil
-	for _, s := range []adapters.Strict{adapters.StrictOn, adapters.StrictOff} {
+	for _, s := range []driver.StrictMode{driver.StrictOn, driver.StrictOff} {
 		o.Strict = s
 		l, _ := adapters.Tools(context.Background(), hub, adapters.OpenAIChat, o)
-		if s == adapters.StrictOn && !slices.Equal(l.Excluded, []string{"lab__pick"}) {
+		if s == driver.StrictOn && !slices.Equal(l.Excluded, []string{"lab__pick"}) {
 			t.Errorf("excluded %v", l.Excluded)
 		}
 	}
-	o.Strict = adapters.StrictAuto
+	o.Strict = driver.StrictAuto
 	adapters.Tools(context.Background(), hub, adapters.Anthropic, o)
 	if events != nil {
 		t.Errorf("events %v", events)

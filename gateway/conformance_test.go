@@ -38,6 +38,10 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	// Every conduit serve the tests start keeps its default store (and so
+	// its principals' taint) under the run's own directory: a user's state,
+	// or an earlier run's taint, must not reach a test.
+	os.Setenv("XDG_STATE_HOME", filepath.Join(binDir, "state"))
 	code := m.Run()
 	os.RemoveAll(binDir)
 	os.Exit(code)

@@ -113,14 +113,24 @@ type ListOptions struct {
 	SearchRegex bool
 }
 
-// StrictMode is a strict-mode choice; adapters.Strict documents the
-// values.
+// StrictMode is the strict-mode choice of a listing, for providers with a
+// strict mode for tool schemas (OpenAI's, see openai.StrictSchema). It is
+// the one type of the choice: adapters.ListingOptions and
+// openai.ToolsOptions both take it.
 type StrictMode int
 
-// The strict-mode choices, in adapters.Strict's order.
 const (
+	// StrictAuto sends a tool whose schema converts in strict mode, and
+	// any other without strict mode and with its original schema, which
+	// adapters.Listing.Fallbacks names and adapters.Trace.StrictFallback
+	// is told of.
 	StrictAuto StrictMode = iota
+	// StrictOn sends only the tools whose schema converts; the others,
+	// which the provider would reject, are left out and named in
+	// adapters.Listing.Excluded.
 	StrictOn
+	// StrictOff sends every tool without strict mode, with its original
+	// schema.
 	StrictOff
 )
 
@@ -161,9 +171,26 @@ type StrictResult struct {
 	Excluded bool
 	// Fallback, when set, is why the tool is sent without strict mode.
 	Fallback error
-	// NullPaths are the paths of the properties made nullable: elements
-	// are property names, "[]" every item of an array. They are the
-	// tool's, the same in every listing under a strict choice that has
-	// them, and are not modified.
-	NullPaths [][]string
+	// NullPaths are the paths of the properties made nullable. They are
+	// the tool's, the same in every listing under a strict choice that
+	// has them, and are not modified.
+	NullPaths []NullPath
 }
+
+// AnyItem is the [NullPath] element that stands for every item of an array.
+const AnyItem = "[]"
+
+// NullPath is the path, from the arguments' root, of a property that
+// strict mode made nullable: the model sends null for it when it means to
+// leave it out, and the null is removed before the call is sent. Elements
+// are property names; the element [AnyItem] ("[]") stands for every item
+// of an array, so the path of `tags[].note` is NullPath{"tags", "[]", "note"}.
+//
+// Paths are locations in the argument value, not in the schema: a property
+// reached through a $ref has the path of every place the $ref is used, and
+// anyOf branches are transparent (branches that share a location share its
+// paths, listed once). The last element is always a property name. An
+// element "[]" applied to an object names its property "[]" (JSON allows
+// that name), so a path means the same thing to the value whatever branch
+// of an anyOf the value took.
+type NullPath []string

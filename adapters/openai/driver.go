@@ -42,7 +42,7 @@ func (f functions) Name() string          { return "openai-" + f.api.String() }
 func (f functions) Shapes() driver.Shapes { return f.shapes }
 
 func (f functions) Tools(ts *conduit.ToolSet, o *driver.ListOptions) []map[string]any {
-	return f.api.list(ts, strictOf(o.Strict), nil)
+	return f.api.list(ts, o.Strict, nil)
 }
 
 func (functions) Check(ts *conduit.ToolSet) []toolcall.Warning { return Check(ts) }
@@ -60,8 +60,8 @@ func (f functions) API() driver.API {
 
 // StrictTool reads what Tools does from the tool's memoized definition.
 func (f functions) StrictTool(t *conduit.Tool, o *driver.ListOptions) driver.StrictResult {
-	d := f.api.definition(t, strictOf(o.Strict))
-	return driver.StrictResult{Excluded: d.def == nil, Fallback: d.fallback, NullPaths: d.paths}
+	d := f.api.definition(t, o.Strict)
+	return driver.StrictResult{Excluded: d.def == nil, Fallback: d.fallback, NullPaths: d.nullPaths}
 }
 
 func (functions) StripNull(args map[string]any, path []string) {
@@ -73,19 +73,9 @@ func (functions) StripNull(args map[string]any, path []string) {
 // SearchTools lists for the tool search; only the top-level tools count
 // towards MaxTools, so only the loaded ones are checked.
 func (s searching) SearchTools(loaded, all *conduit.ToolSet, o *driver.ListOptions) (*driver.SearchListing, error) {
-	tools, _, err := s.api.SearchTools(loaded, all, &ToolsOptions{Strict: strictOf(o.Strict)})
+	tools, _, err := s.api.SearchTools(loaded, all, &ToolsOptions{Strict: o.Strict})
 	if err != nil {
 		return nil, err
 	}
 	return &driver.SearchListing{Tools: tools, SearchTool: SearchToolName, Warnings: Check(loaded)}, nil
-}
-
-func strictOf(m driver.StrictMode) Strict {
-	switch m {
-	case driver.StrictOn:
-		return StrictOn
-	case driver.StrictOff:
-		return StrictOff
-	}
-	return StrictAuto
 }

@@ -58,25 +58,10 @@ func (a API) String() string {
 	return fmt.Sprintf("API(%d)", int(a))
 }
 
-// Strict is the strict-mode choice of a listing.
-type Strict int
-
-const (
-	// StrictAuto sends a tool whose schema converts with "strict": true and
-	// its converted schema, and any other with "strict": false and its
-	// original schema, reporting it as a fallback.
-	StrictAuto Strict = iota
-	// StrictOn sends only tools whose schema converts; the others are left
-	// out and reported as excluded, since OpenAI would reject the request.
-	StrictOn
-	// StrictOff sends every tool with "strict": false and its original
-	// schema.
-	StrictOff
-)
-
 // ToolsOptions are the options of Tools.
 type ToolsOptions struct {
-	Strict Strict
+	// Strict is the strict-mode choice (default driver.StrictAuto).
+	Strict driver.StrictMode
 }
 
 // Fallback is a tool sent without strict mode because its schema does not
@@ -88,13 +73,13 @@ type Fallback struct {
 
 // Report says how a listing treated strict mode.
 type Report struct {
-	// Fallbacks, under StrictAuto: tools sent with "strict": false.
+	// Fallbacks, under driver.StrictAuto: tools sent with "strict": false.
 	Fallbacks []Fallback
-	// Excluded, under StrictOn: tools left out (exposed names).
+	// Excluded, under driver.StrictOn: tools left out (exposed names).
 	Excluded []string
 	// NullPaths, by exposed name: the properties strict mode made nullable,
 	// whose nulls are removed before a call is sent (see StripNulls).
-	NullPaths map[string][]NullPath
+	NullPaths map[string][]driver.NullPath
 }
 
 type (
@@ -103,13 +88,13 @@ type (
 	// choice.
 	defKey struct {
 		api    API
-		strict Strict
+		strict driver.StrictMode
 	}
 )
 
 type converted struct {
 	schema    map[string]any
-	nullPaths []NullPath
+	nullPaths []driver.NullPath
 	err       error
 }
 
@@ -123,23 +108,19 @@ func convert(t *conduit.Tool) converted {
 // toolDef is one tool's listing for an API and strict choice.
 type toolDef struct {
 	def       map[string]any // nil: excluded
-	nullPaths []NullPath
-	paths     [][]string // nullPaths, as the driver reports them
-	fallback  error      // set when strict mode fell back
+	nullPaths []driver.NullPath
+	fallback  error // set when strict mode fell back
 }
 
-func definition(api API, strict Strict, t *conduit.Tool) toolDef {
+func definition(api API, strict driver.StrictMode, t *conduit.Tool) toolDef {
 	schema, isStrict := toolcall.SchemaMap(t.InputSchema), false
 	var d toolDef
-	if strict != StrictOff {
+	if strict != driver.StrictOff {
 		c := convert(t)
 		switch {
 		case c.err == nil:
 			schema, isStrict, d.nullPaths = c.schema, true, c.nullPaths
-			for _, p := range c.nullPaths {
-				d.paths = append(d.paths, p)
-			}
-		case strict == StrictOn:
+		case strict == driver.StrictOn:
 			return d
 		default:
 			d.fallback = c.err
@@ -172,13 +153,13 @@ func (api API) Tools(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Re
 	if api != Responses {
 		api = Chat
 	}
-	rep := Report{NullPaths: map[string][]NullPath{}}
+	rep := Report{NullPaths: map[string][]driver.NullPath{}}
 	return api.list(ts, o.Strict, &rep), rep
 }
 
 // list lists ts under strict, and records what strict mode did in rep
 // when it is not nil.
-func (api API) list(ts *conduit.ToolSet, strict Strict, rep *Report) []map[string]any {
+func (api API) list(ts *conduit.ToolSet, strict driver.StrictMode, rep *Report) []map[string]any {
 	out := make([]map[string]any, 0, ts.Len())
 	for t := range ts.All() {
 		d := api.definition(t, strict)
@@ -199,9 +180,9 @@ func (api API) list(ts *conduit.ToolSet, strict Strict, rep *Report) []map[strin
 
 // defKeys are the memo keys of the definitions, boxed once: a key boxed
 // at each lookup would cost an allocation per tool per listing.
-var defKeys = func() (keys [2][StrictOff + 1]any) {
+var defKeys = func() (keys [2][driver.StrictOff + 1]any) {
 	for _, api := range []API{Chat, Responses} {
-		for s := StrictAuto; s <= StrictOff; s++ {
+		for s := driver.StrictAuto; s <= driver.StrictOff; s++ {
 			keys[api-Chat][s] = defKey{api, s}
 		}
 	}
@@ -209,9 +190,9 @@ var defKeys = func() (keys [2][StrictOff + 1]any) {
 }()
 
 // definition is t's memoized listing for the API and strict choice.
-func (api API) definition(t *conduit.Tool, strict Strict) toolDef {
+func (api API) definition(t *conduit.Tool, strict driver.StrictMode) toolDef {
 	var key any
-	if (api == Chat || api == Responses) && strict >= StrictAuto && strict <= StrictOff {
+	if (api == Chat || api == Responses) && strict >= driver.StrictAuto && strict <= driver.StrictOff {
 		key = defKeys[api-Chat][strict]
 	} else {
 		key = defKey{api, strict}

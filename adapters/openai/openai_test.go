@@ -12,6 +12,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/fuzzgen"
@@ -48,7 +49,7 @@ func TestToolsShapes(t *testing.T) {
 	if len(rep.Fallbacks) != 1 || rep.Fallbacks[0].Tool != "pick" || !errors.Is(rep.Fallbacks[0].Err, openai.ErrNotStrict) {
 		t.Errorf("fallbacks %+v", rep.Fallbacks)
 	}
-	if !reflect.DeepEqual(rep.NullPaths, map[string][]openai.NullPath{"search": {{"limit"}}}) || rep.Excluded != nil {
+	if !reflect.DeepEqual(rep.NullPaths, map[string][]driver.NullPath{"search": {{"limit"}}}) || rep.Excluded != nil {
 		t.Errorf("report %+v", rep)
 	}
 	responses, _ := openai.Responses.Tools(ts, nil)
@@ -65,7 +66,7 @@ func TestToolsShapes(t *testing.T) {
 
 func TestToolsStrictTable(t *testing.T) {
 	ts := oaTools()
-	on, rep := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: openai.StrictOn})
+	on, rep := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: driver.StrictOn})
 	if len(on) != 2 || !reflect.DeepEqual(rep.Excluded, []string{"pick"}) || rep.Fallbacks != nil {
 		t.Errorf("strict on: %d tools, %+v", len(on), rep)
 	}
@@ -74,7 +75,7 @@ func TestToolsStrictTable(t *testing.T) {
 			t.Errorf("strict on: %v", tool)
 		}
 	}
-	off, rep := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: openai.StrictOff})
+	off, rep := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: driver.StrictOff})
 	if len(off) != 3 || rep.Excluded != nil || rep.Fallbacks != nil || len(rep.NullPaths) != 0 {
 		t.Errorf("strict off: %d tools, %+v", len(off), rep)
 	}
@@ -88,12 +89,12 @@ func TestToolsStrictTable(t *testing.T) {
 		t.Errorf("strict off ping: %s", got)
 	}
 	// Memoized per API and choice: a listing after another gets the same.
-	again, _ := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: openai.StrictOn})
+	again, _ := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: driver.StrictOn})
 	if !reflect.DeepEqual(on, again) {
 		t.Error("listings differ")
 	}
 	again[0]["strict"] = "vandalized"
-	if third, _ := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: openai.StrictOn}); third[0]["strict"] != true {
+	if third, _ := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: driver.StrictOn}); third[0]["strict"] != true {
 		t.Error("a listing's top-level map is shared with the memo")
 	}
 }

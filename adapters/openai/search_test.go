@@ -8,6 +8,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,7 +48,7 @@ func TestSearchTools(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 	// Under StrictOn the one that does not convert is left out.
-	_, rep, _ = openai.Responses.SearchTools(loaded, ts, &openai.ToolsOptions{Strict: openai.StrictOn})
+	_, rep, _ = openai.Responses.SearchTools(loaded, ts, &openai.ToolsOptions{Strict: driver.StrictOn})
 	if !reflect.DeepEqual(rep.Excluded, []string{"notes__pick"}) {
 		t.Errorf("excluded %v", rep.Excluded)
 	}

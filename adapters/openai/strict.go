@@ -3,6 +3,8 @@ package openai
 import (
 	"errors"
 	"fmt"
+
+	"github.com/conduitmcp/conduit/adapters/driver"
 )
 
 // ErrNotStrict is wrapped by every error [StrictSchema] returns: the schema
@@ -34,23 +36,6 @@ func (e *StrictError) Error() string {
 
 // Unwrap returns ErrNotStrict.
 func (e *StrictError) Unwrap() error { return ErrNotStrict }
-
-// AnyItem is the [NullPath] element that stands for every item of an array.
-const AnyItem = "[]"
-
-// NullPath is the path, from the arguments root, of a property that strict
-// mode made nullable. Elements are property names; the element [AnyItem]
-// ("[]") stands for every item of an array, so the path of `tags[].note` is
-// NullPath{"tags", "[]", "note"}.
-//
-// Paths are locations in the argument value, not in the schema: a property
-// reached through a $ref has the path of every place the $ref is used, and
-// anyOf branches are transparent (branches that share a location share its
-// paths, listed once). The last element is always a property name. An
-// element "[]" applied to an object names its property "[]" (JSON allows
-// that name), so a path means the same thing to the value whatever branch
-// of an anyOf the value took.
-type NullPath []string
 
 // OpenAI's documented strict-mode limits.
 const (
@@ -170,7 +155,7 @@ var validTypes = map[string]bool{
 // holds only map[string]any, []any, strings, bools and numbers, shares
 // nothing with schema, and is the same for the same input. schema is never
 // modified.
-func StrictSchema(schema map[string]any) (strict map[string]any, nullPaths []NullPath, err error) {
+func StrictSchema(schema map[string]any) (strict map[string]any, nullPaths []driver.NullPath, err error) {
 	c := &converter{root: schema, defs: map[string]*sdef{}, defMaps: map[string]map[string]any{}}
 	root, err := c.convertRoot(schema)
 	if err != nil {

@@ -3,6 +3,7 @@ package openai_test
 import (
 	"fmt"
 
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/openai"
 )
 
@@ -30,13 +31,13 @@ func ExampleStripNulls() {
 	// What the model sent for the schema of ExampleStrictSchema: strict mode
 	// made it send "limit", and it had nothing to say.
 	args := map[string]any{"q": "golang", "limit": nil}
-	fmt.Println(openai.StripNulls(args, []openai.NullPath{{"limit"}}))
+	fmt.Println(openai.StripNulls(args, []driver.NullPath{{"limit"}}))
 	// Output:
 	// map[q:golang]
 }
 
 func ExampleStripNulls_arrayItems() {
-	paths := []openai.NullPath{{"tags", openai.AnyItem, "note"}}
+	paths := []driver.NullPath{{"tags", driver.AnyItem, "note"}}
 	args := map[string]any{"tags": []any{
 		map[string]any{"name": "a", "note": nil},
 		map[string]any{"name": "b", "note": "kept"},

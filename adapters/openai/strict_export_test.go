@@ -3,13 +3,15 @@ package openai
 // Exported to package openai_test: the null-path trie, to test that it
 // agrees with StripNulls and to benchmark stripping with it.
 
+import "github.com/conduitmcp/conduit/adapters/driver"
+
 // WouldStrip reports whether StripNulls(v, paths) would change v, as the
 // conversion's conflict check works it out.
-func WouldStrip(paths []NullPath, v any) bool { return compile(paths).wouldStrip(v) }
+func WouldStrip(paths []driver.NullPath, v any) bool { return compile(paths).wouldStrip(v) }
 
 // CompiledStrip compiles paths into a trie once and returns a func that
 // strips them in one walk: what StripNulls would cost with a trie.
-func CompiledStrip(paths []NullPath) func(map[string]any) map[string]any {
+func CompiledStrip(paths []driver.NullPath) func(map[string]any) map[string]any {
 	t := compile(paths)
 	return func(args map[string]any) map[string]any {
 		if args != nil {

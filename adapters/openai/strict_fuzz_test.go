@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/openai"
 )
 
@@ -105,7 +106,7 @@ func checkRoundTrip(t *testing.T, schemaJSON, choices []byte) bool {
 type roundTrip struct {
 	schemaJSON, strictJSON []byte
 	strict                 map[string]any // decoded from strictJSON
-	paths                  []openai.NullPath
+	paths                  []driver.NullPath
 	orig, strictRes        *jsonschema.Resolved
 }
 

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/conduitmcp/conduit/adapters/driver"
 )
 
 func (c *converter) optReachable(n *snode) bool {
@@ -23,16 +25,16 @@ func (c *converter) optReachable(n *snode) bool {
 	return n.optMemo == 2
 }
 
-func (c *converter) nullPaths(root *snode) ([]NullPath, error) {
+func (c *converter) nullPaths(root *snode) ([]driver.NullPath, error) {
 	rel, err := c.rel(root, 0)
 	if err != nil || len(rel) == 0 {
 		return nil, err
 	}
-	paths := make([]NullPath, len(rel))
+	paths := make([]driver.NullPath, len(rel))
 	for i, p := range rel {
 		paths[i] = slices.Clone(p)
 	}
-	slices.SortFunc(paths, func(a, b NullPath) int { return slices.Compare(a, b) })
+	slices.SortFunc(paths, func(a, b driver.NullPath) int { return slices.Compare(a, b) })
 	if err := c.conflicts(compile(paths), []*snode{root}, nil); err != nil {
 		return nil, err
 	}
@@ -41,16 +43,16 @@ func (c *converter) nullPaths(root *snode) ([]NullPath, error) {
 
 // rel returns the null paths below n, relative to n's value location.
 // Recursive definitions have none (analyze made sure), so this terminates.
-func (c *converter) rel(n *snode, depth int) ([]NullPath, error) {
+func (c *converter) rel(n *snode, depth int) ([]driver.NullPath, error) {
 	if depth > maxWalkDepth {
 		return nil, fail(n.ptr, "$ref", "schemas nested too deeply through $ref")
 	}
 	if !c.optReachable(n) {
 		return nil, nil
 	}
-	var list []NullPath
+	var list []driver.NullPath
 	var seen map[string]bool
-	add := func(p NullPath) error {
+	add := func(p driver.NullPath) error {
 		k := pathKey(p)
 		if seen[k] {
 			return nil
@@ -72,7 +74,7 @@ func (c *converter) rel(n *snode, depth int) ([]NullPath, error) {
 			return err
 		}
 		for _, p := range ps {
-			q := make(NullPath, 0, len(p)+1)
+			q := make(driver.NullPath, 0, len(p)+1)
 			if err := add(append(append(q, prefix), p...)); err != nil {
 				return err
 			}
@@ -81,7 +83,7 @@ func (c *converter) rel(n *snode, depth int) ([]NullPath, error) {
 	}
 	for _, p := range n.props {
 		if p.optional {
-			if err := add(NullPath{p.name}); err != nil {
+			if err := add(driver.NullPath{p.name}); err != nil {
 				return nil, err
 			}
 		}
@@ -90,11 +92,11 @@ func (c *converter) rel(n *snode, depth int) ([]NullPath, error) {
 		}
 	}
 	if n.items != nil {
-		if err := sub(n.items, AnyItem); err != nil {
+		if err := sub(n.items, driver.AnyItem); err != nil {
 			return nil, err
 		}
 	}
-	same := func(ps []NullPath) error {
+	same := func(ps []driver.NullPath) error {
 		for _, p := range ps {
 			if err := add(p); err != nil {
 				return err
@@ -127,7 +129,7 @@ func (c *converter) rel(n *snode, depth int) ([]NullPath, error) {
 }
 
 // pathKey is an injective encoding of a path, for deduplication.
-func pathKey(p NullPath) string {
+func pathKey(p driver.NullPath) string {
 	var b strings.Builder
 	for _, e := range p {
 		b.WriteString(strconv.Itoa(len(e)))
@@ -142,7 +144,7 @@ func pathKey(p NullPath) string {
 // definition) at the same location requires: a required property that
 // accepts null, or a null inside an enum or const value. at holds the
 // schemas that may describe the value at t's location.
-func (c *converter) conflicts(t *trie, at []*snode, path NullPath) error {
+func (c *converter) conflicts(t *trie, at []*snode, path driver.NullPath) error {
 	if len(path) > maxWalkDepth {
 		return fail(at[0].ptr, "", "schemas nested too deeply")
 	}
@@ -171,7 +173,7 @@ func (c *converter) conflicts(t *trie, at []*snode, path NullPath) error {
 				}
 				next = append(next, p.node)
 			}
-			if k.name == AnyItem && n.items != nil {
+			if k.name == driver.AnyItem && n.items != nil {
 				next = append(next, n.items)
 			}
 		}
@@ -218,10 +220,10 @@ func acceptsNull(n *snode) bool {
 	return false
 }
 
-func formatPath(p NullPath) string {
+func formatPath(p driver.NullPath) string {
 	var b strings.Builder
 	for i, e := range p {
-		if e == AnyItem {
+		if e == driver.AnyItem {
 			b.WriteString(e)
 			continue
 		}

@@ -1,6 +1,10 @@
 package openai
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/conduitmcp/conduit/adapters/driver"
+)
 
 // sdef is a definition reached through a $ref.
 type sdef struct {
@@ -15,7 +19,7 @@ type sdef struct {
 	comp      int   // strongly connected component in the $ref graph
 	recursive bool
 	hasOpt    bool // an optional property is reachable from node
-	rel       []NullPath
+	rel       []driver.NullPath
 	relDone   bool
 }
 

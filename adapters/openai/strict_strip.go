@@ -3,6 +3,8 @@ package openai
 import (
 	"slices"
 	"strings"
+
+	"github.com/conduitmcp/conduit/adapters/driver"
 )
 
 // StripNulls removes from args, in place, the null values that strict mode
@@ -14,7 +16,7 @@ import (
 // It allocates nothing. Each path is walked on its own: on the argument
 // maps of real tools (a few paths, a few levels deep) that beats compiling
 // the paths into a trie on every call, which BenchmarkStripNulls measures.
-func StripNulls(args map[string]any, nullPaths []NullPath) map[string]any {
+func StripNulls(args map[string]any, nullPaths []driver.NullPath) map[string]any {
 	for _, p := range nullPaths {
 		if len(p) > 0 {
 			stripPath(args, p)
@@ -23,7 +25,7 @@ func StripNulls(args map[string]any, nullPaths []NullPath) map[string]any {
 	return args
 }
 
-func stripPath(v any, p NullPath) {
+func stripPath(v any, p driver.NullPath) {
 	for {
 		switch x := v.(type) {
 		case map[string]any:
@@ -39,7 +41,7 @@ func stripPath(v any, p NullPath) {
 			}
 			v, p = child, p[1:]
 		case []any:
-			if p[0] != AnyItem || len(p) == 1 {
+			if p[0] != driver.AnyItem || len(p) == 1 {
 				return
 			}
 			for _, item := range x {
@@ -57,7 +59,7 @@ func stripPath(v any, p NullPath) {
 type trie struct {
 	terminal bool // a null here is removed
 	kids     []trieKid
-	item     *trie // the kid named AnyItem, for arrays
+	item     *trie // the kid named driver.AnyItem, for arrays
 }
 
 type trieKid struct {
@@ -65,7 +67,7 @@ type trieKid struct {
 	node *trie
 }
 
-func compile(paths []NullPath) *trie {
+func compile(paths []driver.NullPath) *trie {
 	root := &trie{}
 	for _, p := range paths {
 		if len(p) == 0 {
@@ -76,7 +78,7 @@ func compile(paths []NullPath) *trie {
 			i, ok := slices.BinarySearchFunc(t.kids, e, func(k trieKid, name string) int { return strings.Compare(k.name, name) })
 			if !ok {
 				t.kids = slices.Insert(t.kids, i, trieKid{name: e, node: &trie{}})
-				if e == AnyItem {
+				if e == driver.AnyItem {
 					t.item = t.kids[i].node
 				}
 			}

@@ -6,11 +6,12 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/openai"
 )
 
 func TestStripNulls(t *testing.T) {
-	paths := []openai.NullPath{
+	paths := []driver.NullPath{
 		{"limit"},
 		{"o", "y"},
 		{"tags", "[]", "note"},
@@ -65,10 +66,10 @@ func TestStripNulls(t *testing.T) {
 	if got := openai.CompiledStrip(nil)(map[string]any{"a": nil}); len(got) != 1 || openai.WouldStrip(nil, map[string]any{"a": nil}) {
 		t.Error("a trie of no paths strips something")
 	}
-	if got := openai.StripNulls(map[string]any{"a": nil}, []openai.NullPath{{}, nil}); len(got) != 1 {
+	if got := openai.StripNulls(map[string]any{"a": nil}, []driver.NullPath{{}, nil}); len(got) != 1 {
 		t.Error("empty paths stripped something")
 	}
-	if got := openai.CompiledStrip([]openai.NullPath{{}})(map[string]any{"a": nil}); len(got) != 1 || openai.WouldStrip([]openai.NullPath{{}}, map[string]any{"a": nil}) {
+	if got := openai.CompiledStrip([]driver.NullPath{{}})(map[string]any{"a": nil}); len(got) != 1 || openai.WouldStrip([]driver.NullPath{{}}, map[string]any{"a": nil}) {
 		t.Error("compiled empty path stripped something")
 	}
 }
@@ -97,7 +98,7 @@ var benchArgs = `{"owner":"o","repo":"r","title":"t","body":null,"assignees":nul
 	"items":[{"name":"a","note":null},{"name":"b","note":"x"},{"name":"c","note":null},{"name":"d","note":null}],
 	"meta":{"a":null,"b":{"c":null,"d":1}}}`
 
-var benchPaths = []openai.NullPath{
+var benchPaths = []driver.NullPath{
 	{"assignees"}, {"body"}, {"items"}, {"items", "[]", "note"}, {"labels"}, {"meta"}, {"meta", "a"},
 	{"meta", "b"}, {"meta", "b", "c"}, {"meta", "b", "d"}, {"milestone"}, {"type"},
 }
@@ -136,7 +137,7 @@ func BenchmarkStripNulls(b *testing.B) {
 
 type stripBenchCase struct {
 	name  string
-	paths []openai.NullPath
+	paths []driver.NullPath
 	args  map[string]any
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/openai"
 )
 
@@ -23,14 +24,14 @@ type strictCase struct {
 	name   string
 	in     string
 	want   string
-	paths  []openai.NullPath
+	paths  []driver.NullPath
 	errPtr string
 	errKw  string
 }
 
 // P is short for the null paths of a case.
-func P(paths ...string) []openai.NullPath {
-	var out []openai.NullPath
+func P(paths ...string) []driver.NullPath {
+	var out []driver.NullPath
 	for _, p := range paths {
 		out = append(out, strings.Split(p, "."))
 	}
@@ -129,10 +130,10 @@ var strictCases = []strictCase{
 	{name: "nested empty closed object", in: props(`"o":{"type":"object","additionalProperties":false}`, "o"),
 		want: strictOut(`"o":{"type":"object","properties":{},"required":[],"additionalProperties":false}`, "o")},
 	{name: "property named like AnyItem", in: props(`"[]":{"type":"string"}`),
-		want: strictOut(`"[]":{"type":["string","null"]}`, "[]"), paths: []openai.NullPath{{"[]"}}},
+		want: strictOut(`"[]":{"type":["string","null"]}`, "[]"), paths: []driver.NullPath{{"[]"}}},
 	{name: "odd property names", in: props(`"a/b":{"type":"string"},"~":{"type":"string"},"":{"type":"string"}`, ""),
 		want:  strictOut(`"a/b":{"type":["string","null"]},"~":{"type":["string","null"]},"":{"type":"string"}`, "a/b", "~", ""),
-		paths: []openai.NullPath{{"a/b"}, {"~"}}},
+		paths: []driver.NullPath{{"a/b"}, {"~"}}},
 
 	// Definitions.
 	{name: "$defs", in: `{"type":"object","properties":{"a":{"$ref":"#/$defs/Addr"},"b":{"$ref":"#/$defs/Addr"}},"required":["a"],"$defs":{"Addr":{"type":"object","properties":{"city":{"type":"string"},"zip":{"type":"string"}},"required":["city"]},"Unused":{"type":"string"}}}`,
@@ -413,7 +414,7 @@ func TestStrictSchemaGoValues(t *testing.T) {
 		name   string
 		schema map[string]any
 		want   string
-		paths  []openai.NullPath
+		paths  []driver.NullPath
 	}{
 		{"typed maps and slices", map[string]any{
 			"type": "object",

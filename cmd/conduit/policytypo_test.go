@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,20 +72,21 @@ func TestServePolicyTypoRefusesToStart(t *testing.T) {
 	dir = typoDir(t, `, "strictPolicy": false`)
 	cmd = exec.CommandContext(ctx, binary, "serve", "--connect-timeout", "50s")
 	cmd.Dir, cmd.Env = dir, binaryEnv()
-	errb.Reset()
-	cmd.Stderr = &errb
+	// The serve process writes its stderr while the test reads it.
+	var logs lockedBuffer
+	cmd.Stderr = &logs
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
-		t.Fatalf("connect: %v\n%s", err, errb.String())
+		t.Fatalf("connect: %v\n%s", err, logs.String())
 	}
 	defer sess.Close()
 	res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "everything__get-env", Arguments: map[string]any{}})
 	if err != nil || res.IsError {
-		t.Fatalf("opted out: %v %+v\n%s", err, res, errb.String())
+		t.Fatalf("opted out: %v %+v\n%s", err, res, logs.String())
 	}
-	if !strings.Contains(errb.String(), "names no configured server") {
-		t.Errorf("no warning:\n%s", errb.String())
+	if !strings.Contains(logs.String(), "names no configured server") {
+		t.Errorf("no warning:\n%s", logs.String())
 	}
 }
 
@@ -100,4 +102,23 @@ func TestPolicyGlobsAndOwnToolsStayFine(t *testing.T) {
 	if strings.Contains(r.stderr, "names no configured server") {
 		t.Errorf("warned:\n%s", r)
 	}
+}
+
+// lockedBuffer is a strings.Builder that a process's output goroutine may
+// write while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
@@ -53,7 +54,7 @@ type Options struct {
 	// Principal is who the calls are made for.
 	Principal string
 	// Strict is the OpenAI strict-mode choice of the listing.
-	Strict adapters.Strict
+	Strict driver.StrictMode
 	// CallTimeout bounds each tool call, approval included (default
 	// conduit.DefaultCallTimeout).
 	CallTimeout time.Duration

@@ -15,6 +15,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/store"
 )
 
@@ -235,14 +236,14 @@ func providerNames() string {
 }
 
 // parseStrict parses --strict, which providers other than OpenAI's ignore.
-func parseStrict(cmd, s string) (adapters.Strict, error) {
+func parseStrict(cmd, s string) (driver.StrictMode, error) {
 	switch strings.ToLower(s) {
 	case "auto", "":
-		return adapters.StrictAuto, nil
+		return driver.StrictAuto, nil
 	case "true", "on":
-		return adapters.StrictOn, nil
+		return driver.StrictOn, nil
 	case "false", "off":
-		return adapters.StrictOff, nil
+		return driver.StrictOff, nil
 	}
 	return 0, usageError(cmd, "--strict is auto, true or false, not %q", s)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
@@ -28,7 +29,7 @@ func (l *listFlags) register(fs *flagSet, strictToo bool) {
 	}
 }
 
-func (l *listFlags) parse(fs *flagSet) (adapters.Provider, adapters.Strict, error) {
+func (l *listFlags) parse(fs *flagSet) (adapters.Provider, driver.StrictMode, error) {
 	p, err := parseProvider(fs.cmd, l.provider)
 	if err != nil {
 		return adapters.Provider{}, 0, err

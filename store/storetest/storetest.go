@@ -417,9 +417,11 @@ func testSlotsLease(t *testing.T, open Opener) {
 	eventually(t, "slots on a 1s lease have not come back", func() bool {
 		return must(s.Acquire(c, "k", 2, time.Minute))(t).Acquired
 	})
-	if sl := must(s.Acquire(c, "k", 0, time.Minute))(t); sl.InUse != 1 {
-		t.Errorf("in use after the leases ended = %d, want 1", sl.InUse)
-	}
+	// The two slots were taken a round trip apart, so the second may end
+	// a moment after the first: what is left is the one just taken.
+	eventually(t, "the second slot's lease has not ended", func() bool {
+		return must(s.Acquire(c, "k", 0, time.Minute))(t).InUse == 1
+	})
 }
 
 func testLock(t *testing.T, open Opener) {

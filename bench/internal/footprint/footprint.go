@@ -124,7 +124,7 @@ func measure(ts *conduit.ToolSet, p adapters.Provider, so adapters.SearchOptions
 	default:
 		r.Mode = ProviderSearch
 	}
-	r.Bytes = size(w.Request(toolcall.Request{Tools: conv.Tools()})["tools"])
+	r.Bytes = toolBytes(w, conv.Tools())
 	read := readBytes(conv.Tools())
 	r.Read = read
 	var revealed []*conduit.Tool
@@ -149,7 +149,7 @@ func measure(ts *conduit.ToolSet, p adapters.Provider, so adapters.SearchOptions
 		}
 	}
 	after := conv.Tools()
-	r.BytesAfter = size(w.Request(toolcall.Request{Tools: after})["tools"])
+	r.BytesAfter = toolBytes(w, after)
 	switch r.Mode {
 	case ProviderSearch:
 		// What the provider loads joins what the model reads: the
@@ -166,6 +166,13 @@ func measure(ts *conduit.ToolSet, p adapters.Provider, so adapters.SearchOptions
 	}
 	r.Tokens, r.TokensAfter = Tokens(r.Read), Tokens(r.ReadAfter)
 	return r, nil
+}
+
+// toolBytes is what tools add to a request of w's provider: each puts
+// them in a place of its own (Bedrock under toolConfig), so it is the
+// request's size with them less its size without.
+func toolBytes(w adapters.Wire, tools []map[string]any) int {
+	return size(w.Request(toolcall.Request{Tools: tools})) - size(w.Request(toolcall.Request{}))
 }
 
 func size(v any) int {
