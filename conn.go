@@ -26,7 +26,7 @@ type conn struct {
 	peer      RequestInfo    // how srv is reached, for Trace
 	client    *mcp.Client
 	// streamable is the server's Streamable HTTP transport, nil for
-	// another; requests the SDK has no method for are posted through it.
+	// another; requests the SDK has no method for go through it.
 	streamable *mcp.StreamableClientTransport
 	// receive is the client's receiving handlers, which answer a server's
 	// multi-round-trip input requests as they answer its JSON-RPC requests.
@@ -37,6 +37,7 @@ type conn struct {
 
 	mu       sync.Mutex
 	session  *mcp.ClientSession
+	notes    *notesConn // the current session's connection, if conduit wraps it
 	state    ServerState
 	lastErr  error
 	since    time.Time

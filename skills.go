@@ -4,16 +4,10 @@
 package conduit
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"reflect"
 	"strconv"
 	"strings"
@@ -31,10 +25,6 @@ const SkillsExtension = "io.modelcontextprotocol/skills"
 // methodLoadSkill is the method a policy condition sees when a skill is
 // loaded; the skill is governed as server/skill:NAME.
 const methodLoadSkill = "skills/load"
-
-// maxSkillList bounds a skills/list or skills/get answer, which conduit
-// reads outside the SDK.
-const maxSkillList = 16 << 20
 
 // maxSkillPages bounds the pages of one skills/list.
 const maxSkillPages = 100
@@ -195,7 +185,7 @@ func (c *core) getSkill(ctx context.Context, server, uri string, opts *ListOptio
 		var res struct {
 			Skill json.RawMessage `json:"skill"`
 		}
-		if gerr = cn.rawCall(ctx, sess, "skills/get", map[string]any{"uri": uri}, &res); gerr != nil {
+		if gerr = cn.extCall(ctx, sess, "skills/get", map[string]any{"uri": uri}, &res); gerr != nil {
 			return
 		}
 		if sk, gerr = parseSkill(id, res.Skill); gerr == nil && sk.URI != uri {
@@ -236,7 +226,7 @@ func (cn *conn) listSkills(ctx context.Context) ([]*Skill, error) {
 			Skills     []json.RawMessage `json:"skills"`
 			NextCursor string            `json:"nextCursor"`
 		}
-		if err := cn.rawCall(ctx, sess, "skills/list", params, &res); err != nil {
+		if err := cn.extCall(ctx, sess, "skills/list", params, &res); err != nil {
 			return nil, err
 		}
 		for _, raw := range res.Skills {
@@ -479,119 +469,4 @@ func sameFrontmatter(file, listed map[string]any) error {
 		return fmt.Errorf("frontmatter differs from the listing: %s", strings.Join(diffs, "; "))
 	}
 	return nil
-}
-
-// rawCall makes a request the SDK's session has no method for, on the
-// session's Streamable HTTP connection: posted with the session's
-// headers, answered in JSON or an event stream.
-func (cn *conn) rawCall(ctx context.Context, sess *mcp.ClientSession, method string, params map[string]any, out any) error {
-	cn.mu.Lock()
-	st := cn.streamable
-	cn.mu.Unlock()
-	if st == nil {
-		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: method + " is sent over Streamable HTTP only"}
-	}
-	if cn.oauth != nil {
-		return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: method + " is not sent to a server behind OAuth"}
-	}
-	var idb [12]byte
-	rand.Read(idb[:])
-	id := "conduit-" + hex.EncodeToString(idb[:])
-	version := ""
-	if ir := sess.InitializeResult(); ir != nil {
-		version = ir.ProtocolVersion
-	}
-	if version >= "2026-07-28" {
-		// The two keys every stateless request carries. No capability is
-		// claimed: a listing asks the client for nothing.
-		params["_meta"] = map[string]any{mcp.MetaKeyProtocolVersion: version, mcp.MetaKeyClientCapabilities: map[string]any{}}
-	}
-	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	if err != nil {
-		return err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, st.Endpoint, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if version != "" {
-		req.Header.Set("MCP-Protocol-Version", version)
-	}
-	req.Header.Set("Mcp-Method", method)
-	if sid := sess.ID(); sid != "" {
-		req.Header.Set("Mcp-Session-Id", sid)
-	}
-	hc := st.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: HTTP %s", method, resp.Status)
-	}
-	msg, err := rawAnswer(io.LimitReader(resp.Body, maxSkillList), resp.Header.Get("Content-Type"), id)
-	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	if msg.Error != nil {
-		return &jsonrpc.Error{Code: msg.Error.Code, Message: msg.Error.Message}
-	}
-	if err := json.Unmarshal(msg.Result, out); err != nil {
-		return fmt.Errorf("%s: the result: %w", method, err)
-	}
-	return nil
-}
-
-// rawMessage is a JSON-RPC response, as rawCall reads it.
-type rawMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-// rawAnswer reads the response to request id from a JSON body or an
-// event stream.
-func rawAnswer(r io.Reader, contentType, id string) (*rawMessage, error) {
-	want, _ := json.Marshal(id)
-	if !strings.HasPrefix(contentType, "text/event-stream") {
-		var m rawMessage
-		if err := json.NewDecoder(r).Decode(&m); err != nil {
-			return nil, fmt.Errorf("the answer: %w", err)
-		}
-		if !bytes.Equal(m.ID, want) {
-			return nil, fmt.Errorf("the answer is to request %s", m.ID)
-		}
-		return &m, nil
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(nil, maxSkillList)
-	var data strings.Builder
-	for sc.Scan() {
-		line := sc.Text()
-		if d, ok := strings.CutPrefix(line, "data:"); ok {
-			data.WriteString(strings.TrimPrefix(d, " "))
-			continue
-		}
-		if line != "" || data.Len() == 0 {
-			continue
-		}
-		var m rawMessage
-		if json.Unmarshal([]byte(data.String()), &m) == nil && bytes.Equal(m.ID, want) {
-			return &m, nil
-		}
-		data.Reset()
-	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return nil, errors.New("the event stream ended with no answer")
 }
