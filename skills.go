@@ -295,6 +295,9 @@ func (c *core) loadSkill(ctx context.Context, sk *Skill, opts *CallOptions) (*Lo
 	if denied, why := c.policyDenial(skillCall(sk, o.Principal, o.Taint)); denied {
 		return nil, &Error{Kind: KindDenied, Server: sk.Server, Tool: "skill:" + sk.Name, Message: "Loading skill " + sk.Name + " was " + why + "."}
 	}
+	if err := c.checkSkillPin(sk); err != nil {
+		return nil, err
+	}
 	body, err := c.readSkillFile(ctx, sk, sk.URI, opts)
 	if err != nil {
 		return nil, err
@@ -318,6 +321,9 @@ func (c *core) readSkillFile(ctx context.Context, sk *Skill, uri string, opts *C
 	}
 	if file == nil {
 		return nil, fmt.Errorf("%w: %s is not in the manifest of skill %s", ErrSkillNotListed, uri, sk.URI)
+	}
+	if err := c.checkSkillPin(sk); err != nil {
+		return nil, err
 	}
 	o := callOptions(opts)
 	r := newRequest(methodReadResource, o, methodReadResource, uri)
