@@ -116,6 +116,7 @@ func (g *Gateway) newSession(ctx context.Context, principal string, taint []stri
 	}
 	s.server = mcp.NewServer(g.impl, opts)
 	s.server.AddReceivingMiddleware(s.downCalls) // innermost: around the SDK's lookup
+	s.server.AddReceivingMiddleware(s.appTools)
 	s.server.AddReceivingMiddleware(s.watchLevel)
 	if !view {
 		s.server.AddReceivingMiddleware(s.followConversation)
