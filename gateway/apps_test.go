@@ -20,10 +20,15 @@ func TestAppsThroughGateway(t *testing.T) {
 	const view = "ui://charts/view.html"
 	charts := newUpstream(t, "charts")
 	calls := 0
-	ui := func(vis ...any) mcp.Meta { return mcp.Meta{"ui": map[string]any{"resourceUri": view, "visibility": vis}} }
+	ui := func(vis ...any) mcp.Meta {
+		return mcp.Meta{"ui": map[string]any{"resourceUri": view, "visibility": vis}}
+	}
 	charts.AddTool(&mcp.Tool{Name: "show", InputSchema: json.RawMessage(`{"type":"object"}`), Meta: ui("model", "app")}, echo("shown"))
 	charts.AddTool(&mcp.Tool{Name: "refresh", InputSchema: json.RawMessage(`{"type":"object"}`), Meta: ui("app")},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { calls++; return text("refreshed"), nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			calls++
+			return text("refreshed"), nil
+		})
 	charts.AddResource(&mcp.Resource{Name: "view", URI: view, MIMEType: "text/html;profile=mcp-app"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: view, MIMEType: "text/html;profile=mcp-app", Text: "<html/>"}}}, nil
