@@ -4,6 +4,7 @@
 package conduit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +32,12 @@ var errNoExtTransport = errors.New("this transport cannot carry an extension's r
 // by the server's SDK transport; over stdio or SSE it shares the
 // session's connection, whose reader takes its answer off the wire.
 func (cn *conn) extCall(ctx context.Context, sess *mcp.ClientSession, method string, params map[string]any, out any) error {
+	// An answer that never comes must not hold the caller for ever.
+	if d := cmp.Or(max(cn.core.RequestTimeout, 0), max(cn.core.CallTimeout, 0)); d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
 	version := ""
 	if ir := sess.InitializeResult(); ir != nil {
 		version = ir.ProtocolVersion

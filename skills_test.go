@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/conduitmcp/conduit/internal/digest"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -348,5 +349,80 @@ func TestSkillPins(t *testing.T) {
 	}
 	if n := ss2.read(skillURI) + ss2.read(formsURI); n != 0 {
 		t.Fatalf("the changed skill's files were read %d times", n)
+	}
+}
+
+// skillsServerConn is the server's end of an in-memory connection that
+// answers skills/list itself (the SDK's server has no such method) and
+// passes everything else to the SDK's server.
+type skillsServerConn struct {
+	mcp.Connection
+	entry map[string]any
+}
+
+func (c *skillsServerConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			return msg, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok || req.Method != "skills/list" {
+			return msg, nil
+		}
+		res, _ := json.Marshal(map[string]any{"skills": []any{c.entry}})
+		if err := c.Connection.Write(ctx, &jsonrpc.Response{ID: req.ID, Result: res}); err != nil {
+			return nil, err
+		}
+	}
+}
+
+type skillsServerTransport struct {
+	mcp.Transport
+	entry map[string]any
+}
+
+func (t skillsServerTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	return &skillsServerConn{Connection: c, entry: t.entry}, err
+}
+
+// TestSkillsOverSessionConnection: over a transport other than
+// Streamable HTTP (here in-memory, as stdio is), skills/list shares the
+// session's connection: its answer reaches ListSkills, not the SDK, and
+// the session goes on serving reads.
+func TestSkillsOverSessionConnection(t *testing.T) {
+	files := map[string]string{skillURI: skillMD, formsURI: formsMD}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "skills", Version: "1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{
+			Resources:  &mcp.ResourceCapabilities{},
+			Extensions: map[string]any{SkillsExtension: map[string]any{}},
+		},
+	})
+	for uri, text := range files {
+		srv.AddResource(&mcp.Resource{URI: uri, Name: uri}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, Text: text}}}, nil
+		})
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), skillsServerTransport{st, skillEntry(files)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cl, err := NewClient(t.Context(), Server{ID: "s", Transport: ct}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	for range 2 {
+		sks, err := cl.ListSkills(t.Context(), nil)
+		if err != nil || len(sks) != 1 || sks[0].Name != "pdf-processing" {
+			t.Fatalf("skills: %v, %v", sks, err)
+		}
+		ls, err := cl.LoadSkill(t.Context(), sks[0], nil)
+		if err != nil || ls.Instructions != skillMD {
+			t.Fatalf("load: %v, %v", ls, err)
+		}
 	}
 }
