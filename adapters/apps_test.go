@@ -140,3 +140,31 @@ func TestAppResourceGoverned(t *testing.T) {
 		t.Fatalf("a denied app resource: %v", err)
 	}
 }
+
+// TestSkillMessage: a loaded skill is a user message of each
+// provider's conversation, which its fake reads back as the
+// conversation's text.
+func TestSkillMessage(t *testing.T) {
+	ls := &conduit.LoadedSkill{Skill: &conduit.Skill{Server: "docs", Name: "pdf-processing"}, Instructions: "---\nname: pdf-processing\n---\nUse pdftk.\n"}
+	for _, p := range adapters.Providers() {
+		msg, err := adapters.SkillMessage(p, ls)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		want, _ := json.Marshal(p.Wire().Prompt("x"))
+		got, _ := json.Marshal(msg)
+		if !strings.Contains(string(got), "Use pdftk.") || !strings.Contains(string(got), "pdf-processing (from server docs)") {
+			t.Fatalf("%s: %s", p, got)
+		}
+		// The same shape as the provider's own user message.
+		var a, b map[string]any
+		json.Unmarshal(want, &a)
+		json.Unmarshal(got, &b)
+		if len(a) != len(b) || a["role"] != b["role"] {
+			t.Fatalf("%s: %s is not shaped as %s", p, got, want)
+		}
+	}
+	if _, err := adapters.SkillMessage(adapters.Anthropic, nil); err == nil {
+		t.Fatal("no skill, no error")
+	}
+}
