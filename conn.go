@@ -26,6 +26,9 @@ type conn struct {
 	oauth     *oauth.Handler // nil without an OAuth setting
 	peer      RequestInfo    // how srv is reached, for Trace
 	client    *mcp.Client
+	// streamable is the server's Streamable HTTP transport, nil for
+	// another; requests the SDK has no method for go through it.
+	streamable *mcp.StreamableClientTransport
 	// receive is the client's receiving handlers, which answer a server's
 	// multi-round-trip input requests as they answer its JSON-RPC requests.
 	receive mcp.MethodHandler
@@ -35,6 +38,7 @@ type conn struct {
 
 	mu       sync.Mutex
 	session  *mcp.ClientSession
+	notes    *notesConn // the current session's connection, if conduit wraps it
 	state    ServerState
 	lastErr  error
 	since    time.Time
@@ -323,6 +327,7 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 		p.client = st.HTTPClient // its own requests go through auth too
 		cn.mu.Lock()
 		cn.tasks = p
+		cn.streamable = st
 		cn.mu.Unlock()
 	} else {
 		tr = notesTransport{tr, cn} // notifications off the wire, results bounded

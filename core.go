@@ -38,6 +38,10 @@ type Source interface {
 type ListOptions struct {
 	Principal string   // who the listing is for, as in [CallOptions]
 	Taint     []string // the servers whose output the model has seen
+	// AppTools keeps the tools only an MCP App may call ([AppOnly]).
+	// Without it they are left out (SkipAppOnly): a listing is for a
+	// model. Set it only for a host that keeps them from its model.
+	AppTools bool
 }
 
 // core is the one implementation behind Hub and Client: a Client is a
@@ -375,7 +379,13 @@ func (c *core) status() []ServerStatus {
 	return out
 }
 
-func (c *core) listTools(ctx context.Context) (*ToolSet, error) { return c.listToolsAs(ctx, listFor{}) }
+func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
+	ts, err := c.listToolsAs(ctx, listFor{})
+	if err != nil {
+		return nil, err
+	}
+	return forModel(ts), nil
+}
 
 // listToolsAs lists the tools for lf, under their cache hints: each
 // shared server's, and, for a principal, each per-principal server's from
@@ -531,8 +541,14 @@ func (c *core) listToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, e
 		o = *opts
 	}
 	ts, err := c.listToolsAs(ctx, listFor{principal: o.Principal})
-	if err != nil || c.Policy == nil {
+	if err != nil {
 		return ts, err
+	}
+	if !o.AppTools {
+		ts = forModel(ts)
+	}
+	if c.Policy == nil {
+		return ts, nil
 	}
 	// Each tool left out says which rule hid it, so that a listing
 	// shorter than the server's can be explained.

@@ -31,7 +31,11 @@ func (t notesTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil || !plainConn(c) {
 		return c, err
 	}
-	return &notesConn{Connection: c, cn: t.cn}, nil
+	nc := &notesConn{Connection: c, cn: t.cn}
+	t.cn.mu.Lock()
+	t.cn.notes = nc
+	t.cn.mu.Unlock()
+	return nc, nil
 }
 
 // plainConn reports whether c is one of the SDK's client connections that
@@ -53,6 +57,8 @@ type notesConn struct {
 
 	mu    sync.Mutex
 	calls map[jsonrpc.ID]struct{} // tools/call requests not answered yet
+	// ext holds the extension requests not answered yet (see call).
+	ext map[jsonrpc.ID]chan *jsonrpc.Response
 
 	// The connection's writes, made by one goroutine (see write).
 	writerOnce sync.Once
@@ -205,7 +211,8 @@ const (
 
 // Read returns the next message that is not a progress or log
 // notification, handling those on the way, as the SDK would (a malformed
-// one is dropped), and stands in for a result that is over the limit.
+// one is dropped), and stands in for a result that is over the limit. An
+// answer to an extension's request goes to its caller, not the SDK.
 func (c *notesConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
@@ -213,6 +220,9 @@ func (c *notesConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			return msg, err
 		}
 		if resp, ok := msg.(*jsonrpc.Response); ok {
+			if c.extAnswer(resp) {
+				continue
+			}
 			return c.bounded(resp), nil
 		}
 		r, ok := msg.(*jsonrpc.Request)

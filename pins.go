@@ -56,7 +56,8 @@ var ErrNotPinned = errors.New("conduit: the tool's definition is not pinned")
 type Pins struct {
 	mu      sync.RWMutex
 	servers map[string]map[string]pinnedDef
-	gen     atomic.Uint64 // bumped by every change
+	skills  map[string]map[string]string // server, skill name: digest
+	gen     atomic.Uint64                // bumped by every change
 }
 
 type pinnedDef struct {
@@ -124,7 +125,8 @@ func (e *PinToolError) Error() string {
 // Unwrap returns the encoding error.
 func (e *PinToolError) Unwrap() error { return e.Err }
 
-// Forget removes every pin of server; its tools are then all new.
+// Forget removes every tool pin of server; its tools are then all new.
+// Its skill pins stay: they are pinned one skill at a time.
 func (p *Pins) Forget(server string) {
 	p.mu.Lock()
 	_, had := p.servers[server]
@@ -357,6 +359,9 @@ func (dc *digestCache) keep(lists []ServerTools) {
 type lockFile struct {
 	Version int                                 `json:"version"`
 	Servers map[string]map[string]lockFileEntry `json:"servers"`
+	// Skills are the pinned skills' digests (see [Skill.Digest]), per
+	// server id and skill name.
+	Skills map[string]map[string]string `json:"skills,omitempty"`
 }
 
 type lockFileEntry struct {
@@ -417,6 +422,22 @@ func ParsePins(data []byte) (*Pins, error) {
 			defs[name] = pinnedDef{digest: e.Digest, canonical: c}
 		}
 		p.servers[server] = defs
+	}
+	for server, skills := range lf.Skills {
+		if err := validServerID(server); err != nil {
+			return nil, fmt.Errorf("lock file: skills: %w", err)
+		}
+		for name, d := range skills {
+			if name == "" {
+				return nil, fmt.Errorf("lock file: server %s: a skill name is empty", server)
+			}
+			if err := digest.Check(d); err != nil {
+				return nil, fmt.Errorf("lock file: server %s, skill %q: %w", server, name, err)
+			}
+		}
+	}
+	if len(lf.Skills) > 0 {
+		p.skills = lf.Skills
 	}
 	return p, nil
 }
@@ -531,6 +552,9 @@ func (p *Pins) Marshal() ([]byte, error) {
 		lf.Servers[server] = tools
 	}
 	p.mu.RUnlock()
+	if sk := p.skillPins(); len(sk) > 0 {
+		lf.Skills = sk
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)

@@ -133,6 +133,9 @@ const (
 	// ([IdentityPrincipal]) and the listing is for no principal, so none
 	// of its tools are offered ([ErrNoPrincipal]).
 	SkipNoPrincipal
+	// SkipAppOnly: only an MCP App may call the tool ([AppOnly]); a
+	// listing for a model leaves it out ([ListOptions.AppTools]).
+	SkipAppOnly
 )
 
 // String returns the reason's snake_case name, such as "server_down".
@@ -154,6 +157,8 @@ func (r SkipReason) String() string {
 		return "pin_new"
 	case SkipNoPrincipal:
 		return "no_principal"
+	case SkipAppOnly:
+		return "app_only"
 	}
 	return fmt.Sprintf("SkipReason(%d)", int(r))
 }

@@ -80,9 +80,10 @@
 //
 // # Clients of protocol 2026-07-28
 //
-// Over Streamable HTTP the gateway speaks 2026-07-28 to the clients that
-// speak it, and the older versions to the others (over stdio, those
-// only). A request of 2026-07-28 (its MCP-Protocol-Version header, or its
+// The gateway speaks 2026-07-28 to the clients that speak it, and the
+// older versions to the others. Over stdio ([Gateway.Serve]) such a
+// client's requests are served on its one session, in rounds as below.
+// Over Streamable HTTP, a request of 2026-07-28 (its MCP-Protocol-Version header, or its
 // _meta) has no session: it is served on its own by a view of what the
 // hub offers its principal with their taint (see [Options.TaintScope]),
 // server/discover included, and nothing of its

@@ -120,7 +120,7 @@ func connect(t *testing.T, g *gateway.Gateway, principal string, answer func(*mc
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, st, &gateway.SessionOptions{Principal: principal}) }()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, sessionVersion)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -134,6 +134,11 @@ func connect(t *testing.T, g *gateway.Gateway, principal string, answer func(*mc
 	})
 	return cs, ev
 }
+
+// sessionVersion has a client of Serve speak 2025-11-25, whose session
+// semantics (elicitation, notifications) these tests are about; Serve
+// speaks 2026-07-28 to a client that asks for it.
+var sessionVersion = &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()

@@ -35,7 +35,7 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport, opts *SessionOptio
 	if opts != nil {
 		o = *opts
 	}
-	s, err := g.newSession(ctx, o.Principal, nil, false)
+	s, err := g.makeSession(ctx, o.Principal, nil, false, true)
 	if err != nil {
 		return err
 	}

@@ -194,7 +194,7 @@ func TestResourceUpdates(t *testing.T) {
 	go g.Serve(ctx, st, nil)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) { updated <- req.Params.URI },
-	}).Connect(ctx, ct, nil)
+	}).Connect(ctx, ct, sessionVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func TestSharedURIAndLegacyRequests(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go g.Serve(ctx, st, nil)
-	cs, err := client.Connect(ctx, ct, nil)
+	cs, err := client.Connect(ctx, ct, sessionVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

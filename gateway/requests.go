@@ -65,7 +65,7 @@ func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string
 		return s.g.budget(ctx, name, t, res), nil
 	}
 	var rq *roundRequest
-	if s.view {
+	if s.rounds(req.Session) {
 		d, err := argsDigest(req.Params.Arguments)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "the arguments are not JSON: " + err.Error()}
@@ -130,7 +130,7 @@ func (s *session) getPrompt(ctx context.Context, name string, req *mcp.GetPrompt
 		return s.g.src.GetPrompt(ctx, name, req.Params.Arguments, opts)
 	})
 	var rq *roundRequest
-	if s.view {
+	if s.rounds(req.Session) {
 		args, _ := json.Marshal(req.Params.Arguments) // a map of strings
 		d, _ := argsDigest(args)
 		rq = s.roundRequest(promptMethod, req.Session, name, d, req.Params.InputResponses, req.Params.RequestState, nil)
@@ -155,7 +155,7 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 		return s.g.src.ReadResource(ctx, req.Params.URI, opts)
 	})
 	var rq *roundRequest
-	if s.view {
+	if s.rounds(req.Session) {
 		rq = s.roundRequest(resourceMethod, req.Session, req.Params.URI, "", req.Params.InputResponses, req.Params.RequestState, nil)
 	}
 	res, err := s.serve(ctx, rq, opts, call)

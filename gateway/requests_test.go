@@ -21,7 +21,7 @@ func connectClient(t *testing.T, g *gateway.Gateway, client *mcp.Client) *mcp.Cl
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, st, nil) }()
-	cs, err := client.Connect(ctx, ct, nil)
+	cs, err := client.Connect(ctx, ct, sessionVersion)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

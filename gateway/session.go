@@ -64,6 +64,13 @@ func sessionFrom(ctx context.Context) *session {
 // they are now; a view's, whose lists are made with taint, when view is
 // set.
 func (g *Gateway) newSession(ctx context.Context, principal string, taint []string, view bool) (*session, error) {
+	return g.makeSession(ctx, principal, taint, view, false)
+}
+
+// makeSession is newSession; a session of Serve (anyVersion) speaks
+// every protocol version, 2026-07-28 included, since its one
+// connection has no view to send a request of that version to.
+func (g *Gateway) makeSession(ctx context.Context, principal string, taint []string, view, anyVersion bool) (*session, error) {
 	s := &session{
 		g:         g,
 		principal: principal,
@@ -116,9 +123,16 @@ func (g *Gateway) newSession(ctx context.Context, principal string, taint []stri
 		}
 		opts.SubscribeHandler, opts.UnsubscribeHandler = s.subscribe, s.unsubscribe
 		opts.SupportedProtocolVersions = protocolVersions
+		if anyVersion {
+			opts.SupportedProtocolVersions = mcp.SupportedProtocolVersions()
+		}
 	}
 	s.server = mcp.NewServer(g.impl, opts)
 	s.server.AddReceivingMiddleware(s.downCalls) // innermost: around the SDK's lookup
+	s.server.AddReceivingMiddleware(s.appTools)
+	if anyVersion {
+		s.server.AddReceivingMiddleware(s.statelessClient)
+	}
 	s.server.AddReceivingMiddleware(s.watchLevel)
 	if view {
 		s.server.AddReceivingMiddleware(g.taskResults)
@@ -188,4 +202,45 @@ func (s *session) callOptions(ctx context.Context, ts *conduit.ToolSet, meta mcp
 		o.Meta = mcp.Meta{mcp.MetaKeyLogLevel: s.level}
 	}
 	return o, conv, nil
+}
+
+// rounds reports whether a request of ss is served as rounds of a
+// multi-round-trip exchange: a view's, or one of protocol 2026-07-28 on
+// a session of Serve. Such a client cannot be sent requests.
+func (s *session) rounds(ss *mcp.ServerSession) bool {
+	if s.view {
+		return true
+	}
+	return newProtocolSession(ss)
+}
+
+// newProtocolSession reports whether ss speaks protocol 2026-07-28 or
+// later.
+func newProtocolSession(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	return ip != nil && ip.ProtocolVersion >= newProtocol
+}
+
+// statelessClient registers a session of Serve whose client speaks
+// 2026-07-28 on its first request, as the initialized notification
+// (which that protocol has not) registers another: from then on its
+// lists are kept up to date.
+func (s *session) statelessClient(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && newProtocolSession(ss) {
+			s.mu.Lock()
+			first := s.ss == nil
+			if first {
+				s.ss = ss
+			}
+			s.mu.Unlock()
+			if first {
+				s.g.add(s, ss)
+			}
+		}
+		return next(ctx, method, req)
+	}
 }

@@ -29,7 +29,9 @@ func (s *session) refresh(ctx context.Context, c changes) {
 func (s *session) sync(ctx context.Context, c changes) error {
 	s.syncMu.Lock()
 	defer s.syncMu.Unlock()
-	lo := &conduit.ListOptions{Principal: s.principal, Taint: s.taintList(ctx)}
+	// App-only tools are listed for a host; appTools keeps them from a
+	// client that does not show apps.
+	lo := &conduit.ListOptions{Principal: s.principal, Taint: s.taintList(ctx), AppTools: true}
 	var errs []error
 	if c&changedTools != 0 {
 		ts, err := s.g.src.ListToolsFor(ctx, lo)

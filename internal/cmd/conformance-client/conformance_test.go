@@ -65,10 +65,9 @@ var clientScenarios = []string{
 	"sep-2640-client-verify-frontmatter",
 }
 
-// unsupported are the scenarios of the skills extension (SEP-2640), which
-// conduit does not support (docs/protocol-versions.md); they are not
-// run.
-var unsupported = []string{
+// skillScenarios are the skills extension's (SEP-2640), which neither
+// requirement set runs: they run alone, as TestSkillScenarios does.
+var skillScenarios = []string{
 	"sep-2640-client-no-prefetch",
 	"sep-2640-client-verify-digest",
 	"sep-2640-client-verify-size",
@@ -82,10 +81,10 @@ var revisions = []string{"2026-07-28", "2025-11-25"}
 var listedRE = regexp.MustCompile(`(?m)^\s+- (\S+)`)
 
 // TestConformance runs every client scenario of the MCP conformance suite
-// against this program, but the skills extension's: the requirement sets
+// against this program: the requirement sets
 // of 2026-07-28 and 2025-11-25 (which must pass: exit 0, and no scenario
 // failing or warning, scored or not), then, alone, the scenarios neither
-// set runs (those of 2025-03-26).
+// set runs (those of 2025-03-26 and the skills extension's).
 func TestConformance(t *testing.T) {
 	node, script := testenv.Conformance(t) // skips, or fails under CI, without node_modules
 	out, err := exec.Command(node, script, "list", "--client").CombinedOutput()
@@ -99,10 +98,7 @@ func TestConformance(t *testing.T) {
 	if !slices.Equal(listed, clientScenarios) {
 		t.Fatalf("the suite lists these client scenarios:\n%s\nthis test knows:\n%s", strings.Join(listed, "\n"), strings.Join(clientScenarios, "\n"))
 	}
-	bin := filepath.Join(t.TempDir(), "conformance-client")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildClient(t)
 	var mu sync.Mutex
 	passed := map[string]bool{}
 	pass := func(name string) {
@@ -126,7 +122,7 @@ func TestConformance(t *testing.T) {
 	}
 	t.Run("alone", func(t *testing.T) {
 		for _, name := range clientScenarios {
-			if passed[name] || slices.Contains(unsupported, name) {
+			if passed[name] {
 				continue
 			}
 			t.Run(name, func(t *testing.T) {
@@ -141,13 +137,40 @@ func TestConformance(t *testing.T) {
 			})
 		}
 	})
-	want := slices.DeleteFunc(slices.Clone(clientScenarios), func(n string) bool { return slices.Contains(unsupported, n) })
-	for _, name := range want {
+	for _, name := range clientScenarios {
 		if !passed[name] {
 			t.Errorf("scenario %s did not pass", name)
 		}
 	}
-	t.Logf("%d of the suite's %d client scenarios passed (%d of the skills extension not run)", len(passed), len(clientScenarios), len(unsupported))
+	t.Logf("%d of the suite's %d client scenarios passed", len(passed), len(clientScenarios))
+}
+
+// TestSkillScenarios runs the skills extension's scenarios alone: no
+// file read on listing; a SKILL.md whose digest, size or frontmatter is
+// not the listing's is refused, and nothing more of its skill is read.
+func TestSkillScenarios(t *testing.T) {
+	testenv.Conformance(t)
+	bin := buildClient(t)
+	for _, name := range skillScenarios {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			res := testenv.ConformanceClient(t, name, bin)
+			if !res.Passed {
+				t.Errorf("exit %d:\n%s", res.ExitCode, res.Output)
+			}
+			checkScenario(t, name, res.Passed, res.Checks)
+		})
+	}
+}
+
+// buildClient builds this program into a temporary directory.
+func buildClient(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "conformance-client")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 // checkScenario reports whether a scenario passed: the suite's verdict,

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/conduitmcp/conduit"
@@ -38,6 +37,10 @@ var scenarios = map[string]scenario{
 	"http-invalid-tool-headers":           callEach(map[string]any{"region": "us-west1"}),
 	"http-standard-headers":               oneOfEach,
 	"json-schema-2020-12-preservation":    echoSchema,
+	"sep-2640-client-no-prefetch":         listSkills,
+	"sep-2640-client-verify-digest":       useSkills,
+	"sep-2640-client-verify-size":         useSkills,
+	"sep-2640-client-verify-frontmatter":  useSkills,
 }
 
 // authScenario is what every auth/ scenario does: list, then call the
@@ -83,9 +86,6 @@ func main() {
 			log.Fatalf("scenario %s: %v", name, err)
 		}
 		run, ok = authScenario, true
-	}
-	if !ok && strings.HasPrefix(name, "sep-2640-") {
-		log.Fatalf("scenario %s: conduit does not support the skills extension (SEP-2640); see docs/protocol-versions.md", name)
 	}
 	if !ok {
 		log.Fatalf("unknown scenario %q", name)
@@ -242,4 +242,38 @@ func echoSchema(ctx context.Context, cl *conduit.Client, _ *scenarioContext) err
 	}
 	t, _ := ts.Lookup(name)
 	return call(ctx, cl, ts, "json_schema_echo", map[string]any{"schema": t.InputSchema})
+}
+
+// listSkills lists the server's skills, which reads none of their files.
+func listSkills(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
+	sks, err := cl.ListSkills(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("listing skills: %w", err)
+	}
+	log.Printf("%d skills listed", len(sks))
+	return nil
+}
+
+// useSkills loads each skill listed, then reads its other files, as an
+// agent would once it needs them; a skill that fails its checks is
+// neither used nor read further.
+func useSkills(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
+	sks, err := cl.ListSkills(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("listing skills: %w", err)
+	}
+	for _, sk := range sks {
+		if _, err := cl.LoadSkill(ctx, sk, nil); err != nil {
+			return fmt.Errorf("loading skill %s: %w", sk.Name, err)
+		}
+		for _, f := range sk.Files {
+			if f.URI == sk.URI {
+				continue
+			}
+			if _, err := cl.ReadSkillFile(ctx, sk, f.URI, nil); err != nil {
+				return fmt.Errorf("skill %s: %w", sk.Name, err)
+			}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,55 @@
+// MCP Apps through the gateway: tools only an app may call reach a
+// client that declares it shows apps, and no other.
+package gateway
+
+import (
+	"context"
+
+	"github.com/conduitmcp/conduit"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// showsApps reports whether the client of req declared the MCP Apps
+// extension: only such a host keeps app-only tools from its model.
+func showsApps(req mcp.Request) bool {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	_, ok := requestCaps(ss).Extensions[conduit.AppsExtension]
+	return ok
+}
+
+// appTools is the session's middleware that leaves app-only tools out
+// of the listing of a client that does not show apps, and refuses its
+// call of one as an unknown tool, nothing sent. Their _meta.ui passes
+// on unchanged to a client that does.
+func (s *session) appTools(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			lr, ok := res.(*mcp.ListToolsResult)
+			if err != nil || !ok || showsApps(req) {
+				return res, err
+			}
+			out := *lr
+			out.Tools = nil
+			for _, t := range lr.Tools {
+				if !conduit.AppOnly(t) {
+					out.Tools = append(out.Tools, t)
+				}
+			}
+			return &out, nil
+		case "tools/call":
+			p, ok := req.GetParams().(*mcp.CallToolParamsRaw)
+			if ok && !showsApps(req) {
+				s.mu.Lock()
+				def := s.defs[p.Name]
+				s.mu.Unlock()
+				if conduit.AppOnly(def) {
+					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool \"" + p.Name + "\""}
+				}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
