@@ -288,3 +288,14 @@ func Decide(waiting []Waiting, decisions map[string]Decision) ([]int, map[int]*c
 	slices.Sort(out)
 	return out, inputs, nil
 }
+
+// Kind is the error kind named name (conduit.ErrorKind.String), as saved
+// state and records write it; false for a name no kind has.
+func Kind(name string) (conduit.ErrorKind, bool) {
+	for k := conduit.ErrorKind(0); k < 64; k++ {
+		if k.String() == name {
+			return k, true
+		}
+	}
+	return 0, false
+}
