@@ -111,7 +111,7 @@ func (o *ExecOptions) resultBudget(c toolcall.Call) int {
 	if c.Def != nil {
 		server = c.Def.MaxResultTokens
 	}
-	return turn.ResultBudget(call, server, o.MaxResultTokens)
+	return turn.ResultBudget(call, server, o.Answers.MaxResultTokens)
 }
 
 // turnBudget is a turn's budget in tokens, 0 for none.
@@ -179,7 +179,7 @@ func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []turn
 	for _, c := range sent {
 		if !pending[c.Index] {
 			done = append(done, c)
-			step.Done = append(step.Done, r.d.Prepare(c, r.results[c.Index], r.exec.Errors[c.Index], &o.AnswerOptions))
+			step.Done = append(step.Done, r.d.Prepare(c, r.results[c.Index], r.exec.Errors[c.Index], &o.Answers))
 			step.Budgets = append(step.Budgets, o.withinTurn(c, step.Turn))
 		}
 	}

@@ -409,7 +409,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 		case once.Unknown:
 			err := &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool, Err: ErrDecidedElsewhere,
 				Message: "The call to " + p.Name + " was decided by another resumption of this conversation, which has not recorded its outcome: whether it was made is unknown, and it was not made again."}
-			exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.AnswerOptions)
+			exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.Answers)
 			exec.Errors[i], res.settled[i] = err, true
 			continue
 		}
@@ -421,7 +421,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			r.resumed[i] = resumedCall{approval: &allow, input: inputs[i]}
 			continue
 		}
-		exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.AnswerOptions)
+		exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.Answers)
 		exec.Errors[i], res.settled[i] = err, true
 		c.record(ctx, ticket, exec, i, false)
 	}

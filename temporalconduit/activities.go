@@ -73,7 +73,7 @@ func (a *Activities) listTools(ctx context.Context, in listInput) (listOutput, e
 	if err != nil {
 		return listOutput{}, invalid(err)
 	}
-	l, err := adapters.Tools(ctx, a.src, p, &adapters.ToolsOptions{Principal: in.Principal, Taint: in.Taint, ListingOptions: a.o.Listing})
+	l, err := adapters.Tools(ctx, a.src, p, &adapters.ToolsOptions{Principal: in.Principal, Taint: in.Taint, Listing: a.o.Listing})
 	if err != nil {
 		return listOutput{}, err
 	}
@@ -137,7 +137,7 @@ func (a *Activities) plan(ctx context.Context, in planInput) (plan, error) {
 	}
 	p, _ := in.Offer.provider()
 	exec, err := adapters.ReadToolCalls(ctx, a.src, p, in.Response, &adapters.ExecOptions{ToolSet: l.ToolSet,
-		NullPaths: l.NullPaths, AnswerOptions: a.o.Answers, Limits: a.o.Limits})
+		NullPaths: l.NullPaths, TurnOptions: adapters.TurnOptions{Answers: a.o.Answers, Limits: a.o.Limits}})
 	if err != nil {
 		return plan{}, invalid(fmt.Errorf("the model's response: %w", err))
 	}
