@@ -6,6 +6,7 @@
 package temporalconduit
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
@@ -265,7 +266,9 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 	if err := c.run(ctx, t, jobs); err != nil {
 		return nil, err
 	}
-	c.writeStep(t)
+	if err := c.writeStep(ctx, t); err != nil {
+		return nil, err
+	}
 	var waitStart time.Time
 	for t.waiting() {
 		if t.halted {
@@ -280,7 +283,9 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 			if err := c.run(ctx, t, jobs); err != nil {
 				return nil, err
 			}
-			c.writeStep(t)
+			if err := c.writeStep(ctx, t); err != nil {
+				return nil, err
+			}
 			break
 		}
 		if waitStart.IsZero() {
@@ -297,7 +302,9 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 		if err := c.run(ctx, t, jobs); err != nil {
 			return nil, err
 		}
-		c.writeStep(t)
+		if err := c.writeStep(ctx, t); err != nil {
+			return nil, err
+		}
 	}
 	out := &Turn{Results: t.results, Halted: t.halted}
 	for _, cs := range t.calls {
@@ -456,34 +463,93 @@ func (t *liveTurn) settle(j job, out callOutput) {
 // adapters.ExecuteToolCalls and Conversation.Resume do: the turn's budget
 // is shared max-min fairly over their results, the answers written
 // before, and the calls still pending, each holding its own budget (see
-// package internal/turn). It is deterministic workflow code: the results
-// and the worker's options are in the history.
-func (c *Conversation) writeStep(t *liveTurn) {
-	step := turn.Step{Turn: t.budget}
+// package internal/turn). Measuring and cutting a large result takes
+// longer than workflow code may run without yielding, so a local
+// activity writes the answers; the history records them, not its input.
+// A step with nothing to write runs nothing.
+func (c *Conversation) writeStep(ctx workflow.Context, t *liveTurn) error {
+	in := stepInput{Provider: c.o.Provider.String(), Turn: t.budget, Answers: t.answers, MaxBytes: t.maxBytes}
 	var done []*callState
-	var errs []error
 	for _, cs := range t.calls {
 		own := turn.Within(toolcall.Budget{Tokens: cs.Budget}.Resolved(), t.budget)
 		switch {
 		case cs.done != nil:
-			call := cs.call()
-			err := cs.done.Err.error(call)
-			done, errs = append(done, cs), append(errs, err)
-			step.Done = append(step.Done, c.o.Provider.Prepare(call, cs.done.Result, err, &t.answers))
-			step.Budgets = append(step.Budgets, own)
+			done = append(done, cs)
+			in.Done = append(in.Done, stepCall{Call: cs.plannedCall, Result: cs.done.Result, Err: cs.done.Err, Budget: own})
 		case cs.pending != nil:
-			step.Waiting = append(step.Waiting, own)
+			in.Waiting = append(in.Waiting, own)
 		case cs.written != nil:
-			step.Before = append(step.Before, *cs.written)
+			in.Before = append(in.Before, *cs.written)
 		}
 	}
-	for k, cut := range step.Share() {
-		cs := done[k]
-		answer, b := step.Done[k].Write(toolcall.Budget{Tokens: cut.Budget})
-		t.results[cs.Index] = keepable(c.o.Provider, cs.call(), answer, &t.answers, t.maxBytes)
-		cs.written, cs.done = &turn.Written{Demand: cut.Demand, Kept: b.Kept}, nil
-		cs.reached = cs.reached && adapters.Reached(errs[k])
+	if len(done) == 0 {
+		return nil
 	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 2 * time.Minute})
+	var out stepOutput
+	if err := workflow.ExecuteLocalActivity(lctx, writeAnswers, in).Get(ctx, &out); err != nil {
+		return err
+	}
+	if len(out.Answers) != len(done) {
+		return fmt.Errorf("temporalconduit: %d answers written for %d calls", len(out.Answers), len(done))
+	}
+	for k, cs := range done {
+		t.results[cs.Index] = out.Answers[k]
+		cs.written, cs.done = &out.Written[k], nil
+		cs.reached = cs.reached && adapters.Reached(in.Done[k].Err.error(cs.call()))
+	}
+	return nil
+}
+
+// stepInput is what writeAnswers writes: one step of a turn.
+type stepInput struct {
+	Provider string                 `json:"provider"`
+	Turn     int                    `json:"turn,omitempty"`
+	Answers  toolcall.AnswerOptions `json:"answers"`
+	MaxBytes int                    `json:"maxBytes"`
+	Done     []stepCall             `json:"done"`
+	Before   []turn.Written         `json:"before,omitempty"`
+	Waiting  []int                  `json:"waiting,omitempty"`
+}
+
+// stepCall is one call to answer in a step, with its own budget within
+// the turn's (0: none).
+type stepCall struct {
+	Call   plannedCall         `json:"call"`
+	Result *mcp.CallToolResult `json:"result,omitempty"`
+	Err    *callError          `json:"err,omitempty"`
+	Budget int                 `json:"budget,omitempty"`
+}
+
+// stepOutput are a step's answers, in the order of its calls, and what
+// each took of the turn's budget.
+type stepOutput struct {
+	Answers []map[string]any `json:"answers"`
+	Written []turn.Written   `json:"written"`
+}
+
+// writeAnswers writes the answers of a step, by internal/turn's rule.
+// It is a local activity: pure, and its output is what the history keeps.
+func writeAnswers(_ context.Context, in stepInput) (stepOutput, error) {
+	p, err := adapters.ParseProvider(in.Provider)
+	if err != nil {
+		return stepOutput{}, invalid(err)
+	}
+	step := turn.Step{Turn: in.Turn, Before: in.Before, Waiting: in.Waiting}
+	calls := make([]toolcall.Call, len(in.Done))
+	for k, d := range in.Done {
+		cs := callState{plannedCall: d.Call}
+		calls[k] = cs.call()
+		step.Done = append(step.Done, p.Prepare(calls[k], d.Result, d.Err.error(calls[k]), &in.Answers))
+		step.Budgets = append(step.Budgets, d.Budget)
+	}
+	out := stepOutput{Answers: make([]map[string]any, len(in.Done)), Written: make([]turn.Written, len(in.Done))}
+	for k, cut := range step.Share() {
+		answer, b := step.Done[k].Write(toolcall.Budget{Tokens: cut.Budget})
+		out.Answers[k] = keepable(p, calls[k], answer, &in.Answers, in.MaxBytes)
+		out.Written[k] = turn.Written{Demand: cut.Demand, Kept: b.Kept}
+	}
+	return out, nil
 }
 
 // call is the call cs answers.
