@@ -97,10 +97,10 @@
 // answers are kept in the history: Options.MaxAnswerBytes bounds each one
 // (Temporal refuses a payload over 2 MB), and the hub's result limits and
 // budget should keep them far smaller. A call's activity returns its
-// result whole, and the workflow answers the calls of each step of the
-// turn as adapters.ExecuteToolCalls does: each result within its budget
-// (its server's "maxResultTokens", else Options.Answers.MaxResultTokens,
-// else 25,000 tokens), and the turn's (ConversationOptions.MaxTurnTokens,
+// result whole, and a local activity of the workflow answers the calls
+// of each step of the turn as adapters.ExecuteToolCalls does: each result
+// within its budget (its server's "maxResultTokens", else
+// Options.Answers.MaxResultTokens, else 25,000 tokens), and the turn's (ConversationOptions.MaxTurnTokens,
 // 50,000 by default) shared max-min fairly. The same response gets the
 // same answers under both. A result over MaxAnswerBytes is answered by
 // its activity instead, within its own budget and the turn's, and counts
