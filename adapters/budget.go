@@ -2,11 +2,10 @@ package adapters
 
 import (
 	"context"
-	"slices"
 
 	"github.com/conduitmcp/conduit/adapters/driver"
-	"github.com/conduitmcp/conduit/adapters/internal/budget"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -27,7 +26,7 @@ const (
 	// context (Claude's; OpenAI's and Gemini's are larger), so that a turn
 	// of parallel calls leaves room for the conversation and several more
 	// turns.
-	DefaultMaxTurnTokens = 50000
+	DefaultMaxTurnTokens = turn.DefaultMaxTurnTokens
 	// DefaultWarnTokens is BudgetOptions.WarnTokens's default: 10,000
 	// tokens, as Claude Code warns of a large MCP result.
 	DefaultWarnTokens = 10000
@@ -105,30 +104,18 @@ type ResultBudgetInfo struct {
 // resultBudget is c's budget in tokens, 0 for none: the call's own, else
 // its server's, else the conversation's, else the default.
 func (o *ExecOptions) resultBudget(c toolcall.Call) int {
-	n := 0
+	call, server := 0, 0
 	if o.Budget.CallTokens != nil {
-		n = o.Budget.CallTokens(c)
+		call = o.Budget.CallTokens(c)
 	}
-	if n == 0 && c.Def != nil {
-		n = c.Def.MaxResultTokens
+	if c.Def != nil {
+		server = c.Def.MaxResultTokens
 	}
-	if n == 0 {
-		n = o.MaxResultTokens
-	}
-	return toolcall.Budget{Tokens: n}.Resolved()
+	return turn.ResultBudget(call, server, o.Answers.MaxResultTokens)
 }
 
 // turnBudget is a turn's budget in tokens, 0 for none.
-func (o *ExecOptions) turnBudget() int {
-	switch n := o.Budget.MaxTurnTokens; {
-	case n == 0:
-		return DefaultMaxTurnTokens
-	case n < 0:
-		return 0
-	default:
-		return n
-	}
-}
+func (o *ExecOptions) turnBudget() int { return turn.Budget(o.Budget.MaxTurnTokens) }
 
 // warnTokens is the size past which a result is reported, 0 for never.
 func (o *ExecOptions) warnTokens() int {
@@ -151,11 +138,6 @@ func write(d driver.Provider, c toolcall.Call, res *mcp.CallToolResult, err erro
 	}
 	return d.Prepare(c, res, err, o).Write(b)
 }
-
-// written is an answer of the turn written before, by an Execute that
-// left calls pending or an earlier Resume: its demand on the turn's
-// budget (its result's size up to its own budget), and what it kept.
-type written struct{ demand, kept int }
 
 // demand is the demand on the turn's budget of the answer at position i
 // of exec: as answer measured it, else (conduit's own answers, written on
@@ -186,9 +168,9 @@ func (e *Execution) demand(i int) int {
 // (a pending call produced less than its budget, and they could have had
 // more), the calls sent now share what is left, beside the places the
 // calls still pending hold, instead.
-func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []written, waiting []toolcall.Call) {
+func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []turn.Written, waiting []toolcall.Call) {
 	o := r.o
-	turn := o.turnBudget()
+	step := turn.Step{Turn: o.turnBudget(), Before: before}
 	pending := make(map[int]bool, len(r.exec.Pending))
 	for _, p := range r.exec.Pending {
 		pending[p.index] = true
@@ -197,89 +179,30 @@ func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []writ
 	for _, c := range sent {
 		if !pending[c.Index] {
 			done = append(done, c)
+			step.Done = append(step.Done, r.d.Prepare(c, r.results[c.Index], r.exec.Errors[c.Index], &o.Answers))
+			step.Budgets = append(step.Budgets, o.withinTurn(c, step.Turn))
 		}
 	}
-	pends := make([]driver.Pending, len(done))
-	budgets := make([]int, len(done)) // 0: none
-	over := make([]bool, len(done))
-	demand := make([]int, len(done))
-	total := 0
-	for k, c := range done {
-		pends[k] = r.d.Prepare(c, r.results[c.Index], r.exec.Errors[c.Index], &o.AnswerOptions)
-		b := o.withinTurn(c, turn)
-		n := pends[k].Tokens(b) // counted no further than b needs
-		budgets[k], over[k], demand[k] = b, b > 0 && n > b, n
-		if b > 0 {
-			demand[k] = min(n, b)
-		}
-		total += demand[k]
+	for _, c := range waiting {
+		step.Waiting = append(step.Waiting, o.withinTurn(c, step.Turn)) // it may yet produce that much
 	}
-	var others []int // the demands of the answers written before, then of the calls pending
-	spent := 0       // what the answers written before kept
-	if turn > 0 {
-		for _, w := range before {
-			others = append(others, w.demand)
-			spent += w.kept
-			total += w.demand
-		}
-		for _, c := range waiting {
-			b := o.withinTurn(c, turn) // it may yet produce that much
-			others = append(others, b)
-			total += b
-		}
-	}
-	if turn > 0 && total > turn {
-		all := budget.Share(append(slices.Clip(demand), others...), turn)
-		shares, held := all[:len(done)], all[len(done)+len(before):]
-		if taken(shares, demand)+sum(held) > turn-spent {
-			shares = budget.Share(append(slices.Clip(demand), others[len(before):]...), max(turn-spent, 0))[:len(done)]
-		}
-		for k, share := range shares {
-			if share < demand[k] {
-				budgets[k], over[k] = max(share, 1), true
-			}
-		}
-	}
-	for k, c := range done {
+	for k, cut := range step.Share() {
+		c := done[k]
 		i := c.Index
-		b := toolcall.Budget{Tokens: budgets[k]}
-		if b.Tokens == 0 {
-			b.Tokens = -1 // none
+		b := toolcall.Budget{Tokens: cut.Budget}
+		if cut.Over && o.reader != nil && !o.isLocal(c.Def) {
+			b.ReadTool, b.Ref = o.reader.keep(ctx, step.Done[k].Text())
 		}
-		if over[k] && o.reader != nil && !o.isLocal(c.Def) {
-			b.ReadTool, b.Ref = o.reader.keep(ctx, pends[k].Text())
-		}
-		r.exec.Results[i], r.exec.Budgets[i] = pends[k].Write(b)
-		r.exec.demands[i] = demand[k]
+		r.exec.Results[i], r.exec.Budgets[i] = step.Done[k].Write(b)
+		r.exec.demands[i] = cut.Demand
 		o.report(ctx, c, r.exec.Budgets[i])
 	}
 }
 
-func sum(ns []int) int {
-	n := 0
-	for _, x := range ns {
-		n += x
-	}
-	return n
-}
-
-// taken is what results of these demands take of their shares.
-func taken(shares, demand []int) int {
-	n := 0
-	for k, s := range shares {
-		n += min(s, demand[k])
-	}
-	return n
-}
-
 // withinTurn is c's budget within a turn's budget of turn tokens (0: no
 // turn budget), 0 for none: no result alone is over the turn's budget.
-func (o *ExecOptions) withinTurn(c toolcall.Call, turn int) int {
-	b := o.resultBudget(c)
-	if turn > 0 && (b == 0 || b > turn) {
-		b = turn
-	}
-	return b
+func (o *ExecOptions) withinTurn(c toolcall.Call, t int) int {
+	return turn.Within(o.resultBudget(c), t)
 }
 
 // report tells Trace and Logger of a result over the warning threshold,

@@ -46,10 +46,10 @@ func Example_resultBudget() {
 	defer hub.Close()
 	ctx := context.Background()
 	o := &adapters.ConversationOptions{
-		Budget: adapters.BudgetOptions{MaxTurnTokens: 50000},
-		Read:   adapters.ReadOptions{On: true},
+		TurnOptions: adapters.TurnOptions{Budget: adapters.BudgetOptions{MaxTurnTokens: 50000}},
+		Read:        adapters.ReadOptions{On: true},
 	}
-	o.MaxResultTokens = 150 // a small budget, for the example
+	o.Answers.MaxResultTokens = 150 // a small budget, for the example
 	conv, err := adapters.NewConversation(ctx, hub, adapters.OpenAIChat, o)
 	if err != nil {
 		log.Fatal(err)

@@ -102,7 +102,7 @@ func TestBudgetLevels(t *testing.T) {
 		conduit.Server{ID: "whole", MaxResultTokens: -1})
 	p := adapters.OpenAIChat
 	big := map[string]any{"lines": 3000}
-	o := &adapters.ConversationOptions{Budget: adapters.BudgetOptions{MaxTurnTokens: -1, CallTokens: func(c toolcall.Call) int {
+	o := &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Budget: adapters.BudgetOptions{MaxTurnTokens: -1, CallTokens: func(c toolcall.Call) int {
 		switch c.ID {
 		case "own":
 			return 300
@@ -110,8 +110,8 @@ func TestBudgetLevels(t *testing.T) {
 			return -1
 		}
 		return 0
-	}}}
-	o.MaxResultTokens = 2000
+	}}}}
+	o.Answers.MaxResultTokens = 2000
 	exec := turn(t, newConv(t, hub, p, o), p,
 		scripted{id: "server", name: "small__report", args: big},
 		scripted{id: "conversation", name: "plain__report", args: big},
@@ -148,7 +148,7 @@ func TestBudgetReported(t *testing.T) {
 		defer mu.Unlock()
 		logged = append(logged, r.Message)
 	}))
-	o := &adapters.ConversationOptions{ListingOptions: adapters.ListingOptions{Logger: logger, Trace: &adapters.Trace{
+	o := &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Logger: logger, Trace: &adapters.Trace{
 		ResultBudget: func(i adapters.ResultBudgetInfo) {
 			mu.Lock()
 			defer mu.Unlock()
@@ -192,7 +192,7 @@ func TestReadToolPolicy(t *testing.T) {
 
 	hub, received := reportHub(t, conduit.NewPolicy(conduit.Deny("conduit/read_result"), conduit.Allow("*")), conduit.Server{ID: "r"})
 	o := &adapters.ConversationOptions{Read: adapters.ReadOptions{On: true}}
-	o.MaxResultTokens = 1000
+	o.Answers.MaxResultTokens = 1000
 	conv := newConv(t, hub, p, o)
 	l := conv.Listing()
 	if _, ok := l.ToolSet.Lookup(adapters.ReadToolName); ok || strings.Contains(fmt.Sprint(conv.Tools()), adapters.ReadToolName) {
@@ -236,7 +236,7 @@ func TestReadToolReads(t *testing.T) {
 	hub, _ := reportHub(t, nil, conduit.Server{ID: "r"})
 	p := adapters.OpenAIChat
 	o := &adapters.ConversationOptions{Read: adapters.ReadOptions{On: true}}
-	o.MaxResultTokens = 1000
+	o.Answers.MaxResultTokens = 1000
 	conv := newConv(t, hub, p, o)
 	exec := turn(t, conv, p,
 		scripted{id: "lines", name: "r__report", args: map[string]any{"lines": 5000}},
@@ -323,7 +323,7 @@ func TestReadKeeper(t *testing.T) {
 	p := adapters.Gemini
 	shared := adapters.NewMemoryKeeper(0)
 	o := &adapters.ConversationOptions{Read: adapters.ReadOptions{On: true, Keeper: shared}, State: adapters.StateOptions{Keys: [][]byte{testKey}}}
-	o.MaxResultTokens = 1000
+	o.Answers.MaxResultTokens = 1000
 	first := newConv(t, hub, p, o)
 	exec := turn(t, first, p, scripted{id: "big", name: "r__report", args: map[string]any{"lines": 3000}})
 	ref := exec.Budgets[0].Ref
@@ -352,7 +352,7 @@ func TestReadKeeper(t *testing.T) {
 	// A result larger than the conversation's bound is not kept: its
 	// notice says to ask for less.
 	small := &adapters.ConversationOptions{Read: adapters.ReadOptions{On: true, MaxBytes: 1000}}
-	small.MaxResultTokens = 1000
+	small.Answers.MaxResultTokens = 1000
 	exec = turn(t, newConv(t, hub, p, small), p, scripted{id: "big", name: "r__report", args: map[string]any{"lines": 3000}})
 	if b := exec.Budgets[0]; !b.Cut || b.Ref != "" || !strings.Contains(resultText(p, exec.Results[0]), "Ask for less") {
 		t.Fatalf("over the bound: %+v", b)
@@ -368,7 +368,7 @@ func TestReadToolWithSearch(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/conduit=%v", p, !own), func(t *testing.T) {
 				o := &adapters.ConversationOptions{Read: adapters.ReadOptions{On: true},
 					Search: adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: !own, AlwaysLoaded: []string{"r/report"}}}
-				o.MaxResultTokens = 1000
+				o.Answers.MaxResultTokens = 1000
 				conv := newConv(t, hub, p, o)
 				l := conv.Listing()
 				if _, ok := l.ToolSet.Lookup(adapters.ReadToolName); !ok || slices.Contains(l.Deferred, adapters.ReadToolName) {
@@ -407,7 +407,7 @@ func TestBudgetPerPrincipal(t *testing.T) {
 	t.Cleanup(func() { hub.Close() })
 	p := adapters.Anthropic
 	for _, who := range []string{"alice", "bob", "alice"} { // alice's second listing is her session's cached one
-		conv := newConv(t, hub, p, &adapters.ConversationOptions{Principal: who})
+		conv := newConv(t, hub, p, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Principal: who}})
 		if tool, ok := conv.Listing().ToolSet.Lookup("gh__note"); !ok || tool.MaxResultTokens != 3 {
 			t.Fatalf("%s's listing: %+v", who, tool)
 		}

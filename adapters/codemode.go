@@ -80,15 +80,15 @@ func (c *Conversation) listCode(ctx context.Context, ts *conduit.ToolSet, o *Con
 	if err := checkCodeMode(c.src, o.Principal, o.Taint); err != nil {
 		return err
 	}
-	offered, err := codeModeToolSet(ts, o.CodeMode)
+	offered, err := codeModeToolSet(ts, o.Listing.CodeMode)
 	if err != nil {
 		return err
 	}
 	def, _ := offered.Lookup(codemode.ToolName)
-	c.o.locals = append(c.o.locals, runCodeTool(c.src, def, ts, o.CodeMode))
-	lo := o.ListingOptions
+	c.o.locals = append(c.o.locals, runCodeTool(c.src, def, ts, o.Listing.CodeMode))
+	lo := o.Listing
 	lo.CodeMode = CodeModeOptions{}
-	listing, err := listToolSet(ctx, offered, c.p, &lo)
+	listing, err := listToolSet(ctx, offered, c.p, &lo, o.Trace, o.Logger)
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func TestCodeModeRoundTripEveryProvider(t *testing.T) {
 	ctx := context.Background()
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
-			conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{ListingOptions: adapters.ListingOptions{CodeMode: adapters.CodeModeOptions{On: true}}})
+			conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{Listing: adapters.ListingOptions{CodeMode: adapters.CodeModeOptions{On: true}}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestCodeModeStateless(t *testing.T) {
 	ctx := context.Background()
 	p := adapters.Anthropic
 	code := adapters.CodeModeOptions{On: true, Direct: true}
-	l, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{ListingOptions: adapters.ListingOptions{CodeMode: code}})
+	l, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{Listing: adapters.ListingOptions{CodeMode: code}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestCodeModeStateless(t *testing.T) {
 // not allow run_code itself is refused, not offered ungoverned.
 func TestCodeModeNeedsThePolicy(t *testing.T) {
 	hub, _ := codeHub(t, conduit.NewPolicy(conduit.Allow("fs/*")))
-	_, err := adapters.NewConversation(context.Background(), hub, adapters.OpenAIChat, &adapters.ConversationOptions{ListingOptions: adapters.ListingOptions{CodeMode: adapters.CodeModeOptions{On: true}}})
+	_, err := adapters.NewConversation(context.Background(), hub, adapters.OpenAIChat, &adapters.ConversationOptions{Listing: adapters.ListingOptions{CodeMode: adapters.CodeModeOptions{On: true}}})
 	if err == nil || !strings.Contains(err.Error(), "conduit/run_code") {
 		t.Fatalf("error %v", err)
 	}

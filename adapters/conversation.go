@@ -6,40 +6,21 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/adapters/toolcall"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // ConversationOptions configure a [Conversation]. The zero value is fine.
 type ConversationOptions struct {
 	// ToolSet, when set, is offered instead of the source's listing.
 	ToolSet *conduit.ToolSet
-	// Principal is who the conversation is for: its listing leaves out
-	// what the policy denies them, and every call is made for them.
-	Principal string
-	// Taint is the taint the conversation starts with.
-	Taint []string
-	// Assigns, CallTimeout, RequestTimeout, Meta, Progress and Handlers
-	// are every call's, as in conduit.CallOptions.
-	Assigns        map[string]any
-	CallTimeout    time.Duration
-	RequestTimeout time.Duration
-	Meta           mcp.Meta
-	Progress       func(*conduit.Call, conduit.Progress)
-	Handlers       *conduit.Handlers
-	// ListingOptions say how the tools are written for the provider.
-	ListingOptions
-	// AnswerOptions say how answers are written.
-	toolcall.AnswerOptions
-	// MaxConcurrency is how many calls of a turn run at once (default
-	// runtime.GOMAXPROCS(0)).
-	MaxConcurrency int
-	// Limits bound each turn's response (see ResponseLimits; the zero value is
-	// the defaults).
-	Limits ResponseLimits
+	// TurnOptions are every turn's: the calls' options (Principal is
+	// who the conversation is for, and Taint the taint it starts with),
+	// how answers are written, and each turn's bounds. Trace and Logger
+	// are told of the listing's events too.
+	TurnOptions
+	// Listing says how the tools are written for the provider.
+	Listing ListingOptions
 	// Search says when the conversation offers tool search instead of
 	// every tool (by default past DefaultSearchThreshold tools or
 	// DefaultSearchBudget bytes), and how; see SearchOptions.
@@ -48,11 +29,6 @@ type ConversationOptions struct {
 	// another process, and how a resumed turn's calls are kept from being
 	// sent twice (see [Conversation.State] and [ResumeConversation]).
 	State StateOptions
-	// Budget bounds what the model reads of each turn's results together,
-	// beyond each result's budget (AnswerOptions.MaxResultTokens); see
-	// BudgetOptions. Results over the warning threshold, or cut, are told
-	// to ListingOptions' Trace and Logger.
-	Budget BudgetOptions
 	// Read, when On, keeps the whole of each result its budget cut and
 	// offers conduit's read_result, with which the model reads the rest;
 	// off by default (see ReadOptions).
@@ -146,10 +122,8 @@ func newConversation(ctx context.Context, src conduit.Source, p Provider, ts *co
 		return nil, err
 	}
 	c := &Conversation{src: src, p: p, taint: slices.Clone(o.Taint), id: id, base: ts, listTaint: slices.Clone(o.Taint), state: sc}
-	c.o = ExecOptions{ToolSet: o.ToolSet, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint,
-		CallTimeout: o.CallTimeout, RequestTimeout: o.RequestTimeout, Meta: o.Meta, Progress: o.Progress, Handlers: o.Handlers,
-		AnswerOptions: o.AnswerOptions, MaxConcurrency: o.MaxConcurrency, Limits: o.Limits,
-		Budget: o.Budget, Trace: o.Trace, Logger: o.Logger}
+	c.o = ExecOptions{ToolSet: o.ToolSet, TurnOptions: o.TurnOptions}
+	c.o.Taint = slices.Clone(o.Taint)
 	if err := c.list(ctx, ts, d, o); err != nil {
 		return nil, err
 	}

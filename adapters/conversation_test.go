@@ -24,8 +24,7 @@ func TestConversationTaint(t *testing.T) {
 				conduit.Allow("*"),
 			)})
 			ctx := context.Background()
-			conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
-				CallTimeout: 5 * time.Second})
+			conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{CallTimeout: 5 * time.Second}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,8 +69,7 @@ func TestConversationTimeoutAddsNoTaint(t *testing.T) {
 	hub, _, _ := labHub(t, hubOpts{noGone: true})
 	ctx := context.Background()
 	p := adapters.Anthropic
-	conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
-		CallTimeout: 50 * time.Millisecond, Taint: []string{"web"}})
+	conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{CallTimeout: 50 * time.Millisecond, Taint: []string{"web"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

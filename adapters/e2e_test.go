@@ -98,7 +98,7 @@ func TestEndToEnd(t *testing.T) {
 			response := script(p, turn...)
 			before := deepCopy(t, response)
 			start := time.Now()
-			exec, err := adapters.ExecuteToolCalls(ctx, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 2 * time.Second, NullPaths: listing.NullPaths, MaxConcurrency: 4})
+			exec, err := adapters.ExecuteToolCalls(ctx, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths, TurnOptions: adapters.TurnOptions{CallTimeout: 2 * time.Second, MaxConcurrency: 4}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -81,7 +81,7 @@ func ExampleTools() {
 
 	// The tool list of an Anthropic Messages request, the last tool marked
 	// so that the whole list is cached as a prompt prefix.
-	listing, err := adapters.Tools(context.Background(), hub, adapters.Anthropic, &adapters.ToolsOptions{ListingOptions: adapters.ListingOptions{CacheLast: true}})
+	listing, err := adapters.Tools(context.Background(), hub, adapters.Anthropic, &adapters.ToolsOptions{Listing: adapters.ListingOptions{CacheLast: true}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func ExampleExecuteToolCalls() {
 	    }
 	  }]
 	}`)
-	exec, err := adapters.ExecuteToolCalls(ctx, hub, adapters.OpenAIChat, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 30 * time.Second, NullPaths: listing.NullPaths})
+	exec, err := adapters.ExecuteToolCalls(ctx, hub, adapters.OpenAIChat, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths, TurnOptions: adapters.TurnOptions{CallTimeout: 30 * time.Second}})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -242,10 +242,7 @@ func ExampleNewConversation() {
 
 	// One conversation per chat: it lists the tools once and keeps the tool
 	// set, strict mode's null paths, the principal and the taint.
-	conv, err := adapters.NewConversation(ctx, hub, adapters.Anthropic, &adapters.ConversationOptions{
-		Principal:      "ada",
-		ListingOptions: adapters.ListingOptions{CacheLast: true},
-	})
+	conv, err := adapters.NewConversation(ctx, hub, adapters.Anthropic, &adapters.ConversationOptions{Listing: adapters.ListingOptions{CacheLast: true}, TurnOptions: adapters.TurnOptions{Principal: "ada"}})
 	if err != nil {
 		log.Fatal(err)
 	}

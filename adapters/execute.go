@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/driver"
@@ -29,41 +27,16 @@ type ExecOptions struct {
 	// NullPaths are strict mode's null paths (Listing.NullPaths): the
 	// nulls strict mode made the model send are removed before a call.
 	NullPaths map[string][]driver.NullPath
-	// Principal, Assigns, Taint, CallTimeout, RequestTimeout, Meta,
-	// Progress and Handlers are each call's, as in conduit.CallOptions.
-	// Each call's ID is its id in the response.
-	Principal      string
-	Assigns        map[string]any
-	Taint          []string
-	CallTimeout    time.Duration
-	RequestTimeout time.Duration
-	Meta           mcp.Meta
-	Progress       func(*conduit.Call, conduit.Progress)
-	Handlers       *conduit.Handlers
+	// TurnOptions are every call's options (each call's ID is its id in
+	// the response), how answers are written, and the turn's bounds.
+	TurnOptions
 	// Halt, when closed, stops the calls not yet sent: they are answered
 	// with a KindHalted error.
 	Halt <-chan struct{}
-	// AnswerOptions say how answers are written: structuredContent's use,
-	// OpenAI's error prefix.
-	toolcall.AnswerOptions
-	// MaxConcurrency is how many calls run at once (default
-	// runtime.GOMAXPROCS(0)).
-	MaxConcurrency int
-	// Limits bound the response: its size, and how many of its calls are
-	// run (see ResponseLimits; the zero value is the defaults).
-	Limits ResponseLimits
-	// Budget bounds what the model reads of the turn's results together,
-	// beyond each result's budget (AnswerOptions.MaxResultTokens; see
-	// BudgetOptions).
-	Budget BudgetOptions
 	// CodeMode, when On, answers calls of run_code (offered by a listing
 	// with ListingOptions.CodeMode), each nested call made on the source
 	// with these options' principal and taint. Off by default.
 	CodeMode CodeModeOptions
-	// Trace, when set, is told of results over the budget's warning
-	// threshold, or cut; Logger, when set, logs them.
-	Trace  *Trace
-	Logger *slog.Logger
 
 	// locals, in a Conversation, are its own tools (conduit's search,
 	// the read tool), answered by the Conversation; reader keeps the
@@ -315,7 +288,7 @@ func readToolCalls(ctx context.Context, src conduit.Source, p Provider, response
 		c := &calls[i]
 		if c.Err != nil {
 			exec.Errors[i] = c.Err
-			exec.Results[i], exec.Budgets[i] = write(d, *c, nil, c.Err, &o.AnswerOptions)
+			exec.Results[i], exec.Budgets[i] = write(d, *c, nil, c.Err, &o.Answers)
 			continue
 		}
 		// The model's arguments belong to the caller when it handed over a
@@ -334,13 +307,6 @@ func readToolCalls(ctx context.Context, src conduit.Source, p Provider, response
 		exec.Calls = append(exec.Calls, *c)
 	}
 	return exec, ts, nil
-}
-
-// callOptions are the options of the call id, resolved against ts and
-// stopped by halt.
-func (o *ExecOptions) callOptions(ts *conduit.ToolSet, id string, halt <-chan struct{}) conduit.CallOptions {
-	return conduit.CallOptions{ToolSet: ts, ID: id, Principal: o.Principal, Assigns: o.Assigns, Taint: o.Taint,
-		CallTimeout: o.CallTimeout, RequestTimeout: o.RequestTimeout, Meta: o.Meta, Progress: o.Progress, Halt: halt, Handlers: o.Handlers}
 }
 
 // runner runs the resolved calls of one Execution.

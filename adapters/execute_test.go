@@ -87,7 +87,7 @@ func TestMaxConcurrency(t *testing.T) {
 			// Each call holds until 3 are in flight (or 30 s): the limit is
 			// reached, and never passed.
 			response := script(p, calls(8, "lab__count", func(int) any { return map[string]any{"hold": 3, "total": 8} })...)
-			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, MaxConcurrency: 3})
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{MaxConcurrency: 3}})
 			if got := l.maxInflight.Load(); got != 3 {
 				t.Errorf("at most %d calls were in flight, want 3", got)
 			}
@@ -179,7 +179,7 @@ func TestAnswersInModelOrder(t *testing.T) {
 			})...)
 			// A call that waits holds its worker: all must run at once. The
 			// time limit only ends the test if they do not.
-			exec := run(t, src, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: time.Minute, MaxConcurrency: n})
+			exec := run(t, src, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{CallTimeout: time.Minute, MaxConcurrency: n}})
 			reversed := slices.Clone(keys)
 			slices.Reverse(reversed)
 			if got := finished(); !slices.Equal(got, reversed) {
@@ -213,7 +213,7 @@ func TestCallTimeout(t *testing.T) {
 				scripted{id: "call_sleep", name: "lab__sleep", args: map[string]any{}},
 				scripted{id: "call_echo", name: "lab__echo", args: map[string]any{"message": "quick"}})
 			start := time.Now()
-			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 5 * time.Second})
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{CallTimeout: 5 * time.Second}})
 			if el := time.Since(start); el > time.Minute {
 				t.Errorf("took %v", el)
 			}
@@ -250,7 +250,7 @@ func TestCallTimeoutApproverIgnoresContext(t *testing.T) {
 			response := script(p, scripted{id: "call_deploy", name: "lab__deploy", args: map[string]any{}})
 			start := time.Now()
 			// The approver is stuck until the test ends.
-			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond})
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{CallTimeout: 500 * time.Millisecond}})
 			if el := time.Since(start); el > time.Minute {
 				t.Errorf("took %v", el)
 			}
@@ -283,7 +283,7 @@ func TestCallTimeoutSourceIgnoresContext(t *testing.T) {
 	response := script(adapters.OpenAIChat, scripted{id: "call_1", name: "lab__echo", args: map[string]any{"message": "x"}})
 	start := time.Now()
 	// The source is stuck until the test ends.
-	exec := run(t, src, adapters.OpenAIChat, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond})
+	exec := run(t, src, adapters.OpenAIChat, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{CallTimeout: 500 * time.Millisecond}})
 	if el := time.Since(start); el > time.Minute {
 		t.Errorf("took %v", el)
 	}
@@ -361,7 +361,7 @@ func TestDenyAndHaltConcurrent(t *testing.T) {
 		scripted{id: "call_a", name: "lab__echo", args: map[string]any{"message": "a"}},
 		scripted{id: "call_b", name: "lab__echo", args: map[string]any{"message": "b"}})
 	// Without a halt, the sleep would last the call's time limit.
-	exec := run(t, src, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: time.Minute, MaxConcurrency: 2})
+	exec := run(t, src, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{CallTimeout: time.Minute, MaxConcurrency: 2}})
 	if !exec.Halted {
 		t.Error("not Halted")
 	}
@@ -399,7 +399,7 @@ func TestPipelineOptionsPassThrough(t *testing.T) {
 			response := script(p,
 				scripted{id: "call_progress", name: "lab__progress", args: map[string]any{}},
 				scripted{id: "call_meta", name: "lab__meta", args: map[string]any{}})
-			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, Principal: "ada", Assigns: map[string]any{"tenant": "acme"}, Taint: []string{"mail"}, RequestTimeout: 5 * time.Second, Meta: mcp.Meta{"trace": "t-1"}, Progress: func(c *conduit.Call, pr conduit.Progress) {
+			exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{Principal: "ada", Assigns: map[string]any{"tenant": "acme"}, Taint: []string{"mail"}, RequestTimeout: 5 * time.Second, Meta: mcp.Meta{"trace": "t-1"}, Progress: func(c *conduit.Call, pr conduit.Progress) {
 				progressCall.Store(c.Exposed + " " + c.ID)
 				if progress.Add(1) == 3 {
 					select {
@@ -407,7 +407,7 @@ func TestPipelineOptionsPassThrough(t *testing.T) {
 					default:
 					}
 				}
-			}})
+			}}})
 			if got := resultText(p, exec.Results[1]); got != `{"trace":"t-1"}` {
 				t.Errorf("the server saw _meta %s", got)
 			}
@@ -453,7 +453,7 @@ func TestCallOptionsPerCall(t *testing.T) {
 	src := &recordingSource{Source: hub}
 	response := script(adapters.Anthropic, scripted{id: "a", name: "lab__echo", args: map[string]any{"message": "x"}},
 		scripted{id: "b", name: "lab__echo", args: map[string]any{"message": "y"}})
-	run(t, src, adapters.Anthropic, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, RequestTimeout: time.Second, CallTimeout: time.Minute, Principal: "ada"})
+	run(t, src, adapters.Anthropic, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{RequestTimeout: time.Second, CallTimeout: time.Minute, Principal: "ada"}})
 	if len(src.opts) != 2 {
 		t.Fatal(len(src.opts))
 	}
@@ -495,7 +495,7 @@ func TestTaintAcrossTurns(t *testing.T) {
 	}
 	// Turn 2: with gone's output in context, lab/secret is denied.
 	turn2 := run(t, hub, p, script(p, scripted{id: "t2", name: "lab__secret", args: map[string]any{}}),
-		&adapters.ExecOptions{ToolSet: listing.ToolSet, Taint: taint})
+		&adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{Taint: taint}})
 	if !errors.Is(turn2.Errors[0], conduit.ErrDenied) {
 		t.Errorf("turn 2: %v, want denied", turn2.Errors[0])
 	}
@@ -640,14 +640,14 @@ func TestErrorPrefix(t *testing.T) {
 			scripted{id: "b", name: "lab__nope", args: map[string]any{}},
 			scripted{id: "c", name: "lab__echo", args: map[string]any{"message": "fine"}})
 		prefix := "TOOL ERROR - "
-		exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, AnswerOptions: toolcall.AnswerOptions{ErrorPrefix: prefix}})
+		exec := run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{Answers: toolcall.AnswerOptions{ErrorPrefix: prefix}}})
 		want := []string{"TOOL ERROR - disk full", `TOOL ERROR - Unknown tool "lab__nope": it is not among the tools offered.`, "Echo: fine"}
 		for i, w := range want {
 			if got := resultText(p, exec.Results[i]); got != w {
 				t.Errorf("%v %d: %q, want %q", p, i, got, w)
 			}
 		}
-		exec = run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, AnswerOptions: toolcall.AnswerOptions{NoErrorPrefix: true}})
+		exec = run(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{Answers: toolcall.AnswerOptions{NoErrorPrefix: true}}})
 		if got := resultText(p, exec.Results[0]); got != "disk full" {
 			t.Errorf("%v: empty prefix gives %q", p, got)
 		}
@@ -661,7 +661,7 @@ func TestExecuteWithoutToolSet(t *testing.T) {
 	p := adapters.Gemini
 	exec := run(t, hub, p, script(p,
 		scripted{name: "lab__echo", args: map[string]any{"message": "x"}},
-		scripted{name: "lab__secret", args: map[string]any{}}), &adapters.ExecOptions{Taint: []string{"web"}})
+		scripted{name: "lab__secret", args: map[string]any{}}), &adapters.ExecOptions{TurnOptions: adapters.TurnOptions{Taint: []string{"web"}}})
 	if exec.Errors[0] != nil {
 		t.Error(exec.Errors[0])
 	}
@@ -727,7 +727,7 @@ func TestCallTimeoutHookAndRequestTimeout(t *testing.T) {
 	start := time.Now()
 	// The hook is stuck until the test ends.
 	exec := run(t, hub, p, script(p, scripted{id: "h", name: "lab__text", args: map[string]any{}}),
-		&adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 500 * time.Millisecond})
+		&adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{CallTimeout: 500 * time.Millisecond}})
 	if el := time.Since(start); el > time.Minute {
 		t.Errorf("took %v", el)
 	}
@@ -739,7 +739,7 @@ func TestCallTimeoutHookAndRequestTimeout(t *testing.T) {
 	}
 
 	exec = run(t, hub, p, script(p, scripted{id: "r", name: "lab__sleep", args: map[string]any{}}),
-		&adapters.ExecOptions{ToolSet: listing.ToolSet, RequestTimeout: 500 * time.Millisecond, CallTimeout: time.Minute})
+		&adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{RequestTimeout: 500 * time.Millisecond, CallTimeout: time.Minute}})
 	if !errors.Is(exec.Errors[0], conduit.ErrTimeout) {
 		t.Fatalf("request timeout: %v", exec.Errors[0])
 	}

@@ -368,11 +368,11 @@ func TestGoldenResults(t *testing.T) {
 			}
 			takeDown(t, hub, gone)
 			response := script(p, resultsScript()...)
-			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, CallTimeout: 5 * time.Second,
+			exec, out := execute(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, NullPaths: listing.NullPaths,
 				// Web output is in the model's context: lab/secret is denied.
 				// The time limit is every call's: the sleep, which lasts
 				// until the test ends, reaches it, and no other may.
-				Taint: []string{"web"}, NullPaths: listing.NullPaths}, l.sent)
+				TurnOptions: adapters.TurnOptions{CallTimeout: 5 * time.Second, Taint: []string{"web"}}}, l.sent)
 			out.Response = response
 			wantKinds := map[string]conduit.ErrorKind{
 				"call_unknown": conduit.KindUnknownTool, "call_notobject": conduit.KindInvalidArguments,
@@ -460,7 +460,7 @@ func TestGoldenStructured(t *testing.T) {
 			)
 			byMode := map[string][]map[string]any{}
 			for _, m := range modes {
-				exec, _ := execute(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, AnswerOptions: toolcall.AnswerOptions{Structured: m.mode}}, nil)
+				exec, _ := execute(t, hub, p, response, &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{Answers: toolcall.AnswerOptions{Structured: m.mode}}}, nil)
 				byMode[m.name] = exec.Results
 			}
 			golden(t, p, "structured.golden.json", map[string]any{"response": response, "results": byMode})
@@ -500,7 +500,7 @@ func TestGoldenTools(t *testing.T) {
 				"strict_on":      {Strict: driver.StrictOn},
 				"strict_off":     {Strict: driver.StrictOff},
 			} {
-				out[name] = list(&adapters.ToolsOptions{ListingOptions: o})
+				out[name] = list(&adapters.ToolsOptions{Listing: o})
 			}
 			golden(t, p, "tools.golden.json", out)
 		})

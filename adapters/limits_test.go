@@ -70,7 +70,7 @@ func TestMaxToolCalls(t *testing.T) {
 				skip := len(l.argsOf("echo"))
 				cs, msgs := echoes(tt.calls)
 				exec := run(t, hub, p, script(p, cs...), &adapters.ExecOptions{
-					ToolSet: listing.ToolSet, Limits: tt.limits, MaxConcurrency: 8})
+					ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{Limits: tt.limits, MaxConcurrency: 8}})
 				want := slices.Clone(msgs[:tt.wantSent])
 				slices.Sort(want)
 				if got := received(l, skip); !slices.Equal(got, want) {
@@ -116,7 +116,7 @@ func TestConversationLimits(t *testing.T) {
 	hub, l, _ := labHub(t, hubOpts{noGone: true})
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
-			conv := newConv(t, hub, p, &adapters.ConversationOptions{Limits: adapters.ResponseLimits{MaxToolCalls: 2, MaxResponseBytes: 64 << 10}})
+			conv := newConv(t, hub, p, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Limits: adapters.ResponseLimits{MaxToolCalls: 2, MaxResponseBytes: 64 << 10}}})
 			skip := len(l.argsOf("echo"))
 			cs, msgs := echoes(5)
 			exec, err := conv.Execute(context.Background(), script(p, cs...))
@@ -166,7 +166,7 @@ func TestMaxResponseBytes(t *testing.T) {
 		for name, resp := range forms {
 			t.Run(p.String()+"/"+name, func(t *testing.T) {
 				before := len(l.sent())
-				o := &adapters.ExecOptions{ToolSet: listing.ToolSet, Limits: adapters.ResponseLimits{MaxResponseBytes: 2000}}
+				o := &adapters.ExecOptions{ToolSet: listing.ToolSet, TurnOptions: adapters.TurnOptions{Limits: adapters.ResponseLimits{MaxResponseBytes: 2000}}}
 				exec, err := adapters.ExecuteToolCalls(context.Background(), hub, p, resp, o)
 				if !errors.Is(err, adapters.ErrResponseTooLarge) || exec != nil {
 					t.Errorf("got %v, %v; want ErrResponseTooLarge", exec, err)
@@ -386,7 +386,7 @@ func TestMaxImageBytesOption(t *testing.T) {
 			listing := listFor(t, cl, p)
 			resp := script(p, scripted{id: "call_0", name: "media", args: map[string]any{"big": 3000, "blob": 3000}})
 			o := &adapters.ExecOptions{ToolSet: listing.ToolSet}
-			o.MaxImageBytes = 1000
+			o.Answers.MaxImageBytes = 1000
 			s := canon(run(t, cl, p, resp, o).Results[0])
 			for _, kind := range []string{"image", "resource: file:///big.png"} {
 				want := "[" + kind + " omitted: image/png, 2.9 KB, 3.9 KB in base64, over "
@@ -394,7 +394,7 @@ func TestMaxImageBytesOption(t *testing.T) {
 					t.Errorf("no placeholder %q in %.400s", want, s)
 				}
 			}
-			o.MaxImageBytes = -1
+			o.Answers.MaxImageBytes = -1
 			if n := imagesIn(p, run(t, cl, p, resp, o).Results[0]); n != 3 {
 				t.Errorf("without a limit: %d images, want 3", n)
 			}
@@ -471,7 +471,7 @@ func TestInvalidUTF8Repaired(t *testing.T) {
 					cs = append(cs, scripted{id: fmt.Sprintf("call_%d", i), name: name, args: map[string]any{}})
 				}
 				o := &adapters.ExecOptions{ToolSet: listing.ToolSet}
-				o.Structured = mode
+				o.Answers.Structured = mode
 				exec := run(t, src, p, script(p, cs...), o)
 				for i, ans := range exec.Results {
 					ok, repl := allValid(ans)
@@ -538,7 +538,7 @@ func FuzzExecuteLimits(f *testing.F) {
 		src := &countingSource{}
 		lim := adapters.ResponseLimits{MaxToolCalls: int(maxCalls%8) + 1, MaxResponseBytes: int(maxBytes) + 1}
 		exec, err := adapters.ExecuteToolCalls(context.Background(), src, p, data, &adapters.ExecOptions{
-			ToolSet: ts, MaxConcurrency: 1, Limits: lim})
+			ToolSet: ts, TurnOptions: adapters.TurnOptions{MaxConcurrency: 1, Limits: lim}})
 		if len(data) > lim.MaxResponseBytes {
 			if !errors.Is(err, adapters.ErrResponseTooLarge) || src.n.Load() != 0 {
 				t.Fatalf("a response of %d bytes over %d: %v, %d sent", len(data), lim.MaxResponseBytes, err, src.n.Load())

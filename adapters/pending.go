@@ -3,12 +3,12 @@ package adapters
 import (
 	"errors"
 	"slices"
-	"strconv"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -136,17 +136,13 @@ func (r *runner) pendingInOrder() {
 // of Resume's decisions): its ID, or ID#N (N its position from 1) when
 // its ID is empty (Gemini may send none) or not unique in the response.
 func CallKeys(calls []toolcall.Call) map[int]string {
-	seen := map[string]int{}
-	for _, c := range calls {
-		seen[c.ID]++
+	ids, pos := make([]string, len(calls)), make([]int, len(calls))
+	for k, c := range calls {
+		ids[k], pos[k] = c.ID, c.Index
 	}
 	keys := make(map[int]string, len(calls))
-	for _, c := range calls {
-		k := c.ID
-		if k == "" || seen[k] > 1 {
-			k += "#" + strconv.Itoa(c.Index+1)
-		}
-		keys[c.Index] = k
+	for k, key := range turn.Keys(ids, pos) {
+		keys[pos[k]] = key
 	}
 	return keys
 }

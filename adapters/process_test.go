@@ -54,7 +54,7 @@ func helper(mode string) int {
 		return fail(err)
 	}
 	defer hub.Close()
-	o := &adapters.ConversationOptions{Principal: "ada", State: adapters.StateOptions{Keys: [][]byte{testKey}}}
+	o := &adapters.ConversationOptions{State: adapters.StateOptions{Keys: [][]byte{testKey}}, TurnOptions: adapters.TurnOptions{Principal: "ada"}}
 	if url := os.Getenv("HELPER_REDIS"); url != "" {
 		s, err := redisstore.Open(url, nil)
 		if err != nil {

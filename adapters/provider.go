@@ -160,6 +160,19 @@ func (p Provider) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o 
 	return a
 }
 
+// Prepare renders one call's answer in the provider's shape, waiting for
+// its budget, as ExecuteToolCalls does before it shares a turn's budget:
+// measure it with Tokens, then write it once with Write. A loop that runs
+// each call on its own terms (a durable workflow) shares the turn's
+// budget with it. It is nil for an invalid provider. o may be nil.
+func (p Provider) Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) driver.Pending {
+	d, verr := p.valid()
+	if verr != nil {
+		return nil
+	}
+	return d.Prepare(c, res, err, o)
+}
+
 // Shapes describes, for people, what a provider's listing and answers
 // look like, as `conduit demo` shows them.
 type Shapes struct {

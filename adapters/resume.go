@@ -18,6 +18,7 @@ import (
 	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/conduitmcp/conduit/store/once"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -416,7 +417,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 		case once.Unknown:
 			err := &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool, Err: ErrDecidedElsewhere,
 				Message: "The call to " + p.Name + " was decided by another resumption of this conversation, which has not recorded its outcome: whether it was made is unknown, and it was not made again."}
-			exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.AnswerOptions)
+			exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.Answers)
 			exec.Errors[i], res.settled[i] = err, true
 			continue
 		}
@@ -435,7 +436,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			}
 			continue
 		}
-		exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.AnswerOptions)
+		exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.Answers)
 		exec.Errors[i], res.settled[i] = err, true
 		c.record(ctx, ticket, exec, i, false)
 	}
@@ -489,34 +490,35 @@ type resumed struct {
 // an error for a decision that names no pending call, or that allows one
 // without answering what its server asked.
 func (t *pausedTurn) decided(decisions map[string]Ruling) ([]int, map[int]*conduit.Input, error) {
-	byID := map[string]int{}
-	var ids []string
+	var at []int
+	var waiting []turn.Waiting
 	for i, tc := range t.calls {
 		if tc.pending != nil {
-			byID[tc.pending.ID] = i
-			ids = append(ids, tc.pending.ID)
+			at = append(at, i)
+			waiting = append(waiting, turn.Waiting{Key: tc.pending.ID, Input: tc.pending.Input})
 		}
 	}
-	var out []int
-	inputs := map[int]*conduit.Input{}
-	for id, dec := range decisions {
-		i, ok := byID[id]
-		if !ok {
-			return nil, nil, fmt.Errorf("adapters: no pending call has the id %q (pending: %s)", id, strings.Join(ids, ", "))
-		}
-		out = append(out, i)
-		in := t.calls[i].pending.Input
-		if !dec.Allow || in == nil {
-			continue
-		}
-		merged := in.WithResponses(dec.Input)
-		if missing := merged.Missing(); len(missing) > 0 {
-			return nil, nil, fmt.Errorf("adapters: the decision allowing %q answers none of its server's requests %s (adapters.Ruling.Input)", id, strings.Join(missing, ", "))
-		}
-		inputs[i] = merged
+	ds := make(map[string]turn.Decision, len(decisions))
+	for id, d := range decisions {
+		ds[id] = turn.Decision{Allow: d.Allow, Input: d.Input}
 	}
-	slices.Sort(out)
-	return out, inputs, nil
+	decided, inputs, err := turn.Decide(waiting, ds)
+	var unknown *turn.UnknownError
+	if errors.As(err, &unknown) {
+		return nil, nil, fmt.Errorf("adapters: no pending call has the id %q (pending: %s)", unknown.Key, strings.Join(unknown.Waiting, ", "))
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("adapters: %w", err)
+	}
+	out := make([]int, len(decided))
+	byCall := make(map[int]*conduit.Input, len(inputs))
+	for k, w := range decided {
+		out[k] = at[w]
+		if in, ok := inputs[w]; ok {
+			byCall[at[w]] = in
+		}
+	}
+	return out, byCall, nil
 }
 
 // callOf is the call at position i of the turn, as its answer names it,
@@ -591,7 +593,7 @@ func (c *Conversation) localTool(server, name string) *conduit.Tool {
 // before this Resume's calls (conduit's answers to calls that did not
 // resolve aside, as in a turn answered at once), and the calls of t still
 // pending once they are done.
-func (c *Conversation) turnSoFar(t *pausedTurn, res *resumed, exec *Execution, send []toolcall.Call, fresh, offered *conduit.ToolSet) (before []written, waiting []toolcall.Call) {
+func (c *Conversation) turnSoFar(t *pausedTurn, res *resumed, exec *Execution, send []toolcall.Call, fresh, offered *conduit.ToolSet) (before []turn.Written, waiting []toolcall.Call) {
 	sending := make(map[int]bool, len(send))
 	for _, call := range send {
 		sending[call.Index] = true
@@ -601,12 +603,12 @@ func (c *Conversation) turnSoFar(t *pausedTurn, res *resumed, exec *Execution, s
 		_, again := res.again[i]
 		switch {
 		case res.settled[i]: // decided now, answered without being sent
-			before = append(before, written{exec.demand(i), exec.Budgets[i].Kept})
+			before = append(before, turn.Written{Demand: exec.demand(i), Kept: exec.Budgets[i].Kept})
 		case sending[i] && !again:
 		case tc.pending != nil:
 			waiting = append(waiting, c.callOf(i, tc, fresh, offered))
 		case tc.server != "":
-			before = append(before, written{tc.demand, tc.budget.Kept})
+			before = append(before, turn.Written{Demand: tc.demand, Kept: tc.budget.Kept})
 		}
 	}
 	return before, waiting

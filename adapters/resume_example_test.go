@@ -24,7 +24,7 @@ func ExampleResumeConversation() {
 	hub := weatherHubApproving(conduit.NewPolicy(conduit.Allow("weather/get_*"), conduit.Ask("weather/*")),
 		conduit.DeferAll("waiting for the user"))
 	defer hub.Close()
-	opts := &adapters.ConversationOptions{Principal: "ada", State: adapters.StateOptions{Keys: stateKeys}}
+	opts := &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Principal: "ada"}, State: adapters.StateOptions{Keys: stateKeys}}
 
 	// The first request: the model's response, as the API sent it.
 	response := adaptertest.FakeOf(adapters.Anthropic).Response("",
@@ -100,7 +100,7 @@ func ExampleReadState() {
 	hub := weatherHubApproving(conduit.NewPolicy(conduit.Ask("weather/*")), conduit.DeferAll("waiting for the user"))
 	defer hub.Close()
 	conv, err := adapters.NewConversation(ctx, hub, adapters.Gemini, &adapters.ConversationOptions{
-		Principal: "ada", State: adapters.StateOptions{Keys: stateKeys}})
+		State: adapters.StateOptions{Keys: stateKeys}, TurnOptions: adapters.TurnOptions{Principal: "ada"}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func memoryStore(t *testing.T) store.Store {
 // stateOpts are conversation options that save state with testKey and
 // claim in s (nil: the process's).
 func stateOpts(s store.Claims) *adapters.ConversationOptions {
-	return &adapters.ConversationOptions{Principal: "ada", CallTimeout: 10 * time.Second,
+	return &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Principal: "ada", CallTimeout: 10 * time.Second},
 		State: adapters.StateOptions{Keys: [][]byte{testKey}, Claims: s}}
 }
 
@@ -418,7 +418,7 @@ func TestResumeTurnBudget(t *testing.T) {
 	servers := func() []conduit.Server { return []conduit.Server{{ID: "free"}, {ID: "asked"}} }
 	opts := func() *adapters.ConversationOptions {
 		o := stateOpts(store.NewMemory())
-		o.MaxResultTokens, o.Budget.MaxTurnTokens = perResult, perTurn
+		o.Answers.MaxResultTokens, o.Budget.MaxTurnTokens = perResult, perTurn
 		return o
 	}
 	kept := func(bs []toolcall.Budgeted) (n int) {
@@ -570,7 +570,7 @@ func TestResumeReadTool(t *testing.T) {
 				opts := func(keeper adapters.Keeper) *adapters.ConversationOptions {
 					o := stateOpts(nil)
 					o.Read = adapters.ReadOptions{On: true, Keeper: keeper}
-					o.MaxResultTokens = 1000
+					o.Answers.MaxResultTokens = 1000
 					if search != "none" {
 						o.Search = adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: search == "conduit", AlwaysLoaded: []string{"r/report", "asked/report"}}
 					}

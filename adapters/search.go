@@ -177,7 +177,7 @@ func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver.P
 	if so.Mode != SearchAuto && so.Mode != SearchOn && so.Mode != SearchOff {
 		return fmt.Errorf("adapters: invalid search mode %v", so.Mode)
 	}
-	if o.CodeMode.On {
+	if o.Listing.CodeMode.On {
 		return c.listCode(ctx, ts, o)
 	}
 	loaded, err := alwaysLoaded(ts, so.AlwaysLoaded)
@@ -186,7 +186,7 @@ func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver.P
 	}
 	read, notes := c.readTool(ts, o)
 	var why string
-	search := so.Mode == SearchOn || (so.Mode == SearchAuto && exceeds(ts, d, &o.ListingOptions, so))
+	search := so.Mode == SearchOn || (so.Mode == SearchAuto && exceeds(ts, d, &o.Listing, so))
 	_, native := d.(driver.Searcher)
 	if search && (so.Conduit || !native) {
 		// conduit's own search, when it can be offered.
@@ -206,7 +206,7 @@ func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver.P
 	if search && why == "" {
 		return c.listNative(ctx, ts, d, o, loaded, read, notes)
 	}
-	listing, err := listToolSet(ctx, ts.With(read...), c.p, &o.ListingOptions)
+	listing, err := listToolSet(ctx, ts.With(read...), c.p, &o.Listing, o.Trace, o.Logger)
 	if err != nil {
 		return err
 	}
@@ -272,14 +272,14 @@ func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d dr
 	}
 	lts := conduit.ToolSetOf(append(slices.Clip(loaded), extra...)...)
 	ts = ts.With(extra...)
-	lo := o.ListingOptions.toDriver()
+	lo := o.Listing.toDriver()
 	lo.SearchRegex = o.Search.Regex
 	s, err := native.SearchTools(lts, ts, lo)
 	if err != nil {
 		return fmt.Errorf("adapters: %s's tool search: %w", c.p, err)
 	}
 	l := &Listing{Tools: s.Tools, ToolSet: ts, Warnings: append(append(serverWarnings(ts), s.Warnings...), notes...), SearchTool: s.SearchTool, Deferred: deferredNames(ts, lts)}
-	traceFallbacks(ctx, &o.ListingOptions, l.strict(c.p, ts, lo))
+	traceFallbacks(ctx, o.Trace, o.Logger, l.strict(c.p, ts, lo))
 	c.setListing(l)
 	return nil
 }
@@ -291,7 +291,7 @@ func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d d
 	if limit <= 0 {
 		limit = DefaultSearchLimit
 	}
-	s := &searcher{p: c.p, d: d, lo: o.ListingOptions, all: ts, limit: min(limit, MaxSearchLimit),
+	s := &searcher{p: c.p, d: d, lo: o.Listing, all: ts, limit: min(limit, MaxSearchLimit),
 		shown: map[*conduit.Tool]bool{}, reported: map[string]bool{}, notes: notes}
 	s.lo.cacheTool = SearchToolName
 	s.tool = &conduit.LocalTool{Tool: tool, Answer: func(ctx context.Context, call *conduit.Call) (*mcp.CallToolResult, error) {
@@ -317,7 +317,7 @@ func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d d
 	c.o.locals = append(c.o.locals, s.tool)
 	l, fallbacks := s.listing()
 	c.setListing(l)
-	traceFallbacks(ctx, &s.lo, fallbacks)
+	traceFallbacks(ctx, c.o.Trace, c.o.Logger, fallbacks)
 	return nil
 }
 
@@ -426,7 +426,7 @@ func (c *Conversation) reveal(ctx context.Context, found []*conduit.Tool) []stri
 		c.o.ToolSet, c.o.NullPaths = l.ToolSet, l.NullPaths
 	}
 	c.mu.Unlock()
-	traceFallbacks(ctx, &s.lo, fallbacks)
+	traceFallbacks(ctx, c.o.Trace, c.o.Logger, fallbacks)
 	return added
 }
 

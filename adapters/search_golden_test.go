@@ -42,7 +42,7 @@ func TestGoldenSearchTools(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			hub, _, _ := labHub(t, hubOpts{})
 			out := map[string]searchListed{}
-			o := adapters.ConversationOptions{ListingOptions: adapters.ListingOptions{CacheLast: true},
+			o := adapters.ConversationOptions{Listing: adapters.ListingOptions{CacheLast: true},
 				Search: adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: true, AlwaysLoaded: []string{"lab/echo"}, Limit: 2}}
 			conv := newConv(t, hub, p, &o)
 			out["conduit_turn_1"] = recordSearch(conv, nil)

@@ -20,7 +20,7 @@ func TestSearchRevealOrder(t *testing.T) {
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
 			opts := func(conc int) *adapters.ConversationOptions {
-				return &adapters.ConversationOptions{MaxConcurrency: conc,
+				return &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{MaxConcurrency: conc},
 					Search: adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: true, AlwaysLoaded: []string{"db/query"}, Limit: 3}}
 			}
 			// One search a turn: the order the property is defined by.
@@ -131,7 +131,7 @@ func TestSearchRevealedCarried(t *testing.T) {
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
 			so := adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: true, AlwaysLoaded: []string{"db/query"}, Limit: 2}
-			first := newConv(t, hub, p, &adapters.ConversationOptions{Principal: "guest", Search: so})
+			first := newConv(t, hub, p, &adapters.ConversationOptions{Search: so, TurnOptions: adapters.TurnOptions{Principal: "guest"}})
 			for i, q := range []string{"kubernetes pods", "slack message"} {
 				if _, err := first.Execute(ctx, script(p, scripted{id: fmt.Sprintf("s%d", i), name: "search_tools", args: map[string]any{"query": q}})); err != nil {
 					t.Fatal(err)
@@ -142,7 +142,7 @@ func TestSearchRevealedCarried(t *testing.T) {
 				t.Fatalf("revealed %v", revealed)
 			}
 			so.Revealed = append(slices.Clone(revealed), "db__query", revealed[0], "db__drop_database", "nope__nothing")
-			next := newConv(t, hub, p, &adapters.ConversationOptions{Principal: "guest", Search: so})
+			next := newConv(t, hub, p, &adapters.ConversationOptions{Search: so, TurnOptions: adapters.TurnOptions{Principal: "guest"}})
 			if canon(next.Tools()) != canon(first.Tools()) {
 				t.Errorf("carried: %v, want %v", toolNames(next.Tools()), toolNames(first.Tools()))
 			}

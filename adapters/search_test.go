@@ -211,9 +211,7 @@ func TestSearchNativeListing(t *testing.T) {
 	// Anthropic: loaded, the search tool (BM25 or regex), then every
 	// other tool deferred; the cache mark on the search tool.
 	for _, regex := range []bool{false, true} {
-		conv := newConv(t, hub, adapters.Anthropic, &adapters.ConversationOptions{
-			ListingOptions: adapters.ListingOptions{CacheLast: true},
-			Search:         adapters.SearchOptions{Regex: regex, AlwaysLoaded: []string{"slack/post_message"}}})
+		conv := newConv(t, hub, adapters.Anthropic, &adapters.ConversationOptions{Listing: adapters.ListingOptions{CacheLast: true}, Search: adapters.SearchOptions{Regex: regex, AlwaysLoaded: []string{"slack/post_message"}}})
 		tools := conv.Tools()
 		if len(tools) != 43 || tools[0]["name"] != "slack__post_message" || tools[0]["defer_loading"] != nil {
 			t.Fatalf("regex %v: %d tools, first %v", regex, len(tools), tools[0])
@@ -258,9 +256,7 @@ func TestSearchConduitLoop(t *testing.T) {
 		t.Run(p.String(), func(t *testing.T) {
 			hub, cat := catalogHub(t, hubOpts{})
 			ctx := context.Background()
-			conv := newConv(t, hub, p, &adapters.ConversationOptions{
-				ListingOptions: adapters.ListingOptions{CacheLast: true},
-				Search:         adapters.SearchOptions{Conduit: true, Limit: 3}})
+			conv := newConv(t, hub, p, &adapters.ConversationOptions{Listing: adapters.ListingOptions{CacheLast: true}, Search: adapters.SearchOptions{Conduit: true, Limit: 3}})
 			first := conv.Tools()
 			if got := toolNames(first); !slices.Equal(got, []string{"search_tools"}) {
 				t.Fatalf("turn 1 lists %v", got)
@@ -385,8 +381,9 @@ func TestSearchNeverFindsHidden(t *testing.T) {
 	queries := append([]string{"delete", "drop database", "delete file", "delete repository", "kubectl delete", strings.Join(words, " ")}, words...)
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
-			opts := &adapters.ConversationOptions{Principal: "guest",
-				Search: adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: true, Limit: adapters.MaxSearchLimit}}
+			opts := &adapters.ConversationOptions{
+				Search: adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: true, Limit: adapters.MaxSearchLimit}, TurnOptions: adapters.TurnOptions{Principal: "guest"},
+			}
 			conv := newConv(t, hub, p, opts)
 			var calls []scripted
 			for i, q := range queries {
@@ -430,8 +427,9 @@ func TestSearchNeverFindsHidden(t *testing.T) {
 			}
 			// The provider's own search is offered only what the guest may
 			// see, too.
-			native := newConv(t, hub, p, &adapters.ConversationOptions{Principal: "guest",
-				Search: adapters.SearchOptions{Mode: adapters.SearchOn}})
+			native := newConv(t, hub, p, &adapters.ConversationOptions{
+				Search: adapters.SearchOptions{Mode: adapters.SearchOn}, TurnOptions: adapters.TurnOptions{Principal: "guest"},
+			})
 			nl := native.Listing()
 			for _, h := range hidden {
 				if _, ok := nl.ToolSet.Lookup(h); ok || slices.Contains(nl.Deferred, h) {
@@ -463,7 +461,7 @@ func TestSearchGoverned(t *testing.T) {
 	})
 	p := adapters.Gemini
 	// Asked, and rejected: nothing is revealed.
-	careful := newConv(t, hub, p, &adapters.ConversationOptions{Principal: "careful"})
+	careful := newConv(t, hub, p, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Principal: "careful"}})
 	exec, err := careful.Execute(ctx, script(p, scripted{id: "s1", name: "search_tools", args: map[string]any{"query": "pods"}}))
 	if err != nil {
 		t.Fatal(err)
@@ -580,9 +578,7 @@ func TestSearchStablePrefix(t *testing.T) {
 // checkPrefix runs queries, one a turn, and checks the property.
 func checkPrefix(t testing.TB, src conduit.Source, p adapters.Provider, conduitSearch bool, queries []string, limit int) {
 	t.Helper()
-	conv := newConv(t, src, p, &adapters.ConversationOptions{
-		ListingOptions: adapters.ListingOptions{CacheLast: true},
-		Search:         adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: conduitSearch, AlwaysLoaded: []string{"db/*"}, Limit: limit}})
+	conv := newConv(t, src, p, &adapters.ConversationOptions{Listing: adapters.ListingOptions{CacheLast: true}, Search: adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: conduitSearch, AlwaysLoaded: []string{"db/*"}, Limit: limit}})
 	prev := conv.Tools()
 	for i, q := range queries {
 		name := "search_tools"
@@ -618,9 +614,7 @@ func FuzzSearchPrefix(f *testing.F) {
 			qs = qs[:8]
 		}
 		for _, p := range adapters.Providers() {
-			conv := newConv(t, hub, p, &adapters.ConversationOptions{Principal: "guest",
-				ListingOptions: adapters.ListingOptions{CacheLast: true},
-				Search:         adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: true, Limit: int(limit)}})
+			conv := newConv(t, hub, p, &adapters.ConversationOptions{Listing: adapters.ListingOptions{CacheLast: true}, Search: adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: true, Limit: int(limit)}, TurnOptions: adapters.TurnOptions{Principal: "guest"}})
 			prev := conv.Tools()
 			for i, q := range qs {
 				if _, err := conv.Execute(context.Background(), script(p, scripted{id: fmt.Sprintf("s%d", i), name: "search_tools",
@@ -667,7 +661,7 @@ func TestSearchTracesFallbacks(t *testing.T) {
 	var conv *adapters.Conversation
 	var traced []string
 	o := &adapters.ConversationOptions{
-		ListingOptions: adapters.ListingOptions{Trace: &adapters.Trace{StrictFallback: func(i adapters.StrictFallbackInfo) {
+		TurnOptions: adapters.TurnOptions{Trace: &adapters.Trace{StrictFallback: func(i adapters.StrictFallbackInfo) {
 			traced = append(traced, i.Tool)
 			if conv != nil {
 				conv.Tools() // must not deadlock

@@ -14,6 +14,7 @@ import (
 	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/internal/seal"
+	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -506,14 +507,7 @@ func (st *stateV1) check() error {
 
 // kindOf is the conduit.ErrorKind named name, as ErrorKind.String writes
 // it.
-func kindOf(name string) (conduit.ErrorKind, bool) {
-	for k := conduit.ErrorKind(0); k < 64; k++ {
-		if k.String() == name {
-			return k, true
-		}
-	}
-	return 0, false
-}
+func kindOf(name string) (conduit.ErrorKind, bool) { return turn.Kind(name) }
 
 func knownKind(name string) bool {
 	_, ok := kindOf(name)

@@ -348,7 +348,7 @@ func (s *Stream) Close() (*Streamed, error) {
 		i := c.Index
 		if c.Err != nil {
 			exec.Errors[i] = c.Err
-			exec.Results[i], exec.Budgets[i] = write(s.d, c, nil, c.Err, &s.o.AnswerOptions)
+			exec.Results[i], exec.Budgets[i] = write(s.d, c, nil, c.Err, &s.o.Answers)
 			continue
 		}
 		exec.Calls = append(exec.Calls, c)

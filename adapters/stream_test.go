@@ -189,7 +189,7 @@ func TestStreamHostile(t *testing.T) {
 					head = append(head, rest[:bytes.Index(rest, []byte("\n\n"))+2]...)
 				}
 				src := &endless{head: head, delta: []byte("data: " + deltas[p.String()] + "\n\n")}
-				o := &adapters.ExecOptions{Limits: adapters.ResponseLimits{MaxResponseBytes: limit}}
+				o := &adapters.ExecOptions{TurnOptions: adapters.TurnOptions{Limits: adapters.ResponseLimits{MaxResponseBytes: limit}}}
 				st, err := adapters.ExecuteStream(context.Background(), hub, p, src, o, nil)
 				if !errors.Is(err, adapters.ErrResponseTooLarge) {
 					t.Fatalf("err %v, want ErrResponseTooLarge", err)
@@ -221,7 +221,7 @@ func TestStreamTooManyCalls(t *testing.T) {
 	}
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
-			o := &adapters.ExecOptions{Limits: adapters.ResponseLimits{MaxToolCalls: 2}}
+			o := &adapters.ExecOptions{TurnOptions: adapters.TurnOptions{Limits: adapters.ResponseLimits{MaxToolCalls: 2}}}
 			st, err := adapters.ExecuteStream(context.Background(), hub, p, bytes.NewReader(joined(streamOf(t, p, "", calls...))), o,
 				&adapters.StreamOptions{Started: func(toolcall.Call) { sent.Add(1) }})
 			if err != nil {
@@ -253,7 +253,7 @@ func TestStreamHalt(t *testing.T) {
 	for _, p := range adapters.Providers() {
 		t.Run(p.String(), func(t *testing.T) {
 			calls := []toolcall.Raw{weatherCalls[1], weatherCalls[0], weatherCalls[2]}
-			s, err := adapters.NewStream(context.Background(), hub, p, &adapters.ExecOptions{MaxConcurrency: 1}, nil)
+			s, err := adapters.NewStream(context.Background(), hub, p, &adapters.ExecOptions{TurnOptions: adapters.TurnOptions{MaxConcurrency: 1}}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,7 +15,12 @@ type ToolsOptions struct {
 	// for them.
 	Principal string
 	Taint     []string
-	ListingOptions
+	// Listing says how the tools are written for the provider.
+	Listing ListingOptions
+	// Trace, when set, is told of strict-mode fallbacks; Logger, when
+	// set, logs them.
+	Trace  *Trace
+	Logger *slog.Logger
 }
 
 // ListingOptions say how a provider's tool definitions are written. The
@@ -29,10 +34,6 @@ type ListingOptions struct {
 	// Strict, for OpenAI, is the strict-mode choice (default
 	// driver.StrictAuto).
 	Strict driver.StrictMode
-	// Trace, when set, is told of listing events.
-	Trace *Trace
-	// Logger, when set, logs listing events.
-	Logger *slog.Logger
 	// CodeMode, when On, offers run_code, whose description declares the
 	// tools in TypeScript, instead of the tools (beside them with
 	// Direct); see CodeModeOptions. Off by default.
@@ -109,7 +110,7 @@ func Tools(ctx context.Context, src conduit.Source, p Provider, o *ToolsOptions)
 	if o == nil {
 		o = &ToolsOptions{}
 	}
-	if o.CodeMode.On {
+	if o.Listing.CodeMode.On {
 		if err := checkCodeMode(src, o.Principal, o.Taint); err != nil {
 			return nil, err
 		}
@@ -118,16 +119,18 @@ func Tools(ctx context.Context, src conduit.Source, p Provider, o *ToolsOptions)
 	if err != nil {
 		return nil, err
 	}
-	return listToolSet(ctx, ts, p, &o.ListingOptions)
+	return listToolSet(ctx, ts, p, &o.Listing, o.Trace, o.Logger)
 }
 
-// ListToolSet is Tools over a tool set already at hand. o may be nil.
+// ListToolSet is Tools over a tool set already at hand; its strict-mode
+// fallbacks are in the Listing only. o may be nil.
 func ListToolSet(ts *conduit.ToolSet, p Provider, o *ListingOptions) (*Listing, error) {
-	return listToolSet(context.Background(), ts, p, o)
+	return listToolSet(context.Background(), ts, p, o, nil, nil)
 }
 
-// listToolSet is ListToolSet in ctx, which Trace is given.
-func listToolSet(ctx context.Context, ts *conduit.ToolSet, p Provider, o *ListingOptions) (*Listing, error) {
+// listToolSet is ListToolSet in ctx, which tr is given with the
+// fallbacks that lg logs.
+func listToolSet(ctx context.Context, ts *conduit.ToolSet, p Provider, o *ListingOptions, tr *Trace, lg *slog.Logger) (*Listing, error) {
 	d, err := p.valid()
 	if err != nil {
 		return nil, err
@@ -142,7 +145,7 @@ func listToolSet(ctx context.Context, ts *conduit.ToolSet, p Provider, o *Listin
 	}
 	lo := o.toDriver()
 	l := &Listing{Tools: d.Tools(ts, lo), ToolSet: ts, Warnings: append(serverWarnings(ts), d.Check(ts)...)}
-	traceFallbacks(ctx, o, l.strict(p, ts, lo))
+	traceFallbacks(ctx, tr, lg, l.strict(p, ts, lo))
 	return l, nil
 }
 
@@ -194,15 +197,15 @@ func serverWarnings(ts *conduit.ToolSet) []toolcall.Warning {
 	return ws
 }
 
-// traceFallbacks tells the listing's Trace and Logger of strict-mode
-// fallbacks; ctx is the listing's.
-func traceFallbacks(ctx context.Context, o *ListingOptions, fallbacks []fallback) {
+// traceFallbacks tells tr and lg of strict-mode fallbacks; ctx is the
+// listing's.
+func traceFallbacks(ctx context.Context, tr *Trace, lg *slog.Logger, fallbacks []fallback) {
 	for _, f := range fallbacks {
-		if o.Trace != nil && o.Trace.StrictFallback != nil {
-			o.Trace.StrictFallback(StrictFallbackInfo{Tool: f.tool, Err: f.err, Context: ctx})
+		if tr != nil && tr.StrictFallback != nil {
+			tr.StrictFallback(StrictFallbackInfo{Tool: f.tool, Err: f.err, Context: ctx})
 		}
-		if o.Logger != nil {
-			o.Logger.Info("conduit: strict mode fallback", "tool", f.tool, "err", f.err)
+		if lg != nil {
+			lg.Info("conduit: strict mode fallback", "tool", f.tool, "err", f.err)
 		}
 	}
 }

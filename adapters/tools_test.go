@@ -79,12 +79,12 @@ func TestStrictFallbackEvent(t *testing.T) {
 	hub, _, _ := labHub(t, hubOpts{noGone: true})
 	var events []string
 	var logs bytes.Buffer
-	o := &adapters.ToolsOptions{ListingOptions: adapters.ListingOptions{Trace: &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
+	o := &adapters.ToolsOptions{Trace: &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
 		if !errors.Is(f.Err, openai.ErrNotStrict) {
 			t.Errorf("fallback error %v", f.Err)
 		}
 		events = append(events, f.Tool)
-	}}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
+	}}, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	for _, p := range []adapters.Provider{adapters.OpenAIChat, adapters.OpenAIResponses} {
 		events = nil
 		l, err := adapters.Tools(context.Background(), hub, p, o)
@@ -102,13 +102,13 @@ func TestStrictFallbackEvent(t *testing.T) {
 	// other providers.
 	events = nil
 	for _, s := range []driver.StrictMode{driver.StrictOn, driver.StrictOff} {
-		o.Strict = s
+		o.Listing.Strict = s
 		l, _ := adapters.Tools(context.Background(), hub, adapters.OpenAIChat, o)
 		if s == driver.StrictOn && !slices.Equal(l.Excluded, []string{"lab__pick"}) {
 			t.Errorf("excluded %v", l.Excluded)
 		}
 	}
-	o.Strict = driver.StrictAuto
+	o.Listing.Strict = driver.StrictAuto
 	adapters.Tools(context.Background(), hub, adapters.Anthropic, o)
 	if events != nil {
 		t.Errorf("events %v", events)

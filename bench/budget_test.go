@@ -80,7 +80,7 @@ func answered(t testing.TB, p adapters.Provider, res *mcp.CallToolResult, o tool
 		Tools: []*mcp.Tool{{Name: "t", InputSchema: map[string]any{"type": "object"}}}})
 	f := adaptertest.FakeOf(p)
 	exec, err := adapters.ExecuteToolCalls(context.Background(), sameResult{res}, p, f.Response("", toolcall.Raw{ID: "call_1", Name: "s__t", Args: map[string]any{}}),
-		&adapters.ExecOptions{ToolSet: ts, AnswerOptions: o, Budget: adapters.BudgetOptions{MaxTurnTokens: -1}})
+		&adapters.ExecOptions{ToolSet: ts, TurnOptions: adapters.TurnOptions{Answers: o, Budget: adapters.BudgetOptions{MaxTurnTokens: -1}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func BenchmarkBudget(b *testing.B) {
 		name string
 		o    adapters.ExecOptions
 	}{
-		{"whole", adapters.ExecOptions{ToolSet: ts, AnswerOptions: toolcall.AnswerOptions{MaxResultTokens: -1}, Budget: adapters.BudgetOptions{MaxTurnTokens: -1}}},
+		{"whole", adapters.ExecOptions{ToolSet: ts, TurnOptions: adapters.TurnOptions{Answers: toolcall.AnswerOptions{MaxResultTokens: -1}, Budget: adapters.BudgetOptions{MaxTurnTokens: -1}}}},
 		{"cut", adapters.ExecOptions{ToolSet: ts}},
 	} {
 		b.Run("provider=anthropic-turn-of-4/budget="+budget.name, func(b *testing.B) {

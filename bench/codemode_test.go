@@ -114,14 +114,15 @@ func TestCodeModeFootprint(t *testing.T) {
 		raws[i] = toolcall.Raw{ID: "r" + strconv.Itoa(i), Name: "corpus__read_doc", Args: map[string]any{"id": i}}
 	}
 	reads, err := adapters.ExecuteToolCalls(ctx, hub, p, adaptertest.FakeOf(p).Response("", raws...),
-		&adapters.ExecOptions{ToolSet: direct.ToolSet, AnswerOptions: toolcall.AnswerOptions{MaxResultTokens: -1}, Budget: adapters.BudgetOptions{MaxTurnTokens: -1},
-			Limits: adapters.ResponseLimits{MaxToolCalls: 1000}})
+		&adapters.ExecOptions{ToolSet: direct.ToolSet, TurnOptions: adapters.TurnOptions{
+			Answers: toolcall.AnswerOptions{MaxResultTokens: -1}, Budget: adapters.BudgetOptions{MaxTurnTokens: -1},
+			Limits: adapters.ResponseLimits{MaxToolCalls: 1000}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	oneBytes, oneTokens := count(append(list.Results, reads.Results...))
 	// Code mode: one run_code call.
-	code, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{ListingOptions: adapters.ListingOptions{CodeMode: adapters.CodeModeOptions{On: true}}})
+	code, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{Listing: adapters.ListingOptions{CodeMode: adapters.CodeModeOptions{On: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}

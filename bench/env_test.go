@@ -125,7 +125,7 @@ func newEnvWith(tb testing.TB, kind transportKind, edit func(*conduit.Options)) 
 	// The governed call shapes its result for a model, as a program that
 	// hands it to one does (0.1 did it in the pipeline).
 	e.copts, e.shape = &conduit.CallOptions{ToolSet: e.listing.ToolSet, Principal: principal}, true
-	e.eopts = &adapters.ExecOptions{ToolSet: e.listing.ToolSet, Principal: principal, NullPaths: e.listing.NullPaths}
+	e.eopts = &adapters.ExecOptions{ToolSet: e.listing.ToolSet, NullPaths: e.listing.NullPaths, TurnOptions: adapters.TurnOptions{Principal: principal}}
 
 	// Both paths must work, and the governance must run, before anything
 	// is timed.

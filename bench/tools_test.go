@@ -26,7 +26,7 @@ func BenchmarkTools(b *testing.B) {
 	}
 	defer hub.Close()
 	for _, p := range []adapters.Provider{adapters.OpenAIChat, adapters.OpenAIResponses, adapters.Anthropic, adapters.Gemini} {
-		opts := &adapters.ToolsOptions{ListingOptions: adapters.ListingOptions{CacheLast: p == adapters.Anthropic}, Principal: principal}
+		opts := &adapters.ToolsOptions{Listing: adapters.ListingOptions{CacheLast: p == adapters.Anthropic}, Principal: principal}
 		list := func() *adapters.Listing {
 			l, err := adapters.Tools(ctx, hub, p, opts)
 			if err != nil {

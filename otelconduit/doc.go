@@ -8,7 +8,7 @@
 //		Policy: p, Trace: tel.Trace(),
 //	})
 //	conv, err := adapters.NewConversation(ctx, hub, adapters.OpenAIChat, &adapters.ConversationOptions{
-//		ListingOptions: adapters.ListingOptions{Trace: tel.AdaptersTrace()},
+//		TurnOptions: adapters.TurnOptions{Trace: tel.AdaptersTrace()},
 //	})
 //	// each turn: conv.Tools() into the request, conv.Execute(ctx, response) for the answers
 //

@@ -52,9 +52,7 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer hub.Close()
-	conv, err := adapters.NewConversation(ctx, hub, adapters.Anthropic, &adapters.ConversationOptions{
-		ListingOptions: adapters.ListingOptions{Trace: tel.AdaptersTrace()},
-	})
+	conv, err := adapters.NewConversation(ctx, hub, adapters.Anthropic, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Trace: tel.AdaptersTrace()}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -171,7 +171,7 @@ func (t *Telemetry) Trace() *conduit.Trace {
 }
 
 // AdaptersTrace returns the hooks to set as a listing's
-// adapters.ListingOptions.Trace: a strict-mode fallback, and a result
+// adapters.TurnOptions.Trace: a strict-mode fallback, and a result
 // over the budget's warning threshold or cut, become events of the span
 // in the listing's (the Execute's) context (the caller's own, such as an
 // agent turn's), or of a span of their own when that context has none

@@ -514,7 +514,7 @@ func TestStrictFallbackEvent(t *testing.T) {
 	tel := s.telemetry(t, otelconduit.Options{})
 	hub := newHub(t, []conduit.Server{{ID: "t", Transport: ct}}, &conduit.Options{Policy: conduit.AllowAll(), Trace: tel.Trace()})
 	ctx, turn := s.tp.Tracer("test").Start(context.Background(), "turn")
-	listing, err := adapters.Tools(ctx, hub, adapters.OpenAIChat, &adapters.ToolsOptions{ListingOptions: adapters.ListingOptions{Trace: tel.AdaptersTrace()}})
+	listing, err := adapters.Tools(ctx, hub, adapters.OpenAIChat, &adapters.ToolsOptions{Trace: tel.AdaptersTrace()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,8 +548,8 @@ func TestResultBudgetEvent(t *testing.T) {
 	t.Cleanup(func() { ss.Close() })
 	tel := s.telemetry(t, otelconduit.Options{})
 	hub := newHub(t, []conduit.Server{{ID: "t", Transport: ct}}, &conduit.Options{Policy: conduit.AllowAll()})
-	o := &adapters.ExecOptions{Trace: tel.AdaptersTrace()}
-	o.MaxResultTokens = 500
+	o := &adapters.ExecOptions{TurnOptions: adapters.TurnOptions{Trace: tel.AdaptersTrace()}}
+	o.Answers.MaxResultTokens = 500
 	ctx, turn := s.tp.Tracer("test").Start(context.Background(), "turn")
 	_, err = adapters.ExecuteToolCalls(ctx, hub, adapters.OpenAIChat,
 		`{"choices": [{"message": {"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "t__log", "arguments": "{}"}}]}}]}`, o)

@@ -21,10 +21,10 @@ func TestAnthropicToolDefinitions(t *testing.T) {
 	k := newKit(t)
 	for _, o := range []*adapters.ToolsOptions{
 		{},
-		{ListingOptions: adapters.ListingOptions{CacheLast: true}},
-		{ListingOptions: adapters.ListingOptions{CacheLast: true, CacheTTL: "1h"}},
+		{Listing: adapters.ListingOptions{CacheLast: true}},
+		{Listing: adapters.ListingOptions{CacheLast: true, CacheTTL: "1h"}},
 	} {
-		t.Run(fmt.Sprintf("CacheLast=%v,CacheTTL=%q", o.CacheLast, o.CacheTTL), func(t *testing.T) {
+		t.Run(fmt.Sprintf("CacheLast=%v,CacheTTL=%q", o.Listing.CacheLast, o.Listing.CacheTTL), func(t *testing.T) {
 			l := k.list(t, adapters.Anthropic, o)
 			for i, def := range l.Tools {
 				name, _ := def["name"].(string)
@@ -40,11 +40,11 @@ func TestAnthropicToolDefinitions(t *testing.T) {
 					t.Errorf("%s: description sent %v, ToolParam.Description set %v", what, has, p.Description.Valid())
 				}
 				last := i == len(l.Tools)-1
-				if got := p.CacheControl.Type != "" && def["cache_control"] != nil; got != (last && o.CacheLast) {
-					t.Errorf("%s: cache_control set = %v, want %v", what, got, last && o.CacheLast)
+				if got := p.CacheControl.Type != "" && def["cache_control"] != nil; got != (last && o.Listing.CacheLast) {
+					t.Errorf("%s: cache_control set = %v, want %v", what, got, last && o.Listing.CacheLast)
 				}
-				if last && o.CacheTTL != "" && string(p.CacheControl.TTL) != o.CacheTTL {
-					t.Errorf("%s: CacheControl.TTL = %q, want %q", what, p.CacheControl.TTL, o.CacheTTL)
+				if last && o.Listing.CacheTTL != "" && string(p.CacheControl.TTL) != o.Listing.CacheTTL {
+					t.Errorf("%s: CacheControl.TTL = %q, want %q", what, p.CacheControl.TTL, o.Listing.CacheTTL)
 				}
 
 				u := decodeInto[anthropic.ToolUnionParam](t, what, def, false)
@@ -113,7 +113,7 @@ func TestAnthropicToolCalls(t *testing.T) {
 		t.Fatalf("the SDK decoded %d tool_use blocks, want %d", len(uses), len(calls))
 	}
 
-	listing, exec := runAll(t, adapters.Anthropic, &adapters.ToolsOptions{ListingOptions: adapters.ListingOptions{CacheLast: true}}, calls, body, msg, &msg, msg.ToParam())
+	listing, exec := runAll(t, adapters.Anthropic, &adapters.ToolsOptions{Listing: adapters.ListingOptions{CacheLast: true}}, calls, body, msg, &msg, msg.ToParam())
 
 	for i, c := range calls {
 		res := exec.Results[i]

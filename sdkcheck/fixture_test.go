@@ -255,7 +255,7 @@ func (k *kit) list(t *testing.T, p adapters.Provider, o *adapters.ToolsOptions) 
 // at a time, so that the halt of deploy, the last call, cannot overtake
 // another call and the answers are the same on every run.
 func execOptions(l *adapters.Listing) *adapters.ExecOptions {
-	return &adapters.ExecOptions{ToolSet: l.ToolSet, Taint: []string{"web"}, CallTimeout: 30 * time.Second, NullPaths: l.NullPaths, MaxConcurrency: 1}
+	return &adapters.ExecOptions{ToolSet: l.ToolSet, NullPaths: l.NullPaths, TurnOptions: adapters.TurnOptions{Taint: []string{"web"}, CallTimeout: 30 * time.Second, MaxConcurrency: 1}}
 }
 
 // part is one piece of an expected answer's content.

@@ -21,7 +21,7 @@ var openaiName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // strictTools are the tools whose schema converts to strict mode; the
 // others fall back to "strict": false under StrictAuto.
 func strictExpected(name string, o *adapters.ToolsOptions) bool {
-	return o.Strict != driver.StrictOff && name != exposed("loose")
+	return o.Listing.Strict != driver.StrictOff && name != exposed("loose")
 }
 
 // checkOpenAIFunction checks a function definition's fields, as the SDK
@@ -45,10 +45,10 @@ func checkOpenAIFunction(t *testing.T, what string, fn map[string]any, name stri
 	}
 }
 
-var openaiListings = []*adapters.ToolsOptions{{}, {ListingOptions: adapters.ListingOptions{Strict: driver.StrictOff}}}
+var openaiListings = []*adapters.ToolsOptions{{}, {Listing: adapters.ListingOptions{Strict: driver.StrictOff}}}
 
 func strictName(o *adapters.ToolsOptions) string {
-	if o.Strict == driver.StrictOff {
+	if o.Listing.Strict == driver.StrictOff {
 		return "StrictOff"
 	}
 	return "StrictAuto"
@@ -111,13 +111,13 @@ func TestOpenAIResponsesToolDefinitions(t *testing.T) {
 func checkFallbacks(t *testing.T, l *adapters.Listing, o *adapters.ToolsOptions) {
 	t.Helper()
 	var want []string
-	if o.Strict != driver.StrictOff {
+	if o.Listing.Strict != driver.StrictOff {
 		want = []string{exposed("loose")}
 	}
 	if !slices.Equal(l.Fallbacks, want) {
 		t.Errorf("Fallbacks = %q, want %q", l.Fallbacks, want)
 	}
-	if o.Strict != driver.StrictOff {
+	if o.Listing.Strict != driver.StrictOff {
 		for _, tool := range []string{"search", "nested"} {
 			if len(l.NullPaths[exposed(tool)]) == 0 {
 				t.Errorf("no null paths for %s", exposed(tool))

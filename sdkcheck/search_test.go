@@ -20,7 +20,7 @@ import (
 func searchConv(t *testing.T, k *kit, p adapters.Provider, conduitSearch, regex bool) *adapters.Conversation {
 	t.Helper()
 	conv, err := adapters.NewConversation(t.Context(), k.hub, p, &adapters.ConversationOptions{
-		ListingOptions: adapters.ListingOptions{CacheLast: true},
+		Listing: adapters.ListingOptions{CacheLast: true},
 		Search: adapters.SearchOptions{Mode: adapters.SearchOn, Conduit: conduitSearch, Regex: regex,
 			AlwaysLoaded: []string{serverID + "/echo"}}})
 	if err != nil {

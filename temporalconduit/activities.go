@@ -15,6 +15,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/digest"
+	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/conduitmcp/conduit/store/once"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/activity"
@@ -72,7 +73,7 @@ func (a *Activities) listTools(ctx context.Context, in listInput) (listOutput, e
 	if err != nil {
 		return listOutput{}, invalid(err)
 	}
-	l, err := adapters.Tools(ctx, a.src, p, &adapters.ToolsOptions{Principal: in.Principal, Taint: in.Taint, ListingOptions: a.o.Listing})
+	l, err := adapters.Tools(ctx, a.src, p, &adapters.ToolsOptions{Principal: in.Principal, Taint: in.Taint, Listing: a.o.Listing})
 	if err != nil {
 		return listOutput{}, err
 	}
@@ -92,6 +93,10 @@ type plan struct {
 	// call is to be sent.
 	Answers []map[string]any `json:"answers"`
 	Calls   []plannedCall    `json:"calls,omitempty"`
+	// Options and MaxAnswerBytes are the worker's, with which the
+	// workflow writes the answers of the calls sent (see writeStep).
+	Options        *toolcall.AnswerOptions `json:"options,omitempty"`
+	MaxAnswerBytes int                     `json:"maxAnswerBytes,omitempty"`
 }
 
 // plannedCall is one call to send, as the history keeps it.
@@ -110,6 +115,10 @@ type plannedCall struct {
 	Args json.RawMessage `json:"args"`
 	// Digest is the digest of the tool's definition when it was read.
 	Digest string `json:"digest"`
+	// Budget is the result's own budget (its server's, else the
+	// worker's, else the default), as toolcall.Budget.Tokens says it: 0
+	// the default, negative none.
+	Budget int `json:"budget,omitempty"`
 	// Mode and Attempts are how the call is kept from being sent twice,
 	// and how many times its activity may run (0: no limit).
 	Mode     string `json:"mode"`
@@ -128,11 +137,12 @@ func (a *Activities) plan(ctx context.Context, in planInput) (plan, error) {
 	}
 	p, _ := in.Offer.provider()
 	exec, err := adapters.ReadToolCalls(ctx, a.src, p, in.Response, &adapters.ExecOptions{ToolSet: l.ToolSet,
-		NullPaths: l.NullPaths, AnswerOptions: a.o.Answers, Limits: a.o.Limits})
+		NullPaths: l.NullPaths, TurnOptions: adapters.TurnOptions{Answers: a.o.Answers, Limits: a.o.Limits}})
 	if err != nil {
 		return plan{}, invalid(fmt.Errorf("the model's response: %w", err))
 	}
-	out := plan{Answers: exec.Results}
+	answers := a.o.Answers
+	out := plan{Answers: exec.Results, Options: &answers, MaxAnswerBytes: a.o.MaxAnswerBytes}
 	keys := adapters.CallKeys(exec.Calls)
 	for _, c := range exec.Calls {
 		args, err := json.Marshal(c.Args)
@@ -142,6 +152,9 @@ func (a *Activities) plan(ctx context.Context, in planInput) (plan, error) {
 		pc := plannedCall{Index: c.Index, ID: c.ID, Key: keys[c.Index], Name: c.Name, Server: c.Server, Tool: c.Tool, Args: args,
 			Digest: c.Def.Digest()}
 		pc.Mode, pc.Attempts = a.mode(c.Def)
+		if pc.Budget = turn.ResultBudget(0, c.Def.MaxResultTokens, a.o.Answers.MaxResultTokens); pc.Budget == 0 {
+			pc.Budget = -1
+		}
 		out.Calls = append(out.Calls, pc)
 	}
 	return out, nil
@@ -192,15 +205,25 @@ type callOptions struct {
 	Assigns        map[string]any `json:"assigns,omitempty"`
 	CallTimeout    time.Duration  `json:"callTimeout,omitempty"`
 	RequestTimeout time.Duration  `json:"requestTimeout,omitempty"`
-	// TurnShare is the call's share of the turn's budget, in tokens: its
-	// result is cut to it when its own budget is larger. 0: none.
-	TurnShare int `json:"turnShare,omitempty"`
+	// TurnTokens is the turn's budget (0: none), within which a result
+	// too large for the history is answered by the activity itself.
+	TurnTokens int `json:"turnTokens,omitempty"`
 }
 
-// callOutput is a call's outcome: its answer, or the deferral it waits
-// on. It is also what a claim records.
+// callOutput is a call's outcome: its result or error, which the workflow
+// answers within the turn's budget; or its answer, written here; or the
+// deferral it waits on. It is also what a claim records.
 type callOutput struct {
+	// Result, or Err, is the call's outcome, to be answered by the
+	// workflow once the turn's budget is shared (writeStep).
+	Result *mcp.CallToolResult `json:"result,omitempty"`
+	Err    *callError          `json:"err,omitempty"`
+	// Answer is an answer written here: for a result too large for the
+	// history, cut to its own budget within the turn's; or by an earlier
+	// release. Demand and Kept are its figures in the turn's budget.
 	Answer map[string]any `json:"answer,omitempty"`
+	Demand int            `json:"demand,omitempty"`
+	Kept   int            `json:"kept,omitempty"`
 	// Reached reports that the server's output is in the answer (taint);
 	// Halt that the answer halts the loop.
 	Reached bool      `json:"reached,omitempty"`
@@ -209,6 +232,25 @@ type callOutput struct {
 	// Unknown reports that the answer says the call's outcome is unknown.
 	Unknown bool `json:"unknown,omitempty"`
 }
+
+// callError is a call's error as the history keeps it.
+type callError struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Halt    bool   `json:"halt,omitempty"`
+}
+
+// error is the error e stands for, of call c.
+func (e *callError) error(c toolcall.Call) error {
+	if e == nil {
+		return nil
+	}
+	k, _ := turn.Kind(e.Kind)
+	return &conduit.Error{Kind: k, Server: c.Server, Tool: c.Tool, Message: e.Message, Halt: e.Halt}
+}
+
+// written reports whether out carries an answer already written.
+func (out *callOutput) written() bool { return out.Answer != nil }
 
 // deferred is what a deferred call waits for (conduit.Deferral).
 type deferred struct {
@@ -234,9 +276,9 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 	c.Def = &conduit.Tool{Tool: &mcp.Tool{Name: c.Tool}, Exposed: c.Name, Server: c.Server}
 	switch d := in.Decision; {
 	case in.Halted:
-		return a.answer(p, c, nil, conduit.HaltedError(c.Def)), nil
+		return failed(conduit.HaltedError(c.Def)), nil
 	case d != nil && !d.Allow:
-		return a.answer(p, c, nil, conduit.DeniedError(c.Def, d.Reason, d.Halt)), nil
+		return failed(conduit.DeniedError(c.Def, d.Reason, d.Halt)), nil
 	}
 	ts, all, err := a.offered(ctx, in.Offer)
 	if err != nil {
@@ -246,7 +288,7 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 		c.Def = t
 	} else if name, ok := all.ExposedName(c.Server, c.Tool); ok {
 		if t, _ := all.Lookup(name); t.Digest() != in.Call.Digest {
-			return a.answer(p, c, nil, &conduit.Error{Kind: conduit.KindDenied, Server: c.Server, Tool: c.Tool, Err: adapters.ErrToolChanged,
+			return failed(&conduit.Error{Kind: conduit.KindDenied, Server: c.Server, Tool: c.Tool, Err: adapters.ErrToolChanged,
 				Message: "The call to " + c.Name + " was not made: the tool's definition changed after it was offered. Call it again if it is still wanted."}), nil
 		}
 	}
@@ -264,10 +306,10 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 			if out, ok := readRecord(found.Result); ok && found.Err == nil {
 				return out, nil
 			}
-			return a.unknown(p, c), nil
+			return unknown(c), nil
 		case once.Unknown:
 			if in.Call.Mode != modeIdempotent {
-				return a.unknown(p, c), nil
+				return unknown(c), nil
 			}
 			// Sent again, harmlessly, and not recorded: the claim is
 			// another's.
@@ -276,7 +318,7 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 	if in.Lost && in.Call.Mode == modeClaim {
 		// The claim was this worker's to win: the worker that ran the call
 		// before kept its claim in a store of its own.
-		out := a.unknown(p, c)
+		out := unknown(c)
 		record(ctx, ticket, out)
 		return out, nil
 	}
@@ -292,7 +334,7 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 		copts.Approval = &conduit.Approval{Allow: true}
 	}
 	res, err := a.src.CallTool(ctx, c.Name, c.Args, copts)
-	out := a.outcome(p, c, res, err, in.Options.TurnShare)
+	out := a.outcome(p, c, res, err, in.Call.Budget, in.Options.TurnTokens)
 	record(ctx, ticket, out)
 	if err := ctx.Err(); err != nil {
 		// Canceled: the activity ends as such; a retry reads the record.
@@ -326,15 +368,34 @@ func record(ctx context.Context, ticket *once.Ticket, out callOutput) {
 // readRecord reads what a claim recorded: an answer, or a deferral.
 func readRecord(data []byte) (callOutput, bool) {
 	var out callOutput
-	if json.Unmarshal(data, &out) != nil || (out.Answer == nil) == (out.Pending == nil) {
+	if json.Unmarshal(data, &out) != nil || out.kinds() != 1 || (out.Err != nil && !knownKind(out.Err.Kind)) {
 		return callOutput{}, false
 	}
 	return out, true
 }
 
-// outcome is the outcome of call c: a deferral, or its answer, its
-// result cut to its budget (see budget).
-func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, share int) callOutput {
+// kinds counts what out holds of an answer, a result, an error and a
+// deferral: one, in an outcome that can be read.
+func (out *callOutput) kinds() int {
+	n := 0
+	for _, set := range []bool{out.Answer != nil, out.Result != nil, out.Err != nil, out.Pending != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
+}
+
+func knownKind(name string) bool {
+	_, ok := turn.Kind(name)
+	return ok
+}
+
+// outcome is the outcome of call c: a deferral, its error, or its result,
+// which the workflow answers within the turn's budget. A result too large
+// for the history is answered here, within its own budget (own, as
+// toolcall.Budget.Tokens says it) and the turn's (turnTokens, 0: none).
+func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, own, turnTokens int) callOutput {
 	var d *conduit.Deferral
 	if k, _ := conduit.KindOf(err); k == conduit.KindDeferred && errors.As(err, &d) {
 		out := callOutput{Pending: &deferred{Reason: d.Reason, Arguments: d.Args, Input: d.Input}}
@@ -349,56 +410,56 @@ func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.Call
 	if err == nil && res == nil {
 		err = &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: "The call to " + c.Name + " returned no result."}
 	}
-	o := a.o.Answers
-	o.MaxResultTokens = a.budget(c, share)
-	return a.answerWith(p, c, res, err, &o)
-}
-
-// budget is c's result budget for Answers.MaxResultTokens (negative for
-// none): its server's own (c.Def.MaxResultTokens), else the worker's
-// (Answers.MaxResultTokens), else adapters.DefaultMaxResultTokens; or the
-// call's share of its turn's budget when that is smaller.
-func (a *Activities) budget(c toolcall.Call, share int) int {
-	n := a.o.Answers.MaxResultTokens
-	if c.Def != nil && c.Def.MaxResultTokens != 0 {
-		n = c.Def.MaxResultTokens
-	}
-	n = toolcall.Budget{Tokens: n}.Resolved()
-	if share > 0 && (n == 0 || share < n) {
-		n = share
-	}
-	if n == 0 {
-		return -1
-	}
-	return n
-}
-
-// answer is call c answered with res or err, no larger than the history
-// may keep.
-func (a *Activities) answer(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error) callOutput {
-	return a.answerWith(p, c, res, err, &a.o.Answers)
-}
-
-// answerWith is answer with the answer options o.
-func (a *Activities) answerWith(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) callOutput {
-	out := callOutput{Answer: p.Answer(c, res, err, o)}
 	if err != nil {
-		var ce *conduit.Error
-		out.Halt = errors.As(err, &ce) && ce.Halt
+		return failed(err)
 	}
-	// The adapters' rule of which answers carry the server's output.
-	out.Reached = adapters.Reached(err)
-	if data, jerr := json.Marshal(out.Answer); jerr != nil || len(data) > a.o.MaxAnswerBytes {
-		lerr := &conduit.Error{Kind: conduit.KindLimit, Server: c.Server, Tool: c.Tool,
-			Message: fmt.Sprintf("The result of %s was made, but it is too large to be kept (%d bytes of answer, over the limit of %d). Ask for less at a time.", c.Name, len(data), a.o.MaxAnswerBytes)}
-		out.Answer = p.Answer(c, nil, lerr, &a.o.Answers)
+	out := callOutput{Result: res, Reached: true}
+	if data, jerr := json.Marshal(res); jerr == nil && len(data) <= a.o.MaxAnswerBytes {
+		return out
 	}
+	// Too large for the history: answered here, and counted as written.
+	pend := p.Prepare(c, res, nil, &a.o.Answers)
+	b := turn.Within(toolcall.Budget{Tokens: own}.Resolved(), turnTokens)
+	n := pend.Tokens(b)
+	if b > 0 {
+		n = min(n, b)
+	}
+	if b == 0 {
+		b = -1
+	}
+	answer, budgeted := pend.Write(toolcall.Budget{Tokens: b})
+	out.Result, out.Demand, out.Kept = nil, n, budgeted.Kept
+	out.Answer = keepable(p, c, answer, &a.o.Answers, a.o.MaxAnswerBytes)
 	return out
 }
 
-// unknown is the answer of a call whose outcome is unknown.
-func (a *Activities) unknown(p adapters.Provider, c toolcall.Call) callOutput {
-	out := a.answer(p, c, nil, &conduit.Error{Kind: conduit.KindUnavailable, Server: c.Server, Tool: c.Tool, Err: errOutcomeUnknown,
+// failed is the outcome of a call that ended with err.
+func failed(err error) callOutput {
+	out := callOutput{Err: &callError{Kind: conduit.KindInternal.String(), Message: err.Error()}}
+	if ce := (*conduit.Error)(nil); errors.As(err, &ce) {
+		out.Err = &callError{Kind: ce.Kind.String(), Message: ce.Message, Halt: ce.Halt}
+		out.Halt = ce.Halt
+	}
+	// The adapters' rule of which answers carry the server's output.
+	out.Reached = adapters.Reached(err)
+	return out
+}
+
+// keepable is answer, or, when its JSON is over maxBytes, the error answer
+// that says the result was too large to be kept.
+func keepable(p adapters.Provider, c toolcall.Call, answer map[string]any, o *toolcall.AnswerOptions, maxBytes int) map[string]any {
+	data, err := json.Marshal(answer)
+	if err == nil && len(data) <= maxBytes {
+		return answer
+	}
+	lerr := &conduit.Error{Kind: conduit.KindLimit, Server: c.Server, Tool: c.Tool,
+		Message: fmt.Sprintf("The result of %s was made, but it is too large to be kept (%d bytes of answer, over the limit of %d). Ask for less at a time.", c.Name, len(data), maxBytes)}
+	return p.Answer(c, nil, lerr, o)
+}
+
+// unknown is the outcome of a call whose outcome is unknown.
+func unknown(c toolcall.Call) callOutput {
+	out := failed(&conduit.Error{Kind: conduit.KindUnavailable, Server: c.Server, Tool: c.Tool, Err: errOutcomeUnknown,
 		Message: "The call to " + c.Name + " may have been made: the worker that ran it was lost before it recorded the outcome. It was not made again, so that it is made at most once; check its effect before calling it again."})
 	out.Unknown = true
 	return out

@@ -133,13 +133,19 @@ func call(t *testing.T, env *testsuite.TestActivityEnvironment, in callInput) ca
 	return out
 }
 
-// text is an answer's text, in Anthropic's shape.
+// text is an answer's text, in Anthropic's shape: the answer the
+// activity wrote, or the one the workflow writes of its outcome.
 func text(out callOutput) string {
+	answer := out.Answer
+	if answer == nil && out.Pending == nil {
+		c := toolcall.Call{ID: "x", Name: "x"}
+		answer = adapters.Anthropic.Answer(c, out.Result, out.Err.error(c), nil)
+	}
 	var b strings.Builder
-	if e, _ := out.Answer["is_error"].(bool); e {
+	if e, _ := answer["is_error"].(bool); e {
 		b.WriteString("error: ")
 	}
-	content, _ := out.Answer["content"].([]any)
+	content, _ := answer["content"].([]any)
 	for _, c := range content {
 		m, _ := c.(map[string]any)
 		s, _ := m["text"].(string)
@@ -276,36 +282,27 @@ func TestCallToolChangedAndTooLarge(t *testing.T) {
 	}
 }
 
-// A call's result is cut to its share of the turn's budget when that is
-// smaller than its own budget, and kept whole without one; the shares are
-// equal parts of MaxTurnTokens (its default when zero, none when
-// negative).
-func TestCallToolTurnShare(t *testing.T) {
+// A call's result goes back to the workflow whole, to be answered within
+// its share of the turn's budget there; one too large for the history is
+// answered by the activity, cut to its own budget within the turn's, and
+// counted as written: its demand and what it kept.
+func TestCallToolResultForTheTurn(t *testing.T) {
 	box := newCounter()
-	_, env := box.worker(t, nil)
+	_, env := box.worker(t, &Options{MaxAnswerBytes: 4000, Answers: toolcall.AnswerOptions{MaxResultTokens: 200}})
 	offer, p := planOf(t, env, "peek", "peek")
-	long := json.RawMessage(`{"text":"` + strings.Repeat("word ", 2000) + `"}`)
-
-	in := callInput{Conversation: "c", Turn: 1, Offer: offer, Call: p.Calls[0], Options: callOptions{TurnShare: 100}}
-	in.Call.Args = long
-	got := text(call(t, env, in))
-	if !strings.Contains(got, "cut to fit its budget of 100 tokens") || len(got) > 2000 {
-		t.Errorf("a result over its share of the turn: %d bytes, %.120q", len(got), got)
+	if p.Calls[0].Budget != 200 || p.Options == nil || p.Options.MaxResultTokens != 200 || p.MaxAnswerBytes != 4000 {
+		t.Fatalf("the plan's budget %d, options %+v, max bytes %d", p.Calls[0].Budget, p.Options, p.MaxAnswerBytes)
 	}
-	whole := callInput{Conversation: "c", Turn: 1, Offer: offer, Call: p.Calls[1]}
-	whole.Call.Args = long
-	if got := text(call(t, env, whole)); strings.Contains(got, "[conduit:") || len(got) < 10000 {
-		t.Errorf("a result without a share: %d bytes, cut: %v", len(got), strings.Contains(got, "[conduit:"))
+	small := callInput{Conversation: "c", Turn: 1, Offer: offer, Call: p.Calls[0], Options: callOptions{TurnTokens: 1000}}
+	out := call(t, env, small)
+	if out.Result == nil || out.Answer != nil || text(out) != "peek: hi" || !out.Reached {
+		t.Errorf("a small result: %+v", out)
 	}
-
-	for _, tt := range []struct{ turn, n, want int }{
-		{0, 4, adapters.DefaultMaxTurnTokens / 4}, {0, 1, adapters.DefaultMaxTurnTokens}, {0, 0, 0},
-		{-1, 4, 0}, {1000, 3, 333}, {2, 5, 1},
-	} {
-		c := &Conversation{o: ConversationOptions{MaxTurnTokens: tt.turn}}
-		if got := c.share(tt.n); got != tt.want {
-			t.Errorf("share of %d calls of a turn budget of %d = %d, want %d", tt.n, tt.turn, got, tt.want)
-		}
+	big := callInput{Conversation: "c", Turn: 1, Offer: offer, Call: p.Calls[1], Options: callOptions{TurnTokens: 100}}
+	big.Call.Args = json.RawMessage(`{"text":"` + strings.Repeat("word ", 2000) + `"}`)
+	out = call(t, env, big)
+	if out.Result != nil || out.Answer == nil || !strings.Contains(text(out), "cut to fit its budget of 100 tokens") || out.Demand != 100 || out.Kept == 0 || out.Kept > 100 {
+		t.Errorf("a result too large for the history: demand %d, kept %d, %.120q", out.Demand, out.Kept, text(out))
 	}
 }
 

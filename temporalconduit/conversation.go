@@ -6,17 +6,20 @@
 package temporalconduit
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/turn"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
@@ -71,15 +74,11 @@ type ConversationOptions struct {
 	// every call after it).
 	MaxConcurrency int
 	// MaxTurnTokens bounds what the model reads of a turn's results
-	// together, in tokens: each call's result is cut to an equal share of
-	// it when its own budget (its server's, else the worker's
-	// Answers.MaxResultTokens, else 25,000) is larger. 0 means
+	// together, in tokens, shared max-min fairly as
+	// adapters.ExecuteToolCalls shares it (see adapters.BudgetOptions):
+	// the activities return the results, and the workflow answers them
+	// once each step of the turn is done, within the same shares. 0 means
 	// adapters.DefaultMaxTurnTokens (50,000), negative no turn budget.
-	// adapters.ExecuteToolCalls shares its turn's budget max-min fairly,
-	// once every result is measured; here each call is answered by its
-	// own activity, as soon as it is done, so the shares are equal and
-	// fixed when the turn starts, and a small result leaves its unused
-	// share to no other.
 	MaxTurnTokens int
 	// DecisionTimeout is how long a turn waits for its deferred calls to
 	// be decided, from when it starts waiting; the calls still undecided
@@ -102,7 +101,7 @@ type ConversationOptions struct {
 type Conversation struct {
 	o    ConversationOptions
 	st   State
-	turn *turn
+	turn *liveTurn
 }
 
 // Turn is a turn's outcome.
@@ -248,7 +247,14 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 	if err := workflow.ExecuteActivity(c.quickCtx(ctx), activityPlan, planInput{Offer: c.st.Offer, Response: raw}).Get(ctx, &pl); err != nil {
 		return nil, err
 	}
-	t := &turn{n: c.st.Turns, taint: slices.Clone(c.st.Taint), results: pl.Answers, share: c.share(len(pl.Calls))}
+	t := &liveTurn{n: c.st.Turns, taint: slices.Clone(c.st.Taint), results: pl.Answers, budget: turn.Budget(c.o.MaxTurnTokens),
+		maxBytes: pl.MaxAnswerBytes}
+	if pl.Options != nil {
+		t.answers = *pl.Options
+	}
+	if t.maxBytes <= 0 {
+		t.maxBytes = DefaultMaxAnswerBytes
+	}
 	c.turn = t
 	defer func() { c.turn = nil }()
 	var jobs []job
@@ -258,6 +264,9 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 		jobs = append(jobs, c.job(t, cs, nil))
 	}
 	if err := c.run(ctx, t, jobs); err != nil {
+		return nil, err
+	}
+	if err := c.writeStep(ctx, t); err != nil {
 		return nil, err
 	}
 	var waitStart time.Time
@@ -272,6 +281,9 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 				}
 			}
 			if err := c.run(ctx, t, jobs); err != nil {
+				return nil, err
+			}
+			if err := c.writeStep(ctx, t); err != nil {
 				return nil, err
 			}
 			break
@@ -290,6 +302,9 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 		if err := c.run(ctx, t, jobs); err != nil {
 			return nil, err
 		}
+		if err := c.writeStep(ctx, t); err != nil {
+			return nil, err
+		}
 	}
 	out := &Turn{Results: t.results, Halted: t.halted}
 	for _, cs := range t.calls {
@@ -301,22 +316,6 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 		}
 	}
 	return out, nil
-}
-
-// share is each call's share of the turn's budget when a turn sends n
-// calls, 0 for none.
-func (c *Conversation) share(n int) int {
-	turn := c.o.MaxTurnTokens
-	switch {
-	case turn == 0:
-		turn = adapters.DefaultMaxTurnTokens
-	case turn < 0:
-		return 0
-	}
-	if n == 0 {
-		return 0
-	}
-	return max(turn/n, 1)
 }
 
 // responseJSON is a model's response as JSON text: as it is when it is
@@ -342,14 +341,18 @@ func responseJSON(response any) (json.RawMessage, error) {
 	return data, nil
 }
 
-// turn is the turn under way.
-type turn struct {
-	n       int
-	share   int      // each call's share of the turn's budget, 0 for none
-	taint   []string // the taint its calls run with
-	calls   []*callState
-	results []map[string]any
-	halted  bool
+// liveTurn is the turn under way.
+type liveTurn struct {
+	n      int
+	budget int      // the turn's budget, 0 for none
+	taint  []string // the taint its calls run with
+	// answers and maxBytes are the worker's, from the plan: how the
+	// answers are written, and the largest the history keeps.
+	answers  toolcall.AnswerOptions
+	maxBytes int
+	calls    []*callState
+	results  []map[string]any
+	halted   bool
 	// decided are the calls decided by updates and not yet run, in the
 	// order the decisions came.
 	decided []*callState
@@ -366,10 +369,14 @@ type callState struct {
 	decision *adapters.Ruling
 	reached  bool
 	unknown  bool
+	// done is its outcome until the turn's budget is shared and it is
+	// answered; written, once it is, what it took of the budget.
+	done    *callOutput
+	written *turn.Written
 }
 
 // waiting reports whether a call of t waits for a decision.
-func (t *turn) waiting() bool {
+func (t *liveTurn) waiting() bool {
 	return slices.ContainsFunc(t.calls, func(cs *callState) bool { return cs.pending != nil })
 }
 
@@ -380,9 +387,9 @@ type job struct {
 }
 
 // job is the activity that runs cs (decided by d, for a deferred call).
-func (c *Conversation) job(t *turn, cs *callState, d *adapters.Ruling) job {
+func (c *Conversation) job(t *liveTurn, cs *callState, d *adapters.Ruling) job {
 	in := callInput{Conversation: c.st.ID, Turn: t.n, Round: cs.round, Offer: c.st.Offer, Taint: t.taint, Call: cs.plannedCall,
-		Options: callOptions{Assigns: c.o.Assigns, CallTimeout: c.o.CallTimeout, RequestTimeout: c.o.RequestTimeout, TurnShare: t.share}}
+		Options: callOptions{Assigns: c.o.Assigns, CallTimeout: c.o.CallTimeout, RequestTimeout: c.o.RequestTimeout, TurnTokens: t.budget}}
 	if d != nil {
 		in.Round++
 		in.Decision = d
@@ -397,7 +404,7 @@ func (c *Conversation) job(t *turn, cs *callState, d *adapters.Ruling) job {
 // fails (its worker lost, its attempts spent) is followed by one that
 // answers it from its claim, sending nothing. Once the turn is halted,
 // the calls not yet sent are answered as halted.
-func (c *Conversation) run(ctx workflow.Context, t *turn, jobs []job) error {
+func (c *Conversation) run(ctx workflow.Context, t *liveTurn, jobs []job) error {
 	sel := workflow.NewSelector(ctx)
 	running := 0
 	var failed error
@@ -432,7 +439,7 @@ func (c *Conversation) run(ctx workflow.Context, t *turn, jobs []job) error {
 }
 
 // settle puts a call's outcome in the turn.
-func (t *turn) settle(j job, out callOutput) {
+func (t *liveTurn) settle(j job, out callOutput) {
 	cs := j.cs
 	cs.decision = nil
 	if d := out.Pending; d != nil {
@@ -442,14 +449,118 @@ func (t *turn) settle(j job, out callOutput) {
 		return
 	}
 	cs.pending = nil
-	t.results[cs.Index] = out.Answer
 	cs.reached, cs.unknown = out.Reached, out.Unknown
 	t.halted = t.halted || out.Halt
+	if out.written() {
+		t.results[cs.Index] = out.Answer
+		cs.written = &turn.Written{Demand: out.Demand, Kept: out.Kept}
+		return
+	}
+	cs.done = &out
+}
+
+// writeStep answers the calls of t done since the last step, as
+// adapters.ExecuteToolCalls and Conversation.Resume do: the turn's budget
+// is shared max-min fairly over their results, the answers written
+// before, and the calls still pending, each holding its own budget (see
+// package internal/turn). Measuring and cutting a large result takes
+// longer than workflow code may run without yielding, so a local
+// activity writes the answers; the history records them, not its input.
+// A step with nothing to write runs nothing.
+func (c *Conversation) writeStep(ctx workflow.Context, t *liveTurn) error {
+	in := stepInput{Provider: c.o.Provider.String(), Turn: t.budget, Answers: t.answers, MaxBytes: t.maxBytes}
+	var done []*callState
+	for _, cs := range t.calls {
+		own := turn.Within(toolcall.Budget{Tokens: cs.Budget}.Resolved(), t.budget)
+		switch {
+		case cs.done != nil:
+			done = append(done, cs)
+			in.Done = append(in.Done, stepCall{Call: cs.plannedCall, Result: cs.done.Result, Err: cs.done.Err, Budget: own})
+		case cs.pending != nil:
+			in.Waiting = append(in.Waiting, own)
+		case cs.written != nil:
+			in.Before = append(in.Before, *cs.written)
+		}
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 2 * time.Minute})
+	var out stepOutput
+	if err := workflow.ExecuteLocalActivity(lctx, writeAnswers, in).Get(ctx, &out); err != nil {
+		return err
+	}
+	if len(out.Answers) != len(done) {
+		return fmt.Errorf("temporalconduit: %d answers written for %d calls", len(out.Answers), len(done))
+	}
+	for k, cs := range done {
+		t.results[cs.Index] = out.Answers[k]
+		cs.written, cs.done = &out.Written[k], nil
+		cs.reached = cs.reached && adapters.Reached(in.Done[k].Err.error(cs.call()))
+	}
+	return nil
+}
+
+// stepInput is what writeAnswers writes: one step of a turn.
+type stepInput struct {
+	Provider string                 `json:"provider"`
+	Turn     int                    `json:"turn,omitempty"`
+	Answers  toolcall.AnswerOptions `json:"answers"`
+	MaxBytes int                    `json:"maxBytes"`
+	Done     []stepCall             `json:"done"`
+	Before   []turn.Written         `json:"before,omitempty"`
+	Waiting  []int                  `json:"waiting,omitempty"`
+}
+
+// stepCall is one call to answer in a step, with its own budget within
+// the turn's (0: none).
+type stepCall struct {
+	Call   plannedCall         `json:"call"`
+	Result *mcp.CallToolResult `json:"result,omitempty"`
+	Err    *callError          `json:"err,omitempty"`
+	Budget int                 `json:"budget,omitempty"`
+}
+
+// stepOutput are a step's answers, in the order of its calls, and what
+// each took of the turn's budget.
+type stepOutput struct {
+	Answers []map[string]any `json:"answers"`
+	Written []turn.Written   `json:"written"`
+}
+
+// writeAnswers writes the answers of a step, by internal/turn's rule.
+// It is a local activity: pure, and its output is what the history keeps.
+func writeAnswers(_ context.Context, in stepInput) (stepOutput, error) {
+	p, err := adapters.ParseProvider(in.Provider)
+	if err != nil {
+		return stepOutput{}, invalid(err)
+	}
+	step := turn.Step{Turn: in.Turn, Before: in.Before, Waiting: in.Waiting}
+	calls := make([]toolcall.Call, len(in.Done))
+	for k, d := range in.Done {
+		cs := callState{plannedCall: d.Call}
+		calls[k] = cs.call()
+		step.Done = append(step.Done, p.Prepare(calls[k], d.Result, d.Err.error(calls[k]), &in.Answers))
+		step.Budgets = append(step.Budgets, d.Budget)
+	}
+	out := stepOutput{Answers: make([]map[string]any, len(in.Done)), Written: make([]turn.Written, len(in.Done))}
+	for k, cut := range step.Share() {
+		answer, b := step.Done[k].Write(toolcall.Budget{Tokens: cut.Budget})
+		out.Answers[k] = keepable(p, calls[k], answer, &in.Answers, in.MaxBytes)
+		out.Written[k] = turn.Written{Demand: cut.Demand, Kept: b.Kept}
+	}
+	return out, nil
+}
+
+// call is the call cs answers.
+func (cs *callState) call() toolcall.Call {
+	return toolcall.Call{Index: cs.Index, ID: cs.ID, Name: cs.Name, Server: cs.Server, Tool: cs.Tool,
+		Def: &conduit.Tool{Tool: &mcp.Tool{Name: cs.Tool}, Exposed: cs.Name, Server: cs.Server}}
 }
 
 // await waits until calls of t are decided, or, past DecisionTimeout
 // from start, denies those still undecided.
-func (c *Conversation) await(ctx workflow.Context, t *turn, start time.Time) error {
+func (c *Conversation) await(ctx workflow.Context, t *liveTurn, start time.Time) error {
 	decided := func() bool { return len(t.decided) > 0 }
 	if c.o.DecisionTimeout == 0 {
 		return workflow.Await(ctx, decided)
@@ -509,7 +620,7 @@ func (c *Conversation) pending() []adapters.Pending {
 }
 
 // undecided is the call of t named id that waits for a decision, or nil.
-func (t *turn) undecided(id string) *callState {
+func (t *liveTurn) undecided(id string) *callState {
 	for _, cs := range t.calls {
 		if cs.Key == id && cs.pending != nil && cs.decision == nil {
 			return cs
@@ -518,30 +629,26 @@ func (t *turn) undecided(id string) *callState {
 	return nil
 }
 
-// validate rejects decisions that UpdateDecide cannot take.
+// validate rejects decisions that UpdateDecide cannot take, by the
+// turn's rule (as adapters.Conversation.Resume checks them).
 func (c *Conversation) validate(decisions map[string]adapters.Ruling) error {
 	if len(decisions) == 0 {
 		return errors.New("no decision given")
 	}
-	if c.turn == nil || len(c.pending()) == 0 {
+	waiting := c.pending()
+	if c.turn == nil || len(waiting) == 0 {
 		return adapters.ErrNothingPending
 	}
-	for _, id := range slices.Sorted(maps.Keys(decisions)) {
-		cs := c.turn.undecided(id)
-		if cs == nil {
-			var ids []string
-			for _, p := range c.pending() {
-				ids = append(ids, p.ID)
-			}
-			return fmt.Errorf("no call waits for a decision under the id %q (waiting: %s)", id, strings.Join(ids, ", "))
-		}
-		if d := decisions[id]; d.Allow && cs.pending.Input != nil {
-			if missing := cs.pending.Input.WithResponses(d.Input).Missing(); len(missing) > 0 {
-				return fmt.Errorf("the decision allowing %q answers none of its server's requests %s (adapters.Ruling.Input)", id, strings.Join(missing, ", "))
-			}
-		}
+	ws := make([]turn.Waiting, len(waiting))
+	for i, p := range waiting {
+		ws[i] = turn.Waiting{Key: p.ID, Input: p.Input}
 	}
-	return nil
+	ds := make(map[string]turn.Decision, len(decisions))
+	for id, d := range decisions {
+		ds[id] = turn.Decision{Allow: d.Allow, Input: d.Input}
+	}
+	_, _, err := turn.Decide(ws, ds)
+	return err
 }
 
 // quickCtx is ctx with the options of the activities that list and read

@@ -93,14 +93,16 @@
 // A Conversation's State is small (the offer's references, the taint, a
 // turn count); between turns it can be carried into a new run with
 // workflow.NewContinueAsNewError and ResumeConversation, when
-// workflow.GetInfo(ctx).GetContinueAsNewSuggested says so. Answers are
-// kept in the history: Options.MaxAnswerBytes bounds each one (Temporal
-// refuses a payload over 2 MB), and the hub's result limits and budget
-// should keep them far smaller. Each answer is cut, in the activity that
-// made it, to its result budget (its server's "maxResultTokens", else
-// Options.Answers.MaxResultTokens, else 25,000 tokens), or to its equal
-// share of the turn's (ConversationOptions.MaxTurnTokens, 50,000 by
-// default) when that is smaller: equal and fixed when the turn starts,
-// where adapters.ExecuteToolCalls shares max-min fairly once every result
-// is measured, since here each call is answered as soon as it is done.
+// workflow.GetInfo(ctx).GetContinueAsNewSuggested says so. Results and
+// answers are kept in the history: Options.MaxAnswerBytes bounds each one
+// (Temporal refuses a payload over 2 MB), and the hub's result limits and
+// budget should keep them far smaller. A call's activity returns its
+// result whole, and a local activity of the workflow answers the calls
+// of each step of the turn as adapters.ExecuteToolCalls does: each result
+// within its budget (its server's "maxResultTokens", else
+// Options.Answers.MaxResultTokens, else 25,000 tokens), and the turn's (ConversationOptions.MaxTurnTokens,
+// 50,000 by default) shared max-min fairly. The same response gets the
+// same answers under both. A result over MaxAnswerBytes is answered by
+// its activity instead, within its own budget and the turn's, and counts
+// as an answer written before.
 package temporalconduit

@@ -43,10 +43,13 @@ func FuzzRecord(f *testing.F) {
 	f.Add([]byte(`{"pending":{"arguments":{}}}`))
 	f.Add([]byte(`{"answer":{},"pending":{"arguments":{}}}`))
 	f.Add([]byte(`null`))
+	f.Add([]byte(`{"result":{"content":[{"type":"text","text":"hi"}]},"reached":true}`))
+	f.Add([]byte(`{"err":{"kind":"denied","message":"no"}}`))
+	f.Add([]byte(`{"err":{"kind":"nope","message":"no"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		out, ok := readRecord(data)
-		if ok && (out.Answer == nil) == (out.Pending == nil) {
-			t.Fatalf("read %s as %+v: want an answer or a deferral", data, out)
+		if ok && out.kinds() != 1 {
+			t.Fatalf("read %s as %+v: want one of an answer, a result, an error or a deferral", data, out)
 		}
 	})
 }

@@ -38,7 +38,7 @@ func cutAnswer(t *testing.T, a Answered) (kept, notice string) {
 func (s *suite) resultBudget(t *testing.T) {
 	l := newLab(t)
 	o := &adapters.ConversationOptions{}
-	o.MaxResultTokens = 1000
+	o.Answers.MaxResultTokens = 1000
 	exec := s.execute(t, s.conversation(t, l, o), s.script(t,
 		toolcall.Raw{ID: "call_text", Name: bigTool, Args: map[string]any{"lines": 3000.0}},
 		toolcall.Raw{ID: "call_json", Name: bigTool, Args: map[string]any{"lines": 3000.0, "as": "json"}},
@@ -83,8 +83,8 @@ func (s *suite) resultBudget(t *testing.T) {
 // rest equally, and together they stay within it.
 func (s *suite) turnBudget(t *testing.T) {
 	l := newLab(t)
-	o := &adapters.ConversationOptions{Budget: adapters.BudgetOptions{MaxTurnTokens: 3000}}
-	o.MaxResultTokens = 2000
+	o := &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Budget: adapters.BudgetOptions{MaxTurnTokens: 3000}}}
+	o.Answers.MaxResultTokens = 2000
 	var calls []toolcall.Raw
 	for i := range 3 {
 		calls = append(calls, toolcall.Raw{ID: fmt.Sprint("call_big_", i), Name: bigTool, Args: map[string]any{"lines": 2000.0}})
@@ -113,7 +113,7 @@ func (s *suite) turnBudget(t *testing.T) {
 func (s *suite) readTool(t *testing.T) {
 	l := newLab(t)
 	o := &adapters.ConversationOptions{Read: adapters.ReadOptions{On: true}}
-	o.MaxResultTokens = 1000
+	o.Answers.MaxResultTokens = 1000
 	conv := s.conversation(t, l, o)
 	if _, ok := conv.Listing().ToolSet.Lookup(adapters.ReadToolName); !ok || !strings.Contains(string(marshal(t, conv.Tools())), adapters.ReadToolName) {
 		t.Fatalf("read_result is not offered")

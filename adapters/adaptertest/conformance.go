@@ -459,7 +459,7 @@ func (s *suite) noCalls(t *testing.T) {
 // sending them.
 func (s *suite) halt(t *testing.T) {
 	l := newLab(t)
-	conv := s.conversation(t, l, &adapters.ConversationOptions{MaxConcurrency: 1})
+	conv := s.conversation(t, l, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{MaxConcurrency: 1}})
 	exec := s.execute(t, conv, s.script(t,
 		toolcall.Raw{ID: "call_deploy", Name: deployTool, Args: map[string]any{}},
 		toolcall.Raw{ID: "call_echo", Name: echoTool, Args: map[string]any{"message": "after the halt"}},
@@ -594,7 +594,7 @@ func replacement(t reflect.Type) reflect.Value {
 // response over MaxResponseBytes is refused unread.
 func (s *suite) limits(t *testing.T) {
 	l := newLab(t)
-	conv := s.conversation(t, l, &adapters.ConversationOptions{Limits: adapters.ResponseLimits{MaxToolCalls: 2}})
+	conv := s.conversation(t, l, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Limits: adapters.ResponseLimits{MaxToolCalls: 2}}})
 	var calls []toolcall.Raw
 	for _, id := range []string{"c1", "c2", "c3"} {
 		calls = append(calls, toolcall.Raw{ID: id, Name: echoTool, Args: map[string]any{"message": id}})
@@ -611,7 +611,7 @@ func (s *suite) limits(t *testing.T) {
 		t.Errorf("the server received %v", sent)
 	}
 
-	small := s.conversation(t, l, &adapters.ConversationOptions{Limits: adapters.ResponseLimits{MaxResponseBytes: 64}})
+	small := s.conversation(t, l, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Limits: adapters.ResponseLimits{MaxResponseBytes: 64}}})
 	if _, err := small.Execute(ctx(t), s.script(t, calls...)); !errors.Is(err, adapters.ErrResponseTooLarge) {
 		t.Errorf("a response over the size limit: %v", err)
 	}
@@ -625,7 +625,7 @@ func (s *suite) limits(t *testing.T) {
 func (s *suite) imageLimit(t *testing.T) {
 	l := newLab(t)
 	o := &adapters.ConversationOptions{}
-	o.MaxImageBytes = 8
+	o.Answers.MaxImageBytes = 8
 	exec := s.execute(t, s.conversation(t, l, o), s.script(t, toolcall.Raw{ID: "call_image", Name: imageTool, Args: map[string]any{}}))
 	a := string(marshal(t, exec.Results[0]))
 	if strings.Contains(a, base64.StdEncoding.EncodeToString(pngBytes)) || !strings.Contains(a, "image/png") || exec.Errors[0] != nil {

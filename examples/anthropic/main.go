@@ -72,10 +72,7 @@ const maxTurns = 10
 // search tool: Claude searches and loads them on the API's side, in the
 // same turn as the call of what it found, and only that call is answered.
 func run(ctx context.Context, baseURL string, hc *http.Client, key, model string, src conduit.Source, user, prompt string) (string, error) {
-	conv, err := adapters.NewConversation(ctx, src, adapters.Anthropic, &adapters.ConversationOptions{
-		Principal:      user,
-		ListingOptions: adapters.ListingOptions{CacheLast: true},
-	})
+	conv, err := adapters.NewConversation(ctx, src, adapters.Anthropic, &adapters.ConversationOptions{Listing: adapters.ListingOptions{CacheLast: true}, TurnOptions: adapters.TurnOptions{Principal: user}})
 	if err != nil {
 		return "", err
 	}

@@ -141,7 +141,7 @@ func (a *app) routes() http.Handler {
 
 // options are every conversation's: the user, and the keys of its state.
 func (a *app) options(user string) *adapters.ConversationOptions {
-	return &adapters.ConversationOptions{Principal: user, State: adapters.StateOptions{Keys: a.keys}}
+	return &adapters.ConversationOptions{State: adapters.StateOptions{Keys: a.keys}, TurnOptions: adapters.TurnOptions{Principal: user}}
 }
 
 func (a *app) newChat(w http.ResponseWriter, r *http.Request) {

@@ -70,9 +70,7 @@ const maxTurns = 10
 // content of functionResponse parts, with the taint of the results that
 // reached the model carried into the next turn.
 func run(ctx context.Context, baseURL string, hc *http.Client, key, model string, src conduit.Source, user, prompt string) (string, error) {
-	conv, err := adapters.NewConversation(ctx, src, adapters.Gemini, &adapters.ConversationOptions{
-		Principal: user,
-	})
+	conv, err := adapters.NewConversation(ctx, src, adapters.Gemini, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Principal: user}})
 	if err != nil {
 		return "", err
 	}

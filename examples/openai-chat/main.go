@@ -70,9 +70,7 @@ const maxTurns = 10
 // properties nullable; the conversation removes the nulls the model sends
 // for them before a call reaches its server.
 func run(ctx context.Context, baseURL string, hc *http.Client, key, model string, src conduit.Source, user, prompt string) (string, error) {
-	conv, err := adapters.NewConversation(ctx, src, adapters.OpenAIChat, &adapters.ConversationOptions{
-		Principal: user,
-	})
+	conv, err := adapters.NewConversation(ctx, src, adapters.OpenAIChat, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Principal: user}})
 	if err != nil {
 		return "", err
 	}

@@ -69,9 +69,7 @@ const maxTurns = 10
 // they came, and answers each turn's function calls, with the taint of the
 // results that reached the model carried into the next.
 func run(ctx context.Context, baseURL string, hc *http.Client, key, model string, src conduit.Source, user, prompt string) (string, error) {
-	conv, err := adapters.NewConversation(ctx, src, adapters.OpenAIResponses, &adapters.ConversationOptions{
-		Principal: user,
-	})
+	conv, err := adapters.NewConversation(ctx, src, adapters.OpenAIResponses, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Principal: user}})
 	if err != nil {
 		return "", err
 	}

@@ -71,9 +71,7 @@ const maxTurns = 10
 func run(ctx context.Context, baseURL string, hc *http.Client, model string, src conduit.Source, user, prompt string, opts ...option.RequestOption) (string, error) {
 	client := openai.NewClient(append([]option.RequestOption{option.WithBaseURL(baseURL), option.WithHTTPClient(hc)}, opts...)...)
 
-	conv, err := adapters.NewConversation(ctx, src, adapters.OpenAIChat, &adapters.ConversationOptions{
-		Principal: user,
-	})
+	conv, err := adapters.NewConversation(ctx, src, adapters.OpenAIChat, &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Principal: user}})
 	if err != nil {
 		return "", err
 	}

@@ -170,12 +170,15 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	// at its end), which prompt caching needs, and the taint grows with
 	// every result that reaches the model.
 	conv, err := adapters.NewConversation(ctx, src, o.Provider, &adapters.ConversationOptions{
-		Principal: o.Principal, CallTimeout: o.CallTimeout,
-		ListingOptions: adapters.ListingOptions{CacheLast: true, Strict: o.Strict, Trace: o.ListingTrace, CodeMode: o.CodeMode},
-		AnswerOptions:  toolcall.AnswerOptions{MaxResultTokens: o.MaxResultTokens},
-		Search:         o.Search,
-		Budget:         o.Budget,
-		Read:           o.Read,
+		TurnOptions: adapters.TurnOptions{
+			Principal: o.Principal, CallTimeout: o.CallTimeout,
+			Answers: toolcall.AnswerOptions{MaxResultTokens: o.MaxResultTokens},
+			Budget:  o.Budget,
+			Trace:   o.ListingTrace,
+		},
+		Listing: adapters.ListingOptions{CacheLast: true, Strict: o.Strict, CodeMode: o.CodeMode},
+		Search:  o.Search,
+		Read:    o.Read,
 	})
 	if err != nil {
 		return nil, err

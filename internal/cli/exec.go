@@ -188,12 +188,15 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 	}
 	defer hub.Close()
 	copts := &adapters.ConversationOptions{
-		Principal: l.principal, Taint: taint, CallTimeout: c.timeout,
-		ListingOptions: adapters.ListingOptions{Strict: strict, Trace: env.listingTrace(nil), CodeMode: cm.options()},
-		AnswerOptions:  toolcall.AnswerOptions{Structured: mode, MaxResultTokens: bf.resultTokens()},
-		Search:         search,
-		Budget:         bf.options(),
-		State:          adapters.StateOptions{Keys: st.keys},
+		TurnOptions: adapters.TurnOptions{
+			Principal: l.principal, Taint: taint, CallTimeout: c.timeout,
+			Answers: toolcall.AnswerOptions{Structured: mode, MaxResultTokens: bf.resultTokens()},
+			Budget:  bf.options(),
+			Trace:   env.listingTrace(nil),
+		},
+		Listing: adapters.ListingOptions{Strict: strict, CodeMode: cm.options()},
+		Search:  search,
+		State:   adapters.StateOptions{Keys: st.keys},
 	}
 	conv, err := st.conversation(ctx, hub, p, copts)
 	if err != nil {

@@ -143,11 +143,14 @@ resumes the conversation the same store.elsewhere.`)
 	}
 	defer hub.Close()
 	conv, err := st.conversation(ctx, hub, info.Provider, &adapters.ConversationOptions{
-		CallTimeout:    *timeout,
-		ListingOptions: adapters.ListingOptions{Trace: env.listingTrace(nil), CodeMode: cm.options()},
-		AnswerOptions:  toolcall.AnswerOptions{Structured: mode, MaxResultTokens: bf.resultTokens()},
-		Budget:         bf.options(),
-		State:          adapters.StateOptions{Keys: st.keys},
+		TurnOptions: adapters.TurnOptions{
+			CallTimeout: *timeout,
+			Answers:     toolcall.AnswerOptions{Structured: mode, MaxResultTokens: bf.resultTokens()},
+			Budget:      bf.options(),
+			Trace:       env.listingTrace(nil),
+		},
+		Listing: adapters.ListingOptions{CodeMode: cm.options()},
+		State:   adapters.StateOptions{Keys: st.keys},
 	})
 	if err != nil {
 		return err

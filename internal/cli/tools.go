@@ -97,12 +97,12 @@ conversation offers them on its next turn.`)
 
 	var fallbacks []strictNote
 	conv, err := adapters.NewConversation(ctx, hub, p, &adapters.ConversationOptions{
-		Principal: l.principal,
-		ListingOptions: adapters.ListingOptions{CacheLast: *cacheLast, Strict: strict,
+		TurnOptions: adapters.TurnOptions{Principal: l.principal,
 			Trace: env.listingTrace(&adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
 				fallbacks = append(fallbacks, strictNote{f.Tool, reason(f.Err)})
-			}}), CodeMode: cm.options()},
-		Search: search,
+			}})},
+		Listing: adapters.ListingOptions{CacheLast: *cacheLast, Strict: strict, CodeMode: cm.options()},
+		Search:  search,
 	})
 	if err != nil {
 		return failure("listing tools: %v", err)

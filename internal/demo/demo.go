@@ -205,10 +205,10 @@ func PlayWith(ctx context.Context, o *Options) (*Report, error) {
 		var fallbacks []Fallback
 		listing, err := adapters.Tools(ctx, hub, p, &adapters.ToolsOptions{
 			Principal: Principal,
-			ListingOptions: adapters.ListingOptions{CacheLast: true,
-				Trace: withListingTrace(o.ListingTrace, &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
-					fallbacks = append(fallbacks, Fallback{f.Tool, strictReason(f.Err)})
-				}})},
+			Listing:   adapters.ListingOptions{CacheLast: true},
+			Trace: withListingTrace(o.ListingTrace, &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
+				fallbacks = append(fallbacks, Fallback{f.Tool, strictReason(f.Err)})
+			}}),
 		})
 		if err != nil {
 			return nil, err
@@ -218,10 +218,10 @@ func PlayWith(ctx context.Context, o *Options) (*Report, error) {
 		clear(decisions)
 		mu.Unlock()
 		exec, err := adapters.ExecuteToolCalls(ctx, hub, p, []byte(tf.Response), &adapters.ExecOptions{
-			ToolSet: listing.ToolSet, Principal: Principal, Taint: taint,
-			NullPaths: listing.NullPaths,
-			// One at a time, so the story reads in the model's order.
-			MaxConcurrency: 1,
+			ToolSet: listing.ToolSet, NullPaths: listing.NullPaths,
+			TurnOptions: adapters.TurnOptions{Principal: Principal, Taint: taint,
+				// One at a time, so the story reads in the model's order.
+				MaxConcurrency: 1},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("turn %s: %w", tf.Provider, err)

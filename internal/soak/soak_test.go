@@ -546,7 +546,7 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 		exec, err = conv.Execute(ctx, response)
 	} else {
 		// Many calls at once, as a loop that runs a big response would.
-		exec, err = adapters.ExecuteToolCalls(ctx, s.hub, p, response, &adapters.ExecOptions{ToolSet: ts, MaxConcurrency: 16})
+		exec, err = adapters.ExecuteToolCalls(ctx, s.hub, p, response, &adapters.ExecOptions{ToolSet: ts, TurnOptions: adapters.TurnOptions{MaxConcurrency: 16}})
 	}
 	return exec, err, time.Since(start)
 }
@@ -752,8 +752,7 @@ func (s *soak) caller(ctx context.Context, n int, rng *rand.Rand) {
 	w := p.Wire()
 	for {
 		conv, err := adapters.NewConversation(ctx, s.hub, p, &adapters.ConversationOptions{
-			Search:         adapters.SearchOptions{Mode: adapters.SearchOff},
-			MaxConcurrency: 4,
+			Search: adapters.SearchOptions{Mode: adapters.SearchOff}, TurnOptions: adapters.TurnOptions{MaxConcurrency: 4},
 		})
 		if err != nil {
 			s.problem("test", "NewConversation: %v", err)

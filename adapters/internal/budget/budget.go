@@ -162,39 +162,6 @@ func applyStructured(r *render.Rendered, o *Options, c modeltext.Cut, text strin
 	return out
 }
 
-// Share divides a turn's budget among its results, given each one's
-// tokens in the model's order: max-min fair, so that a result within an
-// equal share keeps all of it, and what it leaves goes to the larger ones,
-// equally. The shares add up to at most total; a result's share is never
-// more than its tokens. Every result's share is then applied in the
-// model's order, none before another.
-func Share(sizes []int, total int) []int {
-	shares := make([]int, len(sizes))
-	left, open := total, len(sizes)
-	done := make([]bool, len(sizes))
-	for open > 0 && left > 0 {
-		each := left / open
-		settled := false
-		for i, n := range sizes {
-			if !done[i] && n <= each {
-				shares[i], done[i] = n, true
-				left -= n
-				open--
-				settled = true
-			}
-		}
-		if !settled {
-			for i := range sizes {
-				if !done[i] {
-					shares[i] = each
-				}
-			}
-			break
-		}
-	}
-	return shares
-}
-
 // Writer writes a provider's answer of a rendered result; notice is the
 // notice of a structured value that was cut ("" otherwise), which the
 // provider places itself (the notice of parts is their last part).

@@ -94,24 +94,6 @@ func TestApplyJSONAndImages(t *testing.T) {
 	}
 }
 
-func TestShare(t *testing.T) {
-	for _, c := range []struct {
-		sizes []int
-		total int
-		want  []int
-	}{
-		{[]int{20000, 20000, 20000, 20000, 20000, 20000, 20000, 20000, 20000, 20000}, 50000, []int{5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000}},
-		{[]int{100, 90000, 3000, 40000}, 50000, []int{100, 23450, 3000, 23450}},
-		{[]int{10, 20}, 50000, []int{10, 20}},
-		{nil, 100, []int{}},
-	} {
-		got := budget.Share(c.sizes, c.total)
-		if fmt.Sprint(got) != fmt.Sprint(c.want) {
-			t.Errorf("Share(%v, %d) = %v, want %v", c.sizes, c.total, got, c.want)
-		}
-	}
-}
-
 func BenchmarkApply(b *testing.B) {
 	text := bigText(b)
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}

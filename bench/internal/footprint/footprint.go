@@ -106,9 +106,9 @@ func Measure(ts *conduit.ToolSet, queries []string) ([]Row, error) {
 func measure(ts *conduit.ToolSet, p adapters.Provider, so adapters.SearchOptions, queries []string) (Row, error) {
 	ctx := context.Background()
 	conv, err := adapters.NewConversation(ctx, offline{ts}, p, &adapters.ConversationOptions{
-		ToolSet:        ts,
-		ListingOptions: adapters.ListingOptions{CacheLast: true},
-		Search:         so,
+		ToolSet: ts,
+		Listing: adapters.ListingOptions{CacheLast: true},
+		Search:  so,
 	})
 	if err != nil {
 		return Row{}, err
