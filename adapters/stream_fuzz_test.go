@@ -39,6 +39,11 @@ func fuzzStream(f *testing.F, p adapters.Provider, d driver.Provider) {
 				}
 				break
 			}
+			for _, c := range step.Calls {
+				if c.ID == "" && c.Err == nil && p != adapters.Gemini {
+					t.Fatalf("a call released with no id and no error: %+v", c)
+				}
+			}
 			released += len(step.Calls)
 		}
 		resp := s.Response()
