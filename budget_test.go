@@ -105,24 +105,6 @@ func isKind(err error, k ErrorKind) bool {
 	return ok && got == k
 }
 
-func TestParseConfigMaxResultTokens(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x", "maxResultTokens": 8000}, "b": {"url": "https://b.example/mcp", "maxResultTokens": -1}, "c": {"command": "y"}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := []int{cfg.Servers[0].MaxResultTokens, cfg.Servers[1].MaxResultTokens, cfg.Servers[2].MaxResultTokens}; !reflect.DeepEqual(got, []int{8000, -1, 0}) {
-		t.Fatalf("maxResultTokens %v", got)
-	}
-	for in, want := range map[string]string{
-		`{"mcpServers": {"a": {"command": "x", "maxResultTokens": "8000"}}}`: `"maxResultTokens" must be a whole number, not a string`,
-		`{"mcpServers": {"a": {"command": "x", "maxResultTokens": 1.5}}}`:    `"maxResultTokens" must be a whole number, not a number`,
-	} {
-		if _, err := ParseConfig([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want %q", in, err, want)
-		}
-	}
-}
-
 // TestServerBudgetReachesTools: a hub's tools carry their server's
 // budget.
 func TestServerBudgetReachesTools(t *testing.T) {

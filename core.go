@@ -150,7 +150,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 	}
 	c.httpClient = newHTTPClient()
 	for _, s := range servers {
-		if err := s.validate(); err != nil {
+		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("conduit: %w", err)
 		}
 		if _, dup := c.byID[s.ID]; dup {

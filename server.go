@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/redact"
 	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -94,9 +95,13 @@ type Server struct {
 	// its tools carries it (Tool.MaxResultTokens).
 	MaxResultTokens int
 
-	// fromEnv are the values its configuration read from the environment
-	// (${env:NAME}), which its errors do not show.
-	fromEnv []envValue
+	// FromEnv holds the values its configuration read from the
+	// environment (${env:NAME}), by variable name. The server's errors
+	// show ${env:NAME} in place of each value, in every form a message can
+	// hold it, so a secret in a URL, a header or a child's environment
+	// stays out of status lines, logs and traces. Package config sets it.
+	FromEnv map[string]string
+
 	// scrub are the variables a principal's child does not inherit from
 	// this process (forPrincipal).
 	scrub []string
@@ -126,7 +131,7 @@ func (s Server) validate() error {
 		case strings.Contains(n, "${"):
 			return fmt.Errorf("server %q: InheritEnv holds variables' names, not ${...} references", s.ID)
 		case n == "" || strings.ContainsAny(n, "=\x00"):
-			return fmt.Errorf("server %q: InheritEnv: %q is not a variable's name", s.ID, safeName(n))
+			return fmt.Errorf("server %q: InheritEnv: %q is not a variable's name", s.ID, redact.Name(n))
 		}
 	}
 	if err := s.validateIdentity(); err != nil {
@@ -290,3 +295,12 @@ var errClosed = errors.New("conduit: closed")
 // close concurrently, so a hub's Close waits this long at most once. A
 // variable for tests.
 var terminateDuration = 2 * time.Second
+
+// redact returns err with every value s's configuration read from the
+// environment replaced by its ${env:NAME} (see FromEnv).
+func (s Server) redact(err error) error { return redact.Env(err, s.FromEnv) }
+
+// Validate reports what makes s unusable: no way to reach it, or one too
+// many, a malformed id, environment or identity. Its error shows no value
+// of FromEnv. NewHub and NewClient validate every server they are given.
+func (s Server) Validate() error { return s.redact(s.validate()) }

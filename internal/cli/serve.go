@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/gateway"
 	"github.com/conduitmcp/conduit/internal/seal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -144,9 +145,9 @@ after 'conduit pin --update'.`)
 	}
 	if *issuer != "" || *resource != "" {
 		if cfg.Serve == nil {
-			cfg.Serve = &conduit.ServeConfig{}
+			cfg.Serve = &config.Serve{}
 		}
-		o := conduit.ServeOAuth{}
+		o := config.ServeOAuth{}
 		if cfg.Serve.OAuth != nil {
 			o = *cfg.Serve.OAuth
 		}
@@ -170,7 +171,7 @@ after 'conduit pin --update'.`)
 	if httpOpts != nil {
 		httpOpts.DrainDelay, httpOpts.ShutdownTimeout = *drainDelay, *shutdownTimeout
 	}
-	u, err := conduit.ExpandEnv(*storeURL)
+	u, err := config.ExpandEnv(*storeURL)
 	if err != nil {
 		return inputError("--store: %v", err)
 	}
@@ -265,7 +266,7 @@ after 'conduit pin --update'.`)
 }
 
 // taintScope is the configuration's "taintScope" (checked when parsed).
-func taintScope(cfg *conduit.Config) gateway.TaintScope {
+func taintScope(cfg *config.File) gateway.TaintScope {
 	if cfg.Serve != nil && cfg.Serve.TaintScope == "conversation" {
 		return gateway.TaintConversation
 	}
@@ -274,7 +275,7 @@ func taintScope(cfg *conduit.Config) gateway.TaintScope {
 
 // serveHTTPOptions are the HTTP settings of the configuration's "serve"
 // object, with the tokens read from the environment.
-func serveHTTPOptions(env *Env, cfg *conduit.Config, addr string, noAuth bool, config string) (*gateway.HTTPOptions, error) {
+func serveHTTPOptions(env *Env, cfg *config.File, addr string, noAuth bool, config string) (*gateway.HTTPOptions, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, usageError("serve", "--http %q: want host:port, such as 127.0.0.1:8080 or :8080", addr)

@@ -1,4 +1,4 @@
-package conduit
+package config
 
 import (
 	"maps"
@@ -9,7 +9,7 @@ import (
 )
 
 func TestParseServe(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{
+	cfg, err := Parse([]byte(`{
 		"mcpServers": {"a": {"command": "x"}},
 		"serve": {
 			"tokens": [{"principal": "alice", "env": "T_ALICE"}, {"principal": "anon", "env": "T_ANON"}],
@@ -46,7 +46,7 @@ func TestParseServe(t *testing.T) {
 }
 
 func TestParseServeOAuth(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {
+	cfg, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {
 		"oauth": {"issuer": "https://login.example.com", "resource": "https://mcp.example.com/mcp", "principalClaim": "email", "scopes": ["mcp"], "requireTokenType": true},
 		"taintLifetime": "2h", "taintScope": "conversation"}}`))
 	if err != nil {
@@ -63,7 +63,7 @@ func TestParseServeOAuth(t *testing.T) {
 // process's memory.
 func TestParseServeStores(t *testing.T) {
 	for _, store := range []string{"sqlite:///var/lib/conduit/store.db", "memory", "rediss://h:6380/1"} {
-		cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {"store": "` + store + `"}}`))
+		cfg, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {"store": "` + store + `"}}`))
 		if err != nil || cfg.Serve.Store != store {
 			t.Errorf("store %q: %v", store, err)
 		}
@@ -104,7 +104,7 @@ func TestParseServeErrors(t *testing.T) {
 		{`{"limits": [{"perMinute": 1, "per": "hour"}]}`, `unknown key "per"`},
 		{`{"limits": [{"perMinute": "60"}]}`, `"perMinute" must be a whole number, not a string`},
 	} {
-		_, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": ` + tt.serve + `}`))
+		_, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": ` + tt.serve + `}`))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("serve %s: err = %v, want %q", tt.serve, err, tt.want)
 		}
