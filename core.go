@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -558,4 +559,10 @@ func (c *core) policyDenial(call *Call) (bool, string) {
 		return true, "no policy rule allows it"
 	}
 	return true, "denied by the policy rule " + strconv.Quote(rule.String())
+}
+
+// bounds returns the bounds of server's transports.
+func (c *core) bounds(server string) *transport.Bounds {
+	over := &transport.Oversize{Server: server, Limit: c.limits.resultBytes, Marker: c.resultMarker, Logger: c.Logger}
+	return transport.NewBounds(server, c.limits.messageBytes(), over, c.Logger)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit/internal/redact"
+	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -202,7 +203,7 @@ func (s Server) reconnectable() bool { return s.Transport == nil }
 // transport makes a fresh transport for one session. stderr receives a
 // child process's standard error; hc is the HTTP client when s has none;
 // b bounds the size of each message the server sends.
-func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *bounds) mcp.Transport {
+func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *transport.Bounds) mcp.Transport {
 	switch {
 	case s.Transport != nil:
 		return s.Transport
@@ -214,12 +215,12 @@ func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *bounds) mcp.Tr
 		// A grandchild that inherited stderr (npx starts node) must not keep
 		// Wait, and so Close, from returning once the child has exited.
 		cmd.WaitDelay = time.Second
-		return b.stdio(cmd, terminateDuration)
+		return b.Stdio(cmd, terminateDuration)
 	default:
 		if s.HTTPClient != nil {
 			hc = s.HTTPClient
 		}
-		hc = b.http(hc)
+		hc = b.HTTP(hc)
 		if len(s.Headers) > 0 {
 			cp := *hc
 			cp.Transport = headerTransport{base: hc.Transport, headers: maps.Clone(s.Headers)}
