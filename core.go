@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit/internal/transport"
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -95,7 +96,7 @@ type core struct {
 	// byPrincipal are the listings for principals, when some server's
 	// sessions are per principal (at most maxCachedListings).
 	byPrincipal map[string]*tsCache
-	drift       map[string][]Drift // by server, in the last shared tool set
+	drift       map[string][]pins.Drift // by server, in the last shared tool set
 	// digests of the tools listed, for checking pins
 	digests digestCache
 }
@@ -441,22 +442,22 @@ func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 			report()
 		}
 	}()
-	pins := c.Pins.generation()
+	gen := c.Pins.Generation()
 	c.tsMu.Lock()
 	defer c.tsMu.Unlock()
 	cache := &c.ts
 	if c.pools && lf.principal != "" {
 		cache = c.principalListing(lf.principal)
 	}
-	if cache.ts != nil && slices.Equal(cache.key, key) && cache.pins == pins {
+	if cache.ts != nil && slices.Equal(cache.key, key) && cache.pins == gen {
 		return cache.ts, nil
 	}
 	ts := NewToolSet(&ToolSetOptions{Namespace: c.namespace, Options: &c.Options, digests: &c.digests}, lists...)
 	if c.Pins != nil {
-		report = c.driftReport(ctx, ts, cache.key, key, cache.ts != nil && cache.pins != pins, cache == &c.ts)
+		report = c.driftReport(ctx, ts, cache.key, key, cache.ts != nil && cache.pins != gen, cache == &c.ts)
 		c.keepDigests(lists)
 	}
-	*cache = tsCache{ts: ts, key: key, pins: pins}
+	*cache = tsCache{ts: ts, key: key, pins: gen}
 	return ts, nil
 }
 

@@ -21,7 +21,7 @@ import (
 //
 // A reviewer who has read a finding and decided the definition is fine
 // accepts it: the acceptance names the server, the tool, the rule and the
-// digest of the tool's definition ([conduit.ToolDigest]) that was read, so
+// digest of the tool's definition (pins.ToolDigest) that was read, so
 // that it lapses as soon as the definition changes, and the finding is
 // reported again. Acceptances are kept in their own file beside the
 // configuration (AcceptFile), not in the lock file of pins: the lock

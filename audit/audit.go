@@ -4,7 +4,7 @@
 // past the length conduit sends, and parameters that would carry the
 // model's context or the user's secrets out. It reads definitions only,
 // calls nothing, and decides nothing: `conduit audit` is a thin command
-// over [Check], and [conduit.Pins] is what keeps a reviewed definition
+// over [Check], and [pins.Pins] is what keeps a reviewed definition
 // from changing.
 //
 // Every rule is a pattern over text, tuned on the tool lists of real,
@@ -26,6 +26,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -107,7 +108,7 @@ type Finding struct {
 	// Excerpt is the text around what was found, on one line, with the
 	// characters a terminal would not show written as \uXXXX.
 	Excerpt string `json:"excerpt,omitempty"`
-	// Digest is the tool's [conduit.ToolDigest], which an [Acceptance]
+	// Digest is the tool's [pins.ToolDigest], which an [Acceptance]
 	// names; "" when the definition cannot be encoded (then the finding
 	// cannot be accepted).
 	Digest string `json:"digest,omitempty"`
@@ -137,7 +138,7 @@ func Check(servers []conduit.ServerTools) []Finding {
 			if len(fs) > 0 {
 				// An error leaves the digest empty: such a finding
 				// cannot be accepted, and is always reported.
-				d, _ := conduit.ToolDigest(t)
+				d, _ := pins.ToolDigest(t)
 				for i := range fs {
 					fs[i].Digest = d
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/config"
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/conduitmcp/conduit/store"
 )
 
@@ -176,20 +177,20 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *config.File, o hu
 	if h.verbose {
 		logger = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	var pins *conduit.Pins
+	var pinned *pins.Pins
 	if !o.noPins {
 		var err error
-		if pins, err = h.loadPins(); err != nil {
+		if pinned, err = h.loadPins(); err != nil {
 			return nil, err
 		}
 	}
 	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.Options{Policy: policy,
 		Approver:       o.approver,
-		Trace:          h.pinTrace(env, pins, env.hubTrace(o.trace)),
+		Trace:          h.pinTrace(env, pinned, env.hubTrace(o.trace)),
 		Logger:         logger,
 		ConnectTimeout: h.connectTimeout,
 		RequireServers: h.requireServers,
-		Pins:           pins,
+		Pins:           pinned,
 		Store:          o.store,
 		LaxPolicy:      cfg.LaxPolicy})
 	if err != nil {
