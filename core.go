@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/transport"
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -103,7 +105,7 @@ type core struct {
 	// byPrincipal are the listings for principals, when some server's
 	// sessions are per principal (at most maxCachedListings).
 	byPrincipal map[string]*tsCache
-	drift       map[string][]Drift // by server, in the last shared tool set
+	drift       map[string][]pins.Drift // by server, in the last shared tool set
 	// digests of the tools listed, for checking pins
 	digests digestCache
 }
@@ -160,7 +162,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 	}
 	c.httpClient = newHTTPClient()
 	for _, s := range servers {
-		if err := s.validate(); err != nil {
+		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("conduit: %w", err)
 		}
 		if _, dup := c.byID[s.ID]; dup {
@@ -456,22 +458,22 @@ func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 			report()
 		}
 	}()
-	pins := c.Pins.generation()
+	gen := c.Pins.Generation()
 	c.tsMu.Lock()
 	defer c.tsMu.Unlock()
 	cache := &c.ts
 	if c.pools && lf.principal != "" {
 		cache = c.principalListing(lf.principal)
 	}
-	if cache.ts != nil && slices.Equal(cache.key, key) && cache.pins == pins {
+	if cache.ts != nil && slices.Equal(cache.key, key) && cache.pins == gen {
 		return cache.ts, nil
 	}
 	ts := NewToolSet(&ToolSetOptions{Namespace: c.namespace, Options: &c.Options, digests: &c.digests}, lists...)
 	if c.Pins != nil {
-		report = c.driftReport(ctx, ts, cache.key, key, cache.ts != nil && cache.pins != pins, cache == &c.ts)
+		report = c.driftReport(ctx, ts, cache.key, key, cache.ts != nil && cache.pins != gen, cache == &c.ts)
 		c.keepDigests(lists)
 	}
-	*cache = tsCache{ts: ts, key: key, pins: pins}
+	*cache = tsCache{ts: ts, key: key, pins: gen}
 	return ts, nil
 }
 
@@ -580,4 +582,10 @@ func (c *core) policyDenial(call *Call) (bool, string) {
 		return true, "no policy rule allows it"
 	}
 	return true, "denied by the policy rule " + strconv.Quote(rule.String())
+}
+
+// bounds returns the bounds of server's transports.
+func (c *core) bounds(server string) *transport.Bounds {
+	over := &transport.Oversize{Server: server, Limit: c.limits.resultBytes, Marker: c.resultMarker, Logger: c.Logger}
+	return transport.NewBounds(server, c.limits.messageBytes(), over, c.Logger)
 }

@@ -135,14 +135,14 @@
 // # Pins
 //
 // With [Options.Pins], a hub or client offers only the tools whose listed
-// definition is the one pinned (see [Pins] and [CanonicalTool]): a changed
+// definition is the one pinned (see [pins.Pins] and [pins.CanonicalTool]): a changed
 // or new tool is left out of every tool set and reported by
 // [ToolSet.Drift], [ServerStatus.Drift] and [Trace.PinDrift] with a diff,
 // and a call to it is refused with nothing sent. Before a call is sent the
 // server's current listing is checked, so a list_changed or a reconnection
 // within a session cannot slip a changed definition past the pins. The
-// lock file, mcp.lock.json beside the configuration, is read by [LoadPins]
-// and written by [Pins.Save] (and conduit pin).
+// lock file, mcp.lock.json beside the configuration, is read by [pins.Load]
+// and written by [pins.Pins.Save] (and conduit pin).
 //
 // # Prompts, resources and what servers send
 //

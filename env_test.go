@@ -5,10 +5,7 @@ package conduit
 
 import (
 	"context"
-	"fmt"
-	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -110,114 +107,6 @@ func TestChildEnvironment(t *testing.T) {
 	}
 }
 
-// Under "identity": "principal", started from a configuration file as
-// conduit serve starts it: alice's child has her credential, never
-// bob's, nor the source variables of either, nor the serve tokens, nor
-// the state key; a shared server's child has none of them.
-func TestChildEnvironmentPrincipals(t *testing.T) {
-	secrets := map[string]string{
-		"ALICE_SECRET":      "alice-credential-0123456789",
-		"BOB_SECRET":        "bob-credential-0123456789",
-		"TOK_ALICE":         "alice-gateway-token-0123456789",
-		"TOK_BOB":           "bob-gateway-token-0123456789",
-		"CONDUIT_STATE_KEY": "state-key-0123456789abcdef0123456789",
-		"OPENAI_API_KEY":    "sk-test-openai-key-0123456789",
-	}
-	for k, v := range secrets {
-		t.Setenv(k, v)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	child := fmt.Sprintf(`"command": %q, "env": {%q: "basic", "GORACE": "atexit_sleep_ms=0"}`, exe, childModeEnv)
-	config := `{"mcpServers": {
-		"own": {` + child + `, "identity": "principal", "inheritEnv": ["TOK_ALICE_NOT_SET"], "principals": {
-			"alice": {"env": {"GH_TOKEN": "${env:ALICE_SECRET}"}},
-			"bob":   {"env": {"GH_TOKEN": "${env:BOB_SECRET}", "BOB_ONLY": "${env:BOB_SECRET}"}}}},
-		"shared": {` + child + `}},
-		"serve": {"tokens": [{"principal": "alice", "env": "TOK_ALICE"}, {"principal": "bob", "env": "TOK_BOB"}]}}`
-	path := filepath.Join(t.TempDir(), "mcp.json")
-	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := LoadConfig(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHub(t, cfg.Servers, &Options{Policy: NewPolicy(Allow("*"))})
-
-	alice := childEnviron(t, h, "own__environ", "alice")
-	if alice["GH_TOKEN"] != secrets["ALICE_SECRET"] {
-		t.Errorf("alice's GH_TOKEN = %q", alice["GH_TOKEN"])
-	}
-	others := maps.Clone(secrets)
-	delete(others, "ALICE_SECRET")
-	noneOf(t, "alice", alice, others)
-	if _, ok := alice["ALICE_SECRET"]; ok {
-		t.Error("alice's child has ALICE_SECRET, the source of her ${env:}")
-	}
-	if _, ok := alice["BOB_ONLY"]; ok {
-		t.Error("alice's child has BOB_ONLY, a variable only bob's env sets")
-	}
-
-	bob := childEnviron(t, h, "own__environ", "bob")
-	if bob["GH_TOKEN"] != secrets["BOB_SECRET"] || bob["BOB_ONLY"] != secrets["BOB_SECRET"] {
-		t.Errorf("bob's GH_TOKEN = %q, BOB_ONLY = %q", bob["GH_TOKEN"], bob["BOB_ONLY"])
-	}
-	others = maps.Clone(secrets)
-	delete(others, "BOB_SECRET")
-	noneOf(t, "bob", bob, others)
-
-	noneOf(t, "the shared server", childEnviron(t, h, "shared__environ", "alice"), secrets)
-}
-
-// inheritEnv in mcp.json: names, kept as written (never expanded); ${env:}
-// in the server's env is read as before; a url server has no environment.
-func TestConfigInheritEnv(t *testing.T) {
-	env := envOf(map[string]string{"NOTES_DB": "/var/notes.db", "AWS_PROFILE": "dev"})
-	cfg, err := parseConfig([]byte(`{"mcpServers": {
-		"notes": {"command": "notes-server", "env": {"DB": "${env:NOTES_DB}"}, "inheritEnv": ["AWS_PROFILE", "KUBECONFIG", "${env:NOTES_DB}"]},
-		"bare":  {"command": "x"}
-	}}`), env)
-	if err == nil || !strings.Contains(err.Error(), "not ${...} references") {
-		t.Fatalf("a ${env:} in inheritEnv, which holds names: %v", err)
-	}
-	cfg, err = parseConfig([]byte(`{"mcpServers": {
-		"notes": {"command": "notes-server", "env": {"DB": "${env:NOTES_DB}"}, "inheritEnv": ["AWS_PROFILE", "KUBECONFIG"]},
-		"bare":  {"command": "x"}
-	}}`), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	notes, bare := cfg.Servers[0], cfg.Servers[1]
-	if !slices.Equal(notes.InheritEnv, []string{"AWS_PROFILE", "KUBECONFIG"}) || notes.Env["DB"] != "/var/notes.db" {
-		t.Errorf("notes: inheritEnv %q, env %q", notes.InheritEnv, notes.Env)
-	}
-	if bare.InheritEnv != nil {
-		t.Errorf("bare: inheritEnv %q", bare.InheritEnv)
-	}
-	for _, tt := range []struct{ config, want string }{
-		{`{"mcpServers": {"a": {"url": "http://x", "inheritEnv": ["HOME"]}}}`, `"inheritEnv" and "cwd" are for a "command"`},
-		{`{"mcpServers": {"a": {"command": "x", "inheritEnv": "HOME"}}}`, `"inheritEnv" must be a list of strings, not a string`},
-		{`{"mcpServers": {"a": {"command": "x", "inheritEnv": ["A=B"]}}}`, `InheritEnv: "…" is not a variable's name`},
-		{`{"mcpServers": {"a": {"command": "x", "inheritEnv": [""]}}}`, `InheritEnv: "" is not a variable's name`},
-	} {
-		if _, err := parseConfig([]byte(tt.config), env); err == nil || !strings.Contains(err.Error(), tt.want) {
-			t.Errorf("%s: %v, want %q", tt.config, err, tt.want)
-		}
-	}
-	// The library's own check, for a Server built in code.
-	for _, s := range []Server{
-		{ID: "u", URL: "http://x", InheritEnv: []string{"HOME"}},
-		{ID: "c", Command: "x", InheritEnv: []string{"NUL\x00"}},
-	} {
-		if err := s.validate(); err == nil {
-			t.Errorf("%+v: no error", s)
-		}
-	}
-}
-
 // environ, on a made-up parent environment: the platform's allowlist,
 // the locale, the temporary directory, what InheritEnv names, then Env;
 // never a shell function from the allowlist, never a scrubbed name.
@@ -241,5 +130,18 @@ func TestEnviron(t *testing.T) {
 	}
 	if got := (Server{}).environ(nil); got == nil || len(got) != 0 {
 		t.Errorf("an empty environment is %#v; nil would give the child all of this process's", got)
+	}
+}
+
+// TestServerInheritEnvValidate: the library's own check of InheritEnv,
+// for a Server built in code.
+func TestServerInheritEnvValidate(t *testing.T) {
+	for _, s := range []Server{
+		{ID: "u", URL: "http://x", InheritEnv: []string{"HOME"}},
+		{ID: "c", Command: "x", InheritEnv: []string{"NUL\x00"}},
+	} {
+		if err := s.validate(); err == nil {
+			t.Errorf("%+v: no error", s)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/conduitmcp/conduit/internal/transport"
 	"net/http"
 	"sync/atomic"
 
@@ -75,7 +76,7 @@ func (cn *conn) extCall(ctx context.Context, sess *mcp.ClientSession, method str
 		return resp.Error
 	}
 	if len(resp.Result) > maxExtResult {
-		return fmt.Errorf("%s: the result is larger than %s", method, byteSize(maxExtResult))
+		return fmt.Errorf("%s: the result is larger than %s", method, transport.ByteSize(maxExtResult))
 	}
 	if err := json.Unmarshal(resp.Result, out); err != nil {
 		return fmt.Errorf("%s: the result: %w", method, err)

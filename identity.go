@@ -1,13 +1,14 @@
 package conduit
 
 import (
+	"github.com/conduitmcp/conduit/internal/redact"
+
 	"context"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/conduitmcp/conduit/oauth"
 )
@@ -114,34 +115,16 @@ func (s Server) validateIdentity() error {
 	// The shared setting goes to every principal's session: a credential
 	// in it would be everyone's.
 	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
-		if credentialHeader(k) {
+		if redact.CredentialHeader(k) {
 			return fmt.Errorf("server %q: header %q would be every principal's credential: under identity \"principal\" put it in each principal's \"headers\"", s.ID, k)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-		if credentialVar(k) {
+		if redact.CredentialVar(k) {
 			return fmt.Errorf("server %q: env %q would be every principal's credential: under identity \"principal\" put it in each principal's \"env\"", s.ID, k)
 		}
 	}
 	return nil
-}
-
-// credentialHeader reports whether a header's name says it carries
-// credentials (Authorization, Cookie, X-API-Key...).
-func credentialHeader(k string) bool {
-	k = strings.ToLower(k)
-	switch k {
-	case "authorization", "proxy-authorization", "cookie":
-		return true
-	}
-	return secretWord(k[strings.LastIndexAny(k, "-_")+1:])
-}
-
-// credentialVar reports whether a variable's name says it holds a secret
-// (GITHUB_TOKEN, OPENAI_API_KEY, DB_PASSWORD...).
-func credentialVar(k string) bool {
-	k = strings.ToLower(k)
-	return secretWord(k[strings.LastIndexAny(k, "-_")+1:])
 }
 
 // forPrincipal is the Server that principal's session is opened with, or

@@ -404,3 +404,20 @@ func resourceCount(rs *ResourceSet) int {
 	}
 	return n
 }
+
+// TestForPrincipalHeaders: a principal's request carries their headers
+// over the shared ones; one without credentials is not served.
+func TestForPrincipalHeaders(t *testing.T) {
+	gh := Server{ID: "gh", URL: "https://mcp.github.example/mcp", Identity: IdentityPrincipal, Headers: map[string]string{"X-Org": "acme"},
+		Principals: map[string]Credentials{
+			"alice": {Headers: map[string]string{"Authorization": "Bearer ghp_alice_0123"}},
+			"bob":   {Headers: map[string]string{"Authorization": "Bearer ghp_bob_0123"}},
+		}}
+	alice, err := gh.forPrincipal("alice")
+	if err != nil || alice.Headers["Authorization"] != "Bearer ghp_alice_0123" || alice.Headers["X-Org"] != "acme" {
+		t.Errorf("alice's gh: %q, %v", alice.Headers, err)
+	}
+	if _, err := gh.forPrincipal("carol"); !errors.Is(err, oauth.ErrNeedsLogin) {
+		t.Errorf("carol's gh: %v", err)
+	}
+}

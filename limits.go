@@ -4,9 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -128,7 +128,7 @@ func (l *limits) argsOver(depth, size int) error {
 	case l.argDepth > 0 && depth > l.argDepth:
 		return fmt.Errorf("nest deeper than the limit of %d levels", l.argDepth)
 	case l.argBytes > 0 && size > l.argBytes:
-		return fmt.Errorf("are larger than the limit of %s", byteSize(l.argBytes))
+		return fmt.Errorf("are larger than the limit of %s", transport.ByteSize(l.argBytes))
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func (l *limits) argsOver(depth, size int) error {
 // checkResult measures a result. The error, if any, completes "it ...".
 // resultOver is the reason of a result over MaxResultBytes.
 func (l *limits) resultOver() error {
-	return fmt.Errorf("is larger than the limit of %s", byteSize(l.resultBytes))
+	return fmt.Errorf("is larger than the limit of %s", transport.ByteSize(l.resultBytes))
 }
 
 func (l *limits) checkResult(res *mcp.CallToolResult) error {
@@ -190,13 +190,14 @@ func contentSize(c mcp.Content) int {
 	return len(data)
 }
 
-// byteSize writes n bytes for a person: 1 MiB, 16 KiB, 300 bytes.
-func byteSize(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.Itoa(n>>20) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.Itoa(n>>10) + " KiB"
+// messageBytes is the bound on one message a server sends, 0 for none:
+// MaxResultBytes, but never under the SDK's own bound on a line, so that
+// a small result limit does not refuse a large tool listing (results over
+// MaxResultBytes but under this are refused by notesConn after they are
+// read, before they are decoded).
+func (l *limits) messageBytes() int {
+	if l.resultBytes == 0 {
+		return 0
 	}
-	return strconv.Itoa(n) + " bytes"
+	return max(l.resultBytes, mcp.DefaultMaxLineLength)
 }

@@ -3,8 +3,9 @@ package conduit
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"strings"
+
+	"github.com/conduitmcp/conduit/internal/names"
 )
 
 // MaxNameLen is the longest exposed tool name: OpenAI's limit, and within
@@ -47,22 +48,8 @@ func SanitizeName(name string) string {
 
 func isLetter(r rune) bool { return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') }
 
-// validServerID reports why id cannot be a server id, or nil. Server ids are
-// the server part of exposed names and policy patterns, so they must be
-// exposable as they are and never contain the "__" separator.
-func validServerID(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("server id is empty")
-	case strings.Contains(id, "__"):
-		return fmt.Errorf("server id %q contains \"__\", the separator of exposed names", id)
-	case len(id) > 32:
-		return fmt.Errorf("server id %q is longer than 32 characters", id)
-	case SanitizeName(id) != id:
-		return fmt.Errorf("server id %q must match ^[A-Za-z_][A-Za-z0-9_-]*$", id)
-	}
-	return nil
-}
+// validServerID reports why id cannot be a server id, or nil.
+func validServerID(id string) error { return names.ServerID(id) }
 
 // exposedName is the name a model sees: prefix+tool for a client, or
 // prefix+server__tool in a hub (namespace true). The cut and hash apply to

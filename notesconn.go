@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -144,7 +145,7 @@ func (c *notesConn) writer(closed chan struct{}) {
 // before it is decoded. Its Data is the hub's resultMarker, which holds a
 // random nonce: a server that sends the same code cannot pass its error
 // off as conduit's refusal.
-const codeResultTooLarge = -32099
+const codeResultTooLarge = transport.CodeResultTooLarge
 
 // newResultMarker returns a hub's resultMarker.
 func newResultMarker() json.RawMessage {
@@ -199,7 +200,7 @@ func (c *notesConn) bounded(resp *jsonrpc.Response) jsonrpc.Message {
 	}
 	return &jsonrpc.Response{ID: resp.ID, Error: &jsonrpc.Error{
 		Code:    codeResultTooLarge,
-		Message: "is larger than the limit of " + byteSize(limit),
+		Message: "is larger than the limit of " + transport.ByteSize(limit),
 		Data:    c.cn.core.resultMarker,
 	}}
 }

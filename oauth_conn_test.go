@@ -134,26 +134,6 @@ func TestOAuthServerValidation(t *testing.T) {
 	}
 }
 
-func TestConfigOAuth(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{"mcpServers": {"linear": {"url": "https://mcp.linear.app/mcp", "oauth": {"clientIdEnv": "LINEAR_CLIENT_ID", "scopes": ["read"]}}}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := cfg.Servers[0].OAuth
-	if o == nil || o.ClientIDEnv != "LINEAR_CLIENT_ID" || len(o.Scopes) != 1 {
-		t.Fatalf("OAuth = %v", o)
-	}
-	for _, bad := range []string{
-		`{"mcpServers": {"a": {"url": "https://x/mcp", "oauth": {"clientSecret": "s"}}}}`,
-		`{"mcpServers": {"a": {"command": "x", "oauth": {}}}}`,
-		`{"mcpServers": {"a": {"url": "https://x/sse", "type": "sse", "oauth": {}}}}`,
-	} {
-		if _, err := ParseConfig([]byte(bad)); err == nil {
-			t.Errorf("accepted %s", bad)
-		}
-	}
-}
-
 // waitState waits for the first server of st to reach want.
 func waitState(t *testing.T, ctx context.Context, st func() []ServerStatus, want ServerState) {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -60,9 +61,9 @@ type Options struct {
 	// call is sent. Schemas are compiled once per tool set.
 	Validate bool
 	// Pins, when set, offers only the tools whose listed definition is the
-	// pinned one (see [Pins]): a changed or new tool is left out of every
+	// pinned one (see [pins.Pins]): a changed or new tool is left out of every
 	// tool set and a call to it is refused, nothing sent.
-	Pins *Pins
+	Pins *pins.Pins
 	// Prefix is put in front of every exposed name (of tools and
 	// prompts): with "gh_", a client's get_issue is exposed as
 	// gh_get_issue and a hub's github__get_issue as gh_github__get_issue.

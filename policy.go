@@ -153,6 +153,10 @@ func (r Rule) When(conds ...Condition) Rule {
 // String describes the rule, for logs and approval prompts.
 func (r Rule) String() string { return r.text }
 
+// Err reports why r is malformed (no patterns, or a pattern that is not
+// "server/tool" globs), or nil. A policy with such a rule reports it too.
+func (r Rule) Err() error { return r.err }
+
 func (r *Rule) matches(c *Call) bool {
 	return r.matchesName(c.Server, c.Tool) && r.holds(c)
 }

@@ -258,15 +258,6 @@ func TestPolicyCheck(t *testing.T) {
 	if err := (*Policy)(nil).Check(servers); err != nil {
 		t.Errorf("nil policy: %v", err)
 	}
-	// The rules of a configuration file are checked the same way.
-	cfg, err := ParseConfig([]byte(`{"mcpServers": {"web": {"url": "http://x"}, "mail": {"url": "http://y"}},
-		"policy": [{"deny": ["mail/*"], "tainted": ["wbe"]}, {"allow": ["*"]}]}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.Policy.Check([]string{"web", "mail"}); err == nil || !strings.Contains(err.Error(), `tainted "wbe" names no configured server (did you mean "web"?)`) {
-		t.Errorf("config's tainted list: %v", err)
-	}
 }
 
 func TestEditDistance(t *testing.T) {

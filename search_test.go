@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/conduitmcp/conduit/internal/search"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -265,29 +266,6 @@ func TestSearchPrincipal(t *testing.T) {
 	}
 }
 
-func TestWords(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []string
-	}{
-		{"create_pull_request", []string{"create", "pull", "request"}},
-		{"get-file.v2", []string{"get", "file", "v2"}},
-		{"browserNavigate", []string{"browser", "navigate", "browsernavigate"}},
-		{"parseHTTPRequest", []string{"parse", "http", "request", "parsehttprequest"}},
-		{"GitHub", []string{"git", "hub", "github"}},
-		{"URL", []string{"url"}},
-		{"k8s", []string{"k8s"}},
-		{"ÉtéBon", []string{"été", "bon", "étébon"}},
-		{"  don't!  ", []string{"don", "t"}},
-	} {
-		var got []string
-		words(tc.in, func(w string) { got = append(got, w) })
-		if !slices.Equal(got, tc.want) {
-			t.Errorf("words(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 func FuzzSearch(f *testing.F) {
 	for _, q := range []string{"open a PR", "k8s", "ÉtéBon", "", "\xff\xfe", "a_b-c.d", "HTTPServer", strings.Repeat("x", 300)} {
 		f.Add(q, 5)
@@ -319,13 +297,11 @@ func TestSearchLearnsBounded(t *testing.T) {
 	// bounded, and learning changes no result.
 	ts := searchSet()
 	want := found(ts.Search("listing issues", 3))
-	for i := range maxLearned + 100 {
+	for i := range search.MaxLearned + 100 {
 		ts.Search(fmt.Sprintf("word%dx listings", i), 1)
 	}
-	n := 0
-	ts.searchIndex().learned.Range(func(_, _ any) bool { n++; return true })
-	if n > maxLearned {
-		t.Errorf("%d stems learned, over %d", n, maxLearned)
+	if n := ts.searchIndex().Learned(); n > search.MaxLearned {
+		t.Errorf("%d stems learned, over %d", n, search.MaxLearned)
 	}
 	if got := found(ts.Search("listing issues", 3)); !slices.Equal(got, want) {
 		t.Errorf("after learning: %v, want %v", got, want)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/redact"
+	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -94,9 +96,13 @@ type Server struct {
 	// its tools carries it (Tool.MaxResultTokens).
 	MaxResultTokens int
 
-	// fromEnv are the values its configuration read from the environment
-	// (${env:NAME}), which its errors do not show.
-	fromEnv []envValue
+	// FromEnv holds the values its configuration read from the
+	// environment (${env:NAME}), by variable name. The server's errors
+	// show ${env:NAME} in place of each value, in every form a message can
+	// hold it, so a secret in a URL, a header or a child's environment
+	// stays out of status lines, logs and traces. Package config sets it.
+	FromEnv map[string]string
+
 	// scrub are the variables a principal's child does not inherit from
 	// this process (forPrincipal).
 	scrub []string
@@ -126,7 +132,7 @@ func (s Server) validate() error {
 		case strings.Contains(n, "${"):
 			return fmt.Errorf("server %q: InheritEnv holds variables' names, not ${...} references", s.ID)
 		case n == "" || strings.ContainsAny(n, "=\x00"):
-			return fmt.Errorf("server %q: InheritEnv: %q is not a variable's name", s.ID, safeName(n))
+			return fmt.Errorf("server %q: InheritEnv: %q is not a variable's name", s.ID, redact.Name(n))
 		}
 	}
 	if err := s.validateIdentity(); err != nil {
@@ -197,7 +203,7 @@ func (s Server) reconnectable() bool { return s.Transport == nil }
 // transport makes a fresh transport for one session. stderr receives a
 // child process's standard error; hc is the HTTP client when s has none;
 // b bounds the size of each message the server sends.
-func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *bounds) mcp.Transport {
+func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *transport.Bounds) mcp.Transport {
 	switch {
 	case s.Transport != nil:
 		return s.Transport
@@ -209,12 +215,12 @@ func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *bounds) mcp.Tr
 		// A grandchild that inherited stderr (npx starts node) must not keep
 		// Wait, and so Close, from returning once the child has exited.
 		cmd.WaitDelay = time.Second
-		return b.stdio(cmd, terminateDuration)
+		return b.Stdio(cmd, terminateDuration)
 	default:
 		if s.HTTPClient != nil {
 			hc = s.HTTPClient
 		}
-		hc = b.http(hc)
+		hc = b.HTTP(hc)
 		if len(s.Headers) > 0 {
 			cp := *hc
 			cp.Transport = headerTransport{base: hc.Transport, headers: maps.Clone(s.Headers)}
@@ -290,3 +296,12 @@ var errClosed = errors.New("conduit: closed")
 // close concurrently, so a hub's Close waits this long at most once. A
 // variable for tests.
 var terminateDuration = 2 * time.Second
+
+// redact returns err with every value s's configuration read from the
+// environment replaced by its ${env:NAME} (see FromEnv).
+func (s Server) redact(err error) error { return redact.Env(err, s.FromEnv) }
+
+// Validate reports what makes s unusable: no way to reach it, or one too
+// many, a malformed id, environment or identity. Its error shows no value
+// of FromEnv. NewHub and NewClient validate every server they are given.
+func (s Server) Validate() error { return s.redact(s.validate()) }

@@ -1,29 +1,21 @@
 package conduit
 
-import (
-	"net/http"
-	"strings"
+// The form of a result a model reads: what every provider takes, and the
+// result budget. The rules live in an internal package that package
+// adapters shares.
 
+import (
+	"github.com/conduitmcp/conduit/internal/modelresult"
 	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// The media types every provider accepts as inline images.
-var modelImageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
 // ModelImageType returns the media type of an image a model accepts inline
 // (JPEG, PNG, GIF or WebP), judged by the bytes themselves rather than by
 // the declared type, which a server may get wrong; ok is false for anything
 // else (SVG, a declared image that is not one, empty data).
 func ModelImageType(declared string, data []byte) (mediaType string, ok bool) {
-	if len(data) == 0 || !strings.HasPrefix(modeltext.BaseType(declared), "image/") {
-		return "", false
-	}
-	sniffed := modeltext.BaseType(http.DetectContentType(data))
-	if !modelImageTypes[sniffed] {
-		return "", false
-	}
-	return sniffed, true
+	return modelresult.ImageType(declared, data)
 }
 
 // Placeholder returns the text a model sees in place of content it cannot
@@ -43,56 +35,27 @@ func Placeholder(kind, mediaType string, size int) string {
 // resource_link stays a link. res is not modified; when nothing needs to
 // change, res itself is returned.
 func ShapeForModel(res *mcp.CallToolResult) *mcp.CallToolResult {
-	if res == nil {
-		return nil
-	}
-	var out []mcp.Content
-	for i, c := range res.Content {
-		shaped := shapeContent(c)
-		if shaped != c && out == nil {
-			out = make([]mcp.Content, i, len(res.Content))
-			copy(out, res.Content[:i])
-		}
-		if out != nil {
-			out = append(out, shaped)
-		}
-	}
-	if out == nil {
-		return res
-	}
-	cp := *res
-	cp.Content = out
-	return &cp
+	return modelresult.Shape(res)
 }
 
-func shapeContent(c mcp.Content) mcp.Content {
-	switch c := c.(type) {
-	case *mcp.ImageContent:
-		mt, ok := ModelImageType(c.MIMEType, c.Data)
-		if !ok {
-			return &mcp.TextContent{Text: modeltext.Placeholder("image", c.MIMEType, len(c.Data)), Annotations: c.Annotations}
-		}
-		if mt != c.MIMEType {
-			cp := *c
-			cp.MIMEType = mt
-			return &cp
-		}
-	case *mcp.AudioContent:
-		return &mcp.TextContent{Text: modeltext.Placeholder("audio", c.MIMEType, len(c.Data)), Annotations: c.Annotations}
-	case *mcp.EmbeddedResource:
-		r := c.Resource
-		if r == nil || r.Blob == nil {
-			return c
-		}
-		mt, ok := ModelImageType(r.MIMEType, r.Blob)
-		if !ok {
-			return &mcp.TextContent{Text: modeltext.ResourcePlaceholder(r.URI, r.MIMEType, len(r.Blob)), Annotations: c.Annotations}
-		}
-		if mt != r.MIMEType {
-			rc := *r
-			rc.MIMEType = mt
-			return &mcp.EmbeddedResource{Resource: &rc, Meta: c.Meta, Annotations: c.Annotations}
-		}
-	}
-	return c
+// CutForModel returns res cut to maxTokens tokens of what a model reads
+// of its content, as package adapters cuts an answer (see its "Result
+// budget"): the content blocks are kept in order while they fit, the
+// first that does not is cut (a text at a line break or a character, a
+// JSON text into valid JSON, an embedded resource's text likewise) or
+// dropped (an image, a link, a blob), the blocks after it are dropped,
+// and a text block ends the result with a notice of what was kept and
+// how to ask for less. Images count by the largest rule known (as a
+// provider counts them), the client's model being unknown.
+//
+// structuredContent is left as it is and not counted: a client checks it
+// against the tool's outputSchema, which a cut value may not match, and
+// the content carries the same data for a model (the specification asks
+// a tool that returns structured content to return it as text too).
+//
+// tokens is the estimate of the whole content. res is returned as it is
+// when it is within the budget, or maxTokens is 0 or less; it is never
+// modified.
+func CutForModel(res *mcp.CallToolResult, maxTokens int) (out *mcp.CallToolResult, tokensIn int) {
+	return modelresult.Cut(res, maxTokens)
 }

@@ -5,10 +5,10 @@ package conduit
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/conduitmcp/conduit/internal/digest"
+	"github.com/conduitmcp/conduit/pins"
 )
 
 // Digest returns the digest of what a skill is, as listed: its URI, its
@@ -25,54 +25,12 @@ func (sk *Skill) Digest() string {
 	for i, f := range files {
 		list[i] = map[string]any{"uri": f.URI, "digest": f.Digest, "size": f.Size}
 	}
-	c, err := canonicalJSON(map[string]any{"uri": sk.URI, "frontmatter": sk.Frontmatter, "resources": list})
+	c, err := pins.CanonicalJSON(map[string]any{"uri": sk.URI, "frontmatter": sk.Frontmatter, "resources": list})
 	if err != nil {
 		// A frontmatter value canonical JSON cannot write pins nothing.
 		return ""
 	}
 	return digest.Of(c)
-}
-
-// PinSkill pins sk's digest under its server and name, replacing what
-// was pinned for that skill before.
-func (p *Pins) PinSkill(sk *Skill) error {
-	if err := validServerID(sk.Server); err != nil {
-		return err
-	}
-	d := sk.Digest()
-	if d == "" {
-		return fmt.Errorf("skill %s of server %s has no manifest to pin", sk.Name, sk.Server)
-	}
-	p.mu.Lock()
-	if p.skills == nil {
-		p.skills = map[string]map[string]string{}
-	}
-	if p.skills[sk.Server] == nil {
-		p.skills[sk.Server] = map[string]string{}
-	}
-	p.skills[sk.Server][sk.Name] = d
-	p.mu.Unlock()
-	p.gen.Add(1)
-	return nil
-}
-
-// SkillDigest returns the pinned digest of a server's skill.
-func (p *Pins) SkillDigest(server, name string) (string, bool) {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	d, ok := p.skills[server][name]
-	return d, ok
-}
-
-// skillPins returns a copy of the pinned skills, for the lock file.
-func (p *Pins) skillPins() map[string]map[string]string {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	out := make(map[string]map[string]string, len(p.skills))
-	for s, m := range p.skills {
-		out[s] = maps.Clone(m)
-	}
-	return out
 }
 
 // checkSkillPin refuses a skill that is not pinned, or whose listing is
@@ -87,11 +45,11 @@ func (c *core) checkSkillPin(sk *Skill) error {
 	case !ok:
 		return newError(KindUnknownTool, sk.Server, "skill:"+sk.Name,
 			"The skill "+sk.Name+" is not offered: it is not pinned.",
-			fmt.Errorf("%w: skill %s of server %s is new", ErrNotPinned, sk.Name, sk.Server))
+			fmt.Errorf("%w: skill %s of server %s is new", pins.ErrNotPinned, sk.Name, sk.Server))
 	case got != want:
 		return newError(KindUnknownTool, sk.Server, "skill:"+sk.Name,
 			"The skill "+sk.Name+" is not offered: it changed since it was pinned.",
-			fmt.Errorf("%w: skill %s of server %s is %s, pinned %s", ErrNotPinned, sk.Name, sk.Server, got, want))
+			fmt.Errorf("%w: skill %s of server %s is %s, pinned %s", pins.ErrNotPinned, sk.Name, sk.Server, got, want))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/conduitmcp/conduit/pins"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -299,33 +300,33 @@ func FuzzParseFrontmatter(f *testing.F) {
 func TestSkillPins(t *testing.T) {
 	files := map[string]string{skillURI: skillMD, formsURI: formsMD}
 	ss := newSkillServer(t, files, skillEntry(files))
-	pins := NewPins()
-	cl := skillClient(t, ss.URL, &Options{Pins: pins})
+	pn := pins.New()
+	cl := skillClient(t, ss.URL, &Options{Pins: pn})
 	ctx := t.Context()
 	sks, err := cl.ListSkills(ctx, nil)
 	if err != nil || len(sks) != 1 {
 		t.Fatalf("list: %v, %v", sks, err)
 	}
-	if _, err := cl.LoadSkill(ctx, sks[0], nil); !errors.Is(err, ErrNotPinned) {
+	if _, err := cl.LoadSkill(ctx, sks[0], nil); !errors.Is(err, pins.ErrNotPinned) {
 		t.Fatalf("an unpinned skill loaded: %v", err)
 	}
-	if _, err := cl.ReadSkillFile(ctx, sks[0], formsURI, nil); !errors.Is(err, ErrNotPinned) {
+	if _, err := cl.ReadSkillFile(ctx, sks[0], formsURI, nil); !errors.Is(err, pins.ErrNotPinned) {
 		t.Fatalf("an unpinned skill's file was read: %v", err)
 	}
 	if n := ss.read(skillURI) + ss.read(formsURI); n != 0 {
 		t.Fatalf("an unpinned skill's files were read %d times", n)
 	}
-	if err := pins.PinSkill(sks[0]); err != nil {
+	if err := pn.PinSkill(sks[0].Server, sks[0].Name, sks[0].Digest()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.LoadSkill(ctx, sks[0], nil); err != nil {
 		t.Fatalf("the pinned skill: %v", err)
 	}
-	data, err := pins.Marshal()
+	data, err := pn.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
-	saved, err := ParsePins(data)
+	saved, err := pins.Parse(data)
 	if err != nil {
 		t.Fatalf("lock file %s: %v", data, err)
 	}
@@ -341,10 +342,10 @@ func TestSkillPins(t *testing.T) {
 	if err != nil || len(sks2) != 1 {
 		t.Fatalf("list: %v, %v", sks2, err)
 	}
-	if _, err := cl2.LoadSkill(ctx, sks2[0], nil); !errors.Is(err, ErrNotPinned) || !strings.Contains(err.Error(), "changed since it was pinned") {
+	if _, err := cl2.LoadSkill(ctx, sks2[0], nil); !errors.Is(err, pins.ErrNotPinned) || !strings.Contains(err.Error(), "changed since it was pinned") {
 		t.Fatalf("the changed skill: %v", err)
 	}
-	if _, err := cl2.ReadSkillFile(ctx, sks2[0], formsURI, nil); !errors.Is(err, ErrNotPinned) {
+	if _, err := cl2.ReadSkillFile(ctx, sks2[0], formsURI, nil); !errors.Is(err, pins.ErrNotPinned) {
 		t.Fatalf("the changed file: %v", err)
 	}
 	if n := ss2.read(skillURI) + ss2.read(formsURI); n != 0 {

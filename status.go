@@ -3,6 +3,8 @@ package conduit
 import (
 	"fmt"
 	"time"
+
+	"github.com/conduitmcp/conduit/pins"
 )
 
 // ServerState is the state of a hub's or client's session with one server.
@@ -74,7 +76,7 @@ type ServerStatus struct {
 	// Drift, with pins configured, lists the tools of the server's last
 	// listing in its current session that were left out because their
 	// definitions are changed or new, with their diffs.
-	Drift []Drift
+	Drift []pins.Drift
 	// Identity is the server's [Identity]. Under IdentityPrincipal, State
 	// is StatePerPrincipal, Tools is -1, and Principals has the status of
 	// each principal's session open, by principal.

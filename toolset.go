@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -64,7 +65,7 @@ func (t *Tool) Digest() string {
 		return ""
 	}
 	return t.Memo(digestKey{}, func() any {
-		d, err := ToolDigest(t.Tool)
+		d, err := pins.ToolDigest(t.Tool)
 		if err != nil {
 			return ""
 		}
@@ -201,14 +202,14 @@ type ToolSetOptions struct {
 }
 
 // naming returns what of o a tool set uses, with nil for none.
-func (o *ToolSetOptions) naming() (namespace bool, prefix string, filter func(string, *mcp.Tool) bool, pins *Pins) {
+func (o *ToolSetOptions) naming() (namespace bool, prefix string, filter func(string, *mcp.Tool) bool, pinned *pins.Pins) {
 	if o == nil {
 		return false, "", nil, nil
 	}
 	if o.Options != nil {
-		prefix, filter, pins = o.Options.Prefix, o.Options.Filter, o.Options.Pins
+		prefix, filter, pinned = o.Options.Prefix, o.Options.Filter, o.Options.Pins
 	}
-	return o.Namespace, prefix, filter, pins
+	return o.Namespace, prefix, filter, pinned
 }
 
 type serverTool struct{ server, tool string }
@@ -223,7 +224,7 @@ type ToolSet struct {
 	byOrig  map[serverTool]*Tool
 	skipped []Skipped
 	search  searchState // built by the first Search
-	drift   []Drift
+	drift   []pins.Drift
 	listed  []ServerTools
 	// How exposed names were made (NewToolSet), to tell a name of a
 	// server that is down from an unknown one; named is false when that
@@ -238,7 +239,7 @@ type ToolSet struct {
 // NewToolSet serves tests and programs that drive the pipeline themselves.
 // opts may be nil for the defaults.
 func NewToolSet(opts *ToolSetOptions, servers ...ServerTools) *ToolSet {
-	namespace, prefix, filter, pins := opts.naming()
+	namespace, prefix, filter, pinned := opts.naming()
 	var digests *digestCache
 	if opts != nil {
 		digests = opts.digests
@@ -276,11 +277,14 @@ func NewToolSet(opts *ToolSetOptions, servers ...ServerTools) *ToolSet {
 					Detail: "left out by the tool filter"})
 				continue
 			}
-			if d := pins.drift(st.Server, t, digests); d != nil {
-				ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: d.skipReason(),
-					Exposed: exposedName(namespace, st.Server, prefix, t.Name), Detail: d.Message()})
-				ts.drift = append(ts.drift, *d)
-				continue
+			if pinned != nil {
+				digest, err := digests.digest(t)
+				if d := pinned.Compare(st.Server, t, digest, err); d != nil {
+					ts.skipped = append(ts.skipped, Skipped{Server: st.Server, Tool: t.Name, Reason: driftSkip(d),
+						Exposed: exposedName(namespace, st.Server, prefix, t.Name), Detail: d.Message()})
+					ts.drift = append(ts.drift, *d)
+					continue
+				}
 			}
 			candidates = append(candidates, &Tool{
 				Tool:            t,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -143,7 +144,7 @@ type CallDoneInfo struct {
 
 // PinDriftInfo is the argument of [Trace.PinDrift].
 type PinDriftInfo struct {
-	Drift Drift // the tool, how it differs from its pin, and the diff
+	Drift pins.Drift // the tool, how it differs from its pin, and the diff
 	// Context is the context of the listing that made the tool set the
 	// tool is left out of (a call's, when a call listed).
 	Context context.Context

@@ -21,7 +21,7 @@ import (
 //
 // A reviewer who has read a finding and decided the definition is fine
 // accepts it. The acceptance names the server, the tool, the rule and the
-// digest of the tool's definition that was read ([conduit.ToolDigest]).
+// digest of the tool's definition that was read ([pins.ToolDigest]).
 // So it lapses as soon as the definition changes, and the finding is
 // reported again. Acceptances are kept in their own file beside the
 // configuration (AcceptFile), not in the lock file of pins. The lock

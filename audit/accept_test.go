@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -18,7 +19,7 @@ func TestAcceptedLapsesWithTheDefinition(t *testing.T) {
 	if len(findings) != 2 || findings[0].Digest == "" || Max(findings) != High {
 		t.Fatalf("findings %+v", findings)
 	}
-	want, _ := conduit.ToolDigest(gitlab)
+	want, _ := pins.ToolDigest(gitlab)
 	if findings[0].Digest != want {
 		t.Errorf("digest %s, want the tool's %s", findings[0].Digest, want)
 	}

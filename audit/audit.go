@@ -9,7 +9,7 @@
 //     secrets out.
 //
 // It reads definitions only, calls nothing, and decides nothing. `conduit
-// audit` is a thin command over [Check]. [conduit.Pins] is what keeps a
+// audit` is a thin command over [Check]. [pins.Pins] is what keeps a
 // reviewed definition from changing.
 //
 // Every rule is a pattern over text, tuned on the tool lists of real,
@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -111,7 +112,7 @@ type Finding struct {
 	// Excerpt is the text around what was found, on one line, with the
 	// characters a terminal would not show written as \uXXXX.
 	Excerpt string `json:"excerpt,omitempty"`
-	// Digest is the tool's [conduit.ToolDigest], which an [Acceptance]
+	// Digest is the tool's [pins.ToolDigest], which an [Acceptance]
 	// names; "" when the definition cannot be encoded (then the finding
 	// cannot be accepted).
 	Digest string `json:"digest,omitempty"`
@@ -141,7 +142,7 @@ func Check(servers []conduit.ServerTools) []Finding {
 			if len(fs) > 0 {
 				// An error leaves the digest empty: such a finding
 				// cannot be accepted, and is always reported.
-				d, _ := conduit.ToolDigest(t)
+				d, _ := pins.ToolDigest(t)
 				for i := range fs {
 					fs[i].Digest = d
 				}

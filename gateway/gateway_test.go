@@ -12,6 +12,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/gateway"
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -496,12 +497,12 @@ func TestPinnedTools(t *testing.T) {
 		calls++
 		return text("wrote"), nil
 	})
-	pins := conduit.NewPins()
-	pins.Pin("files", []*mcp.Tool{
+	pinned := pins.New()
+	pinned.Pin("files", []*mcp.Tool{
 		{Name: "read", Description: "Read.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		{Name: "write", Description: "Write, as reviewed.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 	})
-	g := newGateway(t, []conduit.Server{files.server("files")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll(), Pins: pins}})
+	g := newGateway(t, []conduit.Server{files.server("files")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll(), Pins: pinned}})
 	cs, _ := connect(t, g, "", nil)
 	if got := toolNames(t, cs); !slices.Equal(got, []string{"files__read"}) {
 		t.Fatalf("tools %v: the changed write is offered", got)

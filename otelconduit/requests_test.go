@@ -9,6 +9,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/gateway"
 	"github.com/conduitmcp/conduit/otelconduit"
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -282,13 +283,13 @@ func TestLocalSpan(t *testing.T) {
 func TestPinDriftEvent(t *testing.T) {
 	s := newSDK(t)
 	tel := s.telemetry(t, otelconduit.Options{})
-	pins := conduit.NewPins()
-	if err := pins.Pin("fs", []*mcp.Tool{{Name: "read", Description: "reads", InputSchema: json.RawMessage(`{"type":"object"}`)}}); err != nil {
+	pinned := pins.New()
+	if err := pinned.Pin("fs", []*mcp.Tool{{Name: "read", Description: "reads", InputSchema: json.RawMessage(`{"type":"object"}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	srv := newServer()
 	hub := newHub(t, []conduit.Server{{ID: "fs", Transport: srv.inMemory(t)}},
-		&conduit.Options{Policy: conduit.AllowAll(), Pins: pins, Trace: tel.Trace()})
+		&conduit.Options{Policy: conduit.AllowAll(), Pins: pinned, Trace: tel.Trace()})
 	ctx, turn := s.tp.Tracer("test").Start(context.Background(), "turn")
 	if _, err := hub.ListTools(ctx); err != nil {
 		t.Fatal(err)
@@ -311,8 +312,8 @@ func TestPinDriftEvent(t *testing.T) {
 	}
 
 	// Without a span in the listing's context, the event has its own.
-	pins.Forget("fs")
-	if err := pins.Pin("fs", []*mcp.Tool{{Name: "write", InputSchema: json.RawMessage(`{"type":"object"}`)}}); err != nil {
+	pinned.Forget("fs")
+	if err := pinned.Pin("fs", []*mcp.Tool{{Name: "write", InputSchema: json.RawMessage(`{"type":"object"}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hub.ListTools(context.Background()); err != nil {

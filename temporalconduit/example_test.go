@@ -16,6 +16,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/conduitmcp/conduit/temporalconduit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/activity"
@@ -190,7 +191,7 @@ func ExampleActivities_Tools() {
 	}
 	offer := temporalconduit.Offer{Provider: adapters.Anthropic.String()}
 	for t := range ts.All() {
-		dg, _ := conduit.ToolDigest(t.Tool)
+		dg, _ := pins.ToolDigest(t.Tool)
 		offer.Tools = append(offer.Tools, temporalconduit.ToolRef{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Digest: dg})
 	}
 	tools, err := acts.Tools(context.Background(), offer)

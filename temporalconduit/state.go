@@ -25,7 +25,7 @@ const stateVersion = 1
 //
 // It holds the parts of an adapters.Conversation's state that a workflow
 // needs to read deterministically: the tools offered, each by its digest
-// (the same conduit.ToolDigest adapters' sealed state records), the
+// (the same pins.ToolDigest adapters' sealed state records), the
 // principal, the taint, and the turns counted; not the sealed bytes,
 // which a workflow could not read without a key. A turn never spans
 // runs: Execute returns once every call of the turn is answered.
@@ -64,7 +64,7 @@ type Offer struct {
 
 // ToolRef names one tool offered: its server, its own name there, the
 // name the model calls, and the digest of its definition
-// (conduit.ToolDigest).
+// (pins.ToolDigest).
 type ToolRef struct {
 	Server  string `json:"server"`
 	Tool    string `json:"tool"`

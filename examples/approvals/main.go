@@ -40,11 +40,12 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/store/sqlitestore"
 )
 
 func main() {
-	config := flag.String("config", "mcp.json", "the MCP configuration file (mcpServers and a policy)")
+	configPath := flag.String("config", "mcp.json", "the MCP configuration file (mcpServers and a policy)")
 	addr := flag.String("addr", "127.0.0.1:8080", "the address to serve on")
 	data := flag.String("data", "chats", "the directory the chats are kept in")
 	baseURL := flag.String("base-url", adapters.Anthropic.Wire().BaseURL, "the Anthropic API's base URL")
@@ -59,12 +60,12 @@ func main() {
 	if len(keys) == 0 {
 		log.Fatal("set CONDUIT_STATE_KEY to a secret of at least 32 bytes")
 	}
-	cfg, err := conduit.LoadConfig(*config)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		log.Fatal(err)
 	}
 	if cfg.Policy == nil {
-		log.Fatalf("%s has no policy", *config)
+		log.Fatalf("%s has no policy", *configPath)
 	}
 	if err := os.MkdirAll(*data, 0o700); err != nil {
 		log.Fatal(err)

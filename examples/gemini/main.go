@@ -23,10 +23,11 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/config"
 )
 
 func main() {
-	config := flag.String("config", "mcp.json", "the MCP configuration file (mcpServers and a policy)")
+	configPath := flag.String("config", "mcp.json", "the MCP configuration file (mcpServers and a policy)")
 	model := flag.String("model", "gemini-2.5-flash", "the Gemini model")
 	flag.Parse()
 	prompt := strings.Join(flag.Args(), " ")
@@ -38,12 +39,12 @@ func main() {
 		log.Fatal("set GEMINI_API_KEY")
 	}
 	ctx := context.Background()
-	cfg, err := conduit.LoadConfig(*config)
+	cfg, err := config.Load(*configPath)
 	if err != nil {
 		log.Fatal(err)
 	}
 	if cfg.Policy == nil {
-		log.Fatalf("%s has no policy: add one, such as \"policy\": [{\"ask\": [\"*\"]}]", *config)
+		log.Fatalf("%s has no policy: add one, such as \"policy\": [{\"ask\": [\"*\"]}]", *configPath)
 	}
 	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.Options{Policy: cfg.Policy, LaxPolicy: cfg.LaxPolicy, Approver: askOnStdin})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/internal/demo"
 )
 
@@ -21,7 +22,7 @@ import (
 // the demo's policy.
 func newHub(t *testing.T, approver conduit.Approver) *conduit.Hub {
 	t.Helper()
-	cfg, err := conduit.ParseConfig(demo.Config)
+	cfg, err := config.Parse(demo.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,13 +14,14 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/internal/demo"
 	"github.com/openai/openai-go/v3/option"
 )
 
 func newHub(t *testing.T) *conduit.Hub {
 	t.Helper()
-	cfg, err := conduit.ParseConfig(demo.Config)
+	cfg, err := config.Parse(demo.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/conduitmcp/conduit/store/redisstore"
 	"github.com/conduitmcp/conduit/temporalconduit"
@@ -49,12 +50,12 @@ func main() {
 	var err error
 	switch cmd {
 	case "worker":
-		config := fs.String("config", "mcp.json", "the MCP configuration file (mcpServers and a policy)")
+		configPath := fs.String("config", "mcp.json", "the MCP configuration file (mcpServers and a policy)")
 		redisURL := fs.String("redis", "", "the store of claims every worker shares (redis://HOST:PORT/DB)")
 		baseURL := fs.String("base-url", adapters.Anthropic.Wire().BaseURL, "the Anthropic API's base URL")
 		model := fs.String("model", "claude-sonnet-4-5", "the Claude model")
 		fs.Parse(args)
-		err = runWorker(*hostPort, *namespace, *config, *redisURL, &Model{BaseURL: *baseURL, Model: *model,
+		err = runWorker(*hostPort, *namespace, *configPath, *redisURL, &Model{BaseURL: *baseURL, Model: *model,
 			Key: os.Getenv("ANTHROPIC_API_KEY"), HTTP: http.DefaultClient})
 	case "start":
 		prompt := fs.String("prompt", "", "what to ask the agent")
@@ -127,13 +128,13 @@ func withClient(hostPort, namespace string, f func(context.Context, client.Clien
 // runWorker runs a worker until it is interrupted: a hub connected once,
 // held for the worker's lifetime, whose approver defers every call the
 // policy asks about to the user.
-func runWorker(hostPort, namespace, config, redisURL string, m *Model) error {
-	cfg, err := conduit.LoadConfig(config)
+func runWorker(hostPort, namespace, configPath, redisURL string, m *Model) error {
+	cfg, err := config.Load(configPath)
 	if err != nil {
 		return err
 	}
 	if cfg.Policy == nil {
-		return errors.New(config + " has no policy")
+		return errors.New(configPath + " has no policy")
 	}
 	var st store.Store
 	if redisURL != "" {

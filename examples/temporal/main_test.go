@@ -17,6 +17,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/testenv"
 	"github.com/conduitmcp/conduit/temporalconduit"
@@ -85,9 +86,9 @@ func newFakeClaude(t *testing.T, dir string) *fakeClaude {
 	return f
 }
 
-// config writes an mcp.json with the filesystem server (a real one, from
+// writeConfig writes an mcp.json with the filesystem server (a real one, from
 // node_modules) for dir and a policy that asks before writing.
-func config(t *testing.T, dir string) string {
+func writeConfig(t *testing.T, dir string) string {
 	t.Helper()
 	fsCmd, fsArgs := testenv.Filesystem(t) // skips, or fails under ./scripts/test, without node_modules
 	data, _ := json.Marshal(map[string]any{
@@ -108,7 +109,7 @@ func config(t *testing.T, dir string) string {
 // in order, answers.
 func TestApprovalThreeDaysLater(t *testing.T) {
 	dir := t.TempDir()
-	cfg, err := conduit.LoadConfig(config(t, dir))
+	cfg, err := config.Load(writeConfig(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/internal/agent"
 	"github.com/conduitmcp/conduit/internal/agent/agenttest"
 	"github.com/conduitmcp/conduit/internal/demo"
@@ -24,7 +25,7 @@ var wantTools = []string{"notes__add_note", "notes__delete_note", "notes__search
 func newHub(t *testing.T, approver conduit.Approver) *conduit.Hub {
 	t.Helper()
 	ctx := context.Background()
-	cfg, err := conduit.ParseConfig(demo.Config)
+	cfg, err := config.Parse(demo.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

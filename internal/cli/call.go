@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/oauth"
 )
 
@@ -203,7 +204,7 @@ func (p *progressLine) done() {
 
 // hasOAuth reports whether server id of cfg has an OAuth setting, which
 // conduit login logs in to.
-func hasOAuth(cfg *conduit.Config, id string) bool {
+func hasOAuth(cfg *config.File, id string) bool {
 	for _, s := range cfg.Servers {
 		if s.ID == id {
 			return s.OAuth != nil

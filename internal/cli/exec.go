@@ -12,6 +12,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
@@ -29,7 +30,7 @@ func (c *callFlags) register(fs *flagSet) {
 }
 
 // taintList parses --taint, which must name configured servers.
-func (c *callFlags) taintList(cmd string, cfg *conduit.Config) ([]string, error) {
+func (c *callFlags) taintList(cmd string, cfg *config.File) ([]string, error) {
 	taint := splitList(c.taint)
 	var ids []string
 	for _, s := range cfg.Servers {

@@ -16,6 +16,8 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/driver"
+	"github.com/conduitmcp/conduit/config"
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/conduitmcp/conduit/store"
 )
 
@@ -93,7 +95,7 @@ func (h *hubFlags) register(fs *flagSet) {
 
 // loadConfig reads the configuration, turning every way it can be wrong into
 // an exit-2 message that says what to fix.
-func (h *hubFlags) loadConfig() (*conduit.Config, error) {
+func (h *hubFlags) loadConfig() (*config.File, error) {
 	data, err := os.ReadFile(h.config)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -101,7 +103,7 @@ func (h *hubFlags) loadConfig() (*conduit.Config, error) {
 	case err != nil:
 		return nil, inputError("reading the configuration: %v", err)
 	}
-	cfg, err := conduit.ParseConfig(data)
+	cfg, err := config.Parse(data)
 	if err != nil {
 		return nil, inputError("%s: %v", h.config, strings.TrimPrefix(err.Error(), "config: "))
 	}
@@ -126,7 +128,7 @@ type hubOptions struct {
 
 // openHub loads the configuration, unless cfg is given, and connects to its servers. Servers that
 // are down are reported on stderr; when none is up the command fails.
-func (h *hubFlags) openHub(ctx context.Context, env *Env, cfg *conduit.Config, o hubOptions) (*conduit.Hub, *conduit.Config, error) {
+func (h *hubFlags) openHub(ctx context.Context, env *Env, cfg *config.File, o hubOptions) (*conduit.Hub, *config.File, error) {
 	if cfg == nil {
 		var err error
 		if cfg, err = h.loadConfig(); err != nil {
@@ -159,7 +161,7 @@ func (h *hubFlags) openHub(ctx context.Context, env *Env, cfg *conduit.Config, o
 	return hub, cfg, nil
 }
 
-func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o hubOptions) (*conduit.Hub, error) {
+func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *config.File, o hubOptions) (*conduit.Hub, error) {
 	policy := cfg.Policy
 	if policy == nil {
 		// Asking is the safe default: nothing runs without a yes.
@@ -175,20 +177,20 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *conduit.Config, o
 	if h.verbose {
 		logger = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	var pins *conduit.Pins
+	var pinned *pins.Pins
 	if !o.noPins {
 		var err error
-		if pins, err = h.loadPins(); err != nil {
+		if pinned, err = h.loadPins(); err != nil {
 			return nil, err
 		}
 	}
 	hub, err := conduit.NewHub(ctx, cfg.Servers, &conduit.Options{Policy: policy,
 		Approver:       o.approver,
-		Trace:          h.pinTrace(env, pins, env.hubTrace(o.trace)),
+		Trace:          h.pinTrace(env, pinned, env.hubTrace(o.trace)),
 		Logger:         logger,
 		ConnectTimeout: h.connectTimeout,
 		RequireServers: h.requireServers,
-		Pins:           pins,
+		Pins:           pinned,
 		Store:          o.store,
 		LaxPolicy:      cfg.LaxPolicy})
 	if err != nil {

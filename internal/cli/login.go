@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/oauth"
 )
 
@@ -26,7 +27,7 @@ func tokenDir(env *Env) (string, error) {
 // store and environment. No Authorize callback: a command other than
 // login cannot ask anyone, so a server that needs a login is reported as
 // needing one, at once.
-func prepareOAuth(env *Env, cfg *conduit.Config) error {
+func prepareOAuth(env *Env, cfg *config.File) error {
 	var store oauth.TokenStore
 	for i := range cfg.Servers {
 		s := &cfg.Servers[i]
@@ -69,7 +70,7 @@ func principalLoginHint(config, server, principal string) string {
 // tokens a login or logout for principal ("" for the shared ones) is
 // about: a server of identity principal takes a principal's, any other
 // the shared ones.
-func findOAuthServer(cmd string, cfg *conduit.Config, id, principal, config string) (*conduit.Server, error) {
+func findOAuthServer(cmd string, cfg *config.File, id, principal, config string) (*conduit.Server, error) {
 	for i := range cfg.Servers {
 		if s := &cfg.Servers[i]; s.ID == id {
 			switch {

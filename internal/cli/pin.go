@@ -10,26 +10,27 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/pins"
 )
 
 // loadPins reads the lock file beside the configuration, or returns nil
 // when there is none: then nothing is pinned.
-func (h *hubFlags) loadPins() (*conduit.Pins, error) {
-	path := conduit.LockPath(h.config)
-	pins, err := conduit.LoadPins(path)
+func (h *hubFlags) loadPins() (*pins.Pins, error) {
+	path := pins.LockPath(h.config)
+	pinned, err := pins.Load(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return nil, nil
 	case err != nil:
 		return nil, inputError("%v; fix it, or remove it and run 'conduit pin' to pin what the servers list now", err)
 	}
-	return pins, nil
+	return pinned, nil
 }
 
 // pinTrace adds to trace a note on stderr for each tool left out because
 // its definition is not pinned.
-func (h *hubFlags) pinTrace(env *Env, pins *conduit.Pins, trace *conduit.Trace) *conduit.Trace {
-	if pins == nil {
+func (h *hubFlags) pinTrace(env *Env, pinned *pins.Pins, trace *conduit.Trace) *conduit.Trace {
+	if pinned == nil {
 		return trace
 	}
 	var t conduit.Trace
@@ -39,7 +40,7 @@ func (h *hubFlags) pinTrace(env *Env, pins *conduit.Pins, trace *conduit.Trace) 
 	if t.PinDrift == nil {
 		t.PinDrift = func(i conduit.PinDriftInfo) {
 			fmt.Fprintf(env.Stderr, "conduit: left out %s (%s); 'conduit pin --check%s' shows the diff\n",
-				i.Drift.Message(), conduit.LockFile, h.configArg())
+				i.Drift.Message(), pins.LockFile, h.configArg())
 		}
 	}
 	return &t
@@ -131,22 +132,22 @@ a terminal would not show are written as \uXXXX.`)
 	configured := func(id string) bool {
 		return slices.ContainsFunc(cfg.Servers, func(s conduit.Server) bool { return s.ID == id })
 	}
-	lock := conduit.LockPath(h.config)
-	pins, err := h.loadPins()
+	lock := pins.LockPath(h.config)
+	pinned, err := h.loadPins()
 	if err != nil {
 		return err
 	}
 	for _, id := range pos {
 		// A server no longer configured may be named to drop its pins.
-		if !configured(id) && (pins == nil || !pins.Has(id)) {
+		if !configured(id) && (pinned == nil || !pinned.Has(id)) {
 			return usageError("pin", "no server %q in %s", id, h.config)
 		}
 	}
-	if pins == nil && *check {
+	if pinned == nil && *check {
 		return failure("no lock file %s: run 'conduit pin%s' to write one", lock, h.configArg())
 	}
-	if pins == nil {
-		pins = conduit.NewPins()
+	if pinned == nil {
+		pinned = pins.New()
 	}
 
 	hub, err := h.connect(ctx, env, cfg, hubOptions{noPins: true})
@@ -162,7 +163,7 @@ a terminal would not show are written as \uXXXX.`)
 	out := pinJSON{Lock: lock, Servers: []pinServerJSON{}, Drift: []driftJSON{}, Unconfigured: []string{}}
 	var down []string
 	var unpinned []error
-	var drift []conduit.Drift
+	var drift []pins.Drift
 	changed := false
 	for _, l := range ts.Listings() {
 		s := pinServerJSON{ID: l.Server, Tools: len(l.Tools)}
@@ -173,20 +174,20 @@ a terminal would not show are written as \uXXXX.`)
 			continue
 		}
 		out.Servers = append(out.Servers, s)
-		d := pins.Check(l.Server, l.Tools)
+		d := pinned.Check(l.Server, l.Tools)
 		accept := false
 		switch {
 		case *update:
 			accept = len(pos) == 0 || slices.Contains(pos, l.Server)
 		case !*check:
-			accept = !pins.Has(l.Server)
+			accept = !pinned.Has(l.Server)
 		}
 		if accept {
-			had := pins.Has(l.Server)
-			if err := pins.Pin(l.Server, l.Tools); err != nil {
+			had := pinned.Has(l.Server)
+			if err := pinned.Pin(l.Server, l.Tools); err != nil {
 				// One tool that cannot be encoded stays unpinned (and
 				// unoffered); the others are pinned.
-				var te *conduit.PinToolError
+				var te *pins.ToolError
 				if !errors.As(err, &te) {
 					return failure("%v", err)
 				}
@@ -204,12 +205,12 @@ a terminal would not show are written as \uXXXX.`)
 	// Servers no longer configured: --update drops their pins (all of
 	// them, or those named); otherwise they are reported.
 	var dropped []string
-	for _, id := range pins.Servers() {
+	for _, id := range pinned.Servers() {
 		if configured(id) {
 			continue
 		}
 		if *update && (len(pos) == 0 || slices.Contains(pos, id)) {
-			pins.Forget(id)
+			pinned.Forget(id)
 			dropped = append(dropped, id)
 			changed = true
 			continue
@@ -223,7 +224,7 @@ a terminal would not show are written as \uXXXX.`)
 		out.Drift = append(out.Drift, driftJSON{Server: d.Server, Tool: d.Tool, Drift: d.Kind.String(), Pinned: d.Pinned, Listed: d.Listed, Diff: d.Diff})
 	}
 	if changed && !*check {
-		if err := pins.Save(lock); err != nil {
+		if err := pinned.Save(lock); err != nil {
 			return failure("writing the lock file: %v", err)
 		}
 	}
@@ -301,7 +302,7 @@ func unwrapJoined(err error) []error {
 }
 
 // writeDrift writes each drift's account and diff.
-func writeDrift(w io.Writer, drift []conduit.Drift) {
+func writeDrift(w io.Writer, drift []pins.Drift) {
 	for i, d := range drift {
 		if i > 0 {
 			fmt.Fprintln(w)

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/audit"
 	"github.com/conduitmcp/conduit/internal/identitytest"
+	"github.com/conduitmcp/conduit/pins"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -142,7 +142,7 @@ func TestPinCommand(t *testing.T) {
 	config, write, calls := defsConfig(t, "notes", "web")
 	write("notes", defTool("search", "Searches the notes."), defTool("add", "Adds a note."))
 	write("web", defTool("fetch", "Fetches a page."))
-	lock := conduit.LockPath(config)
+	lock := pins.LockPath(config)
 
 	if code, _, errb := run(t, "pin", "--check", "--config", config); code != ExitFailure || !strings.Contains(errb, "no lock file") {
 		t.Fatalf("check without a lock file: exit %d, %s", code, errb)
@@ -150,12 +150,12 @@ func TestPinCommand(t *testing.T) {
 	if code, _, errb := run(t, "pin", "--config", config); code != ExitOK || !strings.Contains(errb, "wrote "+lock) {
 		t.Fatalf("pin: exit %d, %s", code, errb)
 	}
-	pins, err := conduit.LoadPins(lock)
+	pinned, err := pins.Load(lock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d, ok := pins.Digest("notes", "search"); !ok || !strings.HasPrefix(d, "sha256:") {
-		t.Errorf("the lock file lacks notes/search: %v", pins.Servers())
+	if d, ok := pinned.Digest("notes", "search"); !ok || !strings.HasPrefix(d, "sha256:") {
+		t.Errorf("the lock file lacks notes/search: %v", pinned.Servers())
 	}
 	if code, out, errb := run(t, "pin", "--check", "--config", config); code != ExitOK || out != "" {
 		t.Fatalf("check after pin: exit %d, %s%s", code, out, errb)
@@ -284,7 +284,7 @@ func TestAuditCommand(t *testing.T) {
 	// Pinned or not, every tool is audited: with a lock file that pins
 	// another definition of daily_fact (so that no other command offers
 	// it), the audit still reads the listed one. Below the threshold, exit 0.
-	if code, _, errb = run(t, "pin", "--config", config); code != ExitOK || !strings.Contains(errb, "wrote "+conduit.LockPath(config)) {
+	if code, _, errb = run(t, "pin", "--config", config); code != ExitOK || !strings.Contains(errb, "wrote "+pins.LockPath(config)) {
 		t.Fatalf("pin: exit %d, %s", code, errb)
 	}
 	write("facts", &mcp.Tool{Name: "daily_fact", Description: strings.Repeat("A fact. ", 600), InputSchema: map[string]any{"type": "object"}})
@@ -310,7 +310,7 @@ func TestPinUnconfiguredServer(t *testing.T) {
 	write("notes", defTool("search", "Searches the notes."))
 	write("web", defTool("fetch", "Fetches a page."))
 	write("old", defTool("gone", "Was here."))
-	lock := conduit.LockPath(config)
+	lock := pins.LockPath(config)
 	if code, _, errb := run(t, "pin", "--config", config); code != ExitOK {
 		t.Fatalf("pin: exit %d, %s", code, errb)
 	}
@@ -339,14 +339,14 @@ func TestPinUnconfiguredServer(t *testing.T) {
 	if code, _, errb = run(t, "pin", "--update", "old", "--config", config); code != ExitOK || !strings.Contains(errb, "dropped the pins of server old") {
 		t.Errorf("update old: exit %d, %s", code, errb)
 	}
-	if pins, err := conduit.LoadPins(lock); err != nil || strings.Join(pins.Servers(), ",") != "notes,web" {
-		t.Errorf("after dropping old: %v %v", err, pins.Servers())
+	if pinned, err := pins.Load(lock); err != nil || strings.Join(pinned.Servers(), ",") != "notes,web" {
+		t.Errorf("after dropping old: %v %v", err, pinned.Servers())
 	}
 	if code, _, errb = run(t, "pin", "--update", "--config", config); code != ExitOK || !strings.Contains(errb, "dropped the pins of server web") {
 		t.Errorf("update: exit %d, %s", code, errb)
 	}
-	if pins, err := conduit.LoadPins(lock); err != nil || strings.Join(pins.Servers(), ",") != "notes" {
-		t.Errorf("after the update: %v %v", err, pins.Servers())
+	if pinned, err := pins.Load(lock); err != nil || strings.Join(pinned.Servers(), ",") != "notes" {
+		t.Errorf("after the update: %v %v", err, pinned.Servers())
 	}
 	if code, out, errb = run(t, "pin", "--check", "--config", config); code != ExitOK || out != "" {
 		t.Errorf("check after the update: exit %d\n%s%s", code, out, errb)

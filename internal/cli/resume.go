@@ -12,6 +12,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/config"
 )
 
 func runResume(ctx context.Context, env *Env, args []string) error {
@@ -124,7 +125,7 @@ resumes the conversation the same store.elsewhere.`)
 	if err != nil {
 		return err
 	}
-	u, err := conduit.ExpandEnv(*storeURL)
+	u, err := config.ExpandEnv(*storeURL)
 	if err != nil {
 		return inputError("--store: %v", err)
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/conduitmcp/conduit/pins"
 	"io"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/gateway"
 	"github.com/conduitmcp/conduit/internal/seal"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -163,9 +165,9 @@ after 'conduit pin --update'.`)
 	}
 	if *issuer != "" || *resource != "" {
 		if cfg.Serve == nil {
-			cfg.Serve = &conduit.ServeConfig{}
+			cfg.Serve = &config.Serve{}
 		}
-		o := conduit.ServeOAuth{}
+		o := config.ServeOAuth{}
 		if cfg.Serve.OAuth != nil {
 			o = *cfg.Serve.OAuth
 		}
@@ -189,7 +191,7 @@ after 'conduit pin --update'.`)
 	if httpOpts != nil {
 		httpOpts.DrainDelay, httpOpts.ShutdownTimeout = *drainDelay, *shutdownTimeout
 	}
-	u, err := conduit.ExpandEnv(*storeURL)
+	u, err := config.ExpandEnv(*storeURL)
 	if err != nil {
 		return inputError("--store: %v", err)
 	}
@@ -294,7 +296,7 @@ type consoleConfig struct{ o *gateway.ConsoleOptions }
 
 // serveConsole checks --console against the configuration: it needs
 // --http and admins, and "approvals": "console" needs it.
-func serveConsole(cfg *conduit.Config, on, http bool, config string) (consoleConfig, error) {
+func serveConsole(cfg *config.File, on, http bool, config string) (consoleConfig, error) {
 	var admins []string
 	var approvals string
 	if cfg.Serve != nil {
@@ -326,7 +328,7 @@ func serveConsole(cfg *conduit.Config, on, http bool, config string) (consoleCon
 
 // with completes the console's options with the principals the tokens
 // name, the bearer tokens it must never show, and the pinned servers.
-func (c consoleConfig) with(h *gateway.HTTPOptions, pins *conduit.Pins) *gateway.ConsoleOptions {
+func (c consoleConfig) with(h *gateway.HTTPOptions, pinned *pins.Pins) *gateway.ConsoleOptions {
 	if c.o == nil {
 		return nil
 	}
@@ -337,14 +339,14 @@ func (c consoleConfig) with(h *gateway.HTTPOptions, pins *conduit.Pins) *gateway
 		}
 		slices.Sort(o.Principals)
 	}
-	if pins != nil {
-		o.Pinned = pins.Servers()
+	if pinned != nil {
+		o.Pinned = pinned.Servers()
 	}
 	return &o
 }
 
 // taintScope is the configuration's "taintScope" (checked when parsed).
-func taintScope(cfg *conduit.Config) gateway.TaintScope {
+func taintScope(cfg *config.File) gateway.TaintScope {
 	if cfg.Serve != nil && cfg.Serve.TaintScope == "conversation" {
 		return gateway.TaintConversation
 	}
@@ -353,7 +355,7 @@ func taintScope(cfg *conduit.Config) gateway.TaintScope {
 
 // serveHTTPOptions are the HTTP settings of the configuration's "serve"
 // object, with the tokens read from the environment.
-func serveHTTPOptions(env *Env, cfg *conduit.Config, addr string, noAuth bool, config string) (*gateway.HTTPOptions, error) {
+func serveHTTPOptions(env *Env, cfg *config.File, addr string, noAuth bool, config string) (*gateway.HTTPOptions, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, usageError("serve", "--http %q: want host:port, such as 127.0.0.1:8080 or :8080", addr)
@@ -401,7 +403,7 @@ func isLoopbackIP(host string) bool {
 }
 
 // serveTasks are the gateway's TaskOptions of cfg's "serve": "tasks".
-func serveTasks(cfg *conduit.Config) *gateway.TaskOptions {
+func serveTasks(cfg *config.File) *gateway.TaskOptions {
 	if cfg.Serve == nil || cfg.Serve.Tasks == nil {
 		return nil
 	}

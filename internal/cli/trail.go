@@ -5,10 +5,10 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"github.com/conduitmcp/conduit/config"
 	"strings"
 	"time"
 
-	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/gateway"
 	"github.com/conduitmcp/conduit/store"
 )
@@ -37,12 +37,12 @@ the default SQLite file, as conduit serve chooses it.`)
 	if *since <= 0 {
 		return usageError("trail", "--since is a positive duration, such as 24h")
 	}
-	u, err := conduit.ExpandEnv(*storeURL)
+	u, err := config.ExpandEnv(*storeURL)
 	if err != nil {
 		return inputError("--store: %v", err)
 	}
 	if u == "" && *configPath != "" {
-		cfg, err := conduit.LoadConfig(*configPath)
+		cfg, err := config.Load(*configPath)
 		if err != nil {
 			return inputError("%v", err)
 		}

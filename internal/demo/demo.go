@@ -17,6 +17,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
@@ -134,7 +135,7 @@ func PlayWith(ctx context.Context, o *Options) (*Report, error) {
 	if o == nil {
 		o = &Options{}
 	}
-	cfg, err := conduit.ParseConfig(Config)
+	cfg, err := config.Parse(Config)
 	if err != nil {
 		return nil, fmt.Errorf("the demo's config: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -255,4 +256,58 @@ func plainHost(h string) bool {
 		return false
 	}
 	return name == "" && !hasPort || name != "" && strings.Trim(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == ""
+}
+
+// Name returns a name to show in an error. A malformed one may be part of
+// a literal secret (a value with a stray "${env:"), so only a short one of
+// letters, digits and _ . - is shown; any other is "…".
+func Name(name string) string {
+	if len(name) > 16 || strings.ContainsFunc(name, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("_.-", r))
+	}) {
+		return "…"
+	}
+	return name
+}
+
+// CredentialHeader reports whether a header's name says it carries
+// credentials (Authorization, Cookie, X-API-Key...).
+func CredentialHeader(k string) bool {
+	k = strings.ToLower(k)
+	switch k {
+	case "authorization", "proxy-authorization", "cookie":
+		return true
+	}
+	return secretWord(k[strings.LastIndexAny(k, "-_")+1:])
+}
+
+// CredentialVar reports whether a variable's name says it holds a secret
+// (GITHUB_TOKEN, OPENAI_API_KEY, DB_PASSWORD...).
+func CredentialVar(k string) bool {
+	k = strings.ToLower(k)
+	return secretWord(k[strings.LastIndexAny(k, "-_")+1:])
+}
+
+// secretWord reports whether the last word of a header's or variable's
+// name, in lower case, says it holds a secret.
+func secretWord(w string) bool {
+	switch w {
+	case "token", "secret", "password", "passwd", "passphrase", "key", "apikey", "pat", "credentials":
+		return true
+	}
+	return false
+}
+
+// Env returns err with each value of fromEnv (a configuration's ${env:NAME}
+// values, by name) replaced by its ${env:NAME}, in every form (see String).
+// errors.Is and errors.As still reach err.
+func Env(err error, fromEnv map[string]string) error {
+	if err == nil || len(fromEnv) == 0 {
+		return err
+	}
+	secrets := make([]Secret, 0, len(fromEnv))
+	for _, k := range slices.Sorted(maps.Keys(fromEnv)) {
+		secrets = append(secrets, Secret{Value: fromEnv[k], With: "${env:" + k + "}"})
+	}
+	return Error(err, func(msg string) string { return String(msg, secrets...) })
 }

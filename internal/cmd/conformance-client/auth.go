@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/internal/oauthtest"
 )
 
@@ -55,7 +56,7 @@ func authServer(name, serverURL string, sc *scenarioContext) (conduit.Server, er
 	if err != nil {
 		return conduit.Server{}, err
 	}
-	cfg, err := conduit.ParseConfig(file)
+	cfg, err := config.Parse(file)
 	if err != nil {
 		return conduit.Server{}, fmt.Errorf("the configuration %s: %w", file, err)
 	}

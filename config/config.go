@@ -1,4 +1,4 @@
-package conduit
+package config
 
 import (
 	"bytes"
@@ -11,21 +11,23 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/redact"
 	"github.com/conduitmcp/conduit/oauth"
 )
 
-// Config is an MCP configuration file: servers in the standard mcpServers
+// File is an MCP configuration file: servers in the standard mcpServers
 // shape of Claude Desktop, Cursor and VS Code, and an optional policy.
-type Config struct {
+type File struct {
 	// Servers, in the file's order.
-	Servers []Server
+	Servers []conduit.Server
 	// Policy is nil when the file has no "policy" key.
-	Policy *Policy
-	// Serve is nil when the file has no "serve" key (see [ServeConfig]).
-	Serve *ServeConfig
+	Policy *conduit.Policy
+	// Serve is nil when the file has no "serve" key (see [Serve]).
+	Serve *Serve
 	// LaxPolicy is true when the file says "strictPolicy": false: a
 	// policy that names a server not configured is then a warning, not an
-	// error (see [Options.LaxPolicy]).
+	// error (see [conduit.Options.LaxPolicy]).
 	LaxPolicy bool
 	// Warnings are what the file holds that works but should change, one
 	// line each, never quoting a value: a secret written in it (an
@@ -34,20 +36,20 @@ type Config struct {
 	Warnings []string
 }
 
-// LoadConfig reads and parses a configuration file; see [ParseConfig].
-func LoadConfig(path string) (*Config, error) {
+// Load reads and parses a configuration file; see [Parse].
+func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := ParseConfig(data)
+	cfg, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// ParseConfig parses a configuration:
+// Parse parses a configuration:
 //
 //	{
 //	  "mcpServers": {
@@ -64,7 +66,7 @@ func LoadConfig(path string) (*Config, error) {
 //
 // A server's "identity" is "shared" (the default: one session, with the
 // credentials above, for every caller) or "principal" (a session per
-// principal, with the principal's own credentials; see [Identity]). Under
+// principal, with the principal's own credentials; see [conduit.Identity]). Under
 // "principal", "principals" holds each principal's credentials, "headers"
 // for a url and "env" for a command, ${env:NAME} read as above; or the
 // server's "oauth" gets each principal's tokens (conduit login --principal,
@@ -87,7 +89,7 @@ func LoadConfig(path string) (*Config, error) {
 // servers, or true for any taint) and "principal" (a list of ids). Unknown
 // keys are errors, so a misspelt rule never passes silently. A rule that
 // names a server not configured is an error too, unless the top-level
-// "strictPolicy" is false (see [Options.LaxPolicy]).
+// "strictPolicy" is false (see [conduit.Options.LaxPolicy]).
 //
 // In a server's "url" and in the values of its "headers" and "env",
 // ${env:NAME} is the value of the environment variable NAME (letters,
@@ -96,10 +98,10 @@ func LoadConfig(path string) (*Config, error) {
 // value read is not expanded again, and there is no escape (as in VS
 // Code, a value cannot hold the text ${env:...}). Other ${...} are kept as
 // written; VS Code's ${input:ID}, which conduit has no prompt for, is
-// also reported in [Config.Warnings]. The values read never appear in conduit's errors, logs or
+// also reported in [File.Warnings]. The values read never appear in conduit's errors, logs or
 // status: a server's errors show ${env:NAME} in their place. A secret
-// written in the file itself is reported in [Config.Warnings].
-func ParseConfig(data []byte) (*Config, error) {
+// written in the file itself is reported in [File.Warnings].
+func Parse(data []byte) (*File, error) {
 	// Syntax first, over the whole input: only json.Unmarshal reports the
 	// offset of a syntax error from the start of the input.
 	var raw json.RawMessage
@@ -125,12 +127,12 @@ func position(data []byte, offset int64) (line, col int) {
 
 // parseConfig parses a configuration whose ${env:NAME} are read with
 // lookup.
-func parseConfig(data []byte, lookup func(string) (string, bool)) (*Config, error) {
+func parseConfig(data []byte, lookup func(string) (string, bool)) (*File, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	cfg := &Config{}
+	cfg := &File{}
 	seen := map[string]bool{}
 	for dec.More() {
 		key, err := stringToken(dec)
@@ -222,11 +224,11 @@ type serverEntry struct {
 // parseServers reads the servers object, keeping the file's order, which
 // json.Unmarshal into a map would lose. ${env:NAME} is read with lookup;
 // secrets written in the file are added to warnings.
-func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warnings *[]string) ([]Server, error) {
+func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warnings *[]string) ([]conduit.Server, error) {
 	if err := expectDelim(dec, '{'); err != nil {
 		return nil, err
 	}
-	var out []Server
+	var out []conduit.Server
 	ids := map[string]bool{}
 	for dec.More() {
 		id, err := stringToken(dec)
@@ -262,13 +264,13 @@ func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warning
 		if err := x.expandMap("env", e.Env); err != nil {
 			return nil, fmt.Errorf("server %q: %w", id, err)
 		}
-		s := Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers,
+		s := conduit.Server{ID: id, Command: e.Command, Args: e.Args, Env: e.Env, Dir: e.Cwd, URL: e.URL, Headers: e.Headers,
 			InheritEnv: e.InheritEnv, MaxResultTokens: e.MaxResultTokens}
 		if err := parseIdentity(&s, &e, x, warnings); err != nil {
 			return nil, err
 		}
 		*warnings = append(*warnings, inputWarnings(id, x.inputs)...)
-		s.fromEnv = x.read
+		s.FromEnv = x.secrets()
 		switch {
 		case e.Command != "" && e.URL != "":
 			return nil, fmt.Errorf(`server %q: has both "command" and "url"; a server is one or the other`, id)
@@ -299,11 +301,11 @@ func parseServers(dec *json.Decoder, lookup func(string) (string, bool), warning
 		}
 		if e.OAuth != nil {
 			if s.OAuth, err = oauth.ParseConfig(e.OAuth, e.URL); err != nil {
-				return nil, s.redact(fmt.Errorf("server %q: oauth: %w", id, err))
+				return nil, redact.Env(fmt.Errorf("server %q: oauth: %w", id, err), s.FromEnv)
 			}
 		}
-		if err := s.validate(); err != nil {
-			return nil, s.redact(err)
+		if err := s.Validate(); err != nil {
+			return nil, err
 		}
 		out = append(out, s)
 	}
@@ -320,15 +322,15 @@ type principalEntry struct {
 
 // parseIdentity reads a server's "identity" and "principals" into s,
 // expanding ${env:NAME} in the principals' values with x.
-func parseIdentity(s *Server, e *serverEntry, x *envExpander, warnings *[]string) error {
+func parseIdentity(s *conduit.Server, e *serverEntry, x *envExpander, warnings *[]string) error {
 	switch strings.ToLower(e.Identity) {
 	case "", "shared":
 	case "principal":
-		s.Identity = IdentityPrincipal
+		s.Identity = conduit.IdentityPrincipal
 	default:
 		return fmt.Errorf(`server %q: unknown identity %q ("shared" or "principal")`, s.ID, e.Identity)
 	}
-	if e.Principals != nil && s.Identity != IdentityPrincipal {
+	if e.Principals != nil && s.Identity != conduit.IdentityPrincipal {
 		return fmt.Errorf(`server %q: "principals" are for "identity": "principal"`, s.ID)
 	}
 	for _, p := range slices.Sorted(maps.Keys(e.Principals)) {
@@ -344,9 +346,9 @@ func parseIdentity(s *Server, e *serverEntry, x *envExpander, warnings *[]string
 			return fmt.Errorf("server %q: principal %q: %w", s.ID, p, err)
 		}
 		if s.Principals == nil {
-			s.Principals = map[string]Credentials{}
+			s.Principals = map[string]conduit.Credentials{}
 		}
-		s.Principals[p] = Credentials{Headers: pe.Headers, Env: pe.Env}
+		s.Principals[p] = conduit.Credentials{Headers: pe.Headers, Env: pe.Env}
 	}
 	return nil
 }
@@ -359,38 +361,38 @@ type ruleEntry struct {
 	Principal []string        `json:"principal"`
 }
 
-func parsePolicy(raw []json.RawMessage) (*Policy, error) {
-	var rules []Rule
+func parsePolicy(raw []json.RawMessage) (*conduit.Policy, error) {
+	var rules []conduit.Rule
 	for i, r := range raw {
 		var e ruleEntry
 		if err := decodeStrict(r, &e); err != nil {
 			return nil, fmt.Errorf("rule %d: %w", i+1, err)
 		}
-		var rule Rule
+		var rule conduit.Rule
 		n := 0
 		if e.Allow != nil {
-			rule, n = Allow(e.Allow...), n+1
+			rule, n = conduit.Allow(e.Allow...), n+1
 		}
 		if e.Ask != nil {
-			rule, n = Ask(e.Ask...), n+1
+			rule, n = conduit.Ask(e.Ask...), n+1
 		}
 		if e.Deny != nil {
-			rule, n = Deny(e.Deny...), n+1
+			rule, n = conduit.Deny(e.Deny...), n+1
 		}
 		if n != 1 {
 			return nil, fmt.Errorf(`rule %d: needs exactly one of "allow", "ask" or "deny"`, i+1)
 		}
-		if rule.err != nil {
-			return nil, fmt.Errorf("rule %d: %w", i+1, rule.err)
+		if rule.Err() != nil {
+			return nil, fmt.Errorf("rule %d: %w", i+1, rule.Err())
 		}
 		if len(e.Tainted) > 0 {
 			var anyTaint bool
 			var servers []string
 			switch {
 			case json.Unmarshal(e.Tainted, &anyTaint) == nil && anyTaint:
-				rule = rule.When(Tainted())
+				rule = rule.When(conduit.Tainted())
 			case json.Unmarshal(e.Tainted, &servers) == nil && len(servers) > 0:
-				rule = rule.When(Tainted(servers...))
+				rule = rule.When(conduit.Tainted(servers...))
 			default:
 				return nil, fmt.Errorf(`rule %d: "tainted" is a list of servers, or true for any taint`, i+1)
 			}
@@ -399,11 +401,11 @@ func parsePolicy(raw []json.RawMessage) (*Policy, error) {
 			if len(e.Principal) == 0 {
 				return nil, fmt.Errorf(`rule %d: "principal" is an empty list, which no call matches`, i+1)
 			}
-			rule = rule.When(Principal(e.Principal...))
+			rule = rule.When(conduit.Principal(e.Principal...))
 		}
 		rules = append(rules, rule)
 	}
-	return NewPolicy(rules...), nil
+	return conduit.NewPolicy(rules...), nil
 }
 
 // decodeStrict decodes one JSON object into v, refusing unknown keys, with

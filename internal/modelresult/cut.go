@@ -1,4 +1,4 @@
-package conduit
+package modelresult
 
 import (
 	"github.com/conduitmcp/conduit/internal/modeltext"
@@ -29,7 +29,7 @@ import (
 // tokens is the estimate of the whole content. res is returned as it is
 // when it is within the budget, or maxTokens is 0 or less; it is never
 // modified.
-func CutForModel(res *mcp.CallToolResult, maxTokens int) (out *mcp.CallToolResult, tokensIn int) {
+func Cut(res *mcp.CallToolResult, maxTokens int) (out *mcp.CallToolResult, tokensIn int) {
 	if res == nil {
 		return nil, 0
 	}
@@ -85,12 +85,12 @@ func piece(c mcp.Content) tokens.Piece {
 // imageTokens counts an image by the conservative rule, the client's
 // model being unknown.
 func imageTokens(mediaType string, data []byte) int {
-	mt, _ := ModelImageType(mediaType, data)
+	mt, _ := ImageType(mediaType, data)
 	return tokens.AnyImage(tokens.ImageSize(mt, data))
 }
 
 func isModelImage(mediaType string, data []byte) bool {
-	_, ok := ModelImageType(mediaType, data)
+	_, ok := ImageType(mediaType, data)
 	return ok
 }
 

@@ -1,4 +1,4 @@
-package conduit
+package config
 
 import (
 	"maps"
@@ -10,7 +10,7 @@ import (
 )
 
 func TestParseServe(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{
+	cfg, err := Parse([]byte(`{
 		"mcpServers": {"a": {"command": "x"}},
 		"serve": {
 			"tokens": [{"principal": "alice", "env": "T_ALICE"}, {"principal": "anon", "env": "T_ANON"}],
@@ -47,7 +47,7 @@ func TestParseServe(t *testing.T) {
 }
 
 func TestParseServeOAuth(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {
+	cfg, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {
 		"oauth": {"issuer": "https://login.example.com", "resource": "https://mcp.example.com/mcp", "principalClaim": "email", "scopes": ["mcp"], "requireTokenType": true},
 		"taintLifetime": "2h", "taintScope": "conversation"}}`))
 	if err != nil {
@@ -64,7 +64,7 @@ func TestParseServeOAuth(t *testing.T) {
 // process's memory.
 func TestParseServeStores(t *testing.T) {
 	for _, store := range []string{"sqlite:///var/lib/conduit/store.db", "memory", "rediss://h:6380/1"} {
-		cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {"store": "` + store + `"}}`))
+		cfg, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {"store": "` + store + `"}}`))
 		if err != nil || cfg.Serve.Store != store {
 			t.Errorf("store %q: %v", store, err)
 		}
@@ -110,7 +110,7 @@ func TestParseServeErrors(t *testing.T) {
 		{`{"tasks": {"required": [""]}}`, `tasks: "" is not a tool pattern`},
 		{`{"tasks": {"tool": ["a/b"]}}`, `unknown key "tool"`},
 	} {
-		_, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": ` + tt.serve + `}`))
+		_, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": ` + tt.serve + `}`))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("serve %s: err = %v, want %q", tt.serve, err, tt.want)
 		}
@@ -198,7 +198,7 @@ func TestParseServeStoreAndLimits(t *testing.T) {
 }
 
 func TestParseServeTasks(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {"tasks": {
+	cfg, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {"tasks": {
 		"tools": ["a/slow_*"], "required": ["a/batch"], "after": "10s", "ttl": "2h", "pollInterval": "500ms"}}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +208,7 @@ func TestParseServeTasks(t *testing.T) {
 		t.Errorf("tasks = %+v, want %+v", got, want)
 	}
 	// None configured: no tasks.
-	cfg, err = ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {}}`))
+	cfg, err = Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "serve": {}}`))
 	if err != nil || cfg.Serve.Tasks != nil {
 		t.Errorf("no tasks key: %+v, %v", cfg.Serve.Tasks, err)
 	}

@@ -1,4 +1,4 @@
-package conduit
+package config
 
 import (
 	"encoding/json"
@@ -12,11 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/internal/redact"
 	"github.com/conduitmcp/conduit/oauth"
 )
 
-// ServeConfig is the "serve" object of a configuration: how conduit serve
+// Serve is the "serve" object of a configuration: how conduit serve
 // (package gateway) authenticates its HTTP clients, how long taint lasts,
 // the store its replicas share and the limits on callers. Tokens are named
 // by environment variable, never written in the file; the store's
@@ -44,7 +45,7 @@ import (
 //	    {"principal": ["ci"], "tool": "*", "perMinute": 600}
 //	  ]
 //	}
-type ServeConfig struct {
+type Serve struct {
 	// Tokens are the bearer tokens HTTP clients may present, each
 	// authenticating a principal.
 	Tokens []ServeToken
@@ -86,7 +87,7 @@ type ServeConfig struct {
 	Approvals string
 }
 
-// ServeTasks is the "tasks" object of a [ServeConfig]: which tool calls
+// ServeTasks is the "tasks" object of a [Serve]: which tool calls
 // conduit serve answers with a task, so that a slow tool no longer holds
 // its client's request:
 //
@@ -103,7 +104,7 @@ type ServeTasks struct {
 	After, TTL, PollInterval time.Duration
 }
 
-// ServeLimit is one object of a [ServeConfig]'s "limits": calls per
+// ServeLimit is one object of a [Serve]'s "limits": calls per
 // minute and calls at once for the principals and tools it names, counted
 // for each principal apart, over every tool it matches together:
 //
@@ -123,7 +124,7 @@ type ServeLimit struct {
 	PerMinute, AtOnce int
 }
 
-// ServeOAuth is the "oauth" object of a [ServeConfig]: conduit serve as an
+// ServeOAuth is the "oauth" object of a [Serve]: conduit serve as an
 // OAuth 2.1 protected resource, accepting the JWT access tokens of Issuer
 // whose audience is Resource (gateway.OAuthOptions says how they are
 // checked).
@@ -143,7 +144,7 @@ type ServeOAuth struct {
 	RequireTokenType bool
 }
 
-// ServeToken is one bearer token of a [ServeConfig].
+// ServeToken is one bearer token of a [Serve].
 type ServeToken struct {
 	// Principal is who the token authenticates, as policy conditions see
 	// it ("principal" rules).
@@ -202,12 +203,12 @@ type tokenEntry struct {
 
 // parseServe parses the "serve" object, reading ${env:NAME} in its store
 // URL with lookup; a password written in the file is added to warnings.
-func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warnings *[]string) (*ServeConfig, error) {
+func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warnings *[]string) (*Serve, error) {
 	var e serveEntry
 	if err := decodeStrict(raw, &e); err != nil {
 		return nil, err
 	}
-	sc := &ServeConfig{}
+	sc := &Serve{}
 	principals := map[string]bool{}
 	envs := map[string]bool{}
 	for i, r := range e.Tokens {
@@ -324,7 +325,7 @@ func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warning
 
 // parseStore reads the store's URL into sc.Store: ${env:NAME} expanded,
 // a scheme of the Redis store's. Errors never show the password.
-func parseStore(sc *ServeConfig, raw string, lookup func(string) (string, bool), warnings *[]string) error {
+func parseStore(sc *Serve, raw string, lookup func(string) (string, bool), warnings *[]string) error {
 	if u, err := url.Parse(raw); err == nil && u.User != nil {
 		if pw, set := u.User.Password(); set && pw != "" && !strings.Contains(pw, "${") {
 			*warnings = append(*warnings, `serve: the password of "store" is written in the file: keep it in an environment variable and write ${env:NAME} in its place`)
@@ -375,7 +376,7 @@ func parseLimit(raw json.RawMessage) (ServeLimit, error) {
 	if l.Tools == nil {
 		l.Tools = []string{"*"}
 	}
-	if err := NewPolicy(Allow(l.Tools...)).Err(); err != nil {
+	if err := conduit.NewPolicy(conduit.Allow(l.Tools...)).Err(); err != nil {
 		return l, fmt.Errorf("tool: %s", strings.TrimPrefix(err.Error(), "conduit: policy "))
 	}
 	switch {
@@ -411,7 +412,7 @@ func stringOrList(key string, raw json.RawMessage) ([]string, error) {
 // ResolveTokens reads each token from its environment variable with
 // getenv and returns them as token → principal. A variable that is unset
 // or empty is an error that names it (and never shows a token's value).
-func (sc *ServeConfig) ResolveTokens(getenv func(string) string) (map[string]string, error) {
+func (sc *Serve) ResolveTokens(getenv func(string) string) (map[string]string, error) {
 	out := map[string]string{}
 	var errs []error
 	for _, t := range sc.Tokens {

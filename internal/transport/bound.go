@@ -1,4 +1,6 @@
-package conduit
+// Package transport carries a server's messages below the SDK: a child
+// process over stdio, and a bound on each message a server sends.
+package transport
 
 // This file bounds every message a server sends as it streams, below the
 // SDK, so that no message of any size ends a session: one over the bound
@@ -21,6 +23,7 @@ import (
 	"mime"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -28,50 +31,39 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// messageBytes is the bound on one message a server sends, 0 for none:
-// MaxResultBytes, but never under the SDK's own bound on a line, so that
-// a small result limit does not refuse a large tool listing (results over
-// MaxResultBytes but under this are refused by notesConn after they are
-// read, before they are decoded).
-func (l *limits) messageBytes() int {
-	if l.resultBytes == 0 {
-		return 0
-	}
-	return max(l.resultBytes, mcp.DefaultMaxLineLength)
-}
+// CodeResultTooLarge is the JSON-RPC error code of the error that stands
+// in for a result over the limit.
+const CodeResultTooLarge = -32099
 
-// oversize is what a hub does with a message over the bound: the error
+// Oversize is what a hub does with a message over the bound: the error
 // response that stands in for it, and a log line.
-type oversize struct {
-	server string
-	limit  int // Limits.MaxResultBytes, which the model is told of
-	marker json.RawMessage
-	logger *slog.Logger
+type Oversize struct {
+	Server string
+	Limit  int // Limits.MaxResultBytes, which the model is told of
+	// Marker is the error's Data, by which the hub knows its own error.
+	Marker json.RawMessage
+	Logger *slog.Logger
 }
 
 // reject returns the JSON text of the error response for the request of
 // id (raw JSON), or nil when the message was not a response with a valid
 // id, and logs the discarding.
-func (o *oversize) reject(s *idScan, size int) []byte {
+func (o *Oversize) reject(s *idScan, size int) []byte {
 	id, ok := responseID(s)
 	if !ok {
-		o.logger.Warn("conduit: a message over the limit was discarded", "server", o.server, "bytes", size, "limit", o.limit)
+		o.Logger.Warn("conduit: a message over the limit was discarded", "server", o.Server, "bytes", size, "limit", o.Limit)
 		return nil
 	}
-	o.logger.Warn("conduit: a response over the limit was discarded; its request is answered with the limit error", "server", o.server, "bytes", size, "limit", o.limit, "id", id.Raw())
+	o.Logger.Warn("conduit: a response over the limit was discarded; its request is answered with the limit error", "server", o.Server, "bytes", size, "limit", o.Limit, "id", id.Raw())
 	data, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{
-		Code:    codeResultTooLarge,
-		Message: "is larger than the limit of " + byteSize(o.limit),
-		Data:    o.marker,
+		Code:    CodeResultTooLarge,
+		Message: "is larger than the limit of " + ByteSize(o.Limit),
+		Data:    o.Marker,
 	}})
 	if err != nil {
 		return nil
 	}
 	return data
-}
-
-func (c *core) oversize(server string) *oversize {
-	return &oversize{server: server, limit: c.limits.resultBytes, marker: c.resultMarker, logger: c.Logger}
 }
 
 // idScan finds, in a JSON-RPC message given in pieces, what its error
@@ -392,7 +384,7 @@ type stdioTransport struct {
 	cmd       *exec.Cmd
 	terminate time.Duration
 	limit     int // 0: no bound, and none in the SDK either
-	over      *oversize
+	over      *Oversize
 	drops     *lineDrops
 }
 
@@ -471,7 +463,7 @@ func (c *childStdin) Close() error {
 type boundTransport struct {
 	base  http.RoundTripper
 	limit int
-	over  *oversize
+	over  *Oversize
 }
 
 func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -501,7 +493,7 @@ type jsonBound struct {
 	length int64 // Content-Length, or -1
 	req    *http.Request
 	limit  int
-	over   *oversize
+	over   *Oversize
 	read   bool
 	out    held
 }
@@ -578,7 +570,7 @@ type sseBound struct {
 	reader
 	body  io.Closer
 	limit int
-	over  *oversize
+	over  *Oversize
 
 	event     held // the event being read, within the limit
 	lineEnded bool // the event held ends with a line break
@@ -596,7 +588,7 @@ type sseBound struct {
 	eventID    []byte
 }
 
-func newSSEBound(body io.ReadCloser, limit int, over *oversize) *sseBound {
+func newSSEBound(body io.ReadCloser, limit int, over *Oversize) *sseBound {
 	return &sseBound{reader: reader{src: body}, body: body, limit: limit, over: over}
 }
 
@@ -762,26 +754,28 @@ func (s *sseBound) scanSSE(p []byte) int {
 	return len(p)
 }
 
-// bounds are what a server's transport applies to the messages it
+// Bounds are what a server's transport applies to the messages it
 // reads: the bound on their size (limit 0 for none), and, over stdio, the
 // log of the lines dropped.
-type bounds struct {
+type Bounds struct {
 	limit int
-	over  *oversize
+	over  *Oversize
 	drops *lineDrops
 }
 
-// bounds returns the bounds of server's transports.
-func (c *core) bounds(server string) *bounds {
-	b := &bounds{drops: newLineDrops(server, c.Logger)}
-	if limit := c.limits.messageBytes(); limit > 0 {
-		b.limit, b.over = limit, c.oversize(server)
+// NewBounds returns the bounds of server's transports: messages over limit
+// bytes (0 for none) are dropped, each response among them answered by
+// over's error; lines dropped are logged to logger.
+func NewBounds(server string, limit int, over *Oversize, logger *slog.Logger) *Bounds {
+	b := &Bounds{drops: newLineDrops(server, logger)}
+	if limit > 0 {
+		b.limit, b.over = limit, over
 	}
 	return b
 }
 
-// http returns hc with its responses bounded.
-func (b *bounds) http(hc *http.Client) *http.Client {
+// HTTP returns hc with its responses bounded.
+func (b *Bounds) HTTP(hc *http.Client) *http.Client {
 	if b == nil || b.limit == 0 {
 		return hc
 	}
@@ -794,11 +788,23 @@ func (b *bounds) http(hc *http.Client) *http.Client {
 	return &cp
 }
 
-// stdio returns the transport of a child process.
-func (b *bounds) stdio(cmd *exec.Cmd, terminate time.Duration) mcp.Transport {
+// Stdio returns the transport of a child process, which terminate
+// bounds the shutdown of (see childStdin).
+func (b *Bounds) Stdio(cmd *exec.Cmd, terminate time.Duration) mcp.Transport {
 	t := &stdioTransport{cmd: cmd, terminate: terminate}
 	if b != nil {
 		t.limit, t.over, t.drops = b.limit, b.over, b.drops
 	}
 	return t
+}
+
+// ByteSize writes n bytes for a person: "16 MiB", "64 KiB", "100 bytes".
+func ByteSize(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + " KiB"
+	}
+	return strconv.Itoa(n) + " bytes"
 }

@@ -1,4 +1,4 @@
-package conduit
+package transport
 
 // This file judges each line a stdio server writes to stdout before the
 // SDK reads it. The SDK ends the session on a line that is not one

@@ -1,4 +1,4 @@
-package conduit
+package config
 
 import (
 	"os"
@@ -6,9 +6,11 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/conduitmcp/conduit"
 )
 
-func serverIDs(cfg *Config) []string {
+func serverIDs(cfg *File) []string {
 	var ids []string
 	for _, s := range cfg.Servers {
 		ids = append(ids, s.ID)
@@ -17,7 +19,7 @@ func serverIDs(cfg *Config) []string {
 }
 
 func TestParseConfigClaudeDesktop(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{
+	cfg, err := Parse([]byte(`{
   "mcpServers": {
     "zfiles": {
       "command": "npx",
@@ -38,7 +40,7 @@ func TestParseConfigClaudeDesktop(t *testing.T) {
 	if got := serverIDs(cfg); !reflect.DeepEqual(got, []string{"zfiles", "github", "afetch"}) {
 		t.Fatalf("ids = %v", got)
 	}
-	want := Server{ID: "zfiles", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"}, Env: map[string]string{"DEBUG": "1"}}
+	want := conduit.Server{ID: "zfiles", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "/Users/me/Desktop"}, Env: map[string]string{"DEBUG": "1"}}
 	if !reflect.DeepEqual(cfg.Servers[0], want) {
 		t.Fatalf("server = %+v", cfg.Servers[0])
 	}
@@ -48,7 +50,7 @@ func TestParseConfigClaudeDesktop(t *testing.T) {
 }
 
 func TestParseConfigCursor(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{
+	cfg, err := Parse([]byte(`{
   "mcpServers": {
     "remote": {"url": "https://mcp.example.com/mcp", "headers": {"Authorization": "Bearer t"}},
     "legacy": {"url": "https://old.example.com/sse", "type": "sse"},
@@ -75,7 +77,7 @@ func TestParseConfigCursor(t *testing.T) {
 }
 
 func TestParseConfigVSCode(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{
+	cfg, err := Parse([]byte(`{
   "inputs": [
     {"type": "promptString", "id": "gh-token", "description": "GitHub token", "password": true}
   ],
@@ -102,7 +104,7 @@ func TestParseConfigVSCode(t *testing.T) {
 }
 
 func TestParseConfigPolicy(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{
+	cfg, err := Parse([]byte(`{
   "mcpServers": {"files": {"command": "x"}, "web": {"url": "http://x"}},
   "policy": [
     {"deny": ["files/write_*"], "tainted": ["web"]},
@@ -120,14 +122,14 @@ func TestParseConfigPolicy(t *testing.T) {
 		t.Fatalf("policy = %v", p)
 	}
 	tests := []struct {
-		call Call
-		want Decision
+		call conduit.Call
+		want conduit.Decision
 	}{
-		{Call{Server: "files", Tool: "write_x", Taint: []string{"web"}}, DecisionDeny},
-		{Call{Server: "files", Tool: "write_x", Taint: []string{"other"}}, DecisionAsk},
-		{Call{Server: "files", Tool: "write_x", Principal: "alice"}, DecisionAllow},
-		{Call{Server: "files", Tool: "read", Principal: "bob"}, DecisionAsk},
-		{Call{Server: "web", Tool: "fetch"}, DecisionAllow},
+		{conduit.Call{Server: "files", Tool: "write_x", Taint: []string{"web"}}, conduit.DecisionDeny},
+		{conduit.Call{Server: "files", Tool: "write_x", Taint: []string{"other"}}, conduit.DecisionAsk},
+		{conduit.Call{Server: "files", Tool: "write_x", Principal: "alice"}, conduit.DecisionAllow},
+		{conduit.Call{Server: "files", Tool: "read", Principal: "bob"}, conduit.DecisionAsk},
+		{conduit.Call{Server: "web", Tool: "fetch"}, conduit.DecisionAllow},
 	}
 	for _, tt := range tests {
 		if d, _, _ := p.Decide(&tt.call); d != tt.want {
@@ -135,11 +137,11 @@ func TestParseConfigPolicy(t *testing.T) {
 		}
 	}
 	// An empty policy denies everything.
-	cfg, err = ParseConfig([]byte(`{"mcpServers": {"a": {"command": "x"}}, "policy": []}`))
+	cfg, err = Parse([]byte(`{"mcpServers": {"a": {"command": "x"}}, "policy": []}`))
 	if err != nil || cfg.Policy == nil {
 		t.Fatal(err)
 	}
-	if d, _, _ := cfg.Policy.Decide(&Call{Server: "a", Tool: "t"}); d != DecisionDeny {
+	if d, _, _ := cfg.Policy.Decide(&conduit.Call{Server: "a", Tool: "t"}); d != conduit.DecisionDeny {
 		t.Fatal("empty policy allows")
 	}
 }
@@ -195,7 +197,7 @@ func TestParseConfigErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := ParseConfig([]byte(tt.in))
+			cfg, err := Parse([]byte(tt.in))
 			if err == nil {
 				t.Fatalf("no error; config %+v", cfg)
 			}
@@ -217,7 +219,7 @@ func TestParseConfigStrictPolicy(t *testing.T) {
 		`{"mcpServers": {"a": {"command": "x"}}, "strictPolicy": true}`:  false,
 		`{"mcpServers": {"a": {"command": "x"}}, "strictPolicy": false}`: true,
 	} {
-		cfg, err := ParseConfig([]byte(in))
+		cfg, err := Parse([]byte(in))
 		if err != nil || cfg.LaxPolicy != lax {
 			t.Errorf("%s: LaxPolicy %v, %v", in, cfg.LaxPolicy, err)
 		}
@@ -230,16 +232,16 @@ func TestLoadConfig(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"mcpServers": {"a": {"command": "x"}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(path)
+	cfg, err := Load(path)
 	if err != nil || len(cfg.Servers) != 1 {
-		t.Fatalf("LoadConfig = %+v, %v", cfg, err)
+		t.Fatalf("Load = %+v, %v", cfg, err)
 	}
-	if _, err := LoadConfig(filepath.Join(dir, "missing.json")); err == nil || !os.IsNotExist(err) {
+	if _, err := Load(filepath.Join(dir, "missing.json")); err == nil || !os.IsNotExist(err) {
 		t.Fatalf("missing file: %v", err)
 	}
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"mcpServers": 1}`), 0o600)
-	if _, err := LoadConfig(bad); err == nil || !strings.HasPrefix(err.Error(), bad+": config: ") {
+	if _, err := Load(bad); err == nil || !strings.HasPrefix(err.Error(), bad+": config: ") {
 		t.Fatalf("bad file: %v", err)
 	}
 }
@@ -277,7 +279,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := ParseConfig(data)
+		cfg, err := Parse(data)
 		if err != nil {
 			if cfg != nil {
 				t.Fatal("a config with an error")
@@ -289,7 +291,7 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		seen := map[string]bool{}
 		for _, s := range cfg.Servers {
-			if err := s.validate(); err != nil {
+			if err := s.Validate(); err != nil {
 				t.Fatalf("invalid server accepted: %v", err)
 			}
 			if seen[s.ID] {

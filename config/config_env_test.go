@@ -1,7 +1,8 @@
-package conduit
+package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conduitmcp/conduit/oauth"
+	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/redact"
 )
 
 // envOf is a lookup over m.
@@ -186,18 +188,22 @@ func TestEnvRedacted(t *testing.T) {
 	var mu sync.Mutex
 	var logs bytes.Buffer
 	var traced []string
-	cl := newClient(t, cfg.Servers[0], &Options{
+	cl, err := conduit.NewClient(context.Background(), cfg.Servers[0], &conduit.Options{
 		ConnectTimeout: 5 * time.Second,
-		Reconnect:      Backoff{Disabled: true},
+		Reconnect:      conduit.Backoff{Disabled: true},
 		Logger:         slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)),
-		Trace: &Trace{ServerDown: func(i ServerDownInfo) {
+		Trace: &conduit.Trace{ServerDown: func(i conduit.ServerDownInfo) {
 			mu.Lock()
 			traced = append(traced, fmt.Sprint(i.Err))
 			mu.Unlock()
 		}},
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
 	st := cl.Status()[0]
-	if st.State != StateDown || st.Err == nil {
+	if st.State != conduit.StateDown || st.Err == nil {
 		t.Fatalf("status %v %v", st.State, st.Err)
 	}
 	mu.Lock()
@@ -236,31 +242,20 @@ func TestConfigIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	gh, notes, linear, web := cfg.Servers[0], cfg.Servers[1], cfg.Servers[2], cfg.Servers[3]
-	if gh.Identity != IdentityPrincipal || gh.Principals["alice"].Headers["Authorization"] != "Bearer ghp_alice_0123" ||
+	if gh.Identity != conduit.IdentityPrincipal || gh.Principals["alice"].Headers["Authorization"] != "Bearer ghp_alice_0123" ||
 		gh.Principals["bob"].Headers["Authorization"] != "Bearer ghp_bob_0123" || gh.Headers["X-Org"] != "acme" {
 		t.Errorf("gh = %v %q", gh.Identity, gh.Principals)
 	}
-	if notes.Principals["alice"].Env["NOTES_TOKEN"] != "n-alice-0123" || linear.OAuth == nil || linear.Identity != IdentityPrincipal || web.Identity != IdentityShared {
+	if notes.Principals["alice"].Env["NOTES_TOKEN"] != "n-alice-0123" || linear.OAuth == nil || linear.Identity != conduit.IdentityPrincipal || web.Identity != conduit.IdentityShared {
 		t.Errorf("notes %q, linear %v %v, web %v", notes.Principals, linear.OAuth, linear.Identity, web.Identity)
 	}
 	if len(cfg.Warnings) != 0 {
 		t.Errorf("warnings: %q", cfg.Warnings)
 	}
 	// A principal's secret comes out of errors as the rest do.
-	if err := gh.redact(errors.New("refused: Bearer ghp_bob_0123")); strings.Contains(err.Error(), "ghp_bob") {
+	if err := redact.Env(errors.New("refused: Bearer ghp_bob_0123"), gh.FromEnv); strings.Contains(err.Error(), "ghp_bob") {
 		t.Errorf("redacted: %v", err)
 	}
-	// A principal's request carries their headers over the shared ones;
-	// their child gets their env, and none inherited of what another's
-	// names.
-	alice, err := gh.forPrincipal("alice")
-	if err != nil || alice.Headers["Authorization"] != "Bearer ghp_alice_0123" || alice.Headers["X-Org"] != "acme" {
-		t.Errorf("alice's gh: %q, %v", alice.Headers, err)
-	}
-	if _, err := gh.forPrincipal("carol"); !errors.Is(err, oauth.ErrNeedsLogin) {
-		t.Errorf("carol's gh: %v", err)
-	}
-
 	cfg, err = parseConfig([]byte(`{"mcpServers": {"gh": {"url": "https://x/mcp", "identity": "principal",
 		"principals": {"alice": {"headers": {"Authorization": "Bearer written"}}}}}}`), env)
 	if err != nil || len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], `server "gh": principal "alice": header "Authorization" is written in the file`) {
@@ -287,4 +282,15 @@ func TestConfigIdentity(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tt.config, err, tt.want)
 		}
 	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.w.Write(p)
 }

@@ -1,8 +1,9 @@
-package conduit
+package transport
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -122,7 +123,7 @@ func TestLineBoundDrops(t *testing.T) {
 		"",
 		`{"jsonrpc":"2.0","id":7,"result":{"n":7}}`,
 	}, "\n")
-	over := &oversize{server: "s", limit: 100, marker: newResultMarker(), logger: discardLogger()}
+	over := &Oversize{Server: "s", Limit: 100, Marker: json.RawMessage(`"conduit: result over the limit test"`), Logger: discardLogger()}
 	for _, limit := range []int{0, 250} {
 		for _, piece := range []int{1, 7, 64, 1 << 20} {
 			var logs bytes.Buffer
@@ -145,7 +146,7 @@ func TestLineBoundDrops(t *testing.T) {
 				switch {
 				case s == 3 && limit == 0 && (!errors.As(r.Error, &we) || we.Code != jsonrpc.CodeInternalError || !strings.Contains(we.Message, "nested deeper than 1000 levels")):
 					t.Errorf("id 3: %v", r.Error)
-				case (s == 3 || s == 6) && limit > 0 && (!errors.As(r.Error, &we) || we.Code != codeResultTooLarge):
+				case (s == 3 || s == 6) && limit > 0 && (!errors.As(r.Error, &we) || we.Code != CodeResultTooLarge):
 					t.Errorf("id %d: %v", s, r.Error)
 				case s != 3 && !(s == 6 && limit > 0) && r.Error != nil:
 					t.Errorf("id %d: %v", s, r.Error)
@@ -244,7 +245,7 @@ func FuzzJudgeLine(f *testing.F) {
 func BenchmarkJudgeLine(b *testing.B) {
 	for _, size := range []int{1 << 10, 1 << 20} {
 		line := []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat("a", size) + `"}]}}`)
-		b.Run("judge/"+byteSize(size), func(b *testing.B) {
+		b.Run("judge/"+ByteSize(size), func(b *testing.B) {
 			b.SetBytes(int64(len(line)))
 			for b.Loop() {
 				if _, fault := judgeLine(line); fault != lineOK {
@@ -252,7 +253,7 @@ func BenchmarkJudgeLine(b *testing.B) {
 				}
 			}
 		})
-		b.Run("sdk/"+byteSize(size), func(b *testing.B) {
+		b.Run("sdk/"+ByteSize(size), func(b *testing.B) {
 			b.SetBytes(int64(len(line)))
 			data := append(bytes.Clone(line), '\n')
 			for b.Loop() {

@@ -1,4 +1,4 @@
-package conduit
+package pins
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func CanonicalTool(t *mcp.Tool) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %q: %w", t.Name, err)
 	}
-	return canonicalJSON(def)
+	return CanonicalJSON(def)
 }
 
 // ToolDigest returns "sha256:" and the lowercase hex SHA-256 of
@@ -132,8 +132,9 @@ func decodeJSON(data []byte) (any, error) {
 	return out, nil
 }
 
-// canonicalJSON encodes a decoded JSON value by RFC 8785.
-func canonicalJSON(v any) ([]byte, error) {
+// CanonicalJSON encodes a decoded JSON value by RFC 8785 (JCS), the
+// encoding whose digest pins hold.
+func CanonicalJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	if err := writeCanonical(&b, v, 0); err != nil {
 		return nil, err

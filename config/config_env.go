@@ -1,4 +1,4 @@
-package conduit
+package config
 
 import (
 	"errors"
@@ -26,7 +26,7 @@ type envValue struct{ name, value string }
 
 // ExpandEnv returns s with each ${env:NAME} replaced by the environment
 // variable's value, as the configuration's values are (see
-// ParseConfig): for a value given elsewhere, such as a command-line flag
+// Parse): for a value given elsewhere, such as a command-line flag
 // whose secret must not sit in the process's arguments. Its errors
 // (ErrEnvNotSet among them) name the variable, never a value.
 func ExpandEnv(s string) (string, error) {
@@ -41,6 +41,19 @@ type envExpander struct {
 	lookup func(string) (string, bool)
 	read   []envValue
 	inputs []string
+}
+
+// secrets returns the values x read, by variable name (Server.FromEnv),
+// or nil when it read none.
+func (x *envExpander) secrets() map[string]string {
+	if len(x.read) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(x.read))
+	for _, v := range x.read {
+		m[v.name] = v.value
+	}
+	return m
 }
 
 // expand returns s with each ${env:NAME} replaced by the variable's
@@ -68,8 +81,8 @@ func (x *envExpander) expand(s string) (string, error) {
 		switch {
 		case strings.HasPrefix(s, "${env:"):
 		case strings.HasPrefix(s, "${input:"):
-			if id, _, ok := strings.Cut(s[len("${input:"):], "}"); ok && !slices.Contains(x.inputs, safeName(id)) {
-				x.inputs = append(x.inputs, safeName(id))
+			if id, _, ok := strings.Cut(s[len("${input:"):], "}"); ok && !slices.Contains(x.inputs, redact.Name(id)) {
+				x.inputs = append(x.inputs, redact.Name(id))
 			}
 			fallthrough
 		default:
@@ -84,7 +97,7 @@ func (x *envExpander) expand(s string) (string, error) {
 		}
 		name := s[len("${env:"):end]
 		if !envName.MatchString(name) {
-			return "", fmt.Errorf(`${env:%s}: a variable's name is letters, digits and _, not starting with a digit`, safeName(name))
+			return "", fmt.Errorf(`${env:%s}: a variable's name is letters, digits and _, not starting with a digit`, redact.Name(name))
 		}
 		v, ok := x.lookup(name)
 		if !ok {
@@ -98,18 +111,6 @@ func (x *envExpander) expand(s string) (string, error) {
 	}
 }
 
-// safeName is a name to show in an error: a malformed one may be part of
-// a literal secret (a value with a stray "${env:"), so only a short one
-// of letters, digits and _ . - is shown.
-func safeName(name string) string {
-	if len(name) > 16 || strings.ContainsFunc(name, func(r rune) bool {
-		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("_.-", r))
-	}) {
-		return "…"
-	}
-	return name
-}
-
 // expandMap expands every value of m in place; key names the map in
 // errors ("headers").
 func (x *envExpander) expandMap(key string, m map[string]string) error {
@@ -121,22 +122,6 @@ func (x *envExpander) expandMap(key string, m map[string]string) error {
 		m[k] = v
 	}
 	return nil
-}
-
-// redact returns err with every value s's configuration read from the
-// environment, in every form a message can hold it (package redact),
-// replaced by its ${env:NAME}, so that a secret in a URL, a header or a
-// child's environment does not reach a status line, a log or a trace
-// through an error's text. errors.Is and errors.As still reach err.
-func (s Server) redact(err error) error {
-	if err == nil || len(s.fromEnv) == 0 {
-		return err
-	}
-	secrets := make([]redact.Secret, len(s.fromEnv))
-	for i, v := range s.fromEnv {
-		secrets[i] = redact.Secret{Value: v.value, With: "${env:" + v.name + "}"}
-	}
-	return redact.Error(err, func(msg string) string { return redact.String(msg, secrets...) })
 }
 
 // writtenSecrets warns of the secrets a configuration writes (where names
@@ -156,8 +141,8 @@ func writtenSecrets(where string, headers, env map[string]string) []string {
 			}
 		}
 	}
-	check("header", headers, credentialHeader)
-	check("env", env, credentialVar)
+	check("header", headers, redact.CredentialHeader)
+	check("env", env, redact.CredentialVar)
 	return out
 }
 
@@ -169,14 +154,4 @@ func inputWarnings(id string, inputs []string) []string {
 		out = append(out, fmt.Sprintf("server %q: ${input:%s} is VS Code's prompt, which conduit does not have: it is sent as written; set an environment variable and write ${env:NAME} in its place", id, in))
 	}
 	return out
-}
-
-// secretWord reports whether the last word of a header's or variable's
-// name, in lower case, says it holds a secret.
-func secretWord(w string) bool {
-	switch w {
-	case "token", "secret", "password", "passwd", "passphrase", "key", "apikey", "pat", "credentials":
-		return true
-	}
-	return false
 }
