@@ -157,13 +157,13 @@ func TestOAuthInteractiveLoginOutlivesConnectTimeout(t *testing.T) {
 	slow := func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
 		n.Add(1)
 		select {
-		case <-time.After(400 * time.Millisecond):
+		case <-time.After(1500 * time.Millisecond): // three connect timeouts
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 		return oauthtest.FollowRedirect(ctx, args)
 	}
-	cl, err := NewHub(ctx, []Server{{ID: "remote", URL: as.MCPURL(), OAuth: &oauth.Config{Authorize: slow}}}, &Options{Policy: AllowAll(), ConnectTimeout: 100 * time.Millisecond, Reconnect: Backoff{Min: time.Minute}})
+	cl, err := NewHub(ctx, []Server{{ID: "remote", URL: as.MCPURL(), OAuth: &oauth.Config{Authorize: slow}}}, &Options{Policy: AllowAll(), ConnectTimeout: 500 * time.Millisecond, Reconnect: Backoff{Min: time.Minute}})
 	if err != nil {
 		t.Fatal(err)
 	}
