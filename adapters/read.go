@@ -17,95 +17,109 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The read tool: read_result, which a Conversation with ReadOptions.On
-// offers and answers itself, and the Keeper of the results its budget
+// The read tool: read_result. A Conversation with ReadOptions.On offers
+// and answers it itself. Here too is the Keeper of the results its budget
 // cut (see ReadOptions).
 
-// The read tool's name, and the server id the policy, approvers, hooks
-// and Trace see it under: the pattern "conduit/read_result" matches it
-// (as does "conduit/*", conduit's search tool too).
+// The read tool's name, and its server id. The policy, approvers, hooks
+// and Trace see it under that id. The pattern "conduit/read_result"
+// matches it. So does "conduit/*", which matches conduit's search tool
+// too.
 const (
 	ReadToolName   = "read_result"
 	ReadToolServer = "conduit"
 )
 
 // DefaultReadMaxBytes is ReadOptions.MaxBytes's default: 32 MiB of kept
-// text per Conversation, two results at the hub's default
+// text per Conversation. That is two results at the hub's default
 // conduit.Limits.MaxResultBytes.
 const DefaultReadMaxBytes = 32 << 20
 
-// maxPattern bounds a read_result pattern, in bytes: with RE2 (Go's
-// regexp) a search costs time linear in the text for a given pattern, and
-// bounding the pattern bounds that factor too.
+// maxPattern bounds a read_result pattern, in bytes. With RE2 (Go's
+// regexp), a search costs time linear in the text for a given pattern.
+// Bounding the pattern bounds that factor too.
 const maxPattern = 1000
 
 // ReadOptions say whether a Conversation keeps the whole of the results
-// its budget cut and offers its read tool, read_result, and where it
-// keeps them. The zero value is off.
+// its budget cut, and where. With them it offers its read tool,
+// read_result. The zero value is off.
 //
 // read_result is a tool the Conversation answers itself, as it answers
-// search_tools: nothing is sent to any server, and the source's
-// governance runs it as conduit/read_result (a deny rule hides it and
-// refuses its calls). The notice of a cut result names it and the
-// result's reference; the model reads the rest by lines (line, lines) or
-// bytes (offset), or the numbered lines that match an RE2 pattern, one
-// budget's worth at a time, each answer saying where to go on from. RE2
-// matches in time linear in the text; a pattern is at most 1,000 bytes,
-// and the call's time limit bounds a search.
+// search_tools. Nothing is sent to any server. The source's governance
+// runs it as conduit/read_result: a deny rule hides it and refuses its
+// calls. The notice of a cut result names it and the result's reference.
+// The model reads the rest one budget's worth at a time:
+//
+//   - by lines (line, lines);
+//   - by bytes (offset);
+//   - or the numbered lines that match an RE2 pattern.
+//
+// Each answer says where to go on from. RE2 matches in time linear in
+// the text. A pattern is at most 1,000 bytes, and the call's time limit
+// bounds a search.
 //
 // A Conversation carried into another process (saved and restored) does
-// not carry its kept results: a saved state would otherwise be megabytes
-// (one result may be 16 MiB), written and authenticated at every turn,
-// for text the model may never read. There, unless the application gives
-// a Keeper shared by its processes, a read of an earlier result is
-// answered that the result is no longer kept and that the model should
-// call the tool again with a narrower request.
+// not carry its kept results. Otherwise a saved state would be megabytes,
+// since one result may be 16 MiB. It would be written and authenticated
+// at every turn, for text the model may never read. The application may
+// give a Keeper shared by its processes. Without one, a read of an
+// earlier result there is answered that the result is no longer kept.
+// The answer tells the model to call the tool again with a narrower
+// request.
 //
-// It is off by default: the tool's definition is sent with every request
-// (about 300 tokens), the results are held for the Conversation's life,
-// and a Conversation restored in another process finds none of them
-// without a shared Keeper. Turn it on where conversations live in one
-// process, as `conduit agent` does.
+// It is off by default, for three reasons:
+//
+//   - the tool's definition is sent with every request (about 300 tokens);
+//   - the results are held for the Conversation's life;
+//   - a Conversation restored in another process finds none of them
+//     without a shared Keeper.
+//
+// Turn it on where conversations live in one process, as `conduit agent`
+// does.
 type ReadOptions struct {
 	// On keeps the results cut and offers read_result from the first
-	// turn, after the other tools: unless the policy denies
-	// conduit/read_result outright for the conversation's principal and
-	// taint, or a server's tool is already exposed under that name (a
-	// warning in Listing.Warnings says why it is not offered; the notices
-	// then say to ask for less).
+	// turn, after the other tools. It is not offered when:
+	//
+	//   - the policy denies conduit/read_result outright for the
+	//     conversation's principal and taint;
+	//   - a server's tool is already exposed under that name.
+	//
+	// Then a warning in Listing.Warnings says why it is not offered. The
+	// notices then say to ask for less.
 	On bool
-	// MaxBytes bounds the text kept in memory by the Conversation, the
-	// least recently kept or read result dropped first; a result larger
-	// than it is not kept. 0 means DefaultReadMaxBytes. It is ignored
-	// with a Keeper.
+	// MaxBytes bounds the text kept in memory by the Conversation. The
+	// least recently kept or read result is dropped first. A result
+	// larger than MaxBytes is not kept. 0 means DefaultReadMaxBytes. It is
+	// ignored with a Keeper.
 	MaxBytes int
 	// Keeper, when set, keeps the results in place of the Conversation's
-	// memory: one shared by processes lets a Conversation restored in
+	// memory. One shared by processes lets a Conversation restored in
 	// another read what was cut in the first.
 	Keeper Keeper
 }
 
 // Keeper keeps the whole text of cut results for a Conversation's read
 // tool, by key. A key is the Conversation's id, a slash, and the
-// reference the model reads (R-XXXXXXXX, random): a Keeper shared by
-// conversations serves each only what it kept itself, whatever reference
-// its model names. Its methods are safe for concurrent use.
+// reference the model reads (R-XXXXXXXX, random). So a Keeper shared by
+// conversations serves each only what it kept itself. That holds
+// whatever reference its model names. Its methods are safe for
+// concurrent use.
 type Keeper interface {
-	// Keep keeps text under ref. An error (over a bound of the keeper's,
-	// the store down) leaves the result not kept: its notice then says to
-	// ask for less.
+	// Keep keeps text under key. An error leaves the result not kept.
+	// Errors include a bound of the keeper's passed, or the store down.
+	// The result's notice then says to ask for less.
 	Keep(ctx context.Context, key, text string) error
-	// Load returns the text kept under key; ok is false when there is
-	// none (never kept, or dropped since).
+	// Load returns the text kept under key. ok is false when there is
+	// none: never kept, or dropped since.
 	Load(ctx context.Context, key string) (text string, ok bool, err error)
 }
 
-// ErrTooLarge is what the memory Keeper's Keep returns for a text larger
-// than all it may hold.
+// ErrTooLarge is what the memory Keeper's Keep returns for a text it can
+// never hold. The text is larger than its whole bound.
 var ErrTooLarge = errors.New("adapters: the result is larger than the keeper's bound")
 
 // NewMemoryKeeper returns a Keeper that holds at most maxBytes of text in
-// memory (0: DefaultReadMaxBytes), dropping the least recently kept or
+// memory (0: DefaultReadMaxBytes). It drops the least recently kept or
 // read first. Conversations that share one share its bound.
 func NewMemoryKeeper(maxBytes int) Keeper {
 	if maxBytes <= 0 {
@@ -172,8 +186,8 @@ func newReader(keeper Keeper, scope string, o ExecOptions) *reader {
 	return rd
 }
 
-// keep keeps text and returns the tool's name and its reference, or
-// empty strings when it is not kept.
+// keep keeps text and returns the tool's name and its reference. Both
+// are empty when text is not kept.
 func (rd *reader) keep(ctx context.Context, text string) (tool, ref string) {
 	ref = "R-" + rand.Text()[:8]
 	if err := rd.keeper.Keep(ctx, rd.scope+"/"+ref, text); err != nil {
@@ -210,8 +224,8 @@ func (rd *reader) answer(ctx context.Context, call *conduit.Call) (*mcp.CallTool
 	if !ok {
 		return toolError(fmt.Sprintf("The result %s is not kept: it was dropped to bound memory, or this conversation was carried on elsewhere. Call the tool that produced it again, asking for less at a time (a narrower query, a smaller range or page).", a.ref)), nil
 	}
-	// One page is what the answer's own budget lets through (each reader
-	// leaves room for its header), so that the answer is not cut again.
+	// One page is what the answer's own budget lets through. Each reader
+	// leaves room for its header. So the answer is not cut again.
 	page := rd.o.resultBudget(toolcall.Call{ID: call.ID, Name: call.Exposed, Server: call.Server, Tool: call.Tool, Args: call.Args, Def: call.Def})
 	if turn := rd.o.turnBudget(); page == 0 || (turn > 0 && turn < page) {
 		page = turn
@@ -296,8 +310,8 @@ func parseReadArgs(args map[string]any) (readArgs, error) {
 	return a, nil
 }
 
-// lineStart returns the offset of line n (from 1) in text, and false past
-// its end.
+// lineStart returns the offset of line n (from 1) in text. It returns
+// false past the text's end.
 func lineStart(text string, n int) (int, bool) {
 	at := 0
 	for i := 1; i < n; i++ {
@@ -311,7 +325,7 @@ func lineStart(text string, n int) (int, bool) {
 }
 
 // byLines is lines from a.line, as many as a.lines asks and page tokens
-// take, after a header that says where to go on from.
+// take. A header before them says where to go on from.
 func byLines(a readArgs, text string, page int) (string, error) {
 	total := tokens.Lines(text)
 	start, ok := lineStart(text, a.line)
@@ -367,9 +381,9 @@ func byBytes(a readArgs, text string, page int) (string, error) {
 	return h.String() + body, nil
 }
 
-// bodyBudget is what a page of page tokens leaves for the text after a
-// header no longer than worst: at least a token, so that a read always
-// moves on.
+// bodyBudget is what a page of page tokens leaves for the text. The
+// header before it is no longer than worst. It is at least a token, so
+// that a read always moves on.
 func bodyBudget(page int, worst string) int {
 	return max(page-tokens.Text(worst)-2, 1)
 }
@@ -377,9 +391,9 @@ func bodyBudget(page int, worst string) int {
 // maxMatchLine bounds the text shown of one matching line, in bytes.
 const maxMatchLine = 400
 
-// grep is the lines from a.line that match a.pattern, numbered, as many
-// as page tokens take. RE2 matches in time linear in the text, and the
-// call's context is checked as it goes.
+// grep is the lines from a.line that match a.pattern, numbered. It gives
+// as many as page tokens take. RE2 matches in time linear in the text.
+// The call's context is checked as grep goes.
 func grep(ctx context.Context, a readArgs, text string, page int) (string, error) {
 	start, ok := lineStart(text, a.line)
 	if !ok {
@@ -429,8 +443,8 @@ func grep(ctx context.Context, a readArgs, text string, page int) (string, error
 	return h.String() + body.String(), nil
 }
 
-// excerpt is a matching line, or, past maxMatchLine bytes, the part of it
-// around the match, cut at characters.
+// excerpt is a matching line. Past maxMatchLine bytes, it is the part of
+// the line around the match, cut at characters.
 func excerpt(line string, loc []int) string {
 	if len(line) <= maxMatchLine {
 		return line
@@ -453,8 +467,8 @@ func excerpt(line string, loc []int) string {
 	return out
 }
 
-// readError is a read the model asked for that cannot be made: an error
-// result, which tells it why.
+// readError is a read the model asked for that cannot be made. It is an
+// error result, which tells the model why.
 type readError string
 
 func (e readError) Error() string { return string(e) }
@@ -486,9 +500,9 @@ func newReadTool() *conduit.Tool {
 	}
 }
 
-// readTool makes the Conversation's read tool when o asks for it, and
-// returns it to be listed after the other tools; when it cannot be
-// offered, a warning says why (none when it is off).
+// readTool makes the Conversation's read tool when o asks for it. It
+// returns the tool, to be listed after the other tools. When the tool
+// cannot be offered, a warning says why. There is none when it is off.
 func (c *Conversation) readTool(ts *conduit.ToolSet, o *ConversationOptions) ([]*conduit.Tool, []toolcall.Warning) {
 	if !o.Read.On {
 		return nil, nil

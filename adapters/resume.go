@@ -23,29 +23,29 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Resuming a turn whose calls were deferred: the decisions come, each
-// decided call is claimed (StateOptions.Claims) so that it is sent at most
-// once whoever else resumes the same state, and the turn's answers are
-// completed in the model's order.
+// Resuming a turn whose calls were deferred. The decisions come, and
+// each decided call is claimed (StateOptions.Claims). The claim sends it
+// at most once, whoever else resumes the same state. The turn's answers
+// are completed in the model's order.
 
-// Errors of the calls of a resumed turn, the causes of their
-// *conduit.Error (for errors.Is).
+// Errors of the calls of a resumed turn. Each is the cause of a
+// *conduit.Error, for errors.Is.
 var (
 	// ErrDecidedElsewhere: another Resume of the same state decided the
-	// call first and has recorded no outcome (it is running, or it died):
-	// whether the call was sent is unknown, and it is not sent again.
+	// call first. It has recorded no outcome: it is running, or it died.
+	// Whether the call was sent is unknown, and it is not sent again.
 	ErrDecidedElsewhere = errors.New("adapters: the call was decided by another resumption of the conversation")
 	// ErrToolChanged: the tool's definition changed after the call was
-	// deferred, so the decision, taken on the old one, is not applied.
+	// deferred. The decision was taken on the old one, so it is not applied.
 	ErrToolChanged = errors.New("adapters: the tool's definition changed after the call was deferred")
-	// ErrNoStore is the error of ResumeConversation of a state with
-	// pending calls when no store was given for their claims
-	// (StateOptions.Claims, or the source's conduit.Options.Store).
+	// ErrNoStore: ResumeConversation got a state with pending calls, but
+	// no store for their claims. The store is StateOptions.Claims, or the
+	// source's conduit.Options.Store.
 	ErrNoStore = errors.New("adapters: no store was given for the claims of the calls a resumed state decides: " +
 		"a copy of the state resumed by another process (or by this one after a restart) could send them again; " +
 		"give conduit.Options.Store (store/sqlitestore for the processes of one machine, store/redisstore for several machines), " +
 		"or store.NewMemory() to accept at most once within this process only")
-	// ErrClaimsUnavailable: the store of claims could not be reached; the
+	// ErrClaimsUnavailable: the store of claims could not be reached. The
 	// call stays pending, unsent, and can be resumed again.
 	ErrClaimsUnavailable = errors.New("adapters: the call could not be claimed")
 )
@@ -53,9 +53,9 @@ var (
 // pausedTurn is a turn whose calls are not all answered.
 type pausedTurn struct {
 	n int
-	// key is the turn's own, random: it names its calls' claims, so
-	// that branches resumed from one saved state (a turn answered again,
-	// an older state kept) never find each other's.
+	// key is the turn's own, random. It names its calls' claims. Branches
+	// resumed from one saved state thus never find each other's claims.
+	// Such branches are a turn answered again, or an older state kept.
 	key    string
 	taint  []string // the taint its calls ran with
 	halted bool
@@ -68,13 +68,13 @@ type turnCall struct {
 	answer                 map[string]any
 	err                    error
 	reached                bool
-	// budget is what the result budget did to the answer, and demand
-	// what the answer asks of the turn's budget when the turn goes on.
+	// budget is what the result budget did to the answer. demand is what
+	// the answer asks of the turn's budget when the turn goes on.
 	budget  toolcall.Budgeted
 	demand  int
 	pending *pendingCall
 	// nested, for an answered run_code call, are the servers its code
-	// read: their taint comes with the answer.
+	// read. Their taint comes with the answer.
 	nested []string
 }
 
@@ -177,45 +177,50 @@ func deferredError(p *pendingCall) *conduit.Error {
 	return conduit.DeferredError(t, &conduit.Deferral{Reason: p.Reason, Args: p.Arguments, Input: p.Input})
 }
 
-// ResumeConversation restores a Conversation from its state (as State
-// returned it, in this process or another), over src, for provider p: the
-// conversation goes on as if it had never left, its pending calls, if
-// any, waiting for Resume. o gives what the state does not carry
-// (timeouts, handlers, the result budget and the read tool, how answers
-// and tools are written: give the options the conversation was made
-// with; they are the application's, not the conversation's); its
-// Principal, Taint and Search.Revealed are the state's, and its
-// State.Keys must hold the key that sealed it.
+// ResumeConversation restores a Conversation from its state, over src,
+// for provider p. The state is as State returned it, in this process or
+// another. The conversation goes on as if it had never left. Its pending
+// calls, if any, wait for Resume.
 //
-// A state that is not authentic (altered, truncated, sealed by no key of
-// o's, or of a version this release does not read) is refused with an
-// error matching ErrInvalidState, one whose TTL has passed with
-// ErrStateExpired; nothing is listed or sent then.
+// o gives what the state does not carry. That is timeouts, handlers, the
+// result budget and the read tool. It also says how answers and tools
+// are written. Give the options the conversation was made with. They are
+// the application's, not the conversation's. Their Principal, Taint and
+// Search.Revealed are the state's. Their State.Keys must hold the key
+// that sealed the state. o is required: it holds the keys.
+//
+// A state that is not authentic is refused with an error matching
+// ErrInvalidState. It may be altered, truncated, or sealed by no key of
+// o's. It may be of a version this release does not read. A state whose
+// TTL has passed is refused with ErrStateExpired. Nothing is listed or
+// sent then.
 //
 // The tools offered are the state's, found again in src's listing for
-// the principal (or in o.ToolSet): a tool whose definition changed since
-// (its digest differs), or that is no longer listed, is left out of the
-// offer, with a warning in Listing.Warnings, and its pending calls are
-// not made on the decision taken on the old one (see Resume). The options
-// must list the tools as the conversation's did (strict mode's null paths
-// are compared). o is required: it holds the keys.
+// the principal (or in o.ToolSet). A tool may have changed since (its
+// digest differs), or be no longer listed. Then it is left out of the
+// offer, with a warning in Listing.Warnings. Its pending calls are not
+// made on the decision taken on the old one (see Resume). The options
+// must list the tools as the conversation's did. Strict mode's null
+// paths are compared.
 //
-// A state with pending calls needs a store for their claims, shared by
-// every process that may resume it: StateOptions.Claims, or src's
-// conduit.Options.Store. Without one it is refused with ErrNoStore, before
-// anything is listed or sent: the in-memory store a hub makes for itself
-// would keep a copy of the state, resumed by another process, from
-// nothing.
+// A state with pending calls needs a store for their claims. Every
+// process that may resume the state must share it: StateOptions.Claims,
+// or src's conduit.Options.Store. Without one, the state is refused with
+// ErrNoStore, before anything is listed or sent. The in-memory store a
+// hub makes for itself would not do. Another process resuming a copy of
+// the state would not see its claims.
 //
-// The Conversation's own tools are the options', not the state's: with
-// the same Search and Read, conduit's search tool and the read tool are
-// listed as before, after the state's tools, so that Tools is
-// byte-identical to the saved conversation's (prompt caching holds). The
-// results the read tool kept are not in the state (see ReadOptions): a
-// read of one kept before the save is answered that it is no longer kept
-// and the model should ask again for less, unless o.Read.Keeper is a
-// Keeper the saving process shared. A pending call of read_result is
-// answered by the restored Conversation, as conduit/read_result.
+// The Conversation's own tools are the options', not the state's. Given
+// the same Search and Read, they are listed as before. Conduit's search
+// tool and the read tool come after the state's tools. So Tools is
+// byte-identical to the saved conversation's, and prompt caching holds.
+//
+// The results the read tool kept are not in the state (see
+// ReadOptions). A read of one kept before the save is answered that it
+// is no longer kept. The answer tells the model to ask again for less.
+// This holds unless o.Read.Keeper is a Keeper the saving process shared.
+// A pending call of read_result is answered by the restored
+// Conversation, as conduit/read_result.
 func ResumeConversation(ctx context.Context, src conduit.Source, p Provider, state []byte, o *ConversationOptions) (*Conversation, error) {
 	if _, err := p.valid(); err != nil {
 		return nil, err
@@ -271,9 +276,9 @@ func ResumeConversation(ctx context.Context, src conduit.Source, p Provider, sta
 	return c, nil
 }
 
-// findTools finds the tools refs name in ts, in refs' order, each with
-// the same exposed name and definition; the others are left out, each with
-// a warning.
+// findTools finds the tools refs name in ts, in refs' order. Each has
+// the same exposed name and definition. The others are left out, each
+// with a warning.
 func findTools(ts *conduit.ToolSet, refs []toolRef) ([]*conduit.Tool, []toolcall.Warning) {
 	kept := make([]*conduit.Tool, 0, len(refs))
 	var warnings []toolcall.Warning
@@ -288,8 +293,8 @@ func findTools(ts *conduit.ToolSet, refs []toolRef) ([]*conduit.Tool, []toolcall
 	return kept, warnings
 }
 
-// findTool finds server's tool in ts, exposed as exposed and with the
-// definition of digest dg; else it says why not.
+// findTool finds server's tool in ts, exposed as exposed, with the
+// definition of digest dg. Else it says why not.
 func findTool(ts *conduit.ToolSet, server, tool, exposed, dg string) (*conduit.Tool, string) {
 	name, ok := ts.ExposedName(server, tool)
 	if !ok {
@@ -307,8 +312,8 @@ func findTool(ts *conduit.ToolSet, server, tool, exposed, dg string) (*conduit.T
 	return t, ""
 }
 
-// sameNullPaths reports whether the null paths of a listing are those a
-// state recorded, for the tools kept.
+// sameNullPaths reports whether a listing's null paths are those a
+// state recorded. It compares only the tools kept.
 func sameNullPaths(got, saved map[string][]driver.NullPath, kept []*conduit.Tool) bool {
 	for _, t := range kept {
 		a, b := got[t.Exposed], saved[t.Exposed]
@@ -319,43 +324,54 @@ func sameNullPaths(got, saved map[string][]driver.NullPath, kept []*conduit.Tool
 	return true
 }
 
-// Resume decides pending calls of the last turn (Execution.Pending), each
-// by its Pending.ID, and returns the turn's Execution: when no call is
-// left pending, Results answer every call of the response in the model's
-// order, those answered before the deferral included (they are never run
-// again). A pending call without a decision stays pending; so does one
-// whose claim could not be made (the store is unavailable; its Errors
-// entry matches ErrClaimsUnavailable), to be decided again later.
+// Resume decides pending calls of the last turn (Execution.Pending),
+// each by its Pending.ID. It returns the turn's Execution. When no call
+// is left pending, Results answer every call of the response in the
+// model's order. Those answered before the deferral are included, and
+// they are never run again.
 //
-// A call allowed is sent as an approver's conduit.Approve would have sent
-// it, with the taint the turn's calls ran with: the policy still decides
-// first, the approver is not asked, and hooks, validation and timeouts
-// apply; a call deferred for input goes on with Ruling.Input. A call
-// denied is answered with its Reason and sent nothing. A halt (a denial
-// with Halt, or a halt of the turn before) answers the calls allowed with
-// it as halted, unsent, and makes the Execution Halted. A call whose tool
-// changed since it was deferred (its definition's digest differs, or the
-// tool is no longer offered, or its server is down) is not made on the
-// decision: its answer says so (ErrToolChanged, or KindUnknownTool,
-// KindUnavailable).
+// A pending call without a decision stays pending. So does one whose
+// claim could not be made because the store is unavailable. Its Errors
+// entry matches ErrClaimsUnavailable, and it can be decided again later.
+//
+// A call allowed is sent as an approver's conduit.Approve would have
+// sent it. It runs with the taint the turn's calls ran with. The policy
+// still decides first, and the approver is not asked. Hooks, validation
+// and timeouts apply. A call deferred for input goes on with
+// Ruling.Input. A call denied is answered with its Reason and sent
+// nothing.
+//
+// A halt is a denial with Halt, or a halt of the turn before. It answers
+// the calls allowed with it as halted, unsent. It makes the Execution
+// Halted.
+//
+// A call whose tool changed since it was deferred is not made on the
+// decision. Its answer says why:
+//
+//   - the definition's digest differs: ErrToolChanged;
+//   - the tool is no longer offered: KindUnknownTool;
+//   - its server is down: KindUnavailable.
 //
 // Every decided call is sent at most once, however many times the same
-// state is resumed (see StateOptions.Claims): a call another resumption
-// decided first is answered with that one's answer, or, while it has
-// recorded none, with an error matching ErrDecidedElsewhere.
+// state is resumed (see StateOptions.Claims). Another resumption may have
+// decided a call first. Then the call gets that one's answer. While that
+// one has recorded none, the answer is an error matching
+// ErrDecidedElsewhere.
 //
-// The answers of the calls sent are written within the turn's budget:
-// what the answers written before them kept is taken off it, and the
-// calls still pending hold their places (see BudgetOptions). Budgets has
-// every answer's figures, those written before included.
+// The answers of the calls sent are written within the turn's budget.
+// What the answers written before them kept is taken off it. The calls
+// still pending hold their places (see BudgetOptions). Budgets has every
+// answer's figures, those written before included.
 //
-// The Execution's Calls are the turn's calls that resolved; only those
+// The Execution's Calls are the turn's calls that resolved. Only those
 // this Resume sent carry their arguments.
 //
-// Resume fails, deciding nothing and sending nothing, when no call is
-// pending (ErrNothingPending), when a decision names no pending call, or
-// when one allows a call deferred for input without answering all it
-// asked.
+// Resume fails, deciding nothing and sending nothing, when:
+//
+//   - no call is pending (ErrNothingPending);
+//   - a decision names no pending call;
+//   - a decision allows a call deferred for input, but does not answer
+//     all it asked.
 func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) (*Execution, error) {
 	c.resumeMu.Lock()
 	defer c.resumeMu.Unlock()
@@ -453,8 +469,8 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			exec.Revealed = c.reveal(ctx, rv.inOrder(exec.Errors))
 		}
 		for _, p := range exec.Pending {
-			// Its server asked again, and it was deferred again: a new
-			// round, whose claim is another; this one's stays unrecorded.
+			// Its server asked again, and it was deferred again. That is
+			// a new round, with another claim. This round's stays unrecorded.
 			res.again[p.index] = p
 		}
 		before, waiting := c.turnSoFar(t, res, exec, send, fresh, offered)
@@ -475,9 +491,9 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 	return c.settle(t, exec, res, halt), nil
 }
 
-// resumed is what a Resume settled: the positions of the calls answered,
-// whether their servers' output reached the model, and the calls
-// deferred again.
+// resumed is what a Resume settled. settled are the positions of the
+// calls answered. reached says whether their servers' output reached the
+// model. again are the calls deferred again.
 type resumed struct {
 	settled, reached map[int]bool
 	again            map[int]Pending
@@ -485,10 +501,11 @@ type resumed struct {
 	nested map[int][]string
 }
 
-// decided returns the positions of the pending calls decisions decide, in
-// order, and the input each allowed call deferred for input goes on with;
-// an error for a decision that names no pending call, or that allows one
-// without answering what its server asked.
+// decided returns the positions of the pending calls decisions decide,
+// in order. It also returns the input each allowed call deferred for
+// input goes on with. It fails for a decision that names no pending call.
+// It fails for one allowing a call without answering what its server
+// asked.
 func (t *pausedTurn) decided(decisions map[string]Ruling) ([]int, map[int]*conduit.Input, error) {
 	var at []int
 	var waiting []turn.Waiting
@@ -521,8 +538,8 @@ func (t *pausedTurn) decided(decisions map[string]Ruling) ([]int, map[int]*condu
 	return out, byCall, nil
 }
 
-// callOf is the call at position i of the turn, as its answer names it,
-// with its tool as fresh offers it now, or else as offered did.
+// callOf is the call at position i of the turn, as its answer names it.
+// Its tool is as fresh offers it now, or else as offered did.
 func (c *Conversation) callOf(i int, tc *turnCall, fresh, offered *conduit.ToolSet) toolcall.Call {
 	call := toolcall.Call{Index: i, ID: tc.id, Name: tc.name, Server: tc.server, Tool: tc.tool}
 	if p := tc.pending; p != nil {
@@ -540,8 +557,8 @@ func (c *Conversation) callOf(i int, tc *turnCall, fresh, offered *conduit.ToolS
 	return call
 }
 
-// refusal is the error that answers the decided pending call p instead of
-// sending it, or nil to send it.
+// refusal is the error that answers the decided pending call p instead
+// of sending it. It is nil to send p.
 func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Ruling, halt bool, fresh *conduit.ToolSet) error {
 	switch {
 	case !dec.Allow:
@@ -578,8 +595,8 @@ func (c *Conversation) localTools() []*conduit.Tool {
 	return out
 }
 
-// localTool is the Conversation's own tool that a call names, by its
-// server and exposed name, or nil.
+// localTool is the Conversation's own tool that a call names by its
+// server and exposed name. It is nil if there is none.
 func (c *Conversation) localTool(server, name string) *conduit.Tool {
 	for _, l := range c.o.locals {
 		if l.Tool.Server == server && l.Tool.Exposed == name {
@@ -589,10 +606,10 @@ func (c *Conversation) localTool(server, name string) *conduit.Tool {
 	return nil
 }
 
-// turnSoFar is, for the turn's budget, the answers of turn t written
-// before this Resume's calls (conduit's answers to calls that did not
-// resolve aside, as in a turn answered at once), and the calls of t still
-// pending once they are done.
+// turnSoFar is what the turn's budget needs. before are the answers of
+// turn t written before this Resume's calls. conduit's answers to calls
+// that did not resolve are left aside, as in a turn answered at once.
+// waiting are the calls of t still pending once this Resume's are done.
 func (c *Conversation) turnSoFar(t *pausedTurn, res *resumed, exec *Execution, send []toolcall.Call, fresh, offered *conduit.ToolSet) (before []turn.Written, waiting []toolcall.Call) {
 	sending := make(map[int]bool, len(send))
 	for _, call := range send {
@@ -615,10 +632,15 @@ func (c *Conversation) turnSoFar(t *pausedTurn, res *resumed, exec *Execution, s
 }
 
 // claimKey is the key of the claim of the pending call at position i of
-// t: the conversation, the turn (its number, and its key where the state
-// has one), the position, the times it was deferred, and a digest of its
-// name and arguments, so that a claim is only ever found by the same call
-// of the same turn.
+// t. It joins:
+//
+//   - the conversation;
+//   - the turn: its number, and its key where the state has one;
+//   - the position;
+//   - the times the call was deferred;
+//   - a digest of its name and arguments.
+//
+// So a claim is only ever found by the same call of the same turn.
 func (c *Conversation) claimKey(t *pausedTurn, i int) string {
 	p := t.calls[i].pending
 	key := "conduit/conversation/" + c.id + "/" + strconv.Itoa(t.n)
@@ -634,7 +656,8 @@ func (c *Conversation) claimKey(t *pausedTurn, i int) string {
 }
 
 // outcome is what a claim records of a decided call: its answer, as the
-// model reads it, and whether its server's output reached the model.
+// model reads it. Reached says whether its server's output reached the
+// model.
 type outcome struct {
 	Answer  map[string]any `json:"answer"`
 	Err     *errV1         `json:"err,omitempty"`
@@ -651,7 +674,7 @@ func (o *outcome) error(p *pendingCall) error {
 	return &conduit.Error{Kind: k, Server: p.Server, Tool: p.Tool, Message: o.Err.Message, Halt: o.Err.Halt}
 }
 
-// readOutcome reads the outcome a claim recorded; one it cannot read is
+// readOutcome reads the outcome a claim recorded. One it cannot read is
 // unknown.
 func readOutcome(found once.Outcome) (*outcome, bool) {
 	var o outcome
@@ -662,8 +685,8 @@ func readOutcome(found once.Outcome) (*outcome, bool) {
 }
 
 // record records the outcome in exec of the call at position i, whose
-// claim is ticket's. A record that fails leaves the outcome unknown:
-// later resumers are told so, and still send nothing.
+// claim is ticket's. A record that fails leaves the outcome unknown.
+// Later resumers are told so, and still send nothing.
 func (c *Conversation) record(ctx context.Context, ticket *once.Ticket, exec *Execution, i int, reachedIt bool) {
 	rec := outcome{Answer: exec.Results[i], Reached: reachedIt, Budget: budgetDocument(exec.Budgets[i], exec.demand(i))}
 	var ce *conduit.Error
@@ -679,9 +702,9 @@ func (c *Conversation) record(ctx context.Context, ticket *once.Ticket, exec *Ex
 	_ = ticket.Record(ctx, data, nil)
 }
 
-// settle puts what a Resume settled into the turn, and returns the turn's
-// Execution; a turn with no call left pending is over, and its taint joins
-// the conversation's.
+// settle puts what a Resume settled into the turn. It returns the turn's
+// Execution. A turn with no call left pending is over, and its taint
+// joins the conversation's.
 func (c *Conversation) settle(t *pausedTurn, exec *Execution, res *resumed, halt bool) *Execution {
 	c.mu.Lock()
 	defer c.mu.Unlock()

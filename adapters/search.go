@@ -17,39 +17,41 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Tool search: past a size, a Conversation does not offer every tool up
-// front. It offers the tools SearchOptions.AlwaysLoaded names and a search
-// tool, and the model finds the rest by what they do:
+// Tool search. Past a size, a Conversation does not offer every tool up
+// front. It offers the tools SearchOptions.AlwaysLoaded names and a
+// search tool. The model finds the rest by what they do:
 //
-//   - with the provider's own search, where it has one (Anthropic's tool
-//     search tool, OpenAI Responses' tool_search), every tool is sent,
-//     deferred, and the provider searches and loads them itself; the tool
-//     list never changes;
-//   - elsewhere (OpenAI Chat, Gemini), or with SearchOptions.Conduit,
-//     conduit's own: one function, search_tools (a query and a limit),
-//     answered by the Conversation with ToolSet.Search over the tools it
-//     was listed for, nothing sent to any server; the tools found are
-//     appended to the next request's list, after everything offered
-//     before, so the list of turn n is a prefix of the list of turn n+1
-//     and a prompt cache of the tools keeps working. A call of a tool not
-//     yet found is answered as an unknown tool, and nothing is sent.
+//   - With the provider's own search, where it has one, every tool is
+//     sent, deferred. The provider searches and loads them itself. The
+//     tool list never changes. Anthropic has its tool search tool, OpenAI
+//     Responses its tool_search.
+//   - Elsewhere (OpenAI Chat, Gemini), or with SearchOptions.Conduit,
+//     conduit's own search serves. It is one function, search_tools, with
+//     a query and a limit. The Conversation answers it with ToolSet.Search
+//     over the tools it was listed for. Nothing is sent to any server. The
+//     tools found are appended to the next request's list, after
+//     everything offered before. So the list of turn n is a prefix of the
+//     list of turn n+1. A prompt cache of the tools keeps working. A call
+//     of a tool not yet found is answered as an unknown tool, and nothing
+//     is sent.
 //
 // Either way the search covers only the tools the Conversation was listed
-// for, so a tool the policy denies the principal outright, or the tool
-// filter hides, is never found; conduit's also leaves out what the policy
-// denies with the conversation's taint when it answers (a Tainted rule).
+// for. A tool the policy denies the principal outright is never found,
+// nor one the tool filter hides. Conduit's search also leaves out what
+// the policy denies with the conversation's taint when it answers (a
+// Tainted rule).
 
 // SearchMode says when a Conversation offers tool search.
 type SearchMode int
 
 const (
 	// SearchAuto (the default) searches when the tools the Conversation
-	// offers are more than SearchOptions.Threshold or their definitions
-	// more than SearchOptions.Budget bytes.
+	// offers are more than SearchOptions.Threshold. It also searches when
+	// their definitions take more than SearchOptions.Budget bytes.
 	SearchAuto SearchMode = iota
 	// SearchOn always searches.
 	SearchOn
-	// SearchOff never does: every tool is listed.
+	// SearchOff never searches. Every tool is listed.
 	SearchOff
 )
 
@@ -77,29 +79,29 @@ func ParseSearchMode(s string) (SearchMode, error) {
 }
 
 const (
-	// DefaultSearchThreshold is SearchOptions.Threshold's default: past
-	// 40 tools a Conversation searches. It is well below OpenAI's limit of
-	// 128 tools a request (openai.MaxTools), and within the 30 to 50
-	// tools past which Anthropic documents that Claude picks the right
-	// tool markedly less often; a single server of a typical size (GitHub's
-	// 26, Playwright's 25) is still offered whole.
+	// DefaultSearchThreshold is SearchOptions.Threshold's default. Past 40
+	// tools a Conversation searches. That is well below OpenAI's limit of
+	// 128 tools a request (openai.MaxTools). Anthropic documents that past
+	// 30 to 50 tools, Claude picks the right tool markedly less often. 40
+	// is within that range. A single server of a typical size is still
+	// offered whole: GitHub's 26 tools, or Playwright's 25.
 	DefaultSearchThreshold = 40
 	// DefaultSearchBudget is SearchOptions.Budget's default: 64 KiB of
-	// definitions, about 16,000 tokens at 4 bytes a token, 8% of a
-	// 200,000-token context, spent on every request. A few servers pass it
-	// with few tools (Notion's 24 take 75 KB).
+	// definitions. That is about 16,000 tokens at 4 bytes a token, spent
+	// on every request. It is 8% of a 200,000-token context. A few servers
+	// pass it with few tools: Notion's 24 take 75 KB.
 	DefaultSearchBudget = 64 << 10
 	// DefaultSearchLimit is how many tools a search_tools call returns
-	// when the model gives no limit; MaxSearchLimit the most it may ask
+	// when the model gives no limit. MaxSearchLimit is the most it may ask
 	// for.
 	DefaultSearchLimit = 5
 	MaxSearchLimit     = 20
 )
 
-// The name of conduit's search function, and the server id the policy,
-// approvers, hooks and Trace see it under: the pattern
-// "conduit/search_tools" matches it (as does a server of a hub whose id is
-// conduit, if there is one).
+// The name of conduit's search function, and its server id. The policy,
+// approvers, hooks and Trace see it under that id. The pattern
+// "conduit/search_tools" matches it. The pattern also matches a server of
+// a hub whose id is conduit, if there is one.
 const (
 	SearchToolName   = "search_tools"
 	SearchToolServer = "conduit"
@@ -110,44 +112,48 @@ const (
 type SearchOptions struct {
 	// Mode says when: SearchAuto (the default), SearchOn or SearchOff.
 	Mode SearchMode
-	// Threshold and Budget are SearchAuto's: it searches when more than
-	// Threshold tools are offered (default DefaultSearchThreshold) or
-	// when their definitions, as the provider's JSON, take more than
-	// Budget bytes (default DefaultSearchBudget). Negative disables
-	// either test.
+	// Threshold and Budget are SearchAuto's. It searches when more than
+	// Threshold tools are offered (default DefaultSearchThreshold). It
+	// also searches when their definitions take more than Budget bytes
+	// (default DefaultSearchBudget). The size is that of the provider's
+	// JSON. Negative disables either test.
 	Threshold int
 	Budget    int
-	// AlwaysLoaded are patterns of the tools offered from the first turn,
-	// as the policy writes them ("github/get_*": server id, '/', the
-	// tool's own name); by default only the search tool is.
+	// AlwaysLoaded are patterns of the tools offered from the first turn.
+	// They are written as the policy writes them. In "github/get_*" come
+	// the server id, '/', and the tool's own name. By default only the
+	// search tool is offered from the first turn.
 	AlwaysLoaded []string
 	// Conduit uses conduit's search_tools even where the provider has a
-	// search of its own (Anthropic, OpenAI Responses): for models that
-	// do not support the provider's (it needs Claude Sonnet 4.5, Opus 4.5
-	// or Haiku 4.5 and later; gpt-5.4 and later), and to govern searches
-	// with the policy.
+	// search of its own (Anthropic, OpenAI Responses). It serves models
+	// that do not support the provider's search. That search needs Claude
+	// Sonnet 4.5, Opus 4.5 or Haiku 4.5 and later, or gpt-5.4 and later.
+	// Conduit's search also lets the policy govern searches.
 	Conduit bool
 	// Regex, for Anthropic's own search, offers its regex variant instead
 	// of BM25.
 	Regex bool
 	// Limit is how many tools a search_tools call returns when the model
-	// gives no limit (default DefaultSearchLimit; at most MaxSearchLimit).
+	// gives no limit. The default is DefaultSearchLimit, and it is at most
+	// MaxSearchLimit.
 	Limit int
-	// Revealed are tools that earlier search_tools answers revealed, by
-	// exposed name, in the order they were revealed (Listing.Revealed of
-	// the Conversation that revealed them): with conduit's search, they
-	// are offered from the first turn, after the always-loaded tools and
-	// the search tool, as that Conversation offered them, so a
-	// conversation carried across processes keeps its tool list and its
-	// calls of them resolve. A name the Conversation cannot find (not
-	// listed for its principal, or gone) is left out with a warning in
-	// Listing.Warnings. The provider's own search ignores them: every
-	// tool is sent there.
+	// Revealed are tools that earlier search_tools answers revealed. They
+	// are named by exposed name, in the order they were revealed. That is
+	// the Listing.Revealed of the Conversation that revealed them.
+	//
+	// With conduit's search, they are offered from the first turn. They
+	// come after the always-loaded tools and the search tool, as that
+	// Conversation offered them. So a conversation carried across
+	// processes keeps its tool list, and its calls of them resolve. A name
+	// the Conversation cannot find is left out with a warning in
+	// Listing.Warnings. Such a name is not listed for its principal, or
+	// it is gone. The provider's own search ignores Revealed: every tool
+	// is sent there.
 	Revealed []string
 }
 
 // localSource is a source that runs conduit's own tools through its
-// governance: a Hub or a Client.
+// governance. Hubs and Clients are.
 type localSource interface {
 	CallLocal(ctx context.Context, t *conduit.LocalTool, args any, opts *conduit.CallOptions) (*mcp.CallToolResult, error)
 	OffersLocal(t *conduit.Tool, opts *conduit.ListOptions) bool
@@ -170,8 +176,8 @@ type searcher struct {
 	reported map[string]bool    // strict fallbacks already traced
 }
 
-// list makes the Conversation's first listing of ts, with or without
-// search as o says.
+// list makes the Conversation's first listing of ts. It offers search or
+// not, as o says.
 func (c *Conversation) list(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions) error {
 	so := o.Search
 	if so.Mode != SearchAuto && so.Mode != SearchOn && so.Mode != SearchOff {
@@ -262,9 +268,10 @@ func jsonSize(v any) int {
 	return len(data)
 }
 
-// listNative lists ts for the provider's own search: loaded from the
-// start, every other tool deferred; the Conversation's own tools (extra)
-// are loaded, after the others. Calls resolve against all of them.
+// listNative lists ts for the provider's own search. loaded are listed
+// from the start, and every other tool is deferred. The Conversation's
+// own tools (extra) are loaded, after the others. Calls resolve against
+// all of them.
 func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions, loaded, extra []*conduit.Tool, notes []toolcall.Warning) error {
 	native, ok := d.(driver.Searcher)
 	if !ok {
@@ -285,7 +292,7 @@ func (c *Conversation) listNative(ctx context.Context, ts *conduit.ToolSet, d dr
 }
 
 // listConduit lists the loaded tools, conduit's search tool and the
-// Conversation's other tools (extra), and keeps what the search needs.
+// Conversation's other tools (extra). It keeps what the search needs.
 func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d driver.Provider, o *ConversationOptions, loaded []*conduit.Tool, tool *conduit.Tool, extra []*conduit.Tool, notes []toolcall.Warning) error {
 	limit := o.Search.Limit
 	if limit <= 0 {
@@ -321,10 +328,10 @@ func (c *Conversation) listConduit(ctx context.Context, ts *conduit.ToolSet, d d
 	return nil
 }
 
-// listing lists what is offered now, and the strict-mode fallbacks not
-// traced before, to trace once the Conversation's mu is released (a
-// Trace may call the Conversation). The caller holds mu (or owns the
-// Conversation, while it is made).
+// listing lists what is offered now. It also returns the strict-mode
+// fallbacks not traced before. They are traced once the Conversation's mu
+// is released, since a Trace may call the Conversation. The caller holds
+// mu, or owns the Conversation while it is made.
 func (s *searcher) listing() (*Listing, []fallback) {
 	ts := conduit.ToolSetOf(s.loaded...)
 	lo := s.lo.toDriver()
@@ -361,11 +368,11 @@ func (c *Conversation) setListing(l *Listing) {
 }
 
 // answerSearch answers a search_tools call that the governance let
-// through: the matches, each with its exposed name and its description's
-// first line. They join the listing once the response's calls are all
-// answered, in the model's order of the calls (see reveals), so that
-// several searches of one response, which run concurrently, extend the
-// list the same way every time.
+// through. It lists the matches, each with its exposed name and its
+// description's first line. They join the listing once the response's
+// calls are all answered. They join in the model's order of the calls
+// (see reveals). Several searches of one response run concurrently. This
+// way they extend the list the same way every time.
 func (c *Conversation) answerSearch(ctx context.Context, call *conduit.Call) (*mcp.CallToolResult, error) {
 	query, limit, err := searchArgs(call.Args, c.search.limit)
 	if err != nil {
@@ -380,11 +387,11 @@ func (c *Conversation) answerSearch(ctx context.Context, call *conduit.Call) (*m
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: searchAnswer(query, found)}}}, nil
 }
 
-// find searches the tools the conversation was listed for, less those the
-// policy denies the call's principal with the taint of the moment: a tool
-// a Tainted rule denies now is not found, though it was listed when the
-// conversation began. A source of the caller's own, which has no policy
-// conduit can ask, is searched as it was listed.
+// find searches the tools the conversation was listed for. It leaves out
+// those the policy denies the call's principal with the taint of the
+// moment. A tool a Tainted rule denies now is not found. It may have been
+// listed when the conversation began. A source of the caller's own has no
+// policy conduit can ask. It is searched as it was listed.
 func (c *Conversation) find(call *conduit.Call, query string, limit int) []*conduit.Tool {
 	s := c.search
 	ls, governed := c.src.(localSource)
@@ -405,7 +412,7 @@ func (c *Conversation) find(call *conduit.Call, query string, limit int) []*cond
 }
 
 // reveal adds the tools found that are not offered yet to the listing, in
-// order, and returns their exposed names.
+// order. It returns their exposed names.
 func (c *Conversation) reveal(ctx context.Context, found []*conduit.Tool) []string {
 	s := c.search
 	var added []string
@@ -431,7 +438,7 @@ func (c *Conversation) reveal(ctx context.Context, found []*conduit.Tool) []stri
 }
 
 // reveals collects what the searches of one response found, by the
-// calls' positions in it, for Execute to reveal in that order once every
+// calls' positions in it. Execute reveals them in that order once every
 // call is answered.
 type reveals struct {
 	mu    sync.Mutex
@@ -452,8 +459,8 @@ func withCallIndex(ctx context.Context, i int) context.Context {
 	return context.WithValue(ctx, callIndexKey{}, i)
 }
 
-// revealsOf returns the Execute's reveals and the call's position, when
-// the call runs within a Conversation's Execute.
+// revealsOf returns the Execute's reveals and the call's position. It
+// finds them when the call runs within a Conversation's Execute.
 func revealsOf(ctx context.Context) (*reveals, int, bool) {
 	rv, ok := ctx.Value(revealsKey{}).(*reveals)
 	i, iok := ctx.Value(callIndexKey{}).(int)
@@ -470,8 +477,8 @@ func (rv *reveals) add(i int, found []*conduit.Tool) {
 }
 
 // inOrder returns the tools found, in the order of the calls that found
-// them, leaving out the calls that were not answered with their matches
-// (an answer that came too late was answered with a timeout).
+// them. It leaves out the calls that were not answered with their
+// matches. An answer that came too late was answered with a timeout.
 func (rv *reveals) inOrder(errs []error) []*conduit.Tool {
 	rv.mu.Lock()
 	defer rv.mu.Unlock()
@@ -523,8 +530,8 @@ func wholeNumber(v any) (int64, bool) {
 	return 0, false
 }
 
-// searchAnswer is what the model reads of a search: each match's exposed
-// name and the first line of its description.
+// searchAnswer is what the model reads of a search. It gives each match's
+// exposed name and the first line of its description.
 func searchAnswer(query string, found []*conduit.Tool) string {
 	if len(found) == 0 {
 		return fmt.Sprintf("No tool matches %q. Try other words, or fewer.", query)
@@ -590,8 +597,8 @@ func newSearchTool() *conduit.Tool {
 	}
 }
 
-// callLocal runs a call of the Conversation's own tool: through src's
-// governance when it has one (a Hub or a Client); a source of the
+// callLocal runs a call of the Conversation's own tool. It goes through
+// src's governance when src has one (a Hub or a Client). A source of the
 // caller's own cannot govern it, and it is answered as it is.
 func callLocal(ctx context.Context, src conduit.Source, t *conduit.LocalTool, args map[string]any, o *conduit.CallOptions) (*mcp.CallToolResult, error) {
 	if ls, ok := src.(localSource); ok {

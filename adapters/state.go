@@ -19,52 +19,59 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A Conversation's state, as bytes that leave the process (a database, a
-// browser) and come back to another one: what it offers, for whom, its
-// taint, and the turn that waits for decisions.
+// A Conversation's state, as bytes that leave the process and come back
+// to another one. The bytes may wait in a database or a browser. They say
+// what the conversation offers, for whom, and its taint. They hold the
+// turn that waits for decisions.
 //
 // # The format
 //
 // The state is a JSON document (stateV1 below), sealed by internal/seal
-// under the application's keys: encrypted and authenticated with
-// AES-256-GCM, the key named by an id so that keys can be rotated, with
-// an expiry. Whoever holds it without the key reads nothing of it (the
-// calls' arguments and answers) and cannot change a byte of it. An
-// altered, truncated or foreign state is refused (ErrInvalidState, and
-// why) before anything is listed or sent.
+// under the application's keys. The seal encrypts and authenticates with
+// AES-256-GCM. An id names the key, so that keys can be rotated. The seal
+// has an expiry. Whoever holds the state without the key reads nothing of
+// it: neither the calls' arguments nor their answers. Nor can they change
+// a byte of it. An altered, truncated or foreign state is refused before
+// anything is listed or sent. The error matches ErrInvalidState, and says
+// why.
 //
 // # Versions
 //
-// The seal has a version: this release writes version 2 (encrypted) and
+// The seal has a version. This release writes version 2 (encrypted). It
 // reads version 1 too (signed only), until 0.5.
 //
 // The document carries its version, "v". This release writes version 1
-// and reads version 1 only. The rule for later releases: a field is added
-// to the document only when its absence means what a state without it
-// meant (an empty list, a false flag), so that a release reads every
-// earlier state of the same version; a release refuses a document with a
-// field it does not know (a state written by a later release), rather
-// than drop what it does not understand. A change that an old state
-// cannot be read under (a field whose meaning changes) makes a new
-// version, and the release that writes version n+1 still reads version n
-// for as long as DefaultStateTTL allows states of it to live, by
-// converting it when it is read.
+// and reads version 1 only. The rules for later releases:
 //
-// To add a field: add it to stateV1 (or the struct it belongs to) with
-// omitempty, fill it in Conversation.snapshot, read it back in
-// ResumeConversation (its zero value meaning "as before"), and add a case
-// to TestStateVersionOne's documents.
+//   - A field is added only when its absence means what a state without
+//     it meant. Examples are an empty list or a false flag. So a release
+//     reads every earlier state of the same version.
+//   - A release refuses a document with a field it does not know, such as
+//     a state written by a later release. It does not drop what it does
+//     not understand.
+//   - A change that an old state cannot be read under makes a new version.
+//     An example is a field whose meaning changes.
+//   - The release that writes version n+1 still reads version n, by
+//     converting it when it is read. It does so for as long as
+//     DefaultStateTTL allows states of version n to live.
+//
+// To add a field:
+//
+//   - add it to stateV1 (or the struct it belongs to) with omitempty;
+//   - fill it in Conversation.snapshot;
+//   - read it back in ResumeConversation, its zero value meaning "as before";
+//   - add a case to TestStateVersionOne's documents.
 
-// DefaultStateTTL is StateOptions.TTL's default: a saved state can be
+// DefaultStateTTL is StateOptions.TTL's default. A saved state can be
 // resumed for 30 days after it was saved.
 const DefaultStateTTL = 30 * 24 * time.Hour
 
-// stateVersion is the version of the state this release writes, and the
-// only one it reads.
+// stateVersion is the version of the state this release writes. It is
+// the only one it reads.
 const stateVersion = 1
 
 // statePurpose separates the keys of saved conversations from those of
-// every other sealed value (seal.New derives a key per purpose).
+// every other sealed value. seal.New derives a key per purpose.
 const statePurpose = "adapters.Conversation state"
 
 // Errors of saved state, for errors.Is.
@@ -72,67 +79,78 @@ var (
 	// ErrNoStateKey is the error of State and ResumeConversation without
 	// StateOptions.Keys.
 	ErrNoStateKey = errors.New("adapters: no key for the conversation's state (StateOptions.Keys)")
-	// ErrInvalidState is the error of a state that was not sealed by one
-	// of the keys, was altered or truncated, or is of a version this
-	// release does not read. Nothing is listed or sent. The errors below
-	// say which, and each matches ErrInvalidState.
+	// ErrInvalidState is the error of a state that is not authentic. It
+	// was not sealed by one of the keys, or it was altered or truncated.
+	// Or it is of a version this release does not read. Nothing is listed
+	// or sent. The errors below say which, and each matches
+	// ErrInvalidState.
 	ErrInvalidState = errors.New("adapters: the conversation state is not authentic")
 	// ErrStateOtherKey is the error of a state sealed under a key not in
-	// StateOptions.Keys: another application's, or one rotated out.
+	// StateOptions.Keys. The key is another application's, or one rotated
+	// out.
 	ErrStateOtherKey = fmt.Errorf("%w: it was sealed under another key than StateOptions.Keys", ErrInvalidState)
-	// ErrStateAltered is the error of a state that fails authentication:
-	// it was changed.
+	// ErrStateAltered is the error of a state that fails authentication.
+	// It was changed.
 	ErrStateAltered = fmt.Errorf("%w: it was altered", ErrInvalidState)
 	// ErrStateTruncated is the error of a state cut short.
 	ErrStateTruncated = fmt.Errorf("%w: it is truncated", ErrInvalidState)
 	// ErrStateMalformed is the error of bytes that are not a saved state
-	// at all (bad base64, a seal version this release does not read).
+	// at all. Examples are bad base64, or a seal version this release does
+	// not read.
 	ErrStateMalformed = fmt.Errorf("%w: it is not a saved state", ErrInvalidState)
 	// ErrStateExpired is the error of an authentic state older than its
 	// StateOptions.TTL.
 	ErrStateExpired = errors.New("adapters: the conversation state has expired")
 	// ErrTurnPending is the error of Execute while the last turn has
-	// pending calls: decide them first (Resume).
+	// pending calls. Decide them first (Resume).
 	ErrTurnPending = errors.New("adapters: the conversation's last turn has pending calls; decide them with Resume first")
 	// ErrNothingPending is the error of Resume when no call is pending.
 	ErrNothingPending = errors.New("adapters: no call of the conversation is pending")
 )
 
 // StateOptions say how a Conversation's state is saved and resumed. The
-// zero value has no key: a Conversation can still defer and resume calls
+// zero value has no key. A Conversation can still defer and resume calls
 // within its process, but cannot save its state.
 type StateOptions struct {
-	// Keys encrypt and authenticate the saved state (AES-256-GCM, under
-	// a key derived from each), each at least 32 bytes of random secret
-	// (not a password: it is not stretched): the first seals, every one
-	// opens. To rotate, put a new key first and keep the old one after it
-	// until the states it sealed have expired (TTL).
+	// Keys encrypt and authenticate the saved state. The cipher is
+	// AES-256-GCM, under a key derived from each. Each is at least 32
+	// bytes of random secret. It is not a password: it is not stretched.
+	// The first key seals, and every one opens. To rotate, put a new key
+	// first. Keep the old one after it until the states it sealed have
+	// expired (TTL).
 	Keys [][]byte
 	// Claims keep every decided call of a resumed turn from being sent
-	// twice: the first Resume that decides a call claims it and records
-	// its answer, and any other Resume of the same state (the same saved
-	// bytes resumed twice, in sequence or at once) reads that answer, or,
-	// while the first has recorded none (it is running, or it died), is
-	// answered that the call was decided elsewhere and its outcome is
-	// unknown, and never sends it.
+	// twice. The first Resume that decides a call claims it and records
+	// its answer. Any other Resume of the same state reads that answer.
+	// That is the same saved bytes resumed twice, in sequence or at once.
+	// While the first has recorded none, the other is answered that the
+	// call was decided elsewhere. Its outcome is unknown: the first may be
+	// running, or it died. The other never sends the call.
 	//
 	// Nil means the source's store (conduit.Options.Store of the Hub or
 	// Client). Every process that resumes a conversation's state must
-	// share it: store/sqlitestore's holds across the processes of one
-	// machine and its restarts, store/redisstore's across machines. A
-	// store.NewMemory() holds within its process only (every Resume over
-	// it sees the others', not those of another process, nor of this one
-	// after a restart): give it explicitly to accept that. With no store
-	// given, here or as the source's Options.Store, ResumeConversation
-	// of a state with pending calls fails with ErrNoStore, and a
-	// Conversation that was never saved keeps its claims in the source's
-	// memory (or, for a Source of one's own without a Store() method, its
-	// own).
+	// share it:
+	//
+	//   - store/sqlitestore's holds across the processes of one machine
+	//     and its restarts;
+	//   - store/redisstore's holds across machines;
+	//   - a store.NewMemory() holds within its process only. Every Resume
+	//     over it sees the others'. It does not see another process's,
+	//     nor this one's after a restart. Give it explicitly to accept
+	//     that.
+	//
+	// With no store given, here or as the source's Options.Store:
+	//
+	//   - ResumeConversation of a state with pending calls fails with
+	//     ErrNoStore;
+	//   - a Conversation that was never saved keeps its claims in the
+	//     source's memory. A Source of one's own without a Store() method
+	//     leaves them in the Conversation's own memory.
 	Claims store.Claims
 	// TTL is how long a saved state can be resumed after it was saved
-	// (default DefaultStateTTL); the claims of the calls a Resume decides
-	// are kept as long, so that no state that could still be resumed
-	// finds a claim of its calls forgotten.
+	// (default DefaultStateTTL). The claims of the calls a Resume decides
+	// are kept as long. So no state that could still be resumed finds a
+	// claim of its calls forgotten.
 	TTL time.Duration
 }
 
@@ -150,11 +168,11 @@ type stateConfig struct {
 type storer interface{ Store() store.Store }
 
 // storeGiver tells whether a source's store was given, as a Hub and a
-// Client do; a Source without it is taken to have chosen its store.
+// Client do. A Source without it is taken to have chosen its store.
 type storeGiver interface{ StoreGiven() bool }
 
-// config makes o ready for a Conversation over src (nil: none, for
-// reading a state only).
+// config makes o ready for a Conversation over src. src is nil for
+// reading a state only.
 func (o *StateOptions) config(src conduit.Source) (stateConfig, error) {
 	sc := stateConfig{claims: o.Claims, ttl: o.TTL, given: o.Claims != nil}
 	if sc.claims == nil && src != nil {
@@ -182,29 +200,34 @@ func (o *StateOptions) config(src conduit.Source) (stateConfig, error) {
 }
 
 // State returns the conversation's state, sealed with the first of
-// StateOptions.Keys: what ResumeConversation needs to carry it on in
-// another process (or in this one, later). It records the tools offered
-// (each by its server, name, exposed name and the digest of its
-// definition), strict mode's null paths, the principal, the taint, the
-// tools conduit's search revealed, and the last turn while calls of it are
-// pending, with the answers already produced and the pending calls. It
-// reflects the turns whose Execute or Resume has returned.
+// StateOptions.Keys. ResumeConversation needs it to carry the
+// conversation on in another process, or in this one later. It records:
 //
-// The bytes are text (safe in a cookie or a URL), encrypted and
-// authenticated: without the key they show nothing of the calls'
-// arguments and answers (but their length), and cannot be changed.
+//   - the tools offered, each by its server, name, exposed name and the
+//     digest of its definition;
+//   - strict mode's null paths;
+//   - the principal and the taint;
+//   - the tools conduit's search revealed;
+//   - the last turn while calls of it are pending. It comes with the
+//     answers already produced and the pending calls.
+//
+// It reflects the turns whose Execute or Resume has returned.
+//
+// The bytes are text, safe in a cookie or a URL. They are encrypted and
+// authenticated. Without the key they show nothing of the calls'
+// arguments and answers but their length. Nor can they be changed.
 // Without keys State fails with ErrNoStateKey.
 //
-// The seal is versioned: this release seals in version 2 (AES-256-GCM)
-// and opens version 1 (HMAC-signed only) too, until 0.5.
+// The seal is versioned. This release seals in version 2 (AES-256-GCM).
+// It opens version 1 (HMAC-signed only) too, until 0.5.
 //
 // The document is versioned too. This release writes version 1 and reads
 // version 1 only. Later releases read every state of the version they
-// write (a field is added only where its absence means what it meant
-// before), and a release that moves to a new version still reads the one
-// before for as long as DefaultStateTTL lets its states live. A state
-// written by a later release, with fields this one does not know, is
-// refused (ErrInvalidState) rather than read in part.
+// write. A field is added only where its absence means what it meant
+// before. A release that moves to a new version still reads the one
+// before. It does so for as long as DefaultStateTTL lets its states live.
+// A state written by a later release, with fields this one does not
+// know, is refused (ErrInvalidState). It is not read in part.
 func (c *Conversation) State() ([]byte, error) {
 	if c.state.sealer == nil {
 		return nil, ErrNoStateKey
@@ -219,9 +242,9 @@ func (c *Conversation) State() ([]byte, error) {
 // MarshalBinary is State, for encoding.BinaryMarshaler.
 func (c *Conversation) MarshalBinary() ([]byte, error) { return c.State() }
 
-// MarshalText is State, for encoding.TextMarshaler: json.Marshal of a
-// Conversation is its state, as a JSON string (and an error without keys,
-// rather than an empty object).
+// MarshalText is State, for encoding.TextMarshaler. So json.Marshal of a
+// Conversation is its state, as a JSON string. Without keys it is an
+// error, rather than an empty object.
 func (c *Conversation) MarshalText() ([]byte, error) { return c.State() }
 
 // stateV1 is the document of a state of version 1.
@@ -229,8 +252,8 @@ type stateV1 struct {
 	V        int    `json:"v"`
 	ID       string `json:"id"`
 	Provider string `json:"provider"`
-	// Principal is whom the conversation is for; ListTaint the taint its
-	// tools were listed with; Taint the taint now.
+	// Principal is whom the conversation is for. ListTaint is the taint
+	// its tools were listed with. Taint is the taint now.
 	Principal string   `json:"principal,omitempty"`
 	ListTaint []string `json:"list_taint,omitempty"`
 	Taint     []string `json:"taint,omitempty"`
@@ -240,7 +263,7 @@ type stateV1 struct {
 	// Revealed are the tools conduit's search revealed, in order.
 	Revealed  []string                     `json:"revealed,omitempty"`
 	NullPaths map[string][]driver.NullPath `json:"null_paths,omitempty"`
-	// Turns counts the turns executed; Turn is the last one while calls
+	// Turns counts the turns executed. Turn is the last one while calls
 	// of it are pending.
 	Turns int     `json:"turns"`
 	Turn  *turnV1 `json:"turn,omitempty"`
@@ -272,20 +295,24 @@ type callV1 struct {
 	Answer  map[string]any `json:"answer,omitempty"`
 	Err     *errV1         `json:"err,omitempty"`
 	Reached bool           `json:"reached,omitempty"`
-	// Budget is what the result budget did to Answer (absent: nothing,
-	// the answer counting for nothing in the turn's budget, as in a state
-	// written before the budget).
+	// Budget is what the result budget did to Answer. Absent, it did
+	// nothing, and the answer counts for nothing in the turn's budget.
+	// States from before the result budget have none.
 	Budget  *budgetV1  `json:"budget,omitempty"`
 	Pending *pendingV1 `json:"pending,omitempty"`
 	// Nested, for an answered run_code call, are the servers its code
-	// read, whose taint the answer carries.
+	// read. The answer carries their taint.
 	Nested []string `json:"nested,omitempty"`
 }
 
 // budgetV1 is what the result budget did to an answer
-// (toolcall.Budgeted): its budget, the tokens of the whole result and of
-// what was kept, whether it was cut, and the read tool's reference to the
-// whole; and its demand on the turn's budget, for the calls resumed.
+// (toolcall.Budgeted). It holds:
+//
+//   - its budget;
+//   - the tokens of the whole result and of what was kept;
+//   - whether it was cut;
+//   - the read tool's reference to the whole;
+//   - its demand on the turn's budget, for the calls resumed.
 type budgetV1 struct {
 	Budget int    `json:"budget,omitempty"`
 	Tokens int    `json:"tokens,omitempty"`
@@ -295,7 +322,7 @@ type budgetV1 struct {
 	Demand int    `json:"demand,omitempty"`
 }
 
-// budgetDocument is b and demand as a state records them, nil for
+// budgetDocument is b and demand as a state records them. It is nil for
 // nothing.
 func budgetDocument(b toolcall.Budgeted, demand int) *budgetV1 {
 	if b == (toolcall.Budgeted{}) && demand == 0 {
@@ -340,16 +367,18 @@ type pendingV1 struct {
 	ID        string         `json:"id"`
 	Arguments map[string]any `json:"arguments"`
 	// Digest is the digest of the tool's definition when the call was
-	// deferred ("" for conduit's own search tool).
+	// deferred. It is "" for conduit's own search tool.
 	Digest string   `json:"digest,omitempty"`
 	Rule   string   `json:"rule,omitempty"`
 	Reason string   `json:"reason,omitempty"`
 	Input  *inputV1 `json:"input,omitempty"`
 	// Round counts the times the call was deferred again after a Resume
-	// sent it (a server that asks again): each time is claimed apart.
+	// sent it. That happens when a server asks again. Each time is claimed
+	// apart.
 	Round int `json:"round,omitempty"`
-	// Nested and Replay, for a run_code call, are the call its code made
-	// that waits, and the calls made before it with what they got.
+	// Nested and Replay serve a run_code call. Nested is the call its code
+	// made that waits. Replay are the calls made before it, with what they
+	// got.
 	Nested *NestedCall       `json:"nested,omitempty"`
 	Replay []codemode.Record `json:"replay,omitempty"`
 }
@@ -409,9 +438,9 @@ func openState(sc stateConfig, data []byte) (*stateV1, error) {
 	return nil, ErrInvalidState
 }
 
-// decodeState reads a state document. It was sealed by conduit, so an
-// error here is a state of another version, or a bug; still, every field
-// is checked as outside input is.
+// decodeState reads a state document. Conduit sealed it, so an error here
+// is a state of another version, or a bug. Still, every field is checked
+// as outside input is.
 func decodeState(payload []byte) (*stateV1, error) {
 	var head struct {
 		V int `json:"v"`
@@ -514,27 +543,28 @@ func knownKind(name string) bool {
 	return ok
 }
 
-// SavedState is what a saved state says, read without a source: whom the
-// conversation is for, with which provider, and what waits for a
-// decision, to show the person who decides before anything is connected.
+// SavedState is what a saved state says, read without a source. It names
+// whom the conversation is for, and its provider. It lists what waits for
+// a decision. The person who decides can see it before anything is
+// connected.
 type SavedState struct {
-	// Provider is the built-in provider the state names; the zero
-	// Provider for one made with NewProvider, whose name ProviderName
-	// holds.
+	// Provider is the built-in provider the state names. It is the zero
+	// Provider for one made with NewProvider. ProviderName holds that
+	// one's name.
 	Provider     Provider
 	ProviderName string
 	Principal    string
 	// Taint is the conversation's taint as it was saved.
 	Taint []string
-	// Pending are the calls of the last turn that wait for a decision,
-	// in the model's order (see Execution.Pending).
+	// Pending are the calls of the last turn that wait for a decision.
+	// They are in the model's order (see Execution.Pending).
 	Pending []Pending
 }
 
 // ReadState opens a state that State returned, as ResumeConversation
-// does (o's Keys must hold the key that sealed it; an altered state is
-// refused with ErrInvalidState), and returns what it says. It lists and
-// sends nothing.
+// does, and returns what it says. o's Keys must hold the key that sealed
+// it. An altered state is refused with ErrInvalidState. ReadState lists
+// and sends nothing.
 func ReadState(state []byte, o *StateOptions) (*SavedState, error) {
 	if o == nil {
 		return nil, ErrNoStateKey
