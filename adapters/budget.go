@@ -18,17 +18,17 @@ import (
 // adapters/internal/budget applies them to each provider's rendering.
 
 const (
-	// DefaultMaxResultTokens is a result's budget when nothing sets one:
-	// 25,000 tokens, as Claude Code's MAX_MCP_OUTPUT_TOKENS.
+	// DefaultMaxResultTokens is a result's budget when nothing sets one.
+	// It is 25,000 tokens, as Claude Code's MAX_MCP_OUTPUT_TOKENS.
 	DefaultMaxResultTokens = toolcall.DefaultMaxResultTokens
 	// DefaultMaxTurnTokens is BudgetOptions.MaxTurnTokens's default:
-	// 50,000 tokens, two full results, a quarter of a 200,000-token
-	// context (Claude's; OpenAI's and Gemini's are larger), so that a turn
-	// of parallel calls leaves room for the conversation and several more
-	// turns.
+	// 50,000 tokens, two full results. That is a quarter of Claude's
+	// 200,000-token context. OpenAI's and Gemini's are larger. So a turn
+	// of parallel calls leaves room for the conversation and several
+	// more turns.
 	DefaultMaxTurnTokens = turn.DefaultMaxTurnTokens
 	// DefaultWarnTokens is BudgetOptions.WarnTokens's default: 10,000
-	// tokens, as Claude Code warns of a large MCP result.
+	// tokens. Claude Code warns of a large MCP result at that size.
 	DefaultWarnTokens = 10000
 )
 
@@ -80,29 +80,29 @@ const (
 // afresh when the turn completes would need every whole result in the
 // saved state.
 type BudgetOptions struct {
-	// MaxTurnTokens bounds the results of one response together, shared
-	// among them max-min fairly: 0 means DefaultMaxTurnTokens, negative
-	// no turn budget.
+	// MaxTurnTokens bounds the results of one response together. It is
+	// shared among them max-min fairly. 0 means DefaultMaxTurnTokens.
+	// Negative means no turn budget.
 	MaxTurnTokens int
-	// WarnTokens is the size past which a result is reported, cut or not
-	// (Trace.ResultBudget, and the Logger at Warn): 0 means
-	// DefaultWarnTokens, negative only cut results are.
+	// WarnTokens is the size past which a result is reported, cut or
+	// not. Trace.ResultBudget and the Logger at Warn report it. 0 means
+	// DefaultWarnTokens. Negative means only cut results are reported.
 	WarnTokens int
-	// CallTokens, when set, returns a call's own budget, which takes the
-	// place of its server's and of MaxResultTokens: 0 leaves the call to
-	// them, negative is no budget. It is called for each call in the
-	// model's order once the calls are done, and for each call still
-	// pending whenever the turn's budget is shared, so it must give a call
-	// the same budget each time.
+	// CallTokens, when set, returns a call's own budget. It takes the
+	// place of its server's and of MaxResultTokens. 0 leaves the call to
+	// them. Negative is no budget. It is called for each call in the
+	// model's order once the calls are done. It is also called for each
+	// call still pending whenever the turn's budget is shared. So it must
+	// give a call the same budget each time.
 	CallTokens func(c toolcall.Call) int
 }
 
 // ResultBudgetInfo is the argument of [Trace.ResultBudget].
 type ResultBudgetInfo struct {
-	// Call is the call the result answers; it must not be modified.
+	// Call is the call the result answers. It must not be modified.
 	Call toolcall.Call
-	// Budgeted says what the budget did: the result's tokens, those
-	// kept, the budget applied, and whether it was cut.
+	// Budgeted says what the budget did. It holds the result's tokens,
+	// those kept, the budget applied, and whether it was cut.
 	Budgeted toolcall.Budgeted
 	// Context is the Execute's (ExecuteToolCalls') context.
 	Context context.Context

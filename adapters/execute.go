@@ -94,7 +94,7 @@ type Execution struct {
 	locals  []*conduit.Tool // the Conversation's own tools, whose output taints nothing
 	demands []int           // each answer's demand on the turn's budget
 	// nested, by position, are the servers whose output reached the code
-	// of a run_code call: its answer carries their taint.
+	// of a run_code call. Its answer carries their taint.
 	nested map[int][]string
 }
 
@@ -306,10 +306,10 @@ func readToolCalls(ctx context.Context, src conduit.Source, p Provider, response
 			continue
 		}
 		// The model's arguments belong to the caller when it handed over a
-		// decoded response: Calls get a deep copy, stripped of strict
-		// mode's nulls (a response given as bytes or a struct was decoded
-		// here, so its arguments are already Calls' own), and the pipeline,
-		// whose hooks may rewrite them, another.
+		// decoded response. Calls then get a deep copy, stripped of strict
+		// mode's nulls. A response given as bytes or a struct was decoded
+		// here, so its arguments are already Calls' own. The pipeline,
+		// whose hooks may rewrite them, gets another copy.
 		if shared {
 			c.Args = jsonv.CloneObject(c.Args)
 		}
