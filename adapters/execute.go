@@ -389,13 +389,13 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	args := c.Args
 	if callResolved == nil || r.o.isLocal(c.Def) {
 		// A source of the caller's, or a local tool's Answer, may change
-		// the arguments it is given: Calls keep the model's.
+		// the arguments it is given. Calls keep the model's.
 		args = jsonv.CloneObject(c.Args)
 	}
 	var res *mcp.CallToolResult
 	var err error
 	if callResolved != nil {
-		// conduit's own source bounds the call itself, and copies the
+		// conduit's own source bounds the call itself. It copies the
 		// arguments before a callback could change them.
 		res, err = r.send(ctx, c, callResolved, args, &copts)
 	} else {
@@ -431,7 +431,7 @@ func (r *runner) send(ctx context.Context, c toolcall.Call, callResolved resolve
 	}
 	if r.o.CodeMode.On && isRunCode(c.Def) {
 		// Outside a Conversation the code calls what the source lists
-		// for the principal and taint when it runs.
+		// when it runs. The listing is for the principal and taint.
 		return callLocal(r.withNestedTaint(ctx, c.Index), r.src, runCodeTool(r.src, c.Def, nil, r.o.CodeMode), args, o)
 	}
 	if callResolved != nil {

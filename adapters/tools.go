@@ -177,8 +177,8 @@ func (l *Listing) strict(p Provider, ts *conduit.ToolSet, lo *driver.ListOptions
 			fallbacks = append(fallbacks, fallback{t.Exposed, r.Fallback})
 		}
 		if len(r.NullPaths) > 0 {
-			// A tool's null paths are its own under a provider, shared by
-			// every listing and never modified.
+			// A tool's null paths are its own under a provider. Every
+			// listing shares them, and none modifies them.
 			l.NullPaths[t.Exposed] = r.NullPaths
 		}
 	}
