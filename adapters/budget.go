@@ -9,100 +9,107 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The result budget of ExecuteToolCalls and Conversation.Execute: each
-// result's budget resolved (the call's, its server's, the
-// conversation's, the default), the turn's shared among its results once
-// all are answered, each answer written within the smaller, and the
-// results over the warning threshold reported (see BudgetOptions). The
-// counting and cutting are internal/tokens', applied to each provider's
-// rendering by adapters/internal/budget.
+// The result budget of ExecuteToolCalls and Conversation.Execute. Each
+// result's budget is resolved: the call's, its server's, the
+// conversation's, or the default. The turn's budget is shared among its
+// results once all are answered. Each answer is written within the
+// smaller of the two. Results over the warning threshold are reported
+// (see BudgetOptions). The counting and cutting are internal/tokens'.
+// adapters/internal/budget applies them to each provider's rendering.
 
 const (
-	// DefaultMaxResultTokens is a result's budget when nothing sets one:
-	// 25,000 tokens, as Claude Code's MAX_MCP_OUTPUT_TOKENS.
+	// DefaultMaxResultTokens is a result's budget when nothing sets one.
+	// It is 25,000 tokens, as Claude Code's MAX_MCP_OUTPUT_TOKENS.
 	DefaultMaxResultTokens = toolcall.DefaultMaxResultTokens
 	// DefaultMaxTurnTokens is BudgetOptions.MaxTurnTokens's default:
-	// 50,000 tokens, two full results, a quarter of a 200,000-token
-	// context (Claude's; OpenAI's and Gemini's are larger), so that a turn
-	// of parallel calls leaves room for the conversation and several more
-	// turns.
+	// 50,000 tokens, two full results. That is a quarter of Claude's
+	// 200,000-token context. OpenAI's and Gemini's are larger. So a turn
+	// of parallel calls leaves room for the conversation and several
+	// more turns.
 	DefaultMaxTurnTokens = turn.DefaultMaxTurnTokens
 	// DefaultWarnTokens is BudgetOptions.WarnTokens's default: 10,000
-	// tokens, as Claude Code warns of a large MCP result.
+	// tokens. Claude Code warns of a large MCP result at that size.
 	DefaultWarnTokens = 10000
 )
 
 // BudgetOptions bound what the model reads of a turn's results, beyond
-// each result's own budget, and say what is reported. The zero value is
-// the defaults.
+// each result's own budget. They also say what is reported. The zero
+// value is the defaults.
 //
-// Each result's budget is the call's own (CallTokens), else its
-// server's (conduit.Server.MaxResultTokens, "maxResultTokens" in
-// mcp.json), else the conversation's (AnswerOptions.MaxResultTokens),
-// else DefaultMaxResultTokens: the first that is set decides, negative
-// meaning none. A result over it keeps its beginning, cut at a line break
-// (a JSON text or structuredContent into valid JSON, or replaced by the
-// notice when nothing fits; an image that does not fit is dropped), and a
-// notice ends it.
+// Each result's budget is the first of these that is set:
+//
+//   - the call's own (CallTokens);
+//   - its server's (conduit.Server.MaxResultTokens, "maxResultTokens" in mcp.json);
+//   - the conversation's (AnswerOptions.MaxResultTokens);
+//   - DefaultMaxResultTokens.
+//
+// A negative budget means none. A result over its budget keeps its
+// beginning, cut at a line break, and a notice ends it. A JSON text or
+// structuredContent is cut into valid JSON. When nothing fits, the
+// notice replaces it. An image that does not fit is dropped.
 //
 // The turn's budget is shared once every call of the response is
-// answered, whatever the order they finish in: each result's demand is
-// its size up to its own budget, and the turn's budget is divided
-// max-min fairly, a result within an equal share keeping all of it and
-// the larger ones sharing what is left equally. Ten results of 20,000
-// tokens get 5,000 each; results of 100, 90,000, 3,000 and 40,000 get 100,
-// 23,450, 3,000 and 23,450. Each is then cut to the smaller of its budget
-// and its share, in the model's order; a result with no budget of its
-// own is still within the turn's. conduit's own short answers to calls it
-// did not send (an unknown tool, bad arguments) are not counted.
+// answered, whatever the order they finish in. Each result's demand is
+// its size up to its own budget. The turn's budget is divided max-min
+// fairly. A result within an equal share keeps all of it. The larger
+// ones share what is left equally. Ten results of 20,000 tokens get
+// 5,000 each. Results of 100, 90,000, 3,000 and 40,000 get 100, 23,450,
+// 3,000 and 23,450. Each is then cut to the smaller of its budget and its
+// share, in the model's order. A result with no budget of its own is
+// still within the turn's. conduit's own short answers to calls it did
+// not send are not counted. Such calls name an unknown tool or have bad
+// arguments.
 //
 // A turn whose calls are deferred (Execution.Pending) is answered in
-// steps, and its budget covers the whole of it: the answers written when
-// the turn pauses share the turn's budget with the calls left pending,
-// each of which holds its own budget's worth (it may yet produce that
-// much), and the calls a Resume runs share what the answers written
-// before them left, with the calls still pending. The completed turn's
-// results together are within MaxTurnTokens however many Resumes it took,
-// in this process or another, and when each deferred call produces its
-// whole budget the answers are those of the turn answered at once. An
-// answer is written once: the answers written before a Resume are kept
-// as they were written, in the Conversation and in its saved state (which
-// so holds at most a turn's budget of answers, never a large result
-// whole), and the room a pending call held and did not use (it was
-// denied, or answered briefly) is not given back to them. Sharing the
-// turn's budget afresh when the turn completes would need every whole
-// result in the saved state.
+// steps. Its budget covers the whole of it. The answers written when the
+// turn pauses share the turn's budget with the calls left pending. Each
+// pending call holds its own budget's worth, since it may yet produce
+// that much. The calls a Resume runs share what the answers written
+// before them left. They share it with the calls still pending. The
+// completed turn's results together are within MaxTurnTokens. That holds
+// however many Resumes it took, in this process or another. When each
+// deferred call produces its whole budget, the answers are those of the
+// turn answered at once.
+//
+// An answer is written once. The answers written before a Resume are
+// kept as they were written. That holds in the Conversation and in its
+// saved state. So the saved state holds at most a turn's budget of
+// answers, never a large result whole. A pending call may not use the
+// room it held, when it was denied or answered briefly. That room is not
+// given back to the answers written before. Sharing the turn's budget
+// afresh when the turn completes would need every whole result in the
+// saved state.
 type BudgetOptions struct {
-	// MaxTurnTokens bounds the results of one response together, shared
-	// among them max-min fairly: 0 means DefaultMaxTurnTokens, negative
-	// no turn budget.
+	// MaxTurnTokens bounds the results of one response together. It is
+	// shared among them max-min fairly. 0 means DefaultMaxTurnTokens.
+	// Negative means no turn budget.
 	MaxTurnTokens int
-	// WarnTokens is the size past which a result is reported, cut or not
-	// (Trace.ResultBudget, and the Logger at Warn): 0 means
-	// DefaultWarnTokens, negative only cut results are.
+	// WarnTokens is the size past which a result is reported, cut or
+	// not. Trace.ResultBudget and the Logger at Warn report it. 0 means
+	// DefaultWarnTokens. Negative means only cut results are reported.
 	WarnTokens int
-	// CallTokens, when set, returns a call's own budget, which takes the
-	// place of its server's and of MaxResultTokens: 0 leaves the call to
-	// them, negative is no budget. It is called for each call in the
-	// model's order once the calls are done, and for each call still
-	// pending whenever the turn's budget is shared, so it must give a call
-	// the same budget each time.
+	// CallTokens, when set, returns a call's own budget. It takes the
+	// place of its server's and of MaxResultTokens. 0 leaves the call to
+	// them. Negative is no budget. It is called for each call in the
+	// model's order once the calls are done. It is also called for each
+	// call still pending whenever the turn's budget is shared. So it must
+	// give a call the same budget each time.
 	CallTokens func(c toolcall.Call) int
 }
 
 // ResultBudgetInfo is the argument of [Trace.ResultBudget].
 type ResultBudgetInfo struct {
-	// Call is the call the result answers; it must not be modified.
+	// Call is the call the result answers. It must not be modified.
 	Call toolcall.Call
-	// Budgeted says what the budget did: the result's tokens, those
-	// kept, the budget applied, and whether it was cut.
+	// Budgeted says what the budget did. It holds the result's tokens,
+	// those kept, the budget applied, and whether it was cut.
 	Budgeted toolcall.Budgeted
 	// Context is the Execute's (ExecuteToolCalls') context.
 	Context context.Context
 }
 
-// resultBudget is c's budget in tokens, 0 for none: the call's own, else
-// its server's, else the conversation's, else the default.
+// resultBudget is c's budget in tokens, 0 for none. It is the call's
+// own, else its server's, else the conversation's, else the default.
 func (o *ExecOptions) resultBudget(c toolcall.Call) int {
 	call, server := 0, 0
 	if o.Budget.CallTokens != nil {
@@ -129,8 +136,7 @@ func (o *ExecOptions) warnTokens() int {
 	}
 }
 
-// write writes d's answer to c within o's budget, as one answer on its
-// own.
+// write writes d's answer to c within o's budget, as one answer alone.
 func write(d driver.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) (map[string]any, toolcall.Budgeted) {
 	var b toolcall.Budget
 	if o != nil {
@@ -140,8 +146,8 @@ func write(d driver.Provider, c toolcall.Call, res *mcp.CallToolResult, err erro
 }
 
 // demand is the demand on the turn's budget of the answer at position i
-// of exec: as answer measured it, else (conduit's own answers, written on
-// their own) what it kept.
+// of exec. It is what answer measured. conduit's own answers are
+// written alone, so for them it is what they kept.
 func (e *Execution) demand(i int) int {
 	if i < len(e.demands) && e.demands[i] > 0 {
 		return e.demands[i]
@@ -152,22 +158,26 @@ func (e *Execution) demand(i int) int {
 	return 0
 }
 
-// answer writes the answers of the calls sent that are not pending, at
-// their places in Results, once all of them are done: each result is
-// measured, the turn's budget shared, and each answer written within its
-// budget, in the model's order (see "Result budget" above). A result cut
-// in a Conversation with its read tool is kept whole first, and its
-// notice names it.
+// answer writes the answers of the calls sent that are not pending. It
+// writes them at their places in Results, once all of them are done.
+// Each result is measured and the turn's budget is shared. Then each
+// answer is written within its budget, in the model's order (see
+// "Result budget" above). A result cut in a Conversation with its read
+// tool is kept whole first, and its notice names it.
 //
-// A turn answered in steps (calls deferred, then resumed) shares its
-// budget as the turn answered at once would, over the demands of the
-// answers written before (their results' sizes up to their own budgets),
-// of the calls sent now, and of the calls still pending (each its own
-// budget). The answers written before are not written again, so when the
-// shares would have the calls sent now take more than those answers left
-// (a pending call produced less than its budget, and they could have had
-// more), the calls sent now share what is left, beside the places the
-// calls still pending hold, instead.
+// A turn may be answered in steps: calls deferred, then resumed. It
+// shares its budget as the turn answered at once would. The demands
+// shared over are:
+//
+//   - the answers written before, each its result's size up to its own budget;
+//   - the calls sent now;
+//   - the calls still pending, each its own budget.
+//
+// The answers written before are not written again. The shares might
+// have the calls sent now take more than those answers left. That
+// happens when a pending call produced less than its budget. Then the
+// calls sent now share what is left instead. The places the calls still
+// pending hold stay beside them.
 func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []turn.Written, waiting []toolcall.Call) {
 	o := r.o
 	step := turn.Step{Turn: o.turnBudget(), Before: before}
@@ -199,8 +209,9 @@ func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []turn
 	}
 }
 
-// withinTurn is c's budget within a turn's budget of turn tokens (0: no
-// turn budget), 0 for none: no result alone is over the turn's budget.
+// withinTurn is c's budget within a turn's budget of turn tokens. A turn
+// of 0 means no turn budget. The result is 0 for none. No result alone
+// is over the turn's budget.
 func (o *ExecOptions) withinTurn(c toolcall.Call, t int) int {
 	return turn.Within(o.resultBudget(c), t)
 }

@@ -10,19 +10,20 @@ import (
 	"github.com/conduitmcp/conduit/codemode"
 )
 
-// CodeModeOptions say whether the model is offered run_code, with which it
-// writes code that calls the tools (see package codemode). Each call the
-// code makes is governed as the model's own: same principal, taint,
-// policy, approval, hooks and limits. The zero value is off.
+// CodeModeOptions say whether the model is offered run_code. With it,
+// the model writes code that calls the tools (see package codemode).
+// Each call the code makes is governed as the model's own. It has the
+// same principal, taint, policy, approval, hooks and limits. The zero
+// value is off.
 type CodeModeOptions struct {
-	// On offers run_code. The policy governs it as conduit/run_code, so
-	// the policy must allow it (a rule for "conduit/run_code" or "*").
+	// On offers run_code. The policy governs it as conduit/run_code. So
+	// the policy must allow it, by a rule for "conduit/run_code" or "*".
 	On bool
-	// Direct offers the tools themselves beside run_code. Off by default:
-	// run_code alone keeps the listing small and one round trip the rule,
-	// and a model offered both falls back to calling one by one.
+	// Direct offers the tools themselves beside run_code. Off by
+	// default. run_code alone keeps the listing small. It makes one round
+	// trip the rule. A model offered both falls back to calling one by one.
 	Direct bool
-	// Options bound each run (codemode.Limits); nil is the defaults.
+	// Options bound each run (codemode.Limits). Nil is the defaults.
 	Options *codemode.Options
 }
 
@@ -31,8 +32,9 @@ func isRunCode(t *conduit.Tool) bool {
 	return t != nil && t.Server == codemode.ToolServer && t.Exposed == codemode.ToolName
 }
 
-// codeModeToolSet is what a code-mode listing offers over ts: run_code,
-// whose declarations are ts's tools, after them with Direct, else alone.
+// codeModeToolSet is what a code-mode listing offers over ts. It offers
+// run_code, whose declarations are ts's tools. With Direct, run_code
+// comes after them. Otherwise it is alone.
 func codeModeToolSet(ts *conduit.ToolSet, o CodeModeOptions) (*conduit.ToolSet, error) {
 	if _, taken := ts.Lookup(codemode.ToolName); taken {
 		return nil, fmt.Errorf("adapters: code mode: a tool of the servers is exposed as %s", codemode.ToolName)
@@ -53,16 +55,17 @@ func checkCodeMode(src conduit.Source, principal string, taint []string) error {
 	return nil
 }
 
-// runCodeTool is the local tool that answers a call of def, run_code,
-// its nested calls made on src against ts (nil: listed when it runs).
+// runCodeTool is the local tool that answers a call of def, run_code.
+// Its nested calls are made on src against ts. A nil ts is listed when
+// it runs.
 func runCodeTool(src conduit.Source, def *conduit.Tool, ts *conduit.ToolSet, o CodeModeOptions) *conduit.LocalTool {
 	lt := codemode.LocalTool(src, ts, o.Options)
 	lt.Tool = def
 	return lt
 }
 
-// nestedTaint records, by position, the servers whose output reached the
-// code of each run_code call: the taint its answer carries.
+// withNestedTaint records, by position, the servers whose output reached
+// the code of each run_code call. That is the taint its answer carries.
 func (r *runner) withNestedTaint(ctx context.Context, index int) context.Context {
 	return codemode.WithReached(ctx, func(servers []string) {
 		r.mu.Lock()
@@ -74,8 +77,8 @@ func (r *runner) withNestedTaint(ctx context.Context, index int) context.Context
 	})
 }
 
-// listCode lists run_code for a Conversation (beside ts's tools with
-// Direct), answered by the Conversation against ts.
+// listCode lists run_code for a Conversation. With Direct, it is beside
+// ts's tools. The Conversation answers it against ts.
 func (c *Conversation) listCode(ctx context.Context, ts *conduit.ToolSet, o *ConversationOptions) error {
 	if err := checkCodeMode(c.src, o.Principal, o.Taint); err != nil {
 		return err

@@ -18,28 +18,28 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ExecOptions are the options of ExecuteToolCalls. The zero value is fine,
-// but pass the listing's ToolSet and NullPaths (a [Conversation] does).
+// ExecOptions are the options of ExecuteToolCalls. The zero value is fine.
+// Still, pass the listing's ToolSet and NullPaths, as a [Conversation] does.
 type ExecOptions struct {
-	// ToolSet is the tool set the model was offered (Listing.ToolSet),
-	// which calls resolve against; nil lists the source's tools now.
+	// ToolSet is the tool set the model was offered (Listing.ToolSet).
+	// Calls resolve against it. Nil lists the source's tools now.
 	ToolSet *conduit.ToolSet
-	// NullPaths are strict mode's null paths (Listing.NullPaths): the
-	// nulls strict mode made the model send are removed before a call.
+	// NullPaths are strict mode's null paths (Listing.NullPaths). Strict
+	// mode made the model send these nulls. They are removed before a call.
 	NullPaths map[string][]driver.NullPath
-	// TurnOptions are every call's options (each call's ID is its id in
-	// the response), how answers are written, and the turn's bounds.
+	// TurnOptions are every call's options, how answers are written, and
+	// the turn's bounds. Each call's ID is its id in the response.
 	TurnOptions
-	// Halt, when closed, stops the calls not yet sent: they are answered
+	// Halt, when closed, stops the calls not yet sent. They are answered
 	// with a KindHalted error.
 	Halt <-chan struct{}
-	// CodeMode, when On, answers calls of run_code (offered by a listing
-	// with ListingOptions.CodeMode), each nested call made on the source
-	// with these options' principal and taint. Off by default.
+	// CodeMode, when On, answers calls of run_code. A listing with
+	// ListingOptions.CodeMode offers that tool. Each nested call is made
+	// on the source with these options' principal and taint. Off by default.
 	CodeMode CodeModeOptions
 
-	// locals, in a Conversation, are its own tools (conduit's search,
-	// the read tool), answered by the Conversation; reader keeps the
+	// locals, in a Conversation, are its own tools: conduit's search and
+	// the read tool. The Conversation answers them. reader keeps the
 	// results cut for its read tool.
 	locals []*conduit.LocalTool
 	reader *reader
@@ -47,57 +47,65 @@ type ExecOptions struct {
 
 // Execution is the outcome of a model's tool calls.
 type Execution struct {
-	// Results answer every call, in the model's order, each keyed by the
-	// call's id, in the provider's shape: Anthropic tool_result blocks (put
-	// them first in the next user message), OpenAI Chat tool messages,
-	// Responses function_call_output items, Gemini functionResponse parts
-	// (send them as {"role": "user", "parts": Results}); Wire.Answers
-	// puts them in the conversation for any provider.
+	// Results answer every call, in the model's order. Each is keyed by
+	// the call's id and has the provider's shape:
+	//
+	//   - Anthropic: tool_result blocks. Put them first in the next user message.
+	//   - OpenAI Chat: tool messages.
+	//   - Responses: function_call_output items.
+	//   - Gemini: functionResponse parts. Send them as {"role": "user", "parts": Results}.
+	//
+	// Wire.Answers puts them in the conversation for any provider.
 	Results []map[string]any `json:"results"`
 	// Halted reports that an approver denied a call and asked to stop the
-	// agent loop: every call is still answered, but the loop should end.
+	// agent loop. Every call is still answered, but the loop should end.
 	Halted bool `json:"halted"`
-	// Calls are the calls that resolved, in the model's order, each with
-	// its server, tool, id and arguments (a copy, with strict mode's nulls
-	// removed; hooks' rewrites are not reflected). Calls answered without
-	// being sent (unknown name, non-object arguments, past
-	// ResponseLimits.MaxToolCalls) are not among them.
+	// Calls are the calls that resolved, in the model's order. Each has
+	// its server, tool, id and arguments. The arguments are a copy, with
+	// strict mode's nulls removed. Hooks' rewrites are not reflected.
+	// Calls answered without being sent are not among them. Those have an
+	// unknown name, non-object arguments, or come past
+	// ResponseLimits.MaxToolCalls.
 	Calls []toolcall.Call `json:"calls"`
-	// Errors holds each call's failure, by position in Results (nil for a
-	// call that completed, even with an isError result). It marshals to
-	// JSON as a list of null or {"kind", "message", ...} (see CallErrors).
+	// Errors holds each call's failure, by position in Results. It is nil
+	// for a call that completed, even with an isError result. It marshals
+	// to JSON as a list of null or {"kind", "message", ...} (see CallErrors).
 	Errors CallErrors `json:"errors"`
-	// Revealed, in a Conversation with conduit's search, are the tools
-	// its search_tools calls revealed in this response (exposed names, in
-	// the order of the calls that found them): they are offered from the
-	// next turn on, after what was offered before.
+	// Revealed, in a Conversation with conduit's search, are the tools its
+	// search_tools calls revealed in this response. They are exposed
+	// names, in the order of the calls that found them. They are offered
+	// from the next turn on, after what was offered before.
 	Revealed []string `json:"revealed"`
-	// Pending are the calls that wait for a decision (an approver's
-	// conduit.Defer, a handler's conduit.DeferInput), in the model's
-	// order. Their places in Results are nil, and their Errors match
-	// conduit.ErrDeferred: the turn is not complete (see Complete), and
-	// its answers must not be sent yet. A Conversation keeps the turn, and
-	// its Resume completes it when they are decided. The answers already
-	// written are final, cut within the turn's budget with each pending
-	// call holding its place (see BudgetOptions).
+	// Pending are the calls that wait for a decision, in the model's
+	// order. The decision is an approver's conduit.Defer or a handler's
+	// conduit.DeferInput. Their places in Results are nil. Their Errors
+	// match conduit.ErrDeferred. The turn is not complete (see Complete),
+	// so its answers must not be sent yet. A Conversation keeps the turn.
+	// Its Resume completes the turn when the calls are decided. The
+	// answers already written are final. They are cut within the turn's
+	// budget, and each pending call holds its place (see BudgetOptions).
 	Pending []Pending `json:"pending"`
 	// Budgets say, by position in Results, what the result budget did to
-	// each answer: the result's tokens, those kept, its budget, whether it
-	// was cut, and the read tool's reference to the whole when it was kept.
+	// each answer. Each holds the result's tokens, those kept, its budget,
+	// and whether it was cut. When the whole was kept, it holds the read
+	// tool's reference to it.
 	Budgets []toolcall.Budgeted `json:"budgets"`
 
 	locals  []*conduit.Tool // the Conversation's own tools, whose output taints nothing
 	demands []int           // each answer's demand on the turn's budget
 	// nested, by position, are the servers whose output reached the code
-	// of a run_code call: its answer carries their taint.
+	// of a run_code call. Its answer carries their taint.
 	nested map[int][]string
 }
 
-// CallErrors are the calls' failures, by position: errors.Is and
-// errors.As work on each. In JSON each is null (no failure), a
-// *conduit.Error as it marshals itself, or another error as
-// {"kind": "internal", "message": its text}, so that an HTTP handler
-// can send an Execution as it is.
+// CallErrors are the calls' failures, by position. errors.Is and
+// errors.As work on each. In JSON each is one of:
+//
+//   - null, for no failure;
+//   - a *conduit.Error, as it marshals itself;
+//   - another error, as {"kind": "internal", "message": its text}.
+//
+// So an HTTP handler can send an Execution as it is.
 type CallErrors []error
 
 // MarshalJSON writes es as described on CallErrors.
@@ -116,16 +124,16 @@ func (es CallErrors) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// Complete reports whether every call of the response is answered: no
-// call is pending, and Results may be sent to the model.
+// Complete reports whether every call of the response is answered. Then
+// no call is pending, and Results may be sent to the model.
 func (e *Execution) Complete() bool { return len(e.Pending) == 0 }
 
 // Taint returns prev plus the servers whose output reached the model in
-// these results, the taint of the next turn: the servers of the calls
-// that produced a result (isError results included) or whose server
-// answered with an error message. A call that was denied, halted, never
-// sent, timed out or found its server unavailable adds nothing: no output
-// of its server is in the answer.
+// these results. That is the taint of the next turn. It adds the
+// servers of calls that produced a result, isError results included. It
+// also adds those whose server answered with an error message. Some
+// calls add nothing: those denied, halted, never sent, timed out, or
+// whose server was unavailable. No output of their server is in the answer.
 func (e *Execution) Taint(prev []string) []string {
 	out := slices.Clone(prev)
 	for _, c := range e.Calls {
@@ -146,10 +154,10 @@ func (e *Execution) Taint(prev []string) []string {
 	return out
 }
 
-// Reached reports whether a call that ended with err (nil: with a result)
-// carries its server's output to the model, and so taints the
-// conversation: a result, or the server's own error; not a refusal, a
-// time limit or a failure to reach it.
+// Reached reports whether a call that ended with err carries its
+// server's output to the model. Such a call taints the conversation. A
+// nil err means a result. A result or the server's own error reached
+// the model. A refusal, a time limit or a failure to reach it did not.
 func Reached(err error) bool {
 	if err == nil {
 		return true
@@ -158,38 +166,38 @@ func Reached(err error) bool {
 	return ok && k == conduit.KindServerError
 }
 
-// ExecuteToolCalls runs the tool calls of a provider response through src's
-// governed pipeline and answers every one of them in the model's order,
-// each keyed by the call's id. A call to a name not in the tool set, or
-// with arguments that are not an object, is answered with the provider's
-// error answer, and nothing is sent to any server. The calls of one
-// response run concurrently, up to MaxConcurrency at a time, and see the
-// same taint.
+// ExecuteToolCalls runs the tool calls of a provider response through
+// src's governed pipeline. It answers every call in the model's order,
+// each keyed by the call's id. Some calls get the provider's error answer
+// and reach no server. Those name a tool not in the tool set, or have
+// arguments that are not an object. The calls of one response run
+// concurrently, up to MaxConcurrency at a time. They all see the same taint.
 //
-// Each call is bounded by CallTimeout, approval and hooks included, even
-// when src, an approver or a hook ignores its context: past it the call's
-// context is cancelled (which cancels the request on the server) and the
-// call is answered with a timeout error. When an approver denies a call
-// and asks to halt, or the options' Halt is closed, the calls not yet sent
-// are answered without being sent; an approver's halt makes the Execution
-// Halted.
+// Each call is bounded by CallTimeout, approval and hooks included. This
+// holds even when src, an approver or a hook ignores its context. Past
+// the limit the call's context is cancelled, which cancels the request
+// on the server. The call is then answered with a timeout error. An
+// approver may deny a call and ask to halt, or the options' Halt may
+// close. Then the calls not yet sent are answered without being sent. An
+// approver's halt makes the Execution Halted.
 //
-// The response is the provider's response body as []byte, json.RawMessage,
-// a map[string]any or any value that marshals to it (an official SDK's
-// response struct). It is never modified: hooks and null stripping work on
-// copies of the arguments. The error is non-nil only when the response
-// cannot be read at all (or no tool set is at hand); a response without
-// tool calls gives an Execution with no Results. o may be nil.
+// The response is the provider's response body. It may be []byte,
+// json.RawMessage, a map[string]any, or any value that marshals to it.
+// An official SDK's response struct is such a value. The response is
+// never modified: hooks and null stripping work on copies of the
+// arguments. The error is non-nil only when the response cannot be read
+// at all, or no tool set is at hand. A response without tool calls gives
+// an Execution with no Results. o may be nil.
 //
-// A call an approver defers (conduit.Defer) is not answered: it is in
+// A call an approver defers (conduit.Defer) is not answered. It is in
 // Execution.Pending, and only a Conversation can resume it.
 //
-// The response is bounded by o.Limits: one over MaxResponseBytes is not
-// parsed and the error matches ErrResponseTooLarge; the calls past
+// The response is bounded by o.Limits. One over MaxResponseBytes is not
+// parsed, and the error matches ErrResponseTooLarge. The calls past
 // MaxToolCalls are answered with an error and not sent. The answers are
-// written once every call is done, each result cut to its budget and the
-// turn's results together to the turn's (see BudgetOptions); Budgets
-// says what was cut.
+// written once every call is done. Each result is cut to its budget. The
+// turn's results together are cut to the turn's budget (see
+// BudgetOptions). Budgets says what was cut.
 func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, response any, o *ExecOptions) (*Execution, error) {
 	if o == nil {
 		o = &ExecOptions{}
@@ -228,18 +236,24 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 }
 
 // ReadToolCalls reads the tool calls of a response as ExecuteToolCalls
-// does, and sends nothing: the response bounded by o.Limits, the calls
-// resolved against o.ToolSet (or src's listing when it is nil), strict
-// mode's nulls removed. The Execution it returns answers the calls that
-// are not to be sent (a name not offered, arguments that are not an
-// object, a call past ResponseLimits.MaxToolCalls), and its Calls are the others,
-// each with its server, tool and arguments (a copy): the calls to send.
+// does, and sends nothing. The response is bounded by o.Limits. The
+// calls resolve against o.ToolSet, or src's listing when it is nil.
+// Strict mode's nulls are removed. The Execution it returns answers the
+// calls that are not to be sent:
 //
-// It is for programs that run each call on their own terms, one at a
-// time or in another process (a durable workflow's activity per call):
-// send each call c with src.CallTool(ctx, c.Name, c.Args, opts), opts
-// holding o's ToolSet and c.ID, and answer it at Results[c.Index] with
-// p.Answer. The errors are ExecuteToolCalls'. o may be nil.
+//   - a name not offered;
+//   - arguments that are not an object;
+//   - a call past ResponseLimits.MaxToolCalls.
+//
+// Its Calls are the others: the calls to send. Each has its server, tool
+// and arguments (a copy).
+//
+// It is for programs that run each call on their own terms. They may run
+// one at a time, or in another process, such as a durable workflow's
+// activity per call. Send each call c with src.CallTool(ctx, c.Name,
+// c.Args, opts), opts holding o's ToolSet and c.ID. Answer it at
+// Results[c.Index] with p.Answer. The errors are ExecuteToolCalls'. o
+// may be nil.
 func ReadToolCalls(ctx context.Context, src conduit.Source, p Provider, response any, o *ExecOptions) (*Execution, error) {
 	if o == nil {
 		o = &ExecOptions{}
@@ -248,8 +262,8 @@ func ReadToolCalls(ctx context.Context, src conduit.Source, p Provider, response
 	return exec, err
 }
 
-// readToolCalls is ReadToolCalls, which also returns the tool set the
-// calls resolved against.
+// readToolCalls is ReadToolCalls. It also returns the tool set the calls
+// resolved against.
 func readToolCalls(ctx context.Context, src conduit.Source, p Provider, response any, o *ExecOptions) (*Execution, *conduit.ToolSet, error) {
 	d, err := p.valid()
 	if err != nil {
@@ -292,10 +306,10 @@ func readToolCalls(ctx context.Context, src conduit.Source, p Provider, response
 			continue
 		}
 		// The model's arguments belong to the caller when it handed over a
-		// decoded response: Calls get a deep copy, stripped of strict
-		// mode's nulls (a response given as bytes or a struct was decoded
-		// here, so its arguments are already Calls' own), and the pipeline,
-		// whose hooks may rewrite them, another.
+		// decoded response. Calls then get a deep copy, stripped of strict
+		// mode's nulls. A response given as bytes or a struct was decoded
+		// here, so its arguments are already Calls' own. The pipeline,
+		// whose hooks may rewrite them, gets another copy.
 		if shared {
 			c.Args = jsonv.CloneObject(c.Args)
 		}
@@ -316,15 +330,15 @@ type runner struct {
 	o    *ExecOptions
 	ts   *conduit.ToolSet
 	exec *Execution
-	// results are the calls' results, by position, until the turn's
-	// budget has shared them out and they are answered.
+	// results are the calls' results, by position. They wait here until
+	// the turn's budget has shared them out and they are answered.
 	results []*mcp.CallToolResult
 
 	halt     chan struct{}
 	haltOnce sync.Once
 	mu       sync.Mutex // guards exec.Halted and exec.Pending
-	// resumed are the options of the calls a Resume runs: the decision
-	// that approves them, and the answers to what their server asked.
+	// resumed are the options of the calls a Resume runs. They hold the
+	// decision that approves them, and the answers to what their server asked.
 	resumed map[int]resumedCall
 }
 
@@ -339,7 +353,7 @@ type resumedCall struct {
 // stop halts the calls not yet sent.
 func (r *runner) stop() { r.haltOnce.Do(func() { close(r.halt) }) }
 
-// run runs one call and keeps its outcome at its place, to be answered
+// run runs one call and keeps its outcome at its place. It is answered
 // with the others.
 func (r *runner) run(ctx context.Context, c toolcall.Call) {
 	res, err := r.call(ctx, c)
@@ -375,13 +389,13 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	args := c.Args
 	if callResolved == nil || r.o.isLocal(c.Def) {
 		// A source of the caller's, or a local tool's Answer, may change
-		// the arguments it is given: Calls keep the model's.
+		// the arguments it is given. Calls keep the model's.
 		args = jsonv.CloneObject(c.Args)
 	}
 	var res *mcp.CallToolResult
 	var err error
 	if callResolved != nil {
-		// conduit's own source bounds the call itself, and copies the
+		// conduit's own source bounds the call itself. It copies the
 		// arguments before a callback could change them.
 		res, err = r.send(ctx, c, callResolved, args, &copts)
 	} else {
@@ -396,8 +410,8 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 	return res, err
 }
 
-// send makes the call c with args and o: by callResolved when it is
-// given, else by the source's CallTool. A panic of the source's is
+// send makes the call c with args and o. It uses callResolved when that
+// is given, else the source's CallTool. A panic of the source's is
 // answered as an internal error.
 func (r *runner) send(ctx context.Context, c toolcall.Call, callResolved resolvedFunc, args map[string]any, o *conduit.CallOptions) (res *mcp.CallToolResult, err error) {
 	defer func() {
@@ -417,7 +431,7 @@ func (r *runner) send(ctx context.Context, c toolcall.Call, callResolved resolve
 	}
 	if r.o.CodeMode.On && isRunCode(c.Def) {
 		// Outside a Conversation the code calls what the source lists
-		// for the principal and taint when it runs.
+		// when it runs. The listing is for the principal and taint.
 		return callLocal(r.withNestedTaint(ctx, c.Index), r.src, runCodeTool(r.src, c.Def, nil, r.o.CodeMode), args, o)
 	}
 	if callResolved != nil {
@@ -429,15 +443,15 @@ func (r *runner) send(ctx context.Context, c toolcall.Call, callResolved resolve
 // resolvedFunc runs a call resolved against the offered tool set.
 type resolvedFunc = func(ctx context.Context, t *conduit.Tool, args map[string]any, opts *conduit.CallOptions) (*mcp.CallToolResult, error)
 
-// resolver is conduit's Hub and Client: they run a call resolved here,
-// so that its name is resolved once, and bound it themselves.
+// resolver is conduit's Hub and Client. They run a call resolved here,
+// so its name is resolved once. They bound the call themselves.
 type resolver interface {
 	ResolvedCaller(src conduit.Source) resolvedFunc
 }
 
-// resolvedCaller is how to run a resolved call on the source, or nil when
-// it is not conduit's own: a type that embeds a Hub to change its
-// CallTool gets nil, and its CallTool is used, bounded here.
+// resolvedCaller is how to run a resolved call on the source. It is nil
+// when the source is not conduit's own. A type that embeds a Hub to
+// change its CallTool gets nil. Its CallTool is then used, bounded here.
 func (r *runner) resolvedCaller() resolvedFunc {
 	if rs, ok := r.src.(resolver); ok {
 		return rs.ResolvedCaller(r.src)
@@ -445,9 +459,9 @@ func (r *runner) resolvedCaller() resolvedFunc {
 	return nil
 }
 
-// callBounded runs call on a Source of the caller's, which may not honour its
-// context, within the call's time limit: past it the call is answered
-// with a timeout and the source's late answer is dropped.
+// callBounded runs call on a Source of the caller's within the call's
+// time limit. Such a source may not honour its context. Past the limit
+// the call is answered with a timeout. The source's late answer is dropped.
 func (r *runner) callBounded(ctx context.Context, c toolcall.Call, call func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	limit := r.o.CallTimeout
 	if limit == 0 {

@@ -9,38 +9,42 @@ import (
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
-// ResponseLimits bound what ExecuteToolCalls takes from a model response, which
-// may be hostile (a prompt injection can make a model write anything).
-// The zero value is the defaults; a negative field is no limit.
+// ResponseLimits bound what ExecuteToolCalls takes from a model response.
+// The response may be hostile: a prompt injection can make a model write
+// anything. The zero value is the defaults. A negative field is no limit.
 type ResponseLimits struct {
 	// MaxToolCalls is the most calls of one response that are run
-	// (default DefaultMaxToolCalls). The calls past it are each answered
-	// with an error saying so (toolcall.TooManyCallsError, matching
-	// toolcall.ErrTooManyCalls) and never sent, so that every call still
-	// has its answer; the calls within it run as usual.
+	// (default DefaultMaxToolCalls). The calls past it are never sent.
+	// Each is answered with an error saying so: toolcall.TooManyCallsError,
+	// matching toolcall.ErrTooManyCalls. So every call still has its
+	// answer. The calls within the limit run as usual.
 	MaxToolCalls int
 	// MaxResponseBytes is the largest response read, in bytes of its
 	// JSON (default DefaultMaxResponseBytes). A response over it is not
-	// parsed: ExecuteToolCalls returns an error matching
-	// ErrResponseTooLarge and sends nothing. A response given as text is
-	// measured by its length, an SDK struct by its RawJSON or its JSON, a
-	// decoded map by a walk that counts at least the bytes its JSON
-	// would take and stops past the limit.
+	// parsed. ExecuteToolCalls then returns an error matching
+	// ErrResponseTooLarge and sends nothing. A response is measured by
+	// its form:
+	//
+	//   - text, by its length;
+	//   - an SDK struct, by its RawJSON or its JSON;
+	//   - a decoded map, by a walk that stops past the limit.
+	//
+	// The walk counts at least the bytes the map's JSON would take.
 	MaxResponseBytes int
 }
 
 const (
-	// DefaultMaxToolCalls is the default ResponseLimits.MaxToolCalls: as many as
-	// the most tools OpenAI accepts in one request (openai.MaxTools).
-	// Models make a few calls a turn, a few dozen at the most; a response
-	// with thousands is hostile, and each call costs a server round trip
-	// and an answer in the next request.
+	// DefaultMaxToolCalls is the default ResponseLimits.MaxToolCalls. It
+	// is the most tools OpenAI accepts in one request (openai.MaxTools).
+	// Models make a few calls a turn, a few dozen at the most. A response
+	// with thousands is hostile. Each call costs a server round trip and
+	// an answer in the next request.
 	DefaultMaxToolCalls = 128
-	// DefaultMaxResponseBytes is the default ResponseLimits.MaxResponseBytes,
-	// 32 MiB: Anthropic's limit on a request, which carries the response
-	// back in the conversation; it is tens of times the largest response
-	// a model's output tokens can fill (128k tokens is about 0.5 MB of
-	// text).
+	// DefaultMaxResponseBytes is the default
+	// ResponseLimits.MaxResponseBytes, 32 MiB. That is Anthropic's limit
+	// on a request, which carries the response back in the conversation.
+	// It is tens of times the largest response a model's output tokens
+	// can fill. 128k tokens is about 0.5 MB of text.
 	DefaultMaxResponseBytes = 32 << 20
 )
 
@@ -62,8 +66,8 @@ func (l ResponseLimits) maxBytes() int {
 	return l.MaxResponseBytes
 }
 
-// bound checks response against the size limit, returning it in the form
-// to parse (a value marshaled once here is not marshaled again).
+// bound checks response against the size limit. It returns the response
+// in the form to parse. A value marshaled here is not marshaled again.
 func (l ResponseLimits) bound(response any) (any, error) {
 	max := l.maxBytes()
 	if max < 0 {
@@ -79,8 +83,8 @@ func (l ResponseLimits) bound(response any) (any, error) {
 	return out, nil
 }
 
-// resolve resolves raws against ts, the calls past the call limit
-// answered with toolcall.TooManyCallsError without being resolved.
+// resolve resolves raws against ts. The calls past the call limit are
+// not resolved. They are answered with toolcall.TooManyCallsError.
 func (l ResponseLimits) resolve(raws []toolcall.Raw, ts *conduit.ToolSet) []toolcall.Call {
 	max := l.maxCalls()
 	if max < 0 || len(raws) <= max {

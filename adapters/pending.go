@@ -12,40 +12,41 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Deferred calls, as the adapters report them: a call the pipeline left
-// undecided (conduit.KindDeferred) is a Pending item of the Execution, not
-// an answer, and the application's Ruling on it completes the turn
-// (Conversation.Resume,).
+// Deferred calls, as the adapters report them. A call the pipeline left
+// undecided (conduit.KindDeferred) is not an answer. It is a Pending item
+// of the Execution. The application's Ruling on it completes the turn
+// (Conversation.Resume).
 
-// Pending is a call that waits for a decision: an approver deferred it
-// (conduit.Defer), or a handler deferred what its server asked during it
-// (conduit.DeferInput). It is what a person is shown to decide on, and
-// what Conversation.Resume takes a Ruling for, by ID.
+// Pending is a call that waits for a decision. Either an approver
+// deferred it (conduit.Defer), or a handler deferred what its server
+// asked during it (conduit.DeferInput). A person is shown it to decide
+// on. Conversation.Resume takes a Ruling for it, by ID.
 type Pending struct {
-	// ID names the call in decisions: its id in the model's response, or,
-	// when the model gave it none or gave the same one to several calls,
-	// that id followed by '#' and the call's position from 1 ("#2").
+	// ID names the call in decisions. It is the call's id in the model's
+	// response. The model may give it none, or give the same one to
+	// several calls. Then ID is that id, '#' and the call's position from
+	// 1 ("#2").
 	ID string `json:"id"`
-	// Name is the exposed name the model called; Server and Tool the
-	// server's id and the tool's own name there.
+	// Name is the exposed name the model called. Server is the server's
+	// id. Tool is the tool's own name there.
 	Name   string `json:"name"`
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
-	// Arguments are the call's arguments, as the approver saw them (or,
-	// deferred for input, as they were sent).
+	// Arguments are the call's arguments, as the approver saw them. For
+	// a call deferred for input, they are as they were sent.
 	Arguments map[string]any `json:"arguments"`
-	// Rule is the policy rule that asked for approval ("" for a call
-	// deferred for input); Reason the approver's or the handler's.
+	// Rule is the policy rule that asked for approval. It is "" for a
+	// call deferred for input. Reason is the approver's or the handler's.
 	Rule   string `json:"rule,omitempty"`
 	Reason string `json:"reason,omitempty"`
 	// Input, for a call deferred while its server asked for input, is
-	// what the server asked; the Ruling that allows the call answers it
+	// what the server asked. The Ruling that allows the call answers it
 	// (Ruling.Input). Nil for a deferred approval.
 	Input *conduit.Input `json:"input,omitempty"`
 	// Nested, for a run_code call, is the call its code made that waits
-	// for the decision; Arguments are then run_code's own (the code).
-	// Allowing the run_code call sends this call once, the calls made
-	// before it replayed from their records (see Ruling.ForRun).
+	// for the decision. Arguments are then run_code's own: the code.
+	// Allowing the run_code call sends this call once. The calls made
+	// before it are replayed from their records (see Ruling.ForRun).
 	Nested *NestedCall `json:"nested,omitempty"`
 
 	// index is the call's position in the response.
@@ -56,42 +57,42 @@ type Pending struct {
 
 // NestedCall is a call made by a run_code call's code.
 type NestedCall struct {
-	// Name is the tool's exposed name; Server and Tool its server's id
-	// and its own name there.
+	// Name is the tool's exposed name. Server is its server's id. Tool
+	// is its own name there.
 	Name   string `json:"name"`
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
 	// Arguments are the call's, as the approver saw them.
 	Arguments map[string]any `json:"arguments"`
-	// Before counts the calls the code made before it, replayed on
-	// resumption without being sent again.
+	// Before counts the calls the code made before it. They are replayed
+	// on resumption without being sent again.
 	Before int `json:"before"`
 }
 
-// Ruling is the application's decision on a pending call, given to
-// Conversation.Resume by the call's Pending.ID. The zero value denies.
+// Ruling is the application's decision on a pending call. It is given
+// to Conversation.Resume by the call's Pending.ID. The zero value denies.
 type Ruling struct {
-	// Allow runs the call, as an approver's conduit.Approve would have:
-	// the policy still decides first, and nothing asks the approver again.
+	// Allow runs the call, as an approver's conduit.Approve would have.
+	// The policy still decides first. Nothing asks the approver again.
 	Allow bool
 	// Reason, for a denial, is shown to the model.
 	Reason string
-	// Halt, with a denial, stops the agent loop: the turn's other pending
-	// calls allowed in the same Resume are not sent (they are answered
-	// as halted), and the Execution is Halted.
+	// Halt, with a denial, stops the agent loop. The turn's other pending
+	// calls allowed in the same Resume are not sent. They are answered
+	// as halted, and the Execution is Halted.
 	Halt bool
 	// Input answers what the server asked (Pending.Input), by the keys of
-	// its requests; with Allow, every request not answered yet needs an
+	// its requests. With Allow, every request not answered yet needs an
 	// answer (conduit.Input.Missing).
 	Input mcp.InputResponseMap
-	// ForRun, with Allow on a run_code call (Pending.Nested), also allows
-	// every later call of the nested call's tool in the same run, so that
-	// a loop of writes is one decision. Other tools still ask.
+	// ForRun, with Allow on a run_code call (Pending.Nested), allows
+	// more. It also allows every later call of the nested call's tool in
+	// the same run. So a loop of writes is one decision. Other tools still ask.
 	ForRun bool
 }
 
-// pendingOf is the Pending item of call c, whose outcome was err, when
-// err is a deferral.
+// pendingOf is the Pending item of call c when its outcome err is a
+// deferral.
 func pendingOf(c toolcall.Call, err error) (Pending, bool) {
 	if err == nil {
 		return Pending{}, false
@@ -117,8 +118,8 @@ func pendingOf(c toolcall.Call, err error) (Pending, bool) {
 	return p, true
 }
 
-// pendingInOrder puts the runner's pending calls in the model's order,
-// each with an ID unique in the response.
+// pendingInOrder puts the runner's pending calls in the model's order.
+// Each gets an ID unique in the response.
 func (r *runner) pendingInOrder() {
 	ps := r.exec.Pending
 	if len(ps) == 0 {
@@ -131,10 +132,11 @@ func (r *runner) pendingInOrder() {
 	}
 }
 
-// CallKeys returns, by position in the model's order, the id each of
-// calls is named by while it waits for a decision (Pending.ID, the keys
-// of Resume's decisions): its ID, or ID#N (N its position from 1) when
-// its ID is empty (Gemini may send none) or not unique in the response.
+// CallKeys returns the id each of calls is named by while it waits for a
+// decision. The result is by position in the model's order. These ids
+// are Pending.ID, the keys of Resume's decisions. Each is the call's ID.
+// It is ID#N instead when the ID is empty or not unique in the response.
+// N is the call's position from 1. Gemini may send no ID.
 func CallKeys(calls []toolcall.Call) map[int]string {
 	ids, pos := make([]string, len(calls)), make([]int, len(calls))
 	for k, c := range calls {

@@ -11,20 +11,20 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Provider is an LLM API whose tool calling conduit speaks: a value made
-// of its driver by [NewProvider]. The built-in ones are [Anthropic],
-// [OpenAIChat], [OpenAIResponses] and [Gemini]; a provider from outside
+// Provider is an LLM API whose tool calling conduit speaks. [NewProvider]
+// makes it of its driver. The built-in ones are [Anthropic],
+// [OpenAIChat], [OpenAIResponses] and [Gemini]. A provider from outside
 // this module is made the same way and works wherever they do. Providers
 // are equal when made by the same NewProvider call. The zero value is no
 // provider: every use of it is an error.
 type Provider struct{ r *row }
 
-// row holds a provider's driver behind a pointer, so that a Provider is
+// row holds a provider's driver behind a pointer. So a Provider is
 // comparable whatever the driver's type.
 type row struct{ d driver.Provider }
 
 // NewProvider returns the provider that d drives. d must be safe for
-// concurrent use; nil gives the zero Provider.
+// concurrent use. Nil gives the zero Provider.
 func NewProvider(d driver.Provider) Provider {
 	if d == nil {
 		return Provider{}
@@ -40,8 +40,8 @@ func (p Provider) impl() driver.Provider {
 	return p.r.d
 }
 
-// String returns the provider's name (its driver's Name): anthropic,
-// openai-chat, openai-responses, gemini or bedrock for the built-ins.
+// String returns the provider's name, its driver's Name. The built-ins
+// are anthropic, openai-chat, openai-responses, gemini and bedrock.
 func (p Provider) String() string {
 	if d := p.impl(); d != nil {
 		return d.Name()
@@ -62,8 +62,8 @@ func ParseProvider(s string) (Provider, error) {
 }
 
 // MarshalJSON writes a built-in provider as its name, and the zero
-// Provider as null. A provider from outside this module has no JSON form,
-// since its driver cannot be found again by name: marshalling it fails.
+// Provider as null. A provider from outside this module has no JSON
+// form. Its driver cannot be found again by name, so marshalling it fails.
 func (p Provider) MarshalJSON() ([]byte, error) {
 	if p.impl() == nil {
 		return []byte("null"), nil
@@ -75,9 +75,9 @@ func (p Provider) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a built-in provider's name, or null for none. It
-// also reads the numbers 1 to 4 that 0.3 wrote (Anthropic, OpenAIChat,
-// OpenAIResponses, Gemini), so that histories and options saved then
-// still decode.
+// also reads the numbers 1 to 4 of the older numeric form. They are
+// Anthropic, OpenAIChat, OpenAIResponses and Gemini. So histories and
+// options saved in that form still decode.
 func (p *Provider) UnmarshalJSON(b []byte) error {
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -118,11 +118,12 @@ func (p Provider) valid() (driver.Provider, error) {
 }
 
 // Parse returns the tool calls of a provider response as the model wrote
-// them, in order: one for each answer that ExecuteToolCalls makes of the
-// same response, so it is how a caller learns the name the model used
+// them, in order. There is one for each answer ExecuteToolCalls makes of
+// the same response. So a caller learns from it the name the model used
 // for a call that did not resolve. The response is as ExecuteToolCalls
-// takes it; the error is for a response that cannot be read. Parse and
-// ToolCalls apply no [ResponseLimits]: bound the response before calling them.
+// takes it. The error is for a response that cannot be read. Parse and
+// ToolCalls apply no [ResponseLimits]. Bound the response before calling
+// them.
 func (p Provider) Parse(response any) ([]toolcall.Raw, error) {
 	d, err := p.valid()
 	if err != nil {
@@ -131,10 +132,10 @@ func (p Provider) Parse(response any) ([]toolcall.Raw, error) {
 	return d.Parse(response)
 }
 
-// ToolCalls resolves a response's tool calls against ts: the calls to
-// send, and the answers of those that must not be sent (unknown names,
-// arguments that are not an object), for programs that drive the
-// pipeline themselves.
+// ToolCalls resolves a response's tool calls against ts. It is for
+// programs that drive the pipeline themselves. It returns the calls to
+// send. It also returns the answers of those that must not be sent.
+// Those have unknown names, or arguments that are not an object.
 func (p Provider) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call, []map[string]any, error) {
 	d, err := p.valid()
 	if err != nil {
@@ -147,10 +148,10 @@ func (p Provider) ToolCalls(response any, ts *conduit.ToolSet) ([]toolcall.Call,
 	})
 }
 
-// Answer answers one call in the provider's shape, keyed by the call's id:
-// with res, or with err when the call failed (err's message is what the
-// model reads). The result is cut to o.MaxResultTokens (0: the default,
-// DefaultMaxResultTokens; negative: no budget). o may be nil.
+// Answer answers one call in the provider's shape, keyed by the call's
+// id. It answers with res, or with err when the call failed. The model
+// reads err's message. The result is cut to o.MaxResultTokens. 0 means
+// the default, DefaultMaxResultTokens. Negative means no budget. o may be nil.
 func (p Provider) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	d, verr := p.valid()
 	if verr != nil {
@@ -161,10 +162,10 @@ func (p Provider) Answer(c toolcall.Call, res *mcp.CallToolResult, err error, o 
 }
 
 // Prepare renders one call's answer in the provider's shape, waiting for
-// its budget, as ExecuteToolCalls does before it shares a turn's budget:
-// measure it with Tokens, then write it once with Write. A loop that runs
-// each call on its own terms (a durable workflow) shares the turn's
-// budget with it. It is nil for an invalid provider. o may be nil.
+// its budget. ExecuteToolCalls does so before it shares a turn's budget.
+// Measure it with Tokens, then write it once with Write. A loop that runs
+// each call on its own terms shares the turn's budget with it. A durable
+// workflow is such a loop. It is nil for an invalid provider. o may be nil.
 func (p Provider) Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) driver.Pending {
 	d, verr := p.valid()
 	if verr != nil {
@@ -174,7 +175,7 @@ func (p Provider) Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o
 }
 
 // Shapes describes, for people, what a provider's listing and answers
-// look like, as `conduit demo` shows them.
+// look like. `conduit demo` shows them.
 type Shapes struct {
 	// Tools is the shape of one tool definition in a listing.
 	Tools string
@@ -182,8 +183,8 @@ type Shapes struct {
 	Answers string
 }
 
-// Shapes describes the provider's listing and answers; its zero value for
-// an invalid provider.
+// Shapes describes the provider's listing and answers. It is the zero
+// value for an invalid provider.
 func (p Provider) Shapes() Shapes {
 	d := p.impl()
 	if d == nil {
@@ -192,8 +193,8 @@ func (p Provider) Shapes() Shapes {
 	return Shapes(d.Shapes())
 }
 
-// Wire describes the provider's HTTP API (see [Wire]); its zero value for
-// an invalid provider.
+// Wire describes the provider's HTTP API (see [Wire]). It is the zero
+// value for an invalid provider.
 func (p Provider) Wire() Wire {
 	d := p.impl()
 	if d == nil {

@@ -16,15 +16,15 @@ var (
 	OpenAIChat = NewProvider(openai.Chat.Driver())
 	// OpenAIResponses is OpenAI's Responses API.
 	OpenAIResponses = NewProvider(openai.Responses.Driver())
-	// Gemini is the Gemini API's generateContent (experimental: its shapes
-	// come from the API reference, not from end-to-end runs).
+	// Gemini is the Gemini API's generateContent. It is experimental. Its
+	// shapes come from the API reference, not from end-to-end runs.
 	Gemini = NewProvider(gemini.Driver())
 	// Bedrock is Amazon Bedrock's Converse API.
 	Bedrock = NewProvider(bedrock.Driver())
 )
 
-// Providers lists the built-in providers, in a stable order: the names
-// that ParseProvider and the CLI's --provider know.
+// Providers lists the built-in providers, in a stable order. Their names
+// are those ParseProvider and the CLI's --provider know.
 func Providers() []Provider {
 	return []Provider{Anthropic, OpenAIChat, OpenAIResponses, Gemini, Bedrock}
 }

@@ -1,5 +1,5 @@
-// Offering a loaded skill to a model: its instructions as a message of
-// the conversation, in the provider's shape.
+// Offering a loaded skill to a model. Its instructions become a message
+// of the conversation, in the provider's shape.
 package adapters
 
 import (
@@ -9,12 +9,12 @@ import (
 	"github.com/conduitmcp/conduit/internal/textsafe"
 )
 
-// SkillMessage is a loaded skill offered to the model: a user message of
-// p's conversation (as [Wire.Prompt] makes one) that names the skill and
-// its server and holds SKILL.md's text. Append it to the conversation
-// before the turn that needs it. ls comes from [conduit.Hub.LoadSkill],
-// which verified it (digest, frontmatter, hidden characters, pins) and
-// which the policy allowed: this only shapes it.
+// SkillMessage is a loaded skill offered to the model. It is a user
+// message of p's conversation, as [Wire.Prompt] makes one. It names the
+// skill and its server and holds SKILL.md's text. Append it to the
+// conversation before the turn that needs it. ls comes from
+// [conduit.Hub.LoadSkill], which the policy allowed. LoadSkill verified
+// its digest, frontmatter, hidden characters and pins. This only shapes it.
 func SkillMessage(p Provider, ls *conduit.LoadedSkill) (map[string]any, error) {
 	if _, err := p.valid(); err != nil {
 		return nil, err

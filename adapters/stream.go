@@ -1,7 +1,7 @@
 package adapters
 
-// Streamed responses: each call of a response the model is still
-// streaming is sent as soon as the model has written it whole.
+// Streamed responses. Each call of a response the model is still
+// streaming is sent once the model has written it whole.
 
 import (
 	"context"
@@ -19,63 +19,69 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// StreamEvent is one server-sent event of a streamed response: its event
-// name ("" when none) and its data. [Stream.Feed] takes them.
+// StreamEvent is one server-sent event of a streamed response. It holds
+// its event name ("" when none) and its data. [Stream.Feed] takes them.
 type StreamEvent = driver.Event
 
-// ErrStreamInterrupted is what a [Stream] reports, wrapped, when the stream
-// ends before the provider's event that says the response is whole.
+// ErrStreamInterrupted is what a [Stream] reports, wrapped, when the
+// stream ends early. That is before the provider's event that says the
+// response is whole.
 var ErrStreamInterrupted = errors.New("adapters: the stream ended before the response was whole")
 
-// ErrNoStreaming is returned for a provider whose driver reads no streamed
-// responses (it is not a driver.Streamer).
+// ErrNoStreaming is returned for a provider whose driver reads no
+// streamed responses. Such a driver is not a driver.Streamer.
 var ErrNoStreaming = errors.New("adapters: the provider does not read streamed responses")
 
 // StreamOptions say what a [Stream] tells its caller while it reads. The
-// zero value tells nothing; a nil *StreamOptions is the zero value.
+// zero value tells nothing. A nil *StreamOptions is the zero value.
 type StreamOptions struct {
-	// Text, when set, is given each piece of text the model streams, as
-	// it is read, on the goroutine that feeds the stream.
+	// Text, when set, is given each piece of text the model streams. It
+	// is called as the text is read, on the goroutine that feeds the stream.
 	Text func(text string)
 	// Started, when set, is told of each call as it is handed to the
-	// pipeline, before its answer, on the goroutine that feeds the
-	// stream.
+	// pipeline. That is before its answer. It is called on the goroutine
+	// that feeds the stream.
 	Started func(c toolcall.Call)
 }
 
-// Streamed is the outcome of a streamed response: the Execution of its
-// calls, as ExecuteToolCalls makes of the whole response, with what the
-// stream was.
+// Streamed is the outcome of a streamed response. It holds the Execution
+// of its calls, as ExecuteToolCalls makes of a whole response. It also
+// says what the stream was.
 type Streamed struct {
 	*Execution
-	// Response is the response made of the stream, in the shape the
-	// provider's API returns when it does not stream: what goes into the
+	// Response is the response made of the stream. It has the shape the
+	// provider's API returns when it does not stream. It goes into the
 	// conversation as the model's turn (Wire.Turn reads it).
 	Response map[string]any `json:"response"`
-	// Ended reports that the stream reached the provider's end event
-	// (Anthropic's message_stop, Chat's [DONE], Responses'
-	// response.completed, Gemini's finishReason, Bedrock's messageStop).
+	// Ended reports that the stream reached the provider's end event.
+	// The end events are:
+	//
+	//   - Anthropic: message_stop;
+	//   - Chat: [DONE];
+	//   - Responses: response.completed;
+	//   - Gemini: finishReason;
+	//   - Bedrock: messageStop.
 	Ended bool `json:"ended"`
 	// Unfinished are the calls the model began and the stream did not
-	// complete, or completed after one that was not: they were never
-	// sent and have no answer.
+	// complete. They include calls completed after one that was not.
+	// They were never sent and have no answer.
 	Unfinished []toolcall.Raw `json:"unfinished"`
 }
 
-// Stream reads one streamed response and sends each of its calls through
-// the governed pipeline as soon as the model has written it whole, while
-// the rest streams in. Its Close waits for the calls and answers them all
-// in the model's order. Feed, ReadFrom and Close are used by one
+// Stream reads one streamed response. It sends each of its calls through
+// the governed pipeline once the model has written it whole. The rest
+// streams in meanwhile. Its Close waits for the calls and answers them
+// all in the model's order. Feed, ReadFrom and Close are used by one
 // goroutine.
 //
-// A halt (an approver's, or ExecOptions.Halt) stops the calls not yet
-// sent, those still to come included, as in ExecuteToolCalls: calls start
-// in the model's order, at most MaxConcurrency at a time, so what follows
-// a halt is answered as halted. The response is bounded by
-// ExecOptions.Limits: past MaxResponseBytes of events the stream ends
-// with ErrResponseTooLarge, and the calls past MaxToolCalls are answered
-// with an error and not sent. Close must be called, even after an error:
-// it ends the goroutines the Stream runs.
+// A halt stops the calls not yet sent, those still to come included. It
+// is an approver's halt or ExecOptions.Halt, as in ExecuteToolCalls.
+// Calls start in the model's order, at most MaxConcurrency at a time. So
+// what follows a halt is answered as halted. The response is bounded by
+// ExecOptions.Limits. Past MaxResponseBytes of events the stream ends
+// with ErrResponseTooLarge. The calls past MaxToolCalls are answered
+// with an error and not sent. Close must be called, even after an error.
+// It ends the goroutines the Stream runs.
 type Stream struct {
 	ctx    context.Context
 	d      driver.Provider
@@ -90,8 +96,8 @@ type Stream struct {
 	read  int             // bytes of events
 	ended bool
 	err   error
-	// finish, for a Conversation's stream, does its part once the calls
-	// are answered.
+	// finish, for a Conversation's stream, does the Conversation's part.
+	// It runs once the calls are answered.
 	finish func(*Streamed) error
 	result *Streamed
 	closed bool
@@ -111,11 +117,11 @@ type streamOutcome struct {
 	err error
 }
 
-// NewStream returns a Stream that reads a response of provider p streamed
-// in p's events, and sends its calls through src with o, as
-// ExecuteToolCalls does. The calls resolve against o.ToolSet, or src's
-// tools listed now when it is nil. o and so may be nil. The error matches
-// ErrNoStreaming for a provider that reads no streams.
+// NewStream returns a Stream that reads a response of provider p,
+// streamed in p's events. It sends the calls through src with o, as
+// ExecuteToolCalls does. The calls resolve against o.ToolSet. When it is
+// nil, they resolve against src's tools, listed now. o and so may be
+// nil. The error matches ErrNoStreaming for a provider that reads no streams.
 func NewStream(ctx context.Context, src conduit.Source, p Provider, o *ExecOptions, so *StreamOptions) (*Stream, error) {
 	d, err := p.valid()
 	if err != nil {
@@ -157,12 +163,11 @@ func NewStream(ctx context.Context, src conduit.Source, p Provider, o *ExecOptio
 	return s, nil
 }
 
-// ExecuteStream reads a streamed response of provider p from r (its
-// server-sent events, as the API sent them) and runs its calls as a
-// Stream does, each as soon as it is whole: the Streamed answers every
+// ExecuteStream reads a streamed response of provider p from r. r holds
+// its server-sent events, as the API sent them. It runs the calls as a
+// Stream does, each once it is whole. The Streamed answers every
 // complete call in the model's order. The error is the Stream's (see
-// Stream.Close); the Streamed comes with it when the stream could be
-// begun.
+// Stream.Close). The Streamed comes with it when the stream could be begun.
 func ExecuteStream(ctx context.Context, src conduit.Source, p Provider, r io.Reader, o *ExecOptions, so *StreamOptions) (*Streamed, error) {
 	s, err := NewStream(ctx, src, p, o, so)
 	if err != nil {
@@ -172,10 +177,10 @@ func ExecuteStream(ctx context.Context, src conduit.Source, p Provider, r io.Rea
 	return s.Close()
 }
 
-// Feed reads one event. The error is for an event that cannot be read,
-// one that reports the API's error, or one past the size limit: the
-// stream ends there (the calls already whole are still answered by
-// Close), and every later Feed returns it.
+// Feed reads one event. It returns an error for an event that cannot be
+// read, reports the API's error, or comes past the size limit. The stream
+// ends there, and every later Feed returns that error. Close still
+// answers the calls already whole.
 func (s *Stream) Feed(e StreamEvent) error {
 	if s.closed {
 		return errors.New("adapters: Feed on a closed Stream")
@@ -205,9 +210,10 @@ func (s *Stream) Feed(e StreamEvent) error {
 	return nil
 }
 
-// ReadFrom reads server-sent events from r and feeds them, until r ends
-// or an event fails. It returns the bytes read and the first error; the
-// end of r is not an error (Close reports a stream that ended early).
+// ReadFrom reads server-sent events from r and feeds them. It stops when
+// r ends or an event fails. It returns the bytes read and the first
+// error. The end of r is not an error. Close reports a stream that
+// ended early.
 func (s *Stream) ReadFrom(r io.Reader) (int64, error) {
 	max := s.o.Limits.maxBytes()
 	if max >= 0 {
@@ -236,8 +242,8 @@ func (s *Stream) ReadFrom(r io.Reader) (int64, error) {
 	}
 }
 
-// add resolves a call the stream completed and hands it to the pipeline,
-// unless it is answered without being sent.
+// add resolves a call the stream completed and hands it to the pipeline.
+// A call answered without being sent is not handed over.
 func (s *Stream) add(raw toolcall.Raw) {
 	k := len(s.raws)
 	s.raws = append(s.raws, raw)
@@ -270,7 +276,7 @@ func (s *Stream) add(raw toolcall.Raw) {
 }
 
 // dispatch starts the queued calls in order, at most MaxConcurrency at a
-// time, until Close and the queue is empty.
+// time. It runs until Close, once the queue is empty.
 func (s *Stream) dispatch() {
 	defer close(s.done)
 	workers := s.o.MaxConcurrency
@@ -311,13 +317,17 @@ func (s *Stream) dispatch() {
 	}
 }
 
-// Close ends the stream, waits for the calls sent, and answers every
-// call the stream completed in the model's order, as ExecuteToolCalls
-// answers a whole response. The error is the stream's: an event that
-// could not be read, the API's error, ErrResponseTooLarge, or
-// ErrStreamInterrupted when the stream ended early; the Streamed comes
-// with it, its Unfinished naming the calls never sent. Close may be
-// called again, and returns the same.
+// Close ends the stream and waits for the calls sent. It answers every
+// call the stream completed, in the model's order. It does so as
+// ExecuteToolCalls answers a whole response. The error is the stream's:
+//
+//   - an event that could not be read;
+//   - the API's error;
+//   - ErrResponseTooLarge;
+//   - ErrStreamInterrupted, when the stream ended early.
+//
+// The Streamed comes with the error. Its Unfinished names the calls
+// never sent. Close may be called again, and returns the same.
 func (s *Stream) Close() (*Streamed, error) {
 	if s.closed {
 		return s.result, s.closeErr()
@@ -382,12 +392,12 @@ func (s *Stream) Close() (*Streamed, error) {
 func (s *Stream) closeErr() error { return s.err }
 
 // NewStream begins a turn whose response is streamed, as Execute runs a
-// whole one: its calls resolve against the tools the model was offered
-// and run with the conversation's taint, each as soon as the stream has
-// it whole; the Stream's Close answers them, adds to the taint, reveals
-// what conduit's search found and keeps the calls deferred, as Execute
-// does. Until that Close, Execute and NewStream refuse another turn
-// (ErrTurnPending) only once it leaves calls pending. so may be nil.
+// whole one. Its calls resolve against the tools the model was offered.
+// They run with the conversation's taint, each once the stream has it
+// whole. The Stream's Close answers them and adds to the taint. It also
+// reveals what conduit's search found and keeps the calls deferred, as
+// Execute does. Execute and NewStream refuse another turn
+// (ErrTurnPending) only once that Close leaves calls pending. so may be nil.
 func (c *Conversation) NewStream(ctx context.Context, so *StreamOptions) (*Stream, error) {
 	c.mu.Lock()
 	if c.turn != nil {
@@ -427,9 +437,9 @@ func (c *Conversation) NewStream(ctx context.Context, so *StreamOptions) (*Strea
 	return s, nil
 }
 
-// ExecuteStream reads a streamed response from r (the API's server-sent
-// events) and runs its calls as Execute runs a whole response's, each as
-// soon as it is whole (see Conversation.NewStream and Stream.Close).
+// ExecuteStream reads a streamed response from r, the API's server-sent
+// events. It runs its calls as Execute runs a whole response's. Each
+// runs once it is whole (see Conversation.NewStream and Stream.Close).
 func (c *Conversation) ExecuteStream(ctx context.Context, r io.Reader, so *StreamOptions) (*Streamed, error) {
 	s, err := c.NewStream(ctx, so)
 	if err != nil {

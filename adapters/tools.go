@@ -17,7 +17,7 @@ type ToolsOptions struct {
 	Taint     []string
 	// Listing says how the tools are written for the provider.
 	Listing ListingOptions
-	// Trace, when set, is told of strict-mode fallbacks; Logger, when
+	// Trace, when set, is told of strict-mode fallbacks. Logger, when
 	// set, logs them.
 	Trace  *Trace
 	Logger *slog.Logger
@@ -26,17 +26,17 @@ type ToolsOptions struct {
 // ListingOptions say how a provider's tool definitions are written. The
 // zero value is fine.
 type ListingOptions struct {
-	// CacheLast, for Anthropic, marks the last tool with cache_control so
-	// that the whole tool list is cached as a prompt prefix; CacheTTL
+	// CacheLast, for Anthropic, marks the last tool with cache_control.
+	// Then the whole tool list is cached as a prompt prefix. CacheTTL
 	// optionally sets its ttl ("5m", "1h").
 	CacheLast bool
 	CacheTTL  string
 	// Strict, for OpenAI, is the strict-mode choice (default
 	// driver.StrictAuto).
 	Strict driver.StrictMode
-	// CodeMode, when On, offers run_code, whose description declares the
-	// tools in TypeScript, instead of the tools (beside them with
-	// Direct); see CodeModeOptions. Off by default.
+	// CodeMode, when On, offers run_code instead of the tools. Its
+	// description declares the tools in TypeScript. With Direct, it is
+	// offered beside them. See CodeModeOptions. Off by default.
 	CodeMode CodeModeOptions
 
 	// cacheTool is where CacheLast's mark goes instead of the last tool.
@@ -44,15 +44,15 @@ type ListingOptions struct {
 }
 
 // Trace is a set of optional hooks for adapter events, in the manner of
-// net/http/httptrace; each takes an info struct, and each is called
+// net/http/httptrace. Each takes an info struct. Each is called
 // synchronously, so it must be quick and safe for concurrent use.
 type Trace struct {
-	// StrictFallback is called for each tool that OpenAIChat or
-	// OpenAIResponses sends with "strict": false under driver.StrictAuto.
+	// StrictFallback is called for each tool sent with "strict": false.
+	// OpenAIChat and OpenAIResponses do so under driver.StrictAuto.
 	StrictFallback func(StrictFallbackInfo)
-	// ResultBudget is called for each result over
-	// BudgetOptions.WarnTokens, and each result cut to its budget, once
-	// its answer is written.
+	// ResultBudget is called once a result's answer is written. It is
+	// called for each result over BudgetOptions.WarnTokens. It is also
+	// called for each result cut to its budget.
 	ResultBudget func(ResultBudgetInfo)
 }
 
@@ -67,42 +67,45 @@ type StrictFallbackInfo struct {
 
 // Listing is a source's tools in a provider's format.
 type Listing struct {
-	// Tools are the provider's tool definitions, in the tool set's order:
-	// for Anthropic and OpenAI the request's "tools"; for Gemini the
-	// functionDeclarations, to wrap as {"functionDeclarations": Tools}.
+	// Tools are the provider's tool definitions, in the tool set's order.
+	// For Anthropic and OpenAI they are the request's "tools". For Gemini
+	// they are the functionDeclarations. Wrap those as
+	// {"functionDeclarations": Tools}.
 	Tools []map[string]any
-	// ToolSet is what the model was offered; calls resolve against it.
+	// ToolSet is what the model was offered. Calls resolve against it.
 	ToolSet *conduit.ToolSet
-	// NullPaths are strict mode's null paths, by exposed name: the nulls
-	// strict mode makes the model send, removed before a call (OpenAI
-	// only).
+	// NullPaths are strict mode's null paths, by exposed name. Strict
+	// mode makes the model send these nulls. They are removed before a
+	// call (OpenAI only).
 	NullPaths map[string][]driver.NullPath
-	// Fallbacks are tools sent with "strict": false under driver.StrictAuto, and
-	// Excluded the tools left out under driver.StrictOn (exposed names).
+	// Fallbacks are tools sent with "strict": false under
+	// driver.StrictAuto. Excluded are the tools left out under
+	// driver.StrictOn. Both hold exposed names.
 	Fallbacks []string
 	Excluded  []string
-	// Warnings are what the user should know before the tools are sent:
-	// servers that are down (conduit.ToolSet.Warnings: above all, no tool
-	// offered at all), and what the provider is known to reject or
-	// mishandle.
+	// Warnings are what the user should know before the tools are sent.
+	// They name servers that are down (conduit.ToolSet.Warnings). Above
+	// all, they say when no tool is offered at all. They also name what
+	// the provider is known to reject or mishandle.
 	Warnings []toolcall.Warning
 	// SearchTool, in a Conversation's search mode, is the name of the
-	// search tool offered (search_tools, or the provider's own), and
-	// Deferred the tools that can be found but are not loaded yet, in the
-	// tool set's order (exposed names). Both are empty otherwise.
+	// search tool offered: search_tools, or the provider's own. Deferred
+	// are the tools that can be found but are not loaded yet. They are
+	// exposed names, in the tool set's order. Both are empty otherwise.
 	SearchTool string
 	Deferred   []string
 	// Revealed, with conduit's search, are the tools its searches have
-	// revealed so far (SearchOptions.Revealed first), exposed names in the
-	// order they joined the list: what SearchOptions.Revealed takes to
-	// carry the conversation on in another process.
+	// revealed so far. SearchOptions.Revealed come first. They are exposed
+	// names, in the order they joined the list. SearchOptions.Revealed
+	// takes them to carry the conversation on in another process.
 	Revealed []string
 }
 
-// Tools lists src's tools for provider p, less those the policy denies
-// outright for o's principal and taint. Only tools in the tool set are
-// listed, in its order, so the list is stable between turns. o may be
-// nil. A [Conversation] lists once and keeps the listing for its turns.
+// Tools lists src's tools for provider p. It leaves out those the policy
+// denies outright for o's principal and taint. Only tools in the tool
+// set are listed, in its order. So the list is stable between turns. o
+// may be nil. A [Conversation] lists once and keeps the listing for its
+// turns.
 func Tools(ctx context.Context, src conduit.Source, p Provider, o *ToolsOptions) (*Listing, error) {
 	if _, err := p.valid(); err != nil {
 		return nil, err
@@ -122,14 +125,14 @@ func Tools(ctx context.Context, src conduit.Source, p Provider, o *ToolsOptions)
 	return listToolSet(ctx, ts, p, &o.Listing, o.Trace, o.Logger)
 }
 
-// ListToolSet is Tools over a tool set already at hand; its strict-mode
+// ListToolSet is Tools over a tool set already at hand. Its strict-mode
 // fallbacks are in the Listing only. o may be nil.
 func ListToolSet(ts *conduit.ToolSet, p Provider, o *ListingOptions) (*Listing, error) {
 	return listToolSet(context.Background(), ts, p, o, nil, nil)
 }
 
-// listToolSet is ListToolSet in ctx, which tr is given with the
-// fallbacks that lg logs.
+// listToolSet is ListToolSet in ctx. tr is given ctx with the fallbacks.
+// lg logs them.
 func listToolSet(ctx context.Context, ts *conduit.ToolSet, p Provider, o *ListingOptions, tr *Trace, lg *slog.Logger) (*Listing, error) {
 	d, err := p.valid()
 	if err != nil {
@@ -155,8 +158,8 @@ func (o *ListingOptions) toDriver() *driver.ListOptions {
 		Strict: o.Strict}
 }
 
-// strict fills in what strict mode did to the listing of ts, for a
-// provider p that has one, and returns its fallbacks.
+// strict fills in what strict mode did to the listing of ts. It does so
+// for a provider p that has strict mode. It returns the fallbacks.
 func (l *Listing) strict(p Provider, ts *conduit.ToolSet, lo *driver.ListOptions) []fallback {
 	s, ok := p.impl().(driver.Strict)
 	if !ok {
@@ -174,8 +177,8 @@ func (l *Listing) strict(p Provider, ts *conduit.ToolSet, lo *driver.ListOptions
 			fallbacks = append(fallbacks, fallback{t.Exposed, r.Fallback})
 		}
 		if len(r.NullPaths) > 0 {
-			// A tool's null paths are its own under a provider, shared by
-			// every listing and never modified.
+			// A tool's null paths are its own under a provider. Every
+			// listing shares them, and none modifies them.
 			l.NullPaths[t.Exposed] = r.NullPaths
 		}
 	}
@@ -197,7 +200,7 @@ func serverWarnings(ts *conduit.ToolSet) []toolcall.Warning {
 	return ws
 }
 
-// traceFallbacks tells tr and lg of strict-mode fallbacks; ctx is the
+// traceFallbacks tells tr and lg of strict-mode fallbacks. ctx is the
 // listing's.
 func traceFallbacks(ctx context.Context, tr *Trace, lg *slog.Logger, fallbacks []fallback) {
 	for _, f := range fallbacks {

@@ -11,10 +11,10 @@ import (
 	"github.com/conduitmcp/conduit"
 )
 
-// Mangle is the JavaScript name of a server id or a tool name: each
-// character outside [A-Za-z0-9_] becomes '_', and a name that would not
-// be an identifier, or that is a word of the language or a global of the
-// sandbox, gets a leading '_'.
+// Mangle is the JavaScript name of a server id or a tool name. Each
+// character outside [A-Za-z0-9_] becomes '_'. A name gets a leading '_'
+// when it would not be an identifier. So does a word of the language or
+// a global of the sandbox.
 func Mangle(name string) string {
 	var b strings.Builder
 	for _, r := range name {
@@ -31,8 +31,8 @@ func Mangle(name string) string {
 	return s
 }
 
-// reserved are names a global cannot take: words of the language and the
-// globals the sandbox keeps.
+// reserved are names a global cannot take. They are words of the
+// language and the globals the sandbox keeps.
 var reserved = func() map[string]bool {
 	m := map[string]bool{}
 	for _, w := range strings.Fields(`break case catch class const continue debugger default delete do else enum export extends
@@ -57,8 +57,8 @@ type binding struct {
 	global, method string
 }
 
-// bindings names each tool in the code; a name two tools would share
-// goes to the first, and the other is left out (and named in skipped).
+// bindings names each tool in the code. A name two tools would share
+// goes to the first. The other is left out, and named in skipped.
 func bindings(tools []*conduit.Tool) (map[binding]*conduit.Tool, map[string][]string, []*conduit.Tool) {
 	by := map[binding]*conduit.Tool{}
 	names := map[string][]string{}
@@ -79,9 +79,10 @@ func bindings(tools []*conduit.Tool) (map[binding]*conduit.Tool, map[string][]st
 }
 
 // Declarations returns the TypeScript that declares tools as the code
-// sees them: each server a global object, each tool an async method
-// taking its input schema and resolving to its output schema's type
-// (structuredContent) or, without one, to its text.
+// sees them. Each server is a global object. Each tool is an async
+// method taking its input schema. It resolves to its output schema's
+// type (structuredContent). Without an output schema, it resolves to
+// its text.
 func Declarations(tools []*conduit.Tool) string {
 	by, names, _ := bindings(tools)
 	globals := make([]string, 0, len(names))
@@ -127,8 +128,8 @@ const maxDepth = 6
 
 var identifier = regexp.MustCompile(`^[A-Za-z_$][A-Za-z0-9_$]*$`)
 
-// tsType is the TypeScript type of a JSON schema (any form the SDK keeps:
-// a map, a *jsonschema.Schema, raw JSON).
+// tsType is the TypeScript type of a JSON schema. The schema may be in
+// any form the SDK keeps: a map, a *jsonschema.Schema, raw JSON.
 func tsType(schema any, depth int) string {
 	m, ok := schemaMap(schema)
 	if !ok {

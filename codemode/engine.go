@@ -85,7 +85,7 @@ func (e *LimitError) Error() string {
 }
 
 // CodeError reports code that failed: a syntax error or a throw the code
-// did not catch. Line is 1-based in the code as given, 0 when unknown.
+// did not catch. Line is 1-based in the code as given. It is 0 when unknown.
 type CodeError struct {
 	Name    string
 	Message string
@@ -139,9 +139,9 @@ type engine struct {
 	failure error
 }
 
-// boot is the prelude: it captures what the code could replace, builds
-// the frozen tool objects and console, and returns the settle function.
-// The host functions leave the global object before any code runs.
+// boot is the prelude. It captures what the code could replace. It
+// builds the frozen tool objects and console. It returns the settle
+// function. The host functions leave the global object before any code runs.
 const boot = `(function(tools){
   const host = globalThis.__conduit_call, hostLog = globalThis.__conduit_log, hostDone = globalThis.__conduit_done;
   delete globalThis.__conduit_call; delete globalThis.__conduit_log; delete globalThis.__conduit_done;
@@ -192,13 +192,12 @@ const boot = `(function(tools){
 // lineOf finds the first "<eval>:LINE" frame in a stack.
 var lineOf = regexp.MustCompile(`<eval>:(\d+)`)
 
-// wrap makes the code the body of an async function, on the code's own
-// first line so that line numbers stay the code's.
+// wrap makes the code the body of an async function. The wrapper starts
+// on the code's own first line, so line numbers stay the code's.
 func wrap(code string) string { return "(async function() {" + code + "\n})()" }
 
-// stripTypes turns TypeScript into JavaScript, and returns the line of
-// the code each line of the JavaScript came from; its errors carry the
-// line.
+// stripTypes turns TypeScript into JavaScript. It returns the line of the
+// code each line of the JavaScript came from. Its errors carry the line.
 func stripTypes(code string) (string, []int, error) {
 	r := api.Transform(wrap(code), api.TransformOptions{Loader: api.LoaderTS, Target: api.ES2022, Sourcemap: api.SourceMapExternal})
 	if len(r.Errors) > 0 {
@@ -212,8 +211,9 @@ func stripTypes(code string) (string, []int, error) {
 	return string(r.Code), sourceLines(r.Map), nil
 }
 
-// sourceLines reads a source map's mappings: for each generated line
-// (from 0), the original line (from 1) of its first segment, 0 if none.
+// sourceLines reads a source map's mappings. For each generated line
+// (from 0), it gives the original line (from 1) of its first segment. It
+// gives 0 if none.
 func sourceLines(sourceMap []byte) []int {
 	var m struct {
 		Mappings string `json:"mappings"`
@@ -264,7 +264,7 @@ func vlq(seg string) []int {
 	return out
 }
 
-// codeError turns the engine's error into what the model reads, naming
+// codeError turns the engine's error into what the model reads. It names
 // the limit when one was reached.
 func (e *engine) codeError(err error) error {
 	if e.fatal != nil {
@@ -397,8 +397,8 @@ func run(ctx context.Context, code string, tools map[string][]string, l Limits, 
 	return result, e.logs, nil
 }
 
-// enter sets what is left of the wall time before Go calls into the VM,
-// whose own timeout starts anew on each entry.
+// enter sets what is left of the wall time before Go calls into the VM.
+// The VM's own timeout starts anew on each entry.
 func (e *engine) enter(ctx context.Context) error {
 	if e.fatal != nil {
 		return e.fatal

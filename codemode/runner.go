@@ -14,25 +14,25 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ToolName is the name of the tool that runs code; ToolServer the server
-// id policies see it under (as conduit's own search_tools).
+// ToolName is the name of the tool that runs code. ToolServer is the
+// server id policies see it under, as for conduit's own search_tools.
 const (
 	ToolName   = "run_code"
 	ToolServer = "conduit"
 )
 
-// Options configure code mode. The zero value is the default; nil is fine.
+// Options configure code mode. The zero value is the default. Nil is fine.
 type Options struct {
-	// Limits bound each run (see Limits; zero fields are the defaults).
+	// Limits bound each run (see Limits). Zero fields are the defaults.
 	Limits Limits
-	// SearchThreshold: past this many tools, run_code declares
-	// conduit.search_tools instead of every tool (default
-	// DefaultSearchThreshold; negative: never). Every tool stays callable.
+	// SearchThreshold is a count of tools. Past it, run_code declares
+	// conduit.search_tools instead of every tool. The default is
+	// DefaultSearchThreshold. Negative means never. Every tool stays callable.
 	SearchThreshold int
 }
 
-// DefaultSearchThreshold is Options.SearchThreshold's default, as the
-// adapters' tool search.
+// DefaultSearchThreshold is Options.SearchThreshold's default. It is the
+// same as the adapters' tool search.
 const DefaultSearchThreshold = 40
 
 // searches reports whether n tools are declared through search.
@@ -51,7 +51,7 @@ const searchDeclaration = `declare const conduit: {
 };
 `
 
-// search answers conduit.search_tools: the declarations of what it finds.
+// search answers conduit.search_tools with the declarations of what it finds.
 func search(ts *conduit.ToolSet, args json.RawMessage) outcome {
 	var a struct {
 		Query string `json:"query"`
@@ -75,39 +75,40 @@ func search(ts *conduit.ToolSet, args json.RawMessage) outcome {
 	return outcome{value: string(b)}
 }
 
-// Record is one call a run made and what it got: what a replay answers
-// the same call with, without sending it again.
+// Record is one call a run made and what it got. A replay answers the
+// same call with it, without sending it again.
 type Record struct {
-	// Server and Tool name the tool; Exposed is its name in the tool set.
+	// Server and Tool name the tool. Exposed is its name in the tool set.
 	Server  string `json:"server"`
 	Tool    string `json:"tool"`
 	Exposed string `json:"exposed"`
 	// Args are the arguments the code passed, as JSON.
 	Args json.RawMessage `json:"args"`
-	// Value is what the call resolved to (JSON); Error, when it rejected,
+	// Value is what the call resolved to (JSON). Error, when it rejected,
 	// is the message the code saw.
 	Value json.RawMessage `json:"value,omitempty"`
 	Error string          `json:"error,omitempty"`
-	// Reached is true when the server's output reached the code, which
+	// Reached is true when the server's output reached the code. That
 	// taints the conversation once the code's answer reaches the model.
 	Reached bool `json:"reached,omitempty"`
 }
 
 // Run is one run of code.
 type Run struct {
-	// Source sends the calls: a Hub or a Client, whose pipeline governs
-	// each call as it governs a model's.
+	// Source sends the calls. It is a Hub or a Client. Its pipeline
+	// governs each call as it governs a model's.
 	Source conduit.Source
-	// ToolSet is what the code may call: the listing for the principal.
+	// ToolSet is what the code may call, the listing for the principal.
 	ToolSet *conduit.ToolSet
-	// Call are the options of every call: principal, assigns, taint,
+	// Call are the options of every call: principal, assigns, taint and
 	// handlers. Each call's ID is Call.ID + "/" + its position from 1.
 	Call conduit.CallOptions
-	// Replay answers the first calls from their records, in order, and
-	// sends none of them; a call that differs is ErrDivergent.
+	// Replay answers the first calls from their records, in order. It
+	// sends none of them. A call that differs is ErrDivergent.
 	Replay []Record
-	// Approval, when set, decides the first call after Replay (the call
-	// a person approved); with AllowTool, every later call of that tool.
+	// Approval, when set, decides the first call after Replay. That is
+	// the call a person approved. With AllowTool, it also decides every
+	// later call of that tool.
 	Approval  *conduit.Approval
 	AllowTool string
 	// Options are the limits.
@@ -127,13 +128,14 @@ type Result struct {
 }
 
 // ErrDivergent is a replay whose code made a call other than the one
-// recorded at that place: the code is not deterministic, and nothing of
-// the run past the record is sent.
+// recorded at that place. The code is not deterministic. Nothing of the
+// run past the record is sent.
 var ErrDivergent = errors.New("code mode: the code's calls differ from the recorded run")
 
-// DeferredError is a run stopped by a call that waits for a decision: the
-// Records up to it replay the run when the decision is made. It matches
-// conduit.ErrDeferred and unwraps to the nested call's *conduit.Error.
+// DeferredError is a run stopped by a call that waits for a decision.
+// The Records up to it replay the run when the decision is made. It
+// matches conduit.ErrDeferred. It unwraps to the nested call's
+// *conduit.Error.
 type DeferredError struct {
 	// Records are the calls made before the deferred one.
 	Records []Record
@@ -153,11 +155,17 @@ func (e *DeferredError) Error() string {
 func (e *DeferredError) Unwrap() error { return e.Err }
 
 // Execute runs code as the body of an async function. Each call it makes
-// goes through r.Source's pipeline with r.Call's principal and taint, in
-// the order the code makes them. The error is a *CodeError (a syntax
-// error, an uncaught throw, with its line), a *LimitError, ErrNeverSettled,
-// ErrDivergent, a *DeferredError, or the context's; the Result, even
-// with an error, holds the logs and calls so far.
+// goes through r.Source's pipeline with r.Call's principal and taint.
+// The calls go in the order the code makes them. The error is one of:
+//
+//   - a *CodeError: a syntax error or an uncaught throw, with its line;
+//   - a *LimitError;
+//   - ErrNeverSettled;
+//   - ErrDivergent;
+//   - a *DeferredError;
+//   - the context's.
+//
+// The Result, even with an error, holds the logs and calls so far.
 func Execute(ctx context.Context, code string, r *Run) (*Result, error) {
 	var lim Limits
 	if r.Options != nil {
@@ -262,7 +270,7 @@ func (res *Result) reach(rec Record) {
 }
 
 // reached reports whether a call that ended with err carried its
-// server's output: a result, or the server's own error.
+// server's output. A result or the server's own error did.
 func reached(err error) bool {
 	if err == nil {
 		return true

@@ -12,10 +12,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Definition is run_code's definition: its description declares, in
-// TypeScript, the tools of ts the code may call; past o's search
-// threshold, conduit.search_tools, which returns the declarations of the
-// tools it finds. o may be nil.
+// Definition is run_code's definition. Its description declares, in
+// TypeScript, the tools of ts the code may call. Past o's search
+// threshold, it declares conduit.search_tools instead. That returns the
+// declarations of the tools it finds. o may be nil.
 func Definition(ts *conduit.ToolSet, o *Options) *conduit.Tool {
 	var tools []*conduit.Tool
 	if ts != nil {
@@ -55,9 +55,9 @@ type reachedKey struct{}
 
 type resumeKey struct{}
 
-// Resume is how a run of run_code deferred before goes on: its calls
-// replayed from their records, and the call a person decided sent with
-// the decision (see Run.Replay, Run.Approval and Run.AllowTool).
+// Resume is how a run of run_code deferred before goes on. Its calls are
+// replayed from their records. The call a person decided is sent with
+// the decision. See Run.Replay, Run.Approval and Run.AllowTool.
 type Resume struct {
 	Replay    []Record
 	Approval  *conduit.Approval
@@ -71,18 +71,19 @@ func WithResume(ctx context.Context, r *Resume) context.Context {
 }
 
 // WithReached returns a context under which each run of a LocalTool
-// reports, through f, the servers whose output reached the code: the
-// taint its answer carries to the model.
+// reports to f. It reports the servers whose output reached the code.
+// That is the taint its answer carries to the model.
 func WithReached(ctx context.Context, f func(servers []string)) context.Context {
 	return context.WithValue(ctx, reachedKey{}, f)
 }
 
 // LocalTool is run_code for src and ts, to offer beside or instead of
-// ts's tools: each call runs its code with Execute under the call's
-// principal, assigns and taint, and answers what the code returned and
-// logged. A nil ts is the source's listing for the call's principal and
-// taint, made when the call runs. A nested call that waits for a decision fails the run_code call
-// with a *DeferredError that matches conduit.ErrDeferred.
+// ts's tools. Each call runs its code with Execute. It runs under the
+// call's principal, assigns and taint. It answers what the code returned
+// and logged. A nil ts is the source's listing for the call's principal
+// and taint. That listing is made when the call runs. A nested call may
+// wait for a decision. It then fails the run_code call with a
+// *DeferredError that matches conduit.ErrDeferred.
 func LocalTool(src conduit.Source, ts *conduit.ToolSet, o *Options) *conduit.LocalTool {
 	return &conduit.LocalTool{Tool: Definition(ts, o), Answer: func(ctx context.Context, c *conduit.Call) (*mcp.CallToolResult, error) {
 		code, _ := c.Args["code"].(string)
@@ -106,10 +107,10 @@ func LocalTool(src conduit.Source, ts *conduit.ToolSet, o *Options) *conduit.Loc
 	}}
 }
 
-// Answer is run_code's result for a run: what the code returned and
-// logged, as JSON text; a failed run is an isError result with the error
-// and the logs. A deferred run is not answered: its *DeferredError is
-// returned, which matches conduit.ErrDeferred.
+// Answer is run_code's result for a run. It holds what the code returned
+// and logged, as JSON text. A failed run is an isError result with the
+// error and the logs. A deferred run is not answered. Its *DeferredError
+// is returned, which matches conduit.ErrDeferred.
 func Answer(res *Result, err error) (*mcp.CallToolResult, error) {
 	var de *DeferredError
 	if errors.As(err, &de) {

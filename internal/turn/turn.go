@@ -1,17 +1,26 @@
-// Package turn holds the rules of one turn of a model's tool calls, with
-// no I/O, for every loop that runs them: adapters.Conversation drives
-// them with direct calls, temporalconduit's workflow with activities. A
-// rule of the turn is written here once: which id names a call in
-// decisions, which decisions are taken, how a halt answers the calls
-// left, how each result's budget is resolved, and how the turn's budget
-// is shared, in one step or in several when calls wait for decisions.
+// Package turn holds the rules of one turn of a model's tool calls. It
+// does no I/O. It serves every loop that runs the calls.
+// adapters.Conversation drives them with direct calls. temporalconduit's
+// workflow drives them with activities. Each rule of the turn is written
+// here once:
 //
-// A turn's budget is shared max-min fairly over the results' demands:
-// each result asks for its size up to its own budget, a result within
-// an equal share keeps all of it, and the larger ones share the rest
-// equally. A turn answered in steps shares it over the answers written
-// before (which are not written again), the results answered now, and
-// the calls still pending, each of which holds its own budget.
+//   - which id names a call in decisions;
+//   - which decisions are taken;
+//   - how a halt answers the calls left;
+//   - how each result's budget is resolved;
+//   - how the turn's budget is shared.
+//
+// The budget is shared in one step, or in several when calls wait for
+// decisions.
+//
+// A turn's budget is shared max-min fairly over the results' demands.
+// Each result asks for its size up to its own budget. A result within an
+// equal share keeps all of it. The larger ones share the rest equally.
+// A turn answered in steps shares its budget over three kinds of demand:
+//
+//   - the answers written before, which are not written again;
+//   - the results answered now;
+//   - the calls still pending, each holding its own budget.
 package turn
 
 import (
@@ -27,12 +36,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// DefaultMaxTurnTokens is a turn's budget when nothing sets one: 50,000
-// tokens, two full results, a quarter of a 200,000-token context.
+// DefaultMaxTurnTokens is a turn's budget when nothing sets one. It is
+// 50,000 tokens, two full results. That is a quarter of a 200,000-token
+// context.
 const DefaultMaxTurnTokens = 50000
 
-// Budget is a turn's budget in tokens from its setting, 0 for none: 0
-// means the default, negative none.
+// Budget is a turn's budget in tokens from its setting, 0 for none. A
+// setting of 0 means the default. A negative one means none.
 func Budget(setting int) int {
 	switch {
 	case setting == 0:
@@ -43,10 +53,10 @@ func Budget(setting int) int {
 	return setting
 }
 
-// ResultBudget is a result's own budget in tokens, 0 for none: the first
-// of its settings that is set decides (the call's, its server's, the
-// conversation's), else toolcall.DefaultMaxResultTokens; negative is
-// none.
+// ResultBudget is a result's own budget in tokens, 0 for none. The first
+// of its settings that is set decides. The settings are the call's, its
+// server's and the conversation's. When none is set, it is
+// toolcall.DefaultMaxResultTokens. Negative is none.
 func ResultBudget(settings ...int) int {
 	for _, n := range settings {
 		if n != 0 {
@@ -56,8 +66,9 @@ func ResultBudget(settings ...int) int {
 	return toolcall.DefaultMaxResultTokens
 }
 
-// Within is a result budget b (0: none) within a turn's budget turn (0:
-// none), 0 for none: no result alone is over the turn's budget.
+// Within is a result budget b within a turn's budget turn. For either, 0
+// means none. The result is 0 for none. No result alone is over the
+// turn's budget.
 func Within(b, turn int) int {
 	if turn > 0 && (b == 0 || b > turn) {
 		return turn
@@ -65,17 +76,17 @@ func Within(b, turn int) int {
 	return b
 }
 
-// Written is an answer of the turn written in an earlier step: its demand
-// on the turn's budget, and the tokens it kept.
+// Written is an answer of the turn written in an earlier step. It holds
+// its demand on the turn's budget, and the tokens it kept.
 type Written struct{ Demand, Kept int }
 
-// Step is one step of answering a turn: the calls done now, the answers
-// written before, and the calls still pending.
+// Step is one step of answering a turn. It holds the calls done now, the
+// answers written before, and the calls still pending.
 type Step struct {
 	// Turn is the turn's budget (Budget), 0 for none.
 	Turn int
-	// Done are the answers to write now, in the model's order, each with
-	// its own budget within the turn (Within; 0 for none).
+	// Done are the answers to write now, in the model's order. Budgets
+	// holds each one's own budget within the turn (Within; 0 for none).
 	Done    []driver.Pending
 	Budgets []int
 	// Before are the answers written in earlier steps.
@@ -86,22 +97,22 @@ type Step struct {
 
 // Cut is what a Step decides for one answer written now.
 type Cut struct {
-	// Budget is the budget to write it within: a token count, or -1 for
-	// none (toolcall.Budget's meaning).
+	// Budget is the budget to write it within. It is a token count, or -1
+	// for none, as toolcall.Budget means it.
 	Budget int
-	// Over reports that the result is over it, and will be cut.
+	// Over reports that the result is over its budget, and will be cut.
 	Over bool
-	// Demand is the answer's demand on the turn's budget: its size up
-	// to its own budget. A later step counts it as Written.Demand.
+	// Demand is the answer's demand on the turn's budget. It is its size
+	// up to its own budget. A later step counts it as Written.Demand.
 	Demand int
 }
 
 // Share decides the budget of each answer of s.Done. Each result is
-// measured no further than its budget needs. Beside answers written
-// before, the results answered now share what those left when the shares
-// of the whole turn would have them take more: an answer is written
-// once, and the room a pending call held and did not use is not given
-// back to it.
+// measured no further than its budget needs. The shares of the whole
+// turn may have the results answered now take more than the answers
+// written before left. Then they share only what those answers left. An
+// answer is written once. The room a pending call held and did not use
+// is not given back to it.
 func (s Step) Share() []Cut {
 	cuts := make([]Cut, len(s.Done))
 	demand := make([]int, len(s.Done))
@@ -149,9 +160,9 @@ func (s Step) Share() []Cut {
 	return cuts
 }
 
-// Fair shares total max-min fairly among demands: a demand within an
-// equal share of what is left gets all of it, and the larger ones share
-// the rest equally.
+// Fair shares total max-min fairly among demands. A demand within an
+// equal share of what is left gets all of it. The larger ones share the
+// rest equally.
 func Fair(demands []int, total int) []int {
 	shares := make([]int, len(demands))
 	left, open := total, len(demands)
@@ -197,9 +208,10 @@ func taken(shares, demand []int) int {
 }
 
 // Keys returns the key each call is named by while it waits for a
-// decision, given the calls' ids and their positions in the response:
-// its id, or id#N (N its position from 1) when its id is empty or not
-// unique among ids. Calls that did not resolve are not among them.
+// decision. It is given the calls' ids and their positions in the
+// response. The key is the call's id. It is id#N instead when the id is
+// empty or not unique among ids. N is the call's position from 1. Calls
+// that did not resolve are not among them.
 func Keys(ids []string, pos []int) []string {
 	seen := map[string]int{}
 	for _, id := range ids {
@@ -243,7 +255,7 @@ func (e *UnknownError) Error() string {
 }
 
 // MissingError is Decide's error for a decision that allows a call
-// deferred for input without answering all its server asked.
+// deferred for input. The decision did not answer all its server asked.
 type MissingError struct {
 	Key     string
 	Missing []string
@@ -253,13 +265,16 @@ func (e *MissingError) Error() string {
 	return fmt.Sprintf("the decision allowing %q answers none of its server's requests %s (adapters.Ruling.Input)", e.Key, strings.Join(e.Missing, ", "))
 }
 
-// Decide checks decisions, by key, against the calls waiting, and returns
-// the positions in waiting that they decide, in order, and the input each
-// allowed call deferred for input goes on with. It fails, deciding
-// nothing, when a decision names no waiting call (*UnknownError), or
-// allows one deferred for input without answering all its server asked
-// (*MissingError). Keys are checked in sorted order, so the error is the
-// same whatever the map's order.
+// Decide checks decisions, by key, against the calls waiting. It returns
+// the positions in waiting that they decide, in order. It also returns
+// the input each allowed call deferred for input goes on with. It fails,
+// deciding nothing, in two cases:
+//
+//   - a decision names no waiting call (*UnknownError);
+//   - a decision allows a call deferred for input without answering all its server asked (*MissingError).
+//
+// Keys are checked in sorted order. So the error is the same whatever the
+// map's order.
 func Decide(waiting []Waiting, decisions map[string]Decision) ([]int, map[int]*conduit.Input, error) {
 	byKey := make(map[string]int, len(waiting))
 	keys := make([]string, 0, len(waiting))
@@ -289,8 +304,9 @@ func Decide(waiting []Waiting, decisions map[string]Decision) ([]int, map[int]*c
 	return out, inputs, nil
 }
 
-// Kind is the error kind named name (conduit.ErrorKind.String), as saved
-// state and records write it; false for a name no kind has.
+// Kind is the error kind named name (conduit.ErrorKind.String). Saved
+// state and records write kinds by name. It returns false for a name no
+// kind has.
 func Kind(name string) (conduit.ErrorKind, bool) {
 	for k := conduit.ErrorKind(0); k < 64; k++ {
 		if k.String() == name {
