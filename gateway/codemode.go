@@ -1,4 +1,3 @@
-// Code mode served: run_code offered to MCP hosts, each nested call governed.
 package gateway
 
 import (
@@ -9,6 +8,8 @@ import (
 	"github.com/conduitmcp/conduit/codemode"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// Code mode served: run_code offered to MCP hosts, each nested call governed.
 
 // CodeModeOptions say whether the gateway offers run_code (see package
 // codemode): the body of an async function that calls the tools, each
