@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// What a client is answered when a request fails: conduit's errors as
+// What a client is answered when a request fails. Conduit's errors become
 // tool errors or JSON-RPC errors, as a client of an MCP server expects.
 
 // answer is a call's error as a client gets it:

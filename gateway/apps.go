@@ -8,8 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// MCP Apps through the gateway: tools only an app may call reach a
-// client that declares it shows apps, and no other.
+// MCP Apps through the gateway. Tools only an app may call reach a client
+// that declares it shows apps, and no other.
 
 // showsApps reports whether the client of req declared the MCP Apps
 // extension. Only such a host keeps app-only tools from its model.

@@ -19,12 +19,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
-// The HTTP transport as an OAuth 2.1 protected resource (RFC 9728): its
-// callers present JWT access tokens (RFC 9068) of an authorization server,
-// verified against the keys it publishes, with
-// github.com/go-jose/go-jose/v4 (which DPoP already uses, and which reads
-// a JWKS and checks a token's algorithm against a list before anything
-// else); the token's subject, or a configured claim, is the principal.
+// The HTTP transport as an OAuth 2.1 protected resource (RFC 9728). Its
+// callers present JWT access tokens (RFC 9068) of an authorization
+// server. They are verified against the keys it publishes, with
+// github.com/go-jose/go-jose/v4. DPoP uses that library too. It reads a
+// JWKS, and checks a token's algorithm against a list before anything
+// else. The token's subject, or a configured claim, is the principal.
 // Every refusal is a 401 with a Bearer challenge, and nothing is
 // forwarded.
 

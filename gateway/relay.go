@@ -8,8 +8,11 @@ import (
 )
 
 // What passes between a session's client and the servers besides calls:
-// the client's logging level, the servers' log messages, and the requests
-// servers make during the session's calls (elicitation, sampling, roots).
+//
+//   - the client's logging level;
+//   - the servers' log messages;
+//   - the requests servers make during the session's calls (elicitation,
+//     sampling, roots).
 
 // watchLevel passes a client's logging/setLevel on to the servers.
 func (s *session) watchLevel(next mcp.MethodHandler) mcp.MethodHandler {

@@ -12,8 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A session's requests (tools/call, prompts/get, resources/read,
-// completion/complete, resources/subscribe), each run through the hub's
+// A session's requests: tools/call, prompts/get, resources/read,
+// completion/complete, resources/subscribe. Each runs through the hub's
 // pipeline for the session's principal and with its taint.
 
 // forwardMeta adds to out the _meta a client sent with a request, to pass

@@ -16,38 +16,40 @@ import (
 )
 
 // A request of a client of protocol 2026-07-28 (tools/call, prompts/get,
-// resources/read) is one round of a multi-round-trip exchange: when the
-// gateway or a server needs something of the client, the request is
-// answered with an input-required result and a sealed requestState,
-// and the client's retry, with its answers and that state, goes on:
+// resources/read) is one round of a multi-round-trip exchange. The
+// gateway or a server may need something of the client. Then the request
+// is answered with an input-required result and a sealed requestState.
+// The client's retry, with its answers and that state, goes on. There are
+// three cases:
 //
-//   - An "ask" rule: the gateway's approver does not ask; the
-//     call is refused unsent and the round answers with an elicitation
-//     that asks the client to approve it. The retry with an accepting
-//     answer and the state runs the call, approved without asking again:
-//     the decision is the verified state and the client's answer, given
-//     the pipeline as conduit.CallOptions.Approval (a decision taken
-//     beforehand, as a resumed conversation's is).
-//   - A server of 2026-07-28 that asks (its own input-required result):
-//     the round answers with the server's input requests, its requestState
-//     carried inside the gateway's; the retry sends the client's answers
-//     and the server's state back to it (conduit.Input).
+//   - An "ask" rule. The gateway's approver does not ask. The call is
+//     refused unsent. The round answers with an elicitation that asks the
+//     client to approve it. The retry with an accepting answer and the
+//     state runs the call, approved without asking again. The decision is
+//     the verified state and the client's answer. The pipeline gets it as
+//     conduit.CallOptions.Approval, a decision taken beforehand, as a
+//     resumed conversation's is.
+//   - A server of 2026-07-28 that asks, with its own input-required
+//     result. The round answers with the server's input requests. Its
+//     requestState is carried inside the gateway's. The retry sends the
+//     client's answers and the server's state back to it (conduit.Input).
 //   - A server of 2025-11-25 or before that asks by a request during the
-//     call: the call goes on in this replica, waiting for the answer; the
-//     round answers with the question, and the retry gives the answer to
-//     the waiting call. The retry must reach the same replica (a load
-//     balancer that does not is answered so), within ApprovalTimeout, after
-//     which its server is told the client gave no answer (and so is every
-//     later request of its during the call). This is the only thing of
-//     such a client that lives in one replica's memory, and only while its
-//     call is in flight.
+//     call. The call goes on in this replica, waiting for the answer. The
+//     round answers with the question. The retry gives the answer to the
+//     waiting call. The retry must reach the same replica, within
+//     ApprovalTimeout. A load balancer that sends it elsewhere is answered
+//     so. After the timeout its server is told the client gave no answer.
+//     So is every later request of its during the call. This is the only
+//     thing of such a client that lives in one replica's memory. It lives
+//     there only while its call is in flight.
 //
 // At most once: a retry's state is used once. Its id is claimed in the
 // gateway's store (store.Claims, through package once) before anything
-// runs, and the answer recorded: the same state sent again gets the recorded answer instead of
-// a second run, and while the first is running, an error that says so.
-// With a store that replicas share (Options.Hub.Store), this holds across
-// replicas; with the default, within one process.
+// runs. The answer is recorded. The same state sent again gets the
+// recorded answer instead of a second run. While the first is running, it
+// gets an error that says so. With a store that replicas share
+// (Options.Hub.Store), this holds across replicas. With the default, it
+// holds within one process.
 
 // approvalInput is the id of the input request of an approval.
 const approvalInput = "conduit_approval"

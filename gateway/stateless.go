@@ -14,18 +14,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Clients of protocol 2026-07-28, which have no session: each request
-// stands alone (Streamable HTTP in the SDK's stateless mode), and carries
-// its protocol version, the client's capabilities and log level in _meta.
-// Nothing of such a client lives in one replica's memory between its
-// requests, except a call in flight in a round: its taint is its
-// principal's and its conversation's, as every client's, and what it was
+// Clients of protocol 2026-07-28, which have no session. Each request
+// stands alone (Streamable HTTP in the SDK's stateless mode). It carries
+// its protocol version, the client's capabilities and log level in
+// _meta. Nothing of such a client lives in one replica's memory between
+// its requests, except a call in flight in a round. Its taint is its
+// principal's and its conversation's, as every client's. What it was
 // asked travels in the sealed requestState it sends back.
 //
-// A request is served by a view: an MCP server whose tools, prompts and
-// resources are what the hub offers one principal with one taint (that of
-// the conversation the request names), as a session's are. Views are a cache, rebuilt from the hub by any replica:
-// at most maxViews are kept, the least recently used dropped, and the
+// A request is served by a view: an MCP server, as a session's is. Its
+// tools, prompts and resources are what the hub offers one principal
+// with one taint. That is the taint of the conversation the request
+// names. Views are a cache, rebuilt from the hub by any replica. At most
+// maxViews are kept, and the least recently used is dropped. The
 // refresher keeps them up to date as it keeps sessions.
 
 // newProtocol is the first protocol version without sessions.

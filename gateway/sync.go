@@ -14,8 +14,8 @@ import (
 )
 
 // Keeping a session's tools, prompts and resources as the hub offers them
-// to its principal with its taint: registered on its server, and changed
-// when the hub's lists or the taint change.
+// to its principal with its taint. They are registered on its server.
+// They change when the hub's lists or the taint change.
 
 // refresh brings the session's lists up to date, logging what fails.
 func (s *session) refresh(ctx context.Context, c changes) {

@@ -14,12 +14,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Taint: the servers whose output a principal has seen, and a
-// conversation of theirs where the client names one, which Tainted
-// policy rules react to. It is kept in a store.Sets by principal, not by
-// transport session, so that a client does not shed it by reconnecting
-// or by opening another session; and every error of the store refuses
-// what needs it (fail closed).
+// Taint: the servers whose output a principal has seen. Where the client
+// names a conversation, the conversation has a taint too. Tainted policy
+// rules react to it. It is kept in a store.Sets by principal, not by
+// transport session. So a client does not shed it by reconnecting or by
+// opening another session. Every error of the store refuses what needs
+// it (fail closed).
 
 // DefaultTaintLifetime is how long a taint lasts after its latest
 // addition when Options.TaintLifetime is zero.
