@@ -229,10 +229,10 @@ func (g *Gateway) httpHandlers(opts *HTTPOptions) (*handlers, error) {
 		}
 	}
 
-	// The SDK's handler asks for a server on every request (to check the
-	// protocol version), and for a session's on the request that opens it:
-	// that one comes from the request's context; the others get a server
-	// that is only asked which versions it speaks.
+	// The SDK's handler asks for a server on every request, to check the
+	// protocol version. It asks for a session's server on the request that
+	// opens it. That one comes from the request's context. The others get
+	// a server that is only asked which versions it speaks.
 	versions := mcp.NewServer(g.impl, &mcp.ServerOptions{SupportedProtocolVersions: protocolVersions})
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if s, ok := r.Context().Value(httpSessionKey{}).(*session); ok {
@@ -348,7 +348,7 @@ func (g *Gateway) guarded(o HTTPOptions, tokens []hashed, jwts *verifier, scopes
 			g.subjects.note(ti.UserID, token, ti.Expiration)
 			return ti, nil
 		}
-		// The challenge is for the middleware's own refusals: a 403 of the
+		// The challenge is for the middleware's own refusals. A 403 of the
 		// MCP handler (a session opened by another principal) is not about
 		// scopes.
 		inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -376,7 +376,7 @@ func (g *Gateway) guarded(o HTTPOptions, tokens []hashed, jwts *verifier, scopes
 		w = &refusing{ResponseWriter: w, body: hasBody}
 		if hasBody && o.BodyTimeout > 0 {
 			// The server lifts it once the body is read to its end, to
-			// watch for a client that hangs up: an event stream that
+			// watch for a client that hangs up. So an event stream that
 			// answers the request lasts as long as it needs.
 			http.NewResponseController(raw).SetReadDeadline(time.Now().Add(o.BodyTimeout))
 		}
@@ -642,9 +642,8 @@ func (g *Gateway) shutdown(srv *http.Server, h *handlers, done <-chan error) {
 			t.Stop()
 		}
 	}
-	// Shutdown closes the listener and the idle connections, and waits
-	// for the rest, which event streams keep busy until their sessions
-	// close.
+	// Shutdown closes the listener and the idle connections. It waits for
+	// the rest. Event streams keep them busy until their sessions close.
 	shut := make(chan struct{})
 	go func() {
 		srv.Shutdown(sctx)

@@ -190,8 +190,8 @@ func (l *limiter) admit(ctx context.Context, c *conduit.Call) error {
 				fmt.Sprintf("%s per minute, and they are used: retry in %s", calls(cl.PerMinute), seconds(w.Reset)))
 		}
 	}
-	// held is nil for a call the gateway did not make (and so will not
-	// release): its slots come back with their lease.
+	// held is nil for a call the gateway did not make, and so will not
+	// release. Its slots come back with their lease.
 	if held != nil && len(taken) > 0 {
 		held.mu.Lock()
 		held.slots = append(held.slots, taken...)

@@ -34,7 +34,7 @@ const (
 	// iat when OAuthOptions.Leeway is zero.
 	DefaultLeeway = 30 * time.Second
 	// DefaultKeyRefresh is the least time between two fetches of the
-	// issuer's keys for a token whose kid is unknown, when
+	// issuer's keys for a token whose kid is unknown. It applies when
 	// OAuthOptions.KeyRefresh is zero.
 	DefaultKeyRefresh = time.Minute
 	// keyMaxAge is how long fetched keys are used before they are fetched
@@ -387,8 +387,8 @@ func (v *verifier) refresh(ctx context.Context) error {
 }
 
 func (v *verifier) fetchKeys(ctx context.Context) ([]jose.JSONWebKey, error) {
-	// Not the request's context: a caller who hangs up must not make the
-	// fetch fail, which would then be kept for KeyRefresh, for everyone.
+	// Not the request's context. A caller who hangs up must not make the
+	// fetch fail. The failure would be kept for KeyRefresh, for everyone.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	jwksURL := v.o.JWKSURL

@@ -158,8 +158,8 @@ func (s *session) continueRound(ctx context.Context, rq *roundRequest, st *state
 	switch st.Kind {
 	case kindApproval:
 		opts.Input = &conduit.Input{Return: true}
-		// The client's answer is the decision (the verified state says
-		// what it decides); the policy still decides first, and no answer
+		// The client's answer is the decision. The verified state says
+		// what it decides. The policy still decides first. No answer
 		// leaves the approver to ask again, under a new state.
 		if a, ok := rq.responses[approvalInput].(*mcp.ElicitResult); ok {
 			decision := conduit.Reject("the user canceled the approval request")
@@ -413,8 +413,8 @@ func (cr *callRun) park(rq *roundRequest, q *question) (mcp.Result, error) {
 	g.waits[cr.id] = cr
 	cr.timer = time.AfterFunc(g.approveWait, func() {
 		if g.takeWait(cr.id) == cr {
-			// The server is told, and what it asks from now on is refused:
-			// the call ends as its server ends it, unseen.
+			// The server is told, and what it asks from now on is refused.
+			// The call ends as its server ends it, unseen.
 			close(cr.gone)
 			q.answer <- answered{err: errNoAnswer(g.approveWait)}
 		}
