@@ -14,7 +14,7 @@
 //   - the servers' input and output schemas and annotations, as they are.
 //
 // Prompts are served as server__prompt. Resources and resource templates
-// keep their own URIs; a URI two servers list is left out. Completion and
+// keep their own URIs. A URI two servers list is left out. Completion and
 // logging are served too. The same server/name policy patterns govern
 // them all. In transparent mode ([Options.Transparent]) one server's tools
 // and prompts keep their own names. A server may go down, come back or
@@ -24,7 +24,7 @@
 // # Calls
 //
 // A tools/call runs through the hub's pipeline. It carries the client's
-// progress token; progress comes back as notifications/progress. It
+// progress token. Progress comes back as notifications/progress. It
 // carries the client's _meta and its cancellation too. The _meta loses
 // the progress token and the protocol's io.modelcontextprotocol/ keys:
 // they describe the client's hop. Results are the server's, not shaped
@@ -157,9 +157,9 @@
 //     the gateway's resource URL. It is verified against the issuer's
 //     keys (see [OAuthOptions]).
 //
-// Otherwise the request is answered 401 with a Bearer challenge (RFC
-// 6750). The challenge names the protected resource metadata of RFC 9728.
-// Nothing is forwarded.
+// Otherwise the request is answered 401 with a Bearer challenge
+// (RFC 6750). The challenge names the protected resource metadata of
+// RFC 9728. Nothing is forwarded.
 //
 // A session stays with the principal whose token opened it. A principal is
 // never empty: a session of nobody would be anyone's. So a token for "" is
