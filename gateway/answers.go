@@ -9,13 +9,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// What a client is answered when a request fails: conduit's errors as
+// What a client is answered when a request fails. Conduit's errors become
 // tool errors or JSON-RPC errors, as a client of an MCP server expects.
 
-// answer is a call's error as a client gets it: a JSON-RPC error from the
-// server as the server sent it, an unknown tool as the SDK's server says
-// it, and anything else (a denial, a time-out, a server that is down) as a
-// tool error whose text is conduit's message.
+// answer is a call's error as a client gets it:
+//
+//   - a JSON-RPC error from the server, as the server sent it;
+//   - an unknown tool, as the SDK's server says it;
+//   - anything else (a denial, a time-out, a server that is down) as a
+//     tool error whose text is conduit's message.
 func answer(err error) (*mcp.CallToolResult, error) {
 	if rpcErr := protocolError(err); rpcErr != nil {
 		return nil, rpcErr
@@ -32,9 +34,10 @@ func answer(err error) (*mcp.CallToolResult, error) {
 	return res, nil
 }
 
-// protocolError is err as a JSON-RPC error, when it is one: the server's
-// own, passed on, or an unknown name (invalid params, as the SDK says of
-// an unknown tool). Nil for the failures a tool error tells.
+// protocolError is err as a JSON-RPC error, when it is one. That is the
+// server's own, passed on, or an unknown name. An unknown name is invalid
+// params, as the SDK says of an unknown tool. Nil for the failures a tool
+// error tells.
 func protocolError(err error) *jsonrpc.Error {
 	var e *conduit.Error
 	if !errors.As(err, &e) {
@@ -52,8 +55,8 @@ func protocolError(err error) *jsonrpc.Error {
 	return nil
 }
 
-// requestError is the error of a prompt, resource or completion request:
-// a JSON-RPC error in every case, the server's own passed on.
+// requestError is the error of a prompt, resource or completion request.
+// It is a JSON-RPC error in every case. The server's own is passed on.
 func requestError(err error) error {
 	if rpcErr := protocolError(err); rpcErr != nil {
 		return rpcErr

@@ -17,15 +17,18 @@ const maxShownArgs = 2 << 10
 
 // approve is the hub's approver. With the console's approvals, a call
 // the policy asks about waits for an admin there (console.hold).
-// Otherwise it becomes an
-// elicitation request to the client of the session that made it. Accept
-// runs the call; decline, cancel, an error or no answer in time deny it.
-// A client of protocol 2026-07-28, which has no session, is asked in the
-// answer to its request instead (callRun.decide, a round), and decides
-// in its retry, whose call carries the decision (CallOptions.Approval): the
-// approver is not asked then. A client that declared no elicitation cannot be asked: the
-// caller's own Approver decides, if there is one, else the call is denied
-// saying so.
+// Otherwise it becomes an elicitation request to the client of the
+// session that made it. Accept runs the call. Decline, cancel, an error
+// or no answer in time deny it.
+//
+// A client of protocol 2026-07-28 has no session. It is asked in the
+// answer to its request instead (callRun.decide, a round). It decides in
+// its retry, whose call carries the decision (CallOptions.Approval). The
+// approver is not asked then.
+//
+// A client that declared no elicitation cannot be asked. Then the
+// caller's own Approver decides, if there is one. Else the call is
+// denied saying so.
 func (g *Gateway) approve(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
 	if g.console != nil && g.console.o.Approvals {
 		return g.console.hold(ctx, req)
@@ -63,8 +66,8 @@ func (g *Gateway) approve(ctx context.Context, req conduit.ApprovalRequest) cond
 	return conduit.Reject("the user canceled the approval request")
 }
 
-// cannotAsk decides a call whose client cannot be asked: the caller's
-// own Approver, or a denial that says why.
+// cannotAsk decides a call whose client cannot be asked. The caller's own
+// Approver decides, or a denial says why.
 func (g *Gateway) cannotAsk(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
 	if g.approver != nil {
 		return g.approver(ctx, req)
@@ -72,8 +75,8 @@ func (g *Gateway) cannotAsk(ctx context.Context, req conduit.ApprovalRequest) co
 	return conduit.Reject("it needs approval, and the client cannot be asked: it did not declare the elicitation capability")
 }
 
-// approvalMessage names what a call would do: the tool (or prompt or
-// resource) and its arguments.
+// approvalMessage names what a call would do. It names the tool (or
+// prompt or resource) and its arguments.
 func approvalMessage(c *conduit.Call) string {
 	switch c.Method {
 	case "prompts/get":

@@ -1,5 +1,3 @@
-// MCP Apps through the gateway: tools only an app may call reach a
-// client that declares it shows apps, and no other.
 package gateway
 
 import (
@@ -10,18 +8,21 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// MCP Apps through the gateway. Tools only an app may call reach a client
+// that declares it shows apps, and no other.
+
 // showsApps reports whether the client of req declared the MCP Apps
-// extension: only such a host keeps app-only tools from its model.
+// extension. Only such a host keeps app-only tools from its model.
 func showsApps(req mcp.Request) bool {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	_, ok := requestCaps(ss).Extensions[conduit.AppsExtension]
 	return ok
 }
 
-// appTools is the session's middleware that leaves app-only tools out
-// of the listing of a client that does not show apps, and refuses its
-// call of one as an unknown tool, nothing sent. Their _meta.ui passes
-// on unchanged to a client that does.
+// appTools is the session's middleware for app-only tools. It leaves them
+// out of the listing of a client that does not show apps. It refuses that
+// client's call of one as an unknown tool, nothing sent. Their _meta.ui
+// passes on unchanged to a client that does show apps.
 func (s *session) appTools(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {

@@ -1,4 +1,3 @@
-// Code mode served: run_code offered to MCP hosts, each nested call governed.
 package gateway
 
 import (
@@ -10,23 +9,26 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// Code mode served: run_code offered to MCP hosts, each nested call governed.
+
 // CodeModeOptions say whether the gateway offers run_code (see package
-// codemode): the body of an async function that calls the tools, each
-// call governed for the session's principal and taint as a client's own
-// call is. The zero value is off.
+// codemode). run_code takes the body of an async function that calls the
+// tools. Each call is governed for the session's principal and taint, as
+// a client's own call is. The zero value is off.
 type CodeModeOptions struct {
-	// On offers run_code, governed as conduit/run_code: the policy must
+	// On offers run_code, governed as conduit/run_code. The policy must
 	// allow it.
 	On bool
-	// Direct offers the tools themselves beside run_code; by default
-	// run_code alone, so that a host's model reads one small listing.
+	// Direct offers the tools themselves beside run_code. By default
+	// run_code is offered alone, so that a host's model reads one small
+	// listing.
 	Direct bool
-	// Options bound each run; nil is codemode's defaults.
+	// Options bound each run. Nil is codemode's defaults.
 	Options *codemode.Options
 }
 
-// codeSource is the gateway's source as the code sees it: each nested
-// call counted against the principal's limits, as a client's call is.
+// codeSource is the gateway's source as the code sees it. Each nested
+// call is counted against the principal's limits, as a client's call is.
 type codeSource struct {
 	g *Gateway
 	s *session
@@ -58,9 +60,10 @@ func (g *Gateway) codeModeSet(ts *conduit.ToolSet) *conduit.ToolSet {
 	return conduit.ToolSetOf(def)
 }
 
-// runCode answers a call of run_code, def, offered over ts: through the
-// hub's governance as conduit/run_code, each nested call through its
-// pipeline, and the servers the code read recorded in the taint.
+// runCode answers a call of run_code, def, offered over ts. The call goes
+// through the hub's governance as conduit/run_code. Each nested call goes
+// through its pipeline. The servers the code read are recorded in the
+// taint.
 func (s *session) runCode(ctx context.Context, ts *conduit.ToolSet, def *conduit.Tool, args any, opts *conduit.CallOptions, conv string) (*mcp.CallToolResult, error) {
 	lc, ok := s.g.src.(localCaller)
 	if !ok {

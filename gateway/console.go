@@ -30,18 +30,18 @@ const (
 	MaxPatternDecision = 24 * time.Hour
 )
 
-// ConsoleOptions configure the operator console ([Gateway.ListenAndServe]
-// serves it at ConsolePath) and the audit trail it shows. The gateway's
-// store must keep journals ([store.Journals]): every store of package
-// store and its subpackages does.
+// ConsoleOptions configure the operator console and the audit trail it
+// shows. [Gateway.ListenAndServe] serves the console at ConsolePath. The
+// gateway's store must keep journals ([store.Journals]). Every store of
+// package store and its subpackages does.
 type ConsoleOptions struct {
-	// Admins are the principals the console serves; every other caller
-	// is refused (403), an anonymous one sent to the sign-in page. None:
-	// the console serves no one.
+	// Admins are the principals the console serves. Every other caller
+	// is refused (403), and an anonymous one is sent to the sign-in page.
+	// None: the console serves no one.
 	Admins []string
-	// Approvals sends every call the policy asks about to the console:
-	// the client's call waits until an admin decides, or until
-	// Options.ApprovalTimeout passes (then it is denied, saying so). The
+	// Approvals sends every call the policy asks about to the console.
+	// The client's call waits until an admin decides. Or it waits until
+	// Options.ApprovalTimeout passes, and is then denied, saying so. The
 	// client is not asked. False: the client is asked, as without a
 	// console.
 	Approvals bool
@@ -49,14 +49,14 @@ type ConsoleOptions struct {
 	// DefaultAuditKeep).
 	AuditKeep time.Duration
 	// Principals are shown on the console's "Now" page with their usage
-	// and taint, besides those the audit trail names.
+	// and taint. Those the audit trail names are shown too.
 	Principals []string
 	// Pinned are the servers whose tools the lock file pins, shown on
 	// the "Now" page.
 	Pinned []string
-	// Secrets are values the console never shows (the servers' tokens and
-	// header values): they are taken out of arguments and reasons, as
-	// are the bearer tokens of HTTPOptions.Tokens.
+	// Secrets are values the console never shows, such as the servers'
+	// tokens and header values. They are taken out of arguments and
+	// reasons. So are the bearer tokens of HTTPOptions.Tokens.
 	Secrets []string
 }
 
@@ -68,8 +68,9 @@ const (
 	patternsJournal  = "conduit/console/patterns"
 )
 
-// AuditRecord is one record of the audit trail: a decision on a call, or
-// an action of the console's. It is JSON in the store and in exports.
+// AuditRecord is one record of the audit trail. It is a decision on a
+// call, or an action of the console's. It is JSON in the store and in
+// exports.
 type AuditRecord struct {
 	Time      time.Time `json:"time"`
 	Kind      string    `json:"kind"` // "call", "console" or "drift"
@@ -77,26 +78,26 @@ type AuditRecord struct {
 	Server    string    `json:"server,omitempty"`
 	Tool      string    `json:"tool,omitempty"`
 	// ArgsDigest is the digest of the call's name and arguments, as
-	// conduit's other records of calls name them; the arguments are not
+	// conduit's other records of calls name them. The arguments are not
 	// kept.
 	ArgsDigest string `json:"argsDigest,omitempty"`
-	// Decision is the policy's ("allow", "ask", "deny"); for a console
-	// action, the action.
+	// Decision is the policy's ("allow", "ask", "deny"). For a console
+	// action, it is the action.
 	Decision string `json:"decision,omitempty"`
 	Rule     string `json:"rule,omitempty"`
-	// Approver is who decided an "ask": "console:NAME", "pattern:ID",
-	// "client", "approver" (the caller's own) or "".
+	// Approver is who decided an "ask". It is "console:NAME",
+	// "pattern:ID", "client", "approver" (the caller's own) or "".
 	Approver string `json:"approver,omitempty"`
 	Approved *bool  `json:"approved,omitempty"`
 	// Outcome is "ok", "tool error", or the kind of the error that
-	// answered the call ("denied", "timeout", ...).
+	// answered the call. Kinds are "denied", "timeout" and so on.
 	Outcome    string `json:"outcome,omitempty"`
 	DurationMs int64  `json:"durationMs,omitempty"`
 	Detail     string `json:"detail,omitempty"`
 }
 
-// console is the gateway's console state, shared with other replicas
-// through the store's journals and claims.
+// console is the gateway's console state. It is shared with other
+// replicas through the store's journals and claims.
 type console struct {
 	o        ConsoleOptions
 	admins   map[string]bool
@@ -139,8 +140,8 @@ func (c *console) changes() <-chan struct{} {
 	return c.changed
 }
 
-// approvalRecord is a record of the approvals journal: an ask, or its
-// decision.
+// approvalRecord is a record of the approvals journal. It is an ask, or
+// its decision.
 type approvalRecord struct {
 	Kind      string    `json:"kind"` // "ask" or "decided"
 	ID        string    `json:"id"`
@@ -157,8 +158,9 @@ type approvalRecord struct {
 	By        string    `json:"by,omitempty"`
 }
 
-// patternRecord is a record of the patterns journal: a pattern decision
-// ("allow alice's github/create_issue for an hour"), or its revocation.
+// patternRecord is a record of the patterns journal. It is a pattern
+// decision, or its revocation. A pattern decision is such as "allow
+// alice's github/create_issue for an hour".
 type patternRecord struct {
 	Kind      string    `json:"kind"` // "allow" or "revoke"
 	ID        string    `json:"id"`
@@ -191,8 +193,8 @@ func (c *console) appendJSON(ctx context.Context, key string, v any, keep time.D
 	return err
 }
 
-// approvalsKeep keeps asks and decisions past their wait, so that a
-// late reader still finds a decision.
+// approvalsKeep keeps asks and decisions past their wait. So a late
+// reader still finds a decision.
 func (c *console) approvalsKeep() time.Duration { return 2*c.wait + time.Minute }
 
 // readApprovals returns the asks still waiting, oldest first, and the
@@ -257,8 +259,8 @@ func (c *console) patterns(ctx context.Context) ([]patternRecord, error) {
 	return out, nil
 }
 
-// hold is the approver of calls with ConsoleOptions.Approvals: a pattern
-// in force decides, else the call waits in the console for an admin.
+// hold is the approver of calls with ConsoleOptions.Approvals. A pattern
+// in force decides. Else the call waits in the console for an admin.
 func (c *console) hold(ctx context.Context, req conduit.ApprovalRequest) conduit.Approval {
 	call := req.Call
 	note := noteFrom(ctx)
@@ -302,9 +304,9 @@ func (c *console) hold(ctx context.Context, req conduit.ApprovalRequest) conduit
 // maxConsoleArgs bounds the arguments an approval shows, in bytes.
 const maxConsoleArgs = 16 << 10
 
-// consoleArgs are a call's arguments as the console shows them: indented
-// JSON whose characters are as sent (the page escapes them), cut at
-// maxConsoleArgs.
+// consoleArgs are a call's arguments as the console shows them. They are
+// indented JSON, cut at maxConsoleArgs. Its characters are as sent, and
+// the page escapes them.
 func consoleArgs(args map[string]any) string {
 	if args == nil {
 		args = map[string]any{}
@@ -342,9 +344,9 @@ func (c *console) decision(ctx context.Context, ask approvalRecord) (approvalRec
 	return approvalRecord{}, false
 }
 
-// close ends a wait that no admin ended: it claims the decision, so that
-// an admin's later click finds it decided; an admin who won the claim
-// first decides.
+// close ends a wait that no admin ended. It claims the decision. So an
+// admin's later click finds it decided. An admin who won the claim first
+// decides.
 func (c *console) close(ctx context.Context, note *auditNote, ask approvalRecord, how, reason string) conduit.Approval {
 	ctx = context.WithoutCancel(ctx)
 	d := approvalRecord{Kind: "decided", ID: ask.ID, Decision: how, Reason: reason}
@@ -382,7 +384,7 @@ func (c *console) answer(note *auditNote, d approvalRecord) conduit.Approval {
 // errDecided is the answer to deciding an approval decided already.
 var errDecided = errors.New("it was decided already")
 
-// decide makes d the decision of its approval, once across replicas:
+// decide makes d the decision of its approval, once across replicas.
 // won is false when another decision was made first.
 func (c *console) decide(ctx context.Context, d approvalRecord) (won bool, err error) {
 	t, _, err := once.Claim(ctx, c.claims, decideKey(d.ID), c.approvalsKeep())
@@ -402,7 +404,7 @@ func (c *console) decide(ctx context.Context, d approvalRecord) (won bool, err e
 	return true, nil
 }
 
-// audit appends r to the audit trail; a failure is the caller's to log.
+// audit appends r to the audit trail. A failure is the caller's to log.
 func (c *console) audit(ctx context.Context, r AuditRecord) error {
 	if r.Time.IsZero() {
 		r.Time = time.Now().UTC()
@@ -412,9 +414,9 @@ func (c *console) audit(ctx context.Context, r AuditRecord) error {
 	return err
 }
 
-// ReadAudit returns the audit trail's records appended since, the newest
-// limit of them (0: all), oldest first, from j: a store that keeps
-// journals. Records that cannot be read are skipped.
+// ReadAudit returns the audit trail's records appended since, oldest
+// first. It returns the newest limit of them (0: all). j is a store that
+// keeps journals. Records that cannot be read are skipped.
 func ReadAudit(ctx context.Context, j store.Journals, since time.Time, limit int) ([]AuditRecord, error) {
 	entries, err := j.Read(ctx, AuditJournal, since, limit)
 	if err != nil {
@@ -430,8 +432,8 @@ func ReadAudit(ctx context.Context, j store.Journals, since time.Time, limit int
 	return out, nil
 }
 
-// auditNote gathers what the audit record of one call needs, from the
-// trace's events and the approver.
+// auditNote gathers what the audit record of one call needs. It gathers
+// it from the trace's events and the approver.
 type auditNote struct {
 	mu       sync.Mutex
 	decision string

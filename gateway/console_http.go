@@ -37,13 +37,13 @@ const (
 	consoleSession = 12 * time.Hour
 )
 
-// consoleCSP allows the console's own script, style and images only: no
-// inline script, no frames, forms posted to the console alone.
+// consoleCSP allows the console's own script, style and images only. It
+// allows no inline script and no frames. Forms post to the console alone.
 const consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// consoleHandler is the console behind the gateway's guard: a request
-// signed in by the console's cookie carries its token as a bearer token,
-// checked as every request's is.
+// consoleHandler is the console behind the gateway's guard. A request
+// signed in by the console's cookie carries its token as a bearer token.
+// That token is checked as every request's is.
 func (g *Gateway) consoleHandler(o HTTPOptions, guard func(http.Handler) http.Handler) (http.Handler, error) {
 	c := g.console
 	cookies, err := seal.New("conduit console session", g.stateKeys...)
@@ -145,8 +145,9 @@ func (cs *consoleServer) render(w http.ResponseWriter, r *http.Request, code int
 
 func (cs *consoleServer) clean(s string) string { return redact.String(s, cs.secrets...) }
 
-// serveSignIn shows the sign-in form, and on POST checks the token as the
-// guard does and keeps it, sealed, in a cookie for the console's paths.
+// serveSignIn shows the sign-in form. On POST it checks the token as the
+// guard does. It keeps the token, sealed, in a cookie for the console's
+// paths.
 func (cs *consoleServer) serveSignIn(w http.ResponseWriter, r *http.Request, cookies *seal.Sealer, check http.Handler) {
 	p := page{Title: "Sign in", Nav: "signin"}
 	if r.Method == http.MethodPost {
@@ -200,8 +201,8 @@ func (r *recorder) WriteHeader(code int) {
 }
 
 // sameOrigin reports whether a browser's request comes from the
-// console's own origin (or says nothing of where it comes from, as a
-// client that is not a browser).
+// console's own origin. A request that says nothing of where it comes
+// from passes too, as from a client that is not a browser.
 func sameOrigin(r *http.Request) bool {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
 		return false
@@ -455,8 +456,9 @@ func (cs *consoleServer) serveNow(w http.ResponseWriter, r *http.Request, p page
 }
 
 // serveEvents streams "changed" whenever what the console shows may have
-// changed: at once for this replica's changes, within a second for
-// another's (the journals' newest records are compared).
+// changed. It streams at once for this replica's changes. For another
+// replica's it streams within a second, comparing the journals' newest
+// records.
 func (cs *consoleServer) serveEvents(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -501,7 +503,7 @@ func (cs *consoleServer) serveEvents(w http.ResponseWriter, r *http.Request) {
 }
 
 // version names the newest record of each journal the console shows,
-// with the second, so that an approval's age moves on.
+// with the second. So an approval's age moves on.
 func (cs *consoleServer) version(ctx context.Context) string {
 	var b strings.Builder
 	for _, k := range []string{approvalsJournal, patternsJournal, AuditJournal} {

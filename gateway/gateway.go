@@ -25,101 +25,111 @@ const DefaultApprovalTimeout = 2 * time.Minute
 // Options configure a [Gateway]. The zero value of each field is its
 // default, except Hub, which must carry a Policy.
 type Options struct {
-	// Hub governs every call and keeps the servers' sessions, as it does
-	// for conduit.NewHub (or conduit.NewClient in transparent mode).
-	// Hub.Policy is required (conduit.AllowAll() is an explicit choice).
-	// Hub.Approver answers the "ask" rules of sessions whose client cannot
-	// be asked (it declared no elicitation); without one, those calls are
-	// denied with a message that says why. Hub.Implementation is also the
-	// gateway's identity to its clients, and Hub.Logger its logger.
-	// Hub.Trace is called as well as the gateway's own. Hub.Handlers must
-	// be nil (New refuses them): the gateway routes what servers send to
-	// the sessions whose calls it belongs to. Hub.Store is what the
-	// gateway's replicas share ([conduit.Hub.Store]): the taint of each
-	// principal and conversation, and the single use of each requestState
-	// it issues; nil, an in-memory store of the hub's, which holds within
+	// Hub governs every call and keeps the servers' sessions. It does so
+	// as for conduit.NewHub (or conduit.NewClient in transparent mode).
+	// Its fields serve the gateway so:
+	//
+	//   - Hub.Policy is required. conduit.AllowAll() is an explicit
+	//     choice.
+	//   - Hub.Approver answers the "ask" rules of sessions whose client
+	//     cannot be asked (it declared no elicitation). Without one, those
+	//     calls are denied with a message that says why.
+	//   - Hub.Implementation is also the gateway's identity to its
+	//     clients.
+	//   - Hub.Logger is its logger.
+	//   - Hub.Trace is called as well as the gateway's own.
+	//   - Hub.Handlers must be nil, and New refuses them. The gateway
+	//     routes what servers send to the sessions whose calls it belongs
+	//     to.
+	//   - Hub.Store is what the gateway's replicas share
+	//     ([conduit.Hub.Store]). That is the taint of each principal and
+	//     conversation, and the single use of each requestState it issues.
+	//
+	// A nil Hub.Store is an in-memory store of the hub's. It holds within
 	// this process only. A shared store (package store/redisstore)
 	// carries them across replicas. A request whose taint cannot be read
-	// is refused, nothing sent, and an answer whose taint cannot be
-	// recorded is withheld.
+	// is refused, nothing sent. An answer whose taint cannot be recorded
+	// is withheld.
 	Hub *conduit.Options
 
 	// Transparent serves a single server under its own tool and prompt
-	// names, without the server__ prefix (a conduit.Client instead of a
-	// hub).
+	// names, without the server__ prefix. It uses a conduit.Client
+	// instead of a hub.
 	Transparent bool
 	// ApprovalTimeout bounds the wait for the client's answer to an
-	// approval request (default DefaultApprovalTimeout); no answer in time
-	// denies the call.
+	// approval request (default DefaultApprovalTimeout). No answer in
+	// time denies the call.
 	ApprovalTimeout time.Duration
 	// Instructions are sent to clients when they connect.
 	Instructions string
 	// Middleware is added to each session's server as receiving
-	// middleware (mcp.Server.AddReceivingMiddleware), the first outermost:
-	// otelconduit's ServerMiddleware, for one. Handlers run in the context
-	// it passes on, so a span it starts is the parent of the hub's.
+	// middleware (mcp.Server.AddReceivingMiddleware). The first is
+	// outermost. otelconduit's ServerMiddleware is one. Handlers run in
+	// the context it passes on. So a span it starts is the parent of the
+	// hub's.
 	Middleware []mcp.Middleware
 
 	// TaintLifetime is how long a taint lasts after its latest addition
-	// (default DefaultTaintLifetime): a principal who has seen nothing of
-	// a server's for that long is decided as untainted by it again.
+	// (default DefaultTaintLifetime). A principal may see nothing of a
+	// server's for that long. They are then decided as untainted by it
+	// again.
 	TaintLifetime time.Duration
 	// TaintScope is the taint a request that names a conversation
-	// (MetaConversation) is decided with: by default (TaintPrincipal)
-	// all its principal has seen; TaintConversation, that
+	// (MetaConversation) is decided with. By default (TaintPrincipal) it
+	// is all its principal has seen. With TaintConversation it is that
 	// conversation's alone.
 	TaintScope TaintScope
 	// StateKeys are the secrets that encrypt and authenticate the
-	// requestState the gateway gives its clients of protocol 2026-07-28
-	// (an approval it asks, a server's question it passes on), each at
-	// least 32 bytes of random secret: the first seals, every one opens,
-	// so that a key can be rotated.
-	// Replicas that serve one address must share them (conduit serve reads
-	// them from CONDUIT_STATE_KEY). Nil: New makes a random key, which is
-	// fine for one process; a state it sealed is refused after a restart,
-	// and by any other replica.
+	// requestState the gateway gives its clients of protocol 2026-07-28.
+	// Such a state holds an approval it asks, or a server's question it
+	// passes on. Each key is at least 32 bytes of random secret. The first
+	// seals, and every one opens, so that a key can be rotated. Replicas
+	// that serve one address must share them. conduit serve reads them
+	// from CONDUIT_STATE_KEY. Nil: New makes a random key, which is fine
+	// for one process. A state it sealed is refused after a restart, and
+	// by any other replica.
 	StateKeys [][]byte
-	// ListTTL is how long a client of protocol 2026-07-28 may keep a list
-	// (ttlMs of tools/list, prompts/list, resources/list and
-	// resources/templates/list): default DefaultListTTL, negative for none
-	// (0, "immediately stale"). Lists that depend on the principal are
-	// "private" to it (cacheScope).
+	// ListTTL is how long a client of protocol 2026-07-28 may keep a list.
+	// It is the ttlMs of tools/list, prompts/list, resources/list and
+	// resources/templates/list. The default is DefaultListTTL. Negative is
+	// none (0, "immediately stale"). Lists that depend on the principal
+	// are "private" to it (cacheScope).
 	ListTTL time.Duration
 
-	// MaxResultTokens is the budget of every tool result served, in
+	// MaxResultTokens is the budget of every tool result served. It counts
 	// tokens of what the client's model reads of its content
-	// (conduit.CutForModel), unless its server's own
-	// (conduit.Server.MaxResultTokens) is set. 0 or negative: no budget
-	// but the servers' own, the default. A client of the gateway is an
-	// LLM host with a budget of its own (Claude Code's
-	// MAX_MCP_OUTPUT_TOKENS, which may be raised; some keep a large
-	// result in a file the model reads in parts), which conduit should
-	// not preempt with a cut the client cannot undo.
+	// (conduit.CutForModel). Its server's own budget
+	// (conduit.Server.MaxResultTokens) wins when set. 0 or negative: no
+	// budget but the servers' own, the default. A client of the gateway is
+	// an LLM host with a budget of its own. Claude Code's is
+	// MAX_MCP_OUTPUT_TOKENS, which may be raised. Some hosts keep a large
+	// result in a file the model reads in parts. So conduit should not
+	// preempt them with a cut the client cannot undo.
 	MaxResultTokens int
-	// Limits bound the tool calls of principals (calls per minute, calls
-	// at once), counted in Hub.Store, so across the replicas that share
-	// it; every limit that matches a call applies. A call over one is
-	// answered with a tool error that says when to retry (and _meta
-	// [MetaRetryAfter]), nothing sent; one whose limits cannot be counted
-	// (the store is unavailable) is refused alike. See [Limit].
+	// Limits bound the tool calls of principals: calls per minute, calls
+	// at once. They are counted in Hub.Store, so across the replicas that
+	// share it. Every limit that matches a call applies. A call over one
+	// is answered with a tool error that says when to retry (and _meta
+	// [MetaRetryAfter]). Nothing is sent. A call whose limits cannot be
+	// counted (the store is unavailable) is refused alike. See [Limit].
 	Limits []Limit
-	// Tasks make tasks (SEP-2663) of the tool calls it names, for clients
-	// of protocol 2026-07-28 that declare the extension; nil, none.
+	// Tasks make tasks (SEP-2663) of the tool calls it names. They are for
+	// clients of protocol 2026-07-28 that declare the extension. Nil: none.
 	Tasks *TaskOptions
 
-	// Console, when set, keeps an audit trail of every call in Hub.Store
-	// and serves the operator console (see [ConsoleOptions]); nil, none.
+	// Console, when set, keeps an audit trail of every call in Hub.Store.
+	// It serves the operator console (see [ConsoleOptions]). Nil: none.
 	Console *ConsoleOptions
 
-	// CodeMode offers run_code to the sessions (see CodeModeOptions);
-	// off by default.
+	// CodeMode offers run_code to the sessions (see CodeModeOptions). It
+	// is off by default.
 	CodeMode CodeModeOptions
 }
 
 // DefaultListTTL is the cache hint of lists when Options.ListTTL is zero.
 // A client that keeps a list that long may offer a tool the policy now
-// denies (a taint came meanwhile): its call is denied, as every call is
-// decided when it is made.
+// denies, since a taint came meanwhile. Its call is denied, as every call
+// is decided when it is made.
 const DefaultListTTL = time.Minute
 
 // source is what a gateway serves: a *conduit.Hub, or a *conduit.Client
@@ -146,7 +156,7 @@ var (
 )
 
 // Gateway serves a governed hub as an MCP server, to any number of
-// sessions over stdio ([Gateway.Serve]) or Streamable HTTP
+// sessions. They come over stdio ([Gateway.Serve]) or Streamable HTTP
 // ([Gateway.Handler]). A Gateway is safe for concurrent use.
 type Gateway struct {
 	src         source
@@ -177,7 +187,7 @@ type Gateway struct {
 	waits    map[string]*callRun          // calls waiting for a client's answer in a round
 	handlers map[string]*conduit.Handlers // principal -> its calls' without a session, in rounds
 
-	// pending are the kinds of change not yet applied to the sessions; a
+	// pending are the kinds of change not yet applied to the sessions. A
 	// send on kick wakes the refresher.
 	pending changes
 	kick    chan struct{}
@@ -206,8 +216,8 @@ const (
 	changedAll = changedTools | changedPrompts | changedResources
 )
 
-// New connects to the servers, as conduit.NewHub does (ctx bounds the
-// first connection attempts), and returns a gateway ready to serve them.
+// New connects to the servers, as conduit.NewHub does. ctx bounds the
+// first connection attempts. It returns a gateway ready to serve them.
 // In transparent mode servers must hold exactly one server.
 func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway, error) {
 	if opts == nil || opts.Hub == nil || opts.Hub.Policy == nil {
@@ -334,7 +344,7 @@ func New(ctx context.Context, servers []conduit.Server, opts *Options) (*Gateway
 func (g *Gateway) Status() []conduit.ServerStatus { return g.src.Status() }
 
 // Close ends every session and then the servers' sessions, as
-// conduit.Hub.Close does; no goroutine of the gateway outlives it.
+// conduit.Hub.Close does. No goroutine of the gateway outlives it.
 func (g *Gateway) Close() error {
 	g.once.Do(func() {
 		g.mu.Lock()
@@ -362,8 +372,8 @@ func (g *Gateway) Close() error {
 	return nil
 }
 
-// trace is the hub's Trace: the caller's callbacks, then the gateway's,
-// which bring the sessions' lists up to date.
+// trace is the hub's Trace. It calls the caller's callbacks, then the
+// gateway's, which bring the sessions' lists up to date.
 func (g *Gateway) trace(user *conduit.Trace) *conduit.Trace {
 	var u conduit.Trace
 	if user != nil {
@@ -436,8 +446,8 @@ func (g *Gateway) changed(c changes) {
 	}
 }
 
-// changedFor schedules a refresh of principal's sessions and views, or of
-// every session and view when principal is "".
+// changedFor schedules a refresh of principal's sessions and views. When
+// principal is "", it schedules every session and view.
 func (g *Gateway) changedFor(principal string, c changes) {
 	if principal == "" {
 		g.changed(c)
@@ -446,8 +456,8 @@ func (g *Gateway) changedFor(principal string, c changes) {
 	g.refreshPrincipal(principal, c, true)
 }
 
-// refresher applies changes to the sessions, one round at a time, so that
-// a burst of changes costs one listing per session.
+// refresher applies changes to the sessions, one round at a time. So a
+// burst of changes costs one listing per session.
 func (g *Gateway) refresher() {
 	for {
 		select {
@@ -468,8 +478,8 @@ func (g *Gateway) refresher() {
 	}
 }
 
-// goIfOpen runs f on a goroutine of the gateway's, unless it is closed,
-// and reports whether it does.
+// goIfOpen runs f on a goroutine of the gateway's, unless it is closed.
+// It reports whether it does.
 func (g *Gateway) goIfOpen(f func()) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -490,7 +500,7 @@ func (g *Gateway) sessionList() []*session {
 	return out
 }
 
-// add registers a session once its client has initialized, and removes it
+// add registers a session once its client has initialized. It removes it
 // when it ends.
 func (g *Gateway) add(s *session, ss *mcp.ServerSession) {
 	g.mu.Lock()
@@ -547,8 +557,8 @@ func (g *Gateway) levelChanged(ctx context.Context) error {
 	return g.src.SetLoggingLevel(ctx, want)
 }
 
-// restore sets the log level and the subscriptions again, after a server
-// reconnected.
+// restore sets the log level and the subscriptions again. It runs after a
+// server reconnected.
 func (g *Gateway) restore() {
 	g.mu.Lock()
 	src := g.src
@@ -593,9 +603,9 @@ func (g *Gateway) resubscribe(principal string) {
 	}
 }
 
-// subKey is the key of s's subscription to uri in g.subs: the uri, which
-// the sessions subscribed share, or, on a server of identity principal,
-// the principal's and the uri, which only their sessions share.
+// subKey is the key of s's subscription to uri in g.subs. It is the uri,
+// which the sessions subscribed share. On a server of identity principal,
+// it is the principal and the uri, which only their sessions share.
 func (g *Gateway) subKey(s *session, uri string) string {
 	s.mu.Lock()
 	server, _ := s.rset.Server(uri)
@@ -614,8 +624,8 @@ func splitSubKey(key string) (principal, uri string) {
 	return "", key
 }
 
-// subscribe subscribes s to uri: the server is asked for each session, so
-// that the policy decides for each session's principal and taint.
+// subscribe subscribes s to uri. The server is asked for each session. So
+// the policy decides for each session's principal and taint.
 func (g *Gateway) subscribe(ctx context.Context, s *session, uri string) error {
 	opts, _, err := s.callOptions(ctx, nil, nil)
 	if err != nil {
@@ -631,7 +641,7 @@ func (g *Gateway) subscribe(ctx context.Context, s *session, uri string) error {
 	return nil
 }
 
-// unsubscribe ends s's subscription to uri, and the server's once no
+// unsubscribe ends s's subscription to uri. It ends the server's once no
 // session is subscribed.
 func (g *Gateway) unsubscribe(ctx context.Context, s *session, uri string) error {
 	key := g.subKey(s, uri)
@@ -653,10 +663,10 @@ func (g *Gateway) unsubscribe(ctx context.Context, s *session, uri string) error
 	return g.src.UnsubscribeResource(ctx, uri, opts)
 }
 
-// report logs, once each, what a listing left out because of the servers
-// (two that offer the same name or URI, a name that cannot be exposed):
-// what the policy leaves out, and servers that are down, are reported
-// elsewhere.
+// report logs, once each, what a listing left out because of the servers.
+// That is two that offer the same name or URI, or a name that cannot be
+// exposed. What the policy leaves out, and servers that are down, are
+// reported elsewhere.
 func (g *Gateway) report(what string, skipped []conduit.Skipped) {
 	for _, s := range skipped {
 		if s.Reason != conduit.SkipCollision && s.Reason != conduit.SkipInvalidName {
@@ -673,10 +683,10 @@ func (g *Gateway) report(what string, skipped []conduit.Skipped) {
 	}
 }
 
-// hubHandlers answer what servers send outside any session's call: log
-// messages go to every session when all of them are one principal's (the
-// common case of a single user), and are dropped otherwise, so that no
-// user sees another's; requests are refused.
+// hubHandlers answer what servers send outside any session's call. Log
+// messages go to every session when all of them are one principal's.
+// That is the common case of a single user. Otherwise they are dropped,
+// so that no user sees another's. Requests are refused.
 func (g *Gateway) hubHandlers() *conduit.Handlers {
 	refuse := func(what string) error {
 		return fmt.Errorf("conduit serve: %s outside a call cannot be passed to a client", what)

@@ -27,9 +27,9 @@ type SessionOptions struct {
 	Principal string
 }
 
-// Serve serves one session over t (&mcp.StdioTransport{} for stdio, as
-// when Claude Desktop starts conduit serve) until the client ends it or
-// ctx ends. opts may be nil.
+// Serve serves one session over t until the client ends it or ctx ends.
+// For stdio t is &mcp.StdioTransport{}, as when Claude Desktop starts
+// conduit serve. opts may be nil.
 func (g *Gateway) Serve(ctx context.Context, t mcp.Transport, opts *SessionOptions) error {
 	var o SessionOptions
 	if opts != nil {
@@ -47,8 +47,8 @@ func (g *Gateway) Serve(ctx context.Context, t mcp.Transport, opts *SessionOptio
 }
 
 // clientGone reports whether err says that the client closed the
-// connection, perhaps while an answer was being written: the end of the
-// session, as the client chose it.
+// connection, perhaps while an answer was being written. That is the end
+// of the session, as the client chose it.
 func clientGone(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE)
 }
@@ -72,79 +72,84 @@ const (
 	DefaultBodyTimeout = 30 * time.Second
 	// DefaultIdleTimeout closes a keep-alive connection with no request
 	// for this long when HTTPOptions.IdleTimeout is zero. It is longer
-	// than common balancers' idle timeouts (60 s), so that the balancer
-	// closes first and never sends on a connection closed under it.
+	// than common balancers' idle timeouts (60 s). So the balancer closes
+	// first and never sends on a connection closed under it.
 	DefaultIdleTimeout = 2 * time.Minute
 )
 
 // HTTPOptions configure the Streamable HTTP transport of [Gateway.Handler].
 type HTTPOptions struct {
 	// Tokens maps each bearer token to the principal it authenticates.
-	// Every request must carry one (Authorization: Bearer ...), or a JWT
-	// access token that OAuth accepts; a missing or unknown token is
-	// answered 401 and nothing is forwarded. Tokens are compared in
-	// constant time and are at least MinTokenLen long. A session stays
+	// Every request must carry one (Authorization: Bearer ...). Or it must
+	// carry a JWT access token that OAuth accepts. A missing or unknown
+	// token is answered 401, and nothing is forwarded. Tokens are compared
+	// in constant time and are at least MinTokenLen long. A session stays
 	// with the principal that opened it.
 	Tokens map[string]string
 	// OAuth, when set, also accepts the JWT access tokens of an
-	// authorization server, each for the principal its subject (or
-	// OAuthOptions.PrincipalClaim) names: the gateway is then an OAuth 2.1
+	// authorization server. Each is for the principal its subject (or
+	// OAuthOptions.PrincipalClaim) names. The gateway is then an OAuth 2.1
 	// protected resource (RFC 9728), whose metadata ListenAndServe serves.
-	// A server of identity principal whose OAuth grant is token exchange
-	// exchanges the caller's token for its own (conduit.Options.SubjectToken);
-	// a static token of Tokens is never sent anywhere.
+	// A server of identity principal may have an OAuth grant of token
+	// exchange. It exchanges the caller's token for its own
+	// (conduit.Options.SubjectToken). A static token of Tokens is never
+	// sent anywhere.
 	OAuth *OAuthOptions
 	// NoAuth serves without tokens, every session for the empty principal.
-	// It is for a listener on a loopback address only: requests that
+	// It is for a listener on a loopback address only. Requests that
 	// arrive on another address are refused (403).
 	NoAuth bool
 	// Hosts are the host names (with or without a port) that requests may
-	// name in their Host header besides localhost, 127.0.0.1 and [::1],
-	// as when the gateway is reached under a name of its own. Any other
-	// Host is refused (403): a page that rebinds its DNS name to this
-	// address cannot reach the gateway.
+	// name in their Host header besides localhost, 127.0.0.1 and [::1].
+	// They serve when the gateway is reached under a name of its own. Any
+	// other Host is refused (403). So a page that rebinds its DNS name to
+	// this address cannot reach the gateway.
 	Hosts []string
 	// Origins are the origins (scheme://host[:port]) that may send
-	// requests from a browser, besides those whose host is allowed by
-	// Hosts or loopback. A request with any other Origin is refused (403).
+	// requests from a browser. Those whose host Hosts or loopback allows
+	// may too. A request with any other Origin is refused (403).
 	Origins []string
-	// MaxBodyBytes bounds each request's body (default DefaultMaxBodyBytes);
-	// a larger one is answered 413.
+	// MaxBodyBytes bounds each request's body (default
+	// DefaultMaxBodyBytes). A larger one is answered 413.
 	MaxBodyBytes int64
 	// BodyTimeout bounds the reading of a request's body, from the
-	// moment its headers are read (default DefaultBodyTimeout; negative:
-	// none). A body not read by then ends its connection. Once the body
-	// is read the bound is lifted: a response streamed as server-sent
-	// events lasts as long as it needs.
+	// moment its headers are read. The default is DefaultBodyTimeout.
+	// Negative is none. A body not read by then ends its connection. Once
+	// the body is read the bound is lifted. So a response streamed as
+	// server-sent events lasts as long as it needs.
 	BodyTimeout time.Duration
 	// HeaderTimeout bounds the reading of a request's headers (default
-	// DefaultHeaderTimeout), and IdleTimeout how long a keep-alive
+	// DefaultHeaderTimeout). IdleTimeout bounds how long a keep-alive
 	// connection waits for its next request (default DefaultIdleTimeout).
-	// They are the server's, so ListenAndServe applies them; a caller of
+	// They are the server's, so ListenAndServe applies them. A caller of
 	// Handler sets them on its own http.Server (ReadHeaderTimeout,
 	// IdleTimeout). No bound is set on writing a response: it would cut
 	// event streams.
 	HeaderTimeout, IdleTimeout time.Duration
 	// SessionTimeout closes a session that has had no request for this
-	// long (default DefaultSessionTimeout; negative: never).
+	// long. The default is DefaultSessionTimeout. Negative is never.
 	SessionTimeout time.Duration
 
 	// DrainDelay and ShutdownTimeout shape ListenAndServe's graceful
-	// shutdown, when its context ends: readiness turns false at once
-	// (ReadyPath answers 503), requests are still taken for DrainDelay
-	// (default none), for a balancer to notice; then the listener closes,
-	// the requests in flight are finished, and sessions closed, within
-	// ShutdownTimeout of the context's end (default
-	// DefaultShutdownTimeout), after which what is left is cut off.
+	// shutdown, when its context ends. It goes so:
+	//
+	//   - Readiness turns false at once (ReadyPath answers 503).
+	//   - Requests are still taken for DrainDelay (default none), for a
+	//     balancer to notice.
+	//   - Then the listener closes. The requests in flight are finished,
+	//     and sessions closed.
+	//   - That happens within ShutdownTimeout of the context's end
+	//     (default DefaultShutdownTimeout). After it, what is left is cut
+	//     off.
 	DrainDelay, ShutdownTimeout time.Duration
 }
 
 type httpSessionKey struct{}
 
-// Handler returns the gateway's Streamable HTTP endpoint, which serves a
-// session per client: requests pass the Host and Origin checks, the body
-// bound and the bearer token before anything reaches the MCP handler, in
-// that order.
+// Handler returns the gateway's Streamable HTTP endpoint. It serves a
+// session per client. Requests pass the Host and Origin checks, the body
+// bound and the bearer token, in that order. Only then does anything
+// reach the MCP handler.
 func (g *Gateway) Handler(opts *HTTPOptions) (http.Handler, error) {
 	h, err := g.httpHandlers(opts)
 	if err != nil {
@@ -162,8 +167,8 @@ type handlers struct {
 	flight  *flight      // requests in flight on mcp, for a graceful shutdown
 }
 
-// httpHandlers makes the gateway's HTTP endpoints with opts: the MCP
-// handler and the status, behind the same checks.
+// httpHandlers makes the gateway's HTTP endpoints with opts. They are the
+// MCP handler and the status, behind the same checks.
 func (g *Gateway) httpHandlers(opts *HTTPOptions) (*handlers, error) {
 	var o HTTPOptions
 	if opts != nil {
@@ -224,10 +229,10 @@ func (g *Gateway) httpHandlers(opts *HTTPOptions) (*handlers, error) {
 		}
 	}
 
-	// The SDK's handler asks for a server on every request (to check the
-	// protocol version), and for a session's on the request that opens it:
-	// that one comes from the request's context; the others get a server
-	// that is only asked which versions it speaks.
+	// The SDK's handler asks for a server on every request, to check the
+	// protocol version. It asks for a session's server on the request that
+	// opens it. That one comes from the request's context. The others get
+	// a server that is only asked which versions it speaks.
 	versions := mcp.NewServer(g.impl, &mcp.ServerOptions{SupportedProtocolVersions: protocolVersions})
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		if s, ok := r.Context().Value(httpSessionKey{}).(*session); ok {
@@ -305,9 +310,9 @@ type hashed struct {
 	principal string
 }
 
-// guarded is open behind the checks of each endpoint of the gateway: the
-// Host and Origin checks, the body bound and the bearer token, in that
-// order.
+// guarded is open behind the checks of each endpoint of the gateway. They
+// are the Host and Origin checks, the body bound and the bearer token, in
+// that order.
 func (g *Gateway) guarded(o HTTPOptions, tokens []hashed, jwts *verifier, scopes []string, open http.Handler) http.Handler {
 	var authed http.Handler = open
 	if !o.NoAuth {
@@ -343,7 +348,7 @@ func (g *Gateway) guarded(o HTTPOptions, tokens []hashed, jwts *verifier, scopes
 			g.subjects.note(ti.UserID, token, ti.Expiration)
 			return ti, nil
 		}
-		// The challenge is for the middleware's own refusals: a 403 of the
+		// The challenge is for the middleware's own refusals. A 403 of the
 		// MCP handler (a session opened by another principal) is not about
 		// scopes.
 		inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -371,7 +376,7 @@ func (g *Gateway) guarded(o HTTPOptions, tokens []hashed, jwts *verifier, scopes
 		w = &refusing{ResponseWriter: w, body: hasBody}
 		if hasBody && o.BodyTimeout > 0 {
 			// The server lifts it once the body is read to its end, to
-			// watch for a client that hangs up: an event stream that
+			// watch for a client that hangs up. So an event stream that
 			// answers the request lasts as long as it needs.
 			http.NewResponseController(raw).SetReadDeadline(time.Now().Add(o.BodyTimeout))
 		}
@@ -401,7 +406,7 @@ func (g *Gateway) guarded(o HTTPOptions, tokens []hashed, jwts *verifier, scopes
 }
 
 // refusing closes the connection of a request the gateway refuses (401,
-// 403, 413) as soon as the answer is written. The body is not read: a
+// 403, 413) as soon as the answer is written. The body is not read. So a
 // client that sends it slowly, or never, holds nothing.
 type refusing struct {
 	http.ResponseWriter
@@ -440,18 +445,20 @@ func refuseAnonymous(w http.ResponseWriter) {
 	http.Error(w, "Unauthorized: the token names no principal", http.StatusUnauthorized)
 }
 
-// challenger is what a Bearer challenge says (RFC 6750 §3): the realm,
-// the protected resource metadata (RFC 9728 §5.1) and the scopes, when
-// the gateway is an OAuth protected resource.
+// challenger is what a Bearer challenge says (RFC 6750 §3). That is the
+// realm, the protected resource metadata (RFC 9728 §5.1) and the scopes.
+// It is set when the gateway is an OAuth protected resource.
 type challenger struct {
 	metadata string
 	scopes   []string
 }
 
-// challenge puts the Bearer challenge on a 401 and a 403 (RFC 6750 §3),
-// in place of the SDK middleware's own: error="invalid_token" when the
-// request carried a token, "insufficient_scope" on a 403, nothing more
-// when it carried none (§3.1).
+// challenge puts the Bearer challenge on a 401 and a 403 (RFC 6750 §3).
+// It takes the place of the SDK middleware's own. It says:
+//
+//   - error="invalid_token" when the request carried a token;
+//   - "insufficient_scope" on a 403;
+//   - nothing more when it carried none (§3.1).
 type challenge struct {
 	http.ResponseWriter
 	c     challenger
@@ -502,8 +509,8 @@ func loopbackListener(r *http.Request) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// hostName is the host of a Host header or URL host, lower-cased, without
-// port or IPv6 brackets.
+// hostName is the host of a Host header or URL host. It is lower-cased,
+// without port or IPv6 brackets.
 func hostName(hostport string) string {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
@@ -521,7 +528,7 @@ func isLoopbackName(host string) bool {
 }
 
 // allowedHost reports whether a request's Host header names loopback or
-// one of hosts (a host alone allows any port).
+// one of hosts. A host alone allows any port.
 func allowedHost(hostport string, hosts []string) bool {
 	if hostport == "" {
 		return false
@@ -555,14 +562,19 @@ func allowedOrigin(origin string, hosts, origins []string) bool {
 }
 
 // ListenAndServe serves the gateway's Handler at the path /mcp of addr
-// (host:port; a missing host is 127.0.0.1), with HTTPOptions.OAuth its
-// protected resource metadata at OAuthOptions.MetadataPath, and the
-// operations endpoints HealthPath and ReadyPath (for a load balancer: no
-// token, and no Host check, as a balancer's probe sends none) and
-// StatusPath (authenticated as /mcp is), until ctx ends; then it shuts
-// down gracefully (see HTTPOptions.DrainDelay) and returns nil. NoAuth is
-// refused unless addr is a loopback address. ready, when not nil, is
-// called with the address listened on.
+// until ctx ends. addr is host:port, and a missing host is 127.0.0.1. It
+// serves these too:
+//
+//   - with HTTPOptions.OAuth, its protected resource metadata at
+//     OAuthOptions.MetadataPath;
+//   - the operations endpoints HealthPath and ReadyPath, for a load
+//     balancer. They need no token and no Host check, as a balancer's
+//     probe sends none.
+//   - StatusPath, authenticated as /mcp is.
+//
+// When ctx ends it shuts down gracefully (see HTTPOptions.DrainDelay) and
+// returns nil. NoAuth is refused unless addr is a loopback address. ready,
+// when not nil, is called with the address listened on.
 func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOptions, ready func(net.Addr)) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -610,10 +622,10 @@ func (g *Gateway) ListenAndServe(ctx context.Context, addr string, opts *HTTPOpt
 	return nil
 }
 
-// shutdown ends srv gracefully: not ready first, then for DrainDelay
-// still serving, then no new connection, the requests in flight finished,
-// the sessions (and their event streams) closed, all within
-// ShutdownTimeout.
+// shutdown ends srv gracefully, all within ShutdownTimeout. It turns not
+// ready first. Then it still serves for DrainDelay. Then it takes no new
+// connection, finishes the requests in flight, and closes the sessions
+// (and their event streams).
 func (g *Gateway) shutdown(srv *http.Server, h *handlers, done <-chan error) {
 	g.draining.Store(true)
 	limit := h.o.ShutdownTimeout
@@ -630,9 +642,8 @@ func (g *Gateway) shutdown(srv *http.Server, h *handlers, done <-chan error) {
 			t.Stop()
 		}
 	}
-	// Shutdown closes the listener and the idle connections, and waits
-	// for the rest, which event streams keep busy until their sessions
-	// close.
+	// Shutdown closes the listener and the idle connections. It waits for
+	// the rest. Event streams keep them busy until their sessions close.
 	shut := make(chan struct{})
 	go func() {
 		srv.Shutdown(sctx)

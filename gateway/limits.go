@@ -20,49 +20,49 @@ import (
 )
 
 // Limits on callers: tool calls per minute and at once, for each
-// principal, counted in the hub's store (store.Counters) so that the
+// principal. They are counted in the hub's store (store.Counters). So the
 // replicas behind one address count the same calls. A call is counted
-// once the policy, its approval and the before-hooks have let it
-// through, by a before-hook of the gateway's that runs last: a call the
+// once the policy, its approval and the before-hooks have let it through.
+// A before-hook of the gateway's that runs last counts it. So a call the
 // policy denies, or one asked about and not yet approved, costs nothing.
 
 // Limit bounds the tool calls of principals. Each principal it applies to
-// is counted apart, over every tool it matches together: {Tools:
+// is counted apart, over every tool it matches together. So {Tools:
 // ["github/*"], PerMinute: 60} lets each principal make 60 calls a minute
-// to github's tools in all. Every Limit that matches a call applies, so a
+// to github's tools in all. Every Limit that matches a call applies. So a
 // limit on one server's tools can sit under a ceiling on every tool.
 type Limit struct {
-	// Principals are the principals it applies to; nil is every
+	// Principals are the principals it applies to. Nil is every
 	// principal, each counted apart.
 	Principals []string
-	// Tools are patterns of the policy's ("server/tool", "server", with
-	// globs, as in conduit.Allow) of the tools it applies to; nil is
-	// every tool.
+	// Tools are patterns of the tools it applies to. They are the
+	// policy's patterns: "server/tool", "server", with globs, as in
+	// conduit.Allow. Nil is every tool.
 	Tools []string
 	// PerMinute bounds the calls a principal makes to those tools in a
-	// minute: a window opens at the first call and lasts a minute, and a
-	// call over the bound is refused until it ends. 0: no bound.
+	// minute. A window opens at the first call and lasts a minute. A call
+	// over the bound is refused until it ends. 0: no bound.
 	PerMinute int
 	// AtOnce bounds the calls a principal has in flight to those tools at
-	// once, across replicas. A call holds its slot until it ends, or,
-	// when its replica dies first, until its lease ends (the hub's call
-	// timeout and a minute). 0: no bound.
+	// once, across replicas. A call holds its slot until it ends. When its
+	// replica dies first, it holds it until its lease ends. The lease is
+	// the hub's call timeout and a minute. 0: no bound.
 	AtOnce int
 }
 
-// MetaRetryAfter is the _meta key of a tool result refused by a [Limit]:
-// the seconds to wait before retrying (a number), which the result's text
-// says too.
+// MetaRetryAfter is the _meta key of a tool result refused by a [Limit].
+// Its value is the seconds to wait before retrying, a number. The
+// result's text says it too.
 const MetaRetryAfter = "io.github.conduitmcp/retryAfter"
 
-// LimitError is the cause of a call refused by a [Limit] (the
-// conduit.Error's Err, of conduit.KindLimit): errors.As finds it.
+// LimitError is the cause of a call refused by a [Limit]. It is the
+// conduit.Error's Err, of conduit.KindLimit. errors.As finds it.
 type LimitError struct {
 	// Limit is the limit that refused the call.
 	Limit Limit
-	// RetryAfter is how long to wait before the call may be allowed: the
-	// end of the window of PerMinute; for AtOnce, a guess (a second), as
-	// no one knows when a call in flight ends.
+	// RetryAfter is how long to wait before the call may be allowed. For
+	// PerMinute it is the end of the window. For AtOnce it is a guess (a
+	// second), as no one knows when a call in flight ends.
 	RetryAfter time.Duration
 }
 
@@ -121,8 +121,8 @@ func newLimiter(limits []Limit, callTimeout time.Duration, logger *slog.Logger) 
 	return l, nil
 }
 
-// key is the store's key of a limit's counts for a principal: its window
-// and its slots, which the store keeps apart.
+// key is the store's key of a limit's counts for a principal. The counts
+// are its window and its slots, which the store keeps apart.
 func (cl *compiledLimit) key(principal string) string {
 	return "limit/" + cl.id + "/" + url.PathEscape(principal)
 }
@@ -138,13 +138,13 @@ type heldSlot struct{ key, token string }
 type heldKey struct{}
 
 // hook is the before-hook that counts a call against the limits that
-// match it, last of the hub's before-hooks.
+// match it. It is the last of the hub's before-hooks.
 func (l *limiter) hook() conduit.Hook {
 	return conduit.Hook{Name: "conduit serve's limits", Inline: true, Before: l.admit}
 }
 
-// admit counts c against every limit that matches it: the slots first,
-// then the windows, so that a call refused for want of a slot costs no
+// admit counts c against every limit that matches it. It counts the slots
+// first, then the windows. So a call refused for want of a slot costs no
 // window. A refusal gives back what the call took.
 func (l *limiter) admit(ctx context.Context, c *conduit.Call) error {
 	held, _ := ctx.Value(heldKey{}).(*heldSlots)
@@ -190,8 +190,8 @@ func (l *limiter) admit(ctx context.Context, c *conduit.Call) error {
 				fmt.Sprintf("%s per minute, and they are used: retry in %s", calls(cl.PerMinute), seconds(w.Reset)))
 		}
 	}
-	// held is nil for a call the gateway did not make (and so will not
-	// release): its slots come back with their lease.
+	// held is nil for a call the gateway did not make, and so will not
+	// release. Its slots come back with their lease.
 	if held != nil && len(taken) > 0 {
 		held.mu.Lock()
 		held.slots = append(held.slots, taken...)
@@ -229,7 +229,7 @@ func limitError(c *conduit.Call, lim Limit, retry time.Duration, allows string) 
 		Err: &LimitError{Limit: lim, RetryAfter: max(retry, time.Second)}}
 }
 
-// unavailable is the refusal of c when its limits cannot be counted: the
+// unavailable is the refusal of c when its limits cannot be counted. The
 // call is not sent (fail closed).
 func (l *limiter) unavailable(c *conduit.Call, err error) error {
 	l.logger.Warn("gateway: counting a call against the limits", "err", err)
@@ -252,8 +252,8 @@ func (l *limiter) release(ctx context.Context, slots []heldSlot) {
 	}
 }
 
-// callTool makes a tool call through the hub, releasing the slots of
-// AtOnce its limits took once it has ended.
+// callTool makes a tool call through the hub. Once the call has ended, it
+// releases the slots of AtOnce its limits took.
 func (g *Gateway) callTool(ctx context.Context, name string, args any, opts *conduit.CallOptions) (*mcp.CallToolResult, error) {
 	if g.limits == nil {
 		return g.src.CallTool(ctx, name, args, opts)
@@ -272,8 +272,8 @@ func (g *Gateway) callTool(ctx context.Context, name string, args any, opts *con
 type LimitUsage struct {
 	Limit
 	// Calls is the number of calls counted in the current window of
-	// PerMinute, and WindowEnds how long until it ends (zero when no
-	// window is open).
+	// PerMinute. WindowEnds is how long until it ends, zero when no
+	// window is open.
 	Calls      int
 	WindowEnds time.Duration
 	// InFlight is the number of calls holding a slot of AtOnce.
@@ -281,7 +281,7 @@ type LimitUsage struct {
 }
 
 // Usage reports how much principal has used of each limit that applies
-// to them, as the store counts it across replicas.
+// to them. The store counts it across replicas.
 func (g *Gateway) Usage(ctx context.Context, principal string) ([]LimitUsage, error) {
 	if g.limits == nil {
 		return nil, nil

@@ -19,12 +19,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
-// The HTTP transport as an OAuth 2.1 protected resource (RFC 9728): its
-// callers present JWT access tokens (RFC 9068) of an authorization server,
-// verified against the keys it publishes, with
-// github.com/go-jose/go-jose/v4 (which DPoP already uses, and which reads
-// a JWKS and checks a token's algorithm against a list before anything
-// else); the token's subject, or a configured claim, is the principal.
+// The HTTP transport as an OAuth 2.1 protected resource (RFC 9728). Its
+// callers present JWT access tokens (RFC 9068) of an authorization
+// server. They are verified against the keys it publishes, with
+// github.com/go-jose/go-jose/v4. DPoP uses that library too. It reads a
+// JWKS, and checks a token's algorithm against a list before anything
+// else. The token's subject, or a configured claim, is the principal.
 // Every refusal is a 401 with a Bearer challenge, and nothing is
 // forwarded.
 
@@ -34,7 +34,7 @@ const (
 	// iat when OAuthOptions.Leeway is zero.
 	DefaultLeeway = 30 * time.Second
 	// DefaultKeyRefresh is the least time between two fetches of the
-	// issuer's keys for a token whose kid is unknown, when
+	// issuer's keys for a token whose kid is unknown. It applies when
 	// OAuthOptions.KeyRefresh is zero.
 	DefaultKeyRefresh = time.Minute
 	// keyMaxAge is how long fetched keys are used before they are fetched
@@ -46,58 +46,65 @@ const (
 )
 
 // OAuthOptions make [Gateway.Handler] accept the JWT access tokens of an
-// authorization server, besides HTTPOptions.Tokens: MCP clients that log
-// in by OAuth (Claude, VS Code) find it through the protected resource
-// metadata ([OAuthOptions.Metadata], served by ListenAndServe) and the
-// challenge of every 401. A token is accepted when it is signed by one of
-// the issuer's published keys with an asymmetric algorithm (RS*, PS*,
-// ES*, EdDSA; never "none" nor an HMAC), its typ header names no other
-// kind of token (see RequireTokenType), its iss is Issuer, its aud names
-// Resource, it has not expired (exp is required; nbf and iat are
-// checked, with Leeway for clocks), and its principal claim is a
-// non-empty string (an email a verified one).
+// authorization server, besides HTTPOptions.Tokens. MCP clients that log
+// in by OAuth (Claude, VS Code) find it through two things. One is the
+// protected resource metadata ([OAuthOptions.Metadata], served by
+// ListenAndServe). The other is the challenge of every 401. A token is
+// accepted when all of these hold:
+//
+//   - It is signed by one of the issuer's published keys with an
+//     asymmetric algorithm: RS*, PS*, ES*, EdDSA. Never "none" nor an
+//     HMAC.
+//   - Its typ header names no other kind of token (see
+//     RequireTokenType).
+//   - Its iss is Issuer.
+//   - Its aud names Resource.
+//   - It has not expired. exp is required. nbf and iat are checked, with
+//     Leeway for clocks.
+//   - Its principal claim is a non-empty string. An email must be a
+//     verified one.
 type OAuthOptions struct {
 	// Resource is the gateway's own URL as clients reach it, such as
-	// https://mcp.example.com/mcp: the audience every token must name, and
-	// the resource of the metadata.
+	// https://mcp.example.com/mcp. It is the audience every token must
+	// name, and the resource of the metadata.
 	Resource string
 	// Issuer is the authorization server whose tokens are accepted, as in
 	// its metadata (RFC 8414, or OpenID discovery).
 	Issuer string
-	// JWKSURL is where the issuer's keys are; "" reads jwks_uri from its
+	// JWKSURL is where the issuer's keys are. "" reads jwks_uri from its
 	// metadata.
 	JWKSURL string
-	// PrincipalClaim is the claim that names the principal (a non-empty
-	// string); "" is "sub". An "email" or "preferred_username" claim makes
+	// PrincipalClaim is the claim that names the principal, a non-empty
+	// string. "" is "sub". An "email" or "preferred_username" claim makes
 	// the policy's principal rules readable. With "email", the token must
-	// also say email_verified true: an address its owner never proved is
+	// also say email_verified true. An address its owner never proved is
 	// not who they are.
 	PrincipalClaim string
 	// RequireTokenType accepts only tokens whose typ header is at+jwt
-	// (RFC 9068 §4), for an issuer that types its access tokens so: an ID
-	// token or another JWT it signs is then never taken for an access
-	// token. Without it, a token that names another type in typ (such as
-	// dpop+jwt or id-jag+jwt) is refused, and one without typ, or with the
-	// generic JWT, is accepted: many issuers (Entra ID, Keycloak, Google)
+	// (RFC 9068 §4). It is for an issuer that types its access tokens so.
+	// An ID token or another JWT it signs is then never taken for an
+	// access token. Without it, a token that names another type in typ is
+	// refused, such as dpop+jwt or id-jag+jwt. One without typ, or with the
+	// generic JWT, is accepted. Many issuers (Entra ID, Keycloak, Google)
 	// do not type their access tokens.
 	RequireTokenType bool
-	// Scopes are the scopes every token must have (its "scope" or "scp"
-	// claim), and which the metadata lists.
+	// Scopes are the scopes every token must have, in its "scope" or
+	// "scp" claim. The metadata lists them.
 	Scopes []string
 	// Leeway is the clock skew allowed (default DefaultLeeway).
 	Leeway time.Duration
 	// KeyRefresh is the least time between two fetches of the keys for a
-	// token with an unknown kid, as after a key rotation (default
-	// DefaultKeyRefresh): a flood of forged kids costs one fetch. Keys are
-	// fetched again after an hour in any case.
+	// token with an unknown kid, as after a key rotation. The default is
+	// DefaultKeyRefresh. So a flood of forged kids costs one fetch. Keys
+	// are fetched again after an hour in any case.
 	KeyRefresh time.Duration
-	// HTTPClient fetches the metadata and the keys; nil is a client with
+	// HTTPClient fetches the metadata and the keys. Nil is a client with
 	// a ten-second timeout.
 	HTTPClient *http.Client
 }
 
-// check validates the options, which name HTTPS endpoints (or loopback
-// HTTP).
+// check validates the options. They must name HTTPS endpoints, or
+// loopback HTTP.
 func (o *OAuthOptions) check() error {
 	if err := oauth.CheckEndpoint("the resource", o.Resource); err != nil {
 		return fmt.Errorf("gateway: OAuth: %w", err)
@@ -117,8 +124,8 @@ func (o *OAuthOptions) check() error {
 }
 
 // MetadataPath is the path of the resource's protected resource metadata
-// (RFC 9728 §3.1): /.well-known/oauth-protected-resource followed by the
-// resource's path.
+// (RFC 9728 §3.1). It is /.well-known/oauth-protected-resource followed
+// by the resource's path.
 func (o *OAuthOptions) MetadataPath() string {
 	u, err := url.Parse(o.Resource)
 	if err != nil {
@@ -136,8 +143,8 @@ func (o *OAuthOptions) MetadataURL() string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host}).String() + o.MetadataPath()
 }
 
-// Metadata serves the resource's protected resource metadata (RFC 9728),
-// through the SDK's handler, at MetadataPath of the resource's origin.
+// Metadata serves the resource's protected resource metadata (RFC 9728).
+// It uses the SDK's handler, at MetadataPath of the resource's origin.
 func (o *OAuthOptions) Metadata() http.Handler {
 	return auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:               o.Resource,
@@ -148,8 +155,8 @@ func (o *OAuthOptions) Metadata() http.Handler {
 	})
 }
 
-// The signature algorithms a token may use: asymmetric ones only, so that
-// a public key can never be taken for an HMAC secret.
+// The signature algorithms a token may use. They are asymmetric ones
+// only, so that a public key can never be taken for an HMAC secret.
 var tokenAlgs = []jose.SignatureAlgorithm{
 	jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512,
 	jose.ES256, jose.ES384, jose.ES512, jose.EdDSA,
@@ -162,8 +169,8 @@ func refuse(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errToken}, args...)...)
 }
 
-// verifier verifies JWT access tokens against the issuer's keys, which it
-// fetches and keeps.
+// verifier verifies JWT access tokens against the issuer's keys. It
+// fetches and keeps the keys.
 type verifier struct {
 	o  OAuthOptions
 	hc *http.Client
@@ -196,8 +203,8 @@ func newVerifier(o OAuthOptions) (*verifier, error) {
 
 // verify checks token and returns what it says: the principal, its
 // expiry and scopes. A token refused for what it is matches
-// auth.ErrInvalidToken (a 401); failing to fetch the keys does not (the
-// middleware answers 500), and neither forwards anything.
+// auth.ErrInvalidToken (a 401). Failing to fetch the keys does not: the
+// middleware answers 500. Neither forwards anything.
 func (v *verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, error) {
 	if len(token) > maxTokenBytes {
 		return nil, refuse("the token is longer than %d bytes", maxTokenBytes)
@@ -256,9 +263,10 @@ func (v *verifier) verify(ctx context.Context, token string) (*auth.TokenInfo, e
 	return &auth.TokenInfo{UserID: principal, Scopes: scopes, Expiration: reg.Expiry.Time()}, nil
 }
 
-// checkType checks a token's typ header (RFC 9068 §2.1, §4): at+jwt when
-// RequireTokenType is set; otherwise absent, JWT, or at+jwt. Media types
-// compare without case, with or without "application/" (RFC 7515 §4.1.9).
+// checkType checks a token's typ header (RFC 9068 §2.1, §4). It must be
+// at+jwt when RequireTokenType is set. Otherwise it may be absent, JWT,
+// or at+jwt. Media types compare without case, with or without
+// "application/" (RFC 7515 §4.1.9).
 func (v *verifier) checkType(h jose.Header) error {
 	raw, present := h.ExtraHeaders[jose.HeaderType]
 	typ, isString := raw.(string)
@@ -278,8 +286,8 @@ func (v *verifier) checkType(h jose.Header) error {
 	return refuse("the token's typ %q is not an access token's", typ)
 }
 
-// verifiedEmail reads email_verified as issuers write it: true, or the
-// string "true" (Amazon Cognito, some others).
+// verifiedEmail reads email_verified as issuers write it. That is true,
+// or the string "true" (Amazon Cognito, some others).
 func verifiedEmail(v any) bool {
 	switch v := v.(type) {
 	case bool:
@@ -290,9 +298,9 @@ func verifiedEmail(v any) bool {
 	return false
 }
 
-// scopesOf reads a scope claim as issuers write it: a space-separated
-// string (RFC 9068's "scope", Entra ID's "scp"), or an array of strings
-// (some issuers' "scp"). Anything else is no scope.
+// scopesOf reads a scope claim as issuers write it. That is a
+// space-separated string (RFC 9068's "scope", Entra ID's "scp"). Or it is
+// an array of strings (some issuers' "scp"). Anything else is no scope.
 func scopesOf(v any) []string {
 	switch v := v.(type) {
 	case string:
@@ -311,8 +319,8 @@ func scopesOf(v any) []string {
 
 // key returns the issuer's key of kid for alg. Keys are fetched when
 // there are none yet, when they are older than an hour, and when kid is
-// unknown (a rotation), at most once per KeyRefresh in all: a flood of
-// tokens with made-up kids costs one fetch.
+// unknown (a rotation). They are fetched at most once per KeyRefresh in
+// all. So a flood of tokens with made-up kids costs one fetch.
 func (v *verifier) key(ctx context.Context, kid, alg string) (jose.JSONWebKey, error) {
 	k, found, stale := v.lookup(kid, alg)
 	if found && !stale {
@@ -328,7 +336,7 @@ func (v *verifier) key(ctx context.Context, kid, alg string) (jose.JSONWebKey, e
 	return jose.JSONWebKey{}, refuse("no key of the issuer's has kid %q for %s", kid, alg)
 }
 
-// lookup finds the key of kid for alg among those fetched, and says
+// lookup finds the key of kid for alg among those fetched. It says
 // whether they are due to be fetched again.
 func (v *verifier) lookup(kid, alg string) (_ jose.JSONWebKey, found, stale bool) {
 	v.mu.Lock()
@@ -337,8 +345,8 @@ func (v *verifier) lookup(kid, alg string) (_ jose.JSONWebKey, found, stale bool
 	return k, found, v.at.IsZero() || time.Since(v.at) > keyMaxAge
 }
 
-// findKey is the key of keys that kid (or, without a kid, the only key)
-// names, when it is for alg.
+// findKey is the key of keys that kid names, when it is for alg. Without
+// a kid, it is the only key.
 func findKey(keys []jose.JSONWebKey, kid, alg string) (jose.JSONWebKey, bool) {
 	var match []jose.JSONWebKey
 	for _, k := range keys {
@@ -379,8 +387,8 @@ func (v *verifier) refresh(ctx context.Context) error {
 }
 
 func (v *verifier) fetchKeys(ctx context.Context) ([]jose.JSONWebKey, error) {
-	// Not the request's context: a caller who hangs up must not make the
-	// fetch fail, which would then be kept for KeyRefresh, for everyone.
+	// Not the request's context. A caller who hangs up must not make the
+	// fetch fail. The failure would be kept for KeyRefresh, for everyone.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	jwksURL := v.o.JWKSURL
@@ -420,9 +428,9 @@ func (v *verifier) fetchKeys(ctx context.Context) ([]jose.JSONWebKey, error) {
 	return parseJWKS(data)
 }
 
-// parseJWKS reads a JWK set (RFC 7517 §5), keeping the public signing
-// keys of the accepted algorithms: a key it cannot read, a private or
-// symmetric one, and one for encryption are left out, the rest kept.
+// parseJWKS reads a JWK set (RFC 7517 §5). It keeps the public signing
+// keys of the accepted algorithms. It leaves out a key it cannot read, a
+// private or symmetric one, and one for encryption.
 func parseJWKS(data []byte) ([]jose.JSONWebKey, error) {
 	var set struct {
 		Keys []json.RawMessage `json:"keys"`
@@ -456,9 +464,10 @@ func acceptedAlg(alg string) bool {
 	return false
 }
 
-// subjects are the callers' verified tokens by principal: what a server
-// of identity principal whose OAuth grant is token exchange exchanges
-// (conduit.Options.SubjectToken), kept in memory until they expire.
+// subjects are the callers' verified tokens by principal. A server of
+// identity principal may have an OAuth grant of token exchange. These
+// tokens are what it exchanges (conduit.Options.SubjectToken). They are
+// kept in memory until they expire.
 type subjects struct {
 	mu sync.Mutex
 	m  map[string]subject
@@ -469,7 +478,7 @@ type subject struct {
 	expires time.Time // zero: no expiry (a static token)
 }
 
-// maxSubjects bounds the tokens kept; the expired ones go first.
+// maxSubjects bounds the tokens kept. The expired ones go first.
 const maxSubjects = 4096
 
 // note keeps principal's latest verified token.
@@ -511,6 +520,6 @@ func (s *subjects) token(_ context.Context, principal string) (string, error) {
 }
 
 // errKeysUnavailable is what a caller is told when its token cannot be
-// checked because the issuer's keys cannot be fetched (a 500: the token
-// may be good).
+// checked because the issuer's keys cannot be fetched. It is a 500,
+// since the token may be good.
 var errKeysUnavailable = errors.New("the authorization server's keys cannot be fetched now: retry later")

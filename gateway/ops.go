@@ -12,9 +12,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
-// What a load balancer and an operator ask of one replica: whether it is
-// alive and ready for requests, what a caller has used of the limits, and
-// a shutdown that loses no request it took.
+// What a load balancer and an operator ask of one replica:
+//
+//   - whether it is alive and ready for requests;
+//   - what a caller has used of the limits;
+//   - a shutdown that loses no request it took.
 
 // DefaultShutdownTimeout bounds a graceful shutdown when
 // HTTPOptions.ShutdownTimeout is zero.
@@ -25,10 +27,11 @@ const (
 	// HealthPath answers 200 while the process serves: it is alive.
 	HealthPath = "/healthz"
 	// ReadyPath answers 200 while the gateway takes requests (see
-	// [Gateway.Ready]), 503 otherwise, with a JSON body that says why.
+	// [Gateway.Ready]). Otherwise it answers 503, with a JSON body that
+	// says why.
 	ReadyPath = "/readyz"
-	// StatusPath answers, to a caller authenticated as for /mcp, a JSON
-	// document of the gateway's state and of the caller's own use of
+	// StatusPath answers a caller authenticated as for /mcp. It answers a
+	// JSON document of the gateway's state and of the caller's own use of
 	// the limits (see [Gateway.Usage]).
 	StatusPath = "/status"
 )
@@ -42,16 +45,19 @@ var (
 	ErrNoServerUp = errors.New("gateway: no server is up")
 )
 
-// Ready reports whether the gateway is to be sent requests: nil, or
-// [ErrDraining] once ListenAndServe's context has ended, or
-// [ErrNoServerUp] while none of its servers is up (a server of identity
-// principal counts as up: its sessions open per principal).
+// Ready reports whether the gateway is to be sent requests. It returns
+// one of these:
 //
-// The store is not part of it. A store that the replicas share and that
-// is unavailable is unavailable to every one of them: taking them all out
-// of the balancer would answer every client with the balancer's own error,
-// where each replica lists and refuses calls with one that says the store
-// is unavailable. ListenAndServe's ReadyPath reports the store's state
+//   - nil;
+//   - [ErrDraining] once ListenAndServe's context has ended;
+//   - [ErrNoServerUp] while none of its servers is up. A server of
+//     identity principal counts as up: its sessions open per principal.
+//
+// The store is not part of it. A shared store that is unavailable is
+// unavailable to every replica. Taking them all out of the balancer would
+// answer every client with the balancer's own error. Instead each replica
+// lists, and refuses calls with an error that says the store is
+// unavailable. ListenAndServe's ReadyPath reports the store's state
 // apart.
 func (g *Gateway) Ready(context.Context) error {
 	if g.draining.Load() {
@@ -93,9 +99,9 @@ func (g *Gateway) serveReady(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, doc)
 }
 
-// statusDoc is what StatusPath answers: nothing of another principal's,
-// and no secret (server errors, which may quote a server's answers, are
-// left out).
+// statusDoc is what StatusPath answers. It holds nothing of another
+// principal's, and no secret. So server errors, which may quote a
+// server's answers, are left out.
 type statusDoc struct {
 	Principal string      `json:"principal"`
 	Ready     bool        `json:"ready"`
@@ -159,7 +165,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // flight counts the requests in flight on an endpoint, for a shutdown to
 // wait for them. A GET is a stream of events, which ends only when its
-// session does: it is not counted.
+// session does. So it is not counted.
 type flight struct {
 	mu   sync.Mutex
 	n    int

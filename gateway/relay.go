@@ -8,8 +8,11 @@ import (
 )
 
 // What passes between a session's client and the servers besides calls:
-// the client's logging level, the servers' log messages, and the requests
-// servers make during the session's calls (elicitation, sampling, roots).
+//
+//   - the client's logging level;
+//   - the servers' log messages;
+//   - the requests servers make during the session's calls (elicitation,
+//     sampling, roots).
 
 // watchLevel passes a client's logging/setLevel on to the servers.
 func (s *session) watchLevel(next mcp.MethodHandler) mcp.MethodHandler {
@@ -34,9 +37,9 @@ func (s *session) logLevel() mcp.LoggingLevel {
 	return s.level
 }
 
-// log sends a server's log message to the client (the SDK drops what is
-// below the level the client set). During the call it belongs to, it goes
-// with the call; after the call has been answered, on its own.
+// log sends a server's log message to the client. The SDK drops what is
+// below the level the client set. During the call it belongs to, it goes
+// with the call. After the call has been answered, it goes on its own.
 func (s *session) log(ctx context.Context, p *mcp.LoggingMessageParams) {
 	ss := s.serverSession()
 	if ss == nil || p == nil {
@@ -48,7 +51,7 @@ func (s *session) log(ctx context.Context, p *mcp.LoggingMessageParams) {
 }
 
 // The requests servers make during this session's calls, passed on to the
-// client: ctx is the call's, so the request goes with the call.
+// client. ctx is the call's, so the request goes with the call.
 
 func (s *session) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	ss := s.serverSession()

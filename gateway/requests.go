@@ -12,20 +12,25 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// A session's requests (tools/call, prompts/get, resources/read,
-// completion/complete, resources/subscribe), each run through the hub's
+// A session's requests: tools/call, prompts/get, resources/read,
+// completion/complete, resources/subscribe. Each runs through the hub's
 // pipeline for the session's principal and with its taint.
 
-// forwardMeta is the _meta a client sent with a request (tools/call,
-// prompts/get, resources/read, completion/complete), to pass on to the
-// server, added to out: the progress token is conduit's to set (progress
-// comes back through the call), and the io.modelcontextprotocol/ keys
-// describe the client's hop, not the call (what of them the server is to
-// know, clientMeta passes on). A trace context in it
-// (traceparent, tracestate, baggage) reaches the hub's Trace as
-// CallStartInfo.Meta (RequestStartInfo.Meta), whose span continues it;
-// the hub's Trace.RequestMeta then replaces it with the span's own, so
-// that the server's span is a child of conduit's, not of the client's.
+// forwardMeta adds to out the _meta a client sent with a request, to pass
+// on to the server. The requests are tools/call, prompts/get,
+// resources/read and completion/complete. Two kinds of key are left out:
+//
+//   - the progress token, which is conduit's to set (progress comes back
+//     through the call);
+//   - the io.modelcontextprotocol/ keys, which describe the client's hop,
+//     not the call. What of them the server is to know, clientMeta passes
+//     on.
+//
+// A trace context in it (traceparent, tracestate, baggage) reaches the
+// hub's Trace as CallStartInfo.Meta (RequestStartInfo.Meta). The Trace's
+// span continues it. The hub's Trace.RequestMeta then replaces it with the
+// span's own. So the server's span is a child of conduit's, not of the
+// client's.
 func forwardMeta(m, out mcp.Meta) mcp.Meta {
 	for k, v := range m {
 		if k == "progressToken" || k == MetaConversation || strings.HasPrefix(k, "io.modelcontextprotocol/") {
@@ -40,7 +45,8 @@ func forwardMeta(m, out mcp.Meta) mcp.Meta {
 }
 
 // callTool runs a client's tools/call of name, offered by ts, through the
-// hub's pipeline; a view's as a round of a multi-round-trip exchange.
+// hub's pipeline. A view's call runs as a round of a multi-round-trip
+// exchange.
 func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	opts, conv, err := s.callOptions(ctx, ts, req.Params.Meta)
 	if err != nil {
@@ -88,8 +94,8 @@ func (s *session) callTool(ctx context.Context, ts *conduit.ToolSet, name string
 	return res.(*mcp.CallToolResult), nil
 }
 
-// serve makes a request's call: a view's as a round, rq
-// saying what the request is; a session's at once.
+// serve makes a request's call. A view's runs as a round, and rq says
+// what the request is. A session's runs at once.
 func (s *session) serve(ctx context.Context, rq *roundRequest, opts *conduit.CallOptions, call func(context.Context, *conduit.CallOptions) (mcp.Result, error)) (mcp.Result, error) {
 	if rq == nil {
 		return call(ctx, opts)
@@ -98,7 +104,8 @@ func (s *session) serve(ctx context.Context, rq *roundRequest, opts *conduit.Cal
 }
 
 // budget cuts the result of tool name (t, nil when unknown) to its
-// budget: its server's, else the gateway's (none by default).
+// budget. That is its server's budget, else the gateway's. The gateway
+// has none by default.
 func (g *Gateway) budget(ctx context.Context, name string, t *conduit.Tool, res *mcp.CallToolResult) *mcp.CallToolResult {
 	limit := g.maxTokens
 	if t != nil && t.MaxResultTokens != 0 {
@@ -166,8 +173,8 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 }
 
 // rpcCall is the call of a prompts/get or resources/read of the session,
-// which do makes: its output taints the principal (and conv) with server,
-// and an error is the request's JSON-RPC error.
+// which do makes. Its output taints the principal (and conv) with server.
+// An error is the request's JSON-RPC error.
 func (s *session) rpcCall(conv, server string, do func(context.Context, *conduit.CallOptions) (mcp.Result, error)) func(context.Context, *conduit.CallOptions) (mcp.Result, error) {
 	return func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
 		res, err := do(context.WithValue(ctx, sessionKey{}, s), opts)
@@ -188,11 +195,11 @@ func (s *session) roundRequest(m *method, ss *mcp.ServerSession, name, args stri
 }
 
 // complete asks the server of the reference for completions. The values
-// are the server's output, which the client shows its user and which may
-// end up in a prompt's arguments: they taint the session as a prompt or a
-// resource does. An answer without values carries no text of the
-// server's (and conduit answers so itself for a server that offers no
-// completions), so it taints nothing.
+// are the server's output. The client shows them to its user, and they
+// may end up in a prompt's arguments. So they taint the session as a
+// prompt or a resource does. An answer without values carries no text of
+// the server's, so it taints nothing. Conduit answers so itself for a
+// server that offers no completions.
 func (s *session) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	server := s.completionServer(req.Params)
 	opts, conv, err := s.callOptions(ctx, nil, req.Params.Meta)

@@ -16,38 +16,40 @@ import (
 )
 
 // A request of a client of protocol 2026-07-28 (tools/call, prompts/get,
-// resources/read) is one round of a multi-round-trip exchange: when the
-// gateway or a server needs something of the client, the request is
-// answered with an input-required result and a sealed requestState,
-// and the client's retry, with its answers and that state, goes on:
+// resources/read) is one round of a multi-round-trip exchange. The
+// gateway or a server may need something of the client. Then the request
+// is answered with an input-required result and a sealed requestState.
+// The client's retry, with its answers and that state, goes on. There are
+// three cases:
 //
-//   - An "ask" rule: the gateway's approver does not ask; the
-//     call is refused unsent and the round answers with an elicitation
-//     that asks the client to approve it. The retry with an accepting
-//     answer and the state runs the call, approved without asking again:
-//     the decision is the verified state and the client's answer, given
-//     the pipeline as conduit.CallOptions.Approval (a decision taken
-//     beforehand, as a resumed conversation's is).
-//   - A server of 2026-07-28 that asks (its own input-required result):
-//     the round answers with the server's input requests, its requestState
-//     carried inside the gateway's; the retry sends the client's answers
-//     and the server's state back to it (conduit.Input).
+//   - An "ask" rule. The gateway's approver does not ask. The call is
+//     refused unsent. The round answers with an elicitation that asks the
+//     client to approve it. The retry with an accepting answer and the
+//     state runs the call, approved without asking again. The decision is
+//     the verified state and the client's answer. The pipeline gets it as
+//     conduit.CallOptions.Approval, a decision taken beforehand, as a
+//     resumed conversation's is.
+//   - A server of 2026-07-28 that asks, with its own input-required
+//     result. The round answers with the server's input requests. Its
+//     requestState is carried inside the gateway's. The retry sends the
+//     client's answers and the server's state back to it (conduit.Input).
 //   - A server of 2025-11-25 or before that asks by a request during the
-//     call: the call goes on in this replica, waiting for the answer; the
-//     round answers with the question, and the retry gives the answer to
-//     the waiting call. The retry must reach the same replica (a load
-//     balancer that does not is answered so), within ApprovalTimeout, after
-//     which its server is told the client gave no answer (and so is every
-//     later request of its during the call). This is the only thing of
-//     such a client that lives in one replica's memory, and only while its
-//     call is in flight.
+//     call. The call goes on in this replica, waiting for the answer. The
+//     round answers with the question. The retry gives the answer to the
+//     waiting call. The retry must reach the same replica, within
+//     ApprovalTimeout. A load balancer that sends it elsewhere is answered
+//     so. After the timeout its server is told the client gave no answer.
+//     So is every later request of its during the call. This is the only
+//     thing of such a client that lives in one replica's memory. It lives
+//     there only while its call is in flight.
 //
 // At most once: a retry's state is used once. Its id is claimed in the
 // gateway's store (store.Claims, through package once) before anything
-// runs, and the answer recorded: the same state sent again gets the recorded answer instead of
-// a second run, and while the first is running, an error that says so.
-// With a store that replicas share (Options.Hub.Store), this holds across
-// replicas; with the default, within one process.
+// runs. The answer is recorded. The same state sent again gets the
+// recorded answer instead of a second run. While the first is running, it
+// gets an error that says so. With a store that replicas share
+// (Options.Hub.Store), this holds across replicas. With the default, it
+// holds within one process.
 
 // approvalInput is the id of the input request of an approval.
 const approvalInput = "conduit_approval"
@@ -62,8 +64,8 @@ type method struct {
 	inputRequired func(mcp.InputRequestMap, string) mcp.Result
 	// zero is an empty result, for a recorded answer to be decoded in.
 	zero func() mcp.Result
-	// refusal is how the method answers a request that is not run: a tool
-	// error for a tool call, a JSON-RPC error otherwise.
+	// refusal is how the method answers a request that is not run. That
+	// is a tool error for a tool call, a JSON-RPC error otherwise.
 	refusal func(string) (mcp.Result, error)
 }
 
@@ -156,8 +158,8 @@ func (s *session) continueRound(ctx context.Context, rq *roundRequest, st *state
 	switch st.Kind {
 	case kindApproval:
 		opts.Input = &conduit.Input{Return: true}
-		// The client's answer is the decision (the verified state says
-		// what it decides); the policy still decides first, and no answer
+		// The client's answer is the decision. The verified state says
+		// what it decides. The policy still decides first. No answer
 		// leaves the approver to ask again, under a new state.
 		if a, ok := rq.responses[approvalInput].(*mcp.ElicitResult); ok {
 			decision := conduit.Reject("the user canceled the approval request")
@@ -199,8 +201,8 @@ func (s *session) continueRound(ctx context.Context, rq *roundRequest, st *state
 	return cr.answer(ctx, rq)
 }
 
-// askApproval answers rq with the question msg: whether to approve its
-// call.
+// askApproval answers rq with the question msg. It asks whether to
+// approve its call.
 func (g *Gateway) askApproval(rq *roundRequest, msg string) (mcp.Result, error) {
 	st := &state{ID: newStateID(), Method: rq.b.method, Name: rq.b.name, Args: rq.b.args, Principal: rq.b.principal, Kind: kindApproval}
 	return g.inputRequired(rq, st, mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{
@@ -219,8 +221,8 @@ func (g *Gateway) inputRequired(rq *roundRequest, st *state, asks mcp.InputReque
 	return rq.m.inputRequired(asks, sealed), nil
 }
 
-// claimLifetime is how long a state's claim is kept: longer than the
-// state can be opened.
+// claimLifetime is how long a state's claim is kept. It is longer than
+// the state can be opened.
 func (g *Gateway) claimLifetime() time.Duration { return g.approveWait + time.Minute }
 
 // recordedAnswer is a round's answer as its claim records it.
@@ -265,8 +267,8 @@ func (g *Gateway) recorded(m *method, out once.Outcome) (mcp.Result, error) {
 }
 
 // callRun is a call of a client without a session, on a goroutine of the
-// gateway's, so that a request its server makes during it can be answered
-// by the client in a later round while the call waits.
+// gateway's. So its server may make a request during it. The client can
+// answer that in a later round while the call waits.
 type callRun struct {
 	g      *Gateway
 	id     string
@@ -285,7 +287,7 @@ type callRun struct {
 	q        *question
 	timer    *time.Timer
 	// taskCaps are the capabilities of the client of the task the call
-	// became, which no request waits on.
+	// became. No request waits on a task.
 	taskCaps *mcp.ClientCapabilities
 	opts     *conduit.CallOptions // what it was started with
 	call     func(context.Context, *conduit.CallOptions) (mcp.Result, error)
@@ -315,7 +317,7 @@ func runFrom(ctx context.Context) *callRun {
 	return cr
 }
 
-// startCall starts the call of rq, made with opts, on a goroutine; the
+// startCall starts the call of rq, made with opts, on a goroutine. The
 // approval its request carried, if any, is opts.Approval.
 func (g *Gateway) startCall(ctx context.Context, rq *roundRequest, opts *conduit.CallOptions, call func(context.Context, *conduit.CallOptions) (mcp.Result, error)) (*callRun, error) {
 	cr := &callRun{g: g, id: newStateID(), b: rq.b, done: make(chan outcome, 1), asks: make(chan *question),
@@ -341,9 +343,10 @@ func (g *Gateway) startCall(ctx context.Context, rq *roundRequest, opts *conduit
 	return cr, nil
 }
 
-// answer waits for the call, on behalf of rq, and answers rq with its
-// result, or with the question it asks: the approval the gateway asks,
-// the server's input requests, or what the server asks by request.
+// answer waits for the call, on behalf of rq. It answers rq with the
+// call's result, or with the question it asks. The question is the
+// approval the gateway asks, the server's input requests, or what the
+// server asks by request.
 func (cr *callRun) answer(ctx context.Context, rq *roundRequest) (mcp.Result, error) {
 	cr.mu.Lock()
 	cr.sink, cr.sinkCtx = rq, ctx
@@ -391,7 +394,7 @@ func (cr *callRun) answer(ctx context.Context, rq *roundRequest) (mcp.Result, er
 }
 
 // park keeps cr waiting for the client's answer to q, for at most
-// ApprovalTimeout, and answers rq with the question.
+// ApprovalTimeout. It answers rq with the question.
 func (cr *callRun) park(rq *roundRequest, q *question) (mcp.Result, error) {
 	g := cr.g
 	cr.mu.Lock()
@@ -410,8 +413,8 @@ func (cr *callRun) park(rq *roundRequest, q *question) (mcp.Result, error) {
 	g.waits[cr.id] = cr
 	cr.timer = time.AfterFunc(g.approveWait, func() {
 		if g.takeWait(cr.id) == cr {
-			// The server is told, and what it asks from now on is refused:
-			// the call ends as its server ends it, unseen.
+			// The server is told, and what it asks from now on is refused.
+			// The call ends as its server ends it, unseen.
 			close(cr.gone)
 			q.answer <- answered{err: errNoAnswer(g.approveWait)}
 		}
@@ -433,10 +436,11 @@ func (g *Gateway) takeWait(id string) *callRun {
 }
 
 // decide is the approval of a call of a client without a session whose
-// request carried no decision (a retry's is CallOptions.Approval, and the
-// approver is not asked): a question for the client, which refuses the
-// call unsent until the retry brings the answer. ok is false when the
-// client cannot be asked (it declared no elicitation).
+// request carried no decision. A retry's decision is
+// CallOptions.Approval, and the approver is not asked. The approval is a
+// question for the client. It refuses the call unsent until the retry
+// brings the answer. ok is false when the client cannot be asked (it
+// declared no elicitation).
 func (cr *callRun) decide(req conduit.ApprovalRequest) (a conduit.Approval, ok bool) {
 	cr.mu.Lock()
 	defer cr.mu.Unlock()
@@ -493,14 +497,14 @@ func (cr *callRun) caps() *mcp.ClientCapabilities {
 	return requestCaps(cr.sink.ss)
 }
 
-// runHandlers are the Handlers of principal's calls without a session:
-// what a server asks by request (protocol 2025-11-25 or before) goes to
-// the call its context names. conduit attributes such a request to the
-// calls in flight to the server (see conduit.Handlers): the calls of one
-// principal share these, so that one of them waiting for its client
-// (parked) does not make the requests of the principal's later calls
-// unattributable, and the most recent call is asked, as in a session;
-// calls of different principals have different Handlers, so that a
+// runHandlers are the Handlers of principal's calls without a session. A
+// server may ask by request (protocol 2025-11-25 or before). That request
+// goes to the call its context names. conduit attributes such a request
+// to the calls in flight to the server (see conduit.Handlers). The calls
+// of one principal share these Handlers. So one of them waiting for its
+// client (parked) does not make the requests of the principal's later
+// calls unattributable. And the most recent call is asked, as in a
+// session. Calls of different principals have different Handlers. So a
 // request is never given to another principal's client.
 func (g *Gateway) runHandlers(principal string) *conduit.Handlers {
 	g.mu.Lock()
@@ -524,8 +528,8 @@ func (g *Gateway) runHandlers(principal string) *conduit.Handlers {
 	return h
 }
 
-// callOf is the run ctx names; a run of nothing (that asks nothing) when
-// it names none, which conduit's attribution does not let happen.
+// callOf is the run ctx names. When it names none, it is a run of nothing
+// that asks nothing. conduit's attribution does not let that happen.
 func callOf(ctx context.Context) *callRun {
 	if cr := runFrom(ctx); cr != nil {
 		return cr
@@ -533,8 +537,8 @@ func callOf(ctx context.Context) *callRun {
 	return &callRun{}
 }
 
-// The call's Handlers: what its server asks by request (protocol
-// 2025-11-25 or before), for the client, and its log messages.
+// The call's Handlers take what its server asks by request, for the
+// client (protocol 2025-11-25 or before). They take its log messages too.
 
 func (cr *callRun) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	return askFor[*mcp.ElicitResult](ctx, cr, "elicitation", cr.caps().Elicitation != nil, req.Params)
@@ -556,9 +560,9 @@ func (cr *callRun) roots(ctx context.Context, req *mcp.ListRootsRequest) (*mcp.L
 }
 
 // askFor asks the client in, for cr, when it declared the capability of
-// what, and returns its answer, which must be an R (the SDK decodes an
-// input response by its fields: a sampling answer is always one with
-// tools).
+// what. It returns its answer, which must be an R. The SDK decodes an
+// input response by its fields. So a sampling answer is always one with
+// tools.
 func askFor[R mcp.InputResponse](ctx context.Context, cr *callRun, what string, declared bool, in mcp.InputRequest) (R, error) {
 	var zero R
 	if !declared {
@@ -575,9 +579,9 @@ func askFor[R mcp.InputResponse](ctx context.Context, cr *callRun, what string, 
 	return r, nil
 }
 
-// log sends a server's log message to the request waiting on the call
-// (the SDK drops it unless the request asked for that level); none
-// waiting, it is dropped.
+// log sends a server's log message to the request waiting on the call.
+// The SDK drops it unless the request asked for that level. With no
+// request waiting, it is dropped.
 func (cr *callRun) log(_ context.Context, req *mcp.LoggingMessageRequest) {
 	cr.mu.Lock()
 	sink, ctx := cr.sink, cr.sinkCtx

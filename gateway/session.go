@@ -12,16 +12,16 @@ import (
 // A client's session with the gateway: its state, and its life from the
 // client's initialize to its close.
 
-// protocolVersions are the versions of the gateway's sessions: those
-// before 2026-07-28, whose clients initialize a session. Clients of
+// protocolVersions are the versions of the gateway's sessions. They are
+// those before 2026-07-28, whose clients initialize a session. Clients of
 // 2026-07-28 have none: views serve them.
 var protocolVersions = slices.DeleteFunc(mcp.SupportedProtocolVersions(), func(v string) bool { return v >= newProtocol })
 
-// session is one client's session: its own mcp.Server, whose tools,
+// session is one client's session: its own mcp.Server. Its tools,
 // prompts and resources are what the hub offers the session's principal
-// with the session's taint. A view is a session of no
-// client: what one principal with one taint is offered, serving the
-// requests of clients of protocol 2026-07-28, which have no session.
+// with the session's taint. A view is a session of no client. It is what
+// one principal with one taint is offered. It serves the requests of
+// clients of protocol 2026-07-28, which have no session.
 type session struct {
 	g         *Gateway
 	principal string
@@ -42,11 +42,11 @@ type session struct {
 	level   mcp.LoggingLevel // as the client set it
 	closed  bool
 	// conversation is the one the session's requests last named
-	// (MetaConversation), whose taint its listings are made with.
+	// (MetaConversation). Its listings are made with that one's taint.
 	conversation string
 	// unread is set while its lists were made without its taint, which
-	// could not be read (listTaint): the first request that reads it
-	// brings a session's up to date; a view's are not to be kept.
+	// could not be read (listTaint). The first request that reads it
+	// brings a session's lists up to date. A view's are not to be kept.
 	unread bool
 
 	syncMu sync.Mutex // one refresh at a time
@@ -61,15 +61,15 @@ func sessionFrom(ctx context.Context) *session {
 }
 
 // newSession makes a session's server for principal, with its lists as
-// they are now; a view's, whose lists are made with taint, when view is
-// set.
+// they are now. When view is set, it makes a view's, whose lists are made
+// with taint.
 func (g *Gateway) newSession(ctx context.Context, principal string, taint []string, view bool) (*session, error) {
 	return g.makeSession(ctx, principal, taint, view, false)
 }
 
-// makeSession is newSession; a session of Serve (anyVersion) speaks
-// every protocol version, 2026-07-28 included, since its one
-// connection has no view to send a request of that version to.
+// makeSession is newSession. A session of Serve (anyVersion) speaks
+// every protocol version, 2026-07-28 included. Its one connection has no
+// view to send a request of that version to.
 func (g *Gateway) makeSession(ctx context.Context, principal string, taint []string, view, anyVersion bool) (*session, error) {
 	s := &session{
 		g:         g,
@@ -175,11 +175,11 @@ func (s *session) clientCaps() *mcp.ClientCapabilities {
 }
 
 // callOptions are the options of a request made for the session, whose
-// _meta is meta: its principal, and the taint of the conversation meta
-// names (or the principal's), read from the taint store, which
-// conv returns; an error refuses the request. A server on protocol
-// 2026-07-28 takes the log level with each request: the session's goes
-// with its calls.
+// _meta is meta. They carry its principal and a taint read from the
+// taint store. That is the taint of the conversation meta names (or the
+// principal's). conv returns that conversation. An error refuses the
+// request. A server on protocol 2026-07-28 takes the log level with each
+// request. So the session's goes with its calls.
 func (s *session) callOptions(ctx context.Context, ts *conduit.ToolSet, meta mcp.Meta) (_ *conduit.CallOptions, conv string, _ error) {
 	conv, err := conversationOf(meta)
 	if err != nil {
@@ -205,8 +205,9 @@ func (s *session) callOptions(ctx context.Context, ts *conduit.ToolSet, meta mcp
 }
 
 // rounds reports whether a request of ss is served as rounds of a
-// multi-round-trip exchange: a view's, or one of protocol 2026-07-28 on
-// a session of Serve. Such a client cannot be sent requests.
+// multi-round-trip exchange. A view's is, and so is one of protocol
+// 2026-07-28 on a session of Serve. Such a client cannot be sent
+// requests.
 func (s *session) rounds(ss *mcp.ServerSession) bool {
 	if s.view {
 		return true
@@ -225,9 +226,9 @@ func newProtocolSession(ss *mcp.ServerSession) bool {
 }
 
 // statelessClient registers a session of Serve whose client speaks
-// 2026-07-28 on its first request, as the initialized notification
-// (which that protocol has not) registers another: from then on its
-// lists are kept up to date.
+// 2026-07-28 on its first request. The initialized notification registers
+// another, but that protocol has none. From then on its lists are kept up
+// to date.
 func (s *session) statelessClient(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && newProtocolSession(ss) {

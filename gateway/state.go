@@ -13,23 +13,23 @@ import (
 )
 
 // The requestState the gateway hands a client of protocol 2026-07-28 with
-// an input-required result, and takes back with its retry: sealed by
-// internal/seal under the gateway's StateKeys (encrypted and
-// authenticated), so that any replica that has the keys opens it, the
-// client reads nothing of it and an altered one is refused, and bound to
-// the request it was issued for.
+// an input-required result, and takes back with its retry. It is sealed
+// by internal/seal under the gateway's StateKeys: encrypted and
+// authenticated. So any replica that has the keys opens it. The client
+// reads nothing of it, and an altered one is refused. It is bound to the
+// request it was issued for.
 
-// statePurpose is the purpose the requestState's keys are derived for:
+// statePurpose is the purpose the requestState's keys are derived for. So
 // a Conversation's saved state, sealed for its own, never opens as one.
 const statePurpose = "requestState"
 
-// stateVersion is the version of the payload; a state of another version
+// stateVersion is the version of the payload. A state of another version
 // is refused.
 const stateVersion = 1
 
 // maxStateBytes bounds a requestState a client sends, before it is
-// opened: one the gateway issued is the server's own state (which a
-// client would send anyway) and a few hundred bytes.
+// opened. One the gateway issued is the server's own state and a few
+// hundred bytes. A client would send the server's state anyway.
 const maxStateBytes = 64 << 10
 
 // The kinds of question a state follows.
@@ -37,16 +37,17 @@ const (
 	// kindApproval: the gateway asked the client to approve the call (an
 	// "ask" rule). The retry's answer decides it.
 	kindApproval = "approval"
-	// kindServer: the server asked for input by a multi-round-trip result;
-	// Server is its requestState, sent back to it with the answers.
+	// kindServer: the server asked for input by a multi-round-trip
+	// result. Server is its requestState, sent back to it with the
+	// answers.
 	kindServer = "server"
 	// kindWait: the server asked by a JSON-RPC request during the call
-	// (protocol 2025-11-25 or before), which waits for the answer in the
-	// replica that runs it (Wait names it there).
+	// (protocol 2025-11-25 or before). The call waits for the answer in
+	// the replica that runs it. Wait names it there.
 	kindWait = "wait"
 )
 
-// state is what a requestState holds. It is encrypted: the client reads
+// state is what a requestState holds. It is encrypted. The client reads
 // none of it (the server's own state included), and cannot change it.
 type state struct {
 	V int `json:"v"`
@@ -127,8 +128,8 @@ func openState(s *seal.Sealer, sealed string, b binding, now time.Time) (*state,
 	return st, nil
 }
 
-// decodeState decodes a state's payload: the version this gateway writes,
-// every field known, an id and a kind it knows.
+// decodeState decodes a state's payload. It must be of the version this
+// gateway writes, with every field known, an id and a kind it knows.
 func decodeState(data []byte) (*state, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -153,11 +154,11 @@ func decodeState(data []byte) (*state, error) {
 	return &st, nil
 }
 
-// argsDigest is the digest of a request's arguments, as JSON, independent
-// of the order of object members and of white space: the client's retry
-// must carry the same arguments as the request the state was issued for.
-// Numbers keep their text (1 and 1.0 differ), so no two arguments that a
-// server could tell apart share a digest.
+// argsDigest is the digest of a request's arguments, as JSON. It does not
+// depend on the order of object members or on white space. The client's
+// retry must carry the same arguments as the request the state was
+// issued for. Numbers keep their text (1 and 1.0 differ). So no two
+// arguments that a server could tell apart share a digest.
 func argsDigest(raw json.RawMessage) (string, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return "", nil

@@ -14,18 +14,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Clients of protocol 2026-07-28, which have no session: each request
-// stands alone (Streamable HTTP in the SDK's stateless mode), and carries
-// its protocol version, the client's capabilities and log level in _meta.
-// Nothing of such a client lives in one replica's memory between its
-// requests, except a call in flight in a round: its taint is its
-// principal's and its conversation's, as every client's, and what it was
+// Clients of protocol 2026-07-28, which have no session. Each request
+// stands alone (Streamable HTTP in the SDK's stateless mode). It carries
+// its protocol version, the client's capabilities and log level in
+// _meta. Nothing of such a client lives in one replica's memory between
+// its requests, except a call in flight in a round. Its taint is its
+// principal's and its conversation's, as every client's. What it was
 // asked travels in the sealed requestState it sends back.
 //
-// A request is served by a view: an MCP server whose tools, prompts and
-// resources are what the hub offers one principal with one taint (that of
-// the conversation the request names), as a session's are. Views are a cache, rebuilt from the hub by any replica:
-// at most maxViews are kept, the least recently used dropped, and the
+// A request is served by a view: an MCP server, as a session's is. Its
+// tools, prompts and resources are what the hub offers one principal
+// with one taint. That is the taint of the conversation the request
+// names. Views are a cache, rebuilt from the hub by any replica. At most
+// maxViews are kept, and the least recently used is dropped. The
 // refresher keeps them up to date as it keeps sessions.
 
 // newProtocol is the first protocol version without sessions.
@@ -38,10 +39,10 @@ const maxViews = 256
 // handler's getServer.
 type viewKey struct{}
 
-// readTaint is the taint viewHandler read for a request, in its context:
-// the request's options take it rather than read the store again (a
-// round trip to Redis of each call), so that its view and its decisions
-// are of one reading.
+// readTaint is the taint viewHandler read for a request, in its context.
+// The request's options take it rather than read the store again. That
+// saves a round trip to Redis on each call. And the request's view and
+// its decisions are of one reading.
 type readTaint struct {
 	principal, conversation string
 	taint                   []string
@@ -51,10 +52,10 @@ type readTaint struct {
 type readTaintKey struct{}
 
 // usesNewProtocol reports whether r is a request of protocol 2026-07-28
-// or later, and the method and _meta of its message when it is: its
-// MCP-Protocol-Version header says so or, without one, a POST that names
-// no session says so in its _meta (which the SDK then answers with the
-// header mismatch the protocol asks for). The _meta names the request's
+// or later. When it is, it returns the method and _meta of its message.
+// Its MCP-Protocol-Version header says so. Without one, a POST that names
+// no session says so in its _meta. The SDK then answers with the header
+// mismatch the protocol asks for. The _meta names the request's
 // conversation (MetaConversation), whose taint chooses its view. r's body
 // is left as it was.
 func usesNewProtocol(r *http.Request) (bool, peeked) {
@@ -81,9 +82,9 @@ type peeked struct {
 	meta   map[string]any
 }
 
-// peek returns the method and _meta of the JSON-RPC message in r's body
-// (nothing when the body is no one message), and leaves the body as it
-// was, its read error included, for the SDK to answer.
+// peek returns the method and _meta of the JSON-RPC message in r's body.
+// It returns nothing when the body is no one message. It leaves the body
+// as it was, its read error included, for the SDK to answer.
 func peek(r *http.Request) peeked {
 	body, err := io.ReadAll(r.Body)
 	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
@@ -113,9 +114,9 @@ func (e errReader) Read([]byte) (int, error) {
 }
 
 // view returns the view of what the hub offers principal with taint as
-// it is now, made on first use. Views are by taint, not by conversation:
-// the conversations of one principal with the same taint share one. An
-// unread view lists for a taint that could not be read (listTaint): its
+// it is now, made on first use. Views are by taint, not by conversation.
+// The conversations of one principal with the same taint share one. An
+// unread view lists for a taint that could not be read (listTaint). Its
 // lists are not to be kept by clients (ttlMs 0).
 func (g *Gateway) view(ctx context.Context, principal string, taint []string, unread bool) (*session, error) {
 	taint = slices.Sorted(slices.Values(taint))
@@ -170,8 +171,9 @@ func (g *Gateway) viewList() []*session {
 	return out
 }
 
-// requestCaps are the capabilities a client declared in the _meta of the
-// request of ss (for a client of 2026-07-28), or at initialize; never nil.
+// requestCaps are the capabilities a client declared, never nil. A client
+// of 2026-07-28 declares them in the _meta of the request of ss. Others
+// declare them at initialize.
 func requestCaps(ss *mcp.ServerSession) *mcp.ClientCapabilities {
 	if ss != nil {
 		if ip := ss.InitializeParams(); ip != nil && ip.Capabilities != nil {
@@ -182,9 +184,9 @@ func requestCaps(ss *mcp.ServerSession) *mcp.ClientCapabilities {
 }
 
 // relayedCaps is the _meta value of the client capabilities a server of
-// protocol 2026-07-28 is told a request was made with: those of caps that
-// the gateway passes on (elicitation, sampling, roots), so that the server
-// asks only what the client can answer.
+// protocol 2026-07-28 is told a request was made with. They are those of
+// caps that the gateway passes on: elicitation, sampling, roots. So the
+// server asks only what the client can answer.
 func relayedCaps(caps *mcp.ClientCapabilities) map[string]any {
 	out := map[string]any{}
 	if caps.Elicitation != nil {
@@ -200,8 +202,8 @@ func relayedCaps(caps *mcp.ClientCapabilities) map[string]any {
 }
 
 // clientMeta adds to out what a request of ss says of its client, for the
-// servers: its capabilities, and for a client of 2026-07-28, its log
-// level.
+// servers. That is its capabilities. For a client of 2026-07-28 it is its
+// log level too.
 func clientMeta(ss *mcp.ServerSession, in, out mcp.Meta) mcp.Meta {
 	if out == nil {
 		out = mcp.Meta{}
@@ -216,22 +218,26 @@ func clientMeta(ss *mcp.ServerSession, in, out mcp.Meta) mcp.Meta {
 }
 
 // privateLists reports whether what the gateway lists depends on who
-// asks, so that a list result may be kept by the asker's client only
-// (cacheScope "private"): when the policy has conditions (a principal, a
-// taint, which is the principal's, or a function of the call), or a
-// server's identity is per principal (its lists, resources and prompts
-// are the principal's own session's, read with their credentials). This
-// is the one predicate of it.
+// asks. Then a list result may be kept by the asker's client only
+// (cacheScope "private"). It does in two cases:
+//
+//   - The policy has conditions: a principal, a taint (which is the
+//     principal's), or a function of the call.
+//   - A server's identity is per principal. Its lists, resources and
+//     prompts are the principal's own session's, read with their
+//     credentials.
+//
+// This is the one predicate of it.
 func (g *Gateway) privateLists() bool {
 	return g.policy.Conditional() || len(g.perP) > 0
 }
 
 // setCacheable is the cache hint of the gateway's results of protocol
-// 2026-07-28 (ServerOptions.SetCacheable): lists (and server/discover) are
-// fresh for ListTTL;
-// a read keeps the server's hint (zero for one that passed input); both
-// are private where lists depend on the principal (privateLists), so that
-// no shared cache gives one principal what the policy gave another.
+// 2026-07-28 (ServerOptions.SetCacheable). Lists (and server/discover)
+// are fresh for ListTTL. A read keeps the server's hint, zero for one that
+// passed input. Both are private where lists depend on the principal
+// (privateLists). So no shared cache gives one principal what the policy
+// gave another.
 func (g *Gateway) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
 	if _, read := req.(*mcp.ReadResourceRequest); !read {
 		c.TTLMs = int(g.listTTL / time.Millisecond)
@@ -241,17 +247,17 @@ func (g *Gateway) setCacheable(_ context.Context, req mcp.Request, c *mcp.Cachea
 	}
 }
 
-// viewHandler serves a request of protocol 2026-07-28 for principal, whose
-// message p peeked at, on the view of its taint (its conversation's, else
-// its principal's); next is the SDK's stateless handler. A conversation
-// that is not one is left to the request's handler to refuse, on the view
-// of the principal's taint.
+// viewHandler serves a request of protocol 2026-07-28 for principal. p
+// peeked at its message. It is served on the view of its taint: its
+// conversation's, else its principal's. next is the SDK's stateless
+// handler. A conversation that is not one is left to the request's
+// handler to refuse, on the view of the principal's taint.
 //
-// A taint that cannot be read (the store is unavailable) still lists, as
-// if tainted by every server (listTaint); any other request is served by
-// the view of no taint, whose handler reads the taint again and refuses
-// it with the error that says why, where the listing's view might not
-// know its tool, prompt or resource at all.
+// A taint may not be read because the store is unavailable. A listing
+// then still lists, as if tainted by every server (listTaint). Any other
+// request is served by the view of no taint. Its handler reads the taint
+// again and refuses it with the error that says why. The listing's view
+// might not know its tool, prompt or resource at all.
 func (g *Gateway) viewHandler(w http.ResponseWriter, r *http.Request, principal string, p peeked, next http.Handler) {
 	conv, _ := conversationOf(p.meta)
 	taint, ok := g.listTaint(r.Context(), principal, conv)

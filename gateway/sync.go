@@ -14,8 +14,8 @@ import (
 )
 
 // Keeping a session's tools, prompts and resources as the hub offers them
-// to its principal with its taint: registered on its server, and changed
-// when the hub's lists or the taint change.
+// to its principal with its taint. They are registered on its server.
+// They change when the hub's lists or the taint change.
 
 // refresh brings the session's lists up to date, logging what fails.
 func (s *session) refresh(ctx context.Context, c changes) {
@@ -60,8 +60,8 @@ func (s *session) sync(ctx context.Context, c changes) error {
 	return errors.Join(errs...)
 }
 
-// servable reports why the SDK's server would refuse to register tool,
-// whose schema is the server's: the input schema must be an object
+// servable reports why the SDK's server would refuse to register tool.
+// The tool's schema is the server's. The input schema must be an object
 // schema.
 func servable(t *mcp.Tool) error {
 	m := jsonv.ObjectOf(t.InputSchema)
@@ -74,8 +74,8 @@ func servable(t *mcp.Tool) error {
 	return nil
 }
 
-// register adds under name, recovering from the SDK's panic on a
-// definition it refuses (the definitions come from servers).
+// register adds under name. It recovers from the SDK's panic on a
+// definition it refuses, since the definitions come from servers.
 func register(name string, add func()) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -86,12 +86,13 @@ func register(name string, add func()) (err error) {
 	return nil
 }
 
-// syncTools registers the tools of ts with the session's server, and
+// syncTools registers the tools of ts with the session's server. It
 // removes those ts no longer offers. A tool's handler resolves its calls
-// against the tool set that offered it, not the session's newest: the
-// client calls what it was offered, and a call the server dispatched just
-// before a refresh removed its tool (a taint the policy now denies it
-// for) must meet the policy, not be answered as an unknown tool.
+// against the tool set that offered it, not the session's newest. The
+// client calls what it was offered. The server may dispatch a call just
+// before a refresh removes its tool (for a taint the policy now denies it
+// for). That call must meet the policy, not be answered as an unknown
+// tool.
 func (s *session) syncTools(ts *conduit.ToolSet) {
 	s.mu.Lock()
 	old := maps.Clone(s.defs)
@@ -142,8 +143,8 @@ func (s *session) syncTools(ts *conduit.ToolSet) {
 }
 
 // downCalls answers a tools/call of a tool whose server is down as the hub
-// does, unavailable (try later), where the session's server would answer
-// "unknown tool": the tool left the list when its server went down, but a
+// does: unavailable (try later). The session's server would answer
+// "unknown tool". The tool left the list when its server went down. But a
 // client may still call it by the name it was offered. Any other name not
 // registered goes on to the SDK's answer.
 func (s *session) downCalls(next mcp.MethodHandler) mcp.MethodHandler {

@@ -14,24 +14,24 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Taint: the servers whose output a principal has seen, and a
-// conversation of theirs where the client names one, which Tainted
-// policy rules react to. It is kept in a store.Sets by principal, not by
-// transport session, so that a client does not shed it by reconnecting
-// or by opening another session; and every error of the store refuses
-// what needs it (fail closed).
+// Taint: the servers whose output a principal has seen. Where the client
+// names a conversation, the conversation has a taint too. Tainted policy
+// rules react to it. It is kept in a store.Sets by principal, not by
+// transport session. So a client does not shed it by reconnecting or by
+// opening another session. Every error of the store refuses what needs
+// it (fail closed).
 
 // DefaultTaintLifetime is how long a taint lasts after its latest
 // addition when Options.TaintLifetime is zero.
 const DefaultTaintLifetime = 24 * time.Hour
 
 // MetaConversation is the _meta key by which a client names the
-// conversation a request belongs to (a string of at most 256 bytes): what
-// the request receives taints that conversation (and its principal).
-// Under [TaintConversation] the request is decided with that
-// conversation's taint alone; under the default, [TaintPrincipal], with
-// the principal's, which holds every conversation's. conduit does not
-// pass the key on to servers.
+// conversation a request belongs to. Its value is a string of at most 256
+// bytes. What the request receives taints that conversation (and its
+// principal). Under [TaintConversation] the request is decided with that
+// conversation's taint alone. Under the default, [TaintPrincipal], it is
+// decided with the principal's, which holds every conversation's. conduit
+// does not pass the key on to servers.
 const MetaConversation = "io.github.conduitmcp/conversation"
 
 // TaintScope is the taint a request that names a conversation is
@@ -40,16 +40,16 @@ type TaintScope int
 
 const (
 	// TaintPrincipal decides every request of a principal with all the
-	// principal has seen, the conversation it names included: a client
+	// principal has seen, the conversation it names included. So a client
 	// cannot shed a taint by naming a fresh conversation. The default. A
-	// conversation id is the client's word, not proof: a tainted model
-	// that starts a sub-agent (a new conversation of the same client)
+	// conversation id is the client's word, not proof. A tainted model
+	// may start a sub-agent (a new conversation of the same client). It
 	// would hand it the injected instructions without the taint.
 	TaintPrincipal TaintScope = iota
 	// TaintConversation decides a request that names a conversation with
-	// that conversation's taint alone, so that one conversation's reading
-	// does not restrict another's. It trusts every client of a principal
-	// to name its conversations honestly: choose it when the clients are
+	// that conversation's taint alone. So one conversation's reading does
+	// not restrict another's. It trusts every client of a principal to
+	// name its conversations honestly. Choose it when the clients are
 	// hosts that keep their conversations apart, and no model can start
 	// one. A request that names none is decided with the principal's.
 	TaintConversation
@@ -71,8 +71,8 @@ func (s TaintScope) String() string {
 const maxConversation = 256
 
 // taints is the taint of principals and of their conversations, in a
-// store.Sets. The sessions of every transport use it, and so do the
-// requests of clients of protocol 2026-07-28, which have none (views): a
+// store.Sets. The sessions of every transport use it. So do the requests
+// of clients of protocol 2026-07-28, which have no session (views). A
 // request is decided, and its view chosen, with the taint read from here.
 type taints struct {
 	sets  store.Sets
@@ -98,10 +98,10 @@ func taintKey(principal, conversation string) string {
 }
 
 // of returns the taint a request of principal in conversation is decided
-// with: what they have seen in any conversation, or, under
-// TaintConversation, in conversation alone when it is named. The
-// principal's set holds every conversation's (add writes both, with the
-// same lifetime), so it is the union of the two.
+// with. That is what they have seen in any conversation. Under
+// TaintConversation it is what they have seen in conversation alone, when
+// it is named. The principal's set holds every conversation's: add writes
+// both, with the same lifetime. So it is the union of the two.
 func (t *taints) of(ctx context.Context, principal, conversation string) ([]string, error) {
 	if t.scope != TaintConversation {
 		conversation = ""
@@ -109,9 +109,9 @@ func (t *taints) of(ctx context.Context, principal, conversation string) ([]stri
 	return t.sets.Members(ctx, taintKey(principal, conversation))
 }
 
-// add records that principal received server's output in conversation:
-// the principal's own set, which a request that names no conversation is
-// decided with, and the conversation's.
+// add records that principal received server's output in conversation.
+// It writes the principal's own set and the conversation's. A request
+// that names no conversation is decided with the principal's set.
 func (t *taints) add(ctx context.Context, principal, conversation, server string) error {
 	if err := t.sets.AddMembers(ctx, taintKey(principal, ""), t.life, server); err != nil {
 		return err
@@ -136,12 +136,13 @@ func conversationOf(meta map[string]any) (string, error) {
 	return c, nil
 }
 
-// followConversation is the session's receiving middleware that makes its
-// lists the ones of the conversation a request names (its taint's), before
-// the request is handled: a tool that conversation's taint allows is
-// registered by the time its call is dispatched, and one it denies is not
-// listed. A session serves one conversation at a time best; a client with
-// several at once opens a session for each.
+// followConversation is the session's receiving middleware. Before a
+// request is handled, it makes the session's lists the ones of the
+// conversation the request names (its taint's). So a tool that
+// conversation's taint allows is registered by the time its call is
+// dispatched. One it denies is not listed. A session serves one
+// conversation at a time best. A client with several at once opens a
+// session for each.
 func (s *session) followConversation(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		// A request without params has a typed nil.
@@ -160,10 +161,10 @@ func (s *session) followConversation(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// taintList returns the taint the session's listings are made with: its
-// principal's, in the conversation its requests last named (or, when it
-// cannot be read, every server: see listTaint); a view's own, fixed when
-// it was made.
+// taintList returns the taint the session's listings are made with. A
+// session's is its principal's, in the conversation its requests last
+// named. When that cannot be read, it is every server (see listTaint). A
+// view's is its own, fixed when it was made.
 func (s *session) taintList(ctx context.Context) []string {
 	s.mu.Lock()
 	c := s.conversation
@@ -180,10 +181,10 @@ func (s *session) taintList(ctx context.Context) []string {
 }
 
 // listTaint is the taint a listing for principal in conversation is made
-// with: theirs, or, when it cannot be read (ok false), every server, the
-// most a taint can hold. Listing goes on while the store is unavailable,
-// and offers no tool a taint could deny; every call is refused until the
-// taint can be read again (taintUnread).
+// with. That is theirs. When it cannot be read (ok false), it is every
+// server, the most a taint can hold. Listing goes on while the store is
+// unavailable, and offers no tool a taint could deny. Every call is
+// refused until the taint can be read again (taintUnread).
 func (g *Gateway) listTaint(ctx context.Context, principal, conversation string) (taint []string, ok bool) {
 	taint, err := g.taints.of(ctx, principal, conversation)
 	if err == nil {
@@ -196,8 +197,8 @@ func (g *Gateway) listTaint(ctx context.Context, principal, conversation string)
 	return taint, false
 }
 
-// taintUnread is the answer of a request whose taint could not be read:
-// nothing was sent.
+// taintUnread is the answer of a request whose taint could not be read.
+// Nothing was sent.
 func taintUnread(err error) error {
 	msg := "The taint of this conversation could not be read (" + err.Error() + "); the request was not sent."
 	if errors.Is(err, store.ErrUnavailable) {
@@ -207,7 +208,7 @@ func taintUnread(err error) error {
 }
 
 // taintUnrecorded is the answer of a request whose output's taint could
-// not be recorded: the output is withheld.
+// not be recorded. The output is withheld.
 func taintUnrecorded(err error) error {
 	msg := "The taint of this conversation could not be recorded (" + err.Error() + "); the server's answer is withheld."
 	if errors.Is(err, store.ErrUnavailable) {
@@ -216,12 +217,12 @@ func taintUnrecorded(err error) error {
 	return &conduit.Error{Kind: conduit.KindUnavailable, Err: err, Message: msg}
 }
 
-// taintFrom records that the session's principal received server's output
-// (a result, or the server's own error message) from a request made with
-// opts in conversation, and brings the lists of the principal's sessions
-// up to date when that is new (a view's do not change: the principal's
-// next request gets the view of the new taint). An error means the output
-// must be withheld: it could not be recorded.
+// taintFrom records that the session's principal received server's
+// output from a request made with opts in conversation. The output is a
+// result, or the server's own error message. When that is new, it brings
+// the lists of the principal's sessions up to date. A view's lists do not
+// change: the principal's next request gets the view of the new taint. An
+// error means the output could not be recorded, and must be withheld.
 func (s *session) taintFrom(ctx context.Context, opts *conduit.CallOptions, conversation, server string, err error) error {
 	if err != nil {
 		if k, _ := conduit.KindOf(err); k != conduit.KindServerError {
@@ -246,9 +247,9 @@ func (s *session) taintFrom(ctx context.Context, opts *conduit.CallOptions, conv
 // taintTimeout bounds the recording of a taint.
 const taintTimeout = 10 * time.Second
 
-// refreshPrincipal brings the lists of principal's sessions up to date,
-// after their taint changed, and with views, those of principal's views,
-// after what the hub offers the principal changed.
+// refreshPrincipal brings the lists of principal's sessions up to date
+// after their taint changed. With views, it brings those of principal's
+// views up to date after what the hub offers the principal changed.
 func (g *Gateway) refreshPrincipal(principal string, c changes, views bool) {
 	g.goIfOpen(func() {
 		for _, s := range g.sessionList() {
@@ -268,8 +269,8 @@ func (g *Gateway) refreshPrincipal(principal string, c changes, views bool) {
 }
 
 // completionServer is the server of a completion's reference as the
-// session was offered it ("" when it was not): a prompt by its exposed
-// name, a resource by its URI, a template by its URI template.
+// session was offered it ("" when it was not). A prompt is found by its
+// exposed name, a resource by its URI, a template by its URI template.
 func (s *session) completionServer(p *mcp.CompleteParams) string {
 	if p == nil || p.Ref == nil {
 		return ""

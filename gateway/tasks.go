@@ -23,13 +23,13 @@ import (
 )
 
 // Tasks (SEP-2663) that the gateway makes for its clients of protocol
-// 2026-07-28: a tool call it runs as a task is answered at once with a
-// CreateTaskResult, and goes on in the background. Its state lives in
-// the hub's store, as an append-only log of sealed events (a Sets key of
-// the principal's), so that any replica that shares the store answers
-// tasks/get, tasks/update and tasks/cancel for it. The call itself runs
-// in the replica that made the task; a cancel made at another replica
-// reaches it through the store.
+// 2026-07-28. A tool call it runs as a task is answered at once with a
+// CreateTaskResult. The call goes on in the background. The task's state
+// lives in the hub's store, as an append-only log of sealed events. The
+// log is a Sets key of the principal's. So any replica that shares the
+// store answers tasks/get, tasks/update and tasks/cancel for it. The call
+// itself runs in the replica that made the task. A cancel made at another
+// replica reaches it through the store.
 
 // TasksExtension is the id of the tasks extension (SEP-2663), under
 // capabilities.extensions.
@@ -43,19 +43,19 @@ const (
 	DefaultTaskPollInterval = time.Second
 )
 
-// TaskOptions say which tool calls the gateway runs as tasks for its
-// clients of protocol 2026-07-28 that declare the tasks extension. A nil
-// *TaskOptions (the default) makes no tasks and does not offer the
-// extension: every call is answered in its request, as before.
+// TaskOptions say which tool calls the gateway runs as tasks. They are
+// for its clients of protocol 2026-07-28 that declare the tasks
+// extension. A nil *TaskOptions (the default) makes no tasks and does not
+// offer the extension. Every call is then answered in its request.
 type TaskOptions struct {
-	// Tools are patterns of the tools whose every call becomes a task:
-	// "server/tool" with globs, or the tool's name as offered. A client
-	// without the extension gets them answered in its request.
+	// Tools are patterns of the tools whose every call becomes a task. A
+	// pattern is "server/tool" with globs, or the tool's name as offered.
+	// A client without the extension gets them answered in its request.
 	Tools []string
-	// Required are patterns of tools that only run as tasks: a client
+	// Required are patterns of tools that only run as tasks. A client
 	// without the extension is refused their calls (-32021).
 	Required []string
-	// After makes a task of any other call still running after it; zero
+	// After makes a task of any other call still running after it. Zero
 	// or negative: none.
 	After time.Duration
 	// TTL is how long a task is kept after its latest change (default
@@ -70,8 +70,9 @@ type TaskOptions struct {
 const taskPurpose = "conduit serve task"
 
 // metaTaskCreated marks, with a sealed envelope, a tool result that
-// stands for a task: the views' middleware turns it into a
-// CreateTaskResult. Sealed, so that no server's result can pose as one.
+// stands for a task. The views' middleware turns it into a
+// CreateTaskResult. It is sealed, so that no server's result can pose as
+// one.
 const metaTaskCreated = "conduit.dev/taskCreated"
 
 // tasks is the gateway's part that runs tasks.
@@ -125,7 +126,8 @@ func matches(patterns []string, exposed string, t *conduit.Tool) bool {
 }
 
 // declaresTasks reports whether a request's client declared the tasks
-// extension: at initialize, or in the request's own _meta.
+// extension. It may declare it at initialize, or in the request's own
+// _meta.
 func declaresTasks(ss *mcp.ServerSession, meta mcp.Meta) bool {
 	if _, ok := requestCaps(ss).Extensions[TasksExtension]; ok {
 		return true
@@ -148,7 +150,7 @@ func errTasksRequired(what string) error {
 }
 
 // plan is how the call of tool name (t, nil when unknown) by a request
-// becomes a task: nil when it does not.
+// becomes a task. It is nil when the call does not.
 func (k *tasks) plan(name string, t *conduit.Tool, req *mcp.CallToolRequest) (*taskPlan, error) {
 	if k == nil {
 		return nil, nil
@@ -210,8 +212,8 @@ type taskState struct {
 	err              *jsonrpc.Error
 }
 
-// taskKey is the store key of principal's task id: another principal's
-// key, so that a task id names nothing for anyone else.
+// taskKey is the store key of principal's task id. Another principal has
+// another key, so a task id names nothing for anyone else.
 func taskKey(principal, id string) string {
 	return fmt.Sprintf("gateway/task/%q/%s", principal, id)
 }
@@ -316,7 +318,7 @@ func (ts *taskState) detailed() map[string]any {
 }
 
 // end records the task's end, unless it has ended already (a cancel came
-// first): the first end is claimed in the store.
+// first). The first end is claimed in the store.
 func (k *tasks) end(ctx context.Context, st store.Store, key string, e taskEvent) (bool, error) {
 	c, err := st.Claim(ctx, "gateway/task-end/"+key, k.opts.TTL)
 	if err != nil {
@@ -349,8 +351,9 @@ func (r *createTaskResult) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// taskResults is a view's middleware: a tool result that stands for a
-// task (sealed under metaTaskCreated) is answered as its CreateTaskResult.
+// taskResults is a view's middleware. A tool result that stands for a
+// task (sealed under metaTaskCreated) is answered as its
+// CreateTaskResult.
 func (g *Gateway) taskResults(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
@@ -375,8 +378,8 @@ func (g *Gateway) taskResults(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// escalate makes a task of cr, the call of rq, and answers rq with the
-// result that stands for it; the call goes on in the background.
+// escalate makes a task of cr, the call of rq. It answers rq with the
+// result that stands for the task. The call goes on in the background.
 func (g *Gateway) escalate(ctx context.Context, cr *callRun, rq *roundRequest) (mcp.Result, error) {
 	k := g.tasks
 	cr.mu.Lock()
@@ -419,8 +422,8 @@ func (g *Gateway) escalate(ctx context.Context, cr *callRun, rq *roundRequest) (
 	return &mcp.CallToolResult{Meta: mcp.Meta{metaTaskCreated: k.sealer.Seal(b, now.Add(g.claimLifetime()))}, Content: []mcp.Content{}}, nil
 }
 
-// runTask follows the call of task key to its end, asking its client
-// through the task for what the call needs.
+// runTask follows the call of task key to its end. It asks its client,
+// through the task, for what the call needs.
 func (g *Gateway) runTask(ctx context.Context, key string, cr *callRun, rq *roundRequest) {
 	k := g.tasks
 	round := 0
@@ -436,8 +439,9 @@ func (g *Gateway) runTask(ctx context.Context, key string, cr *callRun, rq *roun
 			g.logger.Warn("gateway: recording a task's end", "err", err)
 		}
 	}
-	// ask puts the task in input_required with asks, and returns the
-	// answers once every one has come; nil when the task ended meanwhile.
+	// ask puts the task in input_required with asks. It returns the
+	// answers once every one has come. It returns nil when the task ended
+	// meanwhile.
 	ask := func(asks mcp.InputRequestMap) mcp.InputResponseMap {
 		round++
 		raw, err := json.Marshal(asks)
@@ -556,11 +560,11 @@ func (g *Gateway) runTask(ctx context.Context, key string, cr *callRun, rq *roun
 }
 
 // taskMethods are the methods of the tasks extension the gateway answers
-// itself, before the SDK (which knows none of them).
+// itself, before the SDK. The SDK knows none of them.
 var taskMethods = []string{"tasks/get", "tasks/update", "tasks/cancel"}
 
 // serveTask answers a request of a tasks method for principal, from a
-// client of protocol 2026-07-28; p is what was peeked of it.
+// client of protocol 2026-07-28. p is what was peeked of it.
 func (g *Gateway) serveTask(w http.ResponseWriter, r *http.Request, principal string, p peeked) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
