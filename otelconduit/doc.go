@@ -16,8 +16,9 @@
 //
 // The conventions are those of OpenTelemetry Semantic Conventions 1.41.0,
 // "Semantic conventions for Model Context Protocol (MCP)" (status:
-// Development; https://github.com/open-telemetry/semantic-conventions/blob/v
-// 1.41.0/docs/gen-ai/mcp.md). Their attribute names are those of
+// Development;
+// https://github.com/open-telemetry/semantic-conventions/blob/v1.41.0/docs/gen-ai/mcp.md).
+// Their attribute names are those of
 // go.opentelemetry.io/otel/semconv/v1.41.0, the schema URL of the
 // instrumentation scope. The repository
 // open-telemetry/semantic-conventions-genai now keeps them. It has the same
