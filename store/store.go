@@ -88,7 +88,7 @@ var (
 	// store; see the package doc.
 	ErrUnavailable = errors.New("store unavailable")
 	// ErrNotHeld is the error of [Claims.Complete] and [Locks.Unlock] by a
-	// token that does not hold the claim or the lock: it expired, or it was
+	// token that does not hold the claim or the lock. It expired, or it was
 	// never this token's.
 	ErrNotHeld = errors.New("store: not held by this token")
 	// ErrClosed is the error of an operation on a closed store.
@@ -112,11 +112,11 @@ type Store interface {
 	io.Closer
 }
 
-// Sets are sets of strings with a lifetime, for taint: a key is a principal
-// or a conversation, the members are the servers whose output it has seen.
+// Sets are sets of strings with a lifetime, for taint. A key is a principal
+// or a conversation. The members are the servers whose output it has seen.
 type Sets interface {
-	// AddMembers adds members to the set of key and sets the whole set's
-	// expiry to ttl from now, so a set lives until ttl has passed since its
+	// AddMembers adds members to the set of key. It sets the whole set's
+	// expiry to ttl from now. So a set lives until ttl has passed since its
 	// latest addition. Adding no members does nothing.
 	AddMembers(ctx context.Context, key string, ttl time.Duration, members ...string) error
 	// Members returns the members of the set of key, sorted; none when the
@@ -124,21 +124,21 @@ type Sets interface {
 	Members(ctx context.Context, key string) ([]string, error)
 }
 
-// Claims are single-use marks with a record of what the winner produced,
-// for at most once: an approval, a resumed state or an activity runs once,
-// and whoever comes after reads its result.
+// Claims are single-use marks with a record of what the winner produced, for
+// at most once. An approval, a resumed state or an activity runs once.
+// Whoever comes after reads its result.
 type Claims interface {
 	// Claim claims key for ttl. The first claimer wins: the result is
 	// [Claimed], with the token that [Claims.Complete] needs. Any other
-	// claim of key before it expires finds it [Pending] (claimed, no result
-	// recorded yet: the winner is still running, or died) or [Completed]
-	// with the recorded result.
+	// claim of key before it expires finds it [Pending] or [Completed].
+	// Pending means claimed with no result recorded yet: the winner is still
+	// running, or died. Completed comes with the recorded result.
 	Claim(ctx context.Context, key string, ttl time.Duration) (Claim, error)
 	// Complete records result as the outcome of the claim of key held by
-	// token, and keeps it for ttl from now. It fails with [ErrNotHeld] when
-	// token does not hold a pending claim of key (it expired, another
-	// process claimed it since, or it was completed with another result);
-	// completing again with the same token and result succeeds.
+	// token. It keeps it for ttl from now. It fails with [ErrNotHeld] when
+	// token does not hold a pending claim of key. The claim expired, another
+	// process claimed it since, or it was completed with another result.
+	// Completing again with the same token and result succeeds.
 	Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error
 }
 
