@@ -221,8 +221,8 @@ after 'conduit pin --update'.`)
 	if err := prepareOAuth(env, cfg); err != nil {
 		return err
 	}
-	// Warnings (a tool or resource left out, a server lost) go to stderr,
-	// which an MCP client that starts conduit serve keeps in its log.
+	// Warnings (a tool or resource left out, a server lost) go to stderr. An
+	// MCP client that starts conduit serve keeps stderr in its log.
 	level := slog.LevelWarn
 	if h.verbose {
 		level = slog.LevelDebug

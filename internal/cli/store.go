@@ -51,9 +51,9 @@ func defaultStorePath() (string, error) {
 	return filepath.Join(home, ".local", "state", "conduit", storeFileName), nil
 }
 
-// openStore opens the store at u for cmd, whose calls do what meanwhile
-// says while it is unavailable: the default SQLite file when u is "",
-// "memory", sqlite:PATH, or a Redis URL. Its errors never show the URL's
+// openStore opens the store at u for cmd. While the store is unavailable,
+// cmd's calls do what meanwhile says. u is "" for the default SQLite file,
+// or "memory", sqlite:PATH, or a Redis URL. Its errors never show the URL's
 // password.
 func openStore(env *Env, cmd, u, meanwhile string) (store.Store, storeScope, error) {
 	if u == "memory" {
