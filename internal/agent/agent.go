@@ -1,12 +1,16 @@
 // Package agent runs a model's tool-calling loop against a provider's HTTP
-// API with net/http only, following the loops of the adapters spec: list the
-// tools once (past a size, a search over them), send the conversation, run
-// the model's tool calls through the governed pipeline, answer them, carry
-// the taint into the next turn, send a turn the provider paused back for
-// the model to continue, and stop when the model answers without tools,
-// when an approver halts, or after MaxTurns requests.
+// API, with net/http only. It follows the loops of the adapters spec:
 //
-// It is the loop behind `conduit agent`; the programs under examples/ are
+//   - list the tools once (past a size, a search over them);
+//   - send the conversation;
+//   - run the model's tool calls through the governed pipeline, and answer
+//     them;
+//   - carry the taint into the next turn;
+//   - send a turn the provider paused back, for the model to continue;
+//   - stop when the model answers without tools, when an approver halts, or
+//     after MaxTurns requests.
+//
+// It is the loop behind `conduit agent`. The programs under examples/ are
 // the same loops written out one provider at a time.
 package agent
 
@@ -77,11 +81,10 @@ type Options struct {
 	// OnTurn, when set, is told of each turn's tool calls once they are
 	// answered.
 	OnTurn func(Turn)
-	// NoStream asks for whole responses. By default a provider that
-	// streams (Wire.Stream) is asked to, and each call starts as soon as
-	// the model has written it whole, while the rest streams in; the
-	// last turn MaxTurns allows is never streamed, since its calls are
-	// not run.
+	// NoStream asks for whole responses. By default a provider that streams
+	// (Wire.Stream) is asked to. Each call then starts as soon as the model
+	// has written it whole, while the rest streams in. The last turn
+	// MaxTurns allows is never streamed, since its calls are not run.
 	NoStream bool
 	// OnText, when set, is given the text the model streams, as it comes.
 	OnText func(text string)
@@ -99,7 +102,7 @@ type Turn struct {
 	// Taint is the taint the calls ran with.
 	Taint []string
 	// Paused reports that the provider paused the turn (Anthropic's
-	// pause_turn): the loop sends the conversation again, the turn as it
+	// pause_turn). The loop sends the conversation again, the turn as it
 	// came at its end, for the model to continue.
 	Paused bool
 }
@@ -146,7 +149,7 @@ func (e *APIError) Error() string {
 }
 
 // Run runs the loop for prompt over src. The error reports what stopped the
-// loop early (HTTP, the provider, a response the adapters cannot read); a
+// loop early: HTTP, the provider, a response the adapters cannot read. A
 // halt or MaxTurns is a Result, not an error.
 func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Result, error) {
 	w := o.Provider.Wire()
@@ -165,10 +168,10 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	if o.MaxTurns <= 0 {
 		o.MaxTurns = DefaultMaxTurns
 	}
-	// One conversation for the whole run: the tool list stays
-	// byte-identical between turns (with conduit's search, it only grows
-	// at its end), which prompt caching needs, and the taint grows with
-	// every result that reaches the model.
+	// One conversation for the whole run. The tool list stays byte-identical
+	// between turns, which prompt caching needs. With conduit's search, it
+	// only grows at its end. The taint grows with every result that reaches
+	// the model.
 	conv, err := adapters.NewConversation(ctx, src, o.Provider, &adapters.ConversationOptions{
 		TurnOptions: adapters.TurnOptions{
 			Principal: o.Principal, CallTimeout: o.CallTimeout,
@@ -301,11 +304,11 @@ func postStream(ctx context.Context, o Options, w adapters.Wire, body map[string
 	return st.Response, st.Execution, nil
 }
 
-// feedEventStream feeds a Stream the messages of AWS's binary event
-// stream (Bedrock's ConverseStream): each by its type and payload, an
-// exception as an event of its type, which ends the stream with its
-// message. A message that cannot be read ends the stream, and Close
-// reports it as interrupted.
+// feedEventStream feeds a Stream the messages of AWS's binary event stream
+// (Bedrock's ConverseStream). Each goes by its type and payload. An
+// exception goes as an event of its type, which ends the stream with its
+// message. A message that cannot be read ends the stream, and Close reports
+// it as interrupted.
 func feedEventStream(s *adapters.Stream, r io.Reader) {
 	for {
 		m, err := eventstream.Read(r, maxBody)
