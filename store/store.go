@@ -149,9 +149,9 @@ type ClaimState int
 const (
 	// Claimed: this call won the claim; do the work, then Complete it.
 	Claimed ClaimState = iota + 1
-	// Pending: another claimer holds the claim and has recorded no result:
-	// it is still running, or it died before it recorded one. Whether it
-	// did the work is unknown; do not do it again.
+	// Pending: another claimer holds the claim and has recorded no result.
+	// It is still running, or it died before it recorded one. Whether it did
+	// the work is unknown, so do not do it again.
 	Pending
 	// Completed: another claimer recorded its result, in Claim.Result.
 	Completed
@@ -182,11 +182,11 @@ type Claim struct {
 
 // Counters count calls for limits: calls per window, and calls at once.
 type Counters interface {
-	// Hit counts one hit in the current window of key when fewer than limit
-	// hits were counted in it, and reports the window. A window starts at
-	// its first hit and lasts window; then the count starts again from
-	// zero. A limit of zero or less allows nothing and so counts nothing:
-	// Hit(ctx, key, 0, w) reads the window.
+	// Hit counts one hit in the current window of key, and reports the
+	// window. It counts only when fewer than limit hits were counted in it.
+	// A window starts at its first hit and lasts window. Then the count
+	// starts again from zero. A limit of zero or less allows nothing and so
+	// counts nothing: Hit(ctx, key, 0, w) reads the window.
 	Hit(ctx context.Context, key string, limit int64, window time.Duration) (Window, error)
 	// Acquire takes one of limit slots of key for lease when fewer than
 	// limit are held, and reports the slots. A slot is held until it is
@@ -206,8 +206,8 @@ type Window struct {
 	// Count is the number of hits counted in the current window, this one
 	// included when Allowed.
 	Count int64
-	// Reset is how long until the window ends and counting starts again
-	// from zero: when to retry a hit that was not allowed. Zero when no
+	// Reset is how long until the window ends and counting starts again from
+	// zero. That is when to retry a hit that was not allowed. Zero when no
 	// window is open.
 	Reset time.Duration
 }
@@ -229,7 +229,7 @@ type Locks interface {
 	// ctx.Err() when ctx is done first.
 	Lock(ctx context.Context, key string, ttl time.Duration) (token string, err error)
 	// Unlock releases the lock of key held by token. It fails with
-	// [ErrNotHeld] when token does not hold it (the lock expired, and
-	// perhaps another owner holds it now), and then releases nothing.
+	// [ErrNotHeld] when token does not hold it, and then releases nothing.
+	// The lock expired, and perhaps another owner holds it now.
 	Unlock(ctx context.Context, key, token string) error
 }

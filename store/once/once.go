@@ -1,7 +1,6 @@
-// Package once runs a piece of work at most once per key, across
-// processes, over a [store.Claims]: claim the key, run, record the
-// outcome. Whoever comes later reads the recorded outcome instead of
-// running again.
+// Package once runs a piece of work at most once per key, across processes,
+// over a [store.Claims]. It claims the key, runs, and records the outcome.
+// Whoever comes later reads the recorded outcome instead of running again.
 //
 // conduit has three users of it, and each composes its own keys:
 //
@@ -31,7 +30,7 @@
 //     lives. The work may have run, in part or whole, or not at all.
 //   - The outcome is unknown: every later caller finds [Unknown] until
 //     the claim's ttl passes. After that the key can be won again, and the
-//     work run again; so a ttl must outlive every retry that may come.
+//     work run again. So a ttl must outlive every retry that may come.
 //   - Each caller answers Unknown by saying so, and never by running. A
 //     resumed conversation answers the call with an error matching
 //     adapters.ErrDecidedElsewhere. conduit serve refuses the retry,
@@ -91,14 +90,14 @@ func (s State) String() string {
 // An Outcome is what came of a key's work.
 type Outcome struct {
 	State State
-	// Result is what the work returned: set when State is Ran or
-	// Recorded and the work did not fail (non-nil, perhaps empty, when
-	// Recorded).
+	// Result is what the work returned. It is set when State is Ran or
+	// Recorded and the work did not fail. When Recorded, it is non-nil,
+	// perhaps empty.
 	Result []byte
-	// Err is the work's failure when State is Ran or Recorded: its own
-	// error when Ran, one with the recorded message when Recorded. When
-	// State is Unknown, Err is nil, or says why a record could not be
-	// read.
+	// Err is the work's failure when State is Ran or Recorded. When Ran, it
+	// is the work's own error. When Recorded, it is one with the recorded
+	// message. When State is Unknown, Err is nil, or says why a record could
+	// not be read.
 	Err error
 }
 
@@ -113,8 +112,8 @@ type Ticket struct {
 // Claim claims key in claims for ttl. When this caller wins, t is the
 // claim's ticket: run the work, then call t.Record. Otherwise t is nil and
 // found is the key's outcome, [Recorded] or [Unknown]. An error means the
-// claim could not be made (the store is unreachable, or ttl is not
-// positive): nothing may run.
+// claim could not be made, and nothing may run. The store is unreachable, or
+// ttl is not positive.
 func Claim(ctx context.Context, claims store.Claims, key string, ttl time.Duration) (t *Ticket, found Outcome, err error) {
 	c, err := claims.Claim(ctx, key, ttl)
 	if err != nil {
@@ -180,8 +179,8 @@ func encode(result []byte, runErr error) []byte {
 	return append([]byte(okHeader), result...)
 }
 
-// decode reads a record, as a claim holds it, into the outcome it
-// recorded: Recorded, or Unknown when the record cannot be read.
+// decode reads a record, as a claim holds it, into the outcome it recorded.
+// That is Recorded, or Unknown when the record cannot be read.
 func decode(record []byte) Outcome {
 	rest, ok := bytes.CutPrefix(record, []byte(header))
 	if !ok {

@@ -41,8 +41,8 @@
 // more.
 //
 // Redis keeps claims across its own restarts only with persistence:
-// appendonly yes, and appendfsync always for claims that must never be
-// forgotten. Without it a restart forgets every claim, taint and count.
+// appendonly yes. Claims that must never be forgotten need appendfsync
+// always too. Without it a restart forgets every claim, taint and count.
 // A resumed state could then be sent again.
 package redisstore
 
@@ -138,8 +138,8 @@ func Open(rawURL string, opts *Options) (*Store, error) {
 	// callers fail closed sooner.
 	ro.DialerRetries = 1
 	// The handshake for maintenance notifications is for Redis's managed
-	// offerings; a plain Redis or Valkey refuses it, one round trip per
-	// connection for nothing.
+	// offerings. A plain Redis or Valkey refuses it. That costs one round
+	// trip per connection for nothing.
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	s := New(redis.NewClient(ro), opts)
 	s.owned = true
@@ -419,9 +419,9 @@ func (s *Store) Hit(ctx context.Context, key string, limit int64, window time.Du
 	return w, nil
 }
 
-// A key's slots are a sorted set of tokens scored by the end of their
+// A key's slots are a sorted set of tokens. Each is scored by the end of its
 // lease, in milliseconds on the server's clock. redis.replicate_commands
-// lets Redis 5 and 6 write after TIME; later versions always replicate
+// lets Redis 5 and 6 write after TIME. Later versions always replicate
 // effects.
 var acquireScript = redis.NewScript(`
 if redis.replicate_commands then pcall(redis.replicate_commands) end
@@ -489,8 +489,9 @@ end
 return 0
 `)
 
-// How often Lock tries again while another owner holds the lock: from
-// lockPollMin, doubling up to lockPollMax, never past the lock's expiry.
+// How often Lock tries again while another owner holds the lock. It starts
+// at lockPollMin and doubles up to lockPollMax, never past the lock's
+// expiry.
 const (
 	lockPollMin = 5 * time.Millisecond
 	lockPollMax = 100 * time.Millisecond

@@ -1,8 +1,8 @@
 // Package sqlitestore is a store.Store in one SQLite file. The processes of
-// one machine share it: the commands of the CLI, the restarts of conduit
-// serve, the workers of one host. It survives restarts, since the file
-// stays. The CLI and conduit serve use it when no store is given. A fleet of
-// machines shares store/redisstore's instead.
+// one machine share it. They are the commands of the CLI, the restarts of
+// conduit serve, and the workers of one host. It survives restarts, since
+// the file stays. The CLI and conduit serve use it when no store is given. A
+// fleet of machines shares store/redisstore's instead.
 //
 // It runs on modernc.org/sqlite, SQLite translated to Go. So conduit stays
 // one static binary built without cgo.
@@ -194,8 +194,8 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("sqlitestore: %s: %w: %w", op, store.ErrUnavailable, err)
 }
 
-// tx runs fn in one transaction begun with BEGIN IMMEDIATE, with the
-// time it began, and commits it when fn returns nil.
+// tx runs fn in one transaction begun with BEGIN IMMEDIATE. fn gets the time
+// the transaction began. tx commits when fn returns nil.
 func (s *Store) tx(ctx context.Context, op string, fn func(tx *sql.Tx, now int64) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
@@ -440,16 +440,16 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	})
 }
 
-// How often Lock tries again while another owner holds the lock: from
-// lockPollMin, doubling up to lockPollMax, never past the lock's expiry.
+// How often Lock tries again while another owner holds the lock. It starts
+// at lockPollMin and doubles up to lockPollMax, never past the lock's
+// expiry.
 const (
 	lockPollMin = 5 * time.Millisecond
 	lockPollMax = 100 * time.Millisecond
 )
 
-// Lock implements store.Locks. While another owner holds the lock it
-// polls, with a jittered backoff up to 100 ms and never past the lock's
-// expiry.
+// Lock implements store.Locks. While another owner holds the lock it polls.
+// It backs off with jitter up to 100 ms, never past the lock's expiry.
 func (s *Store) Lock(ctx context.Context, key string, lifetime time.Duration) (string, error) {
 	if err := ttl.Check(lifetime); err != nil {
 		return "", err

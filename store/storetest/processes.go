@@ -17,8 +17,8 @@ import (
 	"github.com/conduitmcp/conduit/store"
 )
 
-// claimerEnv makes the test binary a claimer process (see [ClaimerMain]):
-// its value is where the store is; claimerKey names the key to claim.
+// claimerEnv makes the test binary a claimer process (see [ClaimerMain]).
+// Its value is where the store is. claimerKey names the key to claim.
 const (
 	claimerEnv = "CONDUIT_STORETEST_CLAIMER"
 	claimerKey = "CONDUIT_STORETEST_CLAIMER_KEY"

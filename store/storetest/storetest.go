@@ -33,7 +33,7 @@ import (
 type Opener func(t *testing.T, namespace string) store.Store
 
 // Run runs the conformance suite against the stores that open opens. The
-// subtests run in parallel, each with its own keys; the suite takes a few
+// subtests run in parallel, each with its own keys. The suite takes a few
 // seconds, most of it waiting for expiries.
 func Run(t *testing.T, open Opener) {
 	tests := []struct {
@@ -137,8 +137,8 @@ func testSetsExpire(t *testing.T, open Opener) {
 		return len(must(s.Members(c, "k"))(t)) == 0
 	})
 	// An addition extends the whole set: a is kept as long as b. The check
-	// holds when b was added before a expired, which a loaded machine may
-	// delay past a's lifetime; then it is skipped.
+	// holds when b was added before a expired. A loaded machine may delay
+	// that past a's lifetime. Then the check is skipped.
 	startA := time.Now()
 	if err := s.AddMembers(c, "k", time.Second, "a"); err != nil {
 		t.Fatal(err)
@@ -537,7 +537,7 @@ func testNamespaces(t *testing.T, open Opener) {
 	if got := must(b.Members(c, "k"))(t); len(got) != 0 {
 		t.Errorf("another namespace's Members = %q, want none", got)
 	}
-	// Kinds have key spaces of their own: a set, a claim, a window, slots
+	// Kinds have key spaces of their own. A set, a claim, a window, slots
 	// and a lock all named "k" live side by side.
 	if got := must(a.Members(c, "k"))(t); !slices.Equal(got, []string{"web"}) {
 		t.Errorf("Members = %q", got)

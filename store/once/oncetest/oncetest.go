@@ -49,9 +49,9 @@ type Options struct {
 	Claimer func(t *testing.T, namespace, key string, ttl time.Duration) *exec.Cmd
 }
 
-// Run runs the suite against the stores that open opens. The subtests run
-// in parallel, each with its own keys; the suite takes a few seconds, most
-// of it waiting for claims to expire.
+// Run runs the suite against the stores that open opens. The subtests run in
+// parallel, each with its own keys. The suite takes a few seconds, most of
+// it waiting for claims to expire.
 func Run(t *testing.T, open Opener, opts *Options) {
 	if opts == nil {
 		opts = &Options{}
@@ -110,8 +110,8 @@ func ctx(t *testing.T) context.Context {
 // ns returns a namespace of the test's own.
 func ns(t *testing.T) string { return "oncetest/" + t.Name() + "/" }
 
-// eventually calls cond until it is true, for at most 10 s, so that a
-// loaded machine makes an expiry check slower, not flaky.
+// eventually calls cond until it is true, for at most 10 s. So a loaded
+// machine makes an expiry check slower, not flaky.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -153,7 +153,7 @@ func do(t *testing.T, c context.Context, s store.Claims, key string, ttl time.Du
 	return out
 }
 
-// A first Do runs and records; every later Do, by any client, reads the
+// A first Do runs and records. Every later Do, by any client, reads the
 // record byte for byte and runs nothing.
 func testRunAndRead(t *testing.T, open Opener) {
 	a, b, c := open(t, ns(t)), open(t, ns(t)), ctx(t)
@@ -201,8 +201,8 @@ func testRunAndRead(t *testing.T, open Opener) {
 	}
 }
 
-// A failed run is recorded as failed, with its message: later callers
-// know it ran, and do not run it again.
+// A failed run is recorded as failed, with its message. Later callers know
+// it ran, and do not run it again.
 func testFailed(t *testing.T, open Opener) {
 	s, c := open(t, ns(t)), ctx(t)
 	boom := errors.New("the server said no")
@@ -220,8 +220,8 @@ func testFailed(t *testing.T, open Opener) {
 	}
 }
 
-// Concurrent Do of one key, through several clients: run runs exactly
-// once, and every caller gets its outcome, or Unknown while it runs.
+// Concurrent Do of one key, through several clients: run runs exactly once.
+// Every caller gets its outcome, or Unknown while it runs.
 func testRace(t *testing.T, open Opener) {
 	c := ctx(t)
 	clients := []store.Claims{open(t, ns(t)), open(t, ns(t)), open(t, ns(t))}
@@ -330,9 +330,9 @@ func testKilled(t *testing.T, open Opener, claimer func(*testing.T, string, stri
 	checkUnknownThenRuns(t, open(t, ns(t)), "k", ttl, started)
 }
 
-// checkUnknownThenRuns checks that key, claimed (not before claimed) and
-// never recorded, is Unknown and runs nothing until the claim's ttl has
-// passed, then runs.
+// checkUnknownThenRuns checks key, claimed (not before claimed) and never
+// recorded. It must be Unknown and run nothing until the claim's ttl has
+// passed. Then it runs.
 func checkUnknownThenRuns(t *testing.T, s store.Claims, key string, ttl time.Duration, claimed time.Time) {
 	t.Helper()
 	c := ctx(t)
