@@ -63,15 +63,16 @@ type Options struct {
 	// CallTimeout bounds each tool call, approval included (default
 	// conduit.DefaultCallTimeout).
 	CallTimeout time.Duration
-	// Search says when the tools are searched instead of all listed (by
-	// default past adapters.DefaultSearchThreshold tools or
-	// adapters.DefaultSearchBudget bytes), as for a Conversation.
+	// Search says when the tools are searched instead of all listed, as for
+	// a Conversation. By default they are searched past
+	// adapters.DefaultSearchThreshold tools or adapters.DefaultSearchBudget
+	// bytes.
 	Search adapters.SearchOptions
 	// CodeMode offers run_code instead of the tools (see
 	// adapters.CodeModeOptions); off by default.
 	CodeMode adapters.CodeModeOptions
-	// MaxResultTokens and Budget bound what the model reads of each
-	// result and of each turn's results, as for a Conversation
+	// MaxResultTokens and Budget bound what the model reads of each result
+	// and of each turn's results. They work as for a Conversation
 	// (AnswerOptions.MaxResultTokens, ConversationOptions.Budget).
 	MaxResultTokens int
 	Budget          adapters.BudgetOptions
@@ -116,8 +117,8 @@ const (
 	StopDone Stop = "done"
 	// StopHalted: an approver denied a call and asked to stop.
 	StopHalted Stop = "halted"
-	// StopMaxTurns: the model still wanted tools, or its turn was still
-	// paused, after MaxTurns requests; its last calls were not run.
+	// StopMaxTurns: the model still wanted tools after MaxTurns requests, or
+	// its turn was still paused. Its last calls were not run.
 	StopMaxTurns Stop = "max_turns"
 )
 
@@ -273,9 +274,9 @@ func send(ctx context.Context, o Options, w adapters.Wire, url string, body map[
 	return resp, nil
 }
 
-// postStream asks for the streamed response and runs its calls through
-// conv as they complete. An endpoint that answers with a whole JSON body
-// instead is read as post reads it, and its calls are not run.
+// postStream asks for the streamed response and runs its calls through conv
+// as they complete. An endpoint may answer with a whole JSON body instead.
+// That body is read as post reads it, and its calls are not run.
 func postStream(ctx context.Context, o Options, w adapters.Wire, body map[string]any, conv *adapters.Conversation) (map[string]any, *adapters.Execution, error) {
 	resp, err := send(ctx, o, w, w.Stream(w.Endpoint(o.BaseURL, o.Model), body), body)
 	if err != nil {

@@ -106,8 +106,8 @@ isError is printed and is exit status 1 too.`)
 	if !*raw {
 		res = conduit.ShapeForModel(res)
 		limit := bf.result
-		// The tool's server may set a budget of its own; the listing is
-		// the one the call resolved against, usually still cached.
+		// The tool's server may set a budget of its own. The listing is the
+		// one the call resolved against, usually still cached.
 		if ts, lerr := hub.ListToolsFor(ctx, &conduit.ListOptions{Principal: *principal, Taint: taint}); lerr == nil {
 			if tool, ok := ts.Lookup(name); ok && tool.MaxResultTokens != 0 {
 				limit = tool.MaxResultTokens

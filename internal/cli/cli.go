@@ -25,8 +25,8 @@ const (
 	ExitUsage   = 2
 )
 
-// Env is what one invocation reads and writes, so tests can run Main in
-// process and the program can hand it the real ones.
+// Env is what one invocation reads and writes. Tests can run Main in process
+// with it, and the program can hand it the real ones.
 type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer

@@ -229,8 +229,8 @@ after 'conduit pin --update'.`)
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	if stateKeys != nil && scope != scopeFleet {
-		// A key in the environment is how replicas share requestState;
-		// its single use holds only as far as the store is shared.
+		// A key in the environment is how replicas share requestState. Its
+		// single use holds only as far as the store is shared.
 		logger.Warn("CONDUIT_STATE_KEY is set, so a requestState may be replayed on another replica, but the store is not shared across machines: a call approved on one machine could run again on another; give every replica --store redis://HOST:PORT/DB",
 			"store", map[storeScope]string{scopeProcess: "memory (this process only)", scopeMachine: "sqlite (this machine only)"}[scope])
 	}
@@ -324,8 +324,9 @@ func serveConsole(cfg *conduit.Config, on, http bool, config string) (consoleCon
 	return consoleConfig{o}, nil
 }
 
-// with completes the console's options with the principals the tokens
-// name, the bearer tokens it must never show, and the pinned servers.
+// with completes the console's options. It adds the principals the tokens
+// name, and the bearer tokens the console must never show. It adds the
+// pinned servers too.
 func (c consoleConfig) with(h *gateway.HTTPOptions, pins *conduit.Pins) *gateway.ConsoleOptions {
 	if c.o == nil {
 		return nil

@@ -22,8 +22,8 @@ import (
 // resume). It is the saved state of an adapters.Conversation. It is
 // encrypted and authenticated with the CLI's key.
 
-// stateKeyEnv holds the keys of saved states, comma-separated, the first
-// sealing (a key is rotated by putting the new one first).
+// stateKeyEnv holds the keys of saved states, comma-separated. The first
+// seals. A key is rotated by putting the new one first.
 const stateKeyEnv = "CONDUIT_STATE_KEY"
 
 // stateKeyFile is the key file, under the configuration directory, used
@@ -165,8 +165,8 @@ type stateRun struct {
 	lock      string
 }
 
-// openStateFlag opens exec's --state FILE, when given: it locks it, reads
-// it, and checks that the flags agree with the conversation it holds.
+// openStateFlag opens exec's --state FILE, when given. It locks the file and
+// reads it. It checks that the flags agree with the conversation it holds.
 func openStateFlag(env *Env, fs *flagSet, path string, p adapters.Provider, l *listFlags, c *callFlags, sf *searchFlags) (*stateRun, error) {
 	if path == "" {
 		return &stateRun{}, nil

@@ -1,5 +1,5 @@
-// The store the CLI's processes share (--store): where claims, taint,
-// limits and locks are kept, and how far each choice holds.
+// The store the CLI's processes share (--store). It keeps claims, taint,
+// limits and locks. Each choice of store comes with how far it holds.
 
 package cli
 
@@ -99,8 +99,8 @@ func openStore(env *Env, cmd, u, meanwhile string) (store.Store, storeScope, err
 	return s, scopeFleet, nil
 }
 
-// openSQLite opens the SQLite store at path; a file that cannot be opened
-// stops the command: nothing could be claimed in it.
+// openSQLite opens the SQLite store at path. A file that cannot be opened
+// stops the command, since nothing could be claimed in it.
 func openSQLite(cmd, path string) (store.Store, storeScope, error) {
 	s, err := sqlitestore.Open(path, nil)
 	if err != nil {

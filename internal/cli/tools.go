@@ -13,8 +13,8 @@ import (
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
-// listFlags are the flags that decide a listing, shared by tools, exec and
-// agent so that exec resolves calls against what tools printed.
+// listFlags are the flags that decide a listing. tools, exec and agent share
+// them, so that exec resolves calls against what tools printed.
 type listFlags struct {
 	provider  string
 	strict    string

@@ -53,8 +53,8 @@ type Fake struct {
 	requests  []Request
 }
 
-// New starts a fake of p that answers with responses, in order, and fails
-// t when a request is not what the provider expects. t.Cleanup stops it.
+// New starts a fake of p that answers with responses, in order. It fails t
+// when a request is not what the provider expects. t.Cleanup stops it.
 func New(t testing.TB, p adapters.Provider, model string, responses ...string) *Fake {
 	f := &Fake{Provider: p, Model: model, t: t, wire: p.Wire(), responses: responses}
 	if u, err := url.Parse(f.wire.BaseURL); err == nil {
