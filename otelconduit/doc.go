@@ -179,9 +179,9 @@
 // recorded only with RecordArguments and RecordResults. They go in the
 // conventions' opt-in gen_ai.tool.call.arguments and
 // gen_ai.tool.call.result, as JSON text. Some texts may quote them or hold a
-// person's words. These are the message a model is shown for a failed call,
-// a validation failure's reason, a hook's error, and an approver's reason.
-// They are recorded only with RecordMessages. Tokens, client secrets, header
+// person's words. One is the message a model is shown for a failed call.
+// The others are a validation failure's reason, a hook's error, and an
+// approver's reason. They are recorded only with RecordMessages. Tokens, client secrets, header
 // values and URLs are never recorded. Conduit's Trace does not carry them.
 //
 // # The conduit command

@@ -53,8 +53,8 @@
 // again. The call's activity claims the call before the pipeline runs. It
 // claims in store.Claims: the worker's Options.Claims, by default the
 // hub's conduit.Options.Store. The key holds the conversation, the turn,
-// the call's position, the decision round, and a digest of the call's name
-// and arguments. The activity records the answer after the call. An
+// the call's position and the decision round. It also holds a digest of
+// the call's name and arguments. The activity records the answer after the call. An
 // attempt that finds the claim completed answers with the recorded answer.
 // One that finds it pending (claimed, nothing recorded) sends nothing. It
 // answers that the outcome is unknown. The model is told so, and
@@ -65,9 +65,9 @@
 // death within the heartbeat timeout. The activity's next attempt, on
 // another worker, finds the claim pending. The model is told that the call
 // may have been made and was not made again. A worker may also be lost
-// after it claimed the call and before it sent it (the approver, a hook or
-// the policy running). It gets the same answer, since no one can tell
-// these apart. Across workers this needs a shared store (store/redisstore).
+// after it claimed the call and before it sent it. The approver, a hook or
+// the policy was then running. It gets the same answer, since no one can
+// tell these apart. Across workers this needs a shared store (store/redisstore).
 // Give Redis persistence if its restart must not forget claims. A store of
 // one process is store.Memory, a hub's default. With it, a call's activity
 // has one attempt. A lost worker's call is answered the same way, from
