@@ -103,7 +103,7 @@
 // enters the pipeline. Its listing, policy decision and approval are within.
 // prompts/get is named "prompts/get {gen_ai.prompt.name}". Likewise,
 // completion/complete for a prompt's argument is named "completion/complete
-// {gen_ai.prompt.name}". The others are named by the method alone. A
+// {gen_ai.prompt.name}". Otherwise the name is the method alone. A
 // resource's URI is the attribute mcp.resource.uri, never part of the name.
 // In the name it would make the cardinality unbounded. These spans carry the
 // session, server and outcome attributes above.
@@ -143,7 +143,7 @@
 // [Telemetry.ServerMiddleware] is receiving middleware for an MCP server. It
 // serves conduit serve's sessions (gateway.Options.Middleware), or any Go
 // SDK server. Each request it receives is a span of kind SERVER.
-// Notifications are not. The span is named "{mcp.method.name} {target}". The
+// Notifications get none. The span is named "{mcp.method.name} {target}". The
 // target is the tool of tools/call or the prompt of prompts/get. Otherwise
 // the name is the method alone. The span's parent is the trace context in
 // the request's params._meta. Its attributes:
