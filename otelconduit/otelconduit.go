@@ -31,28 +31,33 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// MeterProvider makes the metric (default otel.GetMeterProvider()).
 	MeterProvider metric.MeterProvider
-	// Propagator injects trace context into each request's _meta
-	// (default otel.GetTextMapPropagator(), which injects nothing until
-	// one is set with otel.SetTextMapPropagator).
+	// Propagator injects trace context into each request's _meta. The
+	// default is otel.GetTextMapPropagator(). It injects nothing until one
+	// is set with otel.SetTextMapPropagator.
 	Propagator propagation.TextMapPropagator
 
-	// RecordArguments records each call's arguments, as the model wrote
-	// them (after-hooks' changes included), as gen_ai.tool.call.arguments:
-	// the conventions make it opt-in, since arguments may hold anything.
+	// RecordArguments records each call's arguments as
+	// gen_ai.tool.call.arguments. They are recorded as the model wrote them,
+	// after-hooks' changes included. The conventions make it opt-in, since
+	// arguments may hold anything.
 	RecordArguments bool
 	// RecordResults records each successful call's result, as
 	// gen_ai.tool.call.result (opt-in, likewise).
 	RecordResults bool
-	// RecordMessages records the texts that may quote arguments or carry
-	// a person's words: the message a model is shown for a failed call
-	// (as the status description), a validation failure's reason, a
-	// hook's error and an approver's reason (as event attributes).
+	// RecordMessages records the texts that may quote arguments or carry a
+	// person's words:
+	//
+	//   - the message a model is shown for a failed call, as the status
+	//     description;
+	//   - a validation failure's reason, as an event attribute;
+	//   - a hook's error, likewise;
+	//   - an approver's reason, likewise.
 	RecordMessages bool
 }
 
-// Telemetry is the bridge: its Trace and AdaptersTrace report to
-// OpenTelemetry. It is safe for concurrent use, and one Telemetry may
-// serve any number of hubs and clients.
+// Telemetry is the bridge. Its Trace and AdaptersTrace report to
+// OpenTelemetry. It is safe for concurrent use. One Telemetry may serve any
+// number of hubs and clients.
 type Telemetry struct {
 	o              Options
 	tracer         trace.Tracer
@@ -61,15 +66,15 @@ type Telemetry struct {
 	prop           propagation.TextMapPropagator
 
 	// A call's metric attributes and its decision event's, made once for
-	// each distinct set: building an attribute set is most of what
-	// recording costs.
+	// each distinct set. Building an attribute set is most of what recording
+	// costs.
 	ops       cache[opKey, metric.RecordOption]
 	served    cache[serverKey, metric.RecordOption]
 	decisions cache[decisionKey, trace.EventOption]
 }
 
-// opKey is what mcp.client.operation.duration's attributes are made of:
-// name is the tool's for tools/call, the prompt's for prompts/get and
+// opKey is what mcp.client.operation.duration's attributes are made of. name
+// is the tool's for tools/call. It is the prompt's for prompts/get and
 // completion/complete.
 type opKey struct {
 	method, name, errType, code, protocol, transport, host string
@@ -82,14 +87,14 @@ type decisionKey struct {
 	matched  bool
 }
 
-// cache is a map of values made once per key, up to maxCached keys
-// (beyond, values are made each time), safe for concurrent use.
+// cache is a map of values made once per key, up to maxCached keys. Beyond
+// that, values are made each time. It is safe for concurrent use.
 type cache[K comparable, V any] struct {
 	mu sync.RWMutex
 	m  map[K]V
 }
 
-// maxCached bounds a cache: the keys are few (tools, servers, rules and
+// maxCached bounds a cache. The keys are few (tools, servers, rules and
 // outcomes), but they come from outside.
 const maxCached = 4096
 
@@ -171,11 +176,14 @@ func (t *Telemetry) Trace() *conduit.Trace {
 }
 
 // AdaptersTrace returns the hooks to set as a listing's
-// adapters.TurnOptions.Trace: a strict-mode fallback, and a result
-// over the budget's warning threshold or cut, become events of the span
-// in the listing's (the Execute's) context (the caller's own, such as an
-// agent turn's), or of a span of their own when that context has none
-// recording.
+// adapters.TurnOptions.Trace. Two things become events:
+//
+//   - a strict-mode fallback;
+//   - a result over the budget's warning threshold, or cut.
+//
+// Each is an event of the span in the listing's (the Execute's) context.
+// That is the caller's own span, such as an agent turn's. When that context
+// has none recording, the event gets a span of its own.
 func (t *Telemetry) AdaptersTrace() *adapters.Trace {
 	return &adapters.Trace{StrictFallback: t.strictFallback, ResultBudget: t.resultBudget}
 }
@@ -226,12 +234,12 @@ var (
 // attrPool holds the slices a span's attributes are gathered in.
 var attrPool = sync.Pool{New: func() any { s := make([]attribute.KeyValue, 0, 16); return &s }}
 
-// callStartOptions start every call's span. Its attributes are set when
-// it ends, in one go: a sampler sees the span's name and kind.
+// callStartOptions start every call's span. Its attributes are set when it
+// ends, in one go. A sampler sees only the span's name and kind.
 var callStartOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
 
-// localStartOptions start a local tool's span: no request is sent, so it
-// is the GenAI conventions' execute_tool span, not an MCP client's.
+// localStartOptions start a local tool's span. No request is sent. So it is
+// the GenAI conventions' execute_tool span, not an MCP client's.
 var localStartOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 
 func (t *Telemetry) callStart(i conduit.CallStartInfo) context.Context {
@@ -248,13 +256,13 @@ func (t *Telemetry) callStart(i conduit.CallStartInfo) context.Context {
 	return ctx
 }
 
-// parent is the context a call's or request's span starts in: ctx, with
-// the trace context meta carries (a gateway's client's, in params._meta)
-// in the place of ctx's span, since the MCP conventions make the context
-// extracted from _meta the parent; ctx's own span, if any, is then linked.
-// A span of ctx that continues that trace already (the SERVER span of
-// ServerMiddleware, for the request that carried the _meta) stays the
-// parent.
+// parent is the context a call's or request's span starts in. It is ctx,
+// with the trace context meta carries in the place of ctx's span. That is a
+// gateway's client's context, in params._meta. The MCP conventions make the
+// context extracted from _meta the parent. ctx's own span, if any, is then
+// linked. A span of ctx may continue that trace already. The SERVER span of
+// ServerMiddleware does, for the request that carried the _meta. Such a span
+// stays the parent.
 func (t *Telemetry) parent(ctx context.Context, meta map[string]any) (context.Context, []trace.Link) {
 	if len(meta) == 0 {
 		return ctx, nil
@@ -363,9 +371,9 @@ func (t *Telemetry) pinDrift(i conduit.PinDriftInfo) {
 	t.event(i.Context, eventPinDrift, attrs)
 }
 
-// event adds an event to the span recording in ctx; when there is none
-// (no caller's span, or a listing outside any), to a span of its own,
-// named as the event, so that it is not lost. A span that is not
+// event adds an event to the span recording in ctx. There may be none: no
+// caller's span, or a listing outside any. Then the event gets a span of its
+// own, named as the event, so that it is not lost. A span that is not
 // recording because it was sampled out keeps it out.
 func (t *Telemetry) event(ctx context.Context, name string, attrs []attribute.KeyValue) {
 	if ctx == nil {
@@ -499,10 +507,10 @@ func (t *Telemetry) requestStart(i conduit.RequestStartInfo) context.Context {
 }
 
 // requestDone ends the span of a prompt, resource or completion request.
-// Its name is "prompts/get {prompt}" (and "completion/complete {prompt}"
-// for a prompt's argument) once the prompt resolves; a resource's URI is
-// an attribute, mcp.resource.uri, never part of the name, whose
-// cardinality it would make unbounded.
+// Once the prompt resolves, its name is "prompts/get {prompt}". For a
+// prompt's argument it is "completion/complete {prompt}". A resource's URI
+// is an attribute, mcp.resource.uri, never part of the name. In the name it
+// would make the cardinality unbounded.
 func (t *Telemetry) requestDone(i conduit.RequestDoneInfo) {
 	span := trace.SpanFromContext(i.Context)
 	recording := span.IsRecording()
@@ -558,8 +566,8 @@ func (t *Telemetry) requestDone(i conduit.RequestDoneInfo) {
 	span.End()
 }
 
-// record records a request's duration; k has the method, tool or prompt
-// and outcome, and record adds the request's peer.
+// record records a request's duration. k has the method, tool or prompt and
+// outcome. record adds the request's peer.
 func (t *Telemetry) record(ctx context.Context, r *conduit.RequestInfo, k opKey) {
 	k.protocol, k.transport, k.host, k.port = r.ProtocolVersion, r.Transport, r.Address, r.Port
 	opt := t.ops.get(k, func() metric.RecordOption {
@@ -608,10 +616,12 @@ func (c *metaCarrier) Keys() []string {
 	return keys
 }
 
-// classify is the conventions' error.type of an outcome: the JSON-RPC
-// error code when the server sent one (also the code returned), and then
-// the error's message as the status description; "tool_error" for a
-// result with isError; conduit's ErrorKind otherwise.
+// classify is the conventions' error.type of an outcome:
+//
+//   - the JSON-RPC error code when the server sent one. It also returns the
+//     code, and the error's message becomes the status description.
+//   - "tool_error" for a result with isError;
+//   - conduit's ErrorKind otherwise.
 func classify(err error, res *mcp.CallToolResult) (errType, code, desc string) {
 	if err == nil {
 		if res != nil && res.IsError {
@@ -650,11 +660,11 @@ func appendOutcome(attrs []attribute.KeyValue, errType, code string) []attribute
 	return attrs
 }
 
-// appendPeer adds what the conventions say of the session and server; the
-// session and request ids only to spans (withSession), since they would
-// make a metric's series per session or request. network.protocol.version
-// is not among them: which HTTP version a request went over is not known
-// to conduit.
+// appendPeer adds what the conventions say of the session and server. It
+// adds the session and request ids only to spans (withSession). On a metric
+// they would make series per session or request. network.protocol.version is
+// not among them. Conduit does not know which HTTP version a request went
+// over.
 func appendPeer(attrs []attribute.KeyValue, r *conduit.RequestInfo, withSession bool) []attribute.KeyValue {
 	if withSession {
 		if r.SessionID != "" {

@@ -14,19 +14,20 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// ServerMiddleware returns the receiving middleware of an MCP server (the
-// Go SDK's mcp.Server.AddReceivingMiddleware; conduit serve's sessions
-// through gateway.Options.Middleware): each request the server receives
-// becomes a SERVER span, "{mcp.method.name} {target}" as the conventions
-// name it (the tool of tools/call, the prompt of prompts/get), whose
-// parent is the trace context the client sent in params._meta, and its
-// duration is recorded as mcp.server.operation.duration. Notifications
-// are not recorded.
+// ServerMiddleware returns the receiving middleware of an MCP server. It
+// goes to the Go SDK's mcp.Server.AddReceivingMiddleware. conduit serve's
+// sessions take it through gateway.Options.Middleware. Each request the
+// server receives becomes a SERVER span. The span is named
+// "{mcp.method.name} {target}", as the conventions name it. The target is
+// the tool of tools/call or the prompt of prompts/get. The span's parent is
+// the trace context the client sent in params._meta. The request's duration
+// is recorded as mcp.server.operation.duration. Notifications are not
+// recorded.
 //
-// The span is in the handler's context, so a hub call made there (the
-// gateway's) is its child, and what a server behind the gateway receives
-// continues the same trace: client, conduit serve's SERVER span,
-// conduit's CLIENT span, the server's own.
+// The span is in the handler's context. So a hub call made there (the
+// gateway's) is its child. What a server behind the gateway receives
+// continues the same trace: client, conduit serve's SERVER span, conduit's
+// CLIENT span, the server's own.
 func (t *Telemetry) ServerMiddleware() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -100,8 +101,8 @@ func (t *Telemetry) serve(ctx context.Context, method string, req mcp.Request, n
 	if t.serverDuration.Enabled(ctx) {
 		mk := k
 		if err != nil {
-			// The name of a tool or prompt that is not served (unknown,
-			// or hidden by the policy) is whatever the client wrote: as a
+			// The name of a tool or prompt that is not served (unknown, or
+			// hidden by the policy) is whatever the client wrote. As a
 			// metric attribute it would make series without bound.
 			mk.tool, mk.prompt = "", ""
 		}
@@ -148,9 +149,8 @@ func (k *serverKey) attrs(attrs []attribute.KeyValue) []attribute.KeyValue {
 	return attrs
 }
 
-// maxTarget bounds the tool or prompt name a served request's span is
-// named by: it comes from the client, and MCP names are at most 128
-// characters.
+// maxTarget bounds the tool or prompt name a served request's span is named
+// by. The name comes from the client. MCP names are at most 128 characters.
 const maxTarget = 128
 
 // clip is name, cut to maxTarget bytes (and to whole characters).

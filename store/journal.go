@@ -7,22 +7,22 @@ import (
 	"time"
 )
 
-// Journals are append-only logs of records, for what must be kept and
-// read back in order: the audit trail of conduit serve and its console's
-// approvals. It is not part of [Store], so that a Store of another
-// module still satisfies it; [Memory] and the SQLite and Redis stores
+// Journals are append-only logs of records, for what must be kept and read
+// back in order. The audit trail of conduit serve and its console's
+// approvals is one. It is not part of [Store], so that a Store of another
+// module still satisfies Store. [Memory] and the SQLite and Redis stores
 // implement it. A caller finds it with a type assertion.
 //
-// Records are kept for the keep given when appended (measured, as every
-// expiry, by the store's clock), at least: a store drops older ones when
-// it appends, or sweeps.
+// Records are kept at least for the keep given when appended. That is
+// measured by the store's clock, as every expiry is. A store drops older
+// records when it appends, or sweeps.
 type Journals interface {
 	// Append adds record to the end of the journal of key, and drops its
 	// records older than keep.
 	Append(ctx context.Context, key string, record []byte, keep time.Duration) (Entry, error)
-	// Read returns the newest limit records of the journal of key
-	// appended at or after since, oldest first (limit 0 or less: all of
-	// them).
+	// Read returns the newest limit records of the journal of key appended
+	// at or after since, oldest first. A limit of 0 or less returns all of
+	// them.
 	Read(ctx context.Context, key string, since time.Time, limit int) ([]Entry, error)
 }
 

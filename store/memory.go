@@ -15,14 +15,14 @@ import (
 	"github.com/conduitmcp/conduit/store/internal/ttl"
 )
 
-// Memory is a [Store] that keeps everything in this process's memory: the
-// default, for one process (what it holds is lost when the process ends,
-// and another process does not see it). It is safe for concurrent use.
+// Memory is a [Store] that keeps everything in this process's memory. It is
+// the default, for one process. What it holds is lost when the process ends,
+// and another process does not see it. It is safe for concurrent use.
 //
-// It starts no goroutine: entries are kept in the order of their expiry,
-// and every operation first drops those that have expired, so an expired
-// entry holds memory only until the next operation and Close leaves
-// nothing behind.
+// It starts no goroutine. Entries are kept in the order of their expiry.
+// Every operation first drops those that have expired. So an expired entry
+// holds memory only until the next operation, and Close leaves nothing
+// behind.
 type Memory struct {
 	mu      sync.Mutex
 	closed  bool

@@ -88,7 +88,7 @@ var (
 	// store; see the package doc.
 	ErrUnavailable = errors.New("store unavailable")
 	// ErrNotHeld is the error of [Claims.Complete] and [Locks.Unlock] by a
-	// token that does not hold the claim or the lock: it expired, or it was
+	// token that does not hold the claim or the lock. It expired, or it was
 	// never this token's.
 	ErrNotHeld = errors.New("store: not held by this token")
 	// ErrClosed is the error of an operation on a closed store.
@@ -112,11 +112,11 @@ type Store interface {
 	io.Closer
 }
 
-// Sets are sets of strings with a lifetime, for taint: a key is a principal
-// or a conversation, the members are the servers whose output it has seen.
+// Sets are sets of strings with a lifetime, for taint. A key is a principal
+// or a conversation. The members are the servers whose output it has seen.
 type Sets interface {
-	// AddMembers adds members to the set of key and sets the whole set's
-	// expiry to ttl from now, so a set lives until ttl has passed since its
+	// AddMembers adds members to the set of key. It sets the whole set's
+	// expiry to ttl from now. So a set lives until ttl has passed since its
 	// latest addition. Adding no members does nothing.
 	AddMembers(ctx context.Context, key string, ttl time.Duration, members ...string) error
 	// Members returns the members of the set of key, sorted; none when the
@@ -124,21 +124,21 @@ type Sets interface {
 	Members(ctx context.Context, key string) ([]string, error)
 }
 
-// Claims are single-use marks with a record of what the winner produced,
-// for at most once: an approval, a resumed state or an activity runs once,
-// and whoever comes after reads its result.
+// Claims are single-use marks with a record of what the winner produced, for
+// at most once. An approval, a resumed state or an activity runs once.
+// Whoever comes after reads its result.
 type Claims interface {
 	// Claim claims key for ttl. The first claimer wins: the result is
 	// [Claimed], with the token that [Claims.Complete] needs. Any other
-	// claim of key before it expires finds it [Pending] (claimed, no result
-	// recorded yet: the winner is still running, or died) or [Completed]
-	// with the recorded result.
+	// claim of key before it expires finds it [Pending] or [Completed].
+	// Pending means claimed with no result recorded yet: the winner is still
+	// running, or died. Completed comes with the recorded result.
 	Claim(ctx context.Context, key string, ttl time.Duration) (Claim, error)
 	// Complete records result as the outcome of the claim of key held by
-	// token, and keeps it for ttl from now. It fails with [ErrNotHeld] when
-	// token does not hold a pending claim of key (it expired, another
-	// process claimed it since, or it was completed with another result);
-	// completing again with the same token and result succeeds.
+	// token. It keeps it for ttl from now. It fails with [ErrNotHeld] when
+	// token does not hold a pending claim of key. The claim expired, another
+	// process claimed it since, or it was completed with another result.
+	// Completing again with the same token and result succeeds.
 	Complete(ctx context.Context, key, token string, result []byte, ttl time.Duration) error
 }
 
@@ -149,9 +149,9 @@ type ClaimState int
 const (
 	// Claimed: this call won the claim; do the work, then Complete it.
 	Claimed ClaimState = iota + 1
-	// Pending: another claimer holds the claim and has recorded no result:
-	// it is still running, or it died before it recorded one. Whether it
-	// did the work is unknown; do not do it again.
+	// Pending: another claimer holds the claim and has recorded no result.
+	// It is still running, or it died before it recorded one. Whether it did
+	// the work is unknown, so do not do it again.
 	Pending
 	// Completed: another claimer recorded its result, in Claim.Result.
 	Completed
@@ -182,11 +182,11 @@ type Claim struct {
 
 // Counters count calls for limits: calls per window, and calls at once.
 type Counters interface {
-	// Hit counts one hit in the current window of key when fewer than limit
-	// hits were counted in it, and reports the window. A window starts at
-	// its first hit and lasts window; then the count starts again from
-	// zero. A limit of zero or less allows nothing and so counts nothing:
-	// Hit(ctx, key, 0, w) reads the window.
+	// Hit counts one hit in the current window of key, and reports the
+	// window. It counts only when fewer than limit hits were counted in it.
+	// A window starts at its first hit and lasts window. Then the count
+	// starts again from zero. A limit of zero or less allows nothing and so
+	// counts nothing: Hit(ctx, key, 0, w) reads the window.
 	Hit(ctx context.Context, key string, limit int64, window time.Duration) (Window, error)
 	// Acquire takes one of limit slots of key for lease when fewer than
 	// limit are held, and reports the slots. A slot is held until it is
@@ -206,8 +206,8 @@ type Window struct {
 	// Count is the number of hits counted in the current window, this one
 	// included when Allowed.
 	Count int64
-	// Reset is how long until the window ends and counting starts again
-	// from zero: when to retry a hit that was not allowed. Zero when no
+	// Reset is how long until the window ends and counting starts again from
+	// zero. That is when to retry a hit that was not allowed. Zero when no
 	// window is open.
 	Reset time.Duration
 }
@@ -229,7 +229,7 @@ type Locks interface {
 	// ctx.Err() when ctx is done first.
 	Lock(ctx context.Context, key string, ttl time.Duration) (token string, err error)
 	// Unlock releases the lock of key held by token. It fails with
-	// [ErrNotHeld] when token does not hold it (the lock expired, and
-	// perhaps another owner holds it now), and then releases nothing.
+	// [ErrNotHeld] when token does not hold it, and then releases nothing.
+	// The lock expired, and perhaps another owner holds it now.
 	Unlock(ctx context.Context, key, token string) error
 }

@@ -1,5 +1,6 @@
-// conduit's activities: list the tools, read a response's calls (the
-// plan of a turn, which sends nothing), and send one call at most once.
+// conduit's activities. They list the tools and read a response's calls.
+// That read is the plan of a turn, which sends nothing. They send one call
+// at most once.
 
 package temporalconduit
 
@@ -22,36 +23,36 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// errOutcomeUnknown is the cause of the error that answers a call whose
+// errOutcomeUnknown is the cause of the error that answers a lost call. Its
 // worker was lost after it claimed the call and before it recorded the
-// outcome: the call may have been sent, and it was not sent again.
+// outcome. The call may have been sent, and it was not sent again.
 var errOutcomeUnknown = errors.New("temporalconduit: the call's outcome is unknown; it was not made again")
 
 // How a call is kept from being sent twice (plannedCall.Mode).
 const (
 	// modeClaim: claimed before the pipeline runs, the answer recorded
-	// after; a claim found pending is never sent again.
+	// after. A claim found pending is never sent again.
 	modeClaim = "claim"
 	// modeReadOnly: a trusted server's read-only tool, sent on every
 	// attempt without a claim.
 	modeReadOnly = "readOnly"
-	// modeIdempotent: a trusted server's idempotent tool, claimed and
+	// modeIdempotent: a trusted server's idempotent tool. It is claimed and
 	// recorded like modeClaim, but sent again when its claim is pending.
 	modeIdempotent = "idempotent"
 )
 
-// nonRetryable is the error type of the activities' failures that no
-// retry can mend (input that cannot be read).
+// nonRetryable is the error type of the activities' failures that no retry
+// can mend. Input that cannot be read is one.
 const nonRetryable = "conduit.InvalidInput"
 
 func invalid(err error) error {
 	return temporal.NewNonRetryableApplicationError(err.Error(), nonRetryable, err)
 }
 
-// The activities' inputs and outputs below are recorded in histories, and
-// their outputs in claims: a worker of a later release decodes those that
-// an earlier one wrote. As with State, a field is added only where its
-// absence means what it meant before, and none changes its meaning.
+// The activities' inputs and outputs below are recorded in histories. Their
+// outputs are recorded in claims too. A worker of a later release decodes
+// those that an earlier one wrote. As with State, a field is added only
+// where its absence means what it meant before. None changes its meaning.
 
 // listInput is the input of conduit.ListTools.
 type listInput struct {
@@ -86,15 +87,15 @@ type planInput struct {
 	Response json.RawMessage `json:"response"`
 }
 
-// plan is a turn's plan: the answers of the calls not to be sent, and
-// the calls to send.
+// plan is a turn's plan. It holds the answers of the calls not to be sent,
+// and the calls to send.
 type plan struct {
-	// Answers are by the calls' positions in the response; nil where a
-	// call is to be sent.
+	// Answers are by the calls' positions in the response. An answer is nil
+	// where a call is to be sent.
 	Answers []map[string]any `json:"answers"`
 	Calls   []plannedCall    `json:"calls,omitempty"`
-	// Options and MaxAnswerBytes are the worker's, with which the
-	// workflow writes the answers of the calls sent (see writeStep).
+	// Options and MaxAnswerBytes are the worker's. The workflow writes the
+	// answers of the calls sent with them (see writeStep).
 	Options        *toolcall.AnswerOptions `json:"options,omitempty"`
 	MaxAnswerBytes int                     `json:"maxAnswerBytes,omitempty"`
 }
@@ -103,33 +104,33 @@ type plan struct {
 type plannedCall struct {
 	Index int    `json:"index"`
 	ID    string `json:"id,omitempty"`
-	// Key names the call in decisions (adapters.Pending.ID): its ID, or,
-	// when it has none or shares it, the ID followed by '#' and its
+	// Key names the call in decisions (adapters.Pending.ID). It is its ID.
+	// When it has none or shares it, Key is the ID followed by '#' and its
 	// position from 1.
 	Key    string `json:"key"`
 	Name   string `json:"name"`
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
-	// Args are the arguments as JSON text, so that they reach the call as
-	// the model wrote them (numbers included).
+	// Args are the arguments as JSON text. So they reach the call as the
+	// model wrote them, numbers included.
 	Args json.RawMessage `json:"args"`
 	// Digest is the digest of the tool's definition when it was read.
 	Digest string `json:"digest"`
-	// Budget is the result's own budget (its server's, else the
-	// worker's, else the default), as toolcall.Budget.Tokens says it: 0
-	// the default, negative none.
+	// Budget is the result's own budget: its server's, else the worker's,
+	// else the default. It is read as toolcall.Budget.Tokens says: 0 the
+	// default, negative none.
 	Budget int `json:"budget,omitempty"`
-	// Mode and Attempts are how the call is kept from being sent twice,
-	// and how many times its activity may run (0: no limit).
+	// Mode is how the call is kept from being sent twice. Attempts is how
+	// many times its activity may run (0: no limit).
 	Mode     string `json:"mode"`
 	Attempts int32  `json:"attempts,omitempty"`
 }
 
 // plan reads the tool calls of a response against the offer, as
-// adapters.ExecuteToolCalls would, and sends nothing: the calls that are
-// not to be sent (not offered, arguments that are not an object, past
-// the limits) are answered, the others planned, each with how it is kept
-// from being sent twice.
+// adapters.ExecuteToolCalls would. It sends nothing. Some calls are not to
+// be sent: not offered, arguments that are not an object, past the limits.
+// Those are answered. The others are planned, each with how it is kept from
+// being sent twice.
 func (a *Activities) plan(ctx context.Context, in planInput) (plan, error) {
 	l, _, err := a.listing(ctx, in.Offer)
 	if err != nil {
@@ -160,8 +161,8 @@ func (a *Activities) plan(ctx context.Context, in planInput) (plan, error) {
 	return out, nil
 }
 
-// mode is how a call of t is kept from being sent twice, and how many
-// attempts its activity gets.
+// mode is how a call of t is kept from being sent twice. It also returns how
+// many attempts its activity gets.
 func (a *Activities) mode(t *conduit.Tool) (string, int32) {
 	if ann := t.Annotations; ann != nil && a.trusted[t.Server] {
 		if ann.ReadOnlyHint {
@@ -180,9 +181,9 @@ func (a *Activities) mode(t *conduit.Tool) (string, int32) {
 
 // callInput is the input of conduit.CallTool.
 type callInput struct {
-	// Conversation, Turn and Round name the call's claim, with its
-	// position and arguments: Round counts the times it was taken up
-	// again after a deferral.
+	// Conversation, Turn and Round name the call's claim, with its position
+	// and arguments. Round counts the times it was taken up again after a
+	// deferral.
 	Conversation string      `json:"conversation"`
 	Turn         int         `json:"turn"`
 	Round        int         `json:"round,omitempty"`
@@ -190,12 +191,12 @@ type callInput struct {
 	Taint        []string    `json:"taint,omitempty"`
 	Call         plannedCall `json:"call"`
 	Options      callOptions `json:"options"`
-	// Decision is a deferred call's decision, and Input what its server
+	// Decision is a deferred call's decision. Input is what its server
 	// asked, with the answers given (the decision's merged in).
 	Decision *adapters.Ruling `json:"decision,omitempty"`
 	Input    *conduit.Input   `json:"input,omitempty"`
-	// Halted answers the call as halted, and Lost as a call whose worker
-	// was lost; neither sends it.
+	// Halted answers the call as halted. Lost answers it as a call whose
+	// worker was lost. Neither sends it.
 	Halted bool `json:"halted,omitempty"`
 	Lost   bool `json:"lost,omitempty"`
 }
@@ -205,27 +206,33 @@ type callOptions struct {
 	Assigns        map[string]any `json:"assigns,omitempty"`
 	CallTimeout    time.Duration  `json:"callTimeout,omitempty"`
 	RequestTimeout time.Duration  `json:"requestTimeout,omitempty"`
-	// TurnTokens is the turn's budget (0: none), within which a result
-	// too large for the history is answered by the activity itself.
+	// TurnTokens is the turn's budget (0: none). A result too large for the
+	// history is answered by the activity itself, within it.
 	TurnTokens int `json:"turnTokens,omitempty"`
 }
 
-// callOutput is a call's outcome: its result or error, which the workflow
-// answers within the turn's budget; or its answer, written here; or the
-// deferral it waits on. It is also what a claim records.
+// callOutput is a call's outcome. It holds one of three:
+//
+//   - its result or error, which the workflow answers within the turn's
+//     budget;
+//   - its answer, written here;
+//   - the deferral it waits on.
+//
+// It is also what a claim records.
 type callOutput struct {
-	// Result, or Err, is the call's outcome, to be answered by the
-	// workflow once the turn's budget is shared (writeStep).
+	// Result, or Err, is the call's outcome. The workflow answers it once
+	// the turn's budget is shared (writeStep).
 	Result *mcp.CallToolResult `json:"result,omitempty"`
 	Err    *callError          `json:"err,omitempty"`
-	// Answer is an answer written here: for a result too large for the
-	// history, cut to its own budget within the turn's; or by an earlier
-	// release. Demand and Kept are its figures in the turn's budget.
+	// Answer is an answer written here. It is written for a result too large
+	// for the history, cut to its own budget within the turn's. An earlier
+	// release may have written it too. Demand and Kept are its figures in
+	// the turn's budget.
 	Answer map[string]any `json:"answer,omitempty"`
 	Demand int            `json:"demand,omitempty"`
 	Kept   int            `json:"kept,omitempty"`
-	// Reached reports that the server's output is in the answer (taint);
-	// Halt that the answer halts the loop.
+	// Reached reports that the server's output is in the answer (taint).
+	// Halt reports that the answer halts the loop.
 	Reached bool      `json:"reached,omitempty"`
 	Halt    bool      `json:"halt,omitempty"`
 	Pending *deferred `json:"pending,omitempty"`
@@ -260,8 +267,8 @@ type deferred struct {
 	Input     *conduit.Input `json:"input,omitempty"`
 }
 
-// callTool sends one call through the source's pipeline, at most once
-// whatever the attempts (see the package doc), heartbeating while it
+// callTool sends one call through the source's pipeline. It sends it at most
+// once, whatever the attempts (see the package doc). It heartbeats while it
 // runs, with the server's progress as the heartbeats' details. A
 // cancellation of the activity cancels the MCP request.
 func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, error) {
@@ -316,7 +323,7 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 		}
 	}
 	if in.Lost && in.Call.Mode == modeClaim {
-		// The claim was this worker's to win: the worker that ran the call
+		// The claim was this worker's to win. The worker that ran the call
 		// before kept its claim in a store of its own.
 		out := unknown(c)
 		record(ctx, ticket, out)
@@ -343,17 +350,18 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 	return out, nil
 }
 
-// claimKey is the key of the claim of a call: its conversation, turn,
-// position, round, and a digest of its name and arguments (a workflow
-// reset that makes the model write another call there makes another key).
+// claimKey is the key of the claim of a call. It holds the call's
+// conversation, turn, position, round, and a digest of its name and
+// arguments. A workflow reset that makes the model write another call there
+// makes another key.
 func claimKey(in callInput) string {
 	return "conduit/temporal/" + in.Conversation + "/" + strconv.Itoa(in.Turn) + "/" + strconv.Itoa(in.Call.Index) + "/" +
 		strconv.Itoa(in.Round) + "/" + digest.Call(in.Call.Name, in.Call.Args)
 }
 
 // record records out as the outcome of the claim ticket holds, if any. A
-// record that fails leaves the outcome unknown: a retry then answers so,
-// and still sends nothing.
+// record that fails leaves the outcome unknown. A retry then answers so, and
+// still sends nothing.
 func record(ctx context.Context, ticket *once.Ticket, out callOutput) {
 	if ticket == nil {
 		return
@@ -375,7 +383,7 @@ func readRecord(data []byte) (callOutput, bool) {
 }
 
 // kinds counts what out holds of an answer, a result, an error and a
-// deferral: one, in an outcome that can be read.
+// deferral. An outcome that can be read holds one.
 func (out *callOutput) kinds() int {
 	n := 0
 	for _, set := range []bool{out.Answer != nil, out.Result != nil, out.Err != nil, out.Pending != nil} {
@@ -391,10 +399,11 @@ func knownKind(name string) bool {
 	return ok
 }
 
-// outcome is the outcome of call c: a deferral, its error, or its result,
-// which the workflow answers within the turn's budget. A result too large
-// for the history is answered here, within its own budget (own, as
-// toolcall.Budget.Tokens says it) and the turn's (turnTokens, 0: none).
+// outcome is the outcome of call c: a deferral, its error, or its result.
+// The workflow answers the result within the turn's budget. A result too
+// large for the history is answered here instead. It stays within its own
+// budget (own, as toolcall.Budget.Tokens says it). It stays within the
+// turn's too (turnTokens, 0: none).
 func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, own, turnTokens int) callOutput {
 	var d *conduit.Deferral
 	if k, _ := conduit.KindOf(err); k == conduit.KindDeferred && errors.As(err, &d) {
@@ -445,8 +454,8 @@ func failed(err error) callOutput {
 	return out
 }
 
-// keepable is answer, or, when its JSON is over maxBytes, the error answer
-// that says the result was too large to be kept.
+// keepable is answer, unless its JSON is over maxBytes. Then it is the error
+// answer that says the result was too large to be kept.
 func keepable(p adapters.Provider, c toolcall.Call, answer map[string]any, o *toolcall.AnswerOptions, maxBytes int) map[string]any {
 	data, err := json.Marshal(answer)
 	if err == nil && len(data) <= maxBytes {
@@ -465,9 +474,9 @@ func unknown(c toolcall.Call) callOutput {
 	return out
 }
 
-// heartbeat records a heartbeat every d until stop is called, so that a
-// worker that dies is noticed within the heartbeat timeout, and a
-// cancellation reaches ctx, and from it the MCP request.
+// heartbeat records a heartbeat every d until stop is called. So a worker
+// that dies is noticed within the heartbeat timeout. A cancellation reaches
+// ctx, and from it the MCP request.
 func heartbeat(ctx context.Context, d time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

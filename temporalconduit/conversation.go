@@ -1,7 +1,7 @@
-// The workflow's side: a Conversation that runs each turn's calls as
+// The workflow's side: a Conversation. It runs each turn's calls as
 // activities, waits for decisions on an Update, and shows what waits by a
-// query. Everything here is deterministic workflow code: it schedules,
-// waits and keeps state; conduit's pipeline runs in the activities.
+// query. Everything here is deterministic workflow code. It schedules, waits
+// and keeps state. Conduit's pipeline runs in the activities.
 
 package temporalconduit
 
@@ -24,18 +24,18 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// The query and the update of a workflow with a Conversation, recorded in
-// histories and named by clients: stable across releases.
+// The query and the update of a workflow with a Conversation. Histories
+// record them and clients name them, so they are stable across releases.
 const (
 	// QueryPending answers the calls of the current turn that wait for a
-	// decision, as []adapters.Pending in the model's order (none between
-	// turns).
+	// decision. It gives them as []adapters.Pending in the model's order
+	// (none between turns).
 	QueryPending = "conduit.pending"
-	// UpdateDecide decides pending calls: its argument is a
-	// map[string]adapters.Ruling by Pending.ID. Its validator rejects,
-	// recording nothing, a decision that names no call waiting for one,
-	// and one that allows a call deferred for input without answering all
-	// its server asked.
+	// UpdateDecide decides pending calls. Its argument is a
+	// map[string]adapters.Ruling by Pending.ID. Its validator rejects a
+	// decision that names no call waiting for one. It also rejects one that
+	// allows a call deferred for input without answering all its server
+	// asked. A rejected decision records nothing.
 	UpdateDecide = "conduit.decide"
 )
 
@@ -44,60 +44,60 @@ const (
 const DefaultHeartbeatTimeout = 30 * time.Second
 
 // ConversationOptions configure a [Conversation]. A nil
-// *ConversationOptions, and the zero value of each field, mean the
-// defaults; Provider is required.
+// *ConversationOptions, and the zero value of each field, mean the defaults.
+// Provider is required.
 type ConversationOptions struct {
 	// Provider is the model's API.
 	Provider adapters.Provider
-	// Principal is who the conversation is for: its listing leaves out
-	// what the policy denies them, and every call is made for them.
+	// Principal is who the conversation is for. Its listing leaves out what
+	// the policy denies them. Every call is made for them.
 	Principal string
 	// Taint is the taint the conversation starts with.
 	Taint []string
-	// Assigns are every call's (conduit.CallOptions.Assigns), for
-	// approvers and hooks; they pass through the history as JSON.
+	// Assigns are every call's (conduit.CallOptions.Assigns), for approvers
+	// and hooks. They pass through the history as JSON.
 	Assigns map[string]any
 	// CallTimeout bounds each call in all, approval and hooks included
-	// (default conduit.DefaultCallTimeout); its activity is given a
-	// minute more. RequestTimeout bounds each request to a server.
+	// (default conduit.DefaultCallTimeout). Its activity is given a minute
+	// more. RequestTimeout bounds each request to a server.
 	CallTimeout    time.Duration
 	RequestTimeout time.Duration
 	// HeartbeatTimeout is how long a call's activity may go without a
-	// heartbeat before Temporal takes its worker for lost (default
-	// DefaultHeartbeatTimeout). Activities heartbeat three times in it,
-	// with the server's progress as details. A cancellation reaches a
-	// running call with the answer to a heartbeat, which the SDK sends at
-	// most every 0.8 HeartbeatTimeout: that is how late it may be.
+	// heartbeat. After it, Temporal takes its worker for lost (default
+	// DefaultHeartbeatTimeout). Activities heartbeat three times in it, with
+	// the server's progress as details. A cancellation reaches a running
+	// call with the answer to a heartbeat. The SDK sends one at most every
+	// 0.8 HeartbeatTimeout. That is how late a cancellation may be.
 	HeartbeatTimeout time.Duration
-	// MaxConcurrency is how many calls of a turn run at once (default 1:
-	// one after another, in the model's order, so that a halt stops
-	// every call after it).
+	// MaxConcurrency is how many calls of a turn run at once. The default is
+	// 1: one after another, in the model's order. Then a halt stops every
+	// call after it.
 	MaxConcurrency int
 	// MaxTurnTokens bounds what the model reads of a turn's results
-	// together, in tokens, shared max-min fairly as
-	// adapters.ExecuteToolCalls shares it (see adapters.BudgetOptions):
-	// the activities return the results, and the workflow answers them
-	// once each step of the turn is done, within the same shares. 0 means
-	// adapters.DefaultMaxTurnTokens (50,000), negative no turn budget.
+	// together, in tokens. It is shared max-min fairly, as
+	// adapters.ExecuteToolCalls shares it (see adapters.BudgetOptions). The
+	// activities return the results. The workflow answers them once each
+	// step of the turn is done, within the same shares. 0 means
+	// adapters.DefaultMaxTurnTokens (50,000). Negative means no turn budget.
 	MaxTurnTokens int
-	// DecisionTimeout is how long a turn waits for its deferred calls to
-	// be decided, from when it starts waiting; the calls still undecided
-	// then are denied. Zero: as long as it takes.
+	// DecisionTimeout is how long a turn waits for its deferred calls to be
+	// decided, from when it starts waiting. The calls still undecided then
+	// are denied. Zero: as long as it takes.
 	DecisionTimeout time.Duration
-	// TaskQueue is where conduit's activities run (default the
-	// workflow's): the workers that Register them.
+	// TaskQueue is where conduit's activities run: the workers that Register
+	// them. The default is the workflow's.
 	TaskQueue string
 }
 
-// Conversation is one conversation with a model, in a workflow: the tools
-// it is offered, its taint, and the turn under way. It is used from
-// workflow code only, one per workflow run (it handles QueryPending and
-// UpdateDecide), and is not safe for use by several workflow goroutines
-// at once.
+// Conversation is one conversation with a model, in a workflow. It holds the
+// tools it is offered, its taint, and the turn under way. Use it from
+// workflow code only, one per workflow run. It handles QueryPending and
+// UpdateDecide. It is not safe for use by several workflow goroutines at
+// once.
 //
-// Each turn, the application's own activity sends the model a request
-// with the tools (Offer, turned into definitions by Activities.Tools on
-// the worker), and Execute runs the calls of the model's response.
+// Each turn, the application's own activity sends the model a request with
+// the tools. Activities.Tools on the worker turns the Offer into
+// definitions. Then Execute runs the calls of the model's response.
 type Conversation struct {
 	o    ConversationOptions
 	st   State
@@ -106,24 +106,23 @@ type Conversation struct {
 
 // Turn is a turn's outcome.
 type Turn struct {
-	// Results answer every call of the response, in the model's order,
-	// in the provider's shape (see adapters.Execution.Results; Wire's
-	// Answers puts them in the conversation).
+	// Results answer every call of the response, in the model's order, in
+	// the provider's shape (see adapters.Execution.Results). Wire's Answers
+	// puts them in the conversation.
 	Results []map[string]any
 	// Halted reports that a call was denied with a halt: end the loop.
 	Halted bool
-	// Unknown are the calls (by their ids, as Pending.ID names them) whose
-	// outcome is unknown: a worker was lost after it claimed one and
+	// Unknown are the calls whose outcome is unknown, by their ids as
+	// Pending.ID names them. A worker was lost after it claimed one and
 	// before it recorded what the server answered. Each was sent at most
-	// once, and its answer tells the model so; someone should check its
+	// once, and its answer tells the model so. Someone should check its
 	// effect.
 	Unknown []string
 }
 
-// NewConversation lists the tools for o's provider, principal and taint
-// (an activity), and returns the conversation that offers them, ready
-// for its first turn. It registers the handlers of QueryPending and
-// UpdateDecide.
+// NewConversation lists the tools for o's provider, principal and taint (an
+// activity). It returns the conversation that offers them, ready for its
+// first turn. It registers the handlers of QueryPending and UpdateDecide.
 func NewConversation(ctx workflow.Context, o *ConversationOptions) (*Conversation, error) {
 	c, err := newConversation(ctx, o)
 	if err != nil {
@@ -133,8 +132,8 @@ func NewConversation(ctx workflow.Context, o *ConversationOptions) (*Conversatio
 	if err := c.handle(ctx); err != nil {
 		return nil, err
 	}
-	// A random name for the claims, recorded in the history: the same in
-	// every replay, in every run continued as new, and after a reset.
+	// A random name for the claims, recorded in the history. It is the same
+	// in every replay, in every run continued as new, and after a reset.
 	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return rand.Text() }).Get(&c.st.ID); err != nil {
 		return nil, err
 	}
@@ -151,11 +150,11 @@ func NewConversation(ctx workflow.Context, o *ConversationOptions) (*Conversatio
 	return c, nil
 }
 
-// ResumeConversation carries on a conversation from its State, in a new
-// run of the workflow (continue-as-new): the same offer, taint, and claims'
-// name. o gives what the state does not carry (timeouts, concurrency);
-// its Provider and Principal, when set, must be the state's. It registers
-// the handlers of QueryPending and UpdateDecide.
+// ResumeConversation carries on a conversation from its State, in a new run
+// of the workflow (continue-as-new). It keeps the same offer, taint, and
+// claims' name. o gives what the state does not carry (timeouts,
+// concurrency). Its Provider and Principal, when set, must be the state's.
+// It registers the handlers of QueryPending and UpdateDecide.
 func ResumeConversation(ctx workflow.Context, st State, o *ConversationOptions) (*Conversation, error) {
 	if err := st.check(); err != nil {
 		return nil, err
@@ -206,7 +205,7 @@ func newConversation(_ workflow.Context, o *ConversationOptions) (*Conversation,
 }
 
 // Offer returns what the model is offered, for the application's model
-// activity: Activities.Tools turns it into the tool definitions of the
+// activity. Activities.Tools turns it into the tool definitions of the
 // request.
 func (c *Conversation) Offer() Offer { return c.st.clone().Offer }
 
@@ -215,25 +214,26 @@ func (c *Conversation) Offer() Offer { return c.st.clone().Offer }
 // returned.
 func (c *Conversation) State() State { return c.st.clone() }
 
-// Execute runs the tool calls of a response of the conversation's
-// provider, as adapters.Conversation.Execute does, and returns when every
-// call is answered: a plan activity reads the calls (sending nothing),
-// then each call to send is an activity of its own, at most
-// MaxConcurrency at once, which claims it before the pipeline runs and
-// records its answer after, so that it is sent at most once (see the
-// package doc). A call the approver defers (conduit.Defer) waits for a
-// decision by UpdateDecide, for as long as it takes (or DecisionTimeout),
-// and is shown by QueryPending meanwhile; decided, it is sent (or
-// answered denied) by another activity. A denial with a halt answers the
-// calls not yet sent, and those still waiting, as halted: the Turn is
-// Halted, and the loop should end.
+// Execute runs the tool calls of a response of the conversation's provider,
+// as adapters.Conversation.Execute does. It returns when every call is
+// answered. A plan activity reads the calls, sending nothing. Then each call
+// to send is an activity of its own, at most MaxConcurrency at once. That
+// activity claims the call before the pipeline runs and records its answer
+// after. So the call is sent at most once (see the package doc).
 //
-// The response is what the model activity returned: JSON text (a
-// json.RawMessage, []byte or string), a decoded map, or any value that
-// encodes to the provider's JSON. The servers whose output reached the
-// model join the taint of the next turns. The error is for a response
-// that is not JSON or cannot be read, an activity's that no retry
-// mended, or the workflow's cancellation.
+// The approver may defer a call (conduit.Defer). The call then waits for a
+// decision by UpdateDecide, for as long as it takes (or DecisionTimeout).
+// QueryPending shows it meanwhile. Once decided, another activity sends it
+// (or answers it denied). A denial with a halt answers the calls not yet
+// sent, and those still waiting, as halted. The Turn is then Halted, and the
+// loop should end.
+//
+// The response is what the model activity returned. It may be JSON text (a
+// json.RawMessage, []byte or string), or a decoded map. It may be any value
+// that encodes to the provider's JSON. The servers whose output reached the
+// model join the taint of the next turns. The error is for a response that
+// is not JSON or cannot be read. It is also for an activity's error that no
+// retry mended, or the workflow's cancellation.
 func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error) {
 	if c.turn != nil {
 		return nil, errors.New("temporalconduit: a turn of the conversation is under way")
@@ -318,8 +318,9 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 	return out, nil
 }
 
-// responseJSON is a model's response as JSON text: as it is when it is
-// text, else encoded (deterministically: encoding/json sorts maps' keys).
+// responseJSON is a model's response as JSON text. Text is kept as it is.
+// Anything else is encoded, deterministically, since encoding/json sorts
+// maps' keys.
 func responseJSON(response any) (json.RawMessage, error) {
 	var data []byte
 	switch r := response.(type) {
@@ -346,7 +347,7 @@ type liveTurn struct {
 	n      int
 	budget int      // the turn's budget, 0 for none
 	taint  []string // the taint its calls run with
-	// answers and maxBytes are the worker's, from the plan: how the
+	// answers and maxBytes are the worker's, from the plan. They say how the
 	// answers are written, and the largest the history keeps.
 	answers  toolcall.AnswerOptions
 	maxBytes int
@@ -361,16 +362,16 @@ type liveTurn struct {
 // callState is one call of the turn to send.
 type callState struct {
 	plannedCall
-	// round counts the times the call was taken up again after a
-	// deferral; pending is set while it waits for a decision, and
-	// decision once it has one.
+	// round counts the times the call was taken up again after a deferral.
+	// pending is set while it waits for a decision. decision is set once it
+	// has one.
 	round    int
 	pending  *adapters.Pending
 	decision *adapters.Ruling
 	reached  bool
 	unknown  bool
 	// done is its outcome until the turn's budget is shared and it is
-	// answered; written, once it is, what it took of the budget.
+	// answered. Once it is, written is what it took of the budget.
 	done    *callOutput
 	written *turn.Written
 }
@@ -400,10 +401,10 @@ func (c *Conversation) job(t *liveTurn, cs *callState, d *adapters.Ruling) job {
 	return job{cs: cs, in: in}
 }
 
-// run runs jobs, at most MaxConcurrency at once, in order; a job that
-// fails (its worker lost, its attempts spent) is followed by one that
-// answers it from its claim, sending nothing. Once the turn is halted,
-// the calls not yet sent are answered as halted.
+// run runs jobs, at most MaxConcurrency at once, in order. A job may fail:
+// its worker lost, its attempts spent. Then a job follows that answers it
+// from its claim, sending nothing. Once the turn is halted, the calls not
+// yet sent are answered as halted.
 func (c *Conversation) run(ctx workflow.Context, t *liveTurn, jobs []job) error {
 	sel := workflow.NewSelector(ctx)
 	running := 0
@@ -459,14 +460,14 @@ func (t *liveTurn) settle(j job, out callOutput) {
 	cs.done = &out
 }
 
-// writeStep answers the calls of t done since the last step, as
-// adapters.ExecuteToolCalls and Conversation.Resume do: the turn's budget
-// is shared max-min fairly over their results, the answers written
-// before, and the calls still pending, each holding its own budget (see
-// package internal/turn). Measuring and cutting a large result takes
-// longer than workflow code may run without yielding, so a local
-// activity writes the answers; the history records them, not its input.
-// A step with nothing to write runs nothing.
+// writeStep answers the calls of t done since the last step. It does so as
+// adapters.ExecuteToolCalls and Conversation.Resume do (see package
+// internal/turn). The turn's budget is shared max-min fairly over three
+// parts. They are the results, the answers written before, and the calls
+// still pending. Each holds its own budget. Measuring and cutting a large
+// result takes longer than workflow code may run without yielding. So a
+// local activity writes the answers. The history records them, not its
+// input. A step with nothing to write runs nothing.
 func (c *Conversation) writeStep(ctx workflow.Context, t *liveTurn) error {
 	in := stepInput{Provider: c.o.Provider.String(), Turn: t.budget, Answers: t.answers, MaxBytes: t.maxBytes}
 	var done []*callState
@@ -512,8 +513,8 @@ type stepInput struct {
 	Waiting  []int                  `json:"waiting,omitempty"`
 }
 
-// stepCall is one call to answer in a step, with its own budget within
-// the turn's (0: none).
+// stepCall is one call to answer in a step. It has its own budget within the
+// turn's (0: none).
 type stepCall struct {
 	Call   plannedCall         `json:"call"`
 	Result *mcp.CallToolResult `json:"result,omitempty"`
@@ -521,7 +522,7 @@ type stepCall struct {
 	Budget int                 `json:"budget,omitempty"`
 }
 
-// stepOutput are a step's answers, in the order of its calls, and what
+// stepOutput are a step's answers, in the order of its calls. It holds what
 // each took of the turn's budget.
 type stepOutput struct {
 	Answers []map[string]any `json:"answers"`
@@ -651,9 +652,8 @@ func (c *Conversation) validate(decisions map[string]adapters.Ruling) error {
 	return err
 }
 
-// quickCtx is ctx with the options of the activities that list and read
-// (they send nothing, and are retried until they succeed or fail for
-// good).
+// quickCtx is ctx with the options of the activities that list and read.
+// They send nothing. They are retried until they succeed or fail for good.
 func (c *Conversation) quickCtx(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           c.o.TaskQueue,
@@ -662,11 +662,11 @@ func (c *Conversation) quickCtx(ctx workflow.Context) workflow.Context {
 	})
 }
 
-// callCtx is ctx with the options of job j's activity: bounded by the
-// call's timeout and a minute for its claim and record, heartbeating,
-// waiting for its cancellation to reach the server, and retried as its
-// plan says (a call kept from being sent twice by a claim that another
-// worker would not see gets one attempt).
+// callCtx is ctx with the options of job j's activity. It is bounded by the
+// call's timeout plus a minute for its claim and record. It heartbeats, and
+// waits for its cancellation to reach the server. It is retried as its plan
+// says. A claim that another worker would not see cannot keep a call from
+// being sent twice. Such a call gets one attempt.
 func (c *Conversation) callCtx(ctx workflow.Context, j job) workflow.Context {
 	attempts := j.in.Call.Attempts
 	if j.in.Lost || j.in.Halted || (j.in.Decision != nil && !j.in.Decision.Allow) {

@@ -16,28 +16,34 @@ import (
 // one it reads (State.V).
 const stateVersion = 1
 
-// State is a [Conversation]'s state between turns: what
-// [ResumeConversation] needs to carry the conversation on in a new run
-// of the workflow (continue-as-new), and all a workflow keeps of it. It is
+// State is a [Conversation]'s state between turns. [ResumeConversation]
+// needs it to carry the conversation on in a new run of the workflow
+// (continue-as-new). It is all a workflow keeps of the conversation. It is
 // plain data, encoded by the workflow's data converter like any other
-// workflow input: Temporal's history is where it is kept, and a payload
-// codec is what encrypts it there.
+// workflow input. Temporal's history is where it is kept. A payload codec is
+// what encrypts it there.
 //
 // It holds the parts of an adapters.Conversation's state that a workflow
-// needs to read deterministically: the tools offered, each by its digest
-// (the same pins.ToolDigest adapters' sealed state records), the
-// principal, the taint, and the turns counted; not the sealed bytes,
-// which a workflow could not read without a key. A turn never spans
-// runs: Execute returns once every call of the turn is answered.
+// needs to read deterministically:
 //
-// The fields are exported for the data converter; build a State with
-// Conversation.State, never by hand. Its version is V: this release writes
-// and reads version 1, and later releases add fields only where their
-// absence means what it means now.
+//   - the tools offered, each by its digest (the same pins.ToolDigest
+//     adapters' sealed state records);
+//   - the principal;
+//   - the taint;
+//   - the turns counted.
+//
+// It does not hold the sealed bytes. A workflow could not read them without
+// a key. A turn never spans runs: Execute returns once every call of the
+// turn is answered.
+//
+// The fields are exported for the data converter. Build a State with
+// Conversation.State, never by hand. Its version is V. This release writes
+// and reads version 1. Later releases add fields only where their absence
+// means what it means now.
 type State struct {
 	V int `json:"v"`
-	// ID names the conversation in the claims of its calls: random,
-	// recorded in the history, the same across continue-as-new.
+	// ID names the conversation in the claims of its calls. It is random,
+	// recorded in the history, and the same across continue-as-new.
 	ID    string `json:"id"`
 	Offer Offer  `json:"offer"`
 	// Taint is the servers whose output has reached the model so far.
@@ -46,13 +52,13 @@ type State struct {
 	Turns int `json:"turns"`
 }
 
-// Offer is what the model is offered: the tools a listing activity found
-// for the conversation's provider, principal and taint, each by its
-// definition's digest, not the definitions themselves, which stay out of
-// the history. The application's model activity turns it into tool
-// definitions with [Activities.Tools]; every activity resolves calls
-// against it, so a tool whose definition changed since it was offered is
-// never called on the model's understanding of the old one.
+// Offer is what the model is offered: the tools a listing activity found for
+// the conversation's provider, principal and taint. Each is named by its
+// definition's digest. The definitions themselves stay out of the history.
+// The application's model activity turns the offer into tool definitions
+// with [Activities.Tools]. Every activity resolves calls against it. So a
+// tool whose definition changed since it was offered is never called. The
+// model would be calling it on its understanding of the old one.
 type Offer struct {
 	// Provider is the provider's name (adapters.Provider.String).
 	Provider string `json:"provider"`
@@ -62,8 +68,8 @@ type Offer struct {
 	Tools     []ToolRef `json:"tools"`
 }
 
-// ToolRef names one tool offered: its server, its own name there, the
-// name the model calls, and the digest of its definition
+// ToolRef names one tool offered. It holds its server, its own name there,
+// the name the model calls, and the digest of its definition
 // (pins.ToolDigest).
 type ToolRef struct {
 	Server  string `json:"server"`
@@ -72,8 +78,8 @@ type ToolRef struct {
 	Digest  string `json:"digest"`
 }
 
-// ErrInvalidState is the error of ResumeConversation for a State it
-// cannot carry on: of another version, or incomplete.
+// ErrInvalidState is the error of ResumeConversation for a State it cannot
+// carry on. Such a State is of another version, or incomplete.
 var ErrInvalidState = errors.New("temporalconduit: invalid conversation state")
 
 // check reports what makes st unusable.

@@ -1,12 +1,16 @@
 // Package agent runs a model's tool-calling loop against a provider's HTTP
-// API with net/http only, following the loops of the adapters spec: list the
-// tools once (past a size, a search over them), send the conversation, run
-// the model's tool calls through the governed pipeline, answer them, carry
-// the taint into the next turn, send a turn the provider paused back for
-// the model to continue, and stop when the model answers without tools,
-// when an approver halts, or after MaxTurns requests.
+// API, with net/http only. It follows the loops of the adapters spec:
 //
-// It is the loop behind `conduit agent`; the programs under examples/ are
+//   - list the tools once (past a size, a search over them);
+//   - send the conversation;
+//   - run the model's tool calls through the governed pipeline, and answer
+//     them;
+//   - carry the taint into the next turn;
+//   - send a turn the provider paused back, for the model to continue;
+//   - stop when the model answers without tools, when an approver halts, or
+//     after MaxTurns requests.
+//
+// It is the loop behind `conduit agent`. The programs under examples/ are
 // the same loops written out one provider at a time.
 package agent
 
@@ -59,15 +63,16 @@ type Options struct {
 	// CallTimeout bounds each tool call, approval included (default
 	// conduit.DefaultCallTimeout).
 	CallTimeout time.Duration
-	// Search says when the tools are searched instead of all listed (by
-	// default past adapters.DefaultSearchThreshold tools or
-	// adapters.DefaultSearchBudget bytes), as for a Conversation.
+	// Search says when the tools are searched instead of all listed, as for
+	// a Conversation. By default they are searched past
+	// adapters.DefaultSearchThreshold tools or adapters.DefaultSearchBudget
+	// bytes.
 	Search adapters.SearchOptions
 	// CodeMode offers run_code instead of the tools (see
 	// adapters.CodeModeOptions); off by default.
 	CodeMode adapters.CodeModeOptions
-	// MaxResultTokens and Budget bound what the model reads of each
-	// result and of each turn's results, as for a Conversation
+	// MaxResultTokens and Budget bound what the model reads of each result
+	// and of each turn's results. They work as for a Conversation
 	// (AnswerOptions.MaxResultTokens, ConversationOptions.Budget).
 	MaxResultTokens int
 	Budget          adapters.BudgetOptions
@@ -77,11 +82,10 @@ type Options struct {
 	// OnTurn, when set, is told of each turn's tool calls once they are
 	// answered.
 	OnTurn func(Turn)
-	// NoStream asks for whole responses. By default a provider that
-	// streams (Wire.Stream) is asked to, and each call starts as soon as
-	// the model has written it whole, while the rest streams in; the
-	// last turn MaxTurns allows is never streamed, since its calls are
-	// not run.
+	// NoStream asks for whole responses. By default a provider that streams
+	// (Wire.Stream) is asked to. Each call then starts as soon as the model
+	// has written it whole, while the rest streams in. The last turn
+	// MaxTurns allows is never streamed, since its calls are not run.
 	NoStream bool
 	// OnText, when set, is given the text the model streams, as it comes.
 	OnText func(text string)
@@ -99,7 +103,7 @@ type Turn struct {
 	// Taint is the taint the calls ran with.
 	Taint []string
 	// Paused reports that the provider paused the turn (Anthropic's
-	// pause_turn): the loop sends the conversation again, the turn as it
+	// pause_turn). The loop sends the conversation again, the turn as it
 	// came at its end, for the model to continue.
 	Paused bool
 }
@@ -113,8 +117,8 @@ const (
 	StopDone Stop = "done"
 	// StopHalted: an approver denied a call and asked to stop.
 	StopHalted Stop = "halted"
-	// StopMaxTurns: the model still wanted tools, or its turn was still
-	// paused, after MaxTurns requests; its last calls were not run.
+	// StopMaxTurns: the model still wanted tools after MaxTurns requests, or
+	// its turn was still paused. Its last calls were not run.
 	StopMaxTurns Stop = "max_turns"
 )
 
@@ -146,7 +150,7 @@ func (e *APIError) Error() string {
 }
 
 // Run runs the loop for prompt over src. The error reports what stopped the
-// loop early (HTTP, the provider, a response the adapters cannot read); a
+// loop early: HTTP, the provider, a response the adapters cannot read. A
 // halt or MaxTurns is a Result, not an error.
 func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Result, error) {
 	w := o.Provider.Wire()
@@ -165,10 +169,10 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	if o.MaxTurns <= 0 {
 		o.MaxTurns = DefaultMaxTurns
 	}
-	// One conversation for the whole run: the tool list stays
-	// byte-identical between turns (with conduit's search, it only grows
-	// at its end), which prompt caching needs, and the taint grows with
-	// every result that reaches the model.
+	// One conversation for the whole run. The tool list stays byte-identical
+	// between turns, which prompt caching needs. With conduit's search, it
+	// only grows at its end. The taint grows with every result that reaches
+	// the model.
 	conv, err := adapters.NewConversation(ctx, src, o.Provider, &adapters.ConversationOptions{
 		TurnOptions: adapters.TurnOptions{
 			Principal: o.Principal, CallTimeout: o.CallTimeout,
@@ -270,9 +274,9 @@ func send(ctx context.Context, o Options, w adapters.Wire, url string, body map[
 	return resp, nil
 }
 
-// postStream asks for the streamed response and runs its calls through
-// conv as they complete. An endpoint that answers with a whole JSON body
-// instead is read as post reads it, and its calls are not run.
+// postStream asks for the streamed response and runs its calls through conv
+// as they complete. An endpoint may answer with a whole JSON body instead.
+// That body is read as post reads it, and its calls are not run.
 func postStream(ctx context.Context, o Options, w adapters.Wire, body map[string]any, conv *adapters.Conversation) (map[string]any, *adapters.Execution, error) {
 	resp, err := send(ctx, o, w, w.Stream(w.Endpoint(o.BaseURL, o.Model), body), body)
 	if err != nil {
@@ -301,11 +305,11 @@ func postStream(ctx context.Context, o Options, w adapters.Wire, body map[string
 	return st.Response, st.Execution, nil
 }
 
-// feedEventStream feeds a Stream the messages of AWS's binary event
-// stream (Bedrock's ConverseStream): each by its type and payload, an
-// exception as an event of its type, which ends the stream with its
-// message. A message that cannot be read ends the stream, and Close
-// reports it as interrupted.
+// feedEventStream feeds a Stream the messages of AWS's binary event stream
+// (Bedrock's ConverseStream). Each goes by its type and payload. An
+// exception goes as an event of its type, which ends the stream with its
+// message. A message that cannot be read ends the stream, and Close reports
+// it as interrupted.
 func feedEventStream(s *adapters.Stream, r io.Reader) {
 	for {
 		m, err := eventstream.Read(r, maxBody)

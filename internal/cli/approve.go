@@ -76,7 +76,7 @@ func (a *approveFlag) approver(cmd string, env *Env) (conduit.Approver, func(), 
 	return nil, nil, usageError(cmd, "--approve is ask, allow or deny, not %q", a.mode)
 }
 
-// prompter asks the person at the terminal, one call at a time: the calls of
+// prompter asks the person at the terminal, one call at a time. The calls of
 // a turn run concurrently, but their questions must not interleave.
 type prompter struct {
 	tty   io.ReadWriteCloser

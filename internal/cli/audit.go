@@ -171,10 +171,10 @@ Rules:
 	return nil
 }
 
-// acceptFindings records the findings within scopes (all, when none is
-// given) as accepted, replacing what was accepted within them, and writes
-// the file. The acceptances of a server that is down are kept: it was not
-// read. It returns the set, made when there was none.
+// acceptFindings records the findings within scopes as accepted (all, when
+// no scope is given). They replace what was accepted within those scopes.
+// Then it writes the file. The acceptances of a server that is down are
+// kept, since it was not read. It returns the set, made when there was none.
 func acceptFindings(env *Env, accepted *audit.Accepted, path string, scopes []audit.Scope, findings []audit.Finding, down []string) (*audit.Accepted, error) {
 	if accepted == nil {
 		accepted = audit.NewAccepted()

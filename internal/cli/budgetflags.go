@@ -7,11 +7,10 @@ import (
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 )
 
-// budgetFlags are the result budget's flags: exec, call and agent apply
-// the budget by default; serve has its own flag, off by default. A value
-// of 0 or less is no budget, as a flag reads best; a server's own
-// "maxResultTokens" in the configuration takes the flag's place for its
-// tools.
+// budgetFlags are the result budget's flags. exec, call and agent apply the
+// budget by default. serve has its own flag, off by default. A value of 0 or
+// less is no budget, as a flag reads best. A server's own "maxResultTokens"
+// in the configuration takes the flag's place for its tools.
 type budgetFlags struct {
 	result, turn int
 }
@@ -33,8 +32,8 @@ func (b *budgetFlags) options() adapters.BudgetOptions {
 	return adapters.BudgetOptions{MaxTurnTokens: orNone(b.turn)}
 }
 
-// orNone is a flag's value as the library takes it: 0 or less is none,
-// which the library writes as negative (its 0 is the default).
+// orNone is a flag's value as the library takes it. 0 or less is none, which
+// the library writes as negative. The library's 0 is the default.
 func orNone(n int) int {
 	if n <= 0 {
 		return -1

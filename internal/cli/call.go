@@ -82,9 +82,9 @@ isError is printed and is exit status 1 too.`)
 	defer hub.Close()
 	pr := newProgressLine(env)
 	// No tool set: the name resolves against every tool the principal's
-	// sessions offer (a server of "identity": "principal" lists only for
-	// its principal), not the policy's listing, so that a tool the policy
-	// denies is answered as denied, not as unknown.
+	// sessions offer, not the policy's listing. A server of "identity":
+	// "principal" lists only for its principal. So a tool the policy denies
+	// is answered as denied, not as unknown.
 	opts := &conduit.CallOptions{Principal: *principal, Taint: taint, CallTimeout: c.timeout,
 		Progress: func(_ *conduit.Call, p conduit.Progress) { pr.show(p) }}
 	res, err := hub.CallTool(ctx, name, callArgs, opts)
@@ -107,8 +107,8 @@ isError is printed and is exit status 1 too.`)
 	if !*raw {
 		res = conduit.ShapeForModel(res)
 		limit := bf.result
-		// The tool's server may set a budget of its own; the listing is
-		// the one the call resolved against, usually still cached.
+		// The tool's server may set a budget of its own. The listing is the
+		// one the call resolved against, usually still cached.
 		if ts, lerr := hub.ListToolsFor(ctx, &conduit.ListOptions{Principal: *principal, Taint: taint}); lerr == nil {
 			if tool, ok := ts.Lookup(name); ok && tool.MaxResultTokens != 0 {
 				limit = tool.MaxResultTokens

@@ -1,10 +1,10 @@
 // Package cli is the conduit command: a governed MCP hub from an mcpServers
-// configuration file, driven from the shell. Main runs one invocation; the
+// configuration file, driven from the shell. Main runs one invocation. The
 // program in cmd/conduit only wires it to the process.
 //
-// Output a program reads is JSON on stdout; messages go to stderr. The exit
-// status is 0 on success, 1 when the work failed and 2 on bad usage or bad
-// input, each with a message that says what to fix.
+// Output a program reads is JSON on stdout. Messages go to stderr. The exit
+// status is 0 on success and 1 when the work failed. It is 2 on bad usage or
+// bad input. Each comes with a message that says what to fix.
 package cli
 
 import (
@@ -25,8 +25,8 @@ const (
 	ExitUsage   = 2
 )
 
-// Env is what one invocation reads and writes, so tests can run Main in
-// process and the program can hand it the real ones.
+// Env is what one invocation reads and writes. Tests can run Main in process
+// with it, and the program can hand it the real ones.
 type Env struct {
 	Stdin  io.Reader
 	Stdout io.Writer

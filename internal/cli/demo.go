@@ -97,8 +97,9 @@ func (r policyRule) decision() (string, []string) {
 	return "deny", r.Deny
 }
 
-// names reports whether a conduit.Rule's text (decision and patterns, then
-// any conditions) is this rule's, to number the rule a decision came from.
+// names reports whether a conduit.Rule's text is this rule's. The text is
+// the decision and patterns, then any conditions. It numbers the rule a
+// decision came from.
 func (r policyRule) names(text string) bool {
 	d, pats := r.decision()
 	base := d + " " + strings.Join(pats, ",")

@@ -374,8 +374,8 @@ func reportCalls(env *Env, raws []toolcall.Raw, exec *adapters.Execution) {
 			outcome = describe(err)
 		}
 		if k, _ := conduit.KindOf(exec.Errors[i]); k == conduit.KindDeferred {
-			// Why it waits was said when it was deferred, and what to do
-			// next is said once for every pending call.
+			// Why it waits was said when it was deferred. What to do next is
+			// said once for every pending call.
 			outcome = "pending"
 		}
 		if i < len(exec.Budgets) {

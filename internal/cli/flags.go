@@ -203,8 +203,8 @@ func (h *hubFlags) connect(ctx context.Context, env *Env, cfg *config.File, o hu
 }
 
 // openError is the error of a command whose hub or gateway could not be
-// made: servers not up under --require-servers are work that failed, the
-// rest a configuration to fix.
+// made. Servers not up under --require-servers are work that failed. The
+// rest is a configuration to fix.
 func (h *hubFlags) openError(err error) error {
 	if errors.Is(err, conduit.ErrServersDown) {
 		return failure("%s: %v (--require-servers)", h.config, strings.TrimPrefix(err.Error(), "conduit: "))

@@ -24,8 +24,8 @@ func tokenDir(env *Env) (string, error) {
 }
 
 // prepareOAuth gives every server with an OAuth setting the CLI's token
-// store and environment. No Authorize callback: a command other than
-// login cannot ask anyone, so a server that needs a login is reported as
+// store and environment. It sets no Authorize callback. A command other than
+// login cannot ask anyone. So a server that needs a login is reported as
 // needing one, at once.
 func prepareOAuth(env *Env, cfg *config.File) error {
 	var store oauth.TokenStore
@@ -66,10 +66,10 @@ func principalLoginHint(config, server, principal string) string {
 	return loginHint(config, server) + " --principal " + strconv.Quote(principal)
 }
 
-// findOAuthServer returns the server id of the configuration, whose
-// tokens a login or logout for principal ("" for the shared ones) is
-// about: a server of identity principal takes a principal's, any other
-// the shared ones.
+// findOAuthServer returns the server id of the configuration whose tokens a
+// login or logout is about. principal is "" for the shared tokens. A server
+// of identity principal takes a principal's tokens. Any other takes the
+// shared ones.
 func findOAuthServer(cmd string, cfg *config.File, id, principal, config string) (*conduit.Server, error) {
 	for i := range cfg.Servers {
 		if s := &cfg.Servers[i]; s.ID == id {

@@ -10,8 +10,8 @@ import (
 	"github.com/conduitmcp/conduit"
 )
 
-// writeJSON writes v as indented JSON, HTML characters unescaped, since the
-// reader is a program or a person, not a browser.
+// writeJSON writes v as indented JSON, HTML characters unescaped. The reader
+// is a program or a person, not a browser.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

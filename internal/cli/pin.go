@@ -73,8 +73,8 @@ type pinServerJSON struct {
 type pinJSON struct {
 	Lock    string          `json:"lock"`
 	Servers []pinServerJSON `json:"servers"`
-	// Drift is what differs from the lock file (--check), what was
-	// accepted (--update), or what was left as it is (no flag).
+	// Drift is what differs from the lock file (--check). With --update, it
+	// is what was accepted. With no flag, it is what was left as it is.
 	Drift []driftJSON `json:"drift"`
 	// Unconfigured are the servers the lock file pins that the
 	// configuration no longer has (dropped, with --update).

@@ -192,9 +192,8 @@ type decidedCall struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// decidedCalls reports, in the model's order, the outcome of each call
-// decisions decided: so that a resume that leaves others pending still
-// says what ran.
+// decidedCalls reports the outcome of each call decisions decided, in the
+// model's order. So a resume that leaves others pending still says what ran.
 func decidedCalls(exec *adapters.Execution, decisions map[string]adapters.Ruling) []decidedCall {
 	type found struct {
 		index int

@@ -67,9 +67,9 @@ outright for that principal are never found. No match is an empty list.`)
 	return writeJSON(env.Stdout, map[string]any{"query": pos[0], "results": out})
 }
 
-// firstLine is a description's first line, cleaned as the listings clean
-// descriptions (toolcall.Description: a server's invisible characters do
-// not reach the terminal), cut at 160 characters.
+// firstLine is a description's first line, cut at 160 characters. It is
+// cleaned as the listings clean descriptions (toolcall.Description). So a
+// server's invisible characters do not reach the terminal.
 func firstLine(s string) string {
 	s = strings.TrimSpace(toolcall.Description(s))
 	if i := strings.IndexAny(s, "\r\n"); i >= 0 {

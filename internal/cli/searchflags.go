@@ -7,8 +7,8 @@ import (
 )
 
 // searchFlags are the tool search flags of tools, exec and agent: the
-// Conversation's SearchOptions, so that exec resolves calls against the
-// list tools printed.
+// Conversation's SearchOptions. Sharing them, exec resolves calls against
+// the list tools printed.
 type searchFlags struct {
 	mode     string
 	conduit  bool

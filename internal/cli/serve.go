@@ -223,16 +223,16 @@ after 'conduit pin --update'.`)
 	if err := prepareOAuth(env, cfg); err != nil {
 		return err
 	}
-	// Warnings (a tool or resource left out, a server lost) go to stderr,
-	// which an MCP client that starts conduit serve keeps in its log.
+	// Warnings (a tool or resource left out, a server lost) go to stderr. An
+	// MCP client that starts conduit serve keeps stderr in its log.
 	level := slog.LevelWarn
 	if h.verbose {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
 	if stateKeys != nil && scope != scopeFleet {
-		// A key in the environment is how replicas share requestState;
-		// its single use holds only as far as the store is shared.
+		// A key in the environment is how replicas share requestState. Its
+		// single use holds only as far as the store is shared.
 		logger.Warn("CONDUIT_STATE_KEY is set, so a requestState may be replayed on another replica, but the store is not shared across machines: a call approved on one machine could run again on another; give every replica --store redis://HOST:PORT/DB",
 			"store", map[storeScope]string{scopeProcess: "memory (this process only)", scopeMachine: "sqlite (this machine only)"}[scope])
 	}
@@ -326,8 +326,9 @@ func serveConsole(cfg *config.File, on, http bool, config string) (consoleConfig
 	return consoleConfig{o}, nil
 }
 
-// with completes the console's options with the principals the tokens
-// name, the bearer tokens it must never show, and the pinned servers.
+// with completes the console's options. It adds the principals the tokens
+// name, and the bearer tokens the console must never show. It adds the
+// pinned servers too.
 func (c consoleConfig) with(h *gateway.HTTPOptions, pinned *pins.Pins) *gateway.ConsoleOptions {
 	if c.o == nil {
 		return nil

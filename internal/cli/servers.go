@@ -46,9 +46,9 @@ The exit status is 1 when any server is down.`)
 		return err
 	}
 	defer hub.Close()
-	// The counts come from the listing itself: a server that said its tools
-	// changed right after initialize (server-everything does) has no count
-	// in its status until it is listed again.
+	// The counts come from the listing itself. A server may say its tools
+	// changed right after initialize (server-everything does). It then has
+	// no count in its status until it is listed again.
 	ts, err := hub.ListTools(ctx)
 	if err != nil {
 		return failure("listing tools: %v", err)

@@ -19,11 +19,11 @@ import (
 )
 
 // A conversation's state, kept in a file between runs (exec --state, and
-// resume): the saved state of an adapters.Conversation, encrypted and
-// authenticated with the CLI's key.
+// resume). It is the saved state of an adapters.Conversation. It is
+// encrypted and authenticated with the CLI's key.
 
-// stateKeyEnv holds the keys of saved states, comma-separated, the first
-// sealing (a key is rotated by putting the new one first).
+// stateKeyEnv holds the keys of saved states, comma-separated. The first
+// seals. A key is rotated by putting the new one first.
 const stateKeyEnv = "CONDUIT_STATE_KEY"
 
 // stateKeyFile is the key file, under the configuration directory, used
@@ -31,8 +31,8 @@ const stateKeyEnv = "CONDUIT_STATE_KEY"
 const stateKeyFile = "state.key"
 
 // stateKeys returns the keys of saved states: stateKeyEnv's, or the key
-// file's, which is created on first use; and where they come from, for
-// messages.
+// file's. The key file is created on first use. It also returns where the
+// keys come from, for messages.
 func stateKeys(env *Env) (keys [][]byte, source string, err error) {
 	if list := env.Getenv(stateKeyEnv); strings.TrimSpace(list) != "" {
 		keys, err := seal.ParseSecrets(list)
@@ -153,8 +153,9 @@ func (st *stateRun) stateError(err error) error {
 	return inputError("%s: %v", path, err)
 }
 
-// stateRun is one command's state file: the keys, the state it held (nil
-// for a new conversation), and the lock held on it while the command runs.
+// stateRun is one command's state file. It holds the keys and the state the
+// file held (nil for a new conversation). It holds the lock on the file
+// while the command runs.
 type stateRun struct {
 	path      string
 	keys      [][]byte
@@ -164,8 +165,8 @@ type stateRun struct {
 	lock      string
 }
 
-// openStateFlag opens exec's --state FILE, when given: it locks it, reads
-// it, and checks that the flags agree with the conversation it holds.
+// openStateFlag opens exec's --state FILE, when given. It locks the file and
+// reads it. It checks that the flags agree with the conversation it holds.
 func openStateFlag(env *Env, fs *flagSet, path string, p adapters.Provider, l *listFlags, c *callFlags, sf *searchFlags) (*stateRun, error) {
 	if path == "" {
 		return &stateRun{}, nil
@@ -216,10 +217,10 @@ func openState(env *Env, path string) (*stateRun, error) {
 	return st, nil
 }
 
-// lockFile takes the lock of the state file, FILE.lock: one command at a
-// time continues a conversation, so that two resumes of one file never
-// both send a call. A lock left by a command that died stays, for a
-// person to look: whether it sent its calls is unknown.
+// lockFile takes the lock of the state file, FILE.lock. One command at a
+// time continues a conversation. So two resumes of one file never both send
+// a call. A lock left by a command that died stays, for a person to look.
+// Whether that command sent its calls is unknown.
 func (st *stateRun) lockFile() error {
 	lock := st.path + ".lock"
 	f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)

@@ -1,5 +1,5 @@
-// The store the CLI's processes share (--store): where claims, taint,
-// limits and locks are kept, and how far each choice holds.
+// The store the CLI's processes share (--store). It keeps claims, taint,
+// limits and locks. Each choice of store comes with how far it holds.
 
 package cli
 
@@ -51,9 +51,9 @@ func defaultStorePath() (string, error) {
 	return filepath.Join(home, ".local", "state", "conduit", storeFileName), nil
 }
 
-// openStore opens the store at u for cmd, whose calls do what meanwhile
-// says while it is unavailable: the default SQLite file when u is "",
-// "memory", sqlite:PATH, or a Redis URL. Its errors never show the URL's
+// openStore opens the store at u for cmd. While the store is unavailable,
+// cmd's calls do what meanwhile says. u is "" for the default SQLite file,
+// or "memory", sqlite:PATH, or a Redis URL. Its errors never show the URL's
 // password.
 func openStore(env *Env, cmd, u, meanwhile string) (store.Store, storeScope, error) {
 	if u == "memory" {
@@ -99,8 +99,8 @@ func openStore(env *Env, cmd, u, meanwhile string) (store.Store, storeScope, err
 	return s, scopeFleet, nil
 }
 
-// openSQLite opens the SQLite store at path; a file that cannot be opened
-// stops the command: nothing could be claimed in it.
+// openSQLite opens the SQLite store at path. A file that cannot be opened
+// stops the command, since nothing could be claimed in it.
 func openSQLite(cmd, path string) (store.Store, storeScope, error) {
 	s, err := sqlitestore.Open(path, nil)
 	if err != nil {

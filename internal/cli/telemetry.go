@@ -10,8 +10,8 @@ import (
 )
 
 // Telemetry observes the commands. The conduit built from
-// otelconduit/cmd/conduit sets Env.Telemetry to export OpenTelemetry; the
-// root module's conduit leaves it nil, so that its go.mod carries no
+// otelconduit/cmd/conduit sets Env.Telemetry to export OpenTelemetry. The
+// root module's conduit leaves it nil. So its go.mod carries no
 // OpenTelemetry SDK.
 type Telemetry struct {
 	// Trace is every hub's Options.Trace.
@@ -22,9 +22,9 @@ type Telemetry struct {
 	// Server is receiving middleware for conduit serve's sessions (see
 	// gateway.Options.Middleware): otelconduit's SERVER spans.
 	Server mcp.Middleware
-	// Command, when set, is called as a command starts (serve excepted):
-	// it returns the context the command runs in, and the function to
-	// call with its exit status when it ends.
+	// Command, when set, is called as a command starts (serve excepted). It
+	// returns the context the command runs in. It also returns the function
+	// to call with its exit status when it ends.
 	Command func(ctx context.Context, name string) (context.Context, func(exit int))
 }
 
@@ -71,11 +71,12 @@ func (env *Env) serverMiddleware() []mcp.Middleware {
 	return []mcp.Middleware{env.Telemetry.Server}
 }
 
-// run runs c, within the Env's command span when there is one. serve
-// has none: it runs until stopped, and a span that long would be the
-// parent of every request it ever served, exported only at the end. Each
-// of its requests is a SERVER span (Telemetry.Server), the root of a
-// trace or a child of the trace context its client sent in params._meta.
+// run runs c, within the Env's command span when there is one. serve has
+// none. It runs until stopped, and a span that long would be the parent of
+// every request it ever served. It would be exported only at the end. Each
+// of its requests is a SERVER span (Telemetry.Server). That span is the root
+// of a trace, or a child of the trace context its client sent in
+// params._meta.
 func (env *Env) run(ctx context.Context, c command, args []string) int {
 	if env.Telemetry == nil || env.Telemetry.Command == nil || c.name == "serve" {
 		return finish(env, c.name, c.run(ctx, env, args))
@@ -86,12 +87,13 @@ func (env *Env) run(ctx context.Context, c command, args []string) int {
 	return code
 }
 
-// ExportWarning is what the root module's conduit, which exports nothing,
-// says when the OTEL_* variables in getenv ask for OpenTelemetry export
-// (as the otelconduit build reads them: an OTEL_TRACES_EXPORTER or
-// OTEL_METRICS_EXPORTER listing otlp, or unset with an OTLP endpoint), so that
-// the traces a user expects are not missed in silence; "" when they do
-// not ask, or OTEL_SDK_DISABLED is true.
+// ExportWarning is what the root module's conduit says when the OTEL_*
+// variables in getenv ask for OpenTelemetry export. That conduit exports
+// nothing. The variables are read as the otelconduit build reads them. They
+// ask when OTEL_TRACES_EXPORTER or OTEL_METRICS_EXPORTER lists otlp. They
+// also ask when it is unset and an OTLP endpoint is set. The warning keeps
+// the traces a user expects from being missed in silence. It is "" when they
+// do not ask, or OTEL_SDK_DISABLED is true.
 func ExportWarning(getenv func(string) string) string {
 	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
 		return ""

@@ -13,8 +13,8 @@ import (
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
-// listFlags are the flags that decide a listing, shared by tools, exec and
-// agent so that exec resolves calls against what tools printed.
+// listFlags are the flags that decide a listing. tools, exec and agent share
+// them, so that exec resolves calls against what tools printed.
 type listFlags struct {
 	provider  string
 	strict    string
@@ -124,9 +124,9 @@ conversation offers them on its next turn.`)
 	}{jsonv.NonNil(listing.Tools), jsonv.NonNil(fallbacks), excluded, jsonv.NonNil(listing.Warnings), hidden, searchOf(listing)})
 }
 
-// reportHidden names on stderr, and returns, the tools the policy hides
-// from principal's listing and why: 'conduit servers' counts them, so a
-// shorter list must say where the rest went.
+// reportHidden names on stderr, and returns, the tools the policy hides from
+// principal's listing and why. 'conduit servers' counts them. So a shorter
+// list must say where the rest went.
 func reportHidden(env *Env, ts *conduit.ToolSet, principal string) []strictNote {
 	whom := "(listing for no principal)"
 	if principal != "" {

@@ -1,7 +1,11 @@
 // Package eventstream reads and writes AWS's binary event stream framing
-// (application/vnd.amazon.eventstream), in which Bedrock's ConverseStream
-// sends its events over HTTP: each message a prelude (total and header
-// lengths, CRC32), headers, a payload and a CRC32 of the whole.
+// (application/vnd.amazon.eventstream). Bedrock's ConverseStream sends its
+// events over HTTP in it. Each message has four parts:
+//
+//   - a prelude: total and header lengths, and a CRC32;
+//   - headers;
+//   - a payload;
+//   - a CRC32 of the whole.
 package eventstream
 
 import (
@@ -15,14 +19,14 @@ import (
 // ErrMalformed is returned, wrapped, for a message that is not one.
 var ErrMalformed = errors.New("eventstream: malformed message")
 
-// Message is one message: its headers of string value (:event-type,
-// :message-type, :exception-type, :content-type) and its payload.
+// Message is one message: its headers of string value and its payload. The
+// headers are :event-type, :message-type, :exception-type and :content-type.
 type Message struct {
 	Headers map[string]string
 	Payload []byte
 }
 
-// Type is the event's or exception's type, and whether it is an
+// Type is the event's or exception's type. It also reports whether it is an
 // exception (or an error message).
 func (m Message) Type() (string, bool) {
 	switch m.Headers[":message-type"] {
@@ -34,8 +38,8 @@ func (m Message) Type() (string, bool) {
 	return m.Headers[":event-type"], false
 }
 
-// Read reads one message from r, of at most max bytes (max < 0: no
-// bound). At the stream's end it returns io.EOF.
+// Read reads one message from r, of at most max bytes. max < 0 means no
+// bound. At the stream's end it returns io.EOF.
 func Read(r io.Reader, max int) (Message, error) {
 	var prelude [12]byte
 	if _, err := io.ReadFull(r, prelude[:]); err != nil {

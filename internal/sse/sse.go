@@ -1,11 +1,16 @@
 // Package sse reads server-sent events from a byte stream, one event at a
-// time and bounded, for the providers' streamed responses.
+// time and bounded. The providers' streamed responses use it.
 //
-// It follows the WHATWG event-stream rules (fields event and data, comment
-// lines, LF, CRLF or CR line ends, a blank line ends an event) and reads
-// one extension: a line that starts with '{' outside an event is a whole
-// event of its own (JSON Lines), which is how Bedrock's ConverseStream
-// events are written when they are not put in data lines.
+// It follows the WHATWG event-stream rules:
+//
+//   - fields event and data;
+//   - comment lines;
+//   - LF, CRLF or CR line ends;
+//   - a blank line ends an event.
+//
+// It reads one extension. A line that starts with '{' outside an event is a
+// whole event of its own (JSON Lines). Bedrock's ConverseStream events are
+// written so when they are not put in data lines.
 package sse
 
 import (
@@ -21,8 +26,8 @@ import (
 // bound.
 var ErrTooLarge = errors.New("sse: the stream is over the size limit")
 
-// Event is one event: its name (the event field, "" when none) and its
-// data lines joined by '\n'.
+// Event is one event. It holds its name (the event field, "" when none) and
+// its data lines joined by '\n'.
 type Event struct {
 	Name string
 	Data []byte
@@ -40,8 +45,8 @@ type Reader struct {
 	ended bool
 }
 
-// NewReader reads events from r, at most max bytes of it in all (max < 0:
-// no bound).
+// NewReader reads events from r, at most max bytes of it in all. max < 0
+// means no bound.
 func NewReader(r io.Reader, max int) *Reader {
 	return &Reader{br: bufio.NewReader(r), max: max}
 }
@@ -49,10 +54,10 @@ func NewReader(r io.Reader, max int) *Reader {
 // Read returns the bytes of the stream read so far.
 func (r *Reader) Read() int { return r.read }
 
-// Next returns the next event. At the stream's end it returns io.EOF; an
-// event the stream began and did not end is dropped, as the rules say,
-// except a JSON line that is whole. Past the bound the error matches
-// ErrTooLarge; a read error is returned as it is.
+// Next returns the next event. At the stream's end it returns io.EOF. An
+// event the stream began and did not end is dropped, as the rules say. A
+// JSON line that is whole is kept. Past the bound the error matches
+// ErrTooLarge. A read error is returned as it is.
 func (r *Reader) Next() (Event, error) {
 	for {
 		line, err := r.readLine()
@@ -99,8 +104,8 @@ func (r *Reader) field(line []byte) (Event, bool) {
 		r.data = append(r.data, value...)
 		r.has = true
 	}
-	// id and retry mean nothing to a response read once; other fields
-	// are ignored, as the rules say.
+	// id and retry mean nothing to a response read once. Other fields are
+	// ignored, as the rules say.
 	return Event{}, false
 }
 

@@ -1,12 +1,13 @@
-// Package once runs a piece of work at most once per key, across
-// processes, over a [store.Claims]: claim the key, run, record the
-// outcome. Whoever comes later reads the recorded outcome instead of
-// running again.
+// Package once runs a piece of work at most once per key, across processes,
+// over a [store.Claims]. It claims the key, runs, and records the outcome.
+// Whoever comes later reads the recorded outcome instead of running again.
 //
-// conduit's three users of it each compose their own keys: a resumed
-// conversation's decided call (package adapters), a requestState used by
-// a retry of a client of conduit serve (package gateway), and a call
-// activity of a Temporal workflow (package temporalconduit).
+// conduit has three users of it, and each composes its own keys:
+//
+//   - a resumed conversation's decided call (package adapters);
+//   - a requestState used by a retry of a client of conduit serve (package
+//     gateway);
+//   - a call activity of a Temporal workflow (package temporalconduit).
 //
 // # Outcomes
 //
@@ -21,32 +22,32 @@
 //
 // # A crash between claim and record
 //
-// A claimer that dies after its claim and before its record (a killed
-// process, a lost worker, a store unreachable when it records) leaves the
-// claim held with no outcome. Then:
+// A claimer may die after its claim and before its record: a killed process,
+// a lost worker, a store unreachable when it records. It leaves the claim
+// held with no outcome. Then:
 //
 //   - At most once holds: nobody runs the work again while the claim
 //     lives. The work may have run, in part or whole, or not at all.
 //   - The outcome is unknown: every later caller finds [Unknown] until
 //     the claim's ttl passes. After that the key can be won again, and the
-//     work run again; so a ttl must outlive every retry that may come.
-//   - Each caller answers Unknown by saying so, and never by running:
-//     a resumed conversation answers the call with an error matching
-//     adapters.ErrDecidedElsewhere; conduit serve refuses the retry,
-//     saying the outcome is unknown; a Temporal call activity answers
+//     work run again. So a ttl must outlive every retry that may come.
+//   - Each caller answers Unknown by saying so, and never by running. A
+//     resumed conversation answers the call with an error matching
+//     adapters.ErrDecidedElsewhere. conduit serve refuses the retry,
+//     saying the outcome is unknown. A Temporal call activity answers
 //     that the call may have been made and was not made again.
 //
-// A running claimer and a dead one look alike to the store: Unknown says
+// A running claimer and a dead one look alike to the store. Unknown says
 // both, and a caller must not wait for it to change.
 //
 // # Records
 //
-// A record is one line of header, "conduit-once/1 ok" or
-// "conduit-once/1 failed", then the result [Ticket.Record] was given (its
-// bytes as they are), or the message of the error the work failed with.
-// A record without the header is read as a bare result: the release
-// before this one recorded those. A record of a later version, or one
-// that is malformed, is read as Unknown, so its work is not run again.
+// A record is one line of header, "conduit-once/1 ok" or "conduit-once/1
+// failed". Then comes the result [Ticket.Record] was given, its bytes as
+// they are. For a failure, the message of the error the work failed with
+// comes instead. A record without the header is read as a bare result, which
+// is how older releases recorded. A record of a later version, or one that
+// is malformed, is read as Unknown. So its work is not run again.
 package once
 
 import (
@@ -89,14 +90,14 @@ func (s State) String() string {
 // An Outcome is what came of a key's work.
 type Outcome struct {
 	State State
-	// Result is what the work returned: set when State is Ran or
-	// Recorded and the work did not fail (non-nil, perhaps empty, when
-	// Recorded).
+	// Result is what the work returned. It is set when State is Ran or
+	// Recorded and the work did not fail. When Recorded, it is non-nil,
+	// perhaps empty.
 	Result []byte
-	// Err is the work's failure when State is Ran or Recorded: its own
-	// error when Ran, one with the recorded message when Recorded. When
-	// State is Unknown, Err is nil, or says why a record could not be
-	// read.
+	// Err is the work's failure when State is Ran or Recorded. When Ran, it
+	// is the work's own error. When Recorded, it is one with the recorded
+	// message. When State is Unknown, Err is nil, or says why a record could
+	// not be read.
 	Err error
 }
 
@@ -111,8 +112,8 @@ type Ticket struct {
 // Claim claims key in claims for ttl. When this caller wins, t is the
 // claim's ticket: run the work, then call t.Record. Otherwise t is nil and
 // found is the key's outcome, [Recorded] or [Unknown]. An error means the
-// claim could not be made (the store is unreachable, or ttl is not
-// positive): nothing may run.
+// claim could not be made, and nothing may run. The store is unreachable, or
+// ttl is not positive.
 func Claim(ctx context.Context, claims store.Claims, key string, ttl time.Duration) (t *Ticket, found Outcome, err error) {
 	c, err := claims.Claim(ctx, key, ttl)
 	if err != nil {
@@ -127,24 +128,24 @@ func Claim(ctx context.Context, claims store.Claims, key string, ttl time.Durati
 	return nil, Outcome{State: Unknown}, nil
 }
 
-// Record records the outcome of the work of t: result, or, when runErr is
-// not nil, the failure runErr (its message is what later callers read).
-// The record is kept for the claim's ttl from now. It is made even when
-// ctx is canceled, because an outcome not recorded is lost: a canceled
-// work's outcome is recorded like any other. An error means the outcome
-// may not be recorded: later callers then find it [Unknown].
+// Record records the outcome of the work of t: result, or the failure runErr
+// when runErr is not nil. Later callers read runErr's message. The record is
+// kept for the claim's ttl from now. It is made even when ctx is canceled,
+// because an outcome not recorded is lost. So a canceled work's outcome is
+// recorded like any other. An error means the outcome may not be recorded.
+// Later callers then find it [Unknown].
 func (t *Ticket) Record(ctx context.Context, result []byte, runErr error) error {
 	return t.claims.Complete(context.WithoutCancel(ctx), t.key, t.token, encode(result, runErr), t.ttl)
 }
 
-// Do runs run at most once for key, across every caller that shares
-// claims: the first caller runs it and records what it returns, and the
-// others read that (see the package doc for a claimer that dies). ttl is
-// how long the claim, and then the record, is kept.
+// Do runs run at most once for key, across every caller that shares claims.
+// The first caller runs it and records what it returns. The others read that
+// (see the package doc for a claimer that dies). ttl is how long the claim,
+// and then the record, is kept.
 //
-// The error is the store's: when the claim could not be made, the
-// Outcome is empty and run did not run; when the State is [Ran], the
-// outcome could not be recorded. run's own error is Outcome.Err.
+// The error is the store's. When the claim could not be made, the Outcome is
+// empty and run did not run. When the State is [Ran], the outcome could not
+// be recorded. run's own error is Outcome.Err.
 func Do(ctx context.Context, claims store.Claims, key string, ttl time.Duration, run func(context.Context) ([]byte, error)) (Outcome, error) {
 	t, found, err := Claim(ctx, claims, key, ttl)
 	if err != nil || t == nil {
@@ -178,8 +179,8 @@ func encode(result []byte, runErr error) []byte {
 	return append([]byte(okHeader), result...)
 }
 
-// decode reads a record, as a claim holds it, into the outcome it
-// recorded: Recorded, or Unknown when the record cannot be read.
+// decode reads a record, as a claim holds it, into the outcome it recorded.
+// That is Recorded, or Unknown when the record cannot be read.
 func decode(record []byte) Outcome {
 	rest, ok := bytes.CutPrefix(record, []byte(header))
 	if !ok {

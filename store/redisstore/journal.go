@@ -20,9 +20,9 @@ const journalSpace = "journal:"
 
 var _ store.Journals = (*Store)(nil)
 
-// Append implements store.Journals: XADD with MINID, which trims the
-// records older than keep by the server's clock, and a PEXPIRE of the
-// whole stream so that an idle one goes too.
+// Append implements store.Journals with XADD and MINID. MINID trims the
+// records older than keep by the server's clock. A PEXPIRE of the whole
+// stream follows, so that an idle stream goes too.
 func (s *Store) Append(ctx context.Context, key string, record []byte, keep time.Duration) (store.Entry, error) {
 	if err := ttl.Check(keep); err != nil {
 		return store.Entry{}, err

@@ -41,8 +41,8 @@
 // more.
 //
 // Redis keeps claims across its own restarts only with persistence:
-// appendonly yes, and appendfsync always for claims that must never be
-// forgotten. Without it a restart forgets every claim, taint and count.
+// appendonly yes. Claims that must never be forgotten need appendfsync
+// always too. Without it a restart forgets every claim, taint and count.
 // A resumed state could then be sent again.
 package redisstore
 
@@ -94,16 +94,16 @@ var _ store.Store = (*Store)(nil)
 //	unix://[[USER]:PASSWORD@]/PATH[?db=DB]
 //
 // with the query parameters that go-redis's ParseURL knows (dial_timeout,
-// read_timeout, pool_size, max_retries, ...). Open does not connect: a
-// Store opened while Redis is down fails its operations with
-// store.ErrUnavailable until Redis is up. Errors name the URL's scheme
-// and host, never any part of its user name or password, even one with
-// an unescaped '/', '?' or '#' (an error: escape it; an '@' is taken, the
-// last one ending the user info).
+// read_timeout, pool_size, max_retries, ...). Open does not connect. A Store
+// opened while Redis is down fails its operations with store.ErrUnavailable
+// until Redis is up. Errors name the URL's scheme and host. They never name
+// any part of its user name or password. That holds even for one with an
+// unescaped '/', '?' or '#', which is an error: escape it. An '@' is taken,
+// and the last one ends the user info.
 func Open(rawURL string, opts *Options) (*Store, error) {
-	// Neither the URL nor url.Parse's error (which quotes it) is shown: a
-	// password with an unescaped '/', '?' or '#' is cut by the parser, its
-	// start taken for the host. Errors name the scheme and host alone.
+	// Neither the URL nor url.Parse's error (which quotes it) is shown. The
+	// parser cuts a password with an unescaped '/', '?' or '#', and takes
+	// its start for the host. Errors name the scheme and host alone.
 	where := redact.Origin(rawURL)
 	if where == "" {
 		return nil, errors.New("redisstore: the store's URL has no scheme (redis://, rediss:// or unix://)")
@@ -118,8 +118,8 @@ func Open(rawURL string, opts *Options) (*Store, error) {
 	ro, err := redis.ParseURL(rawURL)
 	if err != nil {
 		// go-redis's message may quote the URL's path or query, where a
-		// password can be (a ?password=): name only the scheme, the host
-		// and the query's option names.
+		// password can be (a ?password=). Name only the scheme, the host and
+		// the query's option names.
 		var opts []string
 		for k := range u.Query() {
 			opts = append(opts, k)
@@ -132,24 +132,24 @@ func Open(rawURL string, opts *Options) (*Store, error) {
 		return nil, errors.New(msg + ")")
 	}
 	ro.ContextTimeoutEnabled = true
-	// One dial per attempt (go-redis dials five times by default, 100 ms
-	// apart, within each of its command retries): a Redis that refuses
-	// connections fails an operation in a fraction of a second, and callers
-	// fail closed sooner.
+	// One dial per attempt. go-redis dials five times by default, 100 ms
+	// apart, within each of its command retries. With one, a Redis that
+	// refuses connections fails an operation in a fraction of a second. So
+	// callers fail closed sooner.
 	ro.DialerRetries = 1
 	// The handshake for maintenance notifications is for Redis's managed
-	// offerings; a plain Redis or Valkey refuses it, one round trip per
-	// connection for nothing.
+	// offerings. A plain Redis or Valkey refuses it. That costs one round
+	// trip per connection for nothing.
 	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	s := New(redis.NewClient(ro), opts)
 	s.owned = true
 	return s, nil
 }
 
-// checkUserinfo reports a user name or password in rawURL (before its
-// last '@') with a character that a URL's user info must percent-escape
-// (and that url.Parse would cut it at, or refuse), naming neither the
-// value nor the character's place in it.
+// checkUserinfo reports a bad user name or password in rawURL (before its
+// last '@'). Bad means it has a character that a URL's user info must
+// percent-escape. url.Parse would cut the value at it, or refuse it. The
+// report names neither the value nor the character's place in it.
 func checkUserinfo(rawURL string) error {
 	_, rest, _ := strings.Cut(rawURL, "://")
 	i := strings.LastIndexByte(rest, '@')
@@ -205,9 +205,12 @@ func ms(d time.Duration) int64 {
 	return max(d.Milliseconds(), 1)
 }
 
-// fail turns a client error into the store's: ErrClosed, ErrUnavailable
-// for anything that says Redis cannot be reached or cannot serve now, and
-// a plain error for a reply that says the request itself is wrong.
+// fail turns a client error into the store's:
+//
+//   - ErrClosed;
+//   - ErrUnavailable for anything that says Redis cannot be reached or cannot
+//     serve now;
+//   - a plain error for a reply that says the request itself is wrong.
 func (s *Store) fail(op string, err error) error {
 	switch {
 	case err == nil:
@@ -230,8 +233,8 @@ func isReply(err error) bool {
 }
 
 // busy reports whether an error reply says the server cannot serve the
-// request for now (loading its data, a replica, failing over, running a
-// long script, full).
+// request for now. It may be loading its data, a replica, failing over,
+// running a long script, or full.
 func busy(err error) bool {
 	if redis.IsLoadingError(err) || redis.IsReadOnlyError(err) || redis.IsMasterDownError(err) ||
 		redis.IsTryAgainError(err) || redis.IsClusterDownError(err) || redis.IsMaxClientsError(err) ||
@@ -322,10 +325,10 @@ func (s *Store) Claim(ctx context.Context, key string, lifetime time.Duration) (
 	return c, nil
 }
 
-// parseClaim decodes a claim's value as Redis holds it. A value that is
-// not one this package writes (another program's key under the prefix, or
-// one altered by hand) is an error: the claim is then neither won nor
-// known to be done, and the caller sends nothing.
+// parseClaim decodes a claim's value as Redis holds it. A value this package
+// does not write is an error. It may be another program's key under the
+// prefix, or one altered by hand. The claim is then neither won nor known to
+// be done, and the caller sends nothing.
 func parseClaim(v string) (store.Claim, error) {
 	if v == "" {
 		return store.Claim{}, errors.New("empty claim record")
@@ -416,9 +419,9 @@ func (s *Store) Hit(ctx context.Context, key string, limit int64, window time.Du
 	return w, nil
 }
 
-// A key's slots are a sorted set of tokens scored by the end of their
+// A key's slots are a sorted set of tokens. Each is scored by the end of its
 // lease, in milliseconds on the server's clock. redis.replicate_commands
-// lets Redis 5 and 6 write after TIME; later versions always replicate
+// lets Redis 5 and 6 write after TIME. Later versions always replicate
 // effects.
 var acquireScript = redis.NewScript(`
 if redis.replicate_commands then pcall(redis.replicate_commands) end
@@ -467,8 +470,8 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	return s.fail("release", s.rdb.ZRem(ctx, s.key(slotsSpace, key)[0], token).Err())
 }
 
-// lockScript takes the lock, or reports how long it has left (a retry
-// whose first answer was lost finds its own token and holds the lock).
+// lockScript takes the lock, or reports how long it has left. A retry whose
+// first answer was lost finds its own token and holds the lock.
 var lockScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if not v then
@@ -486,16 +489,17 @@ end
 return 0
 `)
 
-// How often Lock tries again while another owner holds the lock: from
-// lockPollMin, doubling up to lockPollMax, never past the lock's expiry.
+// How often Lock tries again while another owner holds the lock. It starts
+// at lockPollMin and doubles up to lockPollMax, never past the lock's
+// expiry.
 const (
 	lockPollMin = 5 * time.Millisecond
 	lockPollMax = 100 * time.Millisecond
 )
 
-// Lock implements store.Locks. While another owner holds the lock it
-// polls, with a jittered backoff up to 100 ms and never past the lock's
-// expiry; an unreachable Redis ends the wait with store.ErrUnavailable.
+// Lock implements store.Locks. While another owner holds the lock it polls.
+// It backs off with jitter up to 100 ms, never past the lock's expiry. An
+// unreachable Redis ends the wait with store.ErrUnavailable.
 func (s *Store) Lock(ctx context.Context, key string, lifetime time.Duration) (string, error) {
 	if err := ttl.Check(lifetime); err != nil {
 		return "", err

@@ -1,37 +1,37 @@
-// Package sqlitestore is a store.Store in one SQLite file, shared by the
-// processes of one machine: the commands of the CLI, the restarts of
-// conduit serve, the workers of one host. It survives restarts (the file
-// stays), and is what the CLI and conduit serve use when no store is
-// given. A fleet of machines shares store/redisstore's instead.
+// Package sqlitestore is a store.Store in one SQLite file. The processes of
+// one machine share it. They are the commands of the CLI, the restarts of
+// conduit serve, and the workers of one host. It survives restarts, since
+// the file stays. The CLI and conduit serve use it when no store is given. A
+// fleet of machines shares store/redisstore's instead.
 //
-// It runs on modernc.org/sqlite, SQLite translated to Go, so that conduit
-// stays one static binary built without cgo.
+// It runs on modernc.org/sqlite, SQLite translated to Go. So conduit stays
+// one static binary built without cgo.
 //
 // # Across processes
 //
 // The file is in WAL mode, so readers never wait for a writer. Every
-// operation that decides (a claim, a completion, a hit, an acquire, a
-// lock) is one transaction begun with BEGIN IMMEDIATE: it takes the
-// file's write lock before it reads, so two processes never both see a
-// key free. A process that finds the lock taken waits for it (SQLite's
-// busy timeout, Options.BusyTimeout); one that waits longer fails with
-// store.ErrUnavailable, as does one whose context ends first.
+// operation that decides is one transaction begun with BEGIN IMMEDIATE. Such
+// operations are a claim, a completion, a hit, an acquire and a lock. The
+// transaction takes the file's write lock before it reads. So two processes
+// never both see a key free. A process that finds the lock taken waits for
+// it (SQLite's busy timeout, Options.BusyTimeout). One that waits longer
+// fails with store.ErrUnavailable. So does one whose context ends first.
 //
 // # Clock
 //
-// Expiry is measured by the machine's wall clock: each row holds when it
+// Expiry is measured by the machine's wall clock. Each row holds when it
 // expires, in Unix milliseconds. The processes of one machine share that
 // clock, so they agree on what has expired. A clock set forward ends
-// lifetimes early (a claim could be won again); one set back makes them
+// lifetimes early, and a claim could be won again. One set back makes them
 // last longer.
 //
 // # Files
 //
-// Open creates the file readable and writable by its owner only (0600),
-// and its directory, when missing, for its owner only (0700): claims hold
-// the answers of calls. SQLite gives the files beside it (FILE-wal,
-// FILE-shm) the file's permissions. Expired rows are deleted as
-// operations meet them, and all of them at most once a minute.
+// Open creates the file readable and writable by its owner only (0600). It
+// creates its directory, when missing, for its owner only (0700). Claims
+// hold the answers of calls. SQLite gives the files beside it (FILE-wal,
+// FILE-shm) the file's permissions. Expired rows are deleted as operations
+// meet them. All of them are deleted at most once a minute.
 package sqlitestore
 
 import (
@@ -175,9 +175,12 @@ func now() int64 { return time.Now().UnixMilli() }
 // ms converts d to whole milliseconds, at least one.
 func ms(d time.Duration) int64 { return max(d.Milliseconds(), 1) }
 
-// fail turns a database error into the store's: ErrClosed, a plain error
-// when ctx was cancelled, and ErrUnavailable for the rest (the file
-// locked past the busy timeout, unreadable, full, a deadline passed).
+// fail turns a database error into the store's:
+//
+//   - ErrClosed;
+//   - a plain error when ctx was cancelled;
+//   - ErrUnavailable for the rest: the file locked past the busy timeout,
+//     unreadable, full, a deadline passed.
 func (s *Store) fail(ctx context.Context, op string, err error) error {
 	switch {
 	case err == nil:
@@ -191,8 +194,8 @@ func (s *Store) fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("sqlitestore: %s: %w: %w", op, store.ErrUnavailable, err)
 }
 
-// tx runs fn in one transaction begun with BEGIN IMMEDIATE, with the
-// time it began, and commits it when fn returns nil.
+// tx runs fn in one transaction begun with BEGIN IMMEDIATE. fn gets the time
+// the transaction began. tx commits when fn returns nil.
 func (s *Store) tx(ctx context.Context, op string, fn func(tx *sql.Tx, now int64) error) error {
 	if s.closed.Load() {
 		return store.ErrClosed
@@ -437,16 +440,16 @@ func (s *Store) Release(ctx context.Context, key, token string) error {
 	})
 }
 
-// How often Lock tries again while another owner holds the lock: from
-// lockPollMin, doubling up to lockPollMax, never past the lock's expiry.
+// How often Lock tries again while another owner holds the lock. It starts
+// at lockPollMin and doubles up to lockPollMax, never past the lock's
+// expiry.
 const (
 	lockPollMin = 5 * time.Millisecond
 	lockPollMax = 100 * time.Millisecond
 )
 
-// Lock implements store.Locks. While another owner holds the lock it
-// polls, with a jittered backoff up to 100 ms and never past the lock's
-// expiry.
+// Lock implements store.Locks. While another owner holds the lock it polls.
+// It backs off with jitter up to 100 ms, never past the lock's expiry.
 func (s *Store) Lock(ctx context.Context, key string, lifetime time.Duration) (string, error) {
 	if err := ttl.Check(lifetime); err != nil {
 		return "", err

@@ -11,7 +11,8 @@ import (
 )
 
 // testJournals checks appending and reading back, in order, across two
-// stores of one namespace, and that "since" and "limit" bound the read.
+// stores of one namespace. It checks that "since" and "limit" bound the
+// read.
 func testJournals(t *testing.T, open Opener) {
 	a, b := open(t, ns(t)), open(t, ns(t))
 	ja, ok := a.(store.Journals)

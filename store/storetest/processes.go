@@ -17,8 +17,8 @@ import (
 	"github.com/conduitmcp/conduit/store"
 )
 
-// claimerEnv makes the test binary a claimer process (see [ClaimerMain]):
-// its value is where the store is; claimerKey names the key to claim.
+// claimerEnv makes the test binary a claimer process (see [ClaimerMain]).
+// Its value is where the store is. claimerKey names the key to claim.
 const (
 	claimerEnv = "CONDUIT_STORETEST_CLAIMER"
 	claimerKey = "CONDUIT_STORETEST_CLAIMER_KEY"
@@ -32,9 +32,9 @@ type StoreAt func(location string) (store.Store, error)
 // [ClaimAcrossProcesses] started it, and then exits; otherwise it returns
 // at once. Call it first in TestMain.
 //
-// A claimer opens the store, prints "ready", waits for its standard input
-// to close, claims the key, completes it with its pid when it won, and
-// prints the claim's state.
+// A claimer opens the store, prints "ready", and waits for its standard
+// input to close. Then it claims the key, and completes it with its pid when
+// it won. It prints the claim's state.
 func ClaimerMain(open StoreAt) {
 	location := os.Getenv(claimerEnv)
 	if location == "" {
@@ -73,11 +73,10 @@ func claimer(open StoreAt, location, key string) int {
 	return 0
 }
 
-// ClaimAcrossProcesses starts several processes of the test binary (whose
-// TestMain calls [ClaimerMain]), each with its own store at location,
-// and lets them claim one key at once, three rounds: exactly one wins and
-// completes, the others find it pending or completed, and the result is
-// the winner's.
+// ClaimAcrossProcesses starts several processes of the test binary, whose
+// TestMain calls [ClaimerMain]. Each has its own store at location. They
+// claim one key at once, for three rounds. Exactly one wins and completes.
+// The others find it pending or completed. The result is the winner's.
 func ClaimAcrossProcesses(t *testing.T, location string, open StoreAt) {
 	exe, err := os.Executable()
 	if err != nil {

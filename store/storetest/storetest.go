@@ -1,7 +1,7 @@
-// Package storetest is the conformance suite of store.Store: every
-// implementation runs [Run], so that they all keep the guarantees the store
-// package documents (expiry, atomicity under concurrency, lock exclusivity,
-// leases, namespaces). An implementation's test is
+// Package storetest is the conformance suite of store.Store. Every
+// implementation runs [Run]. So they all keep the guarantees the store
+// package documents: expiry, atomicity under concurrency, lock exclusivity,
+// leases, namespaces. An implementation's test is
 //
 //	func TestConformance(t *testing.T) {
 //		storetest.Run(t, func(t *testing.T, namespace string) store.Store {
@@ -26,15 +26,14 @@ import (
 )
 
 // Opener opens a store for a test. Stores opened with the same namespace in
-// one test share their keys, as the clients of one backend do (for a
-// store that lives in the process, the same store may be returned); stores
-// opened with different namespaces see none of each other's keys. The
-// opener closes what it opens when the test ends; Close must be safe to
-// call again.
+// one test share their keys, as the clients of one backend do. For a store
+// that lives in the process, the same store may be returned. Stores opened
+// with different namespaces see none of each other's keys. The opener closes
+// what it opens when the test ends. Close must be safe to call again.
 type Opener func(t *testing.T, namespace string) store.Store
 
 // Run runs the conformance suite against the stores that open opens. The
-// subtests run in parallel, each with its own keys; the suite takes a few
+// subtests run in parallel, each with its own keys. The suite takes a few
 // seconds, most of it waiting for expiries.
 func Run(t *testing.T, open Opener) {
 	tests := []struct {
@@ -68,8 +67,8 @@ func Run(t *testing.T, open Opener) {
 	}
 }
 
-// ctx is a context bounded well past any wait in the suite, so that a
-// store that hangs fails the test instead of the whole run.
+// ctx is a context bounded well past any wait in the suite. So a store that
+// hangs fails the test instead of the whole run.
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -79,9 +78,8 @@ func ctx(t *testing.T) context.Context {
 // ns returns a namespace of the test's own.
 func ns(t *testing.T) string { return "storetest/" + t.Name() + "/" }
 
-// eventually calls cond until it is true, for at most 10 s; expiries are
-// checked this way so that a loaded machine makes the test slower, not
-// flaky.
+// eventually calls cond until it is true, for at most 10 s. Expiries are
+// checked this way. So a loaded machine makes the test slower, not flaky.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -139,8 +137,8 @@ func testSetsExpire(t *testing.T, open Opener) {
 		return len(must(s.Members(c, "k"))(t)) == 0
 	})
 	// An addition extends the whole set: a is kept as long as b. The check
-	// holds when b was added before a expired, which a loaded machine may
-	// delay past a's lifetime; then it is skipped.
+	// holds when b was added before a expired. A loaded machine may delay
+	// that past a's lifetime. Then the check is skipped.
 	startA := time.Now()
 	if err := s.AddMembers(c, "k", time.Second, "a"); err != nil {
 		t.Fatal(err)
@@ -418,8 +416,8 @@ func testSlotsLease(t *testing.T, open Opener) {
 	eventually(t, "slots on a 1s lease have not come back", func() bool {
 		return must(s.Acquire(c, "k", 2, time.Minute))(t).Acquired
 	})
-	// The two slots were taken a round trip apart, so the second may end
-	// a moment after the first: what is left is the one just taken.
+	// The two slots were taken a round trip apart. So the second may end a
+	// moment after the first. What is left is the one just taken.
 	eventually(t, "the second slot's lease has not ended", func() bool {
 		return must(s.Acquire(c, "k", 0, time.Minute))(t).InUse == 1
 	})
@@ -539,7 +537,7 @@ func testNamespaces(t *testing.T, open Opener) {
 	if got := must(b.Members(c, "k"))(t); len(got) != 0 {
 		t.Errorf("another namespace's Members = %q, want none", got)
 	}
-	// Kinds have key spaces of their own: a set, a claim, a window, slots
+	// Kinds have key spaces of their own. A set, a claim, a window, slots
 	// and a lock all named "k" live side by side.
 	if got := must(a.Members(c, "k"))(t); !slices.Equal(got, []string{"web"}) {
 		t.Errorf("Members = %q", got)

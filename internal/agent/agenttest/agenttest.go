@@ -1,8 +1,8 @@
 // Package agenttest is a loopback fake of the providers' HTTP APIs for tests
-// of agent loops: it serves scripted responses in order, records every
+// of agent loops. It serves scripted responses in order, records every
 // request, and checks the headers each provider requires. It is written
-// against adapters.Wire and adaptertest's fakes, so it knows no provider
-// of its own.
+// against adapters.Wire and adaptertest's fakes. So it knows no provider of
+// its own.
 package agenttest
 
 import (
@@ -53,8 +53,8 @@ type Fake struct {
 	requests  []Request
 }
 
-// New starts a fake of p that answers with responses, in order, and fails
-// t when a request is not what the provider expects. t.Cleanup stops it.
+// New starts a fake of p that answers with responses, in order. It fails t
+// when a request is not what the provider expects. t.Cleanup stops it.
 func New(t testing.TB, p adapters.Provider, model string, responses ...string) *Fake {
 	f := &Fake{Provider: p, Model: model, t: t, wire: p.Wire(), responses: responses}
 	if u, err := url.Parse(f.wire.BaseURL); err == nil {
@@ -166,8 +166,8 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, resp)
 }
 
-// stream is the scripted response as the API streams it, or nil when the
-// stream would not say the same: only text and calls, as ToolTurn and
+// stream is the scripted response as the API streams it. It is nil when the
+// stream would not say the same. Only text and calls, as ToolTurn and
 // TextTurn write them, are streamed.
 func (f *Fake) stream(resp string) [][]byte {
 	var m map[string]any
@@ -241,8 +241,8 @@ func ToolNames(body map[string]any) []string {
 }
 
 // Answers returns the ids of the tool answers at the end of a request's
-// conversation, in order, and whether each is marked as an error; ids are
-// the names for Gemini answers that carry none.
+// conversation, in order. It also returns whether each is marked as an
+// error. For Gemini answers, which carry no ids, the ids are the names.
 func Answers(p adapters.Provider, body map[string]any) (ids []string, isErr []bool) {
 	f := adaptertest.FakeOf(p)
 	for _, a := range f.Answered(f.Conversation(body)) {

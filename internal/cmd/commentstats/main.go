@@ -1,15 +1,15 @@
-// Command commentstats measures the doc comments of Go files: the words in
-// an average sentence, and the comments that cite a file name. It reads
-// the non-test files (with -tests, the test files too) under the
-// directories given (default "."), skipping vendor, testdata, node_modules
-// and hidden directories.
+// Command commentstats measures the doc comments of Go files. It reports the
+// words in an average sentence, and the comments that cite a file name. It
+// reads the non-test files under the directories given (default "."). With
+// -tests, it reads the test files too. It skips vendor, testdata,
+// node_modules and hidden directories.
 //
 //	go run ./internal/cmd/commentstats [-v] [-tests] [DIR ...]
 //
 // A doc comment is one attached to a package, declaration or field, as go
 // doc shows it. Its code blocks and list markers are not prose and are
-// skipped. A sentence ends at ".", "!" or "?" before a space, at a blank
-// line, or where a list item starts.
+// skipped. A sentence ends at ".", "!" or "?" before a space. It also ends
+// at a blank line, or where a list item starts.
 package main
 
 import (
@@ -26,8 +26,8 @@ import (
 	"unicode"
 )
 
-// fileName is a Go file's name cited in a comment, alone or at the end
-// of a path: letters, digits and underscores, then the Go suffix.
+// fileName is a Go file's name cited in a comment, alone or at the end of a
+// path. It is letters, digits and underscores, then the Go suffix.
 var fileName = regexp.MustCompile(`(^|[^A-Za-z0-9_.-])[A-Za-z0-9_./-]*[A-Za-z0-9_]\.go\b`)
 
 // directives are comment lines that name files for the tools, not readers.

@@ -1,7 +1,7 @@
-// Command conformance-backend is a plain MCP server with the tools (and
+// Command conformance-backend is a plain MCP server. It has the tools (and
 // skills) the conformance suite's extension scenarios call. It makes no
-// tasks of its own, so that every task the suite sees through conduit
-// serve is conduit's. It serves stdio, or Streamable HTTP with -http.
+// tasks of its own. So every task the suite sees through conduit serve is
+// conduit's. It serves stdio, or Streamable HTTP with -http.
 package main
 
 import (

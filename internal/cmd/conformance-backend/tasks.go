@@ -10,9 +10,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The tools the tasks scenarios (SEP-2663) call: plain tools, some slow,
-// some asking for input by multi-round-trip results. Which of them
-// conduit serve runs as tasks is its configuration's choice.
+// The tools the tasks scenarios (SEP-2663) call. They are plain tools, some
+// slow, some asking for input by multi-round-trip results. conduit serve's
+// configuration chooses which of them run as tasks.
 
 type greetArgs struct {
 	Name string `json:"name"`

@@ -1,7 +1,7 @@
-// The auth scenarios' servers, as a user would configure them in
-// mcp.json: the setting is written as a configuration file's "oauth"
-// object, its secrets put in the environment it names, and parsed by
-// conduit's own loader.
+// The auth scenarios' servers, as a user would configure them in mcp.json.
+// The setting is written as a configuration file's "oauth" object. Its
+// secrets are put in the environment it names. conduit's own loader parses
+// it.
 
 package main
 
@@ -18,8 +18,9 @@ import (
 
 func isAuth(name string) bool { return strings.HasPrefix(name, "auth/") }
 
-// clientMetadataURL is the client ID metadata document the suite expects
-// a client to use where the authorization server supports them.
+// clientMetadataURL is the client ID metadata document the suite expects a
+// client to use. It is used where the authorization server supports such
+// documents.
 const clientMetadataURL = "https://conformance-test.local/client-metadata.json"
 
 // The environment variables the configuration names for the context's
@@ -61,14 +62,14 @@ func authServer(name, serverURL string, sc *scenarioContext) (conduit.Server, er
 		return conduit.Server{}, fmt.Errorf("the configuration %s: %w", file, err)
 	}
 	srv := cfg.Servers[0]
-	// The interactive step is a program's, not a file's; the suite's
+	// The interactive step is a program's, not a file's. The suite's
 	// authorization server redirects at once with the code and state.
 	srv.OAuth.Authorize = oauthtest.FollowRedirect
 	return srv, nil
 }
 
-// oauthSetting is the "oauth" object a user would write for the
-// scenario's server: the grant and the credentials the suite hands out.
+// oauthSetting is the "oauth" object a user would write for the scenario's
+// server. It holds the grant and the credentials the suite hands out.
 // Everything else is discovered.
 func oauthSetting(name string, sc *scenarioContext) map[string]any {
 	o := map[string]any{}

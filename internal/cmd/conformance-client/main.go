@@ -1,13 +1,14 @@
 // Command conformance-client is an MCP client built on conduit for the MCP
-// conformance suite's client scenarios: the suite runs it with the test
-// server's URL as its last argument, the scenario's name in
-// MCP_CONFORMANCE_SCENARIO and, for some, a JSON context (credentials,
-// calls to make) in MCP_CONFORMANCE_CONTEXT. It is a thin runner: each
-// scenario is what a user of conduit would do (list, call, read), every
-// call goes through conduit's governed pipeline, and every auth scenario
-// through an "oauth" setting of mcp.json parsed by conduit's own
-// configuration loader, so the suite checks conduit's sessions,
-// transports and OAuth, not the bare SDK's.
+// conformance suite's client scenarios. The suite runs it with the test
+// server's URL as its last argument. The scenario's name is in
+// MCP_CONFORMANCE_SCENARIO. For some scenarios, MCP_CONFORMANCE_CONTEXT
+// holds a JSON context: credentials, calls to make.
+//
+// It is a thin runner. Each scenario is what a user of conduit would do
+// (list, call, read). Every call goes through conduit's governed pipeline.
+// Every auth scenario goes through an "oauth" setting of mcp.json, parsed by
+// conduit's own configuration loader. So the suite checks conduit's
+// sessions, transports and OAuth, not the bare SDK's.
 package main
 
 import (
@@ -105,7 +106,7 @@ func connect(ctx context.Context, srv conduit.Server, run func(*conduit.Client) 
 	cl, err := conduit.NewClient(ctx, srv, &conduit.Options{
 		Policy: conduit.AllowAll(),
 		// Accepting with no content lets conduit fill in the requested
-		// schema's defaults, which is what SEP-1034 checks.
+		// schema's defaults. That is what SEP-1034 checks.
 		Handlers: &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{}}, nil
 		}},
@@ -162,8 +163,8 @@ func callOne(tool string, args map[string]any) scenario {
 	}
 }
 
-// callEach calls every tool listed, with args; a call that fails is
-// logged, not fatal (the scenarios judge what reached the server).
+// callEach calls every tool listed, with args. A call that fails is logged,
+// not fatal. The scenarios judge what reached the server.
 func callEach(args map[string]any) scenario {
 	return func(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
 		ts, err := listTools(ctx, cl)
@@ -229,8 +230,8 @@ func oneOfEach(ctx context.Context, cl *conduit.Client, _ *scenarioContext) erro
 	return nil
 }
 
-// echoSchema passes the input schema conduit offers for the focal tool
-// back to the server, which checks what was kept of it.
+// echoSchema passes the input schema conduit offers for the focal tool back
+// to the server. The server checks what was kept of it.
 func echoSchema(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
 	ts, err := listTools(ctx, cl)
 	if err != nil {
@@ -254,9 +255,9 @@ func listSkills(ctx context.Context, cl *conduit.Client, _ *scenarioContext) err
 	return nil
 }
 
-// useSkills loads each skill listed, then reads its other files, as an
-// agent would once it needs them; a skill that fails its checks is
-// neither used nor read further.
+// useSkills loads each skill listed, then reads its other files, as an agent
+// would once it needs them. A skill that fails its checks is neither used
+// nor read further.
 func useSkills(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
 	sks, err := cl.ListSkills(ctx, nil)
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package otelenv sets up OpenTelemetry for a command from the standard
-// OTEL_* environment variables: OTLP/HTTP exporters for traces and
-// metrics when the variables ask for them, and a bridge over them. It is
-// what the conduit command of otelconduit/cmd/conduit runs before the CLI.
+// OTEL_* environment variables. It makes OTLP/HTTP exporters for traces and
+// metrics when the variables ask for them, and a bridge over them. The
+// conduit command of otelconduit/cmd/conduit runs it before the CLI.
 package otelenv
 
 import (
@@ -43,32 +43,32 @@ type Setup struct {
 	stop   []func(context.Context) error
 }
 
-// FromEnv reads the environment (os.Getenv: the exporters read it too)
-// and sets up what it asks for:
+// FromEnv reads the environment and sets up what it asks for. It reads it
+// with os.Getenv, since the exporters read it too.
 //
-//   - Traces are exported when OTEL_TRACES_EXPORTER is "otlp", or is
-//     unset and OTEL_EXPORTER_OTLP_ENDPOINT or
-//     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set; "none" turns them off.
-//     Metrics likewise, with OTEL_METRICS_EXPORTER and
+//   - Traces are exported when OTEL_TRACES_EXPORTER is "otlp". They are also
+//     exported when it is unset and OTEL_EXPORTER_OTLP_ENDPOINT or
+//     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set. "none" turns them off.
+//     Metrics go likewise, with OTEL_METRICS_EXPORTER and
 //     OTEL_EXPORTER_OTLP_METRICS_ENDPOINT. A command that was given no
-//     endpoint sends nothing: it does not guess a collector.
-//   - The protocol is OTLP over HTTP (OTEL_EXPORTER_OTLP_PROTOCOL
-//     http/protobuf, the default, or http/json for traces); grpc is not
-//     built in, and a signal that asks for it is not exported.
-//   - The exporters read the rest themselves: endpoints, headers,
-//     timeout, compression, certificates, metrics temporality; the SDK
-//     reads OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_METRIC_EXPORT_* and the
-//     limits; the resource reads OTEL_SERVICE_NAME (default conduit) and
+//     endpoint sends nothing. It does not guess a collector.
+//   - The protocol is OTLP over HTTP (OTEL_EXPORTER_OTLP_PROTOCOL). It is
+//     http/protobuf, the default, or http/json for traces. grpc is not built
+//     in. A signal that asks for it is not exported.
+//   - The exporters read the rest themselves: endpoints, headers, timeout,
+//     compression, certificates, metrics temporality. The SDK reads
+//     OTEL_TRACES_SAMPLER, OTEL_BSP_*, OTEL_METRIC_EXPORT_* and the limits.
+//     The resource reads OTEL_SERVICE_NAME (default conduit) and
 //     OTEL_RESOURCE_ATTRIBUTES.
-//   - OTEL_PROPAGATORS (default tracecontext,baggage): tracecontext,
-//     baggage or none. They inject into each request's _meta, and extract
-//     the command's parent from TRACEPARENT, TRACESTATE and BAGGAGE in the
-//     environment (environment variables as context carriers), so a
+//   - OTEL_PROPAGATORS is tracecontext, baggage or none (default
+//     tracecontext,baggage). They inject into each request's _meta. They
+//     extract the command's parent from TRACEPARENT, TRACESTATE and BAGGAGE
+//     in the environment (environment variables as context carriers). So a
 //     command run by a traced program joins its trace.
 //
-// With nothing to export, the bridge runs over the no-op providers (it
-// still propagates a TRACEPARENT). With OTEL_SDK_DISABLED=true, FromEnv
-// returns nil.
+// With nothing to export, the bridge runs over the no-op providers. It still
+// propagates a TRACEPARENT. With OTEL_SDK_DISABLED=true, FromEnv returns
+// nil.
 func FromEnv(ctx context.Context) (*Setup, error) {
 	if strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
 		return nil, nil
@@ -187,8 +187,8 @@ func (envCarrier) Set(string, string)    {}
 func (envCarrier) Keys() []string        { return nil }
 
 // Command starts the span of one command, the parent of its calls and
-// listings, under the trace the environment names, if any. end ends it
-// with the command's exit status.
+// listings. The span is under the trace the environment names, if any. end
+// ends it with the command's exit status.
 func (s *Setup) Command(ctx context.Context, name string) (_ context.Context, end func(exit int)) {
 	ctx = s.prop.Extract(ctx, envCarrier{})
 	ctx, span := s.tracer.Start(ctx, "conduit "+name, trace.WithSpanKind(trace.SpanKindInternal))

@@ -1,7 +1,7 @@
-// Package otlptest is a loopback OTLP/HTTP receiver for tests: an httptest
-// server that decodes what an exporter sends to /v1/traces and
-// /v1/metrics, in protobuf or JSON, gzipped or not, and keeps it, with the
-// raw bodies.
+// Package otlptest is a loopback OTLP/HTTP receiver for tests. It is an
+// httptest server that decodes what an exporter sends to /v1/traces and
+// /v1/metrics. It reads protobuf or JSON, gzipped or not. It keeps what it
+// decoded, with the raw bodies.
 package otlptest
 
 import (
@@ -26,7 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Receiver is the receiver; URL is its endpoint, for
+// Receiver is the receiver. URL is its endpoint, for
 // OTEL_EXPORTER_OTLP_ENDPOINT.
 type Receiver struct {
 	URL string

@@ -1,6 +1,6 @@
-// Package oncetest is the conformance suite of the at-most-once protocol
-// of package once over a store: every store that holds claims runs [Run],
-// so that once keeps its promise on each. A store's test is
+// Package oncetest is the conformance suite of the at-most-once protocol of
+// package once over a store. Every store that holds claims runs [Run]. So
+// once keeps its promise on each. A store's test is
 //
 //	func TestOnce(t *testing.T) {
 //		oncetest.Run(t, func(t *testing.T, namespace string) store.Claims {
@@ -32,26 +32,26 @@ import (
 	"github.com/conduitmcp/conduit/store/once"
 )
 
-// Opener opens a store for a test. Stores opened with the same namespace
-// in one test share their keys, as the clients of one backend do (a store
-// that lives in the process may return the same store); stores opened
-// with different namespaces see none of each other's keys. The opener
-// closes what it opens when the test ends.
+// Opener opens a store for a test. Stores opened with the same namespace in
+// one test share their keys, as the clients of one backend do. A store that
+// lives in the process may return the same store. Stores opened with
+// different namespaces see none of each other's keys. The opener closes what
+// it opens when the test ends.
 type Opener func(t *testing.T, namespace string) store.Claims
 
 // Options are what a store adds to the suite; nil is none.
 type Options struct {
 	// Claimer, when set, returns a command that runs [ClaimAndWait] in
-	// another OS process, on the store that namespace opens, for key and
-	// ttl (typically the test binary run again with what it needs in its
-	// environment). The suite starts it, waits for its claim, and kills
-	// it: a claimer that dies between claim and record.
+	// another OS process. It runs on the store that namespace opens, for key
+	// and ttl. Typically it is the test binary run again with what it needs
+	// in its environment. The suite starts it, waits for its claim, and
+	// kills it. So it is a claimer that dies between claim and record.
 	Claimer func(t *testing.T, namespace, key string, ttl time.Duration) *exec.Cmd
 }
 
-// Run runs the suite against the stores that open opens. The subtests run
-// in parallel, each with its own keys; the suite takes a few seconds, most
-// of it waiting for claims to expire.
+// Run runs the suite against the stores that open opens. The subtests run in
+// parallel, each with its own keys. The suite takes a few seconds, most of
+// it waiting for claims to expire.
 func Run(t *testing.T, open Opener, opts *Options) {
 	if opts == nil {
 		opts = &Options{}
@@ -82,10 +82,10 @@ func Run(t *testing.T, open Opener, opts *Options) {
 	}
 }
 
-// ClaimAndWait is the body of a claimer process (see [Options.Claimer]):
-// it claims key in claims for ttl, writes "claimed" and a newline to
-// standard output, and then waits for its standard input to close (the
-// suite kills it first). It records nothing.
+// ClaimAndWait is the body of a claimer process (see [Options.Claimer]). It
+// claims key in claims for ttl. It writes "claimed" and a newline to
+// standard output. Then it waits for its standard input to close, but the
+// suite kills it first. It records nothing.
 func ClaimAndWait(ctx context.Context, claims store.Claims, key string, ttl time.Duration) error {
 	t, found, err := once.Claim(ctx, claims, key, ttl)
 	if err != nil {
@@ -99,8 +99,8 @@ func ClaimAndWait(ctx context.Context, claims store.Claims, key string, ttl time
 	return err
 }
 
-// ctx is a context bounded well past any wait in the suite, so that a
-// store that hangs fails the test instead of the whole run.
+// ctx is a context bounded well past any wait in the suite. So a store that
+// hangs fails the test instead of the whole run.
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -110,8 +110,8 @@ func ctx(t *testing.T) context.Context {
 // ns returns a namespace of the test's own.
 func ns(t *testing.T) string { return "oncetest/" + t.Name() + "/" }
 
-// eventually calls cond until it is true, for at most 10 s, so that a
-// loaded machine makes an expiry check slower, not flaky.
+// eventually calls cond until it is true, for at most 10 s. So a loaded
+// machine makes an expiry check slower, not flaky.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -153,7 +153,7 @@ func do(t *testing.T, c context.Context, s store.Claims, key string, ttl time.Du
 	return out
 }
 
-// A first Do runs and records; every later Do, by any client, reads the
+// A first Do runs and records. Every later Do, by any client, reads the
 // record byte for byte and runs nothing.
 func testRunAndRead(t *testing.T, open Opener) {
 	a, b, c := open(t, ns(t)), open(t, ns(t)), ctx(t)
@@ -201,8 +201,8 @@ func testRunAndRead(t *testing.T, open Opener) {
 	}
 }
 
-// A failed run is recorded as failed, with its message: later callers
-// know it ran, and do not run it again.
+// A failed run is recorded as failed, with its message. Later callers know
+// it ran, and do not run it again.
 func testFailed(t *testing.T, open Opener) {
 	s, c := open(t, ns(t)), ctx(t)
 	boom := errors.New("the server said no")
@@ -220,8 +220,8 @@ func testFailed(t *testing.T, open Opener) {
 	}
 }
 
-// Concurrent Do of one key, through several clients: run runs exactly
-// once, and every caller gets its outcome, or Unknown while it runs.
+// Concurrent Do of one key, through several clients: run runs exactly once.
+// Every caller gets its outcome, or Unknown while it runs.
 func testRace(t *testing.T, open Opener) {
 	c := ctx(t)
 	clients := []store.Claims{open(t, ns(t)), open(t, ns(t)), open(t, ns(t))}
@@ -280,9 +280,9 @@ func testRace(t *testing.T, open Opener) {
 	}
 }
 
-// A claimer that never records (it died between claim and record) leaves
-// the outcome Unknown to every later caller, which runs nothing, until the
-// claim's ttl passes; then the key is won again.
+// A claimer that never records (it died between claim and record) leaves the
+// outcome Unknown to every later caller. They run nothing until the claim's
+// ttl passes. Then the key is won again.
 func testAbandoned(t *testing.T, open Opener) {
 	s, c := open(t, ns(t)), ctx(t)
 	const ttl = 400 * time.Millisecond
@@ -330,9 +330,9 @@ func testKilled(t *testing.T, open Opener, claimer func(*testing.T, string, stri
 	checkUnknownThenRuns(t, open(t, ns(t)), "k", ttl, started)
 }
 
-// checkUnknownThenRuns checks that key, claimed (not before claimed) and
-// never recorded, is Unknown and runs nothing until the claim's ttl has
-// passed, then runs.
+// checkUnknownThenRuns checks key, claimed (not before claimed) and never
+// recorded. It must be Unknown and run nothing until the claim's ttl has
+// passed. Then it runs.
 func checkUnknownThenRuns(t *testing.T, s store.Claims, key string, ttl time.Duration, claimed time.Time) {
 	t.Helper()
 	c := ctx(t)
@@ -396,9 +396,9 @@ func testCanceled(t *testing.T, open Opener) {
 	}
 }
 
-// Records as the store holds them: a bare result (as the release before
-// recorded it) is read as a result; one of a later version, or malformed,
-// is Unknown, and its work is not run again.
+// Records as the store holds them. A bare result, as older releases recorded
+// it, is read as a result. One of a later version, or malformed, is Unknown,
+// and its work is not run again.
 func testRecords(t *testing.T, open Opener) {
 	s, c := open(t, ns(t)), ctx(t)
 	put := func(key string, record []byte) {
