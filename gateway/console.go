@@ -58,6 +58,10 @@ type ConsoleOptions struct {
 	// tokens and header values. They are taken out of arguments and
 	// reasons. So are the bearer tokens of HTTPOptions.Tokens.
 	Secrets []string
+	// OnAudit, when set, is given every record as the trail keeps it,
+	// such as to export it as an OpenTelemetry log record. It is called
+	// on the caller's goroutine, so it must not block.
+	OnAudit func(context.Context, AuditRecord)
 }
 
 // Journal keys in the store.
@@ -411,6 +415,9 @@ func (c *console) audit(ctx context.Context, r AuditRecord) error {
 	}
 	err := c.appendJSON(ctx, AuditJournal, r, c.keep)
 	c.notify()
+	if c.o.OnAudit != nil {
+		c.o.OnAudit(ctx, r)
+	}
 	return err
 }
 

@@ -28,18 +28,22 @@ type consoleReplica struct {
 	base string // http://host:port
 }
 
-func newConsoleReplica(t *testing.T, st store.Store, runs *atomic.Int32, wait time.Duration) *consoleReplica {
+func newConsoleReplica(t *testing.T, st store.Store, runs *atomic.Int32, wait time.Duration, onAudit ...func(context.Context, gateway.AuditRecord)) *consoleReplica {
 	t.Helper()
 	shell := newUpstream(t, "shell")
 	shell.tool("run", "Run a command.", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		runs.Add(1)
 		return text("ran " + string(req.Params.Arguments)), nil
 	})
+	co := &gateway.ConsoleOptions{Admins: []string{"alice", "carol"}, Approvals: true}
+	if len(onAudit) > 0 {
+		co.OnAudit = onAudit[0]
+	}
 	g := newGateway(t, []conduit.Server{shell.server("shell")}, &gateway.Options{
 		Hub:             &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("shell/*")), Store: st},
 		ApprovalTimeout: wait,
 		StateKeys:       [][]byte{[]byte(strings.Repeat("s", 40))},
-		Console:         &gateway.ConsoleOptions{Admins: []string{"alice", "carol"}, Approvals: true},
+		Console:         co,
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan net.Addr, 1)
@@ -199,7 +203,13 @@ func TestConsoleRefusals(t *testing.T) {
 // calls of the tool through without asking, until it is revoked.
 func TestConsolePattern(t *testing.T) {
 	var runs atomic.Int32
-	r := newConsoleReplica(t, store.NewMemory(), &runs, time.Minute)
+	var mu sync.Mutex
+	var audited []gateway.AuditRecord
+	r := newConsoleReplica(t, store.NewMemory(), &runs, time.Minute, func(_ context.Context, rec gateway.AuditRecord) {
+		mu.Lock()
+		audited = append(audited, rec)
+		mu.Unlock()
+	})
 	res := callShell(t, r)
 	id, csrf := r.waitPending(t, consoleAdminToken)
 	if code, loc := r.post(t, consoleAdminToken, r.base, "/console/approvals/"+id, url.Values{"csrf": {csrf}, "action": {"approve"}, "for": {"1h"}}); code != http.StatusSeeOther || !strings.Contains(loc, "Allowed for 1h") {
@@ -219,4 +229,14 @@ func TestConsolePattern(t *testing.T) {
 	}
 	callShell(t, r)
 	r.waitPending(t, consoleAdminToken) // asks again
+	// OnAudit saw what the trail kept: the approved call, by the console.
+	mu.Lock()
+	defer mu.Unlock()
+	var call bool
+	for _, rec := range audited {
+		call = call || (rec.Kind == "call" && rec.Tool == "run" && strings.HasPrefix(rec.Approver, "console:"))
+	}
+	if !call {
+		t.Errorf("OnAudit got no approved call of shell/run: %+v", audited)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	otellog "go.opentelemetry.io/otel/log"
+	"go.opentelemetry.io/otel/log/global"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,6 +37,9 @@ type Options struct {
 	// default is otel.GetTextMapPropagator(). It injects nothing until one
 	// is set with otel.SetTextMapPropagator.
 	Propagator propagation.TextMapPropagator
+	// LoggerProvider makes the audit trail's log records (default
+	// global.GetLoggerProvider(), a no-op until one is set).
+	LoggerProvider otellog.LoggerProvider
 
 	// RecordArguments records each call's arguments as
 	// gen_ai.tool.call.arguments. They are recorded as the model wrote them,
@@ -64,6 +69,7 @@ type Telemetry struct {
 	duration       metric.Float64Histogram
 	serverDuration metric.Float64Histogram
 	prop           propagation.TextMapPropagator
+	logger         otellog.Logger
 
 	// A call's metric attributes and its decision event's, made once for
 	// each distinct set. Building an attribute set is most of what recording
@@ -134,7 +140,12 @@ func New(o *Options) (*Telemetry, error) {
 	if opts.MeterProvider == nil {
 		opts.MeterProvider = otel.GetMeterProvider()
 	}
+	if opts.LoggerProvider == nil {
+		opts.LoggerProvider = global.GetLoggerProvider()
+	}
 	t := &Telemetry{o: opts, prop: opts.Propagator}
+	t.logger = opts.LoggerProvider.Logger(ScopeName,
+		otellog.WithInstrumentationVersion(conduit.Version), otellog.WithSchemaURL(semconv.SchemaURL))
 	t.tracer = opts.TracerProvider.Tracer(ScopeName,
 		trace.WithInstrumentationVersion(conduit.Version), trace.WithSchemaURL(semconv.SchemaURL))
 	meter := opts.MeterProvider.Meter(ScopeName,

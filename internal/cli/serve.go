@@ -256,7 +256,7 @@ after 'conduit pin --update'.`)
 		Limits:          limits,
 		Tasks:           serveTasks(cfg),
 
-		Console: consoleOpts.with(httpOpts, pins),
+		Console: consoleOpts.with(httpOpts, pins, env.Telemetry),
 
 		CodeMode: gateway.CodeModeOptions{On: cm.on, Direct: cm.on && cm.direct},
 	})
@@ -328,12 +328,15 @@ func serveConsole(cfg *config.File, on, http bool, config string) (consoleConfig
 
 // with completes the console's options. It adds the principals the tokens
 // name, and the bearer tokens the console must never show. It adds the
-// pinned servers too.
-func (c consoleConfig) with(h *gateway.HTTPOptions, pinned *pins.Pins) *gateway.ConsoleOptions {
+// pinned servers, and the telemetry's sink for audit records.
+func (c consoleConfig) with(h *gateway.HTTPOptions, pinned *pins.Pins, tel *Telemetry) *gateway.ConsoleOptions {
 	if c.o == nil {
 		return nil
 	}
 	o := *c.o
+	if tel != nil {
+		o.OnAudit = tel.Audit
+	}
 	if h != nil {
 		for _, p := range h.Tokens {
 			o.Principals = append(o.Principals, p)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/gateway"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -22,6 +23,9 @@ type Telemetry struct {
 	// Server is receiving middleware for conduit serve's sessions (see
 	// gateway.Options.Middleware): otelconduit's SERVER spans.
 	Server mcp.Middleware
+	// Audit, when set, is given each record of conduit serve's audit
+	// trail (with --console): otelconduit's log records.
+	Audit func(context.Context, gateway.AuditRecord)
 	// Command, when set, is called as a command starts (serve excepted). It
 	// returns the context the command runs in. It also returns the function
 	// to call with its exit status when it ends.

@@ -85,6 +85,7 @@ func run(ctx context.Context, args []string, env *cli.Env) int {
 		Trace:        setup.Telemetry.Trace(),
 		ListingTrace: setup.Telemetry.AdaptersTrace(),
 		Server:       setup.Telemetry.ServerMiddleware(),
+		Audit:        setup.Telemetry.AuditRecord,
 		Command:      setup.Command,
 	}
 	code := cli.Main(ctx, args, env)

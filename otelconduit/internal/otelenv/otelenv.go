@@ -14,11 +14,15 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/otelconduit"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otellog "go.opentelemetry.io/otel/log"
+	lognoop "go.opentelemetry.io/otel/log/noop"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -31,8 +35,9 @@ import (
 type Setup struct {
 	// Telemetry is the bridge over the providers below.
 	Telemetry *otelconduit.Telemetry
-	// Traces and Metrics report what is exported.
-	Traces, Metrics bool
+	// Traces, Metrics and Logs report what is exported. Logs are the
+	// audit trail's records.
+	Traces, Metrics, Logs bool
 	// Warnings are the variables that ask for what is not supported,
 	// each in a sentence for stderr.
 	Warnings []string
@@ -81,10 +86,12 @@ func FromEnv(ctx context.Context) (*Setup, error) {
 	}
 	s.Traces = s.wants("traces", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", true)
 	s.Metrics = s.wants("metrics", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", false)
+	s.Logs = s.wants("logs", "OTEL_LOGS_EXPORTER", "OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "OTEL_EXPORTER_OTLP_LOGS_PROTOCOL", false)
 
 	var mp metric.MeterProvider = metricnoop.NewMeterProvider()
+	var lp otellog.LoggerProvider = lognoop.NewLoggerProvider()
 	s.tp = tracenoop.NewTracerProvider()
-	if s.Traces || s.Metrics {
+	if s.Traces || s.Metrics || s.Logs {
 		res, err := resource.New(ctx,
 			resource.WithAttributes(semconv.ServiceName("conduit"), semconv.ServiceVersion(conduit.Version)),
 			resource.WithFromEnv(), resource.WithTelemetrySDK())
@@ -110,9 +117,19 @@ func FromEnv(ctx context.Context) (*Setup, error) {
 			mp = m
 			s.stop = append(s.stop, m.Shutdown)
 		}
+		if s.Logs {
+			exp, err := otlploghttp.New(ctx)
+			if err != nil {
+				s.Shutdown(ctx)
+				return nil, fmt.Errorf("the OTLP log exporter: %w", err)
+			}
+			l := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewBatchProcessor(exp)), sdklog.WithResource(res))
+			lp = l
+			s.stop = append(s.stop, l.Shutdown)
+		}
 	}
 	s.tracer = s.tp.Tracer(otelconduit.ScopeName, trace.WithInstrumentationVersion(conduit.Version))
-	s.Telemetry, err = otelconduit.New(&otelconduit.Options{TracerProvider: s.tp, MeterProvider: mp, Propagator: s.prop})
+	s.Telemetry, err = otelconduit.New(&otelconduit.Options{TracerProvider: s.tp, MeterProvider: mp, LoggerProvider: lp, Propagator: s.prop})
 	if err != nil {
 		s.Shutdown(ctx)
 		return nil, err

@@ -5,7 +5,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/conduitmcp/conduit/gateway"
 	"github.com/conduitmcp/conduit/otelconduit/internal/otlptest"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -102,5 +104,52 @@ func TestCommandJoinsEnvTrace(t *testing.T) {
 	}
 	if f := s.prop.Fields(); len(f) != 0 {
 		t.Errorf("fields %v", f)
+	}
+}
+
+// TestAuditRecordsExported checks that an audit record of the console
+// reaches the collector as an OTLP log record, with its fields as
+// attributes and never the arguments themselves.
+func TestAuditRecordsExported(t *testing.T) {
+	clearOTEL(t)
+	rcv := otlptest.New(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
+	s, err := FromEnv(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Logs {
+		t.Fatal("logs are not exported with OTEL_EXPORTER_OTLP_ENDPOINT set")
+	}
+	no := false
+	s.Telemetry.AuditRecord(context.Background(), gateway.AuditRecord{
+		Time: time.Date(2026, 12, 7, 8, 0, 0, 0, time.UTC), Kind: "call", Principal: "alice",
+		Server: "github", Tool: "create_issue", ArgsDigest: "sha256:abc", Decision: "ask",
+		Approver: "console:bob", Approved: &no, Outcome: "denied",
+	})
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	recs := rcv.LogRecords()
+	if len(recs) != 1 {
+		t.Fatalf("%d log records, want 1 (failures: %v)", len(recs), rcv.Failures())
+	}
+	r := recs[0]
+	attrs := otlptest.Attrs(r.Attributes)
+	for k, want := range map[string]string{
+		"conduit.audit.principal": "alice", "conduit.audit.tool": "create_issue",
+		"conduit.audit.decision": "ask", "conduit.audit.approver": "console:bob",
+		"conduit.audit.approved": "false", "conduit.audit.outcome": "denied",
+		"conduit.audit.argsDigest": "sha256:abc",
+	} {
+		if attrs[k] != want {
+			t.Errorf("%s = %q, want %q (all: %v)", k, attrs[k], want, attrs)
+		}
+	}
+	if r.EventName != "conduit.audit" || r.SeverityText != "WARN" {
+		t.Errorf("event %q severity %q, want conduit.audit, WARN", r.EventName, r.SeverityText)
+	}
+	if body := r.Body.GetStringValue(); !strings.Contains(body, "alice") || !strings.Contains(body, "github/create_issue") {
+		t.Errorf("body %q", body)
 	}
 }

@@ -18,9 +18,11 @@ import (
 	"sync"
 	"testing"
 
+	colllogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	collmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	colltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -34,6 +36,7 @@ type Receiver struct {
 	mu       sync.Mutex
 	traces   []*colltrace.ExportTraceServiceRequest
 	metrics  []*collmetrics.ExportMetricsServiceRequest
+	logs     []*colllogs.ExportLogsServiceRequest
 	bodies   [][]byte
 	types    []string
 	failures []string
@@ -77,6 +80,8 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		msg = &colltrace.ExportTraceServiceRequest{}
 	case "/v1/metrics":
 		msg = &collmetrics.ExportMetricsServiceRequest{}
+	case "/v1/logs":
+		msg = &colllogs.ExportLogsServiceRequest{}
 	default:
 		r.fail(w, "path "+req.URL.Path)
 		return
@@ -91,6 +96,8 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.traces = append(r.traces, m)
 	case *collmetrics.ExportMetricsServiceRequest:
 		r.metrics = append(r.metrics, m)
+	case *colllogs.ExportLogsServiceRequest:
+		r.logs = append(r.logs, m)
 	}
 	r.bodies = append(r.bodies, data)
 	r.types = append(r.types, ct)
@@ -223,4 +230,19 @@ func hexToBase64(v any) {
 			hexToBase64(e)
 		}
 	}
+}
+
+// LogRecords returns every log record received, in order.
+func (r *Receiver) LogRecords() []*logspb.LogRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*logspb.LogRecord
+	for _, req := range r.logs {
+		for _, rl := range req.ResourceLogs {
+			for _, sl := range rl.ScopeLogs {
+				out = append(out, sl.LogRecords...)
+			}
+		}
+	}
+	return out
 }
