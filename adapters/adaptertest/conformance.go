@@ -25,18 +25,18 @@ import (
 // provider from outside this module runs it as a built-in one does. It
 // checks that:
 //
-//   - p has a name (a built-in's own, parsed back, or none of theirs),
-//     shapes and a whole Wire, whose parts agree with one
-//     another and with the fake;
-//   - the calls of a response in the provider's shape parse back as the
-//     model wrote them, whether the response comes as bytes, text, a
-//     decoded map or a value that marshals to it;
-//   - a malformed response, or one with malformed calls, is refused or
-//     answered, never a panic, and every call found has its answer;
-//   - every call is answered in the model's order, keyed by its id, with
-//     its result, an isError result and every failure flagged as one, and
-//     the calls that must not be sent (unknown names, arguments that are
-//     not an object or null) never reach the server;
+//   - p has a name: a built-in's own, parsed back, or none of theirs. It
+//     has shapes and a whole Wire. Their parts agree with one another and
+//     with the fake.
+//   - The calls of a response in the provider's shape parse back as the
+//     model wrote them. The response may come as bytes, text, a decoded
+//     map or a value that marshals to it.
+//   - A malformed response, or one with malformed calls, is refused or
+//     answered, never a panic. Every call found has its answer.
+//   - Every call is answered in the model's order, keyed by its id, with
+//     its result. An isError result and every failure are flagged as one.
+//   - The calls that must not be sent never reach the server. Those are
+//     unknown names, and arguments that are not an object or null.
 //   - a turn without calls has no answers, and an error of the API's is
 //     refused;
 //   - an approver's halt stops the calls not yet sent, which are still
@@ -48,15 +48,16 @@ import (
 //   - the listing is every tool, in the tool set's order, the same from
 //     turn to turn;
 //   - conduit's search_tools is offered, answered and reveals what it
-//     finds, and the provider's own search, when it has one, defers every
-//     tool and still resolves their calls;
+//     finds.
+//   - The provider's own search, when it has one, defers every tool. It
+//     still resolves their calls.
 //   - a turn the provider pauses (a [Pauser] fake) reads as paused, and
 //     no other does;
-//   - a result over its budget reaches the model, as the fake reads it
-//     back, within the budget and then a notice, its beginning kept, a
-//     JSON text or structuredContent cut into valid JSON, the default
-//     budget without options; the results of one response share the
-//     turn's budget max-min fairly;
+//   - A result over its budget reaches the model within the budget, then
+//     a notice, as the fake reads it back. Its beginning is kept. A JSON
+//     text or structuredContent is cut into valid JSON. Without options
+//     the default budget applies.
+//   - The results of one response share the turn's budget max-min fairly.
 //   - the read tool is offered, keeps what was cut, and reads the rest by
 //     lines and by pattern without sending anything to the server.
 func RunConformanceTests(t *testing.T, h Harness) {

@@ -1,11 +1,11 @@
 package transport
 
-// This file judges each line a stdio server writes to stdout before the
-// SDK reads it. The SDK ends the session on a line that is not one
-// JSON-RPC message (a "Debugger listening on ..." banner, a stray print,
-// JSON nested deeper than its decoder takes), failing every call in
-// flight, every principal's. Such a line is dropped and logged instead,
-// as Claude Desktop's client does, and the session goes on.
+// Each line a stdio server writes to stdout is judged before the SDK reads
+// it. The SDK ends the session on a line that is not one JSON-RPC message.
+// That may be a "Debugger listening on ..." banner, a stray print, or JSON
+// nested deeper than its decoder takes. Every call in flight then fails,
+// every principal's. Such a line is dropped and logged instead, as Claude
+// Desktop's client does. The session goes on.
 
 import (
 	"bytes"
