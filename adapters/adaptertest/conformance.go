@@ -37,29 +37,29 @@ import (
 //     its result. An isError result and every failure are flagged as one.
 //   - The calls that must not be sent never reach the server. Those are
 //     unknown names, and arguments that are not an object or null.
-//   - a turn without calls has no answers, and an error of the API's is
-//     refused;
-//   - an approver's halt stops the calls not yet sent, which are still
-//     answered;
-//   - the answers and the calls' arguments share nothing with the
-//     response;
-//   - the limits on calls per response and on a response's size hold;
-//   - an image over the answer's limit becomes a placeholder;
-//   - the listing is every tool, in the tool set's order, the same from
-//     turn to turn;
-//   - conduit's search_tools is offered, answered and reveals what it
+//   - A turn without calls has no answers. An error of the API's is
+//     refused.
+//   - An approver's halt stops the calls not yet sent. They are still
+//     answered.
+//   - The answers and the calls' arguments share nothing with the
+//     response.
+//   - The limits on calls per response and on a response's size hold.
+//   - An image over the answer's limit becomes a placeholder.
+//   - The listing is every tool, in the tool set's order, the same from
+//     turn to turn.
+//   - Conduit's search_tools is offered, answered and reveals what it
 //     finds.
 //   - The provider's own search, when it has one, defers every tool. It
 //     still resolves their calls.
-//   - a turn the provider pauses (a [Pauser] fake) reads as paused, and
-//     no other does;
+//   - A turn the provider pauses (a [Pauser] fake) reads as paused. No
+//     other does.
 //   - A result over its budget reaches the model within the budget, then
 //     a notice, as the fake reads it back. Its beginning is kept. A JSON
 //     text or structuredContent is cut into valid JSON. Without options
 //     the default budget applies.
 //   - The results of one response share the turn's budget max-min fairly.
-//   - the read tool is offered, keeps what was cut, and reads the rest by
-//     lines and by pattern without sending anything to the server.
+//   - The read tool is offered, and keeps what was cut. It reads the rest
+//     by lines and by pattern, without sending anything to the server.
 func RunConformanceTests(t *testing.T, h Harness) {
 	t.Helper()
 	p, f := h.Provider, h.Fake
