@@ -16,8 +16,9 @@ import (
 	"github.com/conduitmcp/conduit/oauth"
 )
 
-// File is an MCP configuration file: servers in the standard mcpServers
-// shape of Claude Desktop, Cursor and VS Code, and an optional policy.
+// File is an MCP configuration file. It holds servers in the standard
+// mcpServers shape of Claude Desktop, Cursor and VS Code. It holds an
+// optional policy.
 type File struct {
 	// Servers, in the file's order.
 	Servers []conduit.Server
@@ -25,14 +26,14 @@ type File struct {
 	Policy *conduit.Policy
 	// Serve is nil when the file has no "serve" key (see [Serve]).
 	Serve *Serve
-	// LaxPolicy is true when the file says "strictPolicy": false: a
-	// policy that names a server not configured is then a warning, not an
-	// error (see [conduit.Options.LaxPolicy]).
+	// LaxPolicy is true when the file says "strictPolicy": false. A policy
+	// that names a server not configured is then a warning, not an error
+	// (see [conduit.Options.LaxPolicy]).
 	LaxPolicy bool
-	// Warnings are what the file holds that works but should change, one
-	// line each, never quoting a value: a secret written in it (an
-	// Authorization header, a variable of env named like a token) rather
-	// than read from the environment with ${env:NAME}.
+	// Warnings are what the file holds that works but should change. There
+	// is one line each, never quoting a value. An example is a secret
+	// written in the file rather than read with ${env:NAME}. That may be
+	// an Authorization header, or a variable of env named like a token.
 	Warnings []string
 }
 
@@ -64,45 +65,54 @@ func Load(path string) (*File, error) {
 //	  ]
 //	}
 //
-// A server's "identity" is "shared" (the default: one session, with the
-// credentials above, for every caller) or "principal" (a session per
-// principal, with the principal's own credentials; see [conduit.Identity]). Under
-// "principal", "principals" holds each principal's credentials, "headers"
-// for a url and "env" for a command, ${env:NAME} read as above; or the
-// server's "oauth" gets each principal's tokens (conduit login --principal,
-// or a token exchange):
+// A server's "identity" is "shared" or "principal" (see
+// [conduit.Identity]):
+//
+//   - "shared" is the default. It is one session for every caller, with
+//     the credentials above.
+//   - "principal" is a session per principal, with the principal's own
+//     credentials.
+//
+// Under "principal", "principals" holds each principal's credentials.
+// That is "headers" for a url and "env" for a command, with ${env:NAME}
+// read as above. Or the server's "oauth" gets each principal's tokens,
+// by conduit login --principal or a token exchange:
 //
 //	"github": {"url": "https://mcp.github.example/mcp", "identity": "principal",
 //	  "principals": {
 //	    "alice": {"headers": {"Authorization": "Bearer ${env:GH_ALICE}"}},
 //	    "bob":   {"headers": {"Authorization": "Bearer ${env:GH_BOB}"}}}}
 //
-// VS Code's "servers" key is accepted for "mcpServers" (and its "inputs"
-// ignored). "type" is "stdio", "http" (or "streamable-http",
-// "streamableHttp") or "sse", and is inferred when absent.
-// A "command" starts with an allowlist of conduit's environment (see
-// Server.Command), then its "env"; "inheritEnv" names more variables to
-// pass on: "inheritEnv": ["AWS_PROFILE", "KUBECONFIG"].
-// "maxResultTokens" is the server's budget of tokens per result for a
-// model (Server.MaxResultTokens; negative: none). A policy rule has
-// exactly one of "allow", "ask" or "deny", and may add "tainted" (a list of
-// servers, or true for any taint) and "principal" (a list of ids). Unknown
-// keys are errors, so a misspelt rule never passes silently. A rule that
-// names a server not configured is an error too, unless the top-level
-// "strictPolicy" is false (see [conduit.Options.LaxPolicy]).
+// VS Code's "servers" key is accepted for "mcpServers". Its "inputs" are
+// ignored. "type" is "stdio", "http" (or "streamable-http",
+// "streamableHttp") or "sse". It is inferred when absent.
 //
-// In a server's "url" and in the values of its "headers" and "env",
-// ${env:NAME} is the value of the environment variable NAME (letters,
-// digits and _), as in VS Code: "Bearer ${env:GH_TOKEN}". A variable that
-// is not set is an error that names it; an empty one is its value. A
-// value read is not expanded again, and there is no escape (as in VS
-// Code, a value cannot hold the text ${env:...}). Other ${...} are kept as
-// written; VS Code's ${input:ID}, which conduit has no prompt for, is
-// also reported in [File.Warnings]. The values read never appear in conduit's errors, logs or
-// status: a server's errors show ${env:NAME} in their place. A secret
-// written in the file itself is reported in [File.Warnings].
+// A "command" starts with an allowlist of conduit's environment (see
+// Server.Command), then its "env". "inheritEnv" names more variables to
+// pass on: "inheritEnv": ["AWS_PROFILE", "KUBECONFIG"]. "maxResultTokens"
+// is the server's budget of tokens per result for a model
+// (Server.MaxResultTokens; negative: none).
+//
+// A policy rule has exactly one of "allow", "ask" or "deny". It may add
+// "tainted": a list of servers, or true for any taint. It may add
+// "principal": a list of ids. Unknown keys are errors, so a misspelt rule
+// never passes silently. A rule that names a server not configured is an
+// error too. The exception is when the top-level "strictPolicy" is false
+// (see [conduit.Options.LaxPolicy]).
+//
+// ${env:NAME} may appear in a server's "url" and in the values of its
+// "headers" and "env". It is the value of the environment variable NAME
+// (letters, digits and _), as in VS Code: "Bearer ${env:GH_TOKEN}". A
+// variable that is not set is an error that names it. An empty one is its
+// value. A value read is not expanded again. There is no escape: as in VS
+// Code, a value cannot hold the text ${env:...}. Other ${...} are kept as
+// written. VS Code's ${input:ID} is also reported in [File.Warnings],
+// since conduit has no prompt for it. The values read never appear in
+// conduit's errors, logs or status. A server's errors show ${env:NAME} in
+// their place. A secret written in the file itself is reported in
+// [File.Warnings].
 func Parse(data []byte) (*File, error) {
-	// Syntax first, over the whole input: only json.Unmarshal reports the
+	// Syntax first, over the whole input. Only json.Unmarshal reports the
 	// offset of a syntax error from the start of the input.
 	var raw json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
@@ -320,8 +330,8 @@ type principalEntry struct {
 	Env     map[string]string `json:"env"`
 }
 
-// parseIdentity reads a server's "identity" and "principals" into s,
-// expanding ${env:NAME} in the principals' values with x.
+// parseIdentity reads a server's "identity" and "principals" into s. It
+// expands ${env:NAME} in the principals' values with x.
 func parseIdentity(s *conduit.Server, e *serverEntry, x *envExpander, warnings *[]string) error {
 	switch strings.ToLower(e.Identity) {
 	case "", "shared":
@@ -408,8 +418,8 @@ func parsePolicy(raw []json.RawMessage) (*conduit.Policy, error) {
 	return conduit.NewPolicy(rules...), nil
 }
 
-// decodeStrict decodes one JSON object into v, refusing unknown keys, with
-// errors that name the key at fault.
+// decodeStrict decodes one JSON object into v, refusing unknown keys. Its
+// errors name the key at fault.
 func decodeStrict(raw json.RawMessage, v any) error {
 	d := json.NewDecoder(bytes.NewReader(raw))
 	d.DisallowUnknownFields()

@@ -12,22 +12,22 @@ import (
 )
 
 // Environment variables in configuration values: ${env:NAME}, VS Code's
-// syntax, so that a secret stays in the environment and the file can be
-// shared. One expander serves every value that takes it (a server's url,
-// headers and env today); the values it read are kept with the server so
-// that errors that would print them print ${env:NAME} instead.
+// syntax. So a secret stays in the environment and the file can be shared.
+// One expander serves every value that takes it: a server's url, headers
+// and env. The values it read are kept with the server. So errors that
+// would print them print ${env:NAME} instead.
 
 // ErrEnvNotSet is the cause of a configuration error for a ${env:NAME}
-// whose variable is not set: errors.Is(err, ErrEnvNotSet).
+// whose variable is not set. errors.Is(err, ErrEnvNotSet) reports it.
 var ErrEnvNotSet = errors.New("is not set")
 
 // envValue is a value read from the environment by a configuration.
 type envValue struct{ name, value string }
 
 // ExpandEnv returns s with each ${env:NAME} replaced by the environment
-// variable's value, as the configuration's values are (see
-// Parse): for a value given elsewhere, such as a command-line flag
-// whose secret must not sit in the process's arguments. Its errors
+// variable's value, as the configuration's values are (see Parse). It is
+// for a value given elsewhere. An example is a command-line flag whose
+// secret must not sit in the process's arguments. Its errors
 // (ErrEnvNotSet among them) name the variable, never a value.
 func ExpandEnv(s string) (string, error) {
 	x := &envExpander{lookup: os.LookupEnv}
@@ -35,8 +35,8 @@ func ExpandEnv(s string) (string, error) {
 }
 
 // envExpander expands ${env:NAME} in configuration values with lookup
-// (os.LookupEnv), and remembers what it read, and the ${input:ID} of VS
-// Code it left as written.
+// (os.LookupEnv). It remembers what it read. It remembers the
+// ${input:ID} of VS Code it left as written.
 type envExpander struct {
 	lookup func(string) (string, bool)
 	read   []envValue
@@ -58,13 +58,17 @@ func (x *envExpander) secrets() map[string]string {
 
 // expand returns s with each ${env:NAME} replaced by the variable's
 // value. The text around a reference is kept ("Bearer ${env:GH_TOKEN}").
-// A value is not expanded again, and there is no escape, as in VS Code:
-// a value cannot hold the literal text ${env:...}. NAME is letters,
+// A value is not expanded again, and there is no escape, as in VS Code.
+// So a value cannot hold the literal text ${env:...}. NAME is letters,
 // digits and _, not starting with a digit. An error names the variable,
-// never a value: one that is not set (an empty one is its value), a
-// reference without its closing brace, a malformed name. Other ${...}
-// are kept as written, VS Code's ${input:ID} among them (recorded in
-// inputs: conduit has no prompt for them).
+// never a value. The errors are:
+//
+//   - a variable that is not set (an empty one is its value);
+//   - a reference without its closing brace;
+//   - a malformed name.
+//
+// Other ${...} are kept as written, VS Code's ${input:ID} among them.
+// Those are recorded in inputs, since conduit has no prompt for them.
 func (x *envExpander) expand(s string) (string, error) {
 	if !strings.Contains(s, "${") {
 		return s, nil
@@ -124,12 +128,16 @@ func (x *envExpander) expandMap(key string, m map[string]string) error {
 	return nil
 }
 
-// writtenSecrets warns of the secrets a configuration writes (where names
-// it: a server, or a principal's credentials for one)
-// in the file instead of reading them with ${env:NAME}: a non-empty value
-// without ${env: of a header that carries credentials (Authorization,
-// Proxy-Authorization, Cookie, X-API-Key, X-Auth-Token...) or of a
-// variable named like one (GITHUB_TOKEN, OPENAI_API_KEY, DB_PASSWORD...).
+// writtenSecrets warns of the secrets a configuration writes in the file
+// instead of reading them with ${env:NAME}. where names the place: a
+// server, or a principal's credentials for one. A written secret is a
+// non-empty value without ${env: of one of these:
+//
+//   - a header that carries credentials (Authorization,
+//     Proxy-Authorization, Cookie, X-API-Key, X-Auth-Token...);
+//   - a variable named like one (GITHUB_TOKEN, OPENAI_API_KEY,
+//     DB_PASSWORD...).
+//
 // A value with a ${...} reference is left to the expander. The warnings
 // name the key, never the value.
 func writtenSecrets(where string, headers, env map[string]string) []string {

@@ -17,11 +17,16 @@ import (
 	"github.com/conduitmcp/conduit/oauth"
 )
 
-// Serve is the "serve" object of a configuration: how conduit serve
-// (package gateway) authenticates its HTTP clients, how long taint lasts,
-// the store its replicas share and the limits on callers. Tokens are named
-// by environment variable, never written in the file; the store's
-// password is read with ${env:NAME}.
+// Serve is the "serve" object of a configuration, for conduit serve
+// (package gateway). It says:
+//
+//   - how conduit serve authenticates its HTTP clients;
+//   - how long taint lasts;
+//   - the store its replicas share;
+//   - the limits on callers.
+//
+// Tokens are named by environment variable, never written in the file.
+// The store's password is read with ${env:NAME}.
 //
 //	"serve": {
 //	  "tokens": [
@@ -56,78 +61,82 @@ type Serve struct {
 	// latest addition; zero is gateway.DefaultTaintLifetime.
 	TaintLifetime time.Duration
 	// TaintScope is "principal" (the default, also for "") or
-	// "conversation": the taint a request that names a conversation is
-	// decided with (gateway.TaintScope says what each means).
+	// "conversation". It is the taint a request that names a conversation
+	// is decided with. gateway.TaintScope says what each means.
 	TaintScope string
 	// Hosts are the host names a request's Host header may name besides
-	// loopback ones; Origins the browser origins allowed besides those.
+	// loopback ones. Origins are the browser origins allowed besides those.
 	Hosts, Origins []string
 	// Store is the URL of the store that conduit serve keeps taint,
-	// single uses, counts and locks in, with ${env:NAME} read from the
-	// environment: redis://, rediss:// for TLS or unix:// (package
-	// store/redisstore, shared by replicas on several machines),
-	// sqlite:///PATH (store/sqlitestore, shared by the processes of one
-	// machine), or "memory" (one process). "" is the CLI's default, a
-	// SQLite file in the user's state directory. It holds the password
-	// once read: it is not to be shown (the store's errors never repeat
-	// it).
+	// single uses, counts and locks in. ${env:NAME} in it is read from the
+	// environment. The URL is one of:
+	//
+	//   - redis://, rediss:// for TLS, or unix:// (package
+	//     store/redisstore), shared by replicas on several machines;
+	//   - sqlite:///PATH (store/sqlitestore), shared by the processes of
+	//     one machine;
+	//   - "memory", for one process.
+	//
+	// "" is the CLI's default, a SQLite file in the user's state
+	// directory. Store holds the password once read. It is not to be
+	// shown. The store's errors never repeat it.
 	Store string
 	// Limits bound the tool calls of principals; every limit that matches
 	// a call applies (see [ServeLimit]).
 	Limits []ServeLimit
-	// Tasks, when set, make tasks (SEP-2663) of tool calls for the
-	// clients that declare the extension (see [ServeTasks]).
+	// Tasks, when set, make tasks (SEP-2663) of tool calls. That is for
+	// the clients that declare the extension (see [ServeTasks]).
 	Tasks *ServeTasks
 	// Admins are the principals the operator console (conduit serve
 	// --console) serves.
 	Admins []string
-	// Approvals is who decides the calls the policy asks about: "" or
-	// "client" (the calling client, by elicitation), or "console" (an
-	// admin, in the console; the client's call waits).
+	// Approvals is who decides the calls the policy asks about. "" or
+	// "client" is the calling client, by elicitation. "console" is an
+	// admin, in the console. The client's call then waits.
 	Approvals string
 }
 
-// ServeTasks is the "tasks" object of a [Serve]: which tool calls
-// conduit serve answers with a task, so that a slow tool no longer holds
-// its client's request:
+// ServeTasks is the "tasks" object of a [Serve]. It says which tool calls
+// conduit serve answers with a task. So a slow tool no longer holds its
+// client's request:
 //
 //	"tasks": {"tools": ["reports/*"], "required": ["batch/run"], "after": "10s"}
 //
-// "tools" and "required" are tool patterns of the policy's
-// ("server/tool", globs); a call of a "tools" tool is a task when its
-// client declares the extension, of a "required" one always (a client
-// without it is refused). "after" makes a task of any other call still
+// "tools" and "required" are tool patterns of the policy's ("server/tool",
+// globs). A call of a "tools" tool is a task when its client declares the
+// extension. A call of a "required" one always is. A client without the
+// extension is refused. "after" makes a task of any other call still
 // running after it. "ttl" (default 1h) is how long a task is kept after
-// its latest change; "pollInterval" (default 1s) what clients are told.
+// its latest change. "pollInterval" (default 1s) is what clients are told.
 type ServeTasks struct {
 	Tools, Required          []string
 	After, TTL, PollInterval time.Duration
 }
 
-// ServeLimit is one object of a [Serve]'s "limits": calls per
-// minute and calls at once for the principals and tools it names, counted
-// for each principal apart, over every tool it matches together:
+// ServeLimit is one object of a [Serve]'s "limits". It bounds calls per
+// minute and calls at once for the principals and tools it names. They are
+// counted for each principal apart, over every tool it matches together:
 //
 //	{"principal": "*", "tool": "github/*", "perMinute": 60, "atOnce": 4}
 //
 // "principal" is "*" (every principal; the default), an id, or a list of
-// ids; "tool" is a pattern of the policy's ("server/tool", "server",
-// globs; default "*"), or a list of them. At least one of "perMinute"
-// and "atOnce" is set.
+// ids. "tool" is a pattern of the policy's, or a list of them. A pattern
+// is "server/tool", "server" or globs; the default is "*". At least one
+// of "perMinute" and "atOnce" is set.
 type ServeLimit struct {
 	// Principals are the principals it applies to; nil is every one.
 	Principals []string
 	// Tools are the patterns of the tools it applies to.
 	Tools []string
-	// PerMinute bounds the calls per minute (0: no bound); AtOnce the
-	// calls in flight at once (0: no bound).
+	// PerMinute bounds the calls per minute (0: no bound). AtOnce bounds
+	// the calls in flight at once (0: no bound).
 	PerMinute, AtOnce int
 }
 
-// ServeOAuth is the "oauth" object of a [Serve]: conduit serve as an
-// OAuth 2.1 protected resource, accepting the JWT access tokens of Issuer
-// whose audience is Resource (gateway.OAuthOptions says how they are
-// checked).
+// ServeOAuth is the "oauth" object of a [Serve]. It makes conduit serve an
+// OAuth 2.1 protected resource. It accepts the JWT access tokens of
+// Issuer whose audience is Resource. gateway.OAuthOptions says how they
+// are checked.
 type ServeOAuth struct {
 	// Issuer is the authorization server; Resource is conduit serve's own
 	// URL as its clients reach it.
@@ -201,8 +210,8 @@ type tokenEntry struct {
 	Token json.RawMessage `json:"token"`
 }
 
-// parseServe parses the "serve" object, reading ${env:NAME} in its store
-// URL with lookup; a password written in the file is added to warnings.
+// parseServe parses the "serve" object. It reads ${env:NAME} in its store
+// URL with lookup. A password written in the file is added to warnings.
 func parseServe(raw json.RawMessage, lookup func(string) (string, bool), warnings *[]string) (*Serve, error) {
 	var e serveEntry
 	if err := decodeStrict(raw, &e); err != nil {
@@ -410,8 +419,8 @@ func stringOrList(key string, raw json.RawMessage) ([]string, error) {
 }
 
 // ResolveTokens reads each token from its environment variable with
-// getenv and returns them as token → principal. A variable that is unset
-// or empty is an error that names it (and never shows a token's value).
+// getenv. It returns them as token → principal. A variable that is unset
+// or empty is an error that names it. It never shows a token's value.
 func (sc *Serve) ResolveTokens(getenv func(string) string) (map[string]string, error) {
 	out := map[string]string{}
 	var errs []error

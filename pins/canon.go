@@ -31,17 +31,23 @@ import (
 //
 // _meta and icons are left out: no provider shows them to a model.
 //
-// The encoding is the JSON Canonicalization Scheme of RFC 8785: no
-// insignificant whitespace; object members sorted by the UTF-16 code
-// units of their names; strings with only '"', '\\' and the control
-// characters escaped (\b \t \n \f \r by their short forms, the others as
-// \u00xx in lowercase hex) and everything else, U+2028 and U+2029
-// included, written as UTF-8; numbers as IEEE 754 doubles written the way
-// ECMAScript's Number.prototype.toString writes them (so 1, 1.5, 1e+21,
-// 1e-7; -0 is 0). Schemas are first encoded with encoding/json and decoded
-// again, so a schema given as a struct, a map or raw JSON pins the same.
-// Invalid UTF-8 is replaced by U+FFFD, as encoding/json does; numbers
-// beyond a double's precision are rounded to one, as RFC 8785 requires.
+// The encoding is the JSON Canonicalization Scheme of RFC 8785:
+//
+//   - There is no insignificant whitespace.
+//   - Object members are sorted by the UTF-16 code units of their names.
+//   - Strings have only '"', '\\' and the control characters escaped.
+//     \b \t \n \f \r take their short forms. The others are \u00xx in
+//     lowercase hex.
+//   - Everything else in a string is written as UTF-8, U+2028 and U+2029
+//     included.
+//   - Numbers are IEEE 754 doubles, written the way ECMAScript's
+//     Number.prototype.toString writes them. So 1, 1.5, 1e+21, 1e-7; -0
+//     is 0.
+//
+// Schemas are first encoded with encoding/json and decoded again. So a
+// schema given as a struct, a map or raw JSON pins the same. Invalid UTF-8
+// is replaced by U+FFFD, as encoding/json does. Numbers beyond a double's
+// precision are rounded to one, as RFC 8785 requires.
 func CanonicalTool(t *mcp.Tool) ([]byte, error) {
 	if t == nil {
 		return nil, errors.New("no tool")
@@ -103,9 +109,9 @@ func toolDefinition(t *mcp.Tool) (map[string]any, error) {
 	return def, nil
 }
 
-// decodedJSON returns a schema as the canonical encoder takes it: raw
-// JSON decoded, anything else as it is (the encoder encodes and decodes
-// again what encoding/json would not have decoded to).
+// decodedJSON returns a schema as the canonical encoder takes it. Raw JSON
+// is decoded. Anything else is returned as it is. The encoder encodes and
+// decodes again what encoding/json would not have decoded to.
 func decodedJSON(v any) (any, error) {
 	switch s := v.(type) {
 	case json.RawMessage:
@@ -132,8 +138,8 @@ func decodeJSON(data []byte) (any, error) {
 	return out, nil
 }
 
-// CanonicalJSON encodes a decoded JSON value by RFC 8785 (JCS), the
-// encoding whose digest pins hold.
+// CanonicalJSON encodes a decoded JSON value by RFC 8785 (JCS). Pins hold
+// the digest of this encoding.
 func CanonicalJSON(v any) ([]byte, error) {
 	var b bytes.Buffer
 	if err := writeCanonical(&b, v, 0); err != nil {

@@ -9,10 +9,10 @@ import (
 	"github.com/conduitmcp/conduit/internal/textsafe"
 )
 
-// readableDefinition indents a canonical definition, one member a line,
-// and writes the characters a terminal would not show as JSON escapes
-// (textsafe.Escape), so that a reviewer of a diff sees what the model
-// would read.
+// readableDefinition indents a canonical definition, one member a line. It
+// writes the characters a terminal would not show as JSON escapes
+// (textsafe.Escape). So a reviewer of a diff sees what the model would
+// read.
 func readableDefinition(canonical []byte) string {
 	if len(canonical) == 0 {
 		return ""
@@ -99,16 +99,16 @@ func splitLines(s string) []string {
 	return strings.Split(s, "\n")
 }
 
-// diffOp is one line of a diff: ' ' kept, '-' removed, '+' added; a and
-// b are its 0-based positions in the old and the new text.
+// diffOp is one line of a diff: ' ' kept, '-' removed, '+' added. a and b
+// are its 0-based positions in the old and the new text.
 type diffOp struct {
 	kind byte
 	line string
 	a, b int
 }
 
-// maxDiffCells bounds the table of the longest common subsequence; past
-// it the differing middle is shown as removed, then added.
+// maxDiffCells bounds the table of the longest common subsequence. Past it
+// the differing middle is shown as removed, then added.
 const maxDiffCells = 4 << 20
 
 func diffLines(a, b []string) []diffOp {

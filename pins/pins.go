@@ -1,14 +1,14 @@
 // Package pins records the tool definitions a person reviewed, and reads
 // and writes them as the lock file beside mcp.json.
 //
-// A tool's description is an instruction to the model, and a server can
-// change it after it was reviewed. Pins record, per server and tool, the
-// digest of the definition that was reviewed (see [CanonicalTool]); a hub
-// or client with conduit.Options.Pins offers only the tools whose listed
+// A tool's description is an instruction to the model. A server can change
+// it after it was reviewed. Pins record, per server and tool, the digest
+// of the definition that was reviewed (see [CanonicalTool]). A hub or
+// client with conduit.Options.Pins offers only the tools whose listed
 // definition has its pinned digest. A changed or new tool is left out of
-// its tool set and reported as a [Drift] with a diff, and a call to it is
-// refused before anything is sent. What a server changes without saying
-// so before it answers a call, no client can see.
+// its tool set. It is reported as a [Drift] with a diff. A call to it is
+// refused before anything is sent. No client can see what a server
+// changes without saying so before it answers a call.
 package pins
 
 import (
@@ -40,15 +40,16 @@ const LockFile = "mcp.lock.json"
 func LockPath(config string) string { return filepath.Join(filepath.Dir(config), LockFile) }
 
 // ErrNotPinned is the cause of a call refused because the tool's listed
-// definition is not the pinned one: errors.Is(err, ErrNotPinned).
+// definition is not the pinned one. errors.Is(err, ErrNotPinned) reports
+// it.
 var ErrNotPinned = errors.New("conduit: the tool's definition is not pinned")
 
-// Pins is a set of pinned tool definitions: per server id and tool name,
-// the digest and canonical JSON of one definition. The zero value is an
-// empty set, as [New] returns; [Parse] and [Load] read a lock
-// file. A Pins is safe for concurrent use (and must not be copied), and a
-// hub or client that has it checks its next listing against a change made
-// by [Pins.Pin] or [Pins.Forget].
+// Pins is a set of pinned tool definitions. Per server id and tool name,
+// it holds the digest and canonical JSON of one definition. The zero value
+// is an empty set, as [New] returns. [Parse] and [Load] read a lock file.
+// A Pins is safe for concurrent use, and must not be copied. A hub or
+// client that has it checks its next listing against a change. Such a
+// change is made by [Pins.Pin] or [Pins.Forget].
 type Pins struct {
 	mu      sync.RWMutex
 	servers map[string]map[string]pinnedDef
@@ -66,11 +67,11 @@ type pinnedDef struct {
 func New() *Pins { return &Pins{servers: map[string]map[string]pinnedDef{}} }
 
 // Pin makes tools the pinned definitions of server, replacing what was
-// pinned for it before. Tools without a name, or whose name the list holds
-// more than once (a tool set offers none of them), are not pinned. A tool
-// whose definition cannot be encoded (see [CanonicalTool]) is not pinned
-// either, so it is not offered, while the others are: the error then
-// holds a [*ToolError] for each such tool (errors.As finds the first).
+// pinned for it before. Tools without a name are not pinned. Nor are tools
+// whose name the list holds more than once; a tool set offers none of
+// them. A tool whose definition cannot be encoded (see [CanonicalTool]) is
+// not pinned either. So it is not offered, while the others are. The error
+// then holds a [*ToolError] for each such tool. errors.As finds the first.
 func (p *Pins) Pin(server string, tools []*mcp.Tool) error {
 	if err := names.ServerID(server); err != nil {
 		return err
@@ -140,8 +141,8 @@ func (p *Pins) Servers() []string {
 	return slices.Sorted(maps.Keys(p.servers))
 }
 
-// Has reports whether server has pins (possibly none of any tool, when
-// it was pinned listing no tools).
+// Has reports whether server has pins. It may have none of any tool, when
+// it was pinned listing no tools.
 func (p *Pins) Has(server string) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -157,7 +158,7 @@ func (p *Pins) Digest(server, tool string) (string, bool) {
 	return d.digest, ok
 }
 
-// Generation counts the changes to p (0 for nil): a hub that saw another
+// Generation counts the changes to p (0 for nil). A hub that saw another
 // rebuilds its tool sets against the pins.
 func (p *Pins) Generation() uint64 {
 	if p == nil {
@@ -175,8 +176,8 @@ const (
 	DriftChanged DriftKind = iota + 1
 	// DriftNew: the tool has no pin.
 	DriftNew
-	// DriftRemoved: a pinned tool is no longer listed (reported by
-	// [Pins.Check] only: nothing is left out of a tool set for it).
+	// DriftRemoved: a pinned tool is no longer listed. Only [Pins.Check]
+	// reports it. Nothing is left out of a tool set for it.
 	DriftRemoved
 )
 
@@ -198,14 +199,14 @@ type Drift struct {
 	Server string    // the server's id
 	Tool   string    // the tool's own name
 	Kind   DriftKind // how it differs
-	// Pinned is the pinned digest ("" for DriftNew), Listed the listed
-	// definition's ("" for DriftRemoved, or when the definition cannot be
-	// encoded).
+	// Pinned is the pinned digest ("" for DriftNew). Listed is the listed
+	// definition's. It is "" for DriftRemoved, or when the definition
+	// cannot be encoded.
 	Pinned, Listed string
-	// Diff is a unified diff from the pinned definition to the listed one,
-	// each indented one member a line, with the characters a terminal
-	// would not show written as \uXXXX (for DriftNew every line is added,
-	// for DriftRemoved every line removed).
+	// Diff is a unified diff from the pinned definition to the listed one.
+	// Each is indented one member a line. The characters a terminal would
+	// not show are written as \uXXXX. For DriftNew every line is added.
+	// For DriftRemoved every line is removed.
 	Diff string
 }
 
@@ -224,9 +225,9 @@ func (d Drift) Message() string {
 	return what + ": " + d.Kind.String()
 }
 
-// Check compares a server's listing with its pins: every listed tool that
-// is changed or new, and every pinned tool that is no longer listed, in
-// order of name.
+// Check compares a server's listing with its pins. It returns every listed
+// tool that is changed or new, and every pinned tool no longer listed. They
+// come in order of name.
 func (p *Pins) Check(server string, tools []*mcp.Tool) []Drift {
 	var out []Drift
 	listed := map[string]bool{}
@@ -330,9 +331,9 @@ func Load(path string) (*Pins, error) {
 }
 
 // Parse parses a lock file, as [Pins.Marshal] writes it. Every entry's
-// digest must be that of its definition (so that a hand edit of one
-// without the other is caught), the definition's name must be the entry's
-// key, and unknown or repeated keys are errors.
+// digest must be that of its definition. So a hand edit of one without the
+// other is caught. The definition's name must be the entry's key. Unknown
+// or repeated keys are errors.
 func Parse(data []byte) (*Pins, error) {
 	if err := noDuplicateKeys(data); err != nil {
 		return nil, fmt.Errorf("lock file: %w", err)
@@ -419,7 +420,7 @@ func parsePinnedDefinition(name string, e lockFileEntry) ([]byte, error) {
 }
 
 // noDuplicateKeys walks a JSON document and fails on an object that holds
-// a key twice, which encoding/json would silently resolve to the last.
+// a key twice. encoding/json would silently resolve it to the last.
 func noDuplicateKeys(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -478,10 +479,10 @@ func noDuplicateKeys(data []byte) error {
 	}
 }
 
-// Marshal returns the lock file: servers and tools in order of name, each
-// definition indented one member a line in canonical order, with the
-// characters a terminal would not show written as \uXXXX escapes (which
-// decode to the same definition).
+// Marshal returns the lock file. Servers and tools come in order of name.
+// Each definition is indented one member a line, in canonical order. The
+// characters a terminal would not show are written as \uXXXX escapes.
+// These decode to the same definition.
 func (p *Pins) Marshal() ([]byte, error) {
 	lf := lockFile{Version: lockVersion, Servers: map[string]map[string]lockFileEntry{}}
 	p.mu.RLock()
@@ -506,9 +507,9 @@ func (p *Pins) Marshal() ([]byte, error) {
 	return []byte(textsafe.Escape(b.String())), nil
 }
 
-// Save writes the lock file to path, replacing it at once (through a
-// temporary file in the same directory), so that a reader never sees half
-// of it.
+// Save writes the lock file to path, replacing it at once. It goes through
+// a temporary file in the same directory. So a reader never sees half of
+// it.
 func (p *Pins) Save(path string) error {
 	data, err := p.Marshal()
 	if err != nil {
@@ -517,9 +518,9 @@ func (p *Pins) Save(path string) error {
 	return atomicfile.WriteFile(path, data, 0o644)
 }
 
-// PinSkill pins a skill's digest under its server and name, replacing
+// PinSkill pins a skill's digest under its server and name. It replaces
 // what was pinned for that skill before. The digest is the skill's
-// (conduit.Skill.Digest): it covers the manifest, so it pins the files.
+// (conduit.Skill.Digest). It covers the manifest, so it pins the files.
 func (p *Pins) PinSkill(server, name, d string) error {
 	if err := names.ServerID(server); err != nil {
 		return err

@@ -1,8 +1,8 @@
-// Package adaptertest is for tests of the adapters: fakes of each
-// built-in provider's HTTP API ([FakeOf]), and the conformance suite that
-// every provider runs ([RunConformanceTests]), as gocloud.dev's drivertest
-// is for its drivers. A provider from outside this module brings its own
-// [Fake] in a [Harness] and runs the same suite.
+// Package adaptertest is for tests of the adapters. It holds fakes of each
+// built-in provider's HTTP API ([FakeOf]). It holds the conformance suite
+// that every provider runs ([RunConformanceTests]). It is as gocloud.dev's
+// drivertest is for its drivers. A provider from outside this module
+// brings its own [Fake] in a [Harness] and runs the same suite.
 package adaptertest
 
 import (
@@ -10,40 +10,41 @@ import (
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 )
 
-// Fake fakes a provider's HTTP API, in its documented shapes: it writes
-// the responses a model would send, and reads what the requests sent to
+// Fake fakes a provider's HTTP API, in its documented shapes. It writes
+// the responses a model would send. It reads what the requests sent to
 // the API carry. Its methods are pure and safe for concurrent use.
 type Fake interface {
 	// Response is a response in which the model says text and makes
-	// calls, in order, as the API would send it (OpenAI's arguments as
-	// JSON strings).
+	// calls, in order, as the API would send it. OpenAI's arguments are
+	// JSON strings.
 	Response(text string, calls ...toolcall.Raw) map[string]any
 	// Conversation returns the conversation a request body carries.
 	Conversation(request map[string]any) []any
-	// Answered returns the answers that end a conversation: the call each
-	// answers, and whether it reports a failure.
+	// Answered returns the answers that end a conversation. Each gives the
+	// call it answers, and whether it reports a failure.
 	Answered(conversation []any) []Answered
 }
 
-// Answered is an answer found in a conversation: the call it answers, and
-// whether it reports a failure.
+// Answered is an answer found in a conversation. It gives the call it
+// answers, and whether it reports a failure.
 type Answered struct {
 	// ID is the call's id, or for a Gemini answer without one, the
 	// function's name.
 	ID    string
 	Error bool
-	// Text is what the model reads of the answer as text: its text
-	// blocks or items, one a line (images left out), or for Gemini the
+	// Text is what the model reads of the answer as text. That is its text
+	// blocks or items, one a line, images left out. For Gemini it is the
 	// output or error, a structured output as JSON, then its notice.
 	Text string
 }
 
 // Pauser is the Fake of an API that pauses a turn before it ends
-// (Anthropic's pause_turn), which adapters reads as toolcall.Turn.Paused.
+// (Anthropic's pause_turn). Package adapters reads it as
+// toolcall.Turn.Paused.
 type Pauser interface {
 	Fake
 	// Paused is a response in which the model says text and the API
-	// pauses the turn, with no call of the model's own.
+	// pauses the turn. It has no call of the model's own.
 	Paused(text string) map[string]any
 }
 

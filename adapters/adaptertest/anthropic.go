@@ -26,7 +26,7 @@ func (anthropicFake) Response(text string, calls ...toolcall.Raw) map[string]any
 	return message(content, stop)
 }
 
-// Paused is a turn of the tool search tool that the API paused: its
+// Paused is a turn of the tool search tool that the API paused. Its
 // server_tool_use block, without a result, ends the content.
 func (anthropicFake) Paused(text string) map[string]any {
 	content := []any{}

@@ -36,7 +36,7 @@ func (bedrockFake) Conversation(request map[string]any) []any {
 }
 
 // Answered reads the toolResult blocks of the last message, when it is a
-// user message; "status": "error" reports a failure.
+// user message. "status": "error" reports a failure.
 func (bedrockFake) Answered(conversation []any) []Answered {
 	var out []Answered
 	for _, b := range render.LastOf(conversation, "user", "content") {

@@ -12,10 +12,11 @@ import (
 	"github.com/conduitmcp/conduit/internal/tokens"
 )
 
-// The result budget's checks of the conformance suite: what the model
-// reads of an answer, as the fake reads it back from the conversation, is
-// within the budget plus its notice, for text, JSON and structured
-// results, per result and per turn, and the read tool reads the rest.
+// The result budget's checks of the conformance suite. The fake reads
+// back from the conversation what the model reads of an answer. That is
+// within the budget plus its notice. This holds for text, JSON and
+// structured results, per result and per turn. The read tool reads the
+// rest.
 
 // noticeStart begins the notice of a cut result.
 const noticeStart = "[conduit: the result was cut"
@@ -32,9 +33,9 @@ func cutAnswer(t *testing.T, a Answered) (kept, notice string) {
 }
 
 // resultBudget: each result over its budget reaches the model as its
-// beginning, within the budget, then the notice; a JSON text and a
-// structuredContent value are cut into valid JSON; a small result beside
-// them is whole; with no options, the default budget applies.
+// beginning, within the budget, then the notice. A JSON text and a
+// structuredContent value are cut into valid JSON. A small result beside
+// them is whole. With no options, the default budget applies.
 func (s *suite) resultBudget(t *testing.T) {
 	l := newLab(t)
 	o := &adapters.ConversationOptions{}
@@ -79,8 +80,8 @@ func (s *suite) resultBudget(t *testing.T) {
 }
 
 // turnBudget: the results of one response share the turn's budget
-// max-min fairly: a small one keeps all of it, the large ones share the
-// rest equally, and together they stay within it.
+// max-min fairly. A small one keeps all of it. The large ones share the
+// rest equally. Together they stay within it.
 func (s *suite) turnBudget(t *testing.T) {
 	l := newLab(t)
 	o := &adapters.ConversationOptions{TurnOptions: adapters.TurnOptions{Budget: adapters.BudgetOptions{MaxTurnTokens: 3000}}}
@@ -106,9 +107,9 @@ func (s *suite) turnBudget(t *testing.T) {
 	}
 }
 
-// readTool: a Conversation with its read tool offers read_result, keeps
-// what its budget cut, and the model reads the rest by lines and by
-// pattern, nothing sent to the server; a result not kept is an error
+// readTool: a Conversation with its read tool offers read_result. It
+// keeps what its budget cut. The model reads the rest by lines and by
+// pattern, nothing sent to the server. A result not kept is an error
 // answer that says so.
 func (s *suite) readTool(t *testing.T) {
 	l := newLab(t)

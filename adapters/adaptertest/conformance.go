@@ -19,45 +19,47 @@ import (
 )
 
 // RunConformanceTests checks that h's provider p does what every provider
-// must, through package adapters' portable API (which drives p's
-// driver.Provider) and h's fake, against an in-process MCP server behind a
-// hub. Each provider's package runs it from its own tests, a provider from
-// outside this module as well as a built-in one. It checks that:
+// must. It goes through package adapters' portable API, which drives p's
+// driver.Provider, and h's fake. It runs against an in-process MCP server
+// behind a hub. Each provider's package runs it from its own tests. A
+// provider from outside this module runs it as a built-in one does. It
+// checks that:
 //
-//   - p has a name (a built-in's own, parsed back, or none of theirs),
-//     shapes and a whole Wire, whose parts agree with one
-//     another and with the fake;
-//   - the calls of a response in the provider's shape parse back as the
-//     model wrote them, whether the response comes as bytes, text, a
-//     decoded map or a value that marshals to it;
-//   - a malformed response, or one with malformed calls, is refused or
-//     answered, never a panic, and every call found has its answer;
-//   - every call is answered in the model's order, keyed by its id, with
-//     its result, an isError result and every failure flagged as one, and
-//     the calls that must not be sent (unknown names, arguments that are
-//     not an object or null) never reach the server;
-//   - a turn without calls has no answers, and an error of the API's is
-//     refused;
-//   - an approver's halt stops the calls not yet sent, which are still
-//     answered;
-//   - the answers and the calls' arguments share nothing with the
-//     response;
-//   - the limits on calls per response and on a response's size hold;
-//   - an image over the answer's limit becomes a placeholder;
-//   - the listing is every tool, in the tool set's order, the same from
-//     turn to turn;
-//   - conduit's search_tools is offered, answered and reveals what it
-//     finds, and the provider's own search, when it has one, defers every
-//     tool and still resolves their calls;
-//   - a turn the provider pauses (a [Pauser] fake) reads as paused, and
-//     no other does;
-//   - a result over its budget reaches the model, as the fake reads it
-//     back, within the budget and then a notice, its beginning kept, a
-//     JSON text or structuredContent cut into valid JSON, the default
-//     budget without options; the results of one response share the
-//     turn's budget max-min fairly;
-//   - the read tool is offered, keeps what was cut, and reads the rest by
-//     lines and by pattern without sending anything to the server.
+//   - p has a name: a built-in's own, parsed back, or none of theirs. It
+//     has shapes and a whole Wire. Their parts agree with one another and
+//     with the fake.
+//   - The calls of a response in the provider's shape parse back as the
+//     model wrote them. The response may come as bytes, text, a decoded
+//     map or a value that marshals to it.
+//   - A malformed response, or one with malformed calls, is refused or
+//     answered, never a panic. Every call found has its answer.
+//   - Every call is answered in the model's order, keyed by its id, with
+//     its result. An isError result and every failure are flagged as one.
+//   - The calls that must not be sent never reach the server. Those are
+//     unknown names, and arguments that are not an object or null.
+//   - A turn without calls has no answers. An error of the API's is
+//     refused.
+//   - An approver's halt stops the calls not yet sent. They are still
+//     answered.
+//   - The answers and the calls' arguments share nothing with the
+//     response.
+//   - The limits on calls per response and on a response's size hold.
+//   - An image over the answer's limit becomes a placeholder.
+//   - The listing is every tool, in the tool set's order, the same from
+//     turn to turn.
+//   - Conduit's search_tools is offered, answered and reveals what it
+//     finds.
+//   - The provider's own search, when it has one, defers every tool. It
+//     still resolves their calls.
+//   - A turn the provider pauses (a [Pauser] fake) reads as paused. No
+//     other does.
+//   - A result over its budget reaches the model within the budget, then
+//     a notice, as the fake reads it back. Its beginning is kept. A JSON
+//     text or structuredContent is cut into valid JSON. Without options
+//     the default budget applies.
+//   - The results of one response share the turn's budget max-min fairly.
+//   - The read tool is offered, and keeps what was cut. It reads the rest
+//     by lines and by pattern, without sending anything to the server.
 func RunConformanceTests(t *testing.T, h Harness) {
 	t.Helper()
 	p, f := h.Provider, h.Fake
@@ -140,8 +142,8 @@ func (s *suite) conversation(t *testing.T, l *lab, o *adapters.ConversationOptio
 }
 
 // execute runs a response in conv and checks what holds for every
-// execution: the response is not modified, every call the provider parses
-// is answered, in order, keyed by its id, and the answers marshal.
+// execution. The response is not modified. Every call the provider parses
+// is answered, in order, keyed by its id. The answers marshal.
 func (s *suite) execute(t *testing.T, conv *adapters.Conversation, response map[string]any) *adapters.Execution {
 	t.Helper()
 	before := string(marshal(t, response))
@@ -177,9 +179,9 @@ func (s *suite) answered(results []map[string]any) []Answered {
 	return s.f.Answered(s.w.Answers(results))
 }
 
-// keyedBy reports whether an answer read back is keyed by a call's id,
-// or for a call without one, by the call's id or its name (Gemini keys an
-// answer without an id by its function's name).
+// keyedBy reports whether an answer read back is keyed by a call's id. For
+// a call without one, it may be keyed by the call's id or its name. Gemini
+// keys an answer without an id by its function's name.
 func keyedBy(a Answered, id, name string) bool {
 	return a.ID == id || (id == "" && a.ID == name)
 }
@@ -206,8 +208,8 @@ func (s *suite) identity(t *testing.T) {
 	}
 }
 
-// wire: a response written by the fake parses back to its calls, reads as
-// a turn, and its answers read back from the conversation a request
+// wire: a response written by the fake parses back to its calls. It reads
+// as a turn. Its answers read back from the conversation a request
 // carries.
 func (s *suite) wire(t *testing.T) {
 	w := s.w
@@ -287,7 +289,7 @@ type marshaler struct{ v any }
 func (m marshaler) MarshalJSON() ([]byte, error) { return json.Marshal(m.v) }
 
 // parseRoundTrip: the calls parse back to the ids, names and arguments
-// the model wrote, from every form a response may take.
+// the model wrote. That holds for every form a response may take.
 func (s *suite) parseRoundTrip(t *testing.T) {
 	calls := []toolcall.Raw{
 		{ID: "call_1", Name: "srv__search", Args: map[string]any{"q": "héllo ✓ \u2028 \"quoted\" <tag>", "n": 1e300, "k": -3.0}},
@@ -313,8 +315,8 @@ func (s *suite) parseRoundTrip(t *testing.T) {
 	}
 }
 
-// malformed: a response that cannot be read is refused, and one with
-// malformed calls is answered; neither panics, and every call found has
+// malformed: a response that cannot be read is refused. One with
+// malformed calls is answered. Neither panics, and every call found has
 // its answer.
 func (s *suite) malformed(t *testing.T) {
 	l := newLab(t)
@@ -486,7 +488,7 @@ func (s *suite) halt(t *testing.T) {
 }
 
 // shareNothing: the answers, and the calls' arguments, share no map or
-// slice with a decoded response: changing all of one leaves the other as
+// slice with a decoded response. Changing all of one leaves the other as
 // it was.
 func (s *suite) shareNothing(t *testing.T) {
 	l := newLab(t)
@@ -535,9 +537,9 @@ func (s *suite) shareNothing(t *testing.T) {
 	})
 }
 
-// mutate changes every map and slice reachable from v in place: a key is
-// added to each map and each slice's elements are replaced, after their
-// own contents were changed.
+// mutate changes every map and slice reachable from v in place. A key is
+// added to each map. Each slice's elements are replaced, after their own
+// contents were changed.
 func mutate(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Interface, reflect.Pointer:
@@ -590,7 +592,7 @@ func replacement(t reflect.Type) reflect.Value {
 	return reflect.Value{}
 }
 
-// limits: the calls past MaxToolCalls are answered and not sent; a
+// limits: the calls past MaxToolCalls are answered and not sent. A
 // response over MaxResponseBytes is refused unread.
 func (s *suite) limits(t *testing.T) {
 	l := newLab(t)
@@ -662,8 +664,8 @@ func (s *suite) listing(t *testing.T) {
 	}
 }
 
-// conduitSearch: search_tools is offered alone, answered by the
-// Conversation, and what it finds is offered from the next turn on, after
+// conduitSearch: search_tools is offered alone, and answered by the
+// Conversation. What it finds is offered from the next turn on, after
 // what was offered before.
 func (s *suite) conduitSearch(t *testing.T) {
 	l := newLab(t)
@@ -690,8 +692,8 @@ func (s *suite) conduitSearch(t *testing.T) {
 	}
 }
 
-// nativeSearch: a provider with a search of its own lists every tool,
-// the others deferred, and their calls resolve.
+// nativeSearch: a provider with a search of its own lists every tool, the
+// others deferred. Their calls resolve.
 func (s *suite) nativeSearch(t *testing.T) {
 	l := newLab(t)
 	conv := s.conversation(t, l, &adapters.ConversationOptions{Search: adapters.SearchOptions{Mode: adapters.SearchOn}})
@@ -716,7 +718,7 @@ func (s *suite) nativeSearch(t *testing.T) {
 }
 
 // pause: a paused turn reads as paused, not as tool use, and has no
-// calls; no other turn is paused.
+// calls. No other turn is paused.
 func (s *suite) pause(t *testing.T) {
 	pz, ok := s.f.(Pauser)
 	if !ok {

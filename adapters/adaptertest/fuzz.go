@@ -15,9 +15,9 @@ import (
 // What the provider packages' fuzz targets share: their seeds, and the
 // property every answer has.
 
-// SeedCorpus adds to f's corpus every JSON file in dir (a provider's
-// directory of adapters/testdata): a golden file's "response", or the
-// file itself.
+// SeedCorpus adds to f's corpus every JSON file in dir. dir is a
+// provider's directory of adapters/testdata. It adds a golden file's
+// "response", or the file itself.
 func SeedCorpus(f *testing.F, dir string) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil || len(files) == 0 {
@@ -64,9 +64,10 @@ func outcomes() []outcome {
 }
 
 // Fuzz is the body of a provider package's fuzz target of h, over f's
-// corpus (see SeedCorpus): for each input, roundTrip checks a response of
-// the provider's own shape built from it (see internal/fuzzgen), and
-// CheckAnswers the input itself, with the calls resolved against ts.
+// corpus (see SeedCorpus). For each input, roundTrip checks a response of
+// the provider's own shape built from it (see internal/fuzzgen).
+// CheckAnswers checks the input itself, with the calls resolved against
+// ts.
 func Fuzz(f *testing.F, h Harness, ts *conduit.ToolSet, roundTrip func(t *testing.T, data []byte)) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		roundTrip(t, data)
@@ -74,14 +75,20 @@ func Fuzz(f *testing.F, h Harness, ts *conduit.ToolSet, roundTrip func(t *testin
 	})
 }
 
-// CheckAnswers is the property of the provider packages' fuzz targets:
-// h's provider parses response, whatever its bytes, without a panic, and every call
-// it finds, resolved against ts, is answered under every outcome (a
-// result of every content kind under each structured mode, an empty
-// result, isError results, failures, no result at all) with an answer
-// that marshals, is keyed by the call's id, and reads back through the
-// harness's fake as one answer that reports a failure exactly when the outcome is
-// one.
+// CheckAnswers is the property of the provider packages' fuzz targets.
+// h's provider parses response, whatever its bytes, without a panic. Every
+// call it finds is resolved against ts. It is answered under every
+// outcome:
+//
+//   - a result of every content kind under each structured mode;
+//   - an empty result;
+//   - isError results;
+//   - failures;
+//   - no result at all.
+//
+// The answer marshals, and is keyed by the call's id. It reads back
+// through the harness's fake as one answer. That answer reports a failure
+// exactly when the outcome is one.
 func CheckAnswers(t testing.TB, h Harness, ts *conduit.ToolSet, response any) {
 	t.Helper()
 	p, f := h.Provider, h.Fake

@@ -30,7 +30,7 @@ func (geminiFake) Response(text string, calls ...toolcall.Raw) map[string]any {
 func (geminiFake) Conversation(request map[string]any) []any { return jsonv.List(request["contents"]) }
 
 // Answered reads the functionResponse parts of the last content, when it
-// is the user's; an answer without an id reads as its function's name.
+// is the user's. An answer without an id reads as its function's name.
 func (geminiFake) Answered(conversation []any) []Answered {
 	var out []Answered
 	for _, p := range render.LastOf(conversation, "user", "parts") {

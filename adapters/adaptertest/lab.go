@@ -16,7 +16,7 @@ import (
 )
 
 // The suite's MCP server, in process over the SDK's in-memory transport,
-// behind a hub: the tools every provider's answers are checked with.
+// behind a hub. Its tools check every provider's answers.
 
 // pngBytes is a real 1x1 PNG, which every provider's rules take as an
 // image.
@@ -43,9 +43,9 @@ const (
 // bigLine is line n of lab__big's text.
 func bigLine(n int) string { return fmt.Sprintf("line %d of the report: everything is fine here", n) }
 
-// newLab starts the lab for t; the policy asks about lab/deploy and
-// allows everything else, conduit's search included, and the approver
-// rejects and halts.
+// newLab starts the lab for t. The policy asks about lab/deploy. It
+// allows everything else, conduit's search included. The approver rejects
+// and halts.
 func newLab(t *testing.T) *lab {
 	t.Helper()
 	l := &lab{}
@@ -133,8 +133,8 @@ func newLab(t *testing.T) *lab {
 	return l
 }
 
-// sentSince returns the tools called after the first n, sorted (calls
-// run concurrently), and how many have been called in all.
+// sentSince returns the tools called after the first n, sorted, since
+// calls run concurrently. It returns how many have been called in all.
 func (l *lab) sentSince(n int) ([]string, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -65,7 +65,7 @@ func (responsesFake) Response(text string, calls ...toolcall.Raw) map[string]any
 
 func (responsesFake) Conversation(request map[string]any) []any { return jsonv.List(request["input"]) }
 
-// Answered reads the trailing function_call_output items; an output that
+// Answered reads the trailing function_call_output items. An output that
 // is a list reads as its first item's text.
 func (responsesFake) Answered(conversation []any) []Answered {
 	return trailing(conversation, func(m map[string]any) (string, string, bool) {
@@ -83,11 +83,11 @@ func (responsesFake) Answered(conversation []any) []Answered {
 	})
 }
 
-// trailing reads the answers that end a conversation, each of which
-// answer recognizes and reads as its call's id and text; OpenAI has no
-// error flag, and an answer is a failure when its text starts with
-// toolcall.DefaultErrorPrefix (without its space when the text is that
-// alone, before an image).
+// trailing reads the answers that end a conversation. answer recognizes
+// each and reads it as its call's id and text. OpenAI has no error flag.
+// An answer is a failure when its text starts with
+// toolcall.DefaultErrorPrefix. The prefix is without its space when the
+// text is that alone, before an image.
 func trailing(conversation []any, answer func(map[string]any) (id, text string, ok bool)) []Answered {
 	var out []Answered
 	for i := len(conversation) - 1; i >= 0; i-- {

@@ -11,13 +11,17 @@ import (
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 )
 
-// StreamOf returns a streamed response of the built-in provider named
-// (as adapters.Provider.String names it) in which the model says text
-// and makes calls, in order, as the API streams it: server-sent events,
-// each call's arguments in two deltas where the API sends deltas. It is
-// in parts: the first holds the head and the text, part k (from 1) ends
-// with the event that completes call k-1, and the last ends the stream.
-// A call's Args are JSON text (a string or json.RawMessage) or a value
+// StreamOf returns a streamed response of the built-in provider named, as
+// adapters.Provider.String names it. In it the model says text and makes
+// calls, in order, as the API streams it. It is server-sent events. Each
+// call's arguments come in two deltas where the API sends deltas. It is in
+// parts:
+//
+//   - The first holds the head and the text.
+//   - Part k (from 1) ends with the event that completes call k-1.
+//   - The last ends the stream.
+//
+// A call's Args are JSON text (a string or json.RawMessage), or a value
 // to encode. Bedrock's events are one JSON object per SSE data line.
 func StreamOf(provider, text string, calls ...toolcall.Raw) ([][]byte, error) {
 	w := &sseWriter{}

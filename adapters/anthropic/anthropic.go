@@ -1,10 +1,14 @@
 // Package anthropic maps MCP tools and results to the Anthropic Messages
-// API: tool definitions (and the tool search tool's listing, SearchTools),
-// tool_use blocks into calls, and tool_result blocks. Its functions are
-// pure, over the API's JSON as map[string]any; [Driver] is the API as
-// package adapters drives it (adapters.Anthropic).
+// API. It maps:
 //
-// The adapter never builds a tool_choice of type "any" or "tool": current
+//   - tool definitions, and the tool search tool's listing (SearchTools);
+//   - tool_use blocks into calls;
+//   - results into tool_result blocks.
+//
+// Its functions are pure, over the API's JSON as map[string]any. [Driver]
+// is the API as package adapters drives it (adapters.Anthropic).
+//
+// The adapter never builds a tool_choice of type "any" or "tool". Current
 // Claude models reject forced tool use with HTTP 400 in the configurations
 // tools are offered in here. Leave tool_choice unset, or use "auto" or
 // "none".
@@ -28,14 +32,14 @@ import (
 
 // ToolsOptions are the options of Tools.
 type ToolsOptions struct {
-	// CacheLast marks the last tool with cache_control, so that the whole
-	// tool list is cached as a prompt prefix.
+	// CacheLast marks the last tool with cache_control. So the whole tool
+	// list is cached as a prompt prefix.
 	CacheLast bool
 	// CacheTTL is the cache_control ttl ("5m" or "1h"); empty leaves the
 	// API's default.
 	CacheTTL string
 	// CacheTool, with CacheLast, marks the tool of that exposed name
-	// instead of the last one: the end of the part of a list that never
+	// instead of the last one. It ends the part of a list that never
 	// changes, when tools are appended to it (conduit's tool search).
 	CacheTool string
 }
@@ -46,10 +50,11 @@ type (
 )
 
 // Tools returns the tool set as Messages API tool definitions, in the tool
-// set's order: {"name", "description", "input_schema"} (no "description"
-// for a tool without one). Each definition is built once per tool and
-// kept in the tool's memo; every listing gets fresh maps, whose nested
-// values (the schema) are shared and must not be modified.
+// set's order. Each is {"name", "description", "input_schema"}. A tool
+// without a description has no "description". Each definition is built
+// once per tool and kept in the tool's memo. Every listing gets fresh
+// maps. Their nested values (the schema) are shared and must not be
+// modified.
 func Tools(ts *conduit.ToolSet, o *ToolsOptions) []map[string]any {
 	if o == nil {
 		o = &ToolsOptions{}
@@ -96,10 +101,10 @@ func definition(t *conduit.Tool) map[string]any {
 	return def
 }
 
-// Check reports what the Messages API is known to reject in the tool set:
-// input schemas with oneOf, allOf or anyOf at the top level, and roots
-// that are not objects. (Exposed names always fit the API's
-// ^[A-Za-z0-9_-]{1,128}$.) The findings are computed once per tool.
+// Check reports what the Messages API is known to reject in the tool set.
+// That is input schemas with oneOf, allOf or anyOf at the top level, and
+// roots that are not objects. Exposed names always fit the API's
+// ^[A-Za-z0-9_-]{1,128}$. The findings are computed once per tool.
 func Check(ts *conduit.ToolSet) []toolcall.Warning {
 	return toolcall.CheckEach(ts, checkKey{}, check)
 }
@@ -120,14 +125,14 @@ func check(t *conduit.Tool) []toolcall.Warning {
 	return ws
 }
 
-// Parse returns the tool_use blocks of a Messages API response (or of an
-// assistant message: anything with a "content" list), in order. Server
-// tool blocks (server_tool_use, mcp_tool_use, web search results, the tool
-// search tool's tool_search_tool_result, ...) are the API's own and are
-// ignored: the API ran them, and wants them back as they were. The API
-// always sends "input", {} for a tool without parameters, so a block whose
-// "input" is null or missing is malformed: its call is answered as not an
-// object, and not sent.
+// Parse returns the tool_use blocks of a Messages API response, in order.
+// It also reads an assistant message: anything with a "content" list.
+// Server tool blocks are the API's own and are ignored. Examples are
+// server_tool_use, mcp_tool_use, web search results, and the tool search
+// tool's tool_search_tool_result. The API ran them, and wants them back as
+// they were. The API always sends "input", {} for a tool without
+// parameters. So a block whose "input" is null or missing is malformed.
+// Its call is answered as not an object, and not sent.
 func Parse(response any) ([]toolcall.Raw, error) {
 	m, err := jsonv.Decode(response)
 	if err != nil {
@@ -163,17 +168,20 @@ func apiError(m map[string]any) string {
 	return ""
 }
 
-// Anthropic's documented limits on one image, from
+// Anthropic's documented limits on one image are 5 MB and 8000x8000 px.
+// The 5 MB are per image through the API, measured on the base64 text.
+// The API answers "image exceeds 5 MB maximum: N bytes > 5242880 bytes".
+// An answer's image over either becomes a placeholder (see
+// toolcall.AnswerOptions.MaxImageBytes). Source:
 // https://platform.claude.com/docs/en/build-with-claude/vision ("General
-// limits" and the image size limit): 5 MB per image through the API,
-// measured on the base64 text (the API answers "image exceeds 5 MB
-// maximum: N bytes > 5242880 bytes"), and 8000x8000 px. An answer's image
-// over either becomes a placeholder (see toolcall.AnswerOptions.MaxImageBytes).
+// limits" and the image size limit).
 //
-// The per-request limits (100 images for models with a 200k-token
-// context, 600 for others; 2000x2000 px each when a request has more than
-// 20; 32 MB a request) depend on the whole conversation, which an answer
-// does not see, and are not applied.
+// The per-request limits depend on the whole conversation. An answer does
+// not see it, so they are not applied. They are:
+//
+//   - 100 images for models with a 200k-token context, 600 for others;
+//   - 2000x2000 px each when a request has more than 20;
+//   - 32 MB a request.
 const (
 	MaxImageBytes     = 5 << 20
 	MaxImageDimension = 8000
@@ -182,18 +190,20 @@ const (
 // imageLimit is ToolResult's image limit before options.
 var imageLimit = render.ImageLimit{Provider: "Anthropic", MaxBytes: MaxImageBytes, MaxWidth: MaxImageDimension, MaxHeight: MaxImageDimension}
 
-// ToolResult answers one call with a tool_result block keyed by the
-// call's id: the result's content as text and image blocks, or, for a
-// failure (err) or an isError result, "is_error": true. Whitespace-only
-// text is dropped (the API refuses it); a result left with no content has
-// none, except an error, which the API refuses empty and which gets
-// "The tool reported an error without details.". An image over [MaxImageBytes] (or
-// o.MaxImageBytes) or [MaxImageDimension] becomes a text placeholder
-// saying so. A result over its budget (o.MaxResultTokens, default
-// toolcall.DefaultMaxResultTokens) is cut, and a text block ends it with
-// a notice; images count by Anthropic's rule (tokens.AnthropicImage). The
-// blocks of one turn go first in the next user message, in the model's
-// order.
+// ToolResult answers one call with a tool_result block keyed by the call's
+// id. It holds the result's content as text and image blocks. A failure
+// (err) or an isError result has "is_error": true.
+//
+// Whitespace-only text is dropped, since the API refuses it. A result left
+// with no content has none. An error is the exception: the API refuses it
+// empty. It gets "The tool reported an error without details.".
+//
+// An image over [MaxImageBytes] (or o.MaxImageBytes) or
+// [MaxImageDimension] becomes a text placeholder saying so. A result over
+// its budget is cut, and a text block ends it with a notice. The budget is
+// o.MaxResultTokens, default toolcall.DefaultMaxResultTokens. Images count
+// by Anthropic's rule (tokens.AnthropicImage). The blocks of one turn go
+// first in the next user message, in the model's order.
 func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	return budget.Answer(prepare(c, res, err, o), o)
 }

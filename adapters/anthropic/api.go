@@ -9,9 +9,10 @@ import (
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
-// The Messages API over HTTP, for loops that send their own requests
-// (conduit sends none): where a request goes, how it is authenticated and
-// built, and how a response and its answers join the conversation.
+// The Messages API over HTTP, for loops that send their own requests.
+// Conduit sends none. Here are where a request goes, and how it is
+// authenticated and built. Here is how a response and its answers join
+// the conversation.
 
 const (
 	// BaseURL is the public API's base URL, without a version, as the
@@ -27,8 +28,8 @@ const (
 // Endpoint returns the URL of the Messages API under base.
 func Endpoint(base, _ string) string { return strings.TrimRight(base, "/") + "/v1/messages" }
 
-// Authorize sets the headers a request needs: the key, when there is one,
-// and the API version.
+// Authorize sets the headers a request needs. They are the key, when
+// there is one, and the API version.
 func Authorize(h http.Header, key string) {
 	if key != "" {
 		h.Set("x-api-key", key)
@@ -55,20 +56,23 @@ func Request(r toolcall.Request) map[string]any {
 	return b
 }
 
-// StopPause is the stop_reason of a turn the API paused: with server tools
-// (the tool search tool among them) the API runs a loop of its own, and
-// pauses a long turn, or one past that loop's limit of iterations. The
-// documentation's remedy is to send the response back as it came, as the
-// last assistant message, for Claude to continue
-// (https://platform.claude.com/docs/en/agents-and-tools/tool-use/server-tools,
-// "Server-side loop and pause_turn"); known from the documentation and the
-// SDKs' types only, not from a live response.
+// StopPause is the stop_reason of a turn the API paused. With server tools
+// the API runs a loop of its own. The tool search tool is among them. The
+// API pauses a long turn, or one past that loop's limit of iterations.
+// The documentation's remedy is to send the response back as it came. It
+// goes as the last assistant message, for Claude to continue. See
+// https://platform.claude.com/docs/en/agents-and-tools/tool-use/server-tools,
+// "Server-side loop and pause_turn". This is known from the documentation
+// and the SDKs' types only, not from a live response.
 const StopPause = "pause_turn"
 
-// Turn reads a response as the assistant's turn: its message, whose
-// content is kept whole (server tool blocks included, which the API wants
-// back as they were), its text, whether it stopped for tool use, and
-// whether the API paused it (StopPause), to be sent back to continue.
+// Turn reads a response as the assistant's turn. It gives:
+//
+//   - its message, whose content is kept whole, server tool blocks
+//     included, since the API wants them back as they were;
+//   - its text;
+//   - whether it stopped for tool use;
+//   - whether the API paused it (StopPause), to be sent back to continue.
 func Turn(response map[string]any) (toolcall.Turn, error) {
 	content, ok := response["content"].([]any)
 	if !ok {

@@ -7,8 +7,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The Messages API as package adapters drives it (adapters.Anthropic): a
-// driver.Provider with the tool search tool (a driver.Searcher).
+// The Messages API as package adapters drives it (adapters.Anthropic). It
+// is a driver.Provider with the tool search tool (a driver.Searcher).
 
 // Driver returns the Messages API as a driver.Provider, for package
 // adapters.
@@ -42,7 +42,7 @@ func (messages) API() driver.API {
 		Prompt: Prompt, Request: Request, Turn: Turn, Answers: Answers, Stream: streamRequest}
 }
 
-// SearchTools lists for the tool search tool; every tool is checked, since
+// SearchTools lists for the tool search tool. Every tool is checked, since
 // the API reads the deferred definitions too.
 func (messages) SearchTools(loaded, all *conduit.ToolSet, o *driver.ListOptions) (*driver.SearchListing, error) {
 	name := SearchBM25Name

@@ -4,17 +4,22 @@ import (
 	"github.com/conduitmcp/conduit"
 )
 
-// The tool search tool: Claude searches the definitions of deferred tools
-// (sent with "defer_loading": true, kept out of its context) and the API
-// loads those it finds. The search runs on Anthropic's side, in one
-// response: a server_tool_use block, a tool_search_tool_result block with
-// tool_reference blocks naming what was found, then tool_use blocks that
-// call them, answered as any other (Parse ignores the first two, and Turn
-// keeps them in the assistant message, as the API wants them back).
+// The tool search tool: Claude searches the definitions of deferred tools,
+// and the API loads those it finds. Deferred tools are sent with
+// "defer_loading": true and kept out of its context. The search runs on
+// Anthropic's side, in one response:
+//
+//   - a server_tool_use block;
+//   - a tool_search_tool_result block, with tool_reference blocks naming
+//     what was found;
+//   - tool_use blocks that call them, answered as any other.
+//
+// Parse ignores the first two. Turn keeps them in the assistant message,
+// as the API wants them back.
 
-// The tool search tool's two variants: BM25 takes a query in words,
-// regex a Python regular expression over names, descriptions and
-// argument names.
+// The tool search tool's two variants. BM25 takes a query in words. Regex
+// takes a Python regular expression over names, descriptions and argument
+// names.
 const (
 	searchBM25Type  = "tool_search_tool_bm25_20251119"
 	SearchBM25Name  = "tool_search_tool_bm25"
@@ -24,9 +29,9 @@ const (
 
 // SearchOptions are the options of SearchTools.
 type SearchOptions struct {
-	// ToolsOptions: CacheLast marks the tool search tool, the last
-	// definition Claude sees up front (deferred tools are not part of the
-	// prompt), with cache_control; CacheTool is not used.
+	// ToolsOptions: CacheLast marks the tool search tool with
+	// cache_control. It is the last definition Claude sees up front.
+	// Deferred tools are not part of the prompt. CacheTool is not used.
 	ToolsOptions
 	// Regex offers the regex variant instead of BM25.
 	Regex bool
@@ -42,10 +47,15 @@ func searchTool(regex bool) map[string]any {
 }
 
 // SearchTools returns a tool list in which Claude searches for the tools
-// it needs: loaded's tools as [Tools] lists them, offered from the start;
-// the tool search tool; and deferred's tools with "defer_loading": true,
-// which Claude sees only once a search found them. The definitions are
-// shared as Tools shares them. A tool in both sets is listed once, loaded.
+// it needs. It lists:
+//
+//   - loaded's tools as [Tools] lists them, offered from the start;
+//   - the tool search tool;
+//   - deferred's tools with "defer_loading": true. Claude sees them only
+//     once a search found them.
+//
+// The definitions are shared as Tools shares them. A tool in both sets is
+// listed once, loaded.
 func SearchTools(loaded, deferred *conduit.ToolSet, o *SearchOptions) []map[string]any {
 	if o == nil {
 		o = &SearchOptions{}

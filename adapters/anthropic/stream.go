@@ -11,10 +11,10 @@ import (
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
-// Reads the Messages API's streamed response (stream: true): its
-// message_start, content_block_start, content_block_delta,
-// content_block_stop, message_delta and message_stop events. A tool_use
-// block's call is complete at its content_block_stop.
+// Reads the Messages API's streamed response (stream: true). Its events
+// are message_start, content_block_start, content_block_delta,
+// content_block_stop, message_delta and message_stop. A tool_use block's
+// call is complete at its content_block_stop.
 
 func (messages) Stream() driver.Stream { return &stream{blocks: map[int]*block{}} }
 

@@ -10,9 +10,9 @@ import (
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 )
 
-// Converse over HTTP, for loops that send their own requests (conduit
-// sends none). It authenticates with a Bedrock API key, sent as a bearer
-// token; a loop that signs with SigV4 sets its own headers instead.
+// Converse over HTTP, for loops that send their own requests. Conduit
+// sends none. It authenticates with a Bedrock API key, sent as a bearer
+// token. A loop that signs with SigV4 sets its own headers instead.
 
 const (
 	baseURL = "https://bedrock-runtime.us-east-1.amazonaws.com"
@@ -24,8 +24,8 @@ func (converse) API() driver.API {
 		Prompt: prompt, Request: request, Turn: turn, Answers: answers, Stream: streamRequest}
 }
 
-// endpoint is the Converse URL of model (an id, an ARN or an inference
-// profile, escaped as one path segment) under base.
+// endpoint is the Converse URL of model under base. model is an id, an ARN
+// or an inference profile, escaped as one path segment.
 func endpoint(base, model string) string {
 	return strings.TrimRight(base, "/") + "/model/" + url.PathEscape(model) + "/converse"
 }
@@ -40,9 +40,9 @@ func prompt(text string) map[string]any {
 	return map[string]any{"role": "user", "content": []any{map[string]any{"text": text}}}
 }
 
-// request is a Converse body: the model is in the URL, the tools under
-// toolConfig (left out when there are none: Converse refuses an empty
-// list).
+// request is a Converse body. The model is in the URL, the tools under
+// toolConfig. toolConfig is left out when there are none. Converse
+// refuses an empty list.
 func request(r toolcall.Request) map[string]any {
 	max := r.MaxTokens
 	if max <= 0 {
@@ -63,8 +63,8 @@ func request(r toolcall.Request) map[string]any {
 	return b
 }
 
-// turn reads a response as the assistant's turn: output.message as it
-// came, its text, and whether it stopped for tool use.
+// turn reads a response as the assistant's turn. It gives output.message
+// as it came, its text, and whether it stopped for tool use.
 func turn(response map[string]any) (toolcall.Turn, error) {
 	msg := object(object(response["output"])["message"])
 	blocks, ok := msg["content"].([]any)

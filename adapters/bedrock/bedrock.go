@@ -1,23 +1,23 @@
 // Package bedrock maps MCP tools and results to Amazon Bedrock's Converse
-// API: toolSpec definitions, toolUse blocks into calls, and toolResult
-// blocks in a user message. [Driver] is the API as package adapters
-// drives it (adapters.Bedrock).
+// API. It maps toolSpec definitions, toolUse blocks into calls, and
+// toolResult blocks in a user message. [Driver] is the API as package
+// adapters drives it (adapters.Bedrock).
 //
 // It is built on the public driver contract alone, as a provider from
-// outside this module would be: nothing here reaches into conduit's
+// outside this module would be. Nothing here reaches into conduit's
 // internal packages.
 //
-// Choices. Converse has no strict mode and no tool search of its own, so
+// Choices. Converse has no strict mode and no tool search of its own. So
 // conduit's search_tools serves past the search threshold. Exposed names
 // already fit its rule, [a-zA-Z0-9_-]{1,64}. A failed call's toolResult
-// carries "status": "error"; a success carries no status, which means
-// success, because Bedrock documents the field for some models only (Claude,
-// Nova). Results are text and image blocks; a structuredContent value
+// carries "status": "error". A success carries no status, which means
+// success. That is because Bedrock documents the field for some models
+// only (Claude, Nova). Results are text and image blocks. A structuredContent value
 // reaches the model as JSON text, as with Anthropic, not as a json block.
 //
 // The AWS SDK's bedrockruntime types are unions that encoding/json does
-// not marshal to the wire shape (a ContentBlock is an interface, a
-// document.Interface marshals only through the SDK's own serializer).
+// not marshal to the wire shape. A ContentBlock is an interface. A
+// document.Interface marshals only through the SDK's own serializer.
 // Parse takes the wire JSON: the body as it came, or what the SDK's
 // serializer writes. sdkcheck tests that form against the SDK.
 package bedrock
@@ -53,7 +53,7 @@ type (
 	checkKey struct{}
 )
 
-// Tools lists each tool as a toolSpec, built once per tool; every listing
+// Tools lists each tool as a toolSpec, built once per tool. Every listing
 // gets fresh outer maps.
 func (converse) Tools(ts *conduit.ToolSet, _ *driver.ListOptions) []map[string]any {
 	out := make([]map[string]any, 0, ts.Len())
@@ -96,8 +96,8 @@ func content(m map[string]any) ([]any, bool) {
 }
 
 // Parse returns the toolUse blocks of a Converse response (or of an
-// assistant message), in order. The API always sends "input" ({} for a
-// tool without parameters), so a block whose input is null or missing is
+// assistant message), in order. The API always sends "input", {} for a
+// tool without parameters. So a block whose input is null or missing is
 // answered as not an object, and not sent.
 func (converse) Parse(response any) ([]toolcall.Raw, error) {
 	m, err := driver.Decode(response)

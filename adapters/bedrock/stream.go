@@ -11,12 +11,13 @@ import (
 )
 
 // Reads ConverseStream's events. Over HTTP Bedrock frames them in AWS's
-// binary event stream; conduit reads each event as the AWS SDKs marshal
-// it: one JSON object whose one key names the event, such as
-// {"contentBlockDelta": {"delta": {"toolUse": {"input": "..."}},
-// "contentBlockIndex": 1}}, written one per SSE data line or one per line
-// (JSON Lines). An SSE event named by its type may carry the bare
-// payload. A toolUse block's call is complete at its contentBlockStop.
+// binary event stream. Conduit reads each event as the AWS SDKs marshal
+// it. That is one JSON object whose one key names the event. An example
+// is {"contentBlockDelta": {"delta": {"toolUse": {"input": "..."}},
+// "contentBlockIndex": 1}}. The objects come one per SSE data line, or
+// one per line (JSON Lines). An SSE event named by its type may carry the
+// bare payload. A toolUse block's call is complete at its
+// contentBlockStop.
 
 // streamEvents are the event types ConverseStream sends; the exceptions
 // end the stream with their message.
@@ -208,8 +209,8 @@ func (s *stream) Open() []toolcall.Raw { return s.order.Open() }
 
 // streamRequest asks for the streamed response: ConverseStream, at
 // converse-stream. Its events come in AWS's binary event stream
-// (application/vnd.amazon.eventstream), each a message whose :event-type
-// header names it and whose payload is the bare event.
+// (application/vnd.amazon.eventstream). Each is a message whose
+// :event-type header names it. Its payload is the bare event.
 func streamRequest(url string, _ map[string]any) string {
 	return strings.TrimSuffix(url, "/converse") + "/converse-stream"
 }

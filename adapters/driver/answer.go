@@ -11,14 +11,14 @@ import (
 )
 
 // What a driver's Prepare is made of, for drivers in and out of this
-// module alike: a result rendered into neutral parts, then measured and
-// cut to its budget, then written in the provider's shape. The built-in
-// drivers use the same functions, so every answer is rendered and cut one
-// way.
+// module alike. A result is rendered into neutral parts. Then it is
+// measured and cut to its budget. Then it is written in the provider's
+// shape. The built-in drivers use the same functions. So every answer is
+// rendered and cut one way.
 
-// Rendered is a result in provider-neutral form: its parts, or the
-// structuredContent value standing for the whole, and whether it is an
-// error.
+// Rendered is a result in provider-neutral form. It holds its parts, or
+// the structuredContent value standing for the whole. It says whether it
+// is an error.
 type Rendered = render.Rendered
 
 // Part is one piece of a Rendered: a text, or an image the provider takes.
@@ -33,8 +33,8 @@ const (
 	PartImage = render.PartImage
 )
 
-// RenderOptions are the options of [Render]: the structured mode, whether
-// images stay images, and the provider's image limit.
+// RenderOptions are the options of [Render]. They set the structured mode,
+// whether images stay images, and the provider's image limit.
 type RenderOptions = render.RenderOptions
 
 // ImageLimit is what a provider accepts of one image in an answer.
@@ -43,11 +43,11 @@ type ImageLimit = render.ImageLimit
 // ImageRule is a provider's tokens for an image of w×h pixels.
 type ImageRule = budget.ImageRule
 
-// Writer writes a provider's answer of a rendered result; notice is the
+// Writer writes a provider's answer of a rendered result. notice is the
 // notice of a structured value that was cut, for the provider to place.
 type Writer = budget.Writer
 
-// Rendering is a Pending made by [Pend]; ReadAs sets what conduit's read
+// Rendering is a Pending made by [Pend]. ReadAs sets what conduit's read
 // tool reads of a structured result.
 type Rendering = budget.Pending
 
@@ -55,21 +55,21 @@ type Rendering = budget.Pending
 // providers refuse empty.
 const EmptyError = modeltext.EmptyError
 
-// Render turns a result's content into parts (see [RenderOptions]):
-// content a model cannot take inline becomes a placeholder, and every
-// string is valid UTF-8. o may be nil.
+// Render turns a result's content into parts (see [RenderOptions]).
+// Content a model cannot take inline becomes a placeholder. Every string
+// is valid UTF-8. o may be nil.
 func Render(res *mcp.CallToolResult, o *RenderOptions) Rendered { return render.Render(res, o) }
 
 // ErrorRendering is the rendering of a failed call: err's text, for the
 // model.
 func ErrorRendering(err error) Rendered { return budget.ErrorText(err) }
 
-// LimitOf is the image limit an answer applies: def, with o's
+// LimitOf is the image limit an answer applies. It is def, with o's
 // MaxImageBytes in its place when set. o may be nil.
 func LimitOf(o *toolcall.AnswerOptions, def ImageLimit) ImageLimit { return render.Limit(o, def) }
 
 // Pend returns the Pending answer of r, counted by img and written by
-// write: what a driver's Prepare returns.
+// write. A driver's Prepare returns it.
 func Pend(r Rendered, img ImageRule, write Writer) *Rendering { return budget.Pend(r, img, write) }
 
 // Answer writes p alone within o's budget (o.MaxResultTokens; o may be
@@ -79,16 +79,17 @@ func Answer(p *Rendering, o *toolcall.AnswerOptions) map[string]any { return bud
 // Text is parts' text, one a line, images as placeholders.
 func Text(parts []Part) string { return render.Text(parts) }
 
-// ImageTokens is the conservative image rule: the largest of the rules
-// conduit knows, for a provider whose models count images differently.
+// ImageTokens is the conservative image rule. It is the largest of the
+// rules conduit knows. It serves a provider whose models count images
+// differently.
 func ImageTokens(w, h int) int { return tokens.AnyImage(w, h) }
 
-// Decode turns a response given as []byte, json.RawMessage, a string, a
-// map[string]any or a value that marshals to JSON into a JSON object. A
-// map is used as it is, not copied: a driver must not modify it.
+// Decode turns a response into a JSON object. The response may be []byte,
+// json.RawMessage, a string, a map[string]any or a value that marshals to
+// JSON. A map is used as it is, not copied. A driver must not modify it.
 func Decode(response any) (map[string]any, error) { return jsonv.Decode(response) }
 
-// Args returns a call's arguments as a decoded response holds them, in
-// the form toolcall.Raw.Args takes (present: the field was there at all):
+// Args returns a call's arguments as a decoded response holds them, in the
+// form toolcall.Raw.Args takes. present says the field was there at all.
 // JSON null and a string are kept as JSON text, refused as not an object.
 func Args(v any, present bool) any { return render.DecodedArgs(v, present) }

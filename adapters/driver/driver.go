@@ -1,21 +1,26 @@
 // Package driver defines the interface a provider package implements for
-// package adapters, as gocloud.dev/blob/driver does for blob: adapters
-// wraps each provider's Provider in its portable API, and
+// package adapters. It is as gocloud.dev/blob/driver is for blob. Package
+// adapters wraps each provider's Provider in its portable API. Package
 // adapters/adaptertest checks that a provider conforms. Programs use
 // package adapters, not this one.
 //
-// Capabilities only some providers have are optional interfaces, detected
-// with a type assertion as database/sql/driver's are: [Searcher] (the
-// provider searches deferred tools itself) and [Strict] (a strict mode for
-// tool schemas, whose nulls are removed before a call).
+// Capabilities only some providers have are optional interfaces. They are
+// detected with a type assertion, as database/sql/driver's are:
 //
-// A provider can live in any module. Its package implements [Provider]
-// (its Prepare built with [Render], [Pend] and a [Writer], so that its
-// answers are cut to the result budget as every other's are);
-// adapters.NewProvider makes it a provider usable wherever the built-in
-// ones are; and its tests run adaptertest.RunConformanceTests with a
-// fake of its API. A built-in provider adds one line to adapters' list
-// of built-ins, which gives it its CLI name.
+//   - [Searcher]: the provider searches deferred tools itself.
+//   - [Strict]: a strict mode for tool schemas, whose nulls are removed
+//     before a call.
+//
+// A provider can live in any module:
+//
+//   - Its package implements [Provider]. Its Prepare is built with
+//     [Render], [Pend] and a [Writer]. So its answers are cut to the
+//     result budget as every other's are.
+//   - adapters.NewProvider makes it usable wherever the built-in ones are.
+//   - Its tests run adaptertest.RunConformanceTests with a fake of its API.
+//
+// A built-in provider adds one line to adapters' list of built-ins. That
+// line gives it its CLI name.
 package driver
 
 import (
@@ -26,9 +31,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Provider is what every provider implements: its tool definitions, how
-// calls are read from a response and answered, and its HTTP API. The
-// methods are pure and safe for concurrent use.
+// Provider is what every provider implements. It gives its tool
+// definitions, how calls are read from a response and answered, and its
+// HTTP API. The methods are pure and safe for concurrent use.
 type Provider interface {
 	// Name is the provider's name, as adapters.Provider.String returns
 	// it.
@@ -43,32 +48,32 @@ type Provider interface {
 	Check(ts *conduit.ToolSet) []toolcall.Warning
 	// Parse returns a response's tool calls as the model wrote them, in
 	// order. The response is []byte, json.RawMessage, a string, a
-	// map[string]any or a value that marshals to the provider's JSON; it
-	// is never modified. The error is for a response that cannot be read;
-	// a call that cannot be made as written is a Raw to answer, not an
+	// map[string]any or a value that marshals to the provider's JSON. It
+	// is never modified. The error is for a response that cannot be read.
+	// A call that cannot be made as written is a Raw to answer, not an
 	// error.
 	Parse(response any) ([]toolcall.Raw, error)
-	// Prepare renders the answer to one call, keyed by its id: with res,
-	// or with err when the call failed. o may be nil. The answer is
-	// written by the Pending's Write, within the result's budget, once
+	// Prepare renders the answer to one call, keyed by its id. It renders
+	// res, or err when the call failed. o may be nil. The Pending's Write
+	// writes the answer, within the result's budget. That happens once
 	// package adapters has measured every answer of the turn.
 	Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) Pending
 	// API is the provider's HTTP API.
 	API() API
 }
 
-// Pending is a call's answer rendered but not yet written: what the model
-// would read of it can be measured first, so that a turn's budget is
-// shared among its answers before any is written (adapters/internal/budget
-// implements it over each provider's rendering and writer). It is used by
+// Pending is a call's answer rendered but not yet written. What the model
+// would read of it can be measured first. So a turn's budget is shared
+// among its answers before any is written. Package adapters/internal/budget
+// implements it over each provider's rendering and writer. It is used by
 // one goroutine at a time.
 type Pending interface {
 	// Tokens estimates the tokens the model reads of the whole result.
-	// With limit > 0 the count may stop once it passes limit: a result
+	// With limit > 0 the count may stop once it passes limit. A result
 	// over limit is then some count past it.
 	Tokens(limit int) int
-	// Text is the whole result as text (JSON indented, images as
-	// placeholders), to be kept for conduit's read tool when it is cut.
+	// Text is the whole result as text: JSON indented, images as
+	// placeholders. It is kept for conduit's read tool when it is cut.
 	Text() string
 	// Write writes the answer, its result cut to b, and says what b did.
 	// It is called once.
@@ -76,7 +81,7 @@ type Pending interface {
 }
 
 // API is how a provider's HTTP API is spoken, for loops that send their
-// own requests; adapters.Wire documents each field, and is made of it.
+// own requests. adapters.Wire documents each field, and is made of it.
 type API struct {
 	BaseURL   string
 	KeyEnv    string
@@ -101,9 +106,9 @@ type Shapes struct {
 // ListOptions say how tool definitions are written. Each provider uses
 // those it has a use for.
 type ListOptions struct {
-	// CacheLast marks the end of the tool list for prompt caching,
-	// CacheTTL optionally with a ttl; CacheTool, when set, names the tool
-	// to mark instead of the last one.
+	// CacheLast marks the end of the tool list for prompt caching.
+	// CacheTTL optionally gives it a ttl. CacheTool, when set, names the
+	// tool to mark instead of the last one.
 	CacheLast bool
 	CacheTTL  string
 	CacheTool string
@@ -114,20 +119,20 @@ type ListOptions struct {
 	SearchRegex bool
 }
 
-// StrictMode is the strict-mode choice of a listing, for providers with a
-// strict mode for tool schemas (OpenAI's, see openai.StrictSchema). It is
-// the one type of the choice: adapters.ListingOptions and
+// StrictMode is the strict-mode choice of a listing. It is for providers
+// with a strict mode for tool schemas (OpenAI's, see openai.StrictSchema).
+// It is the one type of the choice. adapters.ListingOptions and
 // openai.ToolsOptions both take it.
 type StrictMode int
 
 const (
-	// StrictAuto sends a tool whose schema converts in strict mode, and
-	// any other without strict mode and with its original schema, which
-	// adapters.Listing.Fallbacks names and adapters.Trace.StrictFallback
-	// is told of.
+	// StrictAuto sends a tool whose schema converts in strict mode. It
+	// sends any other without strict mode, with its original schema.
+	// adapters.Listing.Fallbacks names those. adapters.Trace.StrictFallback
+	// is told of them.
 	StrictAuto StrictMode = iota
-	// StrictOn sends only the tools whose schema converts; the others,
-	// which the provider would reject, are left out and named in
+	// StrictOn sends only the tools whose schema converts. The provider
+	// would reject the others. They are left out and named in
 	// adapters.Listing.Excluded.
 	StrictOn
 	// StrictOff sends every tool without strict mode, with its original
@@ -135,12 +140,12 @@ const (
 	StrictOff
 )
 
-// Searcher is a Provider that searches deferred tools itself: every tool
+// Searcher is a Provider that searches deferred tools itself. Every tool
 // is sent, and the provider's search loads those the model needs.
 type Searcher interface {
-	// SearchTools lists loaded's tools, offered from the start, the
-	// provider's search tool, and every other tool of all, deferred. Its
-	// error is a listing that cannot be made.
+	// SearchTools lists loaded's tools, offered from the start. It lists
+	// the provider's search tool. It lists every other tool of all,
+	// deferred. Its error is a listing that cannot be made.
 	SearchTools(loaded, all *conduit.ToolSet, o *ListOptions) (*SearchListing, error)
 }
 
@@ -153,9 +158,9 @@ type SearchListing struct {
 	Warnings []toolcall.Warning
 }
 
-// Strict is a Provider with a strict mode for tool schemas (OpenAI's),
-// which ListOptions.Strict chooses: a schema made strict turns optional
-// properties into required ones that may be null, and the nulls the model
+// Strict is a Provider with a strict mode for tool schemas (OpenAI's).
+// ListOptions.Strict chooses it. A schema made strict turns optional
+// properties into required ones that may be null. The nulls the model
 // sends for them must be removed before a call is sent.
 type Strict interface {
 	// StrictTool says what Tools (and SearchTools, for a Searcher) does
@@ -182,16 +187,16 @@ type StrictResult struct {
 const AnyItem = "[]"
 
 // NullPath is the path, from the arguments' root, of a property that
-// strict mode made nullable: the model sends null for it when it means to
-// leave it out, and the null is removed before the call is sent. Elements
-// are property names; the element [AnyItem] ("[]") stands for every item
-// of an array, so the path of `tags[].note` is NullPath{"tags", "[]", "note"}.
+// strict mode made nullable. The model sends null for it when it means to
+// leave it out. The null is removed before the call is sent. Elements are
+// property names. The element [AnyItem] ("[]") stands for every item of an
+// array. So the path of `tags[].note` is NullPath{"tags", "[]", "note"}.
 //
-// Paths are locations in the argument value, not in the schema: a property
-// reached through a $ref has the path of every place the $ref is used, and
-// anyOf branches are transparent (branches that share a location share its
-// paths, listed once). The last element is always a property name. An
-// element "[]" applied to an object names its property "[]" (JSON allows
-// that name), so a path means the same thing to the value whatever branch
+// Paths are locations in the argument value, not in the schema. A property
+// reached through a $ref has the path of every place the $ref is used.
+// anyOf branches are transparent. Branches that share a location share
+// its paths, listed once. The last element is always a property name. An
+// element "[]" applied to an object names its property "[]". JSON allows
+// that name. So a path means the same thing to the value, whatever branch
 // of an anyOf the value took.
 type NullPath []string

@@ -1,5 +1,5 @@
-// Shapes: which provider's API a response was made by, so that a
-// response given to the wrong provider is named, not just refused.
+// Shapes: which provider's API a response was made by. So a response given
+// to the wrong provider is named, not just refused.
 
 package driver
 
@@ -8,7 +8,7 @@ import "fmt"
 // A shape is one provider API's response shape.
 type shape struct {
 	// Provider is the provider's name, as adapters.Provider.String
-	// returns it; API names the API for people, with its article.
+	// returns it. API names the API for people, with its article.
 	Provider, API string
 	// Keys are where its tool calls are, for people.
 	Keys string
@@ -22,9 +22,9 @@ var (
 	converse  = shape{"bedrock", "an Amazon Bedrock Converse", "output.message.content[].toolUse"}
 )
 
-// shapeOf returns the shape response m has, by the keys only its API uses;
-// false when it has none of them. A bare message (an assistant message
-// rather than a whole response) is recognised too.
+// shapeOf returns the shape response m has, by the keys only its API
+// uses. It returns false when m has none of them. A bare message is
+// recognised too: an assistant message rather than a whole response.
 func shapeOf(m map[string]any) (shape, bool) {
 	switch {
 	case m["object"] == "chat.completion", isList(m["choices"]):
@@ -55,10 +55,11 @@ func shapeOf(m map[string]any) (shape, bool) {
 	return shape{}, false
 }
 
-// Mismatch says which other provider's response m looks like, for the
-// error of provider's parser when m is not of its own shape. It returns ""
-// when m looks like no known provider's response, or like provider's own.
-// Its text starts with "; ", to follow the parser's own message.
+// Mismatch says which other provider's response m looks like. It is for
+// the error of provider's parser when m is not of its own shape. It
+// returns "" when m looks like no known provider's response. It returns ""
+// when m looks like provider's own. Its text starts with "; ", to follow
+// the parser's own message.
 func Mismatch(provider string, m map[string]any) string {
 	s, ok := shapeOf(m)
 	if !ok || s.Provider == provider {

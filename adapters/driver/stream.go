@@ -3,7 +3,7 @@ package driver
 import "github.com/conduitmcp/conduit/adapters/toolcall"
 
 // Streams: a provider whose API streams its responses reads them event by
-// event, so that each call can start as soon as the model has written it.
+// event. So each call can start as soon as the model has written it.
 
 // Streamer is a Provider that reads its API's streamed responses.
 type Streamer interface {
@@ -11,9 +11,9 @@ type Streamer interface {
 	Stream() Stream
 }
 
-// Event is one event of a streamed response: its server-sent event name
-// ("" when the stream names none) and its data, JSON text (OpenAI Chat's
-// last is [DONE]).
+// Event is one event of a streamed response. It holds its server-sent
+// event name, "" when the stream names none. It holds its data, JSON text.
+// OpenAI Chat's last is [DONE].
 type Event struct {
 	Name string
 	Data []byte
@@ -23,15 +23,15 @@ type Event struct {
 // by one goroutine at a time.
 type Stream interface {
 	// Event reads one event. Its error is for an event that cannot be
-	// read, or one that reports the API's error: the stream ends there.
+	// read, or one that reports the API's error. The stream ends there.
 	Event(e Event) (Step, error)
-	// Response is the response made of the events so far, in the shape
-	// the provider's API returns when it does not stream: what Parse
-	// reads, and what goes into the conversation. Calls not complete hold
-	// the arguments read so far. It is the caller's.
+	// Response is the response made of the events so far. Its shape is the
+	// one the provider's API returns when it does not stream. Parse reads
+	// it, and it goes into the conversation. Calls not complete hold the
+	// arguments read so far. It is the caller's.
 	Response() map[string]any
 	// Open returns the calls the model began and did not complete, in its
-	// order (their Args are nil).
+	// order. Their Args are nil.
 	Open() []toolcall.Raw
 }
 
@@ -46,8 +46,8 @@ type Step struct {
 	Done bool
 }
 
-// CallOrder keeps a stream's calls in the order the model began them, and
-// releases each once it and every call begun before it are complete: a
+// CallOrder keeps a stream's calls in the order the model began them. It
+// releases each once it and every call begun before it are complete. So a
 // stream that ends blocks out of order still runs them in the model's
 // order. The zero value is ready to use.
 type CallOrder struct {

@@ -9,9 +9,10 @@ import (
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
-// generateContent over HTTP, for loops that send their own requests
-// (conduit sends none): where a request goes, how it is authenticated and
-// built, and how a response and its answers join the conversation.
+// generateContent over HTTP, for loops that send their own requests.
+// Conduit sends none. Here are where a request goes, and how it is
+// authenticated and built. Here is how a response and its answers join
+// the conversation.
 
 const (
 	// BaseURL is the public API's base URL, with its version.
@@ -38,8 +39,8 @@ func Prompt(text string) map[string]any {
 	return map[string]any{"role": "user", "parts": []any{map[string]any{"text": text}}}
 }
 
-// Request is a generateContent request body: the model is in the URL, and
-// the declarations are wrapped as {"functionDeclarations": tools}.
+// Request is a generateContent request body. The model is in the URL. The
+// declarations are wrapped as {"functionDeclarations": tools}.
 func Request(r toolcall.Request) map[string]any {
 	b := map[string]any{"contents": jsonv.NonNil(r.Conversation)}
 	if len(r.Tools) > 0 {
@@ -48,8 +49,9 @@ func Request(r toolcall.Request) map[string]any {
 	return b
 }
 
-// Turn reads a response as the model's turn: its first candidate's
-// content, its text (thoughts left out), and whether it called functions.
+// Turn reads a response as the model's turn. It gives its first
+// candidate's content, its text (thoughts left out), and whether it called
+// functions.
 func Turn(response map[string]any) (toolcall.Turn, error) {
 	cands := jsonv.List(response["candidates"])
 	if len(cands) == 0 {

@@ -1,11 +1,11 @@
 // Package gemini maps MCP tools and results to the Gemini API's
-// generateContent: function declarations, functionCall parts into calls,
-// and functionResponse parts. Its functions are pure, over the API's JSON
-// as map[string]any; [Driver] is the API as package adapters drives it
-// (adapters.Gemini).
+// generateContent. It maps function declarations, functionCall parts into
+// calls, and functionResponse parts. Its functions are pure, over the
+// API's JSON as map[string]any. [Driver] is the API as package adapters
+// drives it (adapters.Gemini).
 //
 // Experimental: the shapes come from the Gemini API reference, not from
-// end-to-end runs against the API, and may change in a minor release.
+// end-to-end runs against the API. They may change in a minor release.
 package gemini
 
 import (
@@ -31,17 +31,17 @@ type (
 )
 
 // ToolsOptions are the options of Tools. Gemini's declarations have none
-// yet; the parameter is there so that every provider package's Tools has
-// the same shape, and one can be added without breaking a caller.
+// yet. The parameter gives every provider package's Tools the same shape.
+// An option can then be added without breaking a caller.
 type ToolsOptions struct{}
 
 // Tools returns the tool set as function declarations, in the tool set's
-// order: {"name", "description", "parametersJsonSchema"}, the input schema
-// unchanged, and "" for a tool without a description. Wrap them as
-// {"functionDeclarations": tools} in the request's "tools". Each
-// declaration is built once per tool and kept in the tool's memo; every
-// listing gets fresh maps, whose nested values (the schema) are shared and
-// must not be modified. o may be nil.
+// order. Each is {"name", "description", "parametersJsonSchema"}. The
+// input schema is unchanged. A tool without a description has "". Wrap
+// them as {"functionDeclarations": tools} in the request's "tools". Each
+// declaration is built once per tool and kept in the tool's memo. Every
+// listing gets fresh maps. Their nested values (the schema) are shared
+// and must not be modified. o may be nil.
 func Tools(ts *conduit.ToolSet, o *ToolsOptions) []map[string]any {
 	out := make([]map[string]any, 0, ts.Len())
 	for t := range ts.All() {
@@ -63,10 +63,10 @@ func declaration(t *conduit.Tool) map[string]any {
 	}
 }
 
-// schema is the input schema as a JSON object, unchanged: a decoded
-// object is used as it is, any other value (a *jsonschema.Schema of a
-// hand-built tool set) as it marshals. Only a missing or unreadable schema
-// becomes the empty object schema.
+// schema is the input schema as a JSON object, unchanged. A decoded object
+// is used as it is. Any other value is used as it marshals. That may be a
+// *jsonschema.Schema of a hand-built tool set. Only a missing or
+// unreadable schema becomes the empty object schema.
 func schema(s any) map[string]any {
 	switch v := s.(type) {
 	case map[string]any:
@@ -87,8 +87,8 @@ func schema(s any) map[string]any {
 // most.
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$`)
 
-// Check reports names the Gemini API would refuse (exposed names are made
-// to fit, so this finds only tool sets built by hand). The findings are
+// Check reports names the Gemini API would refuse. Exposed names are made
+// to fit, so this finds only tool sets built by hand. The findings are
 // computed once per tool.
 func Check(ts *conduit.ToolSet) []toolcall.Warning {
 	return toolcall.CheckEach(ts, checkKey{}, check)
@@ -103,9 +103,9 @@ func check(t *conduit.Tool) []toolcall.Warning {
 }
 
 // Parse returns the functionCall parts of a generateContent response's
-// first candidate (or of a Content: anything with a "parts" list), in
-// order. A call without "args" (Gemini leaves them out for a function
-// without parameters) has none; "args" of null is not an object, so its
+// first candidate, in order. It also reads a Content: anything with a
+// "parts" list. A call without "args" has none. Gemini leaves them out for
+// a function without parameters. "args" of null is not an object, so its
 // call is answered, not sent.
 func Parse(response any) ([]toolcall.Raw, error) {
 	m, err := jsonv.Decode(response)
@@ -147,18 +147,24 @@ func Parse(response any) ([]toolcall.Raw, error) {
 	return raws, nil
 }
 
-// FunctionResponse answers one call with a functionResponse part: the
-// exposed name, the call's id when Gemini sent one, and the result under
-// response.output, or a failure, and an isError result, under
-// response.error. Under the default structured mode (prefer) the output is
-// the structuredContent object itself when there is one, else the content
-// as text; an isError result always shows its content, which carries the
-// error's words, and falls back to its structuredContent, as JSON text,
-// only when it has none. Images are placeholders. A result over its
-// budget (o.MaxResultTokens, default toolcall.DefaultMaxResultTokens) is
-// cut: a text ends with a notice; a structuredContent object is cut into
-// a valid object, and the notice is response.notice (or the output itself
-// when nothing of the object fits).
+// FunctionResponse answers one call with a functionResponse part. It holds:
+//
+//   - the exposed name;
+//   - the call's id, when Gemini sent one;
+//   - the result under response.output;
+//   - or a failure, and an isError result, under response.error.
+//
+// Under the default structured mode (prefer), the output is the
+// structuredContent object itself when there is one. Else it is the
+// content as text. An isError result always shows its content, which
+// carries the error's words. It falls back to its structuredContent, as
+// JSON text, only when it has none. Images are placeholders.
+//
+// A result over its budget is cut. The budget is o.MaxResultTokens,
+// default toolcall.DefaultMaxResultTokens. A text ends with a notice. A
+// structuredContent object is cut into a valid object. Its notice is
+// response.notice. When nothing of the object fits, the notice is the
+// output itself.
 func FunctionResponse(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	return budget.Answer(prepare(c, res, err, o), o)
 }
@@ -193,7 +199,7 @@ func prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.An
 	return p
 }
 
-// functionResponse is the functionResponse part of a rendered result;
+// functionResponse is the functionResponse part of a rendered result.
 // notice is the notice of a structured value that was cut.
 func functionResponse(c toolcall.Call, r render.Rendered, notice string) map[string]any {
 	fr := map[string]any{"name": c.Name}

@@ -10,9 +10,9 @@ import (
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
-// Reads streamGenerateContent's response as server-sent events (alt=sse):
-// each event is a GenerateContentResponse holding the next parts of the
-// first candidate. Gemini sends a functionCall part whole, so each call is
+// Reads streamGenerateContent's response as server-sent events (alt=sse).
+// Each event is a GenerateContentResponse holding the next parts of the
+// first candidate. Gemini sends a functionCall part whole. So each call is
 // complete in the chunk that carries it.
 
 func (generateContent) Stream() driver.Stream { return &stream{} }
@@ -85,7 +85,8 @@ func (s *stream) Event(e driver.Event) (driver.Step, error) {
 }
 
 // add appends a part, joining a plain text part to the plain text before
-// it, so the response holds the text as one part, as generateContent's.
+// it. So the response holds the text as one part, as generateContent's
+// does.
 func (s *stream) add(p map[string]any) {
 	if plainText(p) {
 		s.tail.WriteString(jsonv.String(p["text"]))

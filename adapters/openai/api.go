@@ -9,9 +9,10 @@ import (
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
-// The two APIs over HTTP, for loops that send their own requests (conduit
-// sends none): where a request goes, how it is authenticated and built,
-// and how a response and its answers join the conversation.
+// The two APIs over HTTP, for loops that send their own requests. Conduit
+// sends none. Here are where a request goes, and how it is authenticated
+// and built. Here is how a response and its answers join the
+// conversation.
 
 const (
 	// BaseURL is the public API's base URL, with its version.
@@ -44,7 +45,8 @@ func (api API) Prompt(text string) map[string]any {
 }
 
 // Request is a request body: Chat "messages" or Responses "input", and the
-// tools, left out when there are none (OpenAI rejects an empty list).
+// tools. The tools are left out when there are none. OpenAI rejects an
+// empty list.
 func (api API) Request(r toolcall.Request) map[string]any {
 	key := "messages"
 	if api == Responses {
@@ -61,9 +63,10 @@ func (api API) Request(r toolcall.Request) map[string]any {
 	return b
 }
 
-// Turn reads a response as the model's turn: for Chat, the first choice's
-// message; for Responses, every output item (reasoning items included,
-// which the API wants back); its text; and whether it called functions.
+// Turn reads a response as the model's turn. For Chat, that is the first
+// choice's message. For Responses, it is every output item. Reasoning
+// items are included, since the API wants them back. Turn also gives its
+// text, and whether it called functions.
 func (api API) Turn(response map[string]any) (toolcall.Turn, error) {
 	if e := jsonv.Object(response["error"]); e != nil && jsonv.String(e["message"]) != "" {
 		return toolcall.Turn{}, fmt.Errorf("openai: the API answered an error: %v", e["message"])
@@ -102,7 +105,8 @@ func (api API) Turn(response map[string]any) (toolcall.Turn, error) {
 }
 
 // Answers are a turn's tool messages (Chat) or function_call_output items
-// (Responses) as they join the conversation: each on its own, in order.
+// (Responses) as they join the conversation. Each goes on its own, in
+// order.
 func (api API) Answers(results []map[string]any) []any {
 	out := make([]any, len(results))
 	for i, r := range results {

@@ -8,11 +8,12 @@ import (
 )
 
 // The two APIs as package adapters drives them (adapters.OpenAIChat and
-// adapters.OpenAIResponses): driver.Providers with a strict mode (a
-// driver.Strict), and for Responses the tool search (a driver.Searcher).
+// adapters.OpenAIResponses). They are driver.Providers with a strict mode
+// (a driver.Strict). Responses also has the tool search (a
+// driver.Searcher).
 
-// Driver returns the API as a driver.Provider, for package adapters; nil
-// for an API that is neither Chat nor Responses.
+// Driver returns the API as a driver.Provider, for package adapters. It
+// returns nil for an API that is neither Chat nor Responses.
 func (api API) Driver() driver.Provider {
 	switch api {
 	case Chat:
@@ -70,7 +71,7 @@ func (functions) StripNull(args map[string]any, path []string) {
 	}
 }
 
-// SearchTools lists for the tool search; only the top-level tools count
+// SearchTools lists for the tool search. Only the top-level tools count
 // towards MaxTools, so only the loaded ones are checked.
 func (s searching) SearchTools(loaded, all *conduit.ToolSet, o *driver.ListOptions) (*driver.SearchListing, error) {
 	tools, _, err := s.api.SearchTools(loaded, all, &ToolsOptions{Strict: o.Strict})

@@ -1,22 +1,32 @@
 // Package openai maps MCP tools and results to OpenAI's Chat Completions
-// and Responses APIs: function tools with strict-mode schemas (and the
-// Responses tool search's listing, API.SearchTools), tool calls into
-// calls, and tool answers. Its functions are pure, over the APIs' JSON
-// as map[string]any; [API.Driver] is each API as package adapters drives
-// it (adapters.OpenAIChat, adapters.OpenAIResponses).
+// and Responses APIs. It maps:
 //
-// "strict" is always sent: when it is omitted, the Responses API tries
-// strict mode and silently falls back, so the same list would behave
+//   - function tools with strict-mode schemas;
+//   - the Responses tool search's listing (API.SearchTools);
+//   - tool calls into calls;
+//   - results into tool answers.
+//
+// Its functions are pure, over the APIs' JSON as map[string]any.
+// [API.Driver] is each API as package adapters drives it
+// (adapters.OpenAIChat, adapters.OpenAIResponses).
+//
+// "strict" is always sent. When it is omitted, the Responses API tries
+// strict mode and silently falls back. So the same list would behave
 // differently per API.
 //
-// The methods of [API] branch on Chat and Responses: this package is the
-// one place that tells two providers apart (only Responses' driver
-// searches). It is kept so on purpose: the two APIs share the definitions,
-// strict mode, arguments and error prefix, and differ in a line or two of
-// each shape (where the function sits in a tool, calls in choices or in
-// output items, answers as messages or as input items, images only in
-// Responses), so a table of two rows would repeat the shared code in both
-// rows or split each method in halves that read worse than its branch.
+// The methods of [API] branch on Chat and Responses. This package is the
+// one place that tells two providers apart. Only Responses' driver
+// searches. It is kept so on purpose. The two APIs share the definitions,
+// strict mode, arguments and error prefix. They differ in a line or two of
+// each shape:
+//
+//   - where the function sits in a tool;
+//   - calls in choices or in output items;
+//   - answers as messages or as input items;
+//   - images only in Responses.
+//
+// A table of two rows would repeat the shared code in both rows. Or it
+// would split each method in halves that read worse than its branch.
 package openai
 
 import (
@@ -36,7 +46,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// API is one of OpenAI's two APIs with tool calling; the functions that
+// API is one of OpenAI's two APIs with tool calling. The functions that
 // differ between them are its methods.
 type API int
 
@@ -77,8 +87,9 @@ type Report struct {
 	Fallbacks []Fallback
 	// Excluded, under driver.StrictOn: tools left out (exposed names).
 	Excluded []string
-	// NullPaths, by exposed name: the properties strict mode made nullable,
-	// whose nulls are removed before a call is sent (see StripNulls).
+	// NullPaths, by exposed name, are the properties strict mode made
+	// nullable. Their nulls are removed before a call is sent (see
+	// StripNulls).
 	NullPaths map[string][]driver.NullPath
 }
 
@@ -139,13 +150,17 @@ func definition(api API, strict driver.StrictMode, t *conduit.Tool) toolDef {
 	return d
 }
 
-// Tools returns the tool set as function tools of the API, in the tool set's
-// order, and what strict mode did: Chat tools are {"type": "function",
-// "function": {"name", "description", "parameters", "strict"}}, Responses
-// tools {"type": "function", "name", "description", "parameters",
-// "strict"}; "strict" is always there. Each tool's definition is built
-// once per tool set and kept in the tool's memo; every listing gets fresh
-// top-level maps, whose nested values are shared and must not be modified.
+// Tools returns the tool set as function tools of the API, in the tool
+// set's order. It also reports what strict mode did. The shapes are:
+//
+//   - Chat: {"type": "function", "function": {"name", "description",
+//     "parameters", "strict"}};
+//   - Responses: {"type": "function", "name", "description",
+//     "parameters", "strict"}.
+//
+// "strict" is always there. Each tool's definition is built once per tool
+// set and kept in the tool's memo. Every listing gets fresh top-level
+// maps. Their nested values are shared and must not be modified.
 func (api API) Tools(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Report) {
 	if o == nil {
 		o = &ToolsOptions{}
@@ -178,7 +193,7 @@ func (api API) list(ts *conduit.ToolSet, strict driver.StrictMode, rep *Report) 
 	return out
 }
 
-// defKeys are the memo keys of the definitions, boxed once: a key boxed
+// defKeys are the memo keys of the definitions, boxed once. A key boxed
 // at each lookup would cost an allocation per tool per listing.
 var defKeys = func() (keys [2][driver.StrictOff + 1]any) {
 	for _, api := range []API{Chat, Responses} {
@@ -226,15 +241,18 @@ func Check(ts *conduit.ToolSet) []toolcall.Warning {
 	return nil
 }
 
-// Parse returns the function calls of a response of the API, in order: a
-// Chat Completions response's first choice's message.tool_calls (or a
-// message's tool_calls), or a Responses response's function_call output
-// items (with their "namespace", for functions of a namespace; tool search's
-// tool_search_call and tool_search_output items are the API's own and are
-// skipped). Arguments arrive as JSON strings, resolved by
-// [conduit.ToolSet.Resolve]: one that does not decode to an object
-// ("null" among them) is a call to reject, not an error of the whole
-// response, and an empty string is a call without arguments.
+// Parse returns the function calls of a response of the API, in order:
+//
+//   - for Chat Completions, the first choice's message.tool_calls, or a
+//     message's tool_calls;
+//   - for Responses, the function_call output items. Functions of a
+//     namespace carry their "namespace". Tool search's tool_search_call
+//     and tool_search_output items are the API's own and are skipped.
+//
+// Arguments arrive as JSON strings, resolved by [conduit.ToolSet.Resolve].
+// One that does not decode to an object ("null" among them) is a call to
+// reject. It is not an error of the whole response. An empty string is a
+// call without arguments.
 func (api API) Parse(response any) ([]toolcall.Raw, error) {
 	m, err := jsonv.Decode(response)
 	if err != nil {
@@ -317,11 +335,11 @@ func parseResponses(m map[string]any) ([]toolcall.Raw, error) {
 }
 
 // jsonArgs returns arguments sent as a JSON string as JSON text, for
-// conduit.ToolSet.Resolve to decode; a decoded object (as some compatible
-// servers send) is taken as it is. OpenAI always sends the string ("" or
-// "{}" for a tool without parameters), so a null or missing "arguments" is
-// malformed and becomes JSON null, which Resolve refuses as not an object:
-// taking it for {} would send a call the model never wrote.
+// conduit.ToolSet.Resolve to decode. A decoded object, as some compatible
+// servers send, is taken as it is. OpenAI always sends the string ("" or
+// "{}" for a tool without parameters). So a null or missing "arguments"
+// is malformed. It becomes JSON null, which Resolve refuses as not an
+// object. Taking it for {} would send a call the model never wrote.
 func jsonArgs(v any) any {
 	switch a := v.(type) {
 	case nil:
@@ -352,9 +370,9 @@ func sdkUnion(m map[string]any) bool {
 }
 
 // MaxImageBytes is the largest image a Responses answer carries, in bytes
-// of its base64 text: OpenAI documents up to 20 MB per image (and 50 MB of
-// images, 500 images, per request, which depend on the whole conversation
-// and are not applied), at
+// of its base64 text. OpenAI documents up to 20 MB per image. It also
+// documents 50 MB of images and 500 images per request. Those depend on
+// the whole conversation and are not applied. Source:
 // https://platform.openai.com/docs/guides/images-vision ("Image input
 // requirements"). Over it, an image becomes a placeholder (see
 // toolcall.AnswerOptions.MaxImageBytes). Chat answers carry no images.
@@ -363,18 +381,24 @@ const MaxImageBytes = 20 << 20
 // imageLimit is ToolOutput's image limit before options.
 var imageLimit = render.ImageLimit{Provider: "OpenAI", MaxBytes: MaxImageBytes}
 
-// ToolOutput answers one call, keyed by the call's id. For Chat it is a
-// {"role": "tool", "tool_call_id", "content"} message with the result as
-// text; for Responses a {"type": "function_call_output", "call_id",
-// "output"} item whose output is a string, or a list of input_text and
-// input_image items (data URIs) when the result carries an image. OpenAI
-// has no error flag: the text of a failure or an isError result starts
-// with "Error: " (see [toolcall.AnswerOptions.ErrorPrefix]), and an
-// isError result with no content says "The tool reported an error without details.". An image
-// over [MaxImageBytes] (or o.MaxImageBytes) becomes a text placeholder
-// saying so. A result over its budget (o.MaxResultTokens, default
-// toolcall.DefaultMaxResultTokens) is cut and ends with a notice; images
-// count by OpenAI's rule (tokens.OpenAIImage).
+// ToolOutput answers one call, keyed by the call's id:
+//
+//   - For Chat it is a {"role": "tool", "tool_call_id", "content"}
+//     message with the result as text.
+//   - For Responses it is a {"type": "function_call_output", "call_id",
+//     "output"} item. Its output is a string. When the result carries an
+//     image, it is a list of input_text and input_image items (data URIs).
+//
+// OpenAI has no error flag. The text of a failure or an isError result
+// starts with "Error: " (see [toolcall.AnswerOptions.ErrorPrefix]). An
+// isError result with no content says
+// "The tool reported an error without details.".
+//
+// An image over [MaxImageBytes] (or o.MaxImageBytes) becomes a text
+// placeholder saying so. A result over its budget is cut and ends with a
+// notice. The budget is o.MaxResultTokens, default
+// toolcall.DefaultMaxResultTokens. Images count by OpenAI's rule
+// (tokens.OpenAIImage).
 func (api API) ToolOutput(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
 	return budget.Answer(api.prepare(c, res, err, o), o)
 }
@@ -435,9 +459,9 @@ func hasContent(parts []render.Part) bool {
 	return false
 }
 
-// inputItems is a Responses output list: input_text items for text, the
-// error prefix starting the first one, and input_image items with the
-// image as a data URI.
+// inputItems is a Responses output list. Text goes in input_text items,
+// the error prefix starting the first one. Images go in input_image items,
+// as data URIs.
 func inputItems(parts []render.Part, prefix string) []any {
 	items := make([]any, 0, len(parts)+1)
 	if prefix != "" && (len(parts) == 0 || parts[0].Kind != render.PartText) {

@@ -8,17 +8,19 @@ import (
 	"github.com/conduitmcp/conduit"
 )
 
-// The Responses API's tool search: the model searches the definitions of
-// deferred functions ("defer_loading": true) and the API loads those it
-// finds, in one response (a tool_search_call and a tool_search_output
-// item, then function_call items that call what was found, answered as
-// any other; Turn keeps every item, as the API wants them back). Deferred
-// functions are grouped in namespaces, one per server, as OpenAI
-// recommends: the model then sees only each namespace's name and
-// description up front.
+// The Responses API's tool search. The model searches the definitions of
+// deferred functions ("defer_loading": true). The API loads those it
+// finds, in one response:
+//
+//   - a tool_search_call item and a tool_search_output item;
+//   - function_call items that call what was found, answered as any other.
+//
+// Turn keeps every item, as the API wants them back. Deferred functions
+// are grouped in namespaces, one per server, as OpenAI recommends. The
+// model then sees only each namespace's name and description up front.
 
-// SearchToolName is the type (and so the name) of OpenAI's tool search
-// tool, as anthropic.SearchBM25Name is Anthropic's.
+// SearchToolName is the type, and so the name, of OpenAI's tool search
+// tool. anthropic.SearchBM25Name is Anthropic's.
 const SearchToolName = "tool_search"
 
 // searchTool is the tool search tool's definition: {"type":
@@ -30,17 +32,20 @@ func searchTool() map[string]any { return map[string]any{"type": SearchToolName}
 var ErrNoToolSearch = errors.New("openai: the Chat Completions API has no tool search")
 
 // SearchTools returns a Responses tool list in which the model searches
-// for the functions it needs: loaded's tools as [API.Tools] lists them,
-// offered from the start; the tool_search tool; and deferred's tools, each
-// with "defer_loading": true, in one namespace per server ({"type":
-// "namespace", "name": the server id, "description", "tools"}), which the
-// model sees only once a search found them. In its namespace a tool of a
-// hub is named without its server__ prefix (github__create_issue is
-// create_issue in namespace github) unless that name is taken, and a call
-// of it resolves to its exposed name (see toolcall.Resolve). The report
-// covers both sets, deferred functions' null paths included. A tool in
-// both sets is listed once, loaded. For the Chat API, the error is
-// ErrNoToolSearch.
+// for the functions it needs. It lists:
+//
+//   - loaded's tools as [API.Tools] lists them, offered from the start;
+//   - the tool_search tool;
+//   - deferred's tools, each with "defer_loading": true, in one namespace
+//     per server. The model sees them only once a search found them.
+//
+// A namespace is {"type": "namespace", "name": the server id,
+// "description", "tools"}. In its namespace a tool of a hub is named
+// without its server__ prefix, unless that name is taken. So
+// github__create_issue is create_issue in namespace github. A call of it
+// resolves to its exposed name (see toolcall.Resolve). The report covers
+// both sets, deferred functions' null paths included. A tool in both sets
+// is listed once, loaded. For the Chat API, the error is ErrNoToolSearch.
 func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Report, error) {
 	if api != Responses {
 		return nil, Report{}, ErrNoToolSearch
@@ -99,10 +104,11 @@ func namespaceDescription(server string, tools int) string {
 	return fmt.Sprintf("The %d tools of the MCP server %s.", tools, server)
 }
 
-// functionName is the name of t in its server's namespace: its exposed
-// name without the server__ prefix a hub gives it, unless no prefix is
-// there, or a tool of the same server in any of sets is exposed under the
-// shortened name (a call of it would resolve to that one instead).
+// functionName is the name of t in its server's namespace. It is its
+// exposed name without the server__ prefix a hub gives it. The exposed
+// name stays when no prefix is there. It also stays when a tool of the
+// same server in any of sets is exposed under the shortened name. A call
+// of it would resolve to that one instead.
 func functionName(t *conduit.Tool, sets ...*conduit.ToolSet) string {
 	short, ok := strings.CutPrefix(t.Exposed, t.Server+"__")
 	if !ok || short == "" {

@@ -13,9 +13,9 @@ import (
 )
 
 // Reads the two APIs' streamed responses (stream: true). Chat streams
-// chat.completion.chunk objects whose tool_calls deltas build each call by
-// its index: a call is complete when a later index begins or the choice
-// finishes. Responses streams typed events: a function_call item is
+// chat.completion.chunk objects. Their tool_calls deltas build each call
+// by its index. A call is complete when a later index begins or the choice
+// finishes. Responses streams typed events. A function_call item is
 // complete at its response.output_item.done.
 
 func (f functions) Stream() driver.Stream {

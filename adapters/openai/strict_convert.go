@@ -9,8 +9,8 @@ import (
 	"unicode/utf8"
 )
 
-// snode is one converted schema. out is what is emitted for it (not yet made
-// nullable); the other fields keep what the analysis passes need.
+// snode is one converted schema. out is what is emitted for it, not yet
+// made nullable. The other fields keep what the analysis passes need.
 type snode struct {
 	ptr      string
 	out      map[string]any
@@ -249,8 +249,9 @@ func (c *converter) typed(n *snode, m map[string]any, ptr string, depth int, roo
 	if n.types == nil && n.enum == nil && !n.hasConst {
 		return fail(ptr, "", `schema has no "type" (nor "enum", "const", "anyOf" or "$ref")`)
 	}
-	// A schema without "type" applies its type-specific keywords to its enum
-	// or const values; with a type, keywords for other types have no effect.
+	// A schema without "type" applies its type-specific keywords to its
+	// enum or const values. With a type, keywords for other types have no
+	// effect.
 	applies := func(ts ...string) bool {
 		if n.types == nil {
 			return true

@@ -140,10 +140,11 @@ func pathKey(p driver.NullPath) string {
 }
 
 // conflicts fails when stripping a null at some path could remove a null
-// that another part of the schema (an anyOf branch or another use of a
-// definition) at the same location requires: a required property that
-// accepts null, or a null inside an enum or const value. at holds the
-// schemas that may describe the value at t's location.
+// that another part of the schema requires at the same location. That
+// part is an anyOf branch or another use of a definition. It requires the
+// null by a required property that accepts null. Or it has a null inside
+// an enum or const value. at holds the schemas that may describe the
+// value at t's location.
 func (c *converter) conflicts(t *trie, at []*snode, path driver.NullPath) error {
 	if len(path) > maxWalkDepth {
 		return fail(at[0].ptr, "", "schemas nested too deeply")
@@ -187,7 +188,7 @@ func (c *converter) conflicts(t *trie, at []*snode, path driver.NullPath) error 
 }
 
 // closure returns the schemas reachable from at through anyOf branches and
-// $refs: all that may describe the same value.
+// $refs. These are all that may describe the same value.
 func closure(at []*snode) []*snode {
 	seen := map[*snode]bool{}
 	var out []*snode

@@ -34,8 +34,8 @@ func (c *converter) analyze(root *snode) error {
 		refs[i], top[i] = d.refs, d.top
 	}
 
-	// A $ref cycle that stays at one value location (through $refs and anyOf
-	// branches only) describes no value and makes validators loop.
+	// A $ref cycle may stay at one value location, through $refs and anyOf
+	// branches only. It describes no value and makes validators loop.
 	comp, comps := components(top)
 	for i, d := range c.order {
 		if len(comps[comp[i]]) > 1 || slices.Contains(top[i], i) {
@@ -112,9 +112,9 @@ func lexRefs(n *snode, top bool, d *sdef) {
 	}
 }
 
-// components returns the strongly connected components of a graph
-// (Kosaraju, iterative so a long $ref chain cannot exhaust the stack), in
-// topological order of the condensation: sources first.
+// components returns the strongly connected components of a graph, in
+// topological order of the condensation: sources first. It is Kosaraju's
+// algorithm, iterative so a long $ref chain cannot exhaust the stack.
 func components(adj [][]int) (comp []int, comps [][]int) {
 	n := len(adj)
 	visited := make([]bool, n)

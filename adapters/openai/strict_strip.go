@@ -8,14 +8,15 @@ import (
 )
 
 // StripNulls removes from args, in place, the null values that strict mode
-// introduced: a property whose value is JSON null and whose path is in
-// nullPaths. Other nulls stay (a required property the original schema let
-// be null keeps its null), and a value whose shape differs from the schema
-// is left alone. It returns args.
+// introduced. Such a property has the value JSON null, and its path is in
+// nullPaths. Other nulls stay. A required property the original schema let
+// be null keeps its null. A value whose shape differs from the schema is
+// left alone. It returns args.
 //
-// It allocates nothing. Each path is walked on its own: on the argument
-// maps of real tools (a few paths, a few levels deep) that beats compiling
-// the paths into a trie on every call, which BenchmarkStripNulls measures.
+// It allocates nothing. Each path is walked on its own. Real tools'
+// argument maps have a few paths, a few levels deep. On them, that beats
+// compiling the paths into a trie on every call. BenchmarkStripNulls
+// measures it.
 func StripNulls(args map[string]any, nullPaths []driver.NullPath) map[string]any {
 	for _, p := range nullPaths {
 		if len(p) > 0 {

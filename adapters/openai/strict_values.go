@@ -75,9 +75,9 @@ func asString(v any) (string, bool) {
 	return "", false
 }
 
-// asObject reads a JSON object: a map[string]any as is, another map with
-// string keys copied, and a value encoding/json turns into an object
-// (a struct, a json.Marshaler) through a round trip.
+// asObject reads a JSON object. A map[string]any is taken as is. Another
+// map with string keys is copied. A value encoding/json turns into an
+// object (a struct, a json.Marshaler) goes through a round trip.
 func asObject(v any) (map[string]any, bool) {
 	switch m := v.(type) {
 	case map[string]any:
@@ -111,8 +111,9 @@ func asObject(v any) (map[string]any, bool) {
 	return nil, false
 }
 
-// asArray reads a JSON array: []any as is, another slice or array copied,
-// and a value encoding/json turns into an array through a round trip.
+// asArray reads a JSON array. An []any is taken as is. Another slice or
+// array is copied. A value encoding/json turns into an array goes through
+// a round trip.
 func asArray(v any) ([]any, bool) {
 	switch a := v.(type) {
 	case []any:

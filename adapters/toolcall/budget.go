@@ -9,12 +9,12 @@ const DefaultMaxResultTokens = 25000
 // writes it (driver.Pending.Write).
 type Budget struct {
 	// Tokens is the most tokens of the result the model reads, its notice
-	// aside: 0 means DefaultMaxResultTokens, negative no budget.
+	// aside. 0 means DefaultMaxResultTokens, negative no budget.
 	Tokens int
 	// ReadTool and Ref, when set, name the tool that reads the whole of a
-	// cut result and the result's reference there: the notice tells the
-	// model to call it (an adapters.Conversation with its read tool sets
-	// them).
+	// cut result, and the result's reference there. The notice tells the
+	// model to call it. An adapters.Conversation with its read tool sets
+	// them.
 	ReadTool, Ref string
 }
 
@@ -34,7 +34,7 @@ type Budgeted struct {
 	// Budget is the budget applied, in tokens; 0 for none.
 	Budget int `json:"budget"`
 	// Tokens is the estimate of the whole result as the model would read
-	// it, Kept of what it reads, the notice aside.
+	// it. Kept is the estimate of what it reads, the notice aside.
 	Tokens int `json:"tokens"`
 	Kept   int `json:"kept"`
 	// Cut reports that the result was over its budget and was cut.

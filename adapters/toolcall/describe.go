@@ -12,13 +12,17 @@ import (
 const MaxDescription = 4 << 10
 
 // Description cleans a tool description written by a server, which may be
-// hostile: it removes the invisible characters that can hide instructions
-// from a human reviewer while the model reads them (control characters
-// other than tab, newline and carriage return, bidi controls, zero-width
-// characters, tag characters, variation selectors, fillers, line
-// separators and other format characters: conduit's one table of them),
-// replaces invalid UTF-8, and caps the result at MaxDescription bytes on a
-// character boundary. Ordinary whitespace is kept.
+// hostile. It removes the invisible characters that can hide instructions
+// from a human reviewer while the model reads them. Conduit has one table
+// of them:
+//
+//   - control characters other than tab, newline and carriage return;
+//   - bidi controls, zero-width characters and tag characters;
+//   - variation selectors and fillers;
+//   - line separators and other format characters.
+//
+// It replaces invalid UTF-8. It caps the result at MaxDescription bytes on
+// a character boundary. Ordinary whitespace is kept.
 func Description(s string) string {
 	if clean(s) {
 		return s
@@ -52,9 +56,9 @@ func clean(s string) bool {
 }
 
 // SchemaMap returns a tool's input schema as a decoded JSON object, as
-// providers want it. A missing schema is the empty object schema, and a
-// schema without "type" gets "type": "object", which MCP requires and
-// providers enforce. The result is shared and must not be modified.
+// providers want it. A missing schema is the empty object schema. A schema
+// without "type" gets "type": "object". MCP requires it and providers
+// enforce it. The result is shared and must not be modified.
 func SchemaMap(schema any) map[string]any {
 	m := jsonv.ObjectOf(schema)
 	if m == nil {

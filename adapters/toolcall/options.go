@@ -43,28 +43,29 @@ func ParseStructured(s string) (Structured, error) {
 type AnswerOptions struct {
 	// Structured says how structuredContent is used.
 	Structured Structured
-	// ErrorPrefix, for OpenAI, which has no error flag, starts the text of
-	// an error answer: DefaultErrorPrefix when empty, nothing at all with
-	// NoErrorPrefix.
+	// ErrorPrefix starts the text of an error answer, for OpenAI, which has
+	// no error flag. It is DefaultErrorPrefix when empty. It is nothing at
+	// all with NoErrorPrefix.
 	ErrorPrefix   string
 	NoErrorPrefix bool
 	// MaxImageBytes is the largest image an answer carries, in bytes of
-	// its base64 text: 0 is the provider's documented limit
-	// (anthropic.MaxImageBytes, openai.MaxImageBytes), negative none. An
-	// image over it becomes a placeholder saying so; the rest of the
+	// its base64 text. 0 is the provider's documented limit
+	// (anthropic.MaxImageBytes, openai.MaxImageBytes). Negative is none. An
+	// image over it becomes a placeholder saying so. The rest of the
 	// result is kept. Answers that carry no images (OpenAI Chat, Gemini)
 	// ignore it.
 	MaxImageBytes int
 	// MaxResultTokens is the result budget: the most tokens of a result
-	// the model reads, its notice aside, counted on what the answer
+	// the model reads, its notice aside. It is counted on what the answer
 	// carries (see package adapters, "Result budget"). A result over it
-	// is cut: its beginning is kept, cut at a line break or a character
-	// (a JSON text or structured value into valid JSON), and a notice says
+	// is cut. Its beginning is kept, cut at a line break or a character. A
+	// JSON text or structured value is cut into valid JSON. A notice says
 	// what was kept and how to ask for less. 0 means
-	// DefaultMaxResultTokens; negative, no budget. In
-	// adapters.ConversationOptions and ExecOptions it is every result's,
-	// unless its server's own (conduit.Server.MaxResultTokens) or the
-	// call's (adapters.BudgetOptions.CallTokens) is set.
+	// DefaultMaxResultTokens. Negative means no budget. In
+	// adapters.ConversationOptions and ExecOptions it is every result's.
+	// The exception is when its server's own budget is set
+	// (conduit.Server.MaxResultTokens). Another is when the call's is set
+	// (adapters.BudgetOptions.CallTokens).
 	MaxResultTokens int
 }
 

@@ -1,8 +1,12 @@
-// Package toolcall holds what every provider package shares: a model's tool
-// call resolved against a tool set, the provider-neutral rendering of a
-// result's content, the cleaning of tool descriptions, and the shapes of a
-// conversation's turns. Provider packages turn these into their wire
-// shapes; they know nothing of MCP sessions.
+// Package toolcall holds what every provider package shares:
+//
+//   - a model's tool call resolved against a tool set;
+//   - the provider-neutral rendering of a result's content;
+//   - the cleaning of tool descriptions;
+//   - the shapes of a conversation's turns.
+//
+// Provider packages turn these into their wire shapes. They know nothing
+// of MCP sessions.
 package toolcall
 
 import (
@@ -20,15 +24,15 @@ type Raw struct {
 	// Name is the exposed name the model used.
 	Name string
 	// Namespace, when set, is the namespace the call names its function
-	// in (OpenAI Responses' namespaces, one per server): Name is then the
-	// function's name there (see [Resolve]).
+	// in. OpenAI Responses has namespaces, one per server. Name is then
+	// the function's name there (see [Resolve]).
 	Namespace string
-	// Args are the arguments as the response holds them: a decoded value,
-	// or JSON text (json.RawMessage) for providers that send a string.
-	// They are resolved to an object by [conduit.ToolSet.Resolve].
+	// Args are the arguments as the response holds them. That is a decoded
+	// value, or JSON text (json.RawMessage) for providers that send a
+	// string. They are resolved to an object by [conduit.ToolSet.Resolve].
 	Args any
-	// Err, when set, says why the call cannot be made as written (a
-	// tool_use block without an id); it is answered, not sent.
+	// Err, when set, says why the call cannot be made as written. An
+	// example is a tool_use block without an id. It is answered, not sent.
 	Err error
 }
 
@@ -39,8 +43,8 @@ type Call struct {
 	ID    string `json:"id"`
 	// Name is the exposed name the model used.
 	Name string `json:"name"`
-	// Server and Tool name the server and the tool's own name there; empty
-	// when the name did not resolve.
+	// Server and Tool name the server and the tool's own name there. They
+	// are empty when the name did not resolve.
 	Server string `json:"server,omitempty"`
 	Tool   string `json:"tool,omitempty"`
 	// Args are the arguments, a JSON object.
@@ -48,8 +52,8 @@ type Call struct {
 	// Def is the offered definition, nil when the name did not resolve.
 	// It is not marshaled: Server and Tool name it.
 	Def *conduit.Tool `json:"-"`
-	// Err, when set, is why the call is answered without being sent: an
-	// unknown name, or arguments that are not an object.
+	// Err, when set, is why the call is answered without being sent. That
+	// is an unknown name, or arguments that are not an object.
 	Err *conduit.Error `json:"error,omitempty"`
 }
 
@@ -58,9 +62,10 @@ type Call struct {
 // arguments gets Err and must not be sent.
 //
 // A call in a namespace (Raw.Namespace) names a tool of the server of that
-// id: the one exposed as Name, or else as namespace__Name (the exposed
-// name a hub gives it, which a namespace's listing may shorten); the
-// call's Name is then that exposed name. Any other is an unknown tool.
+// id. That is the one exposed as Name, or else as namespace__Name. The
+// latter is the exposed name a hub gives it, which a namespace's listing
+// may shorten. The call's Name is then that exposed name. Any other is an
+// unknown tool.
 func Resolve(raws []Raw, ts *conduit.ToolSet) []Call {
 	calls := make([]Call, len(raws))
 	for i, r := range raws {
@@ -86,9 +91,9 @@ func Resolve(raws []Raw, ts *conduit.ToolSet) []Call {
 }
 
 // InNamespace returns the exposed name of the tool that a call of function
-// name in namespace ns names (see [Resolve]): a tool of server ns exposed
-// as name, or else as ns__name; when there is none, ns__name, which
-// resolves to no tool.
+// name in namespace ns names (see [Resolve]). That is a tool of server ns
+// exposed as name, or else as ns__name. When there is none, it returns
+// ns__name, which resolves to no tool.
 func InNamespace(ts *conduit.ToolSet, ns, name string) string {
 	if t, ok := ts.Lookup(name); ok && t.Server == ns {
 		return name
@@ -102,15 +107,15 @@ func InNamespace(ts *conduit.ToolSet, ns, name string) string {
 }
 
 // Warning is something a provider is known to reject or mishandle, found
-// while listing, so that users learn of it before an HTTP 400.
+// while listing. So users learn of it before an HTTP 400.
 type Warning struct {
 	// Tool is the exposed name, or "" for the whole listing.
 	Tool    string `json:"tool,omitempty"`
 	Message string `json:"message"`
 }
 
-// CheckEach returns check's warnings for every tool of ts, in order, each
-// tool's computed once per tool set and kept in its memo under key.
+// CheckEach returns check's warnings for every tool of ts, in order. Each
+// tool's are computed once per tool set and kept in its memo under key.
 func CheckEach(ts *conduit.ToolSet, key any, check func(*conduit.Tool) []Warning) []Warning {
 	var ws []Warning
 	for t := range ts.All() {
@@ -119,15 +124,15 @@ func CheckEach(ts *conduit.ToolSet, key any, check func(*conduit.Tool) []Warning
 	return ws
 }
 
-// AnswerFunc is a provider package's answer to one call: with a result,
-// or with the error that stands for one.
+// AnswerFunc is a provider package's answer to one call. It answers with a
+// result, or with the error that stands for one.
 type AnswerFunc func(c Call, res *mcp.CallToolResult, err error, o *AnswerOptions) map[string]any
 
-// ToolCalls resolves raws, a response's calls as a provider package parsed
-// them (with its parse error, err), against ts: the calls that may be
-// sent, and answer's answers to those that may not (unknown names,
-// arguments that are not an object). It is every provider package's
-// ToolCalls function.
+// ToolCalls resolves raws against ts. raws are a response's calls as a
+// provider package parsed them, with its parse error, err. It returns the
+// calls that may be sent. It returns answer's answers to those that may
+// not: unknown names, arguments that are not an object. It is every
+// provider package's ToolCalls function.
 func ToolCalls(raws []Raw, err error, ts *conduit.ToolSet, answer AnswerFunc) (ok []Call, rejected []map[string]any, _ error) {
 	if err != nil {
 		return nil, nil, err

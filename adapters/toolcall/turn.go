@@ -1,25 +1,25 @@
 package toolcall
 
 // The shapes of a conversation, for loops that keep one and send their own
-// requests (conduit sends none): each provider package reads a response as
+// requests. Conduit sends none. Each provider package reads a response as
 // a Turn, and builds a request from a Request.
 
 // Turn is a model's response read as one turn of the conversation.
 type Turn struct {
-	// Items join the conversation, in order: the assistant message
-	// (Anthropic, OpenAI Chat), the output items (OpenAI Responses), the
-	// model's content (Gemini).
+	// Items join the conversation, in order. They are the assistant
+	// message (Anthropic, OpenAI Chat), the output items (OpenAI
+	// Responses), or the model's content (Gemini).
 	Items []any
 	// Text is what the model wrote for the user in the turn.
 	Text string
 	// ToolUse reports that the model asked for tools.
 	ToolUse bool
-	// Paused reports that the provider paused the turn before it ended
-	// (Anthropic's stop_reason "pause_turn": a server tool such as the
-	// tool search tool ran long, or past the API's own loop limit): the
-	// loop goes on by sending the conversation, with Items as they came,
-	// again, and the model continues its turn. Its tool calls, if it has
-	// any, are answered first as a tool turn's are.
+	// Paused reports that the provider paused the turn before it ended.
+	// That is Anthropic's stop_reason "pause_turn". A server tool such as
+	// the tool search tool ran long, or past the API's own loop limit. The
+	// loop goes on by sending the conversation again, with Items as they
+	// came. The model continues its turn. Its tool calls, if it has any,
+	// are answered first as a tool turn's are.
 	Paused bool
 }
 

@@ -6,29 +6,36 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The result budget of a result passed on as MCP, to a client whose
-// model reads it (conduit serve's clients, conduit call's output): what
-// package adapters does to an answer in a provider's format, done to the
-// MCP result itself.
+// The result budget of a result passed on as MCP, to a client whose model
+// reads it. Such clients are conduit serve's clients and conduit call's
+// output. Package adapters cuts an answer in a provider's format. This
+// does the same to the MCP result itself.
 
-// CutForModel returns res cut to maxTokens tokens of what a model reads
-// of its content, as package adapters cuts an answer (see its "Result
-// budget"): the content blocks are kept in order while they fit, the
-// first that does not is cut (a text at a line break or a character, a
-// JSON text into valid JSON, an embedded resource's text likewise) or
-// dropped (an image, a link, a blob), the blocks after it are dropped,
-// and a text block ends the result with a notice of what was kept and
-// how to ask for less. Images count by the largest rule known (as a
-// provider counts them), the client's model being unknown.
+// Cut returns res cut to maxTokens tokens of what a model reads of its
+// content. Package adapters cuts an answer the same way (see its "Result
+// budget"):
 //
-// structuredContent is left as it is and not counted: a client checks it
-// against the tool's outputSchema, which a cut value may not match, and
-// the content carries the same data for a model (the specification asks
-// a tool that returns structured content to return it as text too).
+//   - The content blocks are kept in order while they fit.
+//   - The first that does not fit is cut or dropped.
+//   - A text is cut at a line break or a character.
+//   - A JSON text is cut into valid JSON, and an embedded resource's text
+//     likewise.
+//   - An image, a link or a blob is dropped.
+//   - The blocks after it are dropped.
+//   - A text block ends the result. It tells what was kept and how to ask
+//     for less.
 //
-// tokens is the estimate of the whole content. res is returned as it is
-// when it is within the budget, or maxTokens is 0 or less; it is never
-// modified.
+// Images count by the largest rule known, as a provider counts them. The
+// client's model is unknown.
+//
+// structuredContent is left as it is and not counted. A client checks it
+// against the tool's outputSchema, which a cut value may not match. The
+// content carries the same data for a model. The specification asks a
+// tool that returns structured content to return it as text too.
+//
+// tokensIn is the estimate of the whole content. res is returned as it is
+// when it is within the budget, or when maxTokens is 0 or less. It is
+// never modified.
 func Cut(res *mcp.CallToolResult, maxTokens int) (out *mcp.CallToolResult, tokensIn int) {
 	if res == nil {
 		return nil, 0

@@ -1,6 +1,6 @@
-// Package modelresult puts a tool's result in the form a model reads: the
-// content every provider takes, and the result budget. Package conduit
-// exports it as ShapeForModel and CutForModel.
+// Package modelresult puts a tool's result in the form a model reads. It
+// keeps the content every provider takes, and applies the result budget.
+// Package conduit exports it as ShapeForModel and CutForModel.
 package modelresult
 
 import (
@@ -14,10 +14,10 @@ import (
 // The media types every provider accepts as inline images.
 var modelImageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
-// ModelImageType returns the media type of an image a model accepts inline
-// (JPEG, PNG, GIF or WebP), judged by the bytes themselves rather than by
-// the declared type, which a server may get wrong; ok is false for anything
-// else (SVG, a declared image that is not one, empty data).
+// ImageType returns the media type of an image a model accepts inline:
+// JPEG, PNG, GIF or WebP. It judges by the bytes themselves, not by the
+// declared type, which a server may get wrong. ok is false for anything
+// else: SVG, a declared image that is not one, empty data.
 func ImageType(declared string, data []byte) (mediaType string, ok bool) {
 	if len(data) == 0 || !strings.HasPrefix(modeltext.BaseType(declared), "image/") {
 		return "", false
@@ -29,14 +29,17 @@ func ImageType(declared string, data []byte) (mediaType string, ok bool) {
 	return sniffed, true
 }
 
-// ShapeForModel returns res prepared for a model, by the rule the adapters
-// apply for every provider: images other than JPEG, PNG, GIF and WebP (SVG
-// notably), every audio clip (no provider takes audio in a tool result),
-// and embedded blobs that are not such images become text placeholders
-// giving the type and decoded size. Accepted images keep their
-// bytes, with the media type the bytes show. Nothing is fetched: a
-// resource_link stays a link. res is not modified; when nothing needs to
-// change, res itself is returned.
+// Shape returns res prepared for a model, by the rule the adapters apply
+// for every provider. These become text placeholders giving the type and
+// decoded size:
+//
+//   - images other than JPEG, PNG, GIF and WebP (SVG notably);
+//   - every audio clip, since no provider takes audio in a tool result;
+//   - embedded blobs that are not such images.
+//
+// Accepted images keep their bytes, with the media type the bytes show.
+// Nothing is fetched: a resource_link stays a link. res is not modified.
+// When nothing needs to change, res itself is returned.
 func Shape(res *mcp.CallToolResult) *mcp.CallToolResult {
 	if res == nil {
 		return nil

@@ -1,7 +1,8 @@
-// Package search ranks tools against a query: a field-weighted BM25
-// (BM25F) over each tool's name, title, server, description and parameter
-// names, with English stemming, common abbreviations and verb synonyms.
-// It knows documents by their index; package conduit maps them to tools.
+// Package search ranks tools against a query. It uses a field-weighted
+// BM25 (BM25F) over each tool's name, title, server, description and
+// parameter names. It adds English stemming, common abbreviations and verb
+// synonyms. It knows documents by their index. Package conduit maps them
+// to tools.
 package search
 
 import (
@@ -28,10 +29,11 @@ const (
 )
 
 // bm25f holds the ranking's parameters: per field a weight and a length
-// normalization b, and the saturation k1. On the bench module's real tool
-// lists and queries (BENCHMARKS.md, "Tool search") they move recall little
-// within their plausible ranges: k1 and the description's b are the usual
-// values, the rest a first choice that no variation measured improved on.
+// normalization b, and the saturation k1. The bench module has real tool
+// lists and queries (BENCHMARKS.md, "Tool search"). On them, the
+// parameters move recall little within their plausible ranges. k1 and the
+// description's b are the usual values. The rest are a first choice. No
+// variation measured improved on it.
 var bm25f = struct {
 	k1     float64
 	weight [numFields]float64
@@ -42,9 +44,9 @@ var bm25f = struct {
 	b:      [numFields]float64{fieldName: 0.5, fieldTitle: 0.5, fieldServer: 0, fieldDesc: 0.75, fieldParams: 0.5},
 }
 
-// abbreviations are read as their expansions, in tools and queries alike, so
-// that "PR" finds pull_request and "repository" finds a repo parameter.
-// Keys are lower case; an expansion is analyzed like any text.
+// abbreviations are read as their expansions, in tools and queries alike.
+// So "PR" finds pull_request and "repository" finds a repo parameter.
+// Keys are lower case. An expansion is analyzed like any text.
 var abbreviations = map[string]string{
 	"pr":        "pull request",
 	"prs":       "pull requests",
@@ -119,10 +121,15 @@ var abbreviations = map[string]string{
 	"pois":      "points of interest",
 }
 
-// analyze calls emit with the terms of text: words are runs of letters and
-// digits, split again at camelCase boundaries (the whole word is kept too, so
-// "GitHub" is github as well as git and hub), lower-cased, stop words
-// dropped, abbreviations expanded, and stemmed with stem.
+// analyze calls emit with the terms of text:
+//
+//   - Words are runs of letters and digits.
+//   - They are split again at camelCase boundaries. The whole word is kept
+//     too, so "GitHub" is github as well as git and hub.
+//   - They are lower-cased.
+//   - Stop words are dropped.
+//   - Abbreviations are expanded.
+//   - Words are stemmed with stem.
 func analyze(text string, stem func(string) string, emit func(term string)) {
 	words(text, func(w string) {
 		if exp, ok := abbreviations[w]; ok {
@@ -140,8 +147,8 @@ func analyze(text string, stem func(string) string, emit func(term string)) {
 }
 
 // Stems maps lower-case words to their stems. The Snowball stemmer
-// allocates and is the most of what indexing costs; tool descriptions
-// repeat their words, and queries mostly use words the tools use.
+// allocates, and is the most of what indexing costs. Tool descriptions
+// repeat their words. Queries mostly use words the tools use.
 type Stems map[string]string
 
 // stem stems w, through the cache.
@@ -154,9 +161,9 @@ func (c Stems) stem(w string) string {
 	return st
 }
 
-// words calls emit with text's words, lower-cased: runs of letters and
-// digits, and within a run that mixes cases the camelCase parts as well as
-// the whole.
+// words calls emit with text's words, lower-cased. Words are runs of
+// letters and digits. A run that mixes cases gives its camelCase parts as
+// well as the whole.
 func words(text string, emit func(w string)) {
 	for i := 0; i < len(text); {
 		r, n := utf8.DecodeRuneInString(text[i:])
@@ -187,10 +194,10 @@ func words(text string, emit func(w string)) {
 
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
-// camelParts calls emit with the parts of a run split at lower-to-upper
-// boundaries and before the last capital of a run of capitals followed by a
-// lower-case letter ("parseHTTPRequest": parse, HTTP, Request), nothing
-// when there is no such boundary.
+// camelParts calls emit with the parts of a run. It splits at
+// lower-to-upper boundaries. It splits before the last capital of a run
+// of capitals followed by a lower-case letter. So "parseHTTPRequest" is
+// parse, HTTP, Request. It emits nothing when there is no such boundary.
 func camelParts(run string, emit func(string)) {
 	start, split := 0, false
 	var prev rune
@@ -231,10 +238,10 @@ func lower(s string) string {
 	return s
 }
 
-// Analysis is one tool's terms with their frequency in each field and each
-// field's length. A caller may keep it per tool, so that indexes over the
-// same tools (a set and its filter, every principal's listing) analyze a
-// tool once.
+// Analysis is one tool's terms with their frequency in each field, and
+// each field's length. A caller may keep it per tool. Then indexes over
+// the same tools analyze a tool once. Examples are a set and its filter,
+// or every principal's listing.
 type Analysis struct {
 	terms []docTerm
 	lens  [numFields]float64
@@ -288,11 +295,11 @@ func Analyze(t Doc, stems Stems) *Analysis {
 }
 
 // paramNames calls emit with the property names of schema and of the
-// schemas nested in it (object properties, array items, the branches of
-// anyOf, oneOf and allOf, and definitions), breadth first within a level,
-// at most maxParams names and maxParamDepth levels deep. Names of one
-// schema are visited in sorted order, so the result does not depend on map
-// order.
+// schemas nested in it. Nested schemas are object properties, array
+// items, the branches of anyOf, oneOf and allOf, and definitions. It goes
+// breadth first within a level. It emits at most maxParams names, at most
+// maxParamDepth levels deep. Names of one schema are visited in sorted
+// order. So the result does not depend on map order.
 func paramNames(schema map[string]any, depth int, n *int, emit func(string)) {
 	if schema == nil || depth >= maxParamDepth {
 		return
@@ -361,15 +368,16 @@ func paramNames(schema map[string]any, depth int, n *int, emit func(string)) {
 }
 
 // synonymWeight is how much a synonym of a query's word counts against the
-// word itself, and nameCoverage how much a tool's score grows when the query
-// matches all of its name (in proportion to the share matched).
+// word itself. nameCoverage is how much a tool's score grows when the
+// query matches all of its name. It grows in proportion to the share
+// matched.
 const (
 	synonymWeight = 0.2
 	nameCoverage  = 0.5
 )
 
 // synonymGroups are words that ask for the same thing, mostly the verbs
-// tools are named with; a query's word brings in the others of its groups
+// tools are named with. A query's word brings in the others of its groups
 // at synonymWeight.
 var synonymGroups = [][]string{
 	{"create", "add", "new", "make", "insert", "post", "submit", "open"},
@@ -417,8 +425,8 @@ type Index struct {
 	scratch  sync.Pool        // *searchScratch
 	nameLen  []uint8          // by doc: distinct terms of the name
 
-	// stems are the words met while indexing (read-only after), learned
-	// those met by queries since, up to maxLearned.
+	// stems are the words met while indexing (read-only after). learned
+	// are those met by queries since, up to maxLearned.
 	stems   Stems
 	learned sync.Map // string -> string
 	nlearn  atomic.Int32
@@ -539,9 +547,9 @@ func NewIndex(n int, analysis func(i int, stems Stems) *Analysis) *Index {
 }
 
 // Rank returns at most limit of idx's documents that match query, best
-// first, each made a T by result from its index and score; limit <= 0
-// means every match. Ties keep the documents' order. Scores are positive.
-// It is safe for concurrent use.
+// first. result makes each a T from its index and score. limit <= 0 means
+// every match. Ties keep the documents' order. Scores are positive. It is
+// safe for concurrent use.
 func Rank[T any](idx *Index, query string, limit int, result func(doc int, score float64) T) []T {
 	s := idx.scratch.Get().(*searchScratch)
 	defer idx.scratch.Put(s)

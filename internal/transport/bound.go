@@ -1,17 +1,18 @@
-// Package transport carries a server's messages below the SDK: a child
-// process over stdio, and a bound on each message a server sends.
+// Package transport carries a server's messages below the SDK. It runs a
+// child process over stdio. It bounds each message a server sends.
 package transport
 
-// This file bounds every message a server sends as it streams, below the
-// SDK, so that no message of any size ends a session: one over the bound
-// is discarded as it arrives, never held whole, and the request it answers
-// gets the error that stands in for a result over Limits.MaxResultBytes,
-// while every other call to the server goes on. Over stdio a
-// message is a line (the SDK ends the session on a line over 16 MiB); over
-// Streamable HTTP it is a JSON response body or a server-sent event (the
-// SDK reads a JSON body whole, without bound, and ends the session on an
-// event over 16 MiB). In memory, messages are Go values already, and
-// notesConn bounds results as they are read.
+// Every message a server sends is bounded as it streams, below the SDK.
+// So no message of any size ends a session. One over the bound is
+// discarded as it arrives, never held whole. The request it answers gets
+// the error that stands in for a result over Limits.MaxResultBytes.
+// Every other call to the server goes on.
+//
+// Over stdio a message is a line. The SDK ends the session on a line over
+// 16 MiB. Over Streamable HTTP a message is a JSON response body or a
+// server-sent event. The SDK reads a JSON body whole, without bound. It
+// ends the session on an event over 16 MiB. In memory, messages are Go
+// values already, and notesConn bounds results as they are read.
 
 import (
 	"bytes"
@@ -35,8 +36,8 @@ import (
 // in for a result over the limit.
 const CodeResultTooLarge = -32099
 
-// Oversize is what a hub does with a message over the bound: the error
-// response that stands in for it, and a log line.
+// Oversize is what a hub does with a message over the bound. It gives the
+// error response that stands in for it, and a log line.
 type Oversize struct {
 	Server string
 	Limit  int // Limits.MaxResultBytes, which the model is told of
@@ -46,8 +47,8 @@ type Oversize struct {
 }
 
 // reject returns the JSON text of the error response for the request of
-// id (raw JSON), or nil when the message was not a response with a valid
-// id, and logs the discarding.
+// id (raw JSON). It returns nil when the message was not a response with
+// a valid id. It logs the discarding.
 func (o *Oversize) reject(s *idScan, size int) []byte {
 	id, ok := responseID(s)
 	if !ok {
@@ -66,11 +67,11 @@ func (o *Oversize) reject(s *idScan, size int) []byte {
 	return data
 }
 
-// idScan finds, in a JSON-RPC message given in pieces, what its error
-// response needs: whether it is a response (it has "result" or "error"
-// and no "method"), and its "id", wherever it comes (the TypeScript SDK
-// writes the result first). It holds nothing but the id, at most
-// maxIDBytes of it.
+// idScan finds what an error response needs in a JSON-RPC message given
+// in pieces. It finds whether the message is a response: it has "result"
+// or "error" and no "method". It finds its "id", wherever it comes. The
+// TypeScript SDK writes the result first. It holds nothing but the id, at
+// most maxIDBytes of it.
 type idScan struct {
 	depth      int
 	inStr, esc bool
@@ -185,8 +186,8 @@ func (s *idScan) idByte(c byte) {
 }
 
 // held is bytes kept as the pieces they were read in, never copied into
-// one: a message near the limit costs its size, not the doubling of a
-// growing slice.
+// one. So a message near the limit costs its size. It does not cost the
+// doubling of a growing slice.
 type held struct {
 	parts [][]byte
 	n     int
@@ -220,10 +221,10 @@ func (h *held) each(f func([]byte)) {
 	}
 }
 
-// reader reads chunks of src for a bound: a chunk part of which is held
-// past the next read is not reused. Its chunks start small and double,
-// up to chunkSize, while reads fill them: most responses are small, and a
-// 64 KiB chunk for each was 17% of an HTTP call's bytes.
+// reader reads chunks of src for a bound. A chunk held in part past the
+// next read is not reused. Its chunks start small and double, up to
+// chunkSize, while reads fill them. Most responses are small. A 64 KiB
+// chunk for each was 17% of an HTTP call's bytes.
 type reader struct {
 	src   io.Reader
 	chunk []byte
@@ -263,11 +264,11 @@ func (r *reader) fill() bool {
 // read.
 func (r *reader) keep() { r.chunk = nil }
 
-// lineBound reads newline-delimited messages from src and passes on those
-// of at most limit bytes (0: any size) that the SDK can read (judgeLine);
-// each longer one is discarded as it streams and replaced by the line
-// reject returns for it (nothing if nil). A line that is not a message is
-// dropped, and noted in drops; when it was a response with an id, the
+// lineBound reads newline-delimited messages from src. It passes on those
+// of at most limit bytes (0: any size) that the SDK can read (judgeLine).
+// Each longer one is discarded as it streams. The line reject returns for
+// it stands in for it (nothing if nil). A line that is not a message is
+// dropped, and noted in drops. When it was a response with an id, the
 // error response for that id stands in for it. It holds at most one line
 // of limit bytes.
 type lineBound struct {
@@ -302,8 +303,8 @@ func (b *lineBound) Read(p []byte) (int, error) {
 
 var newline = []byte{'\n'}
 
-// whole returns the line held followed by tail, in one slice, and holds
-// nothing more: tail itself when nothing was held.
+// whole returns the line held followed by tail, in one slice. Then it
+// holds nothing more. It returns tail itself when nothing was held.
 func (b *lineBound) whole(tail []byte) []byte {
 	if b.line.n == 0 {
 		return tail
@@ -314,8 +315,8 @@ func (b *lineBound) whole(tail []byte) []byte {
 	return append(line, tail...)
 }
 
-// pass moves what the SDK may read of a whole line to out: its messages,
-// or for a dropped response the error response for its id.
+// pass moves what the SDK may read of a whole line to out. That is its
+// messages, or for a dropped response the error response for its id.
 func (b *lineBound) pass(line []byte) {
 	msgs, fault := judgeLine(line)
 	for _, m := range msgs {
@@ -375,11 +376,11 @@ func (b *lineBound) frame() {
 	b.pass(line)
 }
 
-// stdioTransport runs a server as a child process and speaks to it over
-// stdin and stdout, as mcp.CommandTransport does, with the child's stdout
-// read by a lineBound below the SDK's reader (which the SDK's transport
-// leaves no way to reach): it bounds each line and drops those that are
-// not messages.
+// stdioTransport runs a server as a child process, as mcp.CommandTransport
+// does. It speaks to it over stdin and stdout. A lineBound reads the
+// child's stdout below the SDK's reader. The SDK's transport leaves no way
+// to reach that reader. The lineBound bounds each line and drops those
+// that are not messages.
 type stdioTransport struct {
 	cmd       *exec.Cmd
 	terminate time.Duration
@@ -412,9 +413,12 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return tr.Connect(ctx)
 }
 
-// childStdin closes a session as mcp.CommandTransport does, as the MCP
-// specification asks: stdin closed, then SIGTERM if the child has not
-// exited within terminate, then SIGKILL.
+// childStdin closes a session as mcp.CommandTransport does. The MCP
+// specification asks for these steps:
+//
+//   - stdin closed;
+//   - then SIGTERM if the child has not exited within terminate;
+//   - then SIGKILL.
 type childStdin struct {
 	cmd       *exec.Cmd
 	stdin     io.WriteCloser
@@ -456,10 +460,10 @@ func (c *childStdin) Close() error {
 	return errors.New("conduit: the server's process did not exit")
 }
 
-// boundTransport bounds the responses of an HTTP client as they stream:
-// a JSON body over the limit is replaced by the error response for the
-// request's id, a server-sent event over it by an event carrying that
-// error for its own id.
+// boundTransport bounds the responses of an HTTP client as they stream.
+// A JSON body over the limit is replaced by the error response for the
+// request's id. A server-sent event over it is replaced by an event
+// carrying that error for its own id.
 type boundTransport struct {
 	base  http.RoundTripper
 	limit int
@@ -485,8 +489,8 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// jsonBound is a JSON body of unknown or excessive length: it reads it up
-// to the limit, and passes it on when it ends there; otherwise it closes
+// jsonBound is a JSON body of unknown or excessive length. It reads it up
+// to the limit, and passes it on when it ends there. Otherwise it closes
 // it and passes on the error response for the request's id.
 type jsonBound struct {
 	body   io.ReadCloser
@@ -514,8 +518,8 @@ func (j *jsonBound) Read(p []byte) (int, error) {
 	return j.out.read(p), nil
 }
 
-// hold reads the body up to the limit into out, or out the error response
-// when the body is longer.
+// hold reads the body up to the limit into out. When the body is longer,
+// out is the error response.
 func (j *jsonBound) hold() error {
 	r := reader{src: j.body}
 	size := 0
@@ -539,9 +543,9 @@ func (j *jsonBound) hold() error {
 
 func (j *jsonBound) Close() error { return j.body.Close() }
 
-// requestID is an idScan of the JSON-RPC request an HTTP request carries,
-// read again from its body, as the response that stands in for its answer
-// needs.
+// requestID is an idScan of the JSON-RPC request an HTTP request carries.
+// It reads the body again. The response that stands in for its answer
+// needs it.
 func requestID(req *http.Request) *idScan {
 	s := &idScan{response: true}
 	if req.GetBody == nil {
@@ -562,10 +566,10 @@ func requestID(req *http.Request) *idScan {
 	return s
 }
 
-// sseBound bounds each event of a text/event-stream body: an event over
-// the limit is discarded as it streams and replaced by one whose data is
-// the error response for the id in its data, and which keeps its own
-// event id, so that a stream resumed after it starts after it.
+// sseBound bounds each event of a text/event-stream body. An event over
+// the limit is discarded as it streams. An event stands in for it whose
+// data is the error response for the id in its data. It keeps its own
+// event id, so a stream resumed after it starts after it.
 type sseBound struct {
 	reader
 	body  io.Closer
@@ -609,8 +613,8 @@ func (s *sseBound) Read(p []byte) (int, error) {
 func (s *sseBound) Close() error { return s.body.Close() }
 
 // eventEnd returns the offset just past the blank line that ends the
-// event in p, given whether the bytes before p ended a line, or -1; and
-// whether p ends a line.
+// event in p, or -1. lineEnded says whether the bytes before p ended a
+// line. It also reports whether p ends a line.
 func eventEnd(p []byte, lineEnded bool) (int, bool) {
 	for i := 0; i < len(p); i++ {
 		switch p[i] {
@@ -680,9 +684,9 @@ func (s *sseBound) discard() {
 	}
 }
 
-// scanSSE reads p as lines of an event being discarded: data lines' values
-// go to the scan, an id line's value is kept. It returns how much of p it
-// read: all of it, or up to the end of the event, when it stops
+// scanSSE reads p as lines of an event being discarded. Data lines' values
+// go to the scan. An id line's value is kept. It returns how much of p it
+// read. That is all of it, or up to the end of the event, when it stops
 // discarding.
 func (s *sseBound) scanSSE(p []byte) int {
 	for i := 0; i < len(p); {
@@ -754,18 +758,18 @@ func (s *sseBound) scanSSE(p []byte) int {
 	return len(p)
 }
 
-// Bounds are what a server's transport applies to the messages it
-// reads: the bound on their size (limit 0 for none), and, over stdio, the
-// log of the lines dropped.
+// Bounds are what a server's transport applies to the messages it reads.
+// They hold the bound on their size (limit 0 for none). Over stdio, they
+// hold the log of the lines dropped.
 type Bounds struct {
 	limit int
 	over  *Oversize
 	drops *lineDrops
 }
 
-// NewBounds returns the bounds of server's transports: messages over limit
-// bytes (0 for none) are dropped, each response among them answered by
-// over's error; lines dropped are logged to logger.
+// NewBounds returns the bounds of server's transports. Messages over limit
+// bytes (0 for none) are dropped. Each response among them is answered by
+// over's error. Lines dropped are logged to logger.
 func NewBounds(server string, limit int, over *Oversize, logger *slog.Logger) *Bounds {
 	b := &Bounds{drops: newLineDrops(server, logger)}
 	if limit > 0 {

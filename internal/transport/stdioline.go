@@ -1,11 +1,11 @@
 package transport
 
-// This file judges each line a stdio server writes to stdout before the
-// SDK reads it. The SDK ends the session on a line that is not one
-// JSON-RPC message (a "Debugger listening on ..." banner, a stray print,
-// JSON nested deeper than its decoder takes), failing every call in
-// flight, every principal's. Such a line is dropped and logged instead,
-// as Claude Desktop's client does, and the session goes on.
+// Each line a stdio server writes to stdout is judged before the SDK reads
+// it. The SDK ends the session on a line that is not one JSON-RPC message.
+// That may be a "Debugger listening on ..." banner, a stray print, or JSON
+// nested deeper than its decoder takes. Every call in flight then fails,
+// every principal's. Such a line is dropped and logged instead, as Claude
+// Desktop's client does. The session goes on.
 
 import (
 	"bytes"
@@ -19,12 +19,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// maxLineDepth is the deepest nesting of a message kept: the SDK's own
+// maxLineDepth is the deepest nesting of a message kept. The SDK's own
 // decoder refuses deeper JSON, and its refusal ends the session.
 const maxLineDepth = 1000
 
-// lineFault says why a line of stdout is not passed on; lineOK for a line
-// that is.
+// lineFault says why a line of stdout is not passed on. It is lineOK for
+// a line that is.
 type lineFault int
 
 const (
@@ -47,12 +47,11 @@ func (f lineFault) String() string {
 }
 
 // judgeLine decides what of one line (without its line break) the SDK may
-// read: msgs are the messages to pass on, one a line, and fault says why
-// the line is dropped. A blank line gives neither. A JSON-RPC batch is
-// passed on as its messages, one a line: the SDK's reader ends the session
-// on a batch under protocol 2025-06-18 and later, and the messages mean
-// the same one by one. The nesting is measured before anything decodes
-// the line.
+// read. msgs are the messages to pass on, one a line. fault says why the
+// line is dropped. A blank line gives neither. A JSON-RPC batch is passed
+// on as its messages, one a line. The SDK's reader ends the session on a
+// batch under protocol 2025-06-18 and later. The messages mean the same
+// one by one. The nesting is measured before anything decodes the line.
 func judgeLine(line []byte) (msgs [][]byte, fault lineFault) {
 	line = bytes.Trim(line, " \t\r")
 	if len(line) == 0 {
@@ -90,7 +89,7 @@ func judgeLine(line []byte) (msgs [][]byte, fault lineFault) {
 }
 
 // depthOver reports whether the objects and arrays of JSON text data nest
-// deeper than max, skipping strings; data need not be valid.
+// deeper than max. It skips strings. data need not be valid.
 func depthOver(data []byte, max int) bool {
 	depth := 0
 	for i := 0; i < len(data); i++ {
@@ -132,13 +131,13 @@ func responseID(s *idScan) (jsonrpc.ID, bool) {
 	return id, true
 }
 
-// unreadable returns the error response that answers the request a
-// dropped line was the response to, so that its call is answered now
-// rather than at its timeout; nil when the line is not a response with a
-// valid id. Only a line nested too deep is answered: it is JSON the
-// server made, the SDK's limit refuses it, and its id is read from the
-// top level of the object. A line that is not JSON or not a message may
-// be anything (a debug print of a message), and is only dropped.
+// unreadable returns the error response for a dropped line's request. So
+// its call is answered now rather than at its timeout. It returns nil when
+// the line is not a response with a valid id. Only a line nested too deep
+// is answered. It is JSON the server made, which the SDK's limit refuses.
+// Its id is read from the top level of the object. A line that is not
+// JSON or not a message may be anything (a debug print of a message). It
+// is only dropped.
 func unreadable(line []byte, fault lineFault) ([]byte, jsonrpc.ID) {
 	if fault != lineTooDeep {
 		return nil, jsonrpc.ID{}
@@ -159,9 +158,9 @@ func unreadable(line []byte, fault lineFault) ([]byte, jsonrpc.ID) {
 	return data, id
 }
 
-// lineDrops logs the lines a server's transport drops: at most one WARN a
-// second, each saying how many were dropped unlogged since the last, so
-// that a server printing junk in a loop cannot flood the log.
+// lineDrops logs the lines a server's transport drops. It logs at most one
+// WARN a second. Each says how many were dropped unlogged since the last.
+// So a server printing junk in a loop cannot flood the log.
 type lineDrops struct {
 	server string
 	logger *slog.Logger
@@ -177,8 +176,9 @@ func newLineDrops(server string, logger *slog.Logger) *lineDrops {
 	return &lineDrops{server: server, logger: logger, now: time.Now, period: time.Second}
 }
 
-// linePrefixBytes bounds the start of a dropped line that is logged: what
-// it is made of, never the rest (it may hold a tool's output).
+// linePrefixBytes bounds the start of a dropped line that is logged. It
+// shows what the line is made of, never the rest. The rest may hold a
+// tool's output.
 const linePrefixBytes = 60
 
 // note logs a dropped line, unless one was logged within the period.
@@ -208,9 +208,9 @@ func (d *lineDrops) note(line []byte, fault lineFault, answered *jsonrpc.ID) {
 	d.logger.Warn(msg, attrs...)
 }
 
-// linePrefix is the start of line as a log may show it: cut at a character
-// boundary, with hidden characters (terminal escapes, invisible ones)
-// escaped.
+// linePrefix is the start of line as a log may show it. It is cut at a
+// character boundary. Hidden characters (terminal escapes, invisible ones)
+// are escaped.
 func linePrefix(line []byte) string {
 	cut := len(line) > linePrefixBytes
 	if cut {

@@ -1,25 +1,34 @@
 // Package budget applies a token budget to a rendered result, for every
-// provider package: it counts what the model reads of the rendering (its
-// text, its structuredContent where the answer sends it, its images by the
-// provider's rule) and, over the budget, keeps the beginning, cut at a
-// clean boundary (valid JSON for a result whose structure matters), and
-// ends it with a notice that says what was kept and how to ask for less.
-// [Pending] is a provider's answer waiting for its budget, which package
-// adapters measures before it shares a turn's budget. It knows nothing of
-// MCP sessions; internal/tokens counts and cuts.
+// provider package. It counts what the model reads of the rendering:
 //
-// Anthropic's and Gemini's tokenizers are not public; their counting
-// endpoints (Anthropic's /v1/messages/count_tokens, Gemini's countTokens)
-// would cost a request per result. The estimate is fitted to OpenAI's
-// o200k_base and errs above it (by 5% over real outputs). Claude's
-// tokenizers make more tokens of the same text than o200k: 20 to 30% more
-// measured for Claude 3.5 against GPT-4o, and Anthropic states that Claude
-// Opus 4.7's makes 1.0 to 1.35 times as many as its predecessors' (up to
-// 1.47 measured on technical text), so up to about 1.7 times o200k's.
-// Google's documentation gives Gemini about 4 characters a token, as
-// o200k's on English. A budget is therefore a bound on o200k tokens with
-// a margin, and on Claude's tokens a looser one: choose it with that in
-// mind (BENCHMARKS.md, "Result budget").
+//   - its text;
+//   - its structuredContent, where the answer sends it;
+//   - its images, by the provider's rule.
+//
+// Over the budget, it keeps the beginning, cut at a clean boundary. That
+// is valid JSON for a result whose structure matters. A notice ends it,
+// saying what was kept and how to ask for less.
+//
+// [Pending] is a provider's answer waiting for its budget. Package
+// adapters measures it before it shares a turn's budget. The package knows
+// nothing of MCP sessions. Package internal/tokens counts and cuts.
+//
+// Anthropic's and Gemini's tokenizers are not public. Their counting
+// endpoints would cost a request per result. These are Anthropic's
+// /v1/messages/count_tokens and Gemini's countTokens. The estimate is
+// fitted to OpenAI's o200k_base. It errs above it, by 5% over real
+// outputs.
+//
+// Claude's tokenizers make more tokens of the same text than o200k. Claude
+// 3.5 measured 20 to 30% more than GPT-4o. Anthropic states that Claude
+// Opus 4.7's tokenizer makes 1.0 to 1.35 times as many as its
+// predecessors'. Up to 1.47 was measured on technical text. So Claude
+// makes up to about 1.7 times o200k's tokens. Google's documentation gives
+// Gemini about 4 characters a token, as o200k's on English.
+//
+// A budget is therefore a bound on o200k tokens with a margin. On Claude's
+// tokens it is a looser bound. Choose it with that in mind (BENCHMARKS.md,
+// "Result budget").
 package budget
 
 import (
@@ -34,7 +43,8 @@ import (
 )
 
 // ImageRule is a provider's tokens for an image of w×h pixels (0, 0 when
-// unknown): tokens.AnthropicImage, tokens.OpenAIImage, tokens.GeminiImage.
+// unknown). The rules are tokens.AnthropicImage, tokens.OpenAIImage and
+// tokens.GeminiImage.
 type ImageRule func(w, h int) int
 
 // Count returns the estimated tokens a model reads of r, its images
@@ -74,30 +84,34 @@ type Options struct {
 	Budget int
 	// Image is the provider's image rule.
 	Image ImageRule
-	// ReadTool and ResultRef, when set, name conduit's tool that reads the
-	// rest of a cut result, and the result's name there, for the notice.
+	// ReadTool and ResultRef are for the notice. When set, they name
+	// conduit's tool that reads the rest of a cut result. They name the
+	// result there.
 	ReadTool, ResultRef string
 }
 
 // Outcome is what Apply did.
 type Outcome struct {
-	// Tokens is the estimate of the whole result; Kept of what is left of
-	// it, the notice aside.
+	// Tokens is the estimate of the whole result. Kept is the estimate of
+	// what is left of it, the notice aside.
 	Tokens, Kept int
 	// Cut reports that the result was over the budget and was cut.
 	Cut bool
-	// Notice is the notice's text when Cut: the last part of r, or, for a
-	// result rendered as a structured value, for the caller to place.
+	// Notice is the notice's text when Cut. It is the last part of r. For a
+	// result rendered as a structured value, the caller places it.
 	Notice string
 }
 
-// Apply cuts r to o.Budget when it is over it, in place. Parts are kept
-// in order while they fit; the first that does not is cut (a text at a
-// line break or character, a JSON text into valid JSON, an image
-// dropped), and the parts after it are dropped; the notice is appended as
-// a text part. A structured value (r.Structured) is cut into a valid
-// value, or nil when none fits, and the notice is left in
-// Outcome.Notice.
+// Apply cuts r to o.Budget when it is over it, in place:
+//
+//   - Parts are kept in order while they fit.
+//   - The first that does not fit is cut. A text is cut at a line break
+//     or character, a JSON text into valid JSON. An image is dropped.
+//   - The parts after it are dropped.
+//   - The notice is appended as a text part.
+//
+// A structured value (r.Structured) is cut into a valid value. It is nil
+// when none fits. The notice is left in Outcome.Notice.
 func Apply(r *render.Rendered, o *Options) Outcome {
 	return apply(r, o, nil)
 }
@@ -137,8 +151,8 @@ func apply(r *render.Rendered, o *Options, sizes []int) Outcome {
 	return out
 }
 
-// applyStructured cuts a structured value, whose JSON is text and
-// estimate n (n < 0: not yet counted), into a valid one.
+// applyStructured cuts a structured value into a valid one. Its JSON is
+// text, and its estimate n (n < 0: not yet counted).
 func applyStructured(r *render.Rendered, o *Options, c modeltext.Cut, text string, n int) Outcome {
 	if n < 0 {
 		n = tokens.Text(text)
@@ -162,15 +176,15 @@ func applyStructured(r *render.Rendered, o *Options, c modeltext.Cut, text strin
 	return out
 }
 
-// Writer writes a provider's answer of a rendered result; notice is the
-// notice of a structured value that was cut ("" otherwise), which the
-// provider places itself (the notice of parts is their last part).
+// Writer writes a provider's answer of a rendered result. notice is the
+// notice of a structured value that was cut ("" otherwise). The provider
+// places it itself. The notice of parts is their last part.
 type Writer func(r render.Rendered, notice string) map[string]any
 
-// Pending is one call's answer, rendered, waiting for its budget: a
-// provider's answer function makes one of its rendering, its image rule
-// and its writer. It implements driver.Pending. Each part is counted at
-// most once, however often it is measured.
+// Pending is one call's answer, rendered, waiting for its budget. A
+// provider's answer function makes one. It holds the rendering, the image
+// rule and the writer. It implements driver.Pending. Each part is counted
+// at most once, however often it is measured.
 type Pending struct {
 	r     render.Rendered
 	img   ImageRule
@@ -183,7 +197,7 @@ type Pending struct {
 }
 
 // ReadAs sets the parts whose text Text gives in place of a structured
-// value's JSON: the result's content, which reads by lines where the
+// value's JSON. They are the result's content. It reads by lines where the
 // value is one long string (server-filesystem's {"content": text}).
 func (p *Pending) ReadAs(parts []render.Part) *Pending {
 	p.readAs = parts
@@ -200,7 +214,7 @@ func Pend(r render.Rendered, img ImageRule, write Writer) *Pending {
 	return p
 }
 
-// Tokens estimates the tokens the model reads of the whole result; with
+// Tokens estimates the tokens the model reads of the whole result. With
 // limit > 0 the count stops once it passes limit.
 func (p *Pending) Tokens(limit int) int {
 	n := 0
@@ -237,9 +251,10 @@ func (p *Pending) Tokens(limit int) int {
 	return n
 }
 
-// Text is the whole result as text: each part's (a JSON text indented,
-// for reading by lines; an image as its placeholder), one a line, or the
-// structured value as indented JSON (or the parts ReadAs gave).
+// Text is the whole result as text. It gives each part's text, one a line.
+// A JSON text is indented, for reading by lines. An image is its
+// placeholder. A structured value is indented JSON, or the parts ReadAs
+// gave.
 func (p *Pending) Text() string {
 	parts := p.r.Parts
 	switch {
@@ -301,8 +316,8 @@ func (p *Pending) Write(b toolcall.Budget) (map[string]any, toolcall.Budgeted) {
 	return p.write(r, notice), done
 }
 
-// Answer writes p within o's budget (o.MaxResultTokens; o may be nil):
-// a provider's answer function, for one answer on its own.
+// Answer writes p within o's budget (o.MaxResultTokens; o may be nil). It
+// is a provider's answer function, for one answer on its own.
 func Answer(p *Pending, o *toolcall.AnswerOptions) map[string]any {
 	var b toolcall.Budget
 	if o != nil {

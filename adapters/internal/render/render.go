@@ -1,7 +1,8 @@
-// Package render turns a tool's result into provider-neutral parts (text
-// and images, placeholders for the rest) and keeps the answers' shared
-// helpers, for the provider packages under adapters/ alone: users build
-// answers through a provider's answer function, so none of this is API.
+// Package render turns a tool's result into provider-neutral parts. The
+// parts are text and images, with placeholders for the rest. It also
+// keeps the answers' shared helpers. It serves the provider packages under
+// adapters/ alone. Users build answers through a provider's answer
+// function, so none of this is API.
 package render
 
 import (
@@ -34,8 +35,8 @@ type Part struct {
 	Kind PartKind
 	// Text of a PartText.
 	Text string
-	// MediaType and Data of a PartImage: an image whose bytes are JPEG, PNG,
-	// GIF or WebP, with the media type the bytes show.
+	// MediaType and Data are those of a PartImage. Its bytes are JPEG, PNG,
+	// GIF or WebP. MediaType is the type the bytes show.
 	MediaType string
 	Data      []byte
 }
@@ -44,8 +45,8 @@ type Part struct {
 type Rendered struct {
 	Parts []Part
 	// Structured is the structuredContent value standing for the whole
-	// result, set only when RenderOptions.StructuredValue asked for it and
-	// the mode chose it (Gemini's response.output).
+	// result. It is set only when RenderOptions.StructuredValue asked for
+	// it and the mode chose it (Gemini's response.output).
 	Structured any
 	IsError    bool
 }
@@ -60,23 +61,27 @@ type RenderOptions struct {
 	// StructuredValue returns a chosen structuredContent as a value rather
 	// than as JSON text.
 	StructuredValue bool
-	// Limit is the provider's limit on one image, with Images: an image
+	// Limit is the provider's limit on one image, with Images. An image
 	// over it becomes a placeholder that says why.
 	Limit ImageLimit
 }
 
 // Render turns a result's content into parts. Content a model cannot take
-// inline becomes text: images other than JPEG, PNG, GIF and WebP, every
-// audio clip, and embedded blobs that are not such images become
-// placeholders, even when the result was not shaped; a resource_link
-// becomes "[resource] name <uri> (mime)" and is never fetched; an embedded
-// text resource becomes its text under a "[resource: uri]" header. An
-// image over o.Limit becomes a placeholder that says why.
+// inline becomes text:
 //
-// Every string of the rendering is valid UTF-8: text, resource text and
-// URIs, media types and structuredContent's strings are repaired (invalid
-// sequences become U+FFFD) before they reach JSON, at the cost of a scan
-// when they are already valid; res is not modified. o may be nil for the
+//   - Images other than JPEG, PNG, GIF and WebP become placeholders.
+//   - So do every audio clip and embedded blobs that are not such images.
+//     This holds even when the result was not shaped.
+//   - A resource_link becomes "[resource] name <uri> (mime)". It is never
+//     fetched.
+//   - An embedded text resource becomes its text under a
+//     "[resource: uri]" header.
+//   - An image over o.Limit becomes a placeholder that says why.
+//
+// Every string of the rendering is valid UTF-8. Text, resource text and
+// URIs, media types and structuredContent's strings are repaired before
+// they reach JSON. Invalid sequences become U+FFFD. This costs a scan when
+// they are already valid. res is not modified. o may be nil for the
 // defaults.
 func Render(res *mcp.CallToolResult, o *RenderOptions) Rendered {
 	if o == nil {
@@ -143,8 +148,8 @@ func part(c mcp.Content, o *RenderOptions) Part {
 	}
 }
 
-// media is an image, or a blob that may be one: the image when the
-// provider takes it, a placeholder otherwise; omitted reports a
+// media is an image, or a blob that may be one. It gives the image when
+// the provider takes it, a placeholder otherwise. omitted reports a
 // placeholder for an image over the provider's limit.
 func media(kind, declared string, data []byte, o *RenderOptions) (p Part, omitted bool) {
 	mt, ok := conduit.ModelImageType(declared, data)
@@ -177,10 +182,10 @@ func linkText(l *mcp.ResourceLink) string {
 	return s
 }
 
-// plainJSON returns v as a plain decoded JSON value (maps, slices,
-// strings, float64, bools), as providers' payloads are: a decoded value is
-// used as it is, anything else (a Go struct an after-hook put there, a
-// json.RawMessage) goes through JSON.
+// plainJSON returns v as a plain decoded JSON value, as providers'
+// payloads are: maps, slices, strings, float64, bools. A decoded value is
+// used as it is. Anything else goes through JSON. That may be a Go struct
+// an after-hook put there, or a json.RawMessage.
 func plainJSON(v any) any {
 	switch v.(type) {
 	case map[string]any, []any, string, float64, bool:
@@ -227,9 +232,9 @@ func Text(parts []Part) string {
 	return b.String()
 }
 
-// ErrorText is the text a model sees for a failed call: an *conduit.Error's
-// Message, or the error's text, repaired to valid UTF-8; a nil error is
-// the no-result text.
+// ErrorText is the text a model sees for a failed call. It is an
+// *conduit.Error's Message, or the error's text, repaired to valid UTF-8.
+// A nil error gives the no-result text.
 func ErrorText(err error) string {
 	if err == nil {
 		return modeltext.NoResult("")
@@ -245,26 +250,26 @@ func ErrorText(err error) string {
 }
 
 // ImageLimit is what a provider accepts of one image in an answer. An
-// image over it becomes a placeholder that says why; the rest of the
+// image over it becomes a placeholder that says why. The rest of the
 // result is kept.
 type ImageLimit struct {
 	// Provider names the provider to the model, in the placeholder:
 	// "Anthropic".
 	Provider string
-	// MaxBytes is the largest image, counted in bytes of its base64 text,
-	// which is what a request carries and what Anthropic measures (4/3 of
-	// the image's own bytes, so the limit errs on the safe side where a
-	// provider counts decoded bytes). Zero or less: no limit.
+	// MaxBytes is the largest image, counted in bytes of its base64 text.
+	// That is what a request carries and what Anthropic measures. It is 4/3
+	// of the image's own bytes. So the limit errs on the safe side where a
+	// provider counts decoded bytes. Zero or less: no limit.
 	MaxBytes int
-	// MaxWidth and MaxHeight are the largest dimensions, in pixels, read
-	// from a PNG's, JPEG's or GIF's header (a WebP's is not read). Zero:
-	// no limit.
+	// MaxWidth and MaxHeight are the largest dimensions, in pixels. They
+	// are read from a PNG's, JPEG's or GIF's header. A WebP's is not read.
+	// Zero: no limit.
 	MaxWidth, MaxHeight int
 }
 
-// Limit returns the image limit an answer applies: def, a provider's
-// documented limit, with o's MaxImageBytes in place of def.MaxBytes when
-// set (negative: no byte limit).
+// Limit returns the image limit an answer applies. That is def, a
+// provider's documented limit. o's MaxImageBytes, when set, takes the
+// place of def.MaxBytes. Negative means no byte limit.
 func Limit(o *toolcall.AnswerOptions, def ImageLimit) ImageLimit {
 	if o != nil && o.MaxImageBytes != 0 {
 		def.MaxBytes = o.MaxImageBytes
@@ -272,8 +277,8 @@ func Limit(o *toolcall.AnswerOptions, def ImageLimit) ImageLimit {
 	return def
 }
 
-// over returns why an image of these bytes is over l ("" when it is not):
-// the reason a placeholder gives.
+// over returns why an image of these bytes is over l ("" when it is not).
+// A placeholder gives this reason.
 func (l ImageLimit) over(mediaType string, data []byte) string {
 	if l.MaxBytes > 0 {
 		if n := base64.StdEncoding.EncodedLen(len(data)); n > l.MaxBytes {
@@ -289,11 +294,11 @@ func (l ImageLimit) over(mediaType string, data []byte) string {
 	return ""
 }
 
-// DecodedArgs returns arguments as a decoded response holds them (present
-// reports that the call had the field at all) in the form [Raw.Args]
-// takes: an absent field is no arguments; JSON null and a JSON string are
-// JSON text, so that resolution refuses them as not an object rather than
-// take null for no arguments or a string for JSON text.
+// DecodedArgs returns arguments as a decoded response holds them, in the
+// form [Raw.Args] takes. present reports that the call had the field at
+// all. An absent field is no arguments. JSON null and a JSON string are
+// JSON text. So resolution refuses them as not an object. It does not
+// take null for no arguments, or a string for JSON text.
 func DecodedArgs(v any, present bool) any {
 	switch a := v.(type) {
 	case nil:
@@ -308,9 +313,9 @@ func DecodedArgs(v any, present bool) any {
 	return v
 }
 
-// LastOf returns the list under field of a conversation's last entry when
-// that entry has the role role, or nil: where Anthropic (content) and
-// Gemini (parts) put the answers of a turn.
+// LastOf returns the list under field of a conversation's last entry, or
+// nil. The entry must have the role role. Anthropic (content) and Gemini
+// (parts) put the answers of a turn there.
 func LastOf(conversation []any, role, field string) []any {
 	if len(conversation) == 0 {
 		return nil
