@@ -30,21 +30,30 @@ type consoleReplica struct {
 
 func newConsoleReplica(t *testing.T, st store.Store, runs *atomic.Int32, wait time.Duration, onAudit ...func(context.Context, gateway.AuditRecord)) *consoleReplica {
 	t.Helper()
+	return newConsoleReplicaWith(t, st, runs, wait, func(o *gateway.Options) {
+		if len(onAudit) > 0 {
+			o.Console.OnAudit = onAudit[0]
+		}
+	})
+}
+
+// newConsoleReplicaWith is newConsoleReplica with its options changed by
+// with before the gateway starts.
+func newConsoleReplicaWith(t *testing.T, st store.Store, runs *atomic.Int32, wait time.Duration, with func(*gateway.Options)) *consoleReplica {
+	t.Helper()
 	shell := newUpstream(t, "shell")
 	shell.tool("run", "Run a command.", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		runs.Add(1)
 		return text("ran " + string(req.Params.Arguments)), nil
 	})
-	co := &gateway.ConsoleOptions{Admins: []string{"alice", "carol"}, Approvals: true}
-	if len(onAudit) > 0 {
-		co.OnAudit = onAudit[0]
-	}
-	g := newGateway(t, []conduit.Server{shell.server("shell")}, &gateway.Options{
+	o := &gateway.Options{
 		Hub:             &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("shell/*")), Store: st},
 		ApprovalTimeout: wait,
 		StateKeys:       [][]byte{[]byte(strings.Repeat("s", 40))},
-		Console:         co,
-	})
+		Console:         &gateway.ConsoleOptions{Admins: []string{"alice", "carol"}, Approvals: true},
+	}
+	with(o)
+	g := newGateway(t, []conduit.Server{shell.server("shell")}, o)
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan net.Addr, 1)
 	done := make(chan error, 1)
@@ -238,5 +247,48 @@ func TestConsolePattern(t *testing.T) {
 	}
 	if !call {
 		t.Errorf("OnAudit got no approved call of shell/run: %+v", audited)
+	}
+}
+
+// TestConsoleHeldCallAsTask: a client that negotiated tasks (conduit's own,
+// on 2026-07-28) gets a task for a call held for an admin, so its request
+// is not held. The admin approves; the task completes; the call ran once.
+func TestConsoleHeldCallAsTask(t *testing.T) {
+	var runs atomic.Int32
+	r := newConsoleReplicaWith(t, store.NewMemory(), &runs, time.Minute, func(o *gateway.Options) {
+		o.Tasks = &gateway.TaskOptions{After: 100 * time.Millisecond, PollInterval: 50 * time.Millisecond}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "gw", URL: r.base + "/mcp",
+		Headers: map[string]string{"Authorization": "Bearer " + consoleUserToken}}}, &conduit.Options{Policy: conduit.AllowAll()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := hub.CallTool(ctx, "gw__shell__run", map[string]any{"cmd": "ls"}, nil)
+		done <- answer{res, err}
+	}()
+	id, csrf := r.waitPending(t, consoleAdminToken)
+	// The admin decides well after the call became a task.
+	time.Sleep(time.Second)
+	if code, _ := r.post(t, consoleAdminToken, r.base, "/console/approvals/"+id, url.Values{"csrf": {csrf}, "action": {"approve"}}); code != http.StatusSeeOther {
+		t.Fatalf("approve: %d", code)
+	}
+	a := <-done
+	if a.err != nil || a.res.IsError {
+		t.Fatalf("the held call: %v, %+v", a.err, a.res)
+	}
+	if tid, _ := a.res.Meta[conduit.MetaTaskID].(string); tid == "" {
+		t.Errorf("the held call was answered without a task: %+v", a.res.Meta)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Errorf("the call ran %d times, want once", n)
 	}
 }
