@@ -387,7 +387,7 @@ func (ts *ToolSet) downServer(name string) (server, detail string, ok bool) {
 }
 
 // unknown is the error of a call of name, which the set does not offer.
-// Name may be a tool name of a server that is down. Then it is
+// name may be a tool name of a server that is down. Then it is
 // KindUnavailable: the model was offered the tool earlier, and may try
 // again later. Else it is KindUnknownTool.
 func (ts *ToolSet) unknown(name string) *Error {
