@@ -74,9 +74,9 @@
 // ([DeferInput]). The question and what the call needs to go on are an
 // [Input]. It comes back as [CallOptions.Input] with the answers. A caller
 // may pass a server's questions on to its own client, as conduit serve
-// does. It ends a request with the answers in the same field and makes the
-// retry. The adapters' Conversation keeps such calls pending. It saves
-// them with its state and resumes them in any process.
+// does. It uses the same field to end a request with the questions, and
+// to make the retry. The adapters' Conversation keeps such calls pending.
+// It saves them with its state and resumes them in any process.
 //
 // Results are returned as the server sent them, never shaped. A program
 // that hands them to a model itself calls [ShapeForModel]. The adapters

@@ -57,8 +57,8 @@ import (
 // answers, as the SDK's client does. It does so at most 10 times, and 3
 // times when the server sheds load. An input request may go unanswered:
 // there is no handler, or it fails. That ends the request with
-// [ErrInputNotGiven]. Conduit never sends the server something it did not
-// ask for.
+// [ErrInputNotGiven]. Conduit does not send the server something it did
+// not ask for.
 //
 // During a call, conduit calls these with that context. Each must be safe
 // for concurrent use.

@@ -132,8 +132,8 @@ func (s Server) validateIdentity() error {
 	return nil
 }
 
-// forPrincipal is the Server that principal's session is opened with. It
-// is the LoginError of a principal that has no credentials for s. Under
+// forPrincipal is the Server that principal's session is opened with. Or
+// it is the LoginError of a principal that has no credentials for s. Under
 // identity principal, the child's environment loses every variable that
 // a principal's credentials set (scrub). So a variable this process holds
 // never stands in for one missing. An example is the operator's own

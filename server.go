@@ -311,8 +311,8 @@ var terminateDuration = 2 * time.Second
 // the values s's configuration read from the environment (see FromEnv).
 func (s Server) redact(err error) error { return redact.Env(err, s.FromEnv) }
 
-// Validate reports what makes s unusable. That is no way to reach it, or
-// one too many. It is also a malformed id, environment or identity. Its
-// error shows no value of FromEnv. NewHub and NewClient validate every
-// server they are given.
+// Validate reports what makes s unusable. It may have no way to be
+// reached, or one too many. Its id, environment or identity may be
+// malformed. Its error shows no value of FromEnv. NewHub and NewClient
+// validate every server they are given.
 func (s Server) Validate() error { return s.redact(s.validate()) }
