@@ -1,23 +1,26 @@
 package conduit
 
-// The cache hints of protocol 2026-07-28: a server says of each list
-// result how long it stays fresh (ttlMs) and whether it is the same for
-// every caller (cacheScope "public") or for its requester only ("private").
-// conduit's list caches (a session's tool list, and its prompts and
-// resources) keep a list while its hint lasts and, as before, until the
-// server says it changed; a private list is kept for the principal it was
-// listed for (ListOptions.Principal), and listed again for any other.
-// Sessions of earlier protocols have no hints: their lists are kept until
-// the server says they changed. The hints govern listings (ListTools,
-// ListToolsFor, ListPromptsFor, ...); a request made without a tool set
-// resolves its name against the list cached for the session, whatever its
-// hint (listFor.resolve).
+// The cache hints of protocol 2026-07-28. A server says of each list
+// result how long it stays fresh (ttlMs). It also says whether it is the
+// same for every caller (cacheScope "public") or for its requester only
+// ("private").
 //
-// The hints reach conduit through hintMiddleware, which sees every list
-// result the SDK receives: the SDK's session keeps a list result of its own
-// while its hint lasts (per session, that is per authorization context),
-// and a listing it answers from there goes unseen, which keeps the hint
-// conduit has.
+// conduit's list caches are a session's tool list, and its prompts and
+// resources. They keep a list while its hint lasts. They also keep it
+// until the server says it changed. A private list is kept for the
+// principal it was listed for (ListOptions.Principal). It is listed again
+// for any other. Sessions of earlier protocols have no hints. Their lists
+// are kept until the server says they changed.
+//
+// The hints govern listings (ListTools, ListToolsFor, ListPromptsFor, and
+// so on). A request made without a tool set resolves its name against the
+// list cached for the session, whatever its hint (listFor.resolve).
+//
+// The hints reach conduit through hintMiddleware. It sees every list
+// result the SDK receives. The SDK's session keeps a list result of its
+// own while its hint lasts. It does so per session, that is per
+// authorization context. A listing it answers from there goes unseen.
+// That keeps the hint conduit has.
 
 import (
 	"bytes"
@@ -44,11 +47,11 @@ type listHint struct {
 	owner   string    // the principal the list was listed for
 }
 
-// listFor is whom a listing is for: principal, whom a private list is
-// kept for; resolve, when it only resolves a request's name (a call, a
-// prompt, a resource), which a list cached for the session does whatever
-// its hint: the server itself refuses what it no longer offers, and
-// asking for its lists before every request would double its traffic.
+// listFor is whom a listing is for. principal is whom a private list is
+// kept for. resolve is set when it only resolves a request's name (a
+// call, a prompt, a resource). A list cached for the session does that,
+// whatever its hint. The server itself refuses what it no longer offers.
+// Asking for its lists before every request would double its traffic.
 type listFor struct {
 	principal string
 	resolve   bool
@@ -111,8 +114,8 @@ func hintMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // hint is the hint of a listing on sess for principal, received at
-// start, given the one the cache had (prev): a listing the SDK answered
-// from its own cache keeps prev's expiry.
+// start. prev is the one the cache had. A listing the SDK answered from
+// its own cache keeps prev's expiry.
 func (r *hintRecorder) hint(sess *mcp.ClientSession, principal string, start time.Time, prev listHint) listHint {
 	ir := sess.InitializeResult()
 	if ir == nil || ir.ProtocolVersion < hintedProtocol {

@@ -27,8 +27,8 @@ type Call struct {
 	Taint     []string
 	// Method is the MCP method of the call: "tools/call", "prompts/get"
 	// or "resources/read". For a prompt, Tool is the prompt's name and Def
-	// is nil; for a resource, Tool is its URI (or, in a listing, its URI
-	// template) and Def is nil.
+	// is nil. For a resource, Tool is its URI and Def is nil. In a listing,
+	// Tool is the resource's URI template.
 	Method string
 }
 
@@ -55,27 +55,28 @@ type CallOptions struct {
 	// Taint lists the servers whose output is already in the model's
 	// context; Tainted conditions react to it.
 	Taint []string
-	// CallTimeout bounds the whole call, approval and hooks included, even
-	// when an approver or hook ignores its context: past it the call is
-	// answered with KindTimeout. If zero, Options.CallTimeout is used;
-	// negative, no bound beyond ctx.
+	// CallTimeout bounds the whole call, approval and hooks included. It
+	// holds even when an approver or hook ignores its context. Past it the
+	// call is answered with KindTimeout. If zero, Options.CallTimeout is
+	// used. Negative means no bound beyond ctx.
 	CallTimeout time.Duration
-	// RequestTimeout bounds the request to the server; on expiry the call
-	// is answered with KindTimeout and the SDK sends the server
+	// RequestTimeout bounds the request to the server. On expiry the call
+	// is answered with KindTimeout. The SDK sends the server
 	// notifications/cancelled. If zero, Options.RequestTimeout is used.
 	RequestTimeout time.Duration
-	// Meta is sent as the request's _meta (of prompts/get, resources/read
-	// and completion/complete too). Keys a Trace.RequestMeta sets replace
-	// its own: a trace context here is the parent of the call's, whose
-	// context the server then gets.
+	// Meta is sent as the request's _meta. That holds for prompts/get,
+	// resources/read and completion/complete too. Keys a Trace.RequestMeta
+	// sets replace its own. A trace context here is the parent of the
+	// call's. The server then gets the call's context.
 	Meta mcp.Meta
 	// Progress, when set, receives the server's progress notifications
-	// with the call they belong to, in order, on a goroutine apart from
-	// the call's. While it is slower than the server, at most 16 wait and
-	// the oldest are dropped, so a flooding server costs bounded memory.
-	// Notifications that arrive after the result are dropped; those that
-	// arrived before it are delivered before the call returns, unless the
-	// callback takes more than 2s to catch up (then just after).
+	// with the call they belong to. They come in order, on a goroutine
+	// apart from the call's. It may be slower than the server. Then at
+	// most 16 wait, and the oldest are dropped. So a flooding server costs
+	// bounded memory. Notifications that arrive after the result are
+	// dropped. Those that arrived before it are delivered before the call
+	// returns. If the callback takes more than 2s to catch up, they are
+	// delivered just after.
 	Progress func(*Call, Progress)
 	// Halt, when closed, stops the call before it is sent: it is answered
 	// with a KindHalted error. The adapters close it when an approver halts
@@ -86,17 +87,21 @@ type CallOptions struct {
 	// a hub or client whose Options.Handlers are set; see [Handlers].
 	Handlers *Handlers
 	// Approval, when set, is the answer to the policy's "ask" for this
-	// call, decided beforehand: the call was deferred, and a person
-	// decided it later. The approver is not asked; Trace.Approved is told
-	// of it. The policy still decides first: a call it now allows or
+	// call, decided beforehand. The call was deferred, and a person
+	// decided it later. The approver is not asked. Trace.Approved is told
+	// of it. The policy still decides first. A call it now allows or
 	// denies outright is not asked about at all.
 	Approval *Approval
 	// Input puts what the server asks during the request in the caller's
-	// hands, across requests: it takes up a call deferred for input
-	// ([Deferral].Input, its Responses now complete), or makes the retry
-	// of a request whose server asked, or has such a request end with the
-	// server's question (Input.Return). See [Input]. Nil: conduit answers
-	// what the server asks through Handlers.
+	// hands, across requests (see [Input]). It does one of three things:
+	//
+	//   - It takes up a call deferred for input. That is [Deferral].Input,
+	//     its Responses now complete.
+	//   - It makes the retry of a request whose server asked.
+	//   - It has such a request end with the server's question
+	//     (Input.Return).
+	//
+	// Nil means conduit answers what the server asks through Handlers.
 	Input *Input
 }
 
@@ -131,8 +136,8 @@ func halted(ch <-chan struct{}) bool {
 	}
 }
 
-// limitError is the cause of a context ended by a call's own time limit,
-// which the call's timeout error names.
+// limitError is the cause of a context ended by a call's own time limit.
+// The call's timeout error names it.
 type limitError struct{ limit time.Duration }
 
 func (e *limitError) Error() string {

@@ -12,24 +12,25 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The callback runtime: approvers and hooks are the user's code, which may
-// block, ignore ctx or panic, and the call must still be answered on time.
+// The callback runtime. Approvers and hooks are the user's code. They may
+// block, ignore ctx or panic. The call must still be answered on time.
 
-// guard runs f, a stretch of r's pipeline that calls callbacks, so that
-// the request is answered when ctx ends even if a callback ignores it.
-// While conduit's own code runs in f, an ended ctx is waited out: f then
-// stops before the next callback. r.traced is pointed at a copy of r.call
-// when a callback overruns, since the callback still holds the call. Inline
-// callbacks are trusted to return: f runs on the caller's goroutine, and
+// guard runs f, a stretch of r's pipeline that calls callbacks. The
+// request is answered when ctx ends, even if a callback ignores it. While
+// conduit's own code runs in f, an ended ctx is waited out. f then stops
+// before the next callback. When a callback overruns, r.traced is pointed
+// at a copy of r.call. The callback still holds the call. Inline
+// callbacks are trusted to return. f runs on the caller's goroutine, and
 // still starts no callback once ctx has ended.
 //
-// The copy is taken as f starts, by value (it reaches the heap only when
-// a callback overruns), with args as its Args: arguments no callback of
-// f changes, which the copy may share. With args nil (f's before-hooks
-// may change call.Args in place), call.Args is cloned, and only then.
+// The copy is taken as f starts, by value. It reaches the heap only when a
+// callback overruns. Its Args are args: arguments no callback of f
+// changes, which the copy may share. args may be nil, when f's
+// before-hooks may change call.Args in place. Only then is call.Args
+// cloned.
 //
-// The stage and the channel f's goroutine reports on are r's, shared by
-// the stretches of one request, which run one after the other.
+// The stage and the channel f's goroutine reports on are r's. The
+// stretches of one request share them, and run one after the other.
 func guard(ctx context.Context, c *core, r *request, args map[string]any, inline bool, f func(*stage) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	if ctx.Done() == nil {
 		return f(nil)
@@ -131,8 +132,8 @@ func (c *core) afterHooks(ctx context.Context, call *Call, res *mcp.CallToolResu
 	return res, nil
 }
 
-// hookName is how messages name h: computed once per hub, since a running
-// callback is marked by a pointer to its name (see stage).
+// hookName is how messages name h. It is computed once per hub, since a
+// running callback is marked by a pointer to its name (see stage).
 func hookName(h Hook) string {
 	if h.Name == "" {
 		return "a hook"
@@ -140,11 +141,11 @@ func hookName(h Hook) string {
 	return "hook " + h.Name
 }
 
-// approve asks the approver about a request the policy sent to it: the
-// one approver runner of every method, which Trace.Approved is told of.
-// A request whose approval was decided beforehand (CallOptions.Approval:
-// a deferred call, decided later) is not asked about again: that decision
-// is its approval.
+// approve asks the approver about a request the policy sent to it. It is
+// the one approver runner of every method. Trace.Approved is told of it.
+// A request's approval may have been decided beforehand
+// (CallOptions.Approval). That is a deferred call, decided later. It is
+// not asked about again: that decision is its approval.
 func (c *core) approve(ctx context.Context, r *request, rule Rule, st *stage) error {
 	call := r.call
 	var asked time.Time
@@ -168,10 +169,10 @@ func (c *core) approve(ctx context.Context, r *request, rule Rule, st *stage) er
 	return approvalOutcome(call, rule, a)
 }
 
-// approvalOutcome is what an approver's answer makes of the request: nil
-// to go on, the denial the model is told of, or the deferral that leaves
-// it pending. It is where the outcome of an approval is decided: the seam
-// for deferred approvals.
+// approvalOutcome is what an approver's answer makes of the request. It is
+// nil to go on, the denial the model is told of, or the deferral that
+// leaves it pending. The outcome of an approval is decided here. It is the
+// seam for deferred approvals.
 func approvalOutcome(call *Call, rule Rule, a Approval) error {
 	switch {
 	case a.Allow:
@@ -196,10 +197,10 @@ func (s *stage) callback() string {
 	return ""
 }
 
-// runCallback runs a user callback; a panic becomes an error. With st, it
-// first marks the callback as running, then starts it only if ctx has not
-// ended: a caller that finds ctx ended and no callback running can rely on
-// none starting.
+// runCallback runs a user callback. A panic becomes an error. With st, it
+// first marks the callback as running. Then it starts it only if ctx has
+// not ended. So a caller that finds ctx ended and no callback running can
+// rely on none starting.
 func runCallback[T any](ctx context.Context, st *stage, who *string, f func() T) (v T, err error) {
 	if st != nil {
 		st.who.Store(who)
@@ -244,8 +245,8 @@ func named(e *Error, call *Call) *Error {
 	return e
 }
 
-// subject is how a message names the request: "The call to x" for a tool
-// call, "The request for x" for the others.
+// subject is how a message names the request. It is "The call to x" for a
+// tool call, and "The request for x" for the others.
 func subject(call *Call) string {
 	if call.Method == methodCallTool || call.Method == "" {
 		return "The call to " + call.Exposed

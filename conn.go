@@ -16,7 +16,7 @@ import (
 )
 
 // conn keeps one persistent session with one server for the life of its
-// hub or client, reconnecting with backoff after the session is lost.
+// hub or client. It reconnects with backoff after the session is lost.
 type conn struct {
 	core *core
 	srv  Server
@@ -27,9 +27,9 @@ type conn struct {
 	peer      RequestInfo    // how srv is reached, for Trace
 	client    *mcp.Client
 	// streamable is the server's Streamable HTTP transport, nil for
-	// another; requests the SDK has no method for go through it.
+	// another. Requests the SDK has no method for go through it.
 	streamable *mcp.StreamableClientTransport
-	// receive is the client's receiving handlers, which answer a server's
+	// receive is the client's receiving handlers. They answer a server's
 	// multi-round-trip input requests as they answer its JSON-RPC requests.
 	receive mcp.MethodHandler
 	stderr  tailBuffer
@@ -50,9 +50,9 @@ type conn struct {
 	hint     listHint // the cache hint: how long tools stay fresh, and for whom
 	changes  uint64   // list_changed notifications seen
 	gen      uint64   // a new core.nextGen whenever tools or session change
-	// dropped is why the current session was dropped after a failed call
-	// or keepalive ping showed it unusable although the SDK had not
-	// noticed (an HTTP server gone away).
+	// dropped is why the current session was dropped. A failed call or
+	// keepalive ping showed it unusable. The SDK had not noticed, as with
+	// an HTTP server gone away.
 	dropped error
 
 	listMu sync.Mutex // one tools/list in flight per server
@@ -109,7 +109,7 @@ func keepAliveOf(d time.Duration, srv Server) time.Duration {
 	return 0
 }
 
-// heardMiddleware notes when the server answers a request, so that only a
+// heardMiddleware notes when the server answers a request. So only a
 // session idle for a keepalive interval is pinged.
 func (cn *conn) heardMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -123,11 +123,12 @@ func (cn *conn) heardMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // answered reports whether err, a request's error, is the server's
-// answer: a JSON-RPC error, except the one the SDK's reader makes of a line
-// of stdout that is not a message. A stateless server on protocol
-// 2026-07-28 refuses the SDK's ping so (it lacks the per-request _meta that
-// protocol asks for), and a server of that protocol may refuse ping as a
-// method it no longer has: either is still there.
+// answer. That is a JSON-RPC error. The exception is the one the SDK's
+// reader makes of a line of stdout that is not a message. A stateless
+// server on protocol 2026-07-28 refuses the SDK's ping so. The ping lacks
+// the per-request _meta that protocol asks for. A server of that protocol
+// may also refuse ping as a method it no longer has. Either is still
+// there.
 func answered(err error) bool {
 	if err == nil {
 		return true
@@ -137,12 +138,12 @@ func answered(err error) bool {
 }
 
 // minPingWait is the least time a keepalive ping is given to be answered,
-// however short the interval: a live server slow to answer on a loaded
+// however short the interval. So a live server slow to answer on a loaded
 // machine is not dropped. A dead one refuses the connection at once.
 const minPingWait = 10 * time.Second
 
 // pings pings sess whenever it has been idle for cn.keepAlive, until stop
-// is closed, and drops it when a ping goes unanswered for as long (at
+// is closed. It drops sess when a ping goes unanswered for as long (at
 // least minPingWait).
 func (cn *conn) pings(ctx context.Context, sess *mcp.ClientSession, stop <-chan struct{}) {
 	every := cn.keepAlive
@@ -271,9 +272,9 @@ func (cn *conn) await(sess *mcp.ClientSession) error {
 // session is over.
 //
 // An OAuth login (a person in a browser) may finish after ConnectTimeout
-// ended the attempt that asked for it; the attempt then fails, but the
-// tokens are there, and one more attempt at once brings the server up
-// with them rather than a backoff later (and after NewHub returned).
+// ended the attempt that asked for it. The attempt then fails, but the
+// tokens are there. One more attempt at once brings the server up with
+// them. Otherwise it would come up a backoff later, after NewHub returned.
 func (cn *conn) connect(ctx context.Context) (*mcp.ClientSession, func(), error) {
 	var changed <-chan struct{}
 	if cn.oauth != nil {
@@ -442,7 +443,7 @@ func (cn *conn) close() {
 	}
 }
 
-// reconnect ends the wait of a server that is down or needs a login, and
+// reconnect ends the wait of a server that is down or needs a login. It
 // lets an OAuth login that failed ask the user again.
 func (cn *conn) reconnect() {
 	cn.mu.Lock()
@@ -514,7 +515,7 @@ func (cn *conn) snapshot(lf listFor) (tools []*mcp.Tool, gen uint64, err error, 
 	return cn.tools, cn.gen, nil, true
 }
 
-// listTools returns the server's tools for lf, fetching them only when
+// listTools returns the server's tools for lf. It fetches them only when
 // the session is new, the server said they changed, or their cache hint
 // ran out.
 func (cn *conn) listTools(ctx context.Context, lf listFor) ([]*mcp.Tool, uint64, error) {
@@ -585,8 +586,8 @@ func (cn *conn) listTools(ctx context.Context, lf listFor) ([]*mcp.Tool, uint64,
 	return tools, cn.gen, nil
 }
 
-// has reports whether the server's current listing still holds tool; ok is
-// false when that is not known without asking.
+// has reports whether the server's current listing still holds tool. ok
+// is false when that is not known without asking.
 func (cn *conn) has(tool string) (has, ok bool) {
 	cn.mu.Lock()
 	defer cn.mu.Unlock()

@@ -20,16 +20,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Source is what the adapters drive: a [Hub] or a [Client], or a type of
-// one's own (wrapping a hub, say). One's own CallTool must return when its
-// ctx ends and send nothing once opts.Halt is closed; the adapters still
-// answer a call that overruns its CallTimeout, and drop its late answer.
+// Source is what the adapters drive. It is a [Hub] or a [Client], or a
+// type of one's own, such as one wrapping a hub. One's own CallTool must
+// return when its ctx ends. It must send nothing once opts.Halt is closed.
+// The adapters still answer a call that overruns its CallTimeout. They
+// drop its late answer.
 type Source interface {
 	// ListTools returns the current tool set. It asks a server for its
 	// tools only when its session is new or it said they changed.
 	ListTools(ctx context.Context) (*ToolSet, error)
 	// ListToolsFor returns the tool set less the tools that the policy
-	// denies outright for the principal and taint of opts.
+	// denies outright. It decides for the principal and taint of opts.
 	ListToolsFor(ctx context.Context, opts *ListOptions) (*ToolSet, error)
 	// CallTool runs one call through the governed pipeline. It returns the
 	// server's result (isError results included) or an *Error.
@@ -46,20 +47,20 @@ type ListOptions struct {
 	AppTools bool
 }
 
-// core is the one implementation behind Hub and Client: a Client is a
-// hub of one server without namespacing.
+// core is the one implementation behind Hub and Client. A Client is a hub
+// of one server without namespacing.
 type core struct {
 	Options   // a copy of the caller's, with defaults filled in
 	namespace bool
 	sdkLogger *slog.Logger
-	// owner is the Hub or Client made of this core, which ResolvedCaller
-	// tells from a type that embeds it; resolved is callResolved, made
-	// once rather than on every call.
+	// owner is the Hub or Client made of this core. ResolvedCaller tells
+	// it from a type that embeds it. resolved is callResolved, made once
+	// rather than on every call.
 	owner    Source
 	resolved func(context.Context, *Tool, map[string]any, *CallOptions) (*mcp.CallToolResult, error)
 
 	// Which hooks exist, and whether every Before and every After is
-	// Inline: the pipeline skips what is not there.
+	// Inline. The pipeline skips what is not there.
 	before, after             bool
 	beforeInline, afterInline bool
 	hookNames                 []string // by hook, as messages name them
@@ -86,7 +87,8 @@ type core struct {
 
 	limits limits // Options.Limits with defaults
 	// resultMarker marks the error that stands in for a result over the
-	// limit, made where the connection refuses it before decoding.
+	// limit. The connection makes that error when it refuses the result
+	// before decoding.
 	resultMarker json.RawMessage
 
 	// stateCh is closed when a server's state changes (awaitUp).
@@ -212,8 +214,8 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 }
 
 // ErrServersDown is the error of NewHub and NewClient, with
-// Options.RequireServers, when a server is not up within ConnectTimeout;
-// its text names each such server and why it is down.
+// Options.RequireServers, when a server is not up within ConnectTimeout.
+// Its text names each such server and why it is down.
 var ErrServersDown = errors.New("conduit: servers are not up")
 
 // sharedConns returns the sessions of the servers of IdentityShared, in
@@ -228,9 +230,9 @@ func (c *core) sharedConns() []*conn {
 	return out
 }
 
-// nextGen is a new generation for a session's tool list, unique across
-// the sessions of the core (a principal's new session starts after
-// another's ended), never 0.
+// nextGen is a new generation for a session's tool list, never 0. It is
+// unique across the sessions of the core. A principal's new session may
+// start after another's ended.
 func (c *core) nextGen() uint64 { return c.gens.Add(1) }
 
 // upCount is the number of servers up, counting those whose sessions are
@@ -246,7 +248,7 @@ func (c *core) upCount() int {
 }
 
 // awaitUp waits until every server is up, for at most ConnectTimeout from
-// start, while the servers that are down are reconnected. The servers
+// start. Meanwhile the servers that are down are reconnected. The servers
 // whose sessions are per principal have none to wait for.
 func (c *core) awaitUp(ctx context.Context, start time.Time) error {
 	deadline := time.NewTimer(time.Until(start.Add(c.ConnectTimeout)))
@@ -331,8 +333,8 @@ func (c *core) close() error {
 }
 
 // maxIdlePerHost is how many idle connections the hub's HTTP client keeps
-// to one host: enough for a batch of parallel calls to one server to reuse
-// its connections instead of opening new ones.
+// to one host. That is enough for a batch of parallel calls to one server.
+// They reuse its connections instead of opening new ones.
 const maxIdlePerHost = 64
 
 func newHTTPClient() *http.Client {
@@ -389,10 +391,11 @@ func (c *core) listTools(ctx context.Context) (*ToolSet, error) {
 	return forModel(ts), nil
 }
 
-// listToolsAs lists the tools for lf, under their cache hints: each
-// shared server's, and, for a principal, each per-principal server's from
-// the principal's own session (opened when there is none); without a
-// principal, those servers are left out (ErrNoPrincipal).
+// listToolsAs lists the tools for lf, under their cache hints. It lists
+// each shared server's tools. For a principal, it lists each
+// per-principal server's from the principal's own session. That session
+// is opened when there is none. Without a principal, those servers are
+// left out (ErrNoPrincipal).
 func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 	if c.ctx.Err() != nil {
 		return nil, errClosed
@@ -477,8 +480,8 @@ func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 	return ts, nil
 }
 
-// tsCache is a tool set and what it was made from: the generation of
-// each server's listing and of the pins.
+// tsCache is a tool set and what it was made from. That is the generation
+// of each server's listing and of the pins.
 type tsCache struct {
 	ts   *ToolSet
 	key  []uint64
@@ -568,8 +571,8 @@ func (c *core) policyDenies(call *Call) bool {
 	return denied
 }
 
-// policyDenial is policyDenies, and when it denies, why in words: the
-// rule that denies, or that no rule allows it.
+// policyDenial is policyDenies, and when it denies, why in words. It names
+// the rule that denies, or says that no rule allows it.
 func (c *core) policyDenial(call *Call) (bool, string) {
 	if c.Policy == nil {
 		return false, ""

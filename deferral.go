@@ -5,11 +5,12 @@ import (
 	"strings"
 )
 
-// Deferred calls: a call that an approver, or a handler of what its server
-// asks, cannot decide now leaves the pipeline with what it waits for (a
-// KindDeferred error whose cause is a Deferral), and is taken up again
-// later with the decision (CallOptions.Approval and CallOptions.Input),
-// by the same process or another one (adapters.Conversation).
+// Deferred calls. An approver may not be able to decide a call now. Nor
+// may a handler of what its server asks. The call then leaves the
+// pipeline with what it waits for. That is a KindDeferred error whose
+// cause is a Deferral. It is taken up again later with the decision
+// (CallOptions.Approval and CallOptions.Input). The same process or
+// another one may do so (adapters.Conversation).
 
 // Deferral is the cause of a KindDeferred error: what a deferred call
 // waits for. Get it with errors.As.
@@ -20,12 +21,12 @@ type Deferral struct {
 	// Reason is the approver's or the handler's, for the person who
 	// decides.
 	Reason string
-	// Args are the arguments as the approver saw them (a copy), or, for a
-	// call deferred for input, as they were sent.
+	// Args are the arguments as the approver saw them (a copy). For a call
+	// deferred for input, they are as they were sent.
 	Args map[string]any
-	// Input, for a call whose server asked for input that a handler
-	// deferred ([DeferInput]), is what the server asked and what the call
-	// needs to go on; nil for a deferred approval.
+	// Input is set for a call whose server asked for input that a handler
+	// deferred ([DeferInput]). It is what the server asked and what the
+	// call needs to go on. It is nil for a deferred approval.
 	Input *Input
 }
 
@@ -41,8 +42,8 @@ func (d *Deferral) Error() string {
 	return "deferred: waiting for " + what + ": " + d.Reason
 }
 
-// inputDeferral is a request whose server's question a handler deferred:
-// the multi-round-trip loop or a JSON-RPC request's handler ends the
+// inputDeferral is a request whose server's question a handler deferred.
+// The multi-round-trip loop or a JSON-RPC request's handler ends the
 // request with it.
 type inputDeferral struct {
 	reason string
@@ -51,10 +52,11 @@ type inputDeferral struct {
 
 func (e *inputDeferral) Error() string { return "conduit: deferred: " + e.reason }
 
-// inputDeferred returns the deferral of a request, made with in (nil
-// when it was not registered) and ended with err, whose server's question
-// a handler deferred; nil when none did. A JSON-RPC request's deferral
-// wins over what the server made of the call it cancelled.
+// inputDeferred returns the deferral of a request whose server's question
+// a handler deferred. It returns nil when none did. The request was made
+// with in, and ended with err. in is nil when it was not registered. A
+// JSON-RPC request's deferral wins over what the server made of the call
+// it cancelled.
 func inputDeferred(in *inflight, err error) *inputDeferral {
 	if in != nil {
 		if d := in.deferred(); d != nil {
@@ -71,9 +73,9 @@ func inputDeferred(in *inflight, err error) *inputDeferral {
 }
 
 // DeferInput is the error a [Handlers] function returns to defer what the
-// server asked (an elicitation, a sampling or roots request) rather than
-// answer it now: the call fails with a KindDeferred error whose
-// [Deferral] carries the question ([Input]), to be answered later
+// server asked rather than answer it now. That is an elicitation, a
+// sampling or roots request. The call fails with a KindDeferred error.
+// Its [Deferral] carries the question ([Input]), to be answered later
 // (see adapters.Conversation.Resume). reason is for the person who will
 // answer.
 func DeferInput(reason string) error {
@@ -91,8 +93,8 @@ func deferredInput(err error) (string, bool) {
 }
 
 // DeferredError is the error of a call to t deferred as d says, as the
-// pipeline makes it: for programs that restore a deferred call from saved
-// state (adapters.ResumeConversation).
+// pipeline makes it. It serves programs that restore a deferred call from
+// saved state (adapters.ResumeConversation).
 func DeferredError(t *Tool, d *Deferral) *Error {
 	return deferredError(&Call{Exposed: t.Exposed, Server: t.Server, Tool: t.Name}, d)
 }
@@ -111,9 +113,9 @@ func deferredError(call *Call, d *Deferral) *Error {
 }
 
 // DeniedError is the error of a call to t that was denied, with reason
-// for the model, as an approver's denial is answered; halt marks it as a
-// denial that stops the agent loop. It answers a call whose approval was
-// decided elsewhere (adapters.Conversation.Resume).
+// for the model. It is answered as an approver's denial is. halt marks it
+// as a denial that stops the agent loop. It answers a call whose approval
+// was decided elsewhere (adapters.Conversation.Resume).
 func DeniedError(t *Tool, reason string, halt bool) *Error {
 	call := &Call{Exposed: t.Exposed, Server: t.Server, Tool: t.Name}
 	return deniedError(call, reason, halt)

@@ -40,15 +40,15 @@ const (
 	// KindServerError: the server answered with a JSON-RPC error.
 	KindServerError
 	// KindLimit: the call's arguments, or its result, are over one of the
-	// [Limits]. Arguments over a limit are not sent; a result over one was
-	// produced by the server but is not passed on. conduit serve's limits
-	// on callers (calls per minute, calls at once) refuse a call with it
-	// too, unsent.
+	// [Limits]. Arguments over a limit are not sent. A result over one was
+	// produced by the server but is not passed on. conduit serve has limits
+	// on callers: calls per minute, calls at once. They refuse a call with
+	// it too, unsent.
 	KindLimit
 	// KindDeferred: the call was not sent, or not finished, and waits for
-	// a decision: an approver deferred it ([Defer]), or a handler deferred
+	// a decision. An approver deferred it ([Defer]). Or a handler deferred
 	// what its server asked during it ([DeferInput]). Its cause is the
-	// [Deferral]; the adapters report it as pending.
+	// [Deferral]. The adapters report it as pending.
 	KindDeferred
 )
 
@@ -75,11 +75,11 @@ func (k ErrorKind) String() string {
 	return fmt.Sprintf("ErrorKind(%d)", int(k))
 }
 
-// Error is the one error type of a governed call. Its Message is written to
-// be shown to a model; Error() adds the kind, server and tool for logs.
+// Error is the one error type of a governed call. Its Message is written
+// to be shown to a model. Error() adds the kind, server and tool for logs.
 //
-// errors.Is(err, ErrDenied) (and the other sentinels) compares kinds, and
-// errors.Is reaches the cause through Unwrap, so a timeout also matches
+// errors.Is(err, ErrDenied) compares kinds, as with the other sentinels.
+// errors.Is reaches the cause through Unwrap. So a timeout also matches
 // context.DeadlineExceeded.
 type Error struct {
 	Kind    ErrorKind // why the call produced no result
@@ -128,7 +128,7 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // MarshalJSON writes e as {"kind", "server", "tool", "message", "halt"},
-// the kind by name; the cause is left out, as it is not for the model.
+// the kind by name. The cause is left out, as it is not for the model.
 func (e *Error) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Kind    string `json:"kind"`
@@ -139,8 +139,9 @@ func (e *Error) MarshalJSON() ([]byte, error) {
 	}{e.Kind.String(), e.Server, e.Tool, e.Message, e.Halt})
 }
 
-// Is reports whether target is a sentinel of the same kind (an *Error with
-// no server, tool or message), so errors.Is(err, ErrTimeout) works.
+// Is reports whether target is a sentinel of the same kind. A sentinel is
+// an *Error with no server, tool or message. So errors.Is(err, ErrTimeout)
+// works.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	if !ok || t.Server != "" || t.Tool != "" || t.Message != "" || t.Err != nil {
@@ -164,11 +165,11 @@ func newError(kind ErrorKind, server, tool, msg string, cause error) *Error {
 }
 
 // The texts a model reads when conduit answers a call itself, without a
-// result: each is written here once, for the pipeline and the adapters
+// result. Each is written here once, for the pipeline and the adapters
 // alike.
 
 // unavailableError is the error of a call of exposed, a tool of server,
-// which is down: the model is told it may try again later.
+// which is down. The model is told it may try again later.
 func unavailableError(server, tool, exposed string, cause error) *Error {
 	return newError(KindUnavailable, server, tool, "The server of "+exposed+" is unavailable; try again later.", cause)
 }
@@ -178,7 +179,7 @@ func unknownToolError(name string) *Error {
 }
 
 // InvalidArgumentsError is the error of a call to t whose arguments cannot
-// be sent, for reason: they are not a JSON object, or not what the input
+// be sent, for reason. They are not a JSON object, or not what the input
 // schema asks for. Nothing is sent.
 func InvalidArgumentsError(t *Tool, reason error) *Error {
 	msg := "Invalid arguments for " + t.Exposed
@@ -189,7 +190,7 @@ func InvalidArgumentsError(t *Tool, reason error) *Error {
 }
 
 // argsLimitError is the error of a call to t whose arguments are over a
-// limit, for reason (what is over which limit). Nothing is sent.
+// limit. reason says what is over which limit. Nothing is sent.
 func argsLimitError(t *Tool, reason error) *Error {
 	return newError(KindLimit, t.Server, t.Name,
 		"The call to "+t.Exposed+" was not made: its arguments "+reason.Error()+". Send smaller, flatter arguments.", reason)
@@ -210,11 +211,12 @@ func HaltedError(t *Tool) *Error {
 		"The call to "+t.Exposed+" was not made: the run was halted by an approver.", nil)
 }
 
-// ContextError is the error of a call to t (nil when the call had not
-// resolved to a tool yet) whose context ctx ended: KindTimeout when its
-// deadline passed, KindCanceled otherwise, with cause, if any, kept. The
-// message names the call's time limit when that is what ended ctx: limit,
-// when not zero, or the limit the pipeline set on ctx itself.
+// ContextError is the error of a call to t whose context ctx ended. t is
+// nil when the call had not resolved to a tool yet. The kind is
+// KindTimeout when its deadline passed, KindCanceled otherwise. cause, if
+// any, is kept. The message names the call's time limit when that is what
+// ended ctx. That is limit, when not zero, or the limit the pipeline set
+// on ctx itself.
 func ContextError(ctx context.Context, t *Tool, limit time.Duration, cause error) *Error {
 	var server, tool, what string
 	what = "The call"

@@ -12,46 +12,53 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Handlers answer what a server sends its client besides results: its
-// requests for elicitation, sampling (sampling/createMessage) and roots
-// (roots/list), and its log messages. Every field is optional.
+// Handlers answer what a server sends its client besides results. These
+// are its requests for elicitation, sampling (sampling/createMessage) and
+// roots (roots/list), and its log messages. Every field is optional.
 //
-// A hub's or client's [Options.Handlers] are its own: the capabilities
+// A hub's or client's [Options.Handlers] are its own. The capabilities
 // they cover (elicitation, sampling, roots) are the ones it declares to
-// servers, and they answer what no call claims. A call's
-// [CallOptions.Handlers] answer what a server sends during that call, so
-// that a program serving many users (package gateway) can pass each
-// server's request on to the user whose call caused it. A call's nil
-// field falls back to the hub's.
+// servers. They answer what no call claims. A call's
+// [CallOptions.Handlers] answer what a server sends during that call. So
+// a program serving many users (package gateway) can pass each server's
+// request on to the user whose call caused it. A call's nil field falls
+// back to the hub's.
 //
 // # Which call a request belongs to
 //
-// MCP does not say which call a server's request belongs to, except in
-// the multi-round-trip requests of protocol 2026-07-28, which carry the
-// call's own context. Otherwise conduit attributes a server's request to
-// the calls in flight to that server: when they all carry the same
-// Handlers (or none carries any), that is who is asked, with the context
-// of the most recent of them (its values, canceled also when the server
-// withdraws its request); when calls with different Handlers are in
-// flight, the request is refused with an error rather than risk asking
-// the wrong user; with no call in flight, the hub's Handlers answer. A
-// log message is attributed the same way, counting also the calls that
-// ended less than a second before (a notification can be handled just
-// after the result it preceded), and is handed the call's context
-// without its cancellation; one that no call claims goes to the hub's
-// Logging, or else to the hub's Logger at debug level. Log messages are
-// delivered in order on a goroutine of the server's own; while Logging
-// is slower than the server, at most 256 of them (1 MiB) wait and the
-// oldest are dropped, which the Logger is told at warning level.
+// MCP does not say which call a server's request belongs to. The
+// exception is the multi-round-trip requests of protocol 2026-07-28. They
+// carry the call's own context. Otherwise conduit attributes a server's
+// request to the calls in flight to that server:
 //
-// In protocol 2026-07-28 a server asks by answering a tools/call,
-// prompts/get or resources/read with input requests, which conduit answers
-// through these Handlers, as it answers the JSON-RPC requests of older
-// protocols, and then sends the request again with the answers, as the
-// SDK's client does (at most 10 times, and 3 times when the server sheds
-// load). An input request that is not answered (no handler, or one that
-// fails) ends the request with [ErrInputNotGiven] rather than sending the
-// server something it did not ask for.
+//   - When they all carry the same Handlers, or none carries any, those
+//     are asked. They get the context of the most recent call. It carries
+//     its values, and is canceled also when the server withdraws its
+//     request.
+//   - When calls with different Handlers are in flight, the request is
+//     refused with an error. Asking the wrong user is the worse risk.
+//   - With no call in flight, the hub's Handlers answer.
+//
+// A log message is attributed the same way. It counts also the calls that
+// ended less than a second before. A notification can be handled just
+// after the result it preceded. The message is handed the call's context
+// without its cancellation. One that no call claims goes to the hub's
+// Logging. Without that, it goes to the hub's Logger at debug level.
+//
+// Log messages are delivered in order on a goroutine of the server's own.
+// Logging may be slower than the server. Then at most 256 of them (1 MiB)
+// wait, and the oldest are dropped. The Logger is told so at warning
+// level.
+//
+// In protocol 2026-07-28 a server asks by answering with input requests.
+// It may do so to a tools/call, prompts/get or resources/read. Conduit
+// answers them through these Handlers, as it answers the JSON-RPC
+// requests of older protocols. Then it sends the request again with the
+// answers, as the SDK's client does. It does so at most 10 times, and 3
+// times when the server sheds load. An input request may go unanswered:
+// there is no handler, or it fails. That ends the request with
+// [ErrInputNotGiven]. Conduit does not send the server something it did
+// not ask for.
 //
 // During a call, conduit calls these with that context. Each must be safe
 // for concurrent use.
@@ -63,19 +70,19 @@ type Handlers struct {
 	// declares the sampling capability.
 	Sampling func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error)
 	// Roots answers roots/list. Setting it in Options declares the roots
-	// capability (without listChanged); without it, a server's roots/list
-	// is answered "method not found", and its request for roots in a
-	// multi-round-trip result is refused (see ErrInputNotGiven), rather
-	// than either being told the hub has no roots.
+	// capability (without listChanged). Without it, a server's roots/list
+	// is answered "method not found". Its request for roots in a
+	// multi-round-trip result is refused (see ErrInputNotGiven). Neither is
+	// told the hub has no roots.
 	Roots func(context.Context, *mcp.ListRootsRequest) (*mcp.ListRootsResult, error)
 	// Logging receives notifications/message. A server sends them once
-	// its client set a level: see [Hub.SetLoggingLevel].
+	// its client set a level. See [Hub.SetLoggingLevel].
 	Logging func(context.Context, *mcp.LoggingMessageRequest)
 }
 
-// ErrUnattributed is the error a server's request is answered with when
-// calls of different callers are in flight to it, so that conduit cannot
-// tell whose it is (see [Handlers]).
+// ErrUnattributed answers a server's request that conduit cannot
+// attribute. Calls of different callers are in flight to the server. So
+// conduit cannot tell whose request it is (see [Handlers]).
 var ErrUnattributed = errors.New("conduit: the request cannot be attributed to one caller: calls of several callers are in flight to this server")
 
 // logLinger is how long after its end a call still claims log messages.
@@ -87,11 +94,11 @@ type inflight struct {
 	ctx   context.Context
 	h     *Handlers // nil: the call has none of its own
 	ended time.Time // zero while the request runs
-	// cancel ends the request: a handler deferred what the server asked
+	// cancel ends the request. A handler deferred what the server asked
 	// by a JSON-RPC request, which cannot wait (see Input).
 	cancel context.CancelFunc
-	// recorded is the answer to give the server's request equal to the
-	// one it asked before the call was deferred (Input.Resend).
+	// recorded is the answer to a server's request that repeats one asked
+	// before the call was deferred (Input.Resend).
 	recorded *Input
 
 	mu       sync.Mutex
@@ -107,18 +114,23 @@ func (in *inflight) deferred() *inputDeferral {
 
 type inflightKey struct{}
 
-// calls is a server's requests in flight, and the latest that ended of
-// each caller, for attributing log messages.
+// calls is a server's requests in flight. It also keeps each caller's
+// latest ended request, for attributing log messages.
 type calls struct {
 	mu     sync.Mutex
 	live   []*inflight
 	recent map[*Handlers]*inflight
 }
 
-// start registers a request made with ctx and returns the context to make
-// it with (which lets a multi-round-trip request name its call), the
-// request as registered, and the func that ends it. recorded, if any, is
-// the answer to the server's request a deferral recorded.
+// start registers a request made with ctx. It returns three things:
+//
+//   - the context to make it with, which lets a multi-round-trip request
+//     name its call
+//   - the request as registered
+//   - the func that ends it
+//
+// recorded, if any, is the answer to the server's request a deferral
+// recorded.
 func (cs *calls) start(ctx context.Context, h *Handlers, recorded *Input) (context.Context, *inflight, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	in := &inflight{ctx: ctx, h: h, cancel: cancel, recorded: recorded}
@@ -150,10 +162,11 @@ func (cs *calls) pruneLocked(now time.Time) {
 	}
 }
 
-// owner returns the request that ctx names, or else the most recent one
-// of the only caller with requests in flight (with lingering, counting
-// those that ended less than logLinger ago); ok is false when there are
-// several callers. With no request at all, it returns nil and ok.
+// owner returns the request that ctx names. Else it returns the most
+// recent one of the only caller with requests in flight. With lingering,
+// it counts those that ended less than logLinger ago. ok is false when
+// there are several callers. With no request at all, it returns nil and
+// ok.
 func (cs *calls) owner(ctx context.Context, lingering bool) (in *inflight, ok bool) {
 	if in, ok := ctx.Value(inflightKey{}).(*inflight); ok {
 		return in, true
@@ -191,11 +204,11 @@ func detached(ctx, also context.Context) (context.Context, context.CancelFunc) {
 func (c *core) routing() bool { return c.Handlers != nil }
 
 // serverRequest answers a server's request of type R, which asks for
-// ask: with the answer recorded for it when the call it belongs to was
-// deferred for it before (Input.Resend), else by the handler pick
-// finds in the Handlers of the call, else in the hub's. A handler that
-// defers a JSON-RPC request (DeferInput) cancels the call it belongs to,
-// which cannot wait for the answer (see Input).
+// ask. Its call may have been deferred for it before (Input.Resend). Then
+// the answer recorded for it is given. Else pick finds the handler in the
+// Handlers of the call, else in the hub's. A handler may defer a JSON-RPC
+// request (DeferInput). That cancels the call it belongs to, which cannot
+// wait for the answer (see Input).
 func serverRequest[Req any, Res any](cn *conn, ctx context.Context, req Req, ask mcp.InputRequest, method string, pick func(*Handlers) func(context.Context, Req) (Res, error)) (Res, error) {
 	var zero Res
 	in, ok := cn.calls.owner(ctx, false)
@@ -255,8 +268,8 @@ func serverRequest[Req any, Res any](cn *conn, ctx context.Context, req Req, ask
 	return res, err
 }
 
-// errInputDeferred is what a server is answered when its request was
-// deferred: its call is cancelled, and will be sent again.
+// errInputDeferred answers a server whose request was deferred. Its call
+// is cancelled, and will be sent again.
 var errInputDeferred = errors.New("conduit: the request is deferred; the call is cancelled and will be sent again with the answer")
 
 // clientHandlers fills in the handlers and capabilities of a server's
@@ -289,14 +302,15 @@ func (cn *conn) clientHandlers(o *mcp.ClientOptions) {
 	}
 }
 
-// requestsMiddleware answers roots/list through the Handlers, which the
-// SDK has no handler for, and elicitation/create as the server sent it:
-// the SDK's client refuses some requested schemas that the protocol
-// allows (titled multi-select enums) before a handler sees them.
+// requestsMiddleware answers roots/list through the Handlers. The SDK has
+// no handler for it. It also answers elicitation/create as the server
+// sent it. The SDK's client refuses some requested schemas that the
+// protocol allows (titled multi-select enums). It does so before a handler
+// sees them.
 //
-// Without a Roots handler, roots/list is refused as the multi-round-trip
-// form is: the SDK's own answer, the hub's empty list, would
-// tell a server that nobody has roots.
+// Without a Roots handler, roots/list is refused, as the multi-round-trip
+// form is. The SDK's own answer is the hub's empty list. That would tell a
+// server that nobody has roots.
 func (cn *conn) requestsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	h := cn.core.Handlers
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -326,11 +340,11 @@ func (cn *conn) requestsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// withDefaults is an accepted form elicitation's answer with the defaults
-// of the requested schema filled in, as the SDK's own client does (the
-// MCP spec's SEP-1034): the user's handler need not restate them. A schema
-// the validator cannot resolve (one the SDK would refuse) leaves the
-// answer as it is; res itself is not modified.
+// withDefaults fills in an accepted form elicitation's answer. It adds the
+// defaults of the requested schema, as the SDK's own client does (the MCP
+// spec's SEP-1034). The user's handler need not restate them. A schema the
+// validator cannot resolve leaves the answer as it is. The SDK would
+// refuse such a schema. res itself is not modified.
 func withDefaults(p *mcp.ElicitParams, res *mcp.ElicitResult) *mcp.ElicitResult {
 	if p == nil || (p.Mode != "" && p.Mode != "form") || p.RequestedSchema == nil || res.Action != "accept" || res.Content == nil {
 		return res

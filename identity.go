@@ -13,33 +13,38 @@ import (
 	"github.com/conduitmcp/conduit/oauth"
 )
 
-// Whose credentials a server's sessions carry: one identity for every
-// caller (the default), or each principal's own, and how a principal's
-// Server is made from the configured one.
+// Whose credentials a server's sessions carry. By default one identity
+// serves every caller; otherwise each principal has its own. Also how a
+// principal's Server is made from the configured one.
 
 // Identity is whose credentials a server's sessions carry.
 type Identity int
 
 const (
 	// IdentityShared: one session for every caller, made with the
-	// Server's own Headers, Env and OAuth tokens. The default, and
-	// conduit's only behaviour before 0.3: the principal of a call is
-	// what the policy, approvers and hooks see, not who the server sees.
+	// Server's own Headers, Env and OAuth tokens. It is the default. The
+	// principal of a call is what the policy, approvers and hooks see. It
+	// is not who the server sees.
 	IdentityShared Identity = iota
 	// IdentityPrincipal: a session per principal (CallOptions.Principal,
-	// ListOptions.Principal), opened with that principal's own
-	// credentials: the Server's Principals entry (headers for a URL,
-	// environment variables for a command), or the principal's OAuth
-	// tokens (stored under oauth.Key{Server, Principal} by oauth.Login,
-	// "conduit login SERVER --principal ID", or exchanged from the
-	// principal's own token, see [Options.SubjectToken]). A principal
-	// without credentials is StateNeedsLogin for that server: its tools
-	// are not offered to them and a call is refused, nothing sent. A
-	// listing or a request without a principal leaves the server out
-	// ([ErrNoPrincipal]): nothing is ever sent with someone's identity on
-	// behalf of nobody, nor with a shared one. Sessions are pooled per
+	// ListOptions.Principal). It is opened with that principal's own
+	// credentials. These are one of:
+	//
+	//   - the Server's Principals entry: headers for a URL, environment
+	//     variables for a command
+	//   - the principal's OAuth tokens, stored under
+	//     oauth.Key{Server, Principal} by oauth.Login or
+	//     "conduit login SERVER --principal ID"
+	//   - tokens exchanged from the principal's own token (see
+	//     [Options.SubjectToken])
+	//
+	// A principal without credentials is StateNeedsLogin for that server.
+	// Its tools are not offered to them, and a call is refused, nothing
+	// sent. A listing or a request without a principal leaves the server
+	// out ([ErrNoPrincipal]). Nothing is ever sent with someone's identity
+	// on behalf of nobody, nor with a shared one. Sessions are pooled per
 	// server (see [Options.MaxPrincipalSessions] and
-	// [Options.PrincipalIdleTimeout]); a stdio server is a child process
+	// [Options.PrincipalIdleTimeout]). A stdio server is a child process
 	// per principal.
 	IdentityPrincipal
 )
@@ -66,10 +71,10 @@ type Credentials struct {
 	Env map[string]string
 }
 
-// ErrNoPrincipal is the cause of a request or listing, made for no
-// principal, of a server whose sessions are per principal
-// ([IdentityPrincipal]): the server is left out of the listing, and a
-// request of it is refused with KindUnavailable, nothing sent.
+// ErrNoPrincipal is the cause of a request or listing made for no
+// principal. It concerns a server whose sessions are per principal
+// ([IdentityPrincipal]). The server is left out of the listing. A request
+// of it is refused with KindUnavailable, nothing sent.
 var ErrNoPrincipal = errors.New("its sessions are per principal (identity \"principal\"), and the request names no principal")
 
 // validateIdentity checks what s's identity asks of the rest of its
@@ -127,12 +132,12 @@ func (s Server) validateIdentity() error {
 	return nil
 }
 
-// forPrincipal is the Server that principal's session is opened with, or
-// the LoginError of a principal that has no credentials for s. Under
-// identity principal the child's environment loses every variable that a
-// principal's credentials set (scrub), so that a variable this process
-// holds (the operator's own GITHUB_TOKEN) never stands in for one
-// missing.
+// forPrincipal is the Server that principal's session is opened with. Or
+// it is the LoginError of a principal that has no credentials for s. Under
+// identity principal, the child's environment loses every variable that
+// a principal's credentials set (scrub). So a variable this process holds
+// never stands in for one missing. An example is the operator's own
+// GITHUB_TOKEN.
 func (s Server) forPrincipal(principal string) (Server, error) {
 	p := s
 	p.Principals = nil
@@ -175,10 +180,10 @@ func (s Server) forPrincipal(principal string) (Server, error) {
 	return p, nil
 }
 
-// principalOAuth is the OAuth setting of principal's session: the
-// server's, with the principal's tokens (oauth.Key.Principal), nobody to
-// ask in a browser, and the principal's own token as the subject of a
-// token exchange.
+// principalOAuth is the OAuth setting of principal's session. It is the
+// server's, with the principal's tokens (oauth.Key.Principal). Nobody is
+// asked in a browser. The principal's own token is the subject of a token
+// exchange.
 func (c *core) principalOAuth(s Server, principal string) *oauth.Config {
 	if s.OAuth == nil {
 		return nil

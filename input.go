@@ -10,64 +10,66 @@ import (
 )
 
 // Input: a server's questions during a request (elicitation, sampling,
-// roots) that its caller answers across requests rather than during the
-// call, the one type of both uses (a deferred call taken up again, and a
-// gateway that passes the questions on to its own clients).
+// roots). Its caller answers them across requests rather than during the
+// call. One type serves both uses. One is a deferred call taken up again.
+// The other is a gateway that passes the questions on to its own clients.
 
 // Input is a caller's own part in what a server asks of its client during
-// a request (tools/call, prompts/get, resources/read), answered across
-// requests rather than during the call through [Handlers]. It serves two
-// uses, both continuing the server's exchange later:
+// a request (tools/call, prompts/get, resources/read). It is answered
+// across requests, rather than during the call through [Handlers]. It
+// serves two uses, both continuing the server's exchange later:
 //
-//   - A call deferred for input: a handler deferred what the server asked
-//     ([DeferInput]); the call failed with a [Deferral] whose Input holds
-//     the Requests, the Responses given already and the RequestState. Once
-//     the Responses are complete ([Input.Missing]), passing that Input as
-//     [CallOptions.Input] takes the call up again (adapters.Conversation's
-//     Resume does, in any process).
-//   - A caller that answers by itself (a gateway whose own clients answer,
-//     an application that keeps the question for a person): Return ends
-//     the request with the server's input-required result, and the retry
-//     carries the answers (Responses) and the server's RequestState.
+//   - A call deferred for input. A handler deferred what the server asked
+//     ([DeferInput]). The call failed with a [Deferral] whose Input holds
+//     the Requests, the Responses given already and the RequestState.
+//     Once the Responses are complete ([Input.Missing]), pass that Input
+//     as [CallOptions.Input]. That takes the call up again.
+//     adapters.Conversation's Resume does so, in any process.
+//   - A caller that answers by itself. Examples are a gateway whose own
+//     clients answer, or an application that keeps the question for a
+//     person. Return ends the request with the server's input-required
+//     result. The retry carries the answers (Responses) and the server's
+//     RequestState.
 //
-// A server of protocol 2026-07-28 asks by a multi-round-trip result, which
-// ends its request: the question waits as long as need be, and the request
-// is sent again with the answers and RequestState, as the protocol means
-// it to. conduit passes them on as they are: the server checks them, as
-// it checks arguments. A server of an earlier protocol asks by a JSON-RPC
-// request in the middle of its call, which cannot wait: a deferral
-// answers it with an error and cancels the call (Resend). Taken up, the
-// call is sent again, from the start, and when the server asks the same
-// question (an equal request), it is given the recorded answer without
-// asking anyone: such a server sees the call twice, the first one
-// cancelled while it waited. Other requests of such a server are answered
-// by Handlers, whatever Input says.
+// A server of protocol 2026-07-28 asks by a multi-round-trip result. That
+// ends its request. The question waits as long as need be. Then the
+// request is sent again with the answers and RequestState, as the
+// protocol means it to. conduit passes them on as they are. The server
+// checks them, as it checks arguments.
+//
+// A server of an earlier protocol asks by a JSON-RPC request in the middle
+// of its call. That cannot wait. A deferral answers it with an error and
+// cancels the call (Resend). Taken up, the call is sent again, from the
+// start. The server may ask the same question (an equal request). It is
+// then given the recorded answer without asking anyone. Such a server sees
+// the call twice, the first one cancelled while it waited. Handlers answer
+// its other requests, whatever Input says.
 type Input struct {
 	// Requests are what the server asked, by the keys of its input
-	// requests; under Resend, its one request, under [ResendKey]. A
-	// deferral fills them in; a retry does not need them.
+	// requests. Under Resend, it is its one request, under [ResendKey]. A
+	// deferral fills them in. A retry does not need them.
 	Requests mcp.InputRequestMap `json:"requests"`
 	// Responses are the answers, by the same keys. With RequestState, they
-	// make the request the retry of the one whose server asked; under
+	// make the request the retry of the one whose server asked. Under
 	// Resend, they are the recorded answer.
 	Responses mcp.InputResponseMap `json:"responses,omitempty"`
 	// RequestState is the server's request state, sent back with the
 	// answers (protocol 2026-07-28).
 	RequestState string `json:"requestState,omitempty"`
-	// Resend reports that the call was cancelled and is sent again, the
-	// recorded answer then given to the same question (earlier
-	// protocols).
+	// Resend reports that the call was cancelled and is sent again. The
+	// recorded answer is then given to the same question. This is for
+	// earlier protocols.
 	Resend bool `json:"resend,omitempty"`
 	// Return ends a request whose server asks for input (protocol
-	// 2026-07-28) with the server's result as it sent it: its NeedsInput
-	// reports true, and its InputRequests and RequestState are the
-	// server's ([InputRequests] reads them). After-hooks do not run on it
-	// (they run on the result of the round that completes). Without
-	// Return, conduit answers through Handlers and asks again.
+	// 2026-07-28). It returns the server's result as it sent it. Its
+	// NeedsInput reports true. Its InputRequests and RequestState are the
+	// server's ([InputRequests] reads them). After-hooks do not run on it.
+	// They run on the result of the round that completes. Without Return,
+	// conduit answers through Handlers and asks again.
 	Return bool `json:"return,omitempty"`
 	// Task, for a call its server runs as a task (SEP-2663), is the task
-	// that asked: taken up, the call sends no tools/call again, but the
-	// Responses to the task (tasks/update), and polls it to its end.
+	// that asked. Taken up, the call sends no tools/call again. It sends
+	// the Responses to the task (tasks/update), and polls it to its end.
 	Task *InputTask `json:"task,omitempty"`
 }
 
@@ -75,9 +77,9 @@ type Input struct {
 type InputTask struct {
 	// ID is the task's id at its server.
 	ID string `json:"id"`
-	// Meta is the _meta of the request that made it (the protocol version
-	// and capabilities its server was told), sent again with each request
-	// about the task.
+	// Meta is the _meta of the request that made it. It holds the protocol
+	// version and capabilities its server was told. It is sent again with
+	// each request about the task.
 	Meta json.RawMessage `json:"meta,omitempty"`
 }
 
@@ -98,7 +100,7 @@ func (in *Input) Missing() []string {
 }
 
 // WithResponses returns a copy of in with answers added to its
-// Responses (an answer given again replaces the one given before); in is
+// Responses. An answer given again replaces the one given before. in is
 // not changed. It is how a decision's answers join what was answered
 // already, before the call is taken up (CallOptions.Input).
 func (in *Input) WithResponses(answers mcp.InputResponseMap) *Input {
@@ -118,8 +120,8 @@ func (in *Input) retry() bool {
 	return in != nil && !in.Resend && (in.Responses != nil || in.RequestState != "")
 }
 
-// answerTo returns the recorded answer to ask: the answer to the request
-// of in that asks the same, if there is one.
+// answerTo returns the recorded answer to ask. That is the answer to the
+// request of in that asks the same, if there is one.
 func (in *Input) answerTo(ask mcp.InputRequest) mcp.InputResponse {
 	if in == nil || ask == nil {
 		return nil
@@ -138,8 +140,8 @@ func (in *Input) answerTo(ask mcp.InputRequest) mcp.InputResponse {
 	return nil
 }
 
-// question is what ask asks, as JSON, without the _meta a server may fill
-// in anew each time it asks.
+// question is what ask asks, as JSON. It leaves out the _meta a server may
+// fill in anew each time it asks.
 func question(ask mcp.InputRequest) ([]byte, error) {
 	switch p := ask.(type) {
 	case *mcp.ElicitParams:

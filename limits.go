@@ -19,51 +19,60 @@ const (
 )
 
 // Limits bound what one governed call may send to a server and what it
-// may bring back, so that one hostile or broken call (a model's, or a
-// prompt injection's) costs neither the hub's memory nor the session that
-// the other calls to its server share. The zero value means the defaults;
-// a negative field means no limit.
+// may bring back. So one hostile or broken call costs neither the hub's
+// memory nor the session that the other calls to its server share. Such a
+// call may be a model's, or a prompt injection's. The zero value means the
+// defaults. A negative field means no limit.
 //
-// Arguments over a limit are answered with a [KindLimit] error before the
-// policy, the approver or any hook sees them (a hostile call costs nothing
-// but the measuring), and nothing is sent; the other calls of a batch and
-// the session are unaffected. Arguments that before-hooks changed are
-// measured again before they are sent. A result over a limit is answered
-// with a KindLimit error that says the call was made (the server did its
-// work) but its result is not passed on; the session carries on. An error
-// serves a model better than a truncated result, which it could take for
-// the whole.
+// Arguments over a limit are answered with a [KindLimit] error. This
+// happens before the policy, the approver or any hook sees them. So a
+// hostile call costs nothing but the measuring. Nothing is sent. The
+// other calls of a batch and the session are unaffected. Arguments that
+// before-hooks changed are measured again before they are sent.
 //
-// No message a server sends ends its session, whatever its size: over
-// stdio and HTTP (JSON bodies, server-sent events, legacy SSE) conduit
-// reads each message below the SDK as it streams, holds at most
-// max(MaxResultBytes, 16 MiB) of it, and discards one that is longer as it
-// arrives; the request it answers gets the KindLimit error, and every
-// other call to the server goes on over the same session. A tools/call
-// result under that bound but over MaxResultBytes is refused as JSON text,
-// before it is decoded into Go values, which can take many times its
-// size. In memory, messages are Go values already and are measured as
-// such. A Server given as its own Transport is not bounded below the SDK.
+// A result over a limit is answered with a KindLimit error. It says the
+// call was made (the server did its work) but its result is not passed
+// on. The session carries on. An error serves a model better than a
+// truncated result. The model could take that for the whole.
+//
+// No message a server sends ends its session, whatever its size. Over
+// stdio and HTTP, conduit reads each message below the SDK as it streams.
+// That covers JSON bodies, server-sent events and legacy SSE. It holds at
+// most max(MaxResultBytes, 16 MiB) of a message. It discards one that is
+// longer as it arrives. The request it answers gets the KindLimit error.
+// Every other call to the server goes on over the same session.
+//
+// A tools/call result under that bound but over MaxResultBytes is refused
+// as JSON text. That happens before it is decoded into Go values, which
+// can take many times its size. In memory, messages are Go values already
+// and are measured as such. A Server given as its own Transport is not
+// bounded below the SDK.
 type Limits struct {
-	// MaxArgDepth bounds how deeply a call's arguments nest: the arguments
-	// object is depth 1, and each object or array in it adds one. Default
-	// DefaultMaxArgDepth (64): real arguments rarely nest past ten, while
-	// the Go SDK's server (v1.8.0) ends its whole session on a message
-	// nested 5,000 deep (tried by hand, from about 1,000), failing every
-	// call in flight to it, and other servers' parsers may give up sooner.
+	// MaxArgDepth bounds how deeply a call's arguments nest. The arguments
+	// object is depth 1, and each object or array in it adds one. The
+	// default is DefaultMaxArgDepth (64). Real arguments rarely nest past
+	// ten. The Go SDK's server (v1.8.0) ends its whole session on a message
+	// nested 5,000 deep. Tried by hand, it did so from about 1,000. That
+	// fails every call in flight to it. Other servers' parsers may give up
+	// sooner.
 	MaxArgDepth int
-	// MaxArgBytes bounds the size of a call's arguments as JSON text (for
-	// arguments given as Go values, an estimate that counts strings
-	// without their escapes). Default DefaultMaxArgBytes (1 MiB): a model
-	// writes some tens of KiB in a whole response.
+	// MaxArgBytes bounds the size of a call's arguments as JSON text. For
+	// arguments given as Go values, it is an estimate that counts strings
+	// without their escapes. The default is DefaultMaxArgBytes (1 MiB). A
+	// model writes some tens of KiB in a whole response.
 	MaxArgBytes int
-	// MaxResultBytes bounds one result: its JSON text as the server sent
-	// it, where conduit sees it (see above), and its content: the bytes of
-	// its text, of its images' and audio's data as base64, of its embedded
-	// resources and resource links, and of its structured content as JSON
-	// (an estimate, as for arguments). Default DefaultMaxResultBytes
-	// (16 MiB): several times what the largest model context holds, and
-	// the SDK's own bound on one message over stdio.
+	// MaxResultBytes bounds one result. It bounds its JSON text as the
+	// server sent it, where conduit sees it (see above). It also bounds its
+	// content, counting these bytes:
+	//
+	//   - its text
+	//   - its images' and audio's data, as base64
+	//   - its embedded resources and resource links
+	//   - its structured content as JSON (an estimate, as for arguments)
+	//
+	// The default is DefaultMaxResultBytes (16 MiB). That is several times
+	// what the largest model context holds. It is also the SDK's own bound
+	// on one message over stdio.
 	MaxResultBytes int
 	// MaxResultBlocks bounds the content blocks of one result. Default
 	// DefaultMaxResultBlocks (1,000).
@@ -94,8 +103,8 @@ func (l Limits) resolved() limits {
 }
 
 // checkArgs measures a call's arguments as given to CallTool, before they
-// are decoded: raw JSON is scanned, Go values walked. The error, if any,
-// says what is over which limit, to complete "its arguments ...".
+// are decoded. Raw JSON is scanned, and Go values walked. The error, if
+// any, says what is over which limit. It completes "its arguments ...".
 func (l *limits) checkArgs(args any) error {
 	if l.argDepth == 0 && l.argBytes == 0 {
 		return nil
@@ -190,11 +199,11 @@ func contentSize(c mcp.Content) int {
 	return len(data)
 }
 
-// messageBytes is the bound on one message a server sends, 0 for none:
-// MaxResultBytes, but never under the SDK's own bound on a line, so that
-// a small result limit does not refuse a large tool listing (results over
-// MaxResultBytes but under this are refused by notesConn after they are
-// read, before they are decoded).
+// messageBytes is the bound on one message a server sends, 0 for none. It
+// is MaxResultBytes, but never under the SDK's own bound on a line. So a
+// small result limit does not refuse a large tool listing. Results over
+// MaxResultBytes but under this are refused by notesConn. That happens
+// after they are read, before they are decoded.
 func (l *limits) messageBytes() int {
 	if l.resultBytes == 0 {
 		return 0

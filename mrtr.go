@@ -12,32 +12,40 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The multi-round-trip requests of protocol 2026-07-28: a server that
-// needs something of its client during a tools/call, prompts/get or
-// resources/read answers with input requests (elicitation, sampling,
-// roots) instead of a result, and the client asks again with the answers.
+// The multi-round-trip requests of protocol 2026-07-28. A server may need
+// something of its client during a tools/call, prompts/get or
+// resources/read. It then answers with input requests (elicitation,
+// sampling, roots) instead of a result. The client asks again with the
+// answers.
 //
-// The SDK's client runs that loop itself, but answers roots from the
-// client's own list, which conduit's is empty, whoever made the call. So
-// conduit turns the SDK's loop off and runs its own (inputMiddleware),
-// which hands every input request to the client's receiving handlers, the
-// path a JSON-RPC request of protocol 2025-11-25 takes: the Handlers of
-// the call that the request's context names.
+// The SDK's client runs that loop itself. But it answers roots from the
+// client's own list, whoever made the call, and conduit's is empty. So
+// conduit turns the SDK's loop off and runs its own (inputMiddleware). It
+// hands every input request to the client's receiving handlers. That is
+// the path a JSON-RPC request of protocol 2025-11-25 takes. It reaches
+// the Handlers of the call that the request's context names.
 
-// The SDK's limits (unexported in its mcp package): a request is sent at
-// most maxInputRounds times, and given up when the server has shed load
-// (input required, with nothing asked) maxLoadShedding times.
+// The SDK's limits, unexported in its mcp package. A request is sent at
+// most maxInputRounds times. It is given up when the server has shed load
+// maxLoadShedding times. Shedding load is input required, with nothing
+// asked.
 const (
 	maxInputRounds  = 10
 	maxLoadShedding = 3
 )
 
-// ErrInputNotGiven is the cause (for errors.Is) of the error of a request
-// whose server asked, by a multi-round-trip result (protocol 2026-07-28),
-// for input that was not given: one of its input requests could not be
-// answered (no handler, or the handler failed), or the server went on
-// asking beyond the limits of rounds the SDK's client has. The request
-// ends with it rather than with an answer the server did not ask for.
+// ErrInputNotGiven is the cause (for errors.Is) of a request's error when
+// its server asked for input that was not given. The server asked by a
+// multi-round-trip result (protocol 2026-07-28). Either of two things
+// happened:
+//
+//   - One of its input requests could not be answered. There was no
+//     handler, or the handler failed.
+//   - The server went on asking beyond the limits of rounds the SDK's
+//     client has.
+//
+// The request ends with it rather than with an answer the server did not
+// ask for.
 var ErrInputNotGiven = errors.New("conduit: the server's request for input was not given an answer")
 
 // inputError is a multi-round-trip request that ended without a result.
@@ -75,8 +83,8 @@ func (e *inputError) callError(call *Call) *Error {
 	return newError(KindInternal, call.Server, call.Tool, msg+".", e)
 }
 
-// receiveMiddleware keeps next, the client's receiving handlers as they
-// are when it is added (last), for inputMiddleware to answer with.
+// receiveMiddleware keeps next for inputMiddleware to answer with. next
+// is the client's receiving handlers as they are when it is added (last).
 func (cn *conn) receiveMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	cn.receive = next
 	return next
@@ -94,11 +102,11 @@ func withInput(ctx context.Context, in *Input) context.Context {
 }
 
 // inputMiddleware runs the multi-round-trip loop of tools/call,
-// prompts/get and resources/read: while the server answers with input
-// requests, it answers them through the client's receiving handlers, with
-// the request's context (which names its call), and asks again. A request
-// made with an Input starts as the retry it says, and with Input.Return
-// ends with the server's first input-required result.
+// prompts/get and resources/read. The server may answer with input
+// requests. Then it answers them through the client's receiving handlers,
+// and asks again. It uses the request's context, which names its call. A
+// request made with an Input starts as the retry it says. With
+// Input.Return, it ends with the server's first input-required result.
 func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tools/call" && method != "prompts/get" && method != "resources/read" {
@@ -155,22 +163,22 @@ func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// uncached keeps res, a resources/read result of a multi-round-trip
-// exchange, out of the SDK's session cache of reads, which is keyed by the
-// URI alone: a request for input, or what one caller's answers produced,
-// is no answer for the next read of the URI.
+// uncached keeps res out of the SDK's session cache of reads. res is a
+// resources/read result of a multi-round-trip exchange. The cache is keyed
+// by the URI alone. A request for input is no answer for the next read of
+// the URI. Nor is what one caller's answers produced.
 func uncached(res mcp.Result) {
 	if r, ok := res.(*mcp.ReadResourceResult); ok && r != nil {
 		r.TTLMs = 0
 	}
 }
 
-// InputRequests returns what res, a server's result of tools/call,
-// prompts/get or resources/read, asks of its client (protocol 2026-07-28)
-// and the requestState to send back with the answers, and whether it asks
-// at all: an input-required result, or one with input requests, asks (an
-// empty set of them means the server shed load: ask again later). A
-// result of another type never asks.
+// InputRequests returns what res asks of its client (protocol
+// 2026-07-28). res is a server's result of tools/call, prompts/get or
+// resources/read. It also returns the requestState to send back with the
+// answers, and whether res asks at all. An input-required result asks. So
+// does one with input requests. An empty set of them means the server
+// shed load: ask again later. A result of another type never asks.
 func InputRequests(res mcp.Result) (asks mcp.InputRequestMap, state string, ok bool) {
 	switch r := res.(type) {
 	case *mcp.CallToolResult:
@@ -214,10 +222,10 @@ func retryRequest(req mcp.Request, answers mcp.InputResponseMap, state string) (
 	return nil, &inputError{msg: fmt.Sprintf("the request's params (%T) cannot be sent again", req.GetParams())}
 }
 
-// answerInputs answers every input request, concurrently as the SDK does;
-// the first that fails ends the others and the request. When handlers
-// defer some (DeferInput) and the others are answered, the request ends
-// with an *inputDeferral that holds the requests and those answers.
+// answerInputs answers every input request, concurrently as the SDK does.
+// The first that fails ends the others and the request. Handlers may
+// defer some (DeferInput) while the others are answered. Then the request
+// ends with an *inputDeferral that holds the requests and those answers.
 func (cn *conn) answerInputs(ctx context.Context, cs *mcp.ClientSession, asks mcp.InputRequestMap) (mcp.InputResponseMap, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -259,10 +267,10 @@ func (cn *conn) answerInputs(ctx context.Context, cs *mcp.ClientSession, asks mc
 	return answers, nil
 }
 
-// answerInput answers one input request as the client's receiving
-// handlers answer the JSON-RPC request of the same method. Roots are
-// refused unless the hub's Handlers answer them: the SDK's own answer is
-// the hub's empty list, which is nobody's roots.
+// answerInput answers one input request. It does so as the client's
+// receiving handlers answer the JSON-RPC request of the same method.
+// Roots are refused unless the hub's Handlers answer them. The SDK's own
+// answer is the hub's empty list, which is nobody's roots.
 func (cn *conn) answerInput(ctx context.Context, cs *mcp.ClientSession, ask mcp.InputRequest) (mcp.InputResponse, error) {
 	var (
 		what, method string
@@ -299,8 +307,8 @@ func (cn *conn) answerInput(ctx context.Context, cs *mcp.ClientSession, ask mcp.
 	return nil, &inputError{what: what, msg: what + " requested", cause: fmt.Errorf("conduit: the answer is not one (%T)", res)}
 }
 
-// answerOf is res as the answer to a request for what, or nil when it is
-// none (a handler's nil result, or another kind).
+// answerOf is res as the answer to a request for what. It is nil when res
+// is none: a handler's nil result, or another kind.
 func answerOf(what string, res mcp.Result) mcp.InputResponse {
 	switch r := res.(type) {
 	case *mcp.ListRootsResult:

@@ -14,14 +14,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The connection conduit wraps around a server's (stdio, in-memory, SSE):
-// it takes progress and log notifications off the wire as they are read,
-// writes on one goroutine so that a stalled server cannot block a call's
-// timeout, and refuses a tools/call result over Limits.MaxResultBytes
-// before it is decoded.
+// The connection conduit wraps around a server's (stdio, in-memory, SSE).
+// It does three things:
+//
+//   - It takes progress and log notifications off the wire as they are
+//     read.
+//   - It writes on one goroutine, so a stalled server cannot block a
+//     call's timeout.
+//   - It refuses a tools/call result over Limits.MaxResultBytes before it
+//     is decoded.
 
 // notesTransport takes progress and log notifications off the connections
-// of its Transport, handing them to conduit's handlers as they are read.
+// of its Transport. It hands them to conduit's handlers as they are read.
 type notesTransport struct {
 	mcp.Transport
 	cn *conn
@@ -39,11 +43,12 @@ func (t notesTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	return nc, nil
 }
 
-// plainConn reports whether c is one of the SDK's client connections that
-// have no methods beyond mcp.Connection's, which a wrapper would hide: the
-// stdio, in-memory and IO transports' and legacy SSE's (Streamable HTTP's
-// is told of the session's state by an unexported method).
-// TestNotesConnTypes fails if the SDK renames them.
+// plainConn reports whether c is one of the SDK's plain client
+// connections. Those have no methods beyond mcp.Connection's, which a
+// wrapper would hide. They are the stdio, in-memory and IO transports'
+// and legacy SSE's. Streamable HTTP's is not: an unexported method tells
+// it of the session's state. TestNotesConnTypes fails if the SDK renames
+// them.
 func plainConn(c mcp.Connection) bool {
 	switch fmt.Sprintf("%T", c) {
 	case "*mcp.ioConn", "*mcp.sseClientConn":
@@ -89,14 +94,14 @@ func (c *notesConn) closing() chan struct{} {
 	return c.closed
 }
 
-// write writes msg on the connection's writer goroutine, and returns when
-// it is written or when ctx ends. The SDK's stdio connection checks ctx
-// only before its write, which blocks while a server that stopped reading
-// (stalled, SIGSTOPped) has its stdin pipe full, and every later write of
-// the session waits for it: the request's own timeout could not fire, nor
-// could the call's. Handed to one goroutine, the write goes on there while
-// the caller is answered; a message whose ctx ended before the writer took
-// it is never written.
+// write writes msg on the connection's writer goroutine. It returns when
+// msg is written or when ctx ends. The SDK's stdio connection checks ctx
+// only before its write. A server may stop reading (stalled,
+// SIGSTOPped), and its stdin pipe fills. The write then blocks, and every
+// later write of the session waits for it. Neither the request's own
+// timeout nor the call's could fire. Handed to one goroutine, the write
+// goes on there while the caller is answered. A message whose ctx ended
+// before the writer took it is never written.
 func (c *notesConn) write(ctx context.Context, msg jsonrpc.Message) error {
 	closed := c.closing()
 	c.writerOnce.Do(func() {
@@ -140,11 +145,12 @@ func (c *notesConn) writer(closed chan struct{}) {
 	}
 }
 
-// codeResultTooLarge is the code of the error that stands in for a
-// tools/call result whose JSON text is over Limits.MaxResultBytes, refused
-// before it is decoded. Its Data is the hub's resultMarker, which holds a
-// random nonce: a server that sends the same code cannot pass its error
-// off as conduit's refusal.
+// codeResultTooLarge is the code of the error that stands in for an
+// oversized tools/call result. Its JSON text is over
+// Limits.MaxResultBytes, and it is refused before it is decoded. The
+// error's Data is the hub's resultMarker, which holds a random nonce. So
+// a server that sends the same code cannot pass its error off as
+// conduit's refusal.
 const codeResultTooLarge = transport.CodeResultTooLarge
 
 // newResultMarker returns a hub's resultMarker.
@@ -152,8 +158,8 @@ func newResultMarker() json.RawMessage {
 	return json.RawMessage(strconv.Quote("conduit: result over the limit " + rand.Text()))
 }
 
-// Write notes the ids of tools/call requests, whose results Read bounds,
-// and tells a traced request its id.
+// Write notes the ids of tools/call requests, whose results Read bounds.
+// It tells a traced request its id.
 func (c *notesConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	r, ok := msg.(*jsonrpc.Request)
 	if ok && r.IsCall() && c.cn.core.Trace != nil {
@@ -187,7 +193,7 @@ func (c *notesConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 // bounded returns the error response that stands in for resp when resp is
-// a tools/call result whose JSON text is over the limit: JSON decoded into
+// a tools/call result whose JSON text is over the limit. JSON decoded into
 // Go values can take many times its size.
 func (c *notesConn) bounded(resp *jsonrpc.Response) jsonrpc.Message {
 	c.mu.Lock()
@@ -211,9 +217,10 @@ const (
 )
 
 // Read returns the next message that is not a progress or log
-// notification, handling those on the way, as the SDK would (a malformed
-// one is dropped), and stands in for a result that is over the limit. An
-// answer to an extension's request goes to its caller, not the SDK.
+// notification. It handles those on the way, as the SDK would. A
+// malformed one is dropped. It stands in for a result that is over the
+// limit. An answer to an extension's request goes to its caller, not the
+// SDK.
 func (c *notesConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)

@@ -15,24 +15,24 @@ import (
 // [Options.CallTimeout] is set.
 const DefaultCallTimeout = 5 * time.Minute
 
-// DefaultKeepAlive is how long a session with a server reached by URL may
-// be idle before it is pinged, when [Options.KeepAlive] is zero.
+// DefaultKeepAlive is how long a session may be idle before it is pinged.
+// It applies to servers reached by URL, when [Options.KeepAlive] is zero.
 const DefaultKeepAlive = 30 * time.Second
 
 // DefaultMaxPrincipalSessions bounds the sessions a server of
-// [IdentityPrincipal] keeps open at once, one per principal, when
-// [Options.MaxPrincipalSessions] is zero.
+// [IdentityPrincipal] keeps open at once. There is one per principal. It
+// applies when [Options.MaxPrincipalSessions] is zero.
 const DefaultMaxPrincipalSessions = 32
 
-// DefaultPrincipalIdleTimeout is how long a principal's session with a
-// server of [IdentityPrincipal] is kept without a request, when
+// DefaultPrincipalIdleTimeout is how long a principal's session is kept
+// without a request. It applies to servers of [IdentityPrincipal], when
 // [Options.PrincipalIdleTimeout] is zero.
 const DefaultPrincipalIdleTimeout = 10 * time.Minute
 
-// Options configure a [Hub] ([NewHub]) or a [Client] ([NewClient]): the
-// governance of every call and how the servers' sessions are kept. A nil
-// *Options, and the zero value of each field, mean the defaults; each field
-// means the same for a hub and a client.
+// Options configure a [Hub] ([NewHub]) or a [Client] ([NewClient]). They
+// set the governance of every call and how the servers' sessions are
+// kept. A nil *Options means the defaults. So does the zero value of each
+// field. Each field means the same for a hub and a client.
 type Options struct {
 	// Policy decides every call, and every prompt, resource and completion
 	// request. Nil means no rules: every call is allowed (Approver, Hooks,
@@ -40,13 +40,13 @@ type Options struct {
 	// conduit.AllowAll() says "no rules" explicitly. Configure a policy on
 	// anything you hand to a model.
 	Policy *Policy
-	// LaxPolicy turns a policy that names a server that is not configured
-	// (see [Policy.Check]) from an error of NewHub and NewClient into a
-	// warning, logged and reported by Warnings. By default such a policy
-	// is refused: a misspelt deny rule would otherwise deny nothing.
+	// LaxPolicy accepts a policy that names a server that is not
+	// configured (see [Policy.Check]). NewHub and NewClient then log a
+	// warning, reported by Warnings, instead of failing. By default such a
+	// policy is refused. A misspelt deny rule would otherwise deny nothing.
 	LaxPolicy bool
 	// LocalServers are the Server ids of the program's own tools
-	// ([LocalTool]) that are not configured servers: the policy may name
+	// ([LocalTool]) that are not configured servers. The policy may name
 	// them as it names a configured server. Conduit's own ("conduit")
 	// needs no entry.
 	LocalServers []string
@@ -61,12 +61,12 @@ type Options struct {
 	// call is sent. Schemas are compiled once per tool set.
 	Validate bool
 	// Pins, when set, offers only the tools whose listed definition is the
-	// pinned one (see [pins.Pins]): a changed or new tool is left out of every
-	// tool set and a call to it is refused, nothing sent.
+	// pinned one (see [pins.Pins]). A changed or new tool is left out of
+	// every tool set. A call to it is refused, nothing sent.
 	Pins *pins.Pins
-	// Prefix is put in front of every exposed name (of tools and
-	// prompts): with "gh_", a client's get_issue is exposed as
-	// gh_get_issue and a hub's github__get_issue as gh_github__get_issue.
+	// Prefix is put in front of every exposed name of tools and prompts.
+	// With "gh_", a client's get_issue is exposed as gh_get_issue. A hub's
+	// github__get_issue is exposed as gh_github__get_issue.
 	Prefix string
 
 	// CallTimeout bounds each call in all, approval and hooks included.
@@ -78,75 +78,81 @@ type Options struct {
 	// CallOptions.RequestTimeout takes its place when set. If zero, only
 	// the call's own bounds apply.
 	RequestTimeout time.Duration
-	// ConnectTimeout bounds each connection attempt (default 30s), except
-	// an OAuth login under way in it, which a person may take longer over:
-	// oauth.Config.AuthorizeTimeout bounds that.
+	// ConnectTimeout bounds each connection attempt (default 30s). An
+	// OAuth login under way in it is not bounded by it. A person may take
+	// longer over that; oauth.Config.AuthorizeTimeout bounds it.
 	ConnectTimeout time.Duration
-	// RequireServers makes NewHub and NewClient fail fast: they return an
-	// error matching ErrServersDown, and keep nothing running, unless
-	// every server is up within ConnectTimeout of the call (retried with
-	// the Reconnect backoff meanwhile). Without it, they return with
-	// whatever servers answered the first attempt: the others are down,
-	// reported by Status and ToolSet.Warnings, and reconnected.
+	// RequireServers makes NewHub and NewClient fail fast. Every server
+	// must be up within ConnectTimeout of the call. Meanwhile they retry
+	// with the Reconnect backoff. Otherwise they return an error matching
+	// ErrServersDown, and keep nothing running.
+	//
+	// Without it, they return with whatever servers answered the first
+	// attempt. The others are down. Status and ToolSet.Warnings report
+	// them, and they are reconnected.
 	RequireServers bool
 	// Reconnect configures reconnection after a server is lost.
 	Reconnect Backoff
-	// Limits bound each call's arguments and result (see [Limits]); the
+	// Limits bound each call's arguments and result (see [Limits]). The
 	// zero value means their defaults.
 	Limits Limits
 	// KeepAlive is how long a session may go without an answer from its
-	// server before conduit pings it. A server that fails the ping, or
-	// does not answer it within KeepAlive (and at least 10s), is down, as
-	// after any lost session: its tools leave the listings and it is
-	// reconnected. Zero: DefaultKeepAlive for servers reached by URL, and
-	// no pings to the others (a child that exits is noticed when its
-	// pipes close); negative: no pings.
+	// server before conduit pings it. A server may fail the ping, or not
+	// answer it within KeepAlive (and at least 10s). It is then down, as
+	// after any lost session. Its tools leave the listings and it is
+	// reconnected. Zero means DefaultKeepAlive for servers reached by URL.
+	// The others get no pings; a child that exits is noticed when its pipes
+	// close. Negative means no pings.
 	KeepAlive time.Duration
 
 	// MaxPrincipalSessions bounds the sessions each server of
-	// [IdentityPrincipal] keeps open at once, one per principal (a child
-	// process each, for a stdio server); zero means
+	// [IdentityPrincipal] keeps open at once. There is one per principal.
+	// For a stdio server each is a child process. Zero means
 	// DefaultMaxPrincipalSessions. A principal's first request opens
-	// theirs; at the bound, the session idle the longest (no request in
-	// flight) is closed first, and when every one is busy the request is
-	// refused with KindUnavailable, saying to retry, nothing sent.
+	// theirs. At the bound, the session idle the longest is closed first.
+	// Idle means no request in flight. When every one is busy, the request
+	// is refused with KindUnavailable, saying to retry, nothing sent.
 	MaxPrincipalSessions int
 	// PrincipalIdleTimeout closes a principal's session that has had no
-	// request for this long (zero: DefaultPrincipalIdleTimeout; negative:
-	// only the bound closes sessions). Their next request opens it again.
+	// request for this long. Zero means DefaultPrincipalIdleTimeout.
+	// Negative means only the bound closes sessions. Their next request
+	// opens it again.
 	PrincipalIdleTimeout time.Duration
-	// SubjectToken returns a principal's own access token, which a server
-	// of IdentityPrincipal whose OAuth grant is token exchange
-	// (oauth.GrantTokenExchange) exchanges for a token of its own (RFC
-	// 8693): the server then sees the principal, never this process.
-	// It is asked whenever a principal's session needs a token; "" or an
-	// error means the principal has none, and needs a login for the
-	// server. conduit serve sets it to the verified token its caller
-	// authenticated with.
+	// SubjectToken returns a principal's own access token. It serves a
+	// server of IdentityPrincipal whose OAuth grant is token exchange
+	// (oauth.GrantTokenExchange). That server exchanges it for a token of
+	// its own (RFC 8693). The server then sees the principal, never this
+	// process. It is asked whenever a principal's session needs a token.
+	// "" or an error means the principal has none. The principal then
+	// needs a login for the server. conduit serve sets it to the verified
+	// token its caller authenticated with.
 	SubjectToken func(ctx context.Context, principal string) (string, error)
 
 	// Handlers, when set, answer servers' requests (elicitation, sampling,
-	// roots) and log messages, and declare the capabilities they cover;
-	// with them, the calls' own CallOptions.Handlers take effect (see
+	// roots) and log messages. They declare the capabilities they cover.
+	// With them, the calls' own CallOptions.Handlers take effect (see
 	// [Handlers]).
 	Handlers *Handlers
 	// Implementation is sent to servers as the client's identity (default
 	// conduit and its Version).
 	Implementation *mcp.Implementation
-	// Logger receives conduit's and the MCP SDK's logs; nil discards them.
+	// Logger receives conduit's and the MCP SDK's logs. Nil discards them.
 	Logger *slog.Logger
 	// Trace, when set, is told of server and call events.
 	Trace *Trace
 	// Store holds what the processes of one deployment share (see package
-	// store): the claims that keep a resumed conversation's decided calls
-	// from being sent twice, and, under conduit serve, taint, single-use
-	// marks and counters for limits. Nil: an in-memory store of the hub
-	// or client, shared by everything that uses it, which holds within
-	// this process only; resuming a saved conversation state then fails
-	// (adapters.ErrNoStore), as a copy resumed by another process could
-	// send its calls again. store/sqlitestore is shared by the processes
-	// of one machine, store/redisstore by a fleet; store.NewMemory(), given
-	// here, is the explicit choice of one process. A store given here is
-	// the caller's to close.
+	// store). It holds the claims that keep a resumed conversation's
+	// decided calls from being sent twice. Under conduit serve, it also
+	// holds taint, single-use marks and counters for limits.
+	//
+	// Nil means an in-memory store of the hub or client. Everything that
+	// uses the hub or client shares it, within this process only.
+	// Resuming a saved conversation state then fails (adapters.ErrNoStore).
+	// A copy resumed by another process could send its calls again.
+	//
+	// store/sqlitestore is shared by the processes of one machine.
+	// store/redisstore is shared by a fleet. store.NewMemory(), given here,
+	// is the explicit choice of one process. A store given here is the
+	// caller's to close.
 	Store store.Store
 }

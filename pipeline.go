@@ -13,9 +13,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The one pipeline of every governed request: a tool call (of a server's
-// tool or a local one), a prompt, a resource read or (un)subscription, a
-// completion. Each passes the same stages, in this order:
+// The one pipeline of every governed request. That is a tool call (of a
+// server's tool or a local one), a prompt, a resource read or
+// (un)subscription, or a completion. Each passes the same stages, in this
+// order:
 //
 //	begin      Trace's start event, and the call's time limit
 //	resolve    the name (tool, prompt, URI) to what it names and its server
@@ -26,16 +27,16 @@ import (
 //	after      the result limit and the after-hooks (tool calls)
 //	done       Trace's end event
 //
-// What differs between methods is said by the request: how its name
+// The request says what differs between methods. It says how its name
 // resolves, whether an "ask" is asked, and how it is sent. Everything else
 // is written once, here.
 //
-// The callbacks (approver, hooks) are the user's code and may ignore ctx,
-// yet the request must be answered when ctx ends; so the callbacks of
-// admit run together on one goroutine, and the after-hooks on another,
-// while the caller waits for them or for ctx (see guard). The request
-// itself stays on the caller's goroutine: the SDK's deep call path would
-// grow a fresh goroutine's stack on every call.
+// The callbacks (approver, hooks) are the user's code and may ignore ctx.
+// Yet the request must be answered when ctx ends. So the callbacks of
+// admit run together on one goroutine, and the after-hooks on another.
+// The caller waits for them or for ctx (see guard). The request itself
+// stays on the caller's goroutine. The SDK's deep call path would grow a
+// fresh goroutine's stack on every call.
 
 // The MCP methods of a governed request, as in [Call.Method].
 const (
@@ -52,8 +53,8 @@ const (
 
 // request is one governed request on its way through the pipeline.
 type request struct {
-	// method is the MCP method sent (for Trace.RequestMeta and the
-	// Trace events); call.Method is the one the policy governs.
+	// method is the MCP method sent, for Trace.RequestMeta and the Trace
+	// events. call.Method is the one the policy governs.
 	method string
 	call   *Call // &callv
 	callv  Call
@@ -61,20 +62,20 @@ type request struct {
 	// halt is the call's CallOptions.Halt (tool calls only).
 	halt <-chan struct{}
 
-	// A tool call: the arguments as the caller gave them, and the local
-	// tool that answers in place of a server, if any.
+	// A tool call has the arguments as the caller gave them. It may have a
+	// local tool that answers in place of a server.
 	args  any
 	local *LocalTool
-	// tool is the tool the caller resolved args against (ResolvedCaller);
-	// the pipeline checks that the tool set holds it, and resolves nothing.
+	// tool is the tool the caller resolved args against (ResolvedCaller).
+	// The pipeline checks that the tool set holds it, and resolves nothing.
 	tool *Tool
-	// stable are arguments no callback changes, which a Trace snapshot
-	// of the call may share (see guard); nil when before-hooks may change
-	// call.Args in place.
+	// stable are arguments no callback changes. A Trace snapshot of the
+	// call may share them (see guard). It is nil when before-hooks may
+	// change call.Args in place.
 	stable map[string]any
 
-	// Any other request: resolve fills in call (Server, Tool, Exposed,
-	// Method); do makes the request over sess with the _meta given.
+	// For any other request, resolve fills in call (Server, Tool, Exposed,
+	// Method). do makes the request over sess with the _meta given.
 	resolve func(ctx context.Context) error
 	do      func(ctx context.Context, sess *mcp.ClientSession, meta mcp.Meta) error
 	// noAsk lets a policy's "ask" through unasked: the request runs
@@ -84,11 +85,11 @@ type request struct {
 	// CallOptions.Meta (a completion's own params._meta).
 	startMeta mcp.Meta
 
-	// traced is what Trace's done event is given: call, or a copy of it
-	// when a callback overran (see guard).
+	// traced is what Trace's done event is given. It is call, or a copy of
+	// it when a callback overran (see guard).
 	traced *Call
-	// What guard runs the callbacks with: the callback running, the
-	// channel the goroutine running them reports on, and what it found.
+	// What guard runs the callbacks with. These are the callback running,
+	// the channel its goroutine reports on, and what it found.
 	stage   stage
 	guarded chan struct{}
 	gres    *mcp.CallToolResult
@@ -109,7 +110,7 @@ func callOptions(opts *CallOptions) *CallOptions {
 	return opts
 }
 
-// newRequest is a request of method for exposed, made with o, as the
+// newRequest is a request of method for exposed, made with o. It is as the
 // policy sees it before its name resolves.
 func newRequest(method string, o *CallOptions, governed, exposed string) *request {
 	r := &request{method: method, o: o}
@@ -119,8 +120,8 @@ func newRequest(method string, o *CallOptions, governed, exposed string) *reques
 }
 
 // run takes r through the pipeline. Results are returned as the server
-// sent them (after-hooks aside); a request other than a tool call returns
-// what its do stored, and a nil result here.
+// sent them, after-hooks aside. A request other than a tool call returns
+// a nil result here. Its result is what its do stored.
 func (c *core) run(ctx context.Context, r *request) (res *mcp.CallToolResult, err error) {
 	r.traced = r.call
 	// begin
@@ -203,8 +204,8 @@ func (c *core) run(ctx context.Context, r *request) (res *mcp.CallToolResult, er
 	return res, nil
 }
 
-// withLimit is ctx bounded by limit, whose expiry is told from the end of
-// ctx itself by its cause.
+// withLimit is ctx bounded by limit. Its cause tells the limit's expiry
+// from the end of ctx itself.
 func (c *core) withLimit(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
 	cause := c.limitErr
 	if cause == nil || limit != cause.limit {
@@ -213,8 +214,9 @@ func (c *core) withLimit(ctx context.Context, limit time.Duration) (context.Cont
 	return context.WithTimeoutCause(ctx, limit, cause)
 }
 
-// resolveTool resolves a tool call: the name against the offered tool set
-// (or the local tool), the arguments to an object within the limits.
+// resolveTool resolves a tool call. The name resolves against the offered
+// tool set, or the local tool. The arguments become an object within the
+// limits.
 func (c *core) resolveTool(ctx context.Context, r *request) error {
 	ts := r.o.ToolSet
 	if ts == nil && r.local == nil {
@@ -252,10 +254,14 @@ func (c *core) resolveTool(ctx context.Context, r *request) error {
 	return nil
 }
 
-// resolveIn resolves r's tool and arguments, in one of three ways: the
-// name against ts; a local tool, which is its own; or the tool the caller
-// resolved (ResolvedCaller), which must be ts's own, since a tool of another
-// set, or one made by hand, could skip the offered definition.
+// resolveIn resolves r's tool and arguments, in one of three ways:
+//
+//   - the name against ts
+//   - a local tool, which is its own
+//   - the tool the caller resolved (ResolvedCaller), which must be ts's own
+//
+// A tool of another set, or one made by hand, could skip the offered
+// definition.
 func (r *request) resolveIn(ts *ToolSet) (*Tool, map[string]any, error) {
 	switch {
 	case r.tool != nil:
@@ -276,9 +282,9 @@ func (r *request) resolveIn(ts *ToolSet) (*Tool, map[string]any, error) {
 	return ts.Resolve(r.call.Exposed, r.args)
 }
 
-// checkArgs applies the argument limits to args as the caller gave them,
-// before they are decoded, so that a hostile call costs no more than its
-// measuring.
+// checkArgs applies the argument limits to args as the caller gave them.
+// It runs before they are decoded. So a hostile call costs no more than
+// its measuring.
 func (c *core) checkArgs(ts *ToolSet, local *LocalTool, name string, args any) error {
 	reason := c.limits.checkArgs(args)
 	if reason == nil {
@@ -295,7 +301,7 @@ func (c *core) checkArgs(ts *ToolSet, local *LocalTool, name string, args any) e
 }
 
 // authorize applies the policy. ask reports that the approver must be
-// asked; it is true only when an approver is configured, or the approval
+// asked. It is true only when an approver is configured, or the approval
 // was decided beforehand.
 func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}, decided bool) (ask bool, rule Rule, err error) {
 	if c.Policy == nil {
@@ -353,8 +359,9 @@ func (c *core) admit(ctx context.Context, r *request, ask bool, rule Rule, st *s
 	return nil
 }
 
-// check is what a tool call must pass after the before-hooks: the limits
-// on the arguments they may have changed, the input schema, the halt.
+// check is what a tool call must pass after the before-hooks. It checks
+// the limits on the arguments they may have changed. Then it checks the
+// input schema and the halt.
 func (c *core) check(ctx context.Context, r *request) error {
 	call := r.call
 	if c.before {
@@ -376,12 +383,12 @@ func (c *core) check(ctx context.Context, r *request) error {
 	return nil
 }
 
-// session picks the session r is sent on: the one of its server, or,
-// for a server of IdentityPrincipal, the one of the call's principal,
-// opened with their credentials from the pool; release ends its use. It is
-// the one place that picks, so that no request ever goes out on another
-// principal's session, or a shared one. A tool call also checks that the
-// server still offers the tool, and its pinned definition.
+// session picks the session r is sent on. That is the one of its server.
+// For a server of IdentityPrincipal, it is the one of the call's
+// principal. It is opened with their credentials from the pool. release
+// ends its use. It is the one place that picks. So no request ever goes
+// out on another principal's session, or a shared one. A tool call also
+// checks that the server still offers the tool, and its pinned definition.
 func (c *core) session(ctx context.Context, r *request) (_ *conn, _ *mcp.ClientSession, release func(), _ error) {
 	call := r.call
 	cn, release, err := c.connFor(ctx, call.Server, call.Principal)
@@ -413,11 +420,16 @@ func (c *core) session(ctx context.Context, r *request) (_ *conn, _ *mcp.ClientS
 	return cn, sess, release, nil
 }
 
-// sessionError is the error of a request of tool (named exposed) of
-// server, for principal, which found no session to go on for err: a
-// server that is down, one that needs the principal to log in, one whose
-// sessions are per principal while the request names none, or a pool
-// with no room. Nothing was sent.
+// sessionError is the error of a request that found no session to go on.
+// The request is of tool (named exposed) of server, for principal. err
+// says why:
+//
+//   - a server that is down
+//   - one that needs the principal to log in
+//   - one whose sessions are per principal while the request names none
+//   - a pool with no room
+//
+// Nothing was sent.
 func sessionError(server, tool, exposed, principal string, err error) *Error {
 	switch {
 	case errors.Is(err, oauth.ErrNeedsLogin):
@@ -436,9 +448,9 @@ func sessionError(server, tool, exposed, principal string, err error) *Error {
 	return unavailableError(server, tool, exposed, err)
 }
 
-// send sends r's request, bounded by its request timeout, ended by Close,
-// with its _meta and progress, what the server sends meanwhile routed to
-// the call's Handlers, and its failure told apart.
+// send sends r's request with its _meta and progress. Its request timeout
+// bounds it, and Close ends it. What the server sends meanwhile is routed
+// to the call's Handlers. Its failure is told apart.
 func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error) {
 	call, o := r.call, r.o
 	cn, sess, release, err := c.session(ctx, r)

@@ -48,9 +48,9 @@ type ConditionFunc func(c *Call) bool
 // Holds returns f(c); a nil f holds.
 func (f ConditionFunc) Holds(c *Call) bool { return f == nil || f(c) }
 
-// Tainted holds when the call's taint set contains one of servers, or, with
-// no servers, when it holds any taint at all. [Policy.Check] reports
-// servers that are not configured.
+// Tainted holds when the call's taint set contains one of servers. With
+// no servers, it holds when the set holds any taint at all.
+// [Policy.Check] reports servers that are not configured.
 func Tainted(servers ...string) Condition { return taintCond(slices.Clone(servers)) }
 
 type taintCond []string
@@ -92,13 +92,15 @@ func taintedServers(cond Condition) []string {
 	return nil
 }
 
-// Rule is one line of a [Policy]: a decision for the calls whose
-// server/tool matches one of its patterns and that meet all its conditions.
+// Rule is one line of a [Policy]. It is a decision for some calls. Their
+// server/tool matches one of its patterns, and they meet all its
+// conditions.
 //
-// A pattern is "server/tool", each part a [path.Match] glob: "github/get_*",
-// "*/read_*". A pattern without "/" names servers: "github" is "github/*",
-// and "*" matches every tool. Tool parts match the tool's own name on its
-// server, not its exposed name; in them '*' matches '/' too.
+// A pattern is "server/tool", each part a [path.Match] glob. Examples are
+// "github/get_*" and "*/read_*". A pattern without "/" names servers:
+// "github" is "github/*", and "*" matches every tool. Tool parts match the
+// tool's own name on its server, not its exposed name. In them '*'
+// matches '/' too.
 type Rule struct {
 	decision Decision
 	patterns []pattern
@@ -153,8 +155,9 @@ func (r Rule) When(conds ...Condition) Rule {
 // String describes the rule, for logs and approval prompts.
 func (r Rule) String() string { return r.text }
 
-// Err reports why r is malformed (no patterns, or a pattern that is not
-// "server/tool" globs), or nil. A policy with such a rule reports it too.
+// Err reports why r is malformed, or nil. It may have no patterns, or a
+// pattern that is not "server/tool" globs. A policy with such a rule
+// reports it too.
 func (r Rule) Err() error { return r.err }
 
 func (r *Rule) matches(c *Call) bool {
@@ -193,12 +196,12 @@ func globMatch(pattern, name string) bool {
 	return ok
 }
 
-// slashless hides '/' from path.Match, whose '*' stops at it: tool names
+// slashless hides '/' from path.Match, whose '*' stops at it. Tool names
 // may hold '/', and "fs/*" must match them all.
 func slashless(s string) string { return strings.ReplaceAll(s, "/", "\x00") }
 
-// Policy is an ordered list of rules: the first rule that matches a call
-// decides, and a call that no rule matches is denied. A Policy is immutable
+// Policy is an ordered list of rules. The first rule that matches a call
+// decides. A call that no rule matches is denied. A Policy is immutable
 // and safe for concurrent use.
 type Policy struct {
 	rules []Rule
@@ -206,8 +209,8 @@ type Policy struct {
 }
 
 // NewPolicy returns a policy of rules, in order. A malformed pattern makes
-// its rule match nothing and is reported by [Policy.Err]; NewClient and
-// NewHub refuse such a policy.
+// its rule match nothing. [Policy.Err] reports it. NewClient and NewHub
+// refuse such a policy.
 func NewPolicy(rules ...Rule) *Policy {
 	p := &Policy{rules: slices.Clone(rules)}
 	var errs []error
@@ -220,18 +223,18 @@ func NewPolicy(rules ...Rule) *Policy {
 	return p
 }
 
-// AllowAll returns a policy that allows every call: an explicit choice for
-// a hub whose servers are all trusted.
+// AllowAll returns a policy that allows every call. It is an explicit
+// choice for a hub whose servers are all trusted.
 func AllowAll() *Policy { return NewPolicy(Allow("*")) }
 
 // Err reports malformed rules.
 func (p *Policy) Err() error { return p.err }
 
-// Conditional reports whether any rule has conditions ([Rule.When]), so
-// that what the policy allows, and so the tools listed, may differ from
-// one caller to another (their principal, their taint, or whatever a
-// ConditionFunc reads). A policy without conditions decides by names
-// alone: every caller is offered the same lists.
+// Conditional reports whether any rule has conditions ([Rule.When]). Then
+// what the policy allows may differ from one caller to another. So may the
+// tools listed. It may depend on their principal, their taint, or
+// whatever a ConditionFunc reads. A policy without conditions decides by
+// names alone. Every caller is offered the same lists.
 func (p *Policy) Conditional() bool {
 	return slices.ContainsFunc(p.rules, func(r Rule) bool { return len(r.conds) > 0 })
 }
@@ -240,20 +243,25 @@ func (p *Policy) Conditional() bool {
 // errors.Is(err, ErrUnknownServer).
 var ErrUnknownServer = errors.New("names no configured server")
 
-// ownServer is the server id of conduit's own tools (the adapters'
-// search_tools, adapters.SearchToolServer), which every policy may name.
+// ownServer is the server id of conduit's own tools. An example is the
+// adapters' search_tools (adapters.SearchToolServer). Every policy may
+// name it.
 const ownServer = "conduit"
 
-// Check reports the names of p that no server of servers (the configured
-// ids) can match, which make their rules match nothing: a pattern whose
-// server part is not one of them ("gihtub/*"), or a glob that matches none
-// of them ("gh*/read"), and a server of a Tainted condition that is not
-// one of them. It returns nil when there are none, or one error per
-// problem joined by errors.Join, each with ErrUnknownServer as its cause
-// and the rule's position and text in its message. Globs such as
-// "*/read_*" name no server and are fine; conduit's own tools (server
-// "conduit") are always there. NewHub and NewClient refuse a policy
-// Check reports on, or log what it reports under [Options.LaxPolicy].
+// Check reports the names of p that no server of servers can match.
+// servers are the configured ids. Such names make their rules match
+// nothing:
+//
+//   - a pattern whose server part is not one of them ("gihtub/*")
+//   - a glob that matches none of them ("gh*/read")
+//   - a server of a Tainted condition that is not one of them
+//
+// It returns nil when there are none. Otherwise it returns one error per
+// problem, joined by errors.Join. Each has ErrUnknownServer as its cause.
+// Its message holds the rule's position and text. Globs such as
+// "*/read_*" name no server and are fine. Conduit's own tools (server
+// "conduit") are always there. NewHub and NewClient refuse a policy Check
+// reports on. Under [Options.LaxPolicy] they log what it reports.
 func (p *Policy) Check(servers []string) error {
 	if p == nil {
 		return nil
@@ -289,9 +297,9 @@ func (p *Policy) Check(servers []string) error {
 }
 
 // closest returns the id of ids that name is most likely a misspelling
-// of: the same but for case, or at most two edits (a swap of neighbours
-// is one) away and shorter a distance than name's length; "" when none
-// is.
+// of. It may be the same but for case. Or it may be at most two edits
+// away, and a shorter distance than name's length. A swap of neighbours is
+// one edit. It returns "" when none is.
 func closest(name string, ids []string) string {
 	best, bestD := "", 3
 	for _, id := range ids {
@@ -306,7 +314,8 @@ func closest(name string, ids []string) string {
 }
 
 // editDistance is the optimal string alignment distance of a and b, in
-// bytes: insertions, deletions, substitutions and swaps of neighbours.
+// bytes. It counts insertions, deletions, substitutions and swaps of
+// neighbours.
 func editDistance(a, b string) int {
 	// Three rows of the table: two back, one back, this one.
 	pp, prev, cur := make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)
@@ -330,8 +339,8 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// Decide returns the decision for c and the rule that made it; ok is false
-// when no rule matched (and the decision is deny).
+// Decide returns the decision for c and the rule that made it. ok is false
+// when no rule matched. The decision is then deny.
 func (p *Policy) Decide(c *Call) (d Decision, rule Rule, ok bool) {
 	for i := range p.rules {
 		if p.rules[i].matches(c) {
@@ -341,9 +350,9 @@ func (p *Policy) Decide(c *Call) (d Decision, rule Rule, ok bool) {
 	return DecisionDeny, Rule{}, false
 }
 
-// decide is p.Decide for the pipeline: a condition that panics is an error,
-// never a decision. Which rules' patterns match a tool of c.Def's tool set
-// is worked out once, and only conditions are evaluated per call.
+// decide is p.Decide for the pipeline. A condition that panics is an
+// error, never a decision. Which rules' patterns match a tool of c.Def's
+// tool set is worked out once. Only conditions are evaluated per call.
 func decide(p *Policy, c *Call) (d Decision, rule Rule, ok bool, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -380,9 +389,9 @@ func (p *Policy) matching(t *Tool) []int {
 	}).([]int)
 }
 
-// checkPolicy is where a hub's or client's policy meets its servers: what
-// Policy.Check reports is an error, or under LaxPolicy a warning, logged
-// and kept for Warnings.
+// checkPolicy is where a hub's or client's policy meets its servers. What
+// Policy.Check reports is an error. Under LaxPolicy it is a warning,
+// logged and kept for Warnings.
 func (c *core) checkPolicy(servers []Server) error {
 	ids := make([]string, 0, len(servers)+len(c.LocalServers))
 	for _, s := range servers {

@@ -16,17 +16,18 @@ import (
 // the name it is offered under. It must not be modified.
 type Prompt struct {
 	*mcp.Prompt
-	// Exposed is the name the prompt is offered under: server__prompt in
-	// a hub, the prompt's own sanitized name after the prefix in a client,
-	// as for tools.
+	// Exposed is the name the prompt is offered under, as for tools. It is
+	// server__prompt in a hub. In a client, it is the prompt's own
+	// sanitized name after the prefix.
 	Exposed string
 	// Server is the id of the server that lists the prompt.
 	Server string
 }
 
-// PromptSet is an ordered set of prompts, named as tools are: servers in
-// configuration order, prompts by name within a server, two prompts that
-// would share an exposed name both left out and reported.
+// PromptSet is an ordered set of prompts, named as tools are. Servers are
+// in configuration order, and prompts by name within a server. Two
+// prompts that would share an exposed name are both left out and
+// reported.
 type PromptSet struct {
 	prompts []*Prompt
 	byName  map[string]*Prompt
@@ -34,8 +35,8 @@ type PromptSet struct {
 }
 
 // Len returns the number of prompts. It is kept beside All for the same
-// reason as ToolSet.Len: a PromptSet reads as a ToolSet does, and a
-// count needs no walk.
+// reason as ToolSet.Len. A PromptSet reads as a ToolSet does, and a count
+// needs no walk.
 func (ps *PromptSet) Len() int {
 	if ps == nil {
 		return 0
@@ -83,9 +84,9 @@ type ServerPrompts struct {
 	Down error
 }
 
-// NewPromptSet builds a prompt set from servers' prompt lists, naming
-// them as [NewToolSet] names tools (the Options' Filter and Pins, which
-// are about tools, do not apply). opts may be nil for the defaults.
+// NewPromptSet builds a prompt set from servers' prompt lists. It names
+// them as [NewToolSet] names tools. The Options' Filter and Pins are
+// about tools, and do not apply. opts may be nil for the defaults.
 func NewPromptSet(opts *ToolSetOptions, servers ...ServerPrompts) *PromptSet {
 	namespace, prefix, _, _ := opts.naming()
 	ps := &PromptSet{byName: map[string]*Prompt{}}
@@ -147,22 +148,23 @@ func (ps *PromptSet) filter(reason SkipReason, keep func(*Prompt) bool) *PromptS
 	return out
 }
 
-// ListPromptsFor returns the prompts of every server that is up, less
-// what the policy denies outright for opts' principal and taint (prompts
-// are governed by the same server/name patterns as tools; a condition
-// sees [Call.Method] "prompts/get"). opts may be nil. A server's prompts
-// are asked for once per session and again after it says they changed.
+// ListPromptsFor returns the prompts of every server that is up. It leaves
+// out what the policy denies outright for opts' principal and taint.
+// Prompts are governed by the same server/name patterns as tools. A
+// condition sees [Call.Method] "prompts/get". opts may be nil. A server's
+// prompts are asked for once per session. They are asked for again after
+// it says they changed.
 func (g *governed) ListPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {
 	return g.c.listPromptsFor(ctx, opts)
 }
 
-// GetPrompt gets a prompt by its exposed name (prompts/get) with args:
-// the policy decides (an "ask" goes to the approver), then the request
-// is made as a tool call's is, bounded by the call's time limit and
-// request timeout, with what the server sends meanwhile routed to
-// opts.Handlers, and opts.Meta sent as the request's _meta. opts'
-// ToolSet, Progress and Halt are not used; hooks and validation are for
-// tool calls. The error, if any, is an *Error.
+// GetPrompt gets a prompt by its exposed name (prompts/get) with args.
+// The policy decides, and an "ask" goes to the approver. Then the request
+// is made as a tool call's is. The call's time limit and request timeout
+// bound it. What the server sends meanwhile is routed to opts.Handlers.
+// opts.Meta is sent as the request's _meta. opts' ToolSet, Progress and
+// Halt are not used. Hooks and validation are for tool calls. The error,
+// if any, is an *Error.
 func (g *governed) GetPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {
 	return g.c.getPrompt(ctx, name, args, opts)
 }

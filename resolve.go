@@ -8,24 +8,30 @@ import (
 )
 
 // Resolve resolves a call as a model wrote it against the tool set the
-// model was offered: the exposed name to its tool, and the arguments to a
-// JSON object. It is the first step of every governed call, and the one
-// the adapters take for each call of a response; its error is an *Error
-// to answer the model with (KindUnknownTool, or KindInvalidArguments when
-// the arguments are not an object), and then nothing may be sent. A name
-// of a server that is down in the set (a tool offered before it went
-// down) is KindUnavailable instead, so that the model may try again later.
+// model was offered. The exposed name resolves to its tool. The arguments
+// become a JSON object. It is the first step of every governed call. The
+// adapters take it for each call of a response. Its error is an *Error to
+// answer the model with. That is KindUnknownTool, or KindInvalidArguments
+// when the arguments are not an object. Then nothing may be sent. A name
+// may be of a server that is down in the set: a tool offered before it
+// went down. That is KindUnavailable instead, so the model may try again
+// later.
 //
-// args may be nil or a map[string]any (used as they are, not copied),
-// JSON as json.RawMessage, []byte or string, or any other value that
-// marshals to a JSON object. A nil args is the empty object: it is how a
-// Go caller says "no arguments", and how a parser says that the provider
-// left its field out where that means none (Gemini's "args"). JSON null is
-// not an object, so a parser passes a null or missing field that its
-// provider always sends (Anthropic's "input", OpenAI's "arguments") as
-// JSON null. An empty or blank JSON text is the empty object, as OpenAI
-// sends for a tool without parameters. The adapters package's doc lists
-// the rule per provider.
+// args may be one of these:
+//
+//   - nil
+//   - a map[string]any, used as it is, not copied
+//   - JSON as json.RawMessage, []byte or string
+//   - any other value that marshals to a JSON object
+//
+// A nil args is the empty object. It is how a Go caller says "no
+// arguments". It is also how a parser says that the provider left its
+// field out where that means none (Gemini's "args"). JSON null is not an
+// object. Some providers always send their field (Anthropic's "input",
+// OpenAI's "arguments"). A parser passes such a field as JSON null when
+// it is null or missing. An empty or blank JSON text is the empty object.
+// OpenAI sends that for a tool without parameters. The adapters package's
+// doc lists the rule per provider.
 func (ts *ToolSet) Resolve(name string, args any) (*Tool, map[string]any, error) {
 	t, ok := ts.Lookup(name)
 	if !ok {

@@ -36,10 +36,10 @@ func (t *ResourceTemplate) Matches(uri string) bool {
 }
 
 // ResourceSet is the resources and resource templates of a hub's servers,
-// under their own URIs: servers in configuration order, resources by URI
-// and templates by URI template within a server. A URI (or URI template)
-// that two servers list is left out for both and reported, so that a read
-// always goes to the one server that offers it.
+// under their own URIs. Servers are in configuration order. Within a
+// server, resources are by URI and templates by URI template. A URI (or
+// URI template) that two servers list is left out for both and reported.
+// So a read always goes to the one server that offers it.
 type ResourceSet struct {
 	resources []*Resource
 	byURI     map[string]*Resource
@@ -84,7 +84,7 @@ func (rs *ResourceSet) Lookup(uri string) (*Resource, bool) {
 	return r, ok
 }
 
-// Skipped reports what was left out and why, in server order; Tool holds
+// Skipped reports what was left out and why, in server order. Tool holds
 // the URI, or the URI template.
 func (rs *ResourceSet) Skipped() []Skipped {
 	if rs == nil {
@@ -93,10 +93,10 @@ func (rs *ResourceSet) Skipped() []Skipped {
 	return slices.Clone(rs.skipped)
 }
 
-// Server returns the id of the server that a read of uri goes to: the
-// server listing the resource, or else the one server whose templates
-// match it. It is an *Error (KindUnknownTool) when no server offers uri,
-// or when templates of two servers match it.
+// Server returns the id of the server that a read of uri goes to. That is
+// the server listing the resource, or else the one server whose templates
+// match it. The error is an *Error (KindUnknownTool) when no server offers
+// uri. So it is when templates of two servers match it.
 func (rs *ResourceSet) Server(uri string) (string, error) { return rs.route(uri, false) }
 
 // route is Server; with templateToo, uri may also be a URI template as
@@ -133,9 +133,9 @@ type ServerResources struct {
 }
 
 // NewResourceSet builds a resource set from servers' lists, in the order
-// given. A resource whose URI is not an absolute URI, and a template that
-// is not a valid URI template, are left out and reported
-// (SkipInvalidName).
+// given. Some entries are left out and reported (SkipInvalidName). They
+// are a resource whose URI is not an absolute URI, and a template that is
+// not a valid URI template.
 func NewResourceSet(servers ...ServerResources) *ResourceSet {
 	rs := &ResourceSet{byURI: map[string]*Resource{}}
 	var resources []*Resource
@@ -204,16 +204,17 @@ func NewResourceSet(servers ...ServerResources) *ResourceSet {
 	return rs
 }
 
-// absoluteURI reports whether s parses as a URI with a scheme, as the
-// SDK's server requires of what it offers. Templates are checked before
-// their expressions are expanded, which url.Parse takes as they are.
+// absoluteURI reports whether s parses as a URI with a scheme. The SDK's
+// server requires that of what it offers. Templates are checked before
+// their expressions are expanded. url.Parse takes those as they are.
 func absoluteURI(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && u.Scheme != ""
 }
 
-// filter returns the resources and templates for which keep returns true
-// (given the URI or URI template), the others reported with reason.
+// filter returns the resources and templates for which keep returns true.
+// keep is given the URI or URI template. The others are reported with
+// reason.
 func (rs *ResourceSet) filter(reason SkipReason, keep func(server, uri string) bool) *ResourceSet {
 	out := &ResourceSet{byURI: map[string]*Resource{}, skipped: slices.Clone(rs.skipped)}
 	for _, r := range rs.resources {
@@ -235,42 +236,47 @@ func (rs *ResourceSet) filter(reason SkipReason, keep func(server, uri string) b
 }
 
 // ListResourcesFor returns the resources and resource templates of every
-// server that is up, less what the policy denies outright for opts'
-// principal and taint: a resource is governed as server/URI (a template
-// as server/URI-template) by the same patterns as tools, and a condition
-// sees [Call.Method] "resources/read". opts may be nil. The lists are
-// asked for once per session and again after a server says they changed.
+// server that is up. It leaves out what the policy denies outright for
+// opts' principal and taint. A resource is governed as server/URI, and a
+// template as server/URI-template. The same patterns as tools apply. A
+// condition sees [Call.Method] "resources/read". opts may be nil. The
+// lists are asked for once per session. They are asked for again after a
+// server says they changed.
 func (g *governed) ListResourcesFor(ctx context.Context, opts *ListOptions) (*ResourceSet, error) {
 	return g.c.listResourcesFor(ctx, opts)
 }
 
 // ReadResource reads a resource (resources/read) from the server that
-// offers uri (see [ResourceSet.Server]): the policy decides on server/uri
-// (an "ask" goes to the approver), then the request is made as
+// offers uri (see [ResourceSet.Server]). The policy decides on server/uri.
+// An "ask" goes to the approver. Then the request is made as
 // [Hub.GetPrompt]'s is. The error, if any, is an *Error.
 //
-// A server of protocol 2026-07-28 may say a read stays fresh (ttlMs): the
-// SDK's session then answers the next read of the URI from its cache,
-// keyed by the URI alone, whoever asks. That cache is consulted only once
+// A server of protocol 2026-07-28 may say a read stays fresh (ttlMs). The
+// SDK's session then answers the next read of the URI from its cache. The
+// cache is keyed by the URI alone, whoever asks. It is consulted only once
 // the pipeline has decided the read for this caller (policy, approval,
-// hooks): a read the policy denies one principal is never answered from
-// another's cached read. What it may give across principals is what the
-// server answered the session, whose credentials are the hub's own for a
-// server of IdentityShared (as the server sees it, one client, whatever
-// its cacheScope) and the principal's for one of IdentityPrincipal, whose
-// sessions are per principal. A server whose read depends on the request's
-// _meta (which conduit passes on from its caller) must not hint it fresh.
-// A read that went through an input exchange is never cached. The result
-// is the caller's own copy: changing it changes no later read's.
+// hooks). So a read the policy denies one principal is never answered
+// from another's cached read.
+//
+// Across principals, the cache may give what the server answered the
+// session. For a server of IdentityShared, the session's credentials are
+// the hub's own. The server sees one client, whatever its cacheScope. For
+// a server of IdentityPrincipal, they are the principal's, and sessions
+// are per principal.
+//
+// A server whose read depends on the request's _meta must not hint it
+// fresh. conduit passes that _meta on from its caller. A read that went
+// through an input exchange is never cached. The result is the caller's
+// own copy. Changing it changes no later read's.
 func (g *governed) ReadResource(ctx context.Context, uri string, opts *CallOptions) (*mcp.ReadResourceResult, error) {
 	return g.c.readResource(ctx, uri, opts)
 }
 
 // SubscribeResource subscribes to updates of the resource at uri
-// (resources/subscribe) on the server that offers it; updates are told to
+// (resources/subscribe) on the server that offers it. Updates are told to
 // [Trace.ResourceUpdated]. What the policy denies on server/uri is
-// refused; an "ask" is not asked about, since nothing is read. A
-// subscription lasts as long as the server's session: subscribe again
+// refused. An "ask" is not asked about, since nothing is read. A
+// subscription lasts as long as the server's session. Subscribe again
 // after [Trace.ServerUp]. The error, if any, is an *Error.
 func (g *governed) SubscribeResource(ctx context.Context, uri string, opts *CallOptions) error {
 	return g.c.subscribe(ctx, uri, opts, true)
@@ -378,10 +384,10 @@ func (c *core) readResource(ctx context.Context, uri string, opts *CallOptions) 
 	return res, nil
 }
 
-// ownRead is a copy of res, which the SDK's session may keep in its cache
-// of reads and give to later reads: what a caller changes in the copy
-// (the gateway's server sets its cache hint, and fills in a content's
-// missing URI) reaches neither the cache nor another caller.
+// ownRead is a copy of res. The SDK's session may keep res in its cache of
+// reads and give it to later reads. A caller may change the copy. The
+// gateway's server sets its cache hint, and fills in a content's missing
+// URI. That reaches neither the cache nor another caller.
 func ownRead(res *mcp.ReadResourceResult) *mcp.ReadResourceResult {
 	c := *res
 	if res.Contents == nil {

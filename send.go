@@ -12,17 +12,18 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// What the failure of a governed request means: the SDK reports a lost
+// What the failure of a governed request means. The SDK reports a lost
 // session, an undelivered request and a server's JSON-RPC error in
-// different ways, and a model must be told which.
+// different ways. A model must be told which.
 
-// probeTimeout bounds the ping that tells a lost session from a live one
-// after a call failed in a way the SDK does not classify. A variable for
-// tests.
+// probeTimeout bounds the ping that tells a lost session from a live one.
+// The ping follows a call that failed in a way the SDK does not classify.
+// It is a variable for tests.
 var probeTimeout = 5 * time.Second
 
-// requestError is the error of a request for call, made with tctx (ctx
-// bounded by the hub and timeout) on sess, that failed with err.
+// requestError is the error of a request for call that failed with err.
+// It was made on sess with tctx, which is ctx bounded by the hub and
+// timeout.
 func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.ClientSession, call *Call, timeout time.Duration, err error) *Error {
 	switch {
 	case ctx.Err() != nil:
@@ -62,24 +63,24 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 		"The server of "+call.Exposed+" sent an answer that could not be read.", err)
 }
 
-// serverError is a JSON-RPC error from the server: its message reaches the
+// serverError is a JSON-RPC error from the server. Its message reaches the
 // model, so the server's output does too.
 func serverError(call *Call, rpcErr *jsonrpc.Error, err error) *Error {
 	return newError(KindServerError, call.Server, call.Tool,
 		"The server of "+call.Exposed+" answered with an error: "+rpcErr.Message, err)
 }
 
-// codeRejected is the code of the SDK's jsonrpc2.ErrRejected (internal to
-// the SDK): the transport did not deliver the request, as when an HTTP
-// request fails, without the session being over. TestSDKRejectionCode
-// fails if the SDK changes it.
+// codeRejected is the code of the SDK's jsonrpc2.ErrRejected, internal to
+// the SDK. It means the transport did not deliver the request, as when an
+// HTTP request fails. The session is not over. TestSDKRejectionCode fails
+// if the SDK changes it.
 const codeRejected = -32005
 
 // wireErrors finds the *jsonrpc.Errors in err's tree. rpcErr is the first
-// that is not the transport's rejection: a JSON-RPC error from the server,
-// except that the SDK's reader also fails with one (CodeInvalidRequest) on
-// a line of stdout that is JSON but not a message. rejected reports a
-// rejection.
+// that is not the transport's rejection. That is a JSON-RPC error from the
+// server. But the SDK's reader also fails with one (CodeInvalidRequest).
+// It does so on a line of stdout that is JSON but not a message. rejected
+// reports a rejection.
 func wireErrors(err error) (rpcErr *jsonrpc.Error, rejected bool) {
 	var walk func(error)
 	walk = func(err error) {
@@ -107,10 +108,10 @@ func wireErrors(err error) (rpcErr *jsonrpc.Error, rejected bool) {
 }
 
 // lost reports whether err, a failed request's error, means that the
-// session is gone, and if so makes sure that it is dropped. The SDK ends a
-// session itself when its transport fails (a child that died), but the failed request may return before the end is visible; and
-// it keeps an HTTP session whose requests fail to be sent. A ping settles
-// it.
+// session is gone. If so, it makes sure that it is dropped. The SDK ends a
+// session itself when its transport fails, as with a child that died. But
+// the failed request may return before the end is visible. And the SDK
+// keeps an HTTP session whose requests fail to be sent. A ping settles it.
 func (c *core) lost(ctx context.Context, cn *conn, sess *mcp.ClientSession, err error) bool {
 	if !cn.live(sess) {
 		return true

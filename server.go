@@ -19,9 +19,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Server is one MCP server to connect to: an id, and exactly one of
-// Command (a program spoken to over stdio), URL (Streamable HTTP, or the
-// legacy HTTP+SSE transport with SSE set) or Transport.
+// Server is one MCP server to connect to. It has an id, and exactly one
+// of these:
+//
+//   - Command, a program spoken to over stdio
+//   - URL, for Streamable HTTP, or the legacy HTTP+SSE transport with SSE
+//     set
+//   - Transport
 type Server struct {
 	// ID names the server in exposed names (id__tool in a hub), policy
 	// patterns and errors. It must match ^[A-Za-z_][A-Za-z0-9_-]*$, be at
@@ -29,43 +33,48 @@ type Server struct {
 	ID string
 
 	// Command, Args, Env and Dir start a server as a child process. The
-	// child's environment is an allowlist of this process's, then the
-	// variables InheritEnv names, then Env (a principal's Env last, under
-	// IdentityPrincipal). The allowlist is the TypeScript SDK's
-	// getDefaultEnvironment: HOME, LOGNAME, PATH, SHELL, TERM and USER
-	// (on Windows APPDATA, HOMEDRIVE, HOMEPATH, LOCALAPPDATA, PATH,
-	// PROCESSOR_ARCHITECTURE, SYSTEMDRIVE, SYSTEMROOT, TEMP, USERNAME,
-	// USERPROFILE and PROGRAMFILES), plus the locale (LANG, LANGUAGE,
-	// LC_ALL and every LC_*) and the temporary directory (TMPDIR, TMP,
-	// TEMP). A value of the allowlist that starts with "()", a shell's
-	// exported function, is left out, as the SDK does. Nothing else of
-	// this process's reaches the child: its secrets, tokens and keys stay
-	// here.
+	// child's environment is built in this order:
+	//
+	//   - an allowlist of this process's environment
+	//   - the variables InheritEnv names
+	//   - Env
+	//   - under IdentityPrincipal, a principal's Env last
+	//
+	// The allowlist is the TypeScript SDK's getDefaultEnvironment. It is
+	// HOME, LOGNAME, PATH, SHELL, TERM and USER. On Windows it is APPDATA,
+	// HOMEDRIVE, HOMEPATH, LOCALAPPDATA, PATH, PROCESSOR_ARCHITECTURE,
+	// SYSTEMDRIVE, SYSTEMROOT, TEMP, USERNAME, USERPROFILE and
+	// PROGRAMFILES. The locale (LANG, LANGUAGE, LC_ALL and every LC_*) is
+	// added. So is the temporary directory (TMPDIR, TMP, TEMP).
+	//
+	// A value of the allowlist that starts with "()" is left out, as the
+	// SDK does. It is a shell's exported function. Nothing else of this
+	// process's reaches the child. Its secrets, tokens and keys stay here.
 	Command string
 	Args    []string
 	Env     map[string]string
 	Dir     string
 	// InheritEnv names more variables of this process's environment that
-	// the child gets ("inheritEnv" in mcp.json), by exact name. Env wins
-	// over one of them. Under IdentityPrincipal a variable that any
+	// the child gets, by exact name ("inheritEnv" in mcp.json). Env wins
+	// over one of them. Under IdentityPrincipal, a variable that any
 	// principal's Env names is never inherited.
 	InheritEnv []string
 
 	// URL is a Streamable HTTP endpoint (or, with SSE, a legacy SSE
-	// endpoint). Headers are sent with every request; HTTPClient, when set,
-	// sends them. Without one, the hub's own client is used: a copy of
-	// http.DefaultTransport that keeps up to 64 idle connections per host
-	// (the default's 2 would reopen connections under parallel calls),
-	// closed with the hub.
+	// endpoint). Headers are sent with every request. HTTPClient, when set,
+	// sends them. Without one, the hub's own client is used. It is a copy
+	// of http.DefaultTransport that keeps up to 64 idle connections per
+	// host. The default's 2 would reopen connections under parallel calls.
+	// It is closed with the hub.
 	URL        string
 	Headers    map[string]string
 	HTTPClient *http.Client
 	SSE        bool
 
-	// OAuth, for a Streamable HTTP URL, authorizes with OAuth 2.1: on the
-	// server's 401 conduit discovers its authorization server, gets tokens
-	// (see the oauth package), stores and refreshes them. A server that
-	// needs a login that cannot be had is StateNeedsLogin.
+	// OAuth, for a Streamable HTTP URL, authorizes with OAuth 2.1. On the
+	// server's 401, conduit discovers its authorization server. It gets
+	// tokens (see the oauth package), stores and refreshes them. A server
+	// that needs a login that cannot be had is StateNeedsLogin.
 	OAuth *oauth.Config
 
 	// Transport is any MCP transport, such as an in-memory one for tests.
@@ -73,34 +82,35 @@ type Server struct {
 	// reconnected after its session is lost.
 	Transport mcp.Transport
 
-	// Identity is whose credentials the server's sessions carry: the ones
-	// above, shared by every caller (IdentityShared, the default), or each
-	// principal's own (IdentityPrincipal, a session per principal; see
-	// [Identity]).
+	// Identity is whose credentials the server's sessions carry (see
+	// [Identity]). By default they are the ones above, shared by every
+	// caller (IdentityShared). Under IdentityPrincipal they are each
+	// principal's own, with a session per principal.
 	Identity Identity
 	// Principals are each principal's credentials under
-	// IdentityPrincipal, by principal id: headers for a URL, environment
-	// variables for a Command. Headers and Env above then go to every
-	// principal's session and must hold no credential; a principal
-	// missing here has none, and is not served. A child's environment
-	// loses every variable that any principal's Env names, so that this
-	// process's own never stands in for a principal's.
+	// IdentityPrincipal, by principal id. They are headers for a URL, and
+	// environment variables for a Command. Headers and Env above then go
+	// to every principal's session and must hold no credential. A
+	// principal missing here has none, and is not served. A child's
+	// environment loses every variable that any principal's Env names. So
+	// this process's own never stands in for a principal's.
 	Principals map[string]Credentials
 
 	// MaxResultTokens is the budget of this server's results for a model,
-	// in tokens ("maxResultTokens" in mcp.json): package adapters cuts a
-	// result over it before the model reads it, in place of the
-	// conversation's budget (a call's own takes its place in turn), and
+	// in tokens ("maxResultTokens" in mcp.json). Package adapters cuts a
+	// result over it before the model reads it. It takes the place of the
+	// conversation's budget, and a call's own takes its place in turn.
 	// conduit serve cuts one for its clients (gateway.Options). 0 leaves
-	// it to them; negative is no budget for this server's results. Each of
+	// it to them. Negative is no budget for this server's results. Each of
 	// its tools carries it (Tool.MaxResultTokens).
 	MaxResultTokens int
 
 	// FromEnv holds the values its configuration read from the
 	// environment (${env:NAME}), by variable name. The server's errors
-	// show ${env:NAME} in place of each value, in every form a message can
-	// hold it, so a secret in a URL, a header or a child's environment
-	// stays out of status lines, logs and traces. Package config sets it.
+	// show ${env:NAME} in place of each value. This covers every form a
+	// message can hold it in. So a secret in a URL, a header or a child's
+	// environment stays out of status lines, logs and traces. Package
+	// config sets it.
 	FromEnv map[string]string
 
 	// scrub are the variables a principal's child does not inherit from
@@ -170,9 +180,9 @@ func (s Server) environ(parent []string) []string {
 }
 
 // inheritedByDefault reports whether this process's variable k goes to
-// every child: the TypeScript SDK's list for the platform, then the
-// locale and the temporary directory, which programs need to run as they
-// would in a shell.
+// every child. Those are the TypeScript SDK's list for the platform, then
+// the locale and the temporary directory. Programs need these to run as
+// they would in a shell.
 func inheritedByDefault(k string) bool {
 	sdk := []string{"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
 	if runtime.GOOS == "windows" {
@@ -187,8 +197,8 @@ func inheritedByDefault(k string) bool {
 	return len(k) > 3 && sameEnvName(k[:3], "LC_")
 }
 
-// sameEnvName reports whether two variables' names are one: exactly, or
-// on Windows, whose names ignore case, in any case.
+// sameEnvName reports whether two variables' names are one. They must
+// match exactly, except on Windows, whose names ignore case.
 func sameEnvName(a, b string) bool {
 	if runtime.GOOS == "windows" {
 		return strings.EqualFold(a, b)
@@ -201,7 +211,7 @@ func sameEnvName(a, b string) bool {
 func (s Server) reconnectable() bool { return s.Transport == nil }
 
 // transport makes a fresh transport for one session. stderr receives a
-// child process's standard error; hc is the HTTP client when s has none;
+// child process's standard error. hc is the HTTP client when s has none.
 // b bounds the size of each message the server sends.
 func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *transport.Bounds) mcp.Transport {
 	switch {
@@ -250,7 +260,7 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return base.RoundTrip(req)
 }
 
-// tailBuffer keeps the last bytes a child wrote to stderr, so that a server
+// tailBuffer keeps the last bytes a child wrote to stderr. So a server
 // that fails to start can be reported with its own words.
 type tailBuffer struct {
 	mu  sync.Mutex
@@ -291,17 +301,18 @@ func errServerStderr(err error, stderr string) error {
 
 var errClosed = errors.New("conduit: closed")
 
-// terminateDuration is how long closing a stdio session waits for the child
-// to exit after its stdin is closed, before it is sent SIGTERM. Servers
-// close concurrently, so a hub's Close waits this long at most once. A
-// variable for tests.
+// terminateDuration is how long closing a stdio session waits for the
+// child to exit. The wait starts when its stdin is closed. After it, the
+// child is sent SIGTERM. Servers close concurrently, so a hub's Close
+// waits this long at most once. It is a variable for tests.
 var terminateDuration = 2 * time.Second
 
-// redact returns err with every value s's configuration read from the
-// environment replaced by its ${env:NAME} (see FromEnv).
+// redact returns err with values replaced by their ${env:NAME}. Those are
+// the values s's configuration read from the environment (see FromEnv).
 func (s Server) redact(err error) error { return redact.Env(err, s.FromEnv) }
 
-// Validate reports what makes s unusable: no way to reach it, or one too
-// many, a malformed id, environment or identity. Its error shows no value
-// of FromEnv. NewHub and NewClient validate every server they are given.
+// Validate reports what makes s unusable. It may have no way to be
+// reached, or one too many. Its id, environment or identity may be
+// malformed. Its error shows no value of FromEnv. NewHub and NewClient
+// validate every server they are given.
 func (s Server) Validate() error { return s.redact(s.validate()) }

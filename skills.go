@@ -1,5 +1,5 @@
-// Skills (the MCP skills extension, SEP-2640) on the client: listing a
-// server's skills, and loading one file by file, each file checked
+// Skills (the MCP skills extension, SEP-2640) on the client. It lists a
+// server's skills, and loads one file by file. Each file is checked
 // against the listing's digest and size before it is used.
 package conduit
 
@@ -19,11 +19,11 @@ import (
 )
 
 // SkillsExtension is the skills extension's name in a server's
-// capabilities; only a server that declares it is asked for skills.
+// capabilities. Only a server that declares it is asked for skills.
 const SkillsExtension = "io.modelcontextprotocol/skills"
 
 // methodLoadSkill is the method a policy condition sees when a skill is
-// loaded; the skill is governed as server/skill:NAME.
+// loaded. The skill is governed as server/skill:NAME.
 const methodLoadSkill = "skills/load"
 
 // maxSkillPages bounds the pages of one skills/list.
@@ -35,11 +35,11 @@ const maxSkillPages = 100
 var ErrSkillVerification = errors.New("conduit: skill file failed verification")
 
 // ErrSkillNotListed matches a read of a URI the skill's listing does not
-// name; nothing is sent to the server.
+// name. Nothing is sent to the server.
 var ErrSkillNotListed = errors.New("conduit: URI is not a file of the skill")
 
-// A Skill is one entry of a server's skills/list: its SKILL.md's URI,
-// the frontmatter the server says that file has, and its files.
+// A Skill is one entry of a server's skills/list. It holds its SKILL.md's
+// URI, the frontmatter the server says that file has, and its files.
 // Nothing of the skill is read until it is loaded.
 type Skill struct {
 	Server      string         // the server's id
@@ -68,9 +68,9 @@ type LoadedSkill struct {
 }
 
 // ListSkills returns the skills of every server that is up and declares
-// the skills extension, less those the policy denies outright (a skill
-// is governed as server/skill:NAME). No skill file is read. A server
-// that fails is named in the error; the others' skills are returned.
+// the skills extension. It leaves out those the policy denies outright. A
+// skill is governed as server/skill:NAME. No skill file is read. A server
+// that fails is named in the error. The others' skills are returned.
 func (h *Hub) ListSkills(ctx context.Context, opts *ListOptions) ([]*Skill, error) {
 	return h.c.listSkills(ctx, opts)
 }
@@ -81,9 +81,9 @@ func (cl *Client) ListSkills(ctx context.Context, opts *ListOptions) ([]*Skill, 
 }
 
 // GetSkill asks the server with id server for the one skill at uri
-// (skills/get), as ListSkills lists it: nothing of it is read, and a
-// skill the policy denies is refused. An unknown uri is the server's
-// error (-32602).
+// (skills/get), as ListSkills lists it. Nothing of it is read. A skill the
+// policy denies is refused. An unknown uri is the server's error
+// (-32602).
 func (h *Hub) GetSkill(ctx context.Context, server, uri string, opts *ListOptions) (*Skill, error) {
 	return h.c.getSkill(ctx, server, uri, opts)
 }
@@ -93,13 +93,16 @@ func (cl *Client) GetSkill(ctx context.Context, uri string, opts *ListOptions) (
 	return cl.c.getSkill(ctx, cl.c.slots[0].srv.ID, uri, opts)
 }
 
-// LoadSkill reads sk's SKILL.md and verifies it: its size and digest
-// against the listing, its frontmatter field by field against the
-// listing's, and its text for hidden characters. The policy decides on
-// server/skill:NAME first; the read is a governed resources/read of
-// server/URI. A file that fails is an error matching
-// [ErrSkillVerification], and its content is not returned. Nothing
-// else of the skill is read: see [Hub.ReadSkillFile].
+// LoadSkill reads sk's SKILL.md and verifies it:
+//
+//   - its size and digest against the listing
+//   - its frontmatter, field by field, against the listing's
+//   - its text, for hidden characters
+//
+// The policy decides on server/skill:NAME first. The read is a governed
+// resources/read of server/URI. A file that fails is an error matching
+// [ErrSkillVerification]. Its content is not returned. Nothing else of
+// the skill is read; see [Hub.ReadSkillFile].
 func (h *Hub) LoadSkill(ctx context.Context, sk *Skill, opts *CallOptions) (*LoadedSkill, error) {
 	return h.c.loadSkill(ctx, sk, opts)
 }
@@ -109,10 +112,10 @@ func (cl *Client) LoadSkill(ctx context.Context, sk *Skill, opts *CallOptions) (
 	return cl.c.loadSkill(ctx, sk, opts)
 }
 
-// ReadSkillFile reads one file of sk's manifest, when it is needed,
-// verified against its size and digest as LoadSkill's SKILL.md is. A
-// URI the manifest does not list is refused ([ErrSkillNotListed])
-// without asking the server.
+// ReadSkillFile reads one file of sk's manifest, when it is needed. It is
+// verified against its size and digest, as LoadSkill's SKILL.md is. A URI
+// the manifest does not list is refused ([ErrSkillNotListed]). The server
+// is not asked.
 func (h *Hub) ReadSkillFile(ctx context.Context, sk *Skill, uri string, opts *CallOptions) ([]byte, error) {
 	return h.c.readSkillFile(ctx, sk, uri, opts)
 }
@@ -369,8 +372,8 @@ func skillContent(res *mcp.ReadResourceResult, uri string) ([]byte, error) {
 	return []byte(rc.Text), nil
 }
 
-// verifySkillFile checks data against its manifest entry: the size
-// first, then the digest, then hidden characters in a text file.
+// verifySkillFile checks data against its manifest entry. It checks the
+// size first, then the digest, then hidden characters in a text file.
 func verifySkillFile(data []byte, f SkillFile) error {
 	if int64(len(data)) != f.Size {
 		return fmt.Errorf("%d bytes, the listing says %d", len(data), f.Size)
@@ -424,8 +427,8 @@ func parseFrontmatter(text string) (map[string]any, error) {
 	return fm, nil
 }
 
-// yamlScalar reads a plain or quoted YAML scalar as a string; a plain
-// one that would be a block, flow or other YAML structure is refused.
+// yamlScalar reads a plain or quoted YAML scalar as a string. A plain one
+// that would be a block, flow or other YAML structure is refused.
 func yamlScalar(v string) (string, error) {
 	if v == "" {
 		return "", errors.New("an empty or nested value is not supported")
@@ -452,8 +455,8 @@ func yamlScalar(v string) (string, error) {
 }
 
 // sameFrontmatter compares the file's frontmatter with the listing's,
-// field by field: a field in one and not the other, or with another
-// value, is a discrepancy.
+// field by field. A field in one and not the other is a discrepancy. So
+// is a field with another value.
 func sameFrontmatter(file, listed map[string]any) error {
 	var diffs []string
 	for k, v := range file {

@@ -15,21 +15,21 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Tool is one tool of a [ToolSet]: the server's own definition (name,
-// description, schemas, annotations, through the embedded *mcp.Tool) and the
-// name a model sees. A Tool is shared by every holder of its tool set and
-// must not be modified.
+// Tool is one tool of a [ToolSet]. It holds the server's own definition
+// through the embedded *mcp.Tool: name, description, schemas, annotations.
+// It also holds the name a model sees. A Tool is shared by every holder of
+// its tool set and must not be modified.
 type Tool struct {
 	*mcp.Tool
-	// Exposed is the name offered to a model: the sanitized tool name with
-	// the client's prefix, or server__tool in a hub.
+	// Exposed is the name offered to a model. It is the sanitized tool name
+	// with the client's prefix, or server__tool in a hub.
 	Exposed string
 	// Server is the id of the server that lists the tool.
 	Server string
 	// MaxResultTokens is the budget of the tool's results for a model, in
-	// tokens, as its server's configuration gives it
-	// (Server.MaxResultTokens; ServerTools.MaxResultTokens): 0 when it
-	// gives none, negative for no budget. Package adapters and the
+	// tokens. Its server's configuration gives it
+	// (Server.MaxResultTokens; ServerTools.MaxResultTokens). It is 0 when
+	// that gives none, negative for no budget. Package adapters and the
 	// gateway apply it.
 	MaxResultTokens int
 
@@ -39,11 +39,11 @@ type Tool struct {
 	memo      sync.Map
 }
 
-// Memo returns the value kept under key for this tool, computing it with f
-// the first time. Provider adapters keep per-tool work (a cleaned
-// description, a converted schema) in it, so that work is done once per
-// tool set rather than on every listing. Keys should be of an unexported
-// type, as with context keys.
+// Memo returns the value kept under key for this tool. It computes it with
+// f the first time. Provider adapters keep per-tool work in it, such as a
+// cleaned description or a converted schema. So that work is done once
+// per tool set rather than on every listing. Keys should be of an
+// unexported type, as with context keys.
 func (t *Tool) Memo(key any, f func() any) any {
 	if v, ok := t.memo.Load(key); ok {
 		return v
@@ -56,10 +56,11 @@ func (t *Tool) Memo(key any, f func() any) any {
 type digestKey struct{}
 
 // Digest returns ToolDigest of the tool's definition, computed once per
-// Tool: what a saved reference to the tool (a paused conversation, a
-// durable workflow's offer) compares to tell that the definition did not
-// change. It is "" for a nil Tool, one without a definition, or one whose
-// definition cannot be encoded, which matches no digest.
+// Tool. A saved reference to the tool compares it to tell that the
+// definition did not change. Such a reference is a paused conversation or
+// a durable workflow's offer. Digest is "" for a nil Tool or one without a
+// definition. It is "" too when the definition cannot be encoded. "" matches
+// no digest.
 func (t *Tool) Digest() string {
 	if t == nil || t.Tool == nil {
 		return ""
@@ -73,10 +74,10 @@ func (t *Tool) Digest() string {
 	}).(string)
 }
 
-// validate checks args against the tool's input schema, compiling the
-// schema on first use; the compiled schema lives as long as the tool set.
+// validate checks args against the tool's input schema. It compiles the
+// schema on first use. The compiled schema lives as long as the tool set.
 // A schema that the validator cannot compile (another draft, a remote
-// $ref) is not enforced here: the server still validates.
+// $ref) is not enforced here. The server still validates.
 func (t *Tool) validate(args map[string]any) error {
 	t.once.Do(func() {
 		t.validator, t.schemaErr = compileSchema(t.InputSchema)
@@ -114,7 +115,7 @@ type SkipReason int
 const (
 	// SkipFiltered: the tool filter refused it.
 	SkipFiltered SkipReason = iota + 1
-	// SkipCollision: another tool has the same exposed name; both are left
+	// SkipCollision: another tool has the same exposed name. Both are left
 	// out so that neither silently shadows the other.
 	SkipCollision
 	// SkipInvalidName: the server listed a name that cannot be exposed
@@ -131,10 +132,10 @@ const (
 	// SkipPinNew: pins are configured and the tool has none.
 	SkipPinNew
 	// SkipNoPrincipal: the server's sessions are per principal
-	// ([IdentityPrincipal]) and the listing is for no principal, so none
-	// of its tools are offered ([ErrNoPrincipal]).
+	// ([IdentityPrincipal]). The listing is for no principal. So none of
+	// its tools are offered ([ErrNoPrincipal]).
 	SkipNoPrincipal
-	// SkipAppOnly: only an MCP App may call the tool ([AppOnly]); a
+	// SkipAppOnly: only an MCP App may call the tool ([AppOnly]). A
 	// listing for a model leaves it out ([ListOptions.AppTools]).
 	SkipAppOnly
 )
@@ -164,9 +165,8 @@ func (r SkipReason) String() string {
 	return fmt.Sprintf("SkipReason(%d)", int(r))
 }
 
-// Skipped reports one tool (or, for SkipServerDown and SkipNoPrincipal,
-// one whole server) left
-// out of a tool set.
+// Skipped reports one tool left out of a tool set. For SkipServerDown and
+// SkipNoPrincipal, it reports one whole server.
 type Skipped struct {
 	Server  string     // the server's id
 	Tool    string     // the tool's own name; empty for a whole server
@@ -190,12 +190,12 @@ type ServerTools struct {
 // ToolSetOptions configure how [NewToolSet] names and chooses tools, as a
 // hub's or a client's listing does.
 type ToolSetOptions struct {
-	// Namespace exposes tools as server__tool, as a [Hub] does; otherwise
+	// Namespace exposes tools as server__tool, as a [Hub] does. Otherwise
 	// tools keep their own sanitized names, as a [Client]'s do.
 	Namespace bool
-	// Options, when set, are the hub's or client's whose tool set this is:
-	// their Prefix names the tools, and their Filter and Pins choose them,
-	// as in a listing. Nil: no prefix, every tool.
+	// Options, when set, are those of the hub or client whose tool set this
+	// is. Their Prefix names the tools. Their Filter and Pins choose them,
+	// as in a listing. Nil means no prefix, every tool.
 	Options *Options
 
 	digests *digestCache // a hub's, kept between its tool sets
@@ -214,10 +214,10 @@ func (o *ToolSetOptions) naming() (namespace bool, prefix string, filter func(st
 
 type serverTool struct{ server, tool string }
 
-// ToolSet is an immutable, ordered set of tools: servers in configuration
-// order, tools by name within a server, so that a listing is byte-identical
-// between turns and a provider's prompt cache keeps working. It resolves an
-// exposed name to its server and tool and back.
+// ToolSet is an immutable, ordered set of tools. Servers are in
+// configuration order, and tools by name within a server. So a listing is
+// byte-identical between turns, and a provider's prompt cache keeps
+// working. It resolves an exposed name to its server and tool and back.
 type ToolSet struct {
 	tools   []*Tool
 	byName  map[string]*Tool
@@ -226,16 +226,16 @@ type ToolSet struct {
 	search  searchState // built by the first Search
 	drift   []pins.Drift
 	listed  []ServerTools
-	// How exposed names were made (NewToolSet), to tell a name of a
-	// server that is down from an unknown one; named is false when that
-	// is not known (ToolSetOf).
+	// How exposed names were made (NewToolSet). This tells a name of a
+	// server that is down from an unknown one. named is false when that is
+	// not known (ToolSetOf).
 	named     bool
 	namespace bool
 	prefix    string
 }
 
 // NewToolSet builds a tool set from servers' tool lists, in the order given.
-// Most programs get tool sets from [Hub.ListTools] or [Client.ListTools];
+// Most programs get tool sets from [Hub.ListTools] or [Client.ListTools].
 // NewToolSet serves tests and programs that drive the pipeline themselves.
 // opts may be nil for the defaults.
 func NewToolSet(opts *ToolSetOptions, servers ...ServerTools) *ToolSet {
@@ -367,10 +367,10 @@ func (ts *ToolSet) Skipped() []Skipped {
 	return slices.Clone(ts.skipped)
 }
 
-// downServer returns the server that is down in the set and whose tools
-// name would be one of: in a hub, the server of the name's server__
-// part; in a client, its one server. ok is false when name names no such
-// server.
+// downServer returns the server that is down in the set and whose tool
+// name would be. In a hub, that is the server of the name's server__
+// part. In a client, it is its one server. ok is false when name names no
+// such server.
 func (ts *ToolSet) downServer(name string) (server, detail string, ok bool) {
 	if ts == nil || !ts.named {
 		return "", "", false
@@ -386,10 +386,10 @@ func (ts *ToolSet) downServer(name string) (server, detail string, ok bool) {
 	return "", "", false
 }
 
-// unknown is the error of a call of name, which the set does not offer:
-// KindUnavailable when name is a tool name of a server that is down (the
-// model was offered the tool earlier, and may try again later), else
-// KindUnknownTool.
+// unknown is the error of a call of name, which the set does not offer.
+// name may be a tool name of a server that is down. Then it is
+// KindUnavailable: the model was offered the tool earlier, and may try
+// again later. Else it is KindUnknownTool.
 func (ts *ToolSet) unknown(name string) *Error {
 	if server, detail, ok := ts.downServer(name); ok {
 		var cause error
@@ -407,11 +407,15 @@ func (ts *ToolSet) unknown(name string) *Error {
 }
 
 // Warnings says what a program should tell its user of the tool set
-// before offering it to a model: each server that is down, whose tools are
-// missing, after a first warning when the set offers no tool at all
-// because its servers are down, and each server whose sessions are per
-// principal when the listing is for none. A server that comes back is in
-// the next listing.
+// before offering it to a model:
+//
+//   - first, when the set offers no tool at all because its servers are
+//     down, a warning saying so
+//   - each server that is down, whose tools are missing
+//   - each server whose sessions are per principal, when the listing is
+//     for none
+//
+// A server that comes back is in the next listing.
 func (ts *ToolSet) Warnings() []string {
 	if ts == nil {
 		return nil
@@ -434,14 +438,14 @@ func (ts *ToolSet) Warnings() []string {
 	return out
 }
 
-// Filter returns a tool set of the tools for which keep returns true; each
+// Filter returns a tool set of the tools for which keep returns true. Each
 // tool left out is reported with reason.
 func (ts *ToolSet) Filter(reason SkipReason, keep func(*Tool) bool) *ToolSet {
 	return ts.filter(reason, func(t *Tool) (bool, string) { return keep(t), "" })
 }
 
-// filter is Filter whose keep also says, for a tool left out, why in
-// words (the Skipped entry's Detail).
+// filter is Filter whose keep also says why a tool is left out. The words
+// are the Skipped entry's Detail.
 func (ts *ToolSet) filter(reason SkipReason, keep func(*Tool) (bool, string)) *ToolSet {
 	if ts == nil {
 		return NewToolSet(nil)
@@ -465,7 +469,7 @@ func (ts *ToolSet) filter(reason SkipReason, keep func(*Tool) (bool, string)) *T
 }
 
 // Listings returns the servers' tool lists the set was made of, as they
-// were listed: the tools left out (filtered, unpinned, colliding) are
+// were listed. The tools left out (filtered, unpinned, colliding) are
 // there too. The lists are shared and must not be modified.
 func (ts *ToolSet) Listings() []ServerTools {
 	if ts == nil {
@@ -474,8 +478,8 @@ func (ts *ToolSet) Listings() []ServerTools {
 	return slices.Clone(ts.listed)
 }
 
-// downSkipped is the entry of a whole server left out of a set for why:
-// down, or per principal in a listing for none.
+// downSkipped is the entry of a whole server left out of a set for why.
+// It is down, or per principal in a listing for none.
 func downSkipped(server string, why error) Skipped {
 	if errors.Is(why, ErrNoPrincipal) {
 		return Skipped{Server: server, Reason: SkipNoPrincipal, Detail: why.Error()}

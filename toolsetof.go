@@ -6,13 +6,13 @@ import (
 )
 
 // ToolSetOf returns a tool set of the given tools, in the order given, as
-// they are: their exposed names and servers are kept, and their memos
-// (definitions already built for a provider) shared. It composes what a
-// model is offered from tool sets at hand, such as the tools a search
-// revealed one turn after another, appended after those offered before.
-// A tool given twice is kept once, a nil one (or one without its
-// *mcp.Tool) is ignored; two tools with the same exposed name
-// are both left out and reported as SkipCollision, as in [NewToolSet].
+// they are. Their exposed names and servers are kept. Their memos are
+// shared: definitions already built for a provider. It composes what a
+// model is offered from tool sets at hand. An example is the tools a
+// search revealed one turn after another, appended after those offered
+// before. A tool given twice is kept once. A nil one, or one without its
+// *mcp.Tool, is ignored. Two tools with the same exposed name are both
+// left out and reported as SkipCollision, as in [NewToolSet].
 func ToolSetOf(tools ...*Tool) *ToolSet {
 	ts := &ToolSet{byName: make(map[string]*Tool, len(tools)), byOrig: make(map[serverTool]*Tool, len(tools))}
 	seen := make(map[*Tool]bool, len(tools))
@@ -40,11 +40,11 @@ func ToolSetOf(tools ...*Tool) *ToolSet {
 	return ts
 }
 
-// With returns ts with tools appended after its own, in the order given,
-// keeping the rest of ts: what it left out and why, its warnings, how its
-// names were made. It offers a model tools the program answers itself
-// (LocalTool) beside a hub's. A tool whose exposed name ts already offers,
-// or that is given twice, is left out and reported as SkipCollision; ts
+// With returns ts with tools appended after its own, in the order given.
+// It keeps the rest of ts: what it left out and why, its warnings, how
+// its names were made. It offers a model tools the program answers itself
+// (LocalTool) beside a hub's. A tool whose exposed name ts already offers
+// is left out and reported as SkipCollision. So is a tool given twice. ts
 // is not modified.
 func (ts *ToolSet) With(tools ...*Tool) *ToolSet {
 	if ts == nil {

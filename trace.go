@@ -9,15 +9,15 @@ import (
 )
 
 // Trace is a set of hooks for watching a hub or client, in the manner of
-// net/http/httptrace: every field is optional, each takes an info struct
-// (so that a field added later breaks no caller), and each is called
+// net/http/httptrace. Every field is optional. Each takes an info struct,
+// so that a field added later breaks no caller. Each is called
 // synchronously, so it must be quick and safe for concurrent use.
 //
-// The events of one call carry its context (their info's Context): the
-// context CallStart returned, in which the call then runs, so that a span
-// started there is the parent of everything the call does and can be
-// found again by the events that follow. An approver or hook that
-// overran its call reports (Approved, HookDenied) after the call's
+// The events of one call carry its context (their info's Context). That
+// is the context CallStart returned, in which the call then runs. So a
+// span started there is the parent of everything the call does. The
+// events that follow can find it again. An approver or hook may overrun
+// its call. It then reports (Approved, HookDenied) after the call's
 // CallDone. Package otelconduit (a module of its own) turns a Trace into
 // OpenTelemetry spans and metrics.
 type Trace struct {
@@ -33,49 +33,51 @@ type Trace struct {
 	// CallDone is called when a call is answered, with its result or error.
 	CallDone func(CallDoneInfo)
 	// PinDrift is called, with pins configured, for each tool a new
-	// listing leaves out because its definition is changed or new.
+	// listing leaves out. The tool's definition is changed or new.
 	PinDrift func(PinDriftInfo)
 
 	// CallStart is called when a call enters the pipeline, before its
-	// name is resolved. The context it returns (nil: the one it was
-	// given) is the call's from then on: approvers, hooks, the request and
+	// name is resolved. The context it returns is the call's from then on.
+	// Nil means the one it was given. Approvers, hooks, the request and
 	// every later event of the call get it. A Trace that sets CallStart
 	// should set CallDone, the call's end.
 	CallStart func(CallStartInfo) context.Context
-	// Approved is called with an approver's answer to a call (or a
-	// prompt or resource request) the policy asked about.
+	// Approved is called with an approver's answer to a request the policy
+	// asked about. That is a call, or a prompt or resource request.
 	Approved func(ApprovedInfo)
 	// HookDenied is called when a before- or after-hook refuses a call.
 	HookDenied func(HookDeniedInfo)
 	// ValidationFailed is called when a call's arguments do not match the
 	// tool's input schema (Options.Validate).
 	ValidationFailed func(ValidationFailedInfo)
-	// ListStart is called before a listing request to a server
-	// (tools/list, prompts/list, resources/list or
-	// resources/templates/list: its Method; a listing answered from the
-	// cache sends none), and returns the context of the request (nil: the
-	// one it was given).
+	// ListStart is called before a listing request to a server. Its
+	// Method is tools/list, prompts/list, resources/list or
+	// resources/templates/list. A listing answered from the cache sends
+	// none. It returns the context of the request. Nil means the one it
+	// was given.
 	ListStart func(ListStartInfo) context.Context
 	// ListDone is called when a listing request is answered.
 	ListDone func(ListDoneInfo)
-	// RequestStart is called when a prompts/get, resources/read,
-	// resources/subscribe, resources/unsubscribe or completion/complete
-	// request enters its pipeline, before its name or URI is resolved. As
-	// CallStart's, the context it returns (nil: the one it was given) is
-	// the request's from then on: the listing it may need, the policy's
-	// decision, the approver and the request's _meta get it. A Trace that
-	// sets RequestStart should set RequestDone.
+	// RequestStart is called when a request other than a call enters its
+	// pipeline. That is a prompts/get, resources/read,
+	// resources/subscribe, resources/unsubscribe or completion/complete.
+	// It is called before its name or URI is resolved. As with CallStart,
+	// the context it returns is the request's from then on. Nil means the
+	// one it was given. The listing it may need gets it. So do the policy's
+	// decision, the approver and the request's _meta. A Trace that sets
+	// RequestStart should set RequestDone.
 	RequestStart func(RequestStartInfo) context.Context
 	// RequestDone is called when a request RequestStart saw is answered.
 	RequestDone func(RequestDoneInfo)
 	// RequestMeta, when set, contributes to the _meta of each request
-	// sent to a server (the calls, listings and requests above), given
-	// the request's context: trace context, for one. Its keys replace
-	// those of the call's CallOptions.Meta: a trace context that came in
-	// CallOptions.Meta (a gateway's client's) is the parent of the call's
-	// (see [CallStartInfo].Meta), and the server must see the call's. The
-	// map returned is the request's to keep (and add to): return a new
-	// one each time. It is the only hook that changes what is sent.
+	// sent to a server. That covers the calls, listings and requests
+	// above. It is given the request's context. Trace context is one use.
+	// Its keys replace those of the call's CallOptions.Meta. A trace
+	// context may come in CallOptions.Meta, as a gateway's client's does.
+	// It is the parent of the call's (see [CallStartInfo].Meta). The
+	// server must see the call's. The map returned is the request's to
+	// keep and add to. Return a new one each time. It is the only hook that
+	// changes what is sent.
 	RequestMeta func(RequestMetaInfo) map[string]any
 	// PromptsChanged is called when a server says its prompt list changed.
 	PromptsChanged func(PromptsChangedInfo)
@@ -99,9 +101,9 @@ type ServerUpInfo struct {
 type ServerDownInfo struct {
 	Server string // the server's id
 	// Principal is whose session it is, for a server of
-	// IdentityPrincipal; "" for a shared one. A principal's session
-	// closed for idleness, or to make room for another's, is not down:
-	// it is not told.
+	// IdentityPrincipal. It is "" for a shared one. A principal's session
+	// may close for idleness, or to make room for another's. It is not
+	// down then, and is not told.
 	Principal string
 	Err       error // why it is down
 }
@@ -126,8 +128,8 @@ type DecidedInfo struct {
 
 // CallDoneInfo is the argument of [Trace.CallDone].
 type CallDoneInfo struct {
-	// Call is the call; it must not be modified. When an approver or hook
-	// overran the call's time limit, it is a copy taken before the
+	// Call is the call. It must not be modified. An approver or hook may
+	// overrun the call's time limit. Then it is a copy taken before the
 	// callback ran, since the callback still holds the call.
 	Call    *Call
 	Result  *mcp.CallToolResult // the result, when there is one
@@ -135,8 +137,8 @@ type CallDoneInfo struct {
 	Elapsed time.Duration       // from the start of the pipeline
 	// Context is the call's context (see [Trace.CallStart]).
 	Context context.Context
-	// Request is the tools/call request sent to the server; nil when
-	// none was sent (the call was denied, found no session, ...).
+	// Request is the tools/call request sent to the server. It is nil when
+	// none was sent: the call was denied, found no session, and so on.
 	Request *RequestInfo
 	// Local reports a call of a local tool, as CallStartInfo.Local.
 	Local bool
@@ -146,7 +148,7 @@ type CallDoneInfo struct {
 type PinDriftInfo struct {
 	Drift pins.Drift // the tool, how it differs from its pin, and the diff
 	// Context is the context of the listing that made the tool set the
-	// tool is left out of (a call's, when a call listed).
+	// tool is left out of. When a call listed, it is the call's.
 	Context context.Context
 }
 
@@ -170,7 +172,7 @@ type ResourcesChangedInfo struct {
 type ResourceUpdatedInfo struct {
 	Server string // the server's id
 	// Principal is whose session it came on, for a server of
-	// IdentityPrincipal (whose subscriptions are the principal's); ""
+	// IdentityPrincipal. Its subscriptions are the principal's. It is ""
 	// for a shared one.
 	Principal string
 	URI       string // the resource that changed

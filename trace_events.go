@@ -11,17 +11,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The info structs of the Trace events that observe a call step by step
-// and the requests a hub sends, and the little the pipeline does for them.
-// Nothing here runs unless its Trace field is set.
+// The info structs of the Trace events. They observe a call step by step
+// and the requests a hub sends. Also the little the pipeline does for
+// them. Nothing here runs unless its Trace field is set.
 
 // CallStartInfo is the argument of [Trace.CallStart].
 type CallStartInfo struct {
 	// Context is the context the call was made with.
 	Context context.Context
-	// Call is the call as it came in: ID, Exposed (the name as the model
-	// wrote it), Principal, Assigns and Taint. The pipeline fills in the
-	// rest of the same *Call once the name resolves; it must not be
+	// Call is the call as it came in. It has ID, Exposed (the name as the
+	// model wrote it), Principal, Assigns and Taint. The pipeline fills in
+	// the rest of the same *Call once the name resolves. It must not be
 	// modified.
 	Call *Call
 	// Meta is the call's CallOptions.Meta, as the caller gave it; it must
@@ -85,12 +85,16 @@ type RequestStartInfo struct {
 	// Method is "prompts/get", "resources/read", "resources/subscribe",
 	// "resources/unsubscribe" or "completion/complete".
 	Method string
-	// Call is the request as the policy sees it: ID, Principal, Assigns,
-	// Taint, and Exposed (the prompt's exposed name, or the URI); the
-	// pipeline fills in Server, Tool (the prompt's own name, or the URI)
-	// and Call.Method (the method the policy governs: prompts/get or
-	// resources/read, for a completion too) once it resolves. It must not
-	// be modified.
+	// Call is the request as the policy sees it. It has ID, Principal,
+	// Assigns, Taint, and Exposed (the prompt's exposed name, or the URI).
+	// Once it resolves, the pipeline fills in the rest:
+	//
+	//   - Server
+	//   - Tool: the prompt's own name, or the URI
+	//   - Call.Method: the method the policy governs. That is prompts/get
+	//     or resources/read, for a completion too.
+	//
+	// It must not be modified.
 	Call *Call
 	// Meta is the request's CallOptions.Meta, as in CallStartInfo.
 	Meta mcp.Meta
@@ -103,8 +107,8 @@ type RequestDoneInfo struct {
 	Call    *Call           // the request; it must not be modified
 	Err     error           // the *Error, when the request failed
 	Elapsed time.Duration   // from the start of the pipeline
-	// Request is the request sent to the server; nil when none was sent
-	// (the policy refused, the name did not resolve, ...).
+	// Request is the request sent to the server. It is nil when none was
+	// sent: the policy refused, the name did not resolve, and so on.
 	Request *RequestInfo
 }
 
@@ -118,15 +122,15 @@ type RequestMetaInfo struct {
 	Call *Call
 }
 
-// RequestInfo describes a request sent to a server: how the server is
-// reached, over which session, and how long the answer took. It holds no
-// URL, header or credential: only what telemetry may record.
+// RequestInfo describes a request sent to a server. It says how the
+// server is reached, over which session, and how long the answer took. It
+// holds no URL, header or credential, only what telemetry may record.
 type RequestInfo struct {
 	// Transport is "stdio", "streamable-http", "sse", "in-memory", or ""
 	// for a transport of the caller's own.
 	Transport string
 	// Address and Port are the server's host and port, for the HTTP
-	// transports (Port is the scheme's default when the URL has none).
+	// transports. Port is the scheme's default when the URL has none.
 	Address string
 	Port    int
 	// SessionID is the session's id, for transports that have one
@@ -134,16 +138,17 @@ type RequestInfo struct {
 	SessionID string
 	// ProtocolVersion is the MCP version the session negotiated.
 	ProtocolVersion string
-	// RequestID is the JSON-RPC id of the request, as text, for the
-	// transports whose connection conduit wraps (stdio, in-memory, SSE);
-	// "" when it is not known (Streamable HTTP, a transport of the
-	// caller's own). A listing of several pages has its first page's.
+	// RequestID is the JSON-RPC id of the request, as text. It is set for
+	// the transports whose connection conduit wraps (stdio, in-memory,
+	// SSE). It is "" when it is not known (Streamable HTTP, a transport of
+	// the caller's own). A listing of several pages has its first page's.
 	RequestID string
 	// Elapsed is from sending the request to its answer.
 	Elapsed time.Duration
-	// Err is the request's own failure (the *Error of a timeout, a lost
-	// session, a server's JSON-RPC error, ...); nil when the server
-	// answered with a result, which an after-hook may still withhold.
+	// Err is the request's own failure. It is the *Error of a timeout, a
+	// lost session, a server's JSON-RPC error, and so on. It is nil when
+	// the server answered with a result. An after-hook may still withhold
+	// that result.
 	Err error
 
 	sent bool
@@ -179,7 +184,7 @@ func peerInfo(s Server) RequestInfo {
 }
 
 // hostPort is the host and port of an endpoint URL, and nothing else of
-// it: a URL may carry credentials.
+// it. A URL may carry credentials.
 func hostPort(raw string) (string, int) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
@@ -213,8 +218,8 @@ func (r *RequestInfo) start(peer RequestInfo, sess *mcp.ClientSession) time.Time
 	return time.Now()
 }
 
-// unsent says that the request r was started for was not sent after all
-// (a server without the capability is answered by conduit).
+// unsent says that the request r was started for was not sent after all.
+// conduit answers for a server without the capability.
 func (r *RequestInfo) unsent() {
 	if r != nil {
 		r.sent = false
@@ -230,7 +235,7 @@ func (r *RequestInfo) ifSent() *RequestInfo {
 }
 
 // requestMeta is meta with what Trace.RequestMeta contributes for a
-// request in ctx, which replaces meta's keys of the same names; meta
+// request in ctx. That replaces meta's keys of the same names. meta
 // itself is not modified.
 func (c *core) requestMeta(ctx context.Context, method, server string, call *Call, meta mcp.Meta) mcp.Meta {
 	t := c.Trace
@@ -285,7 +290,7 @@ func (cn *conn) traceList(ctx context.Context, sess *mcp.ClientSession, method s
 	}
 }
 
-// requestSlot is the context key under which a request's RequestInfo
+// requestSlot is the context key of a request's RequestInfo. There it
 // waits for the JSON-RPC id its connection gives it (see notesConn).
 type requestSlot struct{}
 
