@@ -183,6 +183,17 @@ type Shapes struct {
 	Answers string
 }
 
+// Streams reports whether p reads streamed responses: whether its driver
+// is a driver.Streamer. NewStream refuses a provider that does not.
+func (p Provider) Streams() bool {
+	d, err := p.valid()
+	if err != nil {
+		return false
+	}
+	_, ok := d.(driver.Streamer)
+	return ok
+}
+
 // Shapes describes the provider's listing and answers. It is the zero
 // value for an invalid provider.
 func (p Provider) Shapes() Shapes {
