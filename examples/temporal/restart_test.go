@@ -68,7 +68,7 @@ func startWorker(t *testing.T, ts *temporaltest.TestServer, args ...string) *exe
 // the write is made once, and the chat ends with the model's answer.
 func TestWorkerRestartedMidTurn(t *testing.T) {
 	dir := t.TempDir()
-	cfg := config(t, dir)
+	cfg := writeConfig(t, dir)
 	claude := newFakeClaude(t, dir)
 	redis := testenv.Redis(t, nil)
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
