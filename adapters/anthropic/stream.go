@@ -3,7 +3,8 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/conduitmcp/conduit/adapters/driver"
@@ -182,11 +183,7 @@ func (s *stream) Response() map[string]any {
 	for k, v := range s.message {
 		out[k] = v
 	}
-	keys := make([]int, 0, len(s.blocks))
-	for i := range s.blocks {
-		keys = append(keys, i)
-	}
-	sort.Ints(keys)
+	keys := slices.Sorted(maps.Keys(s.blocks))
 	content := make([]any, 0, len(keys))
 	for _, i := range keys {
 		content = append(content, s.blocks[i].content())

@@ -3,7 +3,8 @@ package bedrock
 import (
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/conduitmcp/conduit/adapters/driver"
@@ -179,11 +180,7 @@ func (b *block) call() toolcall.Raw {
 }
 
 func (s *stream) Response() map[string]any {
-	keys := make([]int, 0, len(s.blocks))
-	for i := range s.blocks {
-		keys = append(keys, i)
-	}
-	sort.Ints(keys)
+	keys := slices.Sorted(maps.Keys(s.blocks))
 	content := make([]any, 0, len(keys))
 	for _, i := range keys {
 		content = append(content, s.blocks[i].content())

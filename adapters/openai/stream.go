@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/conduitmcp/conduit/adapters/driver"
@@ -336,11 +337,7 @@ func (s *responsesStream) Response() map[string]any {
 			return out
 		}
 	}
-	keys := make([]int, 0, len(s.items))
-	for i := range s.items {
-		keys = append(keys, i)
-	}
-	sort.Ints(keys)
+	keys := slices.Sorted(maps.Keys(s.items))
 	output := make([]any, 0, len(keys))
 	for _, i := range keys {
 		output = append(output, s.items[i].output())
