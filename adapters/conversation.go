@@ -185,11 +185,15 @@ func (c *Conversation) Taint() []string {
 // the turn once the calls are decided. That may happen in this process,
 // or in another one from [Conversation.State]. Until then Execute
 // refuses another turn (ErrTurnPending).
-func (c *Conversation) Execute(ctx context.Context, response any) (*Execution, error) {
+// beginTurn starts a turn, whole or streamed: it refuses one while calls
+// are pending, and counts the turn. It returns the turn's options, with
+// the conversation's taint, the turn's number, and where conduit's search
+// records what it reveals (nil without search).
+func (c *Conversation) beginTurn(ctx context.Context) (context.Context, ExecOptions, int, *reveals, error) {
 	c.mu.Lock()
 	if c.turn != nil {
 		c.mu.Unlock()
-		return nil, ErrTurnPending
+		return ctx, ExecOptions{}, 0, nil, ErrTurnPending
 	}
 	o := c.o
 	o.Taint = slices.Clone(c.taint)
@@ -200,6 +204,14 @@ func (c *Conversation) Execute(ctx context.Context, response any) (*Execution, e
 	if c.search != nil {
 		rv = &reveals{}
 		ctx = withReveals(ctx, rv)
+	}
+	return ctx, o, n, rv, nil
+}
+
+func (c *Conversation) Execute(ctx context.Context, response any) (*Execution, error) {
+	ctx, o, n, rv, err := c.beginTurn(ctx)
+	if err != nil {
+		return nil, err
 	}
 	exec, err := ExecuteToolCalls(ctx, c.src, c.p, response, &o)
 	if err != nil {

@@ -399,20 +399,9 @@ func (s *Stream) closeErr() error { return s.err }
 // Execute does. Execute and NewStream refuse another turn
 // (ErrTurnPending) only once that Close leaves calls pending. so may be nil.
 func (c *Conversation) NewStream(ctx context.Context, so *StreamOptions) (*Stream, error) {
-	c.mu.Lock()
-	if c.turn != nil {
-		c.mu.Unlock()
-		return nil, ErrTurnPending
-	}
-	o := c.o
-	o.Taint = slices.Clone(c.taint)
-	c.turns++
-	n := c.turns
-	c.mu.Unlock()
-	var rv *reveals
-	if c.search != nil {
-		rv = &reveals{}
-		ctx = withReveals(ctx, rv)
+	ctx, o, n, rv, err := c.beginTurn(ctx)
+	if err != nil {
+		return nil, err
 	}
 	s, err := NewStream(ctx, c.src, c.p, &o, so)
 	if err != nil {
