@@ -113,6 +113,17 @@ type console struct {
 	mu      sync.Mutex
 	changed chan struct{}   // closed and replaced on every local change
 	drifts  map[string]bool // the drifts recorded by this process
+	// waiting are the held calls of this replica, by approval id. One
+	// watcher reads the journal for all of them while any waits.
+	waiting  map[string]*waiter
+	watching bool
+	poll     time.Duration // how often the watcher reads the journal
+}
+
+// waiter is a held call waiting for its decision.
+type waiter struct {
+	asked    time.Time
+	decision chan approvalRecord // buffered: the watcher never blocks
 }
 
 func newConsole(o ConsoleOptions, st store.Store, wait time.Duration) (*console, error) {
@@ -120,7 +131,8 @@ func newConsole(o ConsoleOptions, st store.Store, wait time.Duration) (*console,
 	if !ok {
 		return nil, fmt.Errorf("gateway: the console needs a store that keeps journals, and %T keeps none", st)
 	}
-	c := &console{o: o, admins: map[string]bool{}, journals: j, claims: st, wait: wait, keep: o.AuditKeep, changed: make(chan struct{})}
+	c := &console{o: o, admins: map[string]bool{}, journals: j, claims: st, wait: wait, keep: o.AuditKeep, changed: make(chan struct{}),
+		waiting: map[string]*waiter{}, poll: 250 * time.Millisecond}
 	if c.keep <= 0 {
 		c.keep = DefaultAuditKeep
 	}
@@ -285,22 +297,93 @@ func (c *console) hold(ctx context.Context, req conduit.ApprovalRequest) conduit
 		return conduit.Reject("it needs an admin's approval, and the console cannot be reached: the shared store is unavailable")
 	}
 	c.notify()
+	w := c.await(ask)
+	defer c.forget(ask.ID)
 	deadline := time.NewTimer(c.wait)
 	defer deadline.Stop()
-	// Another replica's decision is seen by polling; this one's at once.
-	tick := time.NewTicker(250 * time.Millisecond)
+	select {
+	case d := <-w.decision:
+		return c.answer(note, d)
+	case <-deadline.C:
+		return c.close(ctx, note, ask, "timeout", fmt.Sprintf("no admin decided within %v", c.wait))
+	case <-ctx.Done():
+		return c.close(ctx, note, ask, "canceled", "the call ended before an admin decided")
+	}
+}
+
+// await registers ask's call as waiting, and starts the watcher if none
+// runs. Each held call polling the journal on its own would multiply the
+// reads by the calls held.
+func (c *console) await(ask approvalRecord) *waiter {
+	w := &waiter{asked: ask.Asked, decision: make(chan approvalRecord, 1)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.waiting[ask.ID] = w
+	if !c.watching {
+		c.watching = true
+		go c.watch()
+	}
+	return w
+}
+
+// forget ends ask's wait.
+func (c *console) forget(id string) {
+	c.mu.Lock()
+	delete(c.waiting, id)
+	c.mu.Unlock()
+}
+
+// watch reads the approvals journal for this replica's held calls. It
+// reads at once, then on every local change and every poll, since
+// another replica's decision is seen only by reading. It ends when no
+// call waits.
+func (c *console) watch() {
+	tick := time.NewTicker(c.poll)
 	defer tick.Stop()
 	for {
-		if d, ok := c.decision(ctx, ask); ok {
-			return c.answer(note, d)
+		c.mu.Lock()
+		if len(c.waiting) == 0 {
+			c.watching = false
+			c.mu.Unlock()
+			return
 		}
+		since := time.Now()
+		for _, w := range c.waiting {
+			if w.asked.Before(since) {
+				since = w.asked
+			}
+		}
+		changed := c.changed
+		c.mu.Unlock()
+
+		c.deliver(since)
 		select {
-		case <-c.changes():
+		case <-changed:
 		case <-tick.C:
-		case <-deadline.C:
-			return c.close(ctx, note, ask, "timeout", fmt.Sprintf("no admin decided within %v", c.wait))
-		case <-ctx.Done():
-			return c.close(ctx, note, ask, "canceled", "the call ended before an admin decided")
+		}
+	}
+}
+
+// deliver hands each waiting call its decision, if the journal has it.
+// A store that cannot be read is tried again on the next poll; the
+// calls' own deadlines bound the wait.
+func (c *console) deliver(since time.Time) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	entries, err := c.journals.Read(ctx, approvalsJournal, since.Add(-time.Second), 0)
+	if err != nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range entries {
+		var r approvalRecord
+		if json.Unmarshal(e.Record, &r) != nil || r.Kind != "decided" {
+			continue
+		}
+		if w, ok := c.waiting[r.ID]; ok {
+			delete(c.waiting, r.ID)
+			w.decision <- r
 		}
 	}
 }
