@@ -1,3 +1,6 @@
+// OpenAI's strict mode for tool schemas: the conversion and its errors.
+// Its text keeps the "openai:" prefix, since the mode is OpenAI's.
+
 package driver
 
 import (
