@@ -35,7 +35,7 @@ type ResponseLimits struct {
 
 const (
 	// DefaultMaxToolCalls is the default ResponseLimits.MaxToolCalls. It
-	// is the most tools OpenAI accepts in one request (openai.MaxTools).
+	// is the most tools OpenAI accepts in one request.
 	// Models make a few calls a turn, a few dozen at the most. A response
 	// with thousands is hostile. Each call costs a server round trip and
 	// an answer in the next request.

@@ -19,8 +19,6 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
-	"github.com/conduitmcp/conduit/adapters/anthropic"
-	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -313,8 +311,8 @@ func TestImageOverProviderLimit(t *testing.T) {
 		maxDims int
 		src     conduit.Source
 	}{
-		{adapters.Anthropic, anthropic.MaxImageBytes, "Anthropic", anthropic.MaxImageDimension, cl},
-		{adapters.OpenAIResponses, openai.MaxImageBytes, "OpenAI", 0, mediaSource{cl}},
+		{adapters.Anthropic, 5 << 20, "Anthropic", 8000, cl},               // 5 MB, 8000 px
+		{adapters.OpenAIResponses, 20 << 20, "OpenAI", 0, mediaSource{cl}}, // 20 MB
 		{adapters.OpenAIChat, 0, "", 0, cl},
 		{adapters.Gemini, 0, "", 0, cl},
 		{adapters.Bedrock, 3932160, "Bedrock", 8000, cl}, // 3.75 MB, 8000 px

@@ -13,9 +13,9 @@ var (
 	// Anthropic is the Anthropic Messages API.
 	Anthropic = NewProvider(anthropic.Driver())
 	// OpenAIChat is OpenAI's Chat Completions API.
-	OpenAIChat = NewProvider(openai.Chat.Driver())
+	OpenAIChat = NewProvider(openai.ChatDriver())
 	// OpenAIResponses is OpenAI's Responses API.
-	OpenAIResponses = NewProvider(openai.Responses.Driver())
+	OpenAIResponses = NewProvider(openai.ResponsesDriver())
 	// Gemini is the Gemini API's generateContent. It is experimental. Its
 	// shapes come from the API reference, not from end-to-end runs.
 	Gemini = NewProvider(gemini.Driver())

@@ -81,7 +81,7 @@ func ParseSearchMode(s string) (SearchMode, error) {
 const (
 	// DefaultSearchThreshold is SearchOptions.Threshold's default. Past 40
 	// tools a Conversation searches. That is well below OpenAI's limit of
-	// 128 tools a request (openai.MaxTools). Anthropic documents that past
+	// 128 tools a request. Anthropic documents that past
 	// 30 to 50 tools, Claude picks the right tool markedly less often. 40
 	// is within that range. A single server of a typical size is still
 	// offered whole: GitHub's 26 tools, or Playwright's 25.

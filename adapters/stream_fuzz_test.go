@@ -78,9 +78,9 @@ func fuzzSeeds(f *testing.F, p adapters.Provider) [][]byte {
 }
 
 func FuzzStreamAnthropic(f *testing.F)  { fuzzStream(f, adapters.Anthropic, anthropic.Driver()) }
-func FuzzStreamOpenAIChat(f *testing.F) { fuzzStream(f, adapters.OpenAIChat, openai.Chat.Driver()) }
+func FuzzStreamOpenAIChat(f *testing.F) { fuzzStream(f, adapters.OpenAIChat, openai.ChatDriver()) }
 func FuzzStreamOpenAIResponses(f *testing.F) {
-	fuzzStream(f, adapters.OpenAIResponses, openai.Responses.Driver())
+	fuzzStream(f, adapters.OpenAIResponses, openai.ResponsesDriver())
 }
 func FuzzStreamGemini(f *testing.F)  { fuzzStream(f, adapters.Gemini, gemini.Driver()) }
 func FuzzStreamBedrock(f *testing.F) { fuzzStream(f, adapters.Bedrock, bedrock.Driver()) }

@@ -12,7 +12,6 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/driver"
-	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -80,7 +79,7 @@ func TestStrictFallbackEvent(t *testing.T) {
 	var events []string
 	var logs bytes.Buffer
 	o := &adapters.ToolsOptions{Trace: &adapters.Trace{StrictFallback: func(f adapters.StrictFallbackInfo) {
-		if !errors.Is(f.Err, openai.ErrNotStrict) {
+		if !errors.Is(f.Err, driver.ErrNotStrict) {
 			t.Errorf("fallback error %v", f.Err)
 		}
 		events = append(events, f.Tool)

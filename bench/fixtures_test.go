@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/bench/internal/corpus"
 	"github.com/conduitmcp/conduit/bench/internal/fixture"
@@ -87,7 +87,7 @@ func TestCorpus(t *testing.T) {
 		if bytes.Contains(data, []byte(`"$ref"`)) || bytes.Count(data, []byte(`"properties"`)) > 1 {
 			nested++
 		}
-		if _, _, err := openai.StrictSchema(m); err != nil {
+		if _, _, err := driver.StrictSchema(m); err != nil {
 			fallback++
 		} else {
 			strict++

@@ -31,8 +31,8 @@ const streamGap = 300 * time.Millisecond
 // streaming (each call sent as it completes) against waiting (the whole
 // response read, then ExecuteToolCalls).
 func BenchmarkStream(b *testing.B) {
-	drivers := map[string]driver.Provider{"anthropic": anthropic.Driver(), "openai-chat": openai.Chat.Driver(),
-		"openai-responses": openai.Responses.Driver(), "gemini": gemini.Driver(), "bedrock": bedrock.Driver()}
+	drivers := map[string]driver.Provider{"anthropic": anthropic.Driver(), "openai-chat": openai.ChatDriver(),
+		"openai-responses": openai.ResponsesDriver(), "gemini": gemini.Driver(), "bedrock": bedrock.Driver()}
 	calls := []toolcall.Raw{
 		{ID: "call_1", Name: "files__read_file", Args: map[string]any{"path": "/srv/notes/a.md"}},
 		{ID: "call_2", Name: "files__read_file", Args: map[string]any{"path": "/srv/notes/b.md"}},

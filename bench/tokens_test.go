@@ -14,9 +14,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/adapters/anthropic"
-	"github.com/conduitmcp/conduit/adapters/gemini"
-	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/testenv"
 	"github.com/conduitmcp/conduit/internal/tokens"
@@ -151,15 +149,15 @@ func modelText(t *testing.T, p string, res *mcp.CallToolResult) string {
 	var texts []string
 	switch p {
 	case "anthropic":
-		for _, b := range anthropic.ToolResult(c, res, nil, o)["content"].([]any) {
+		for _, b := range adapters.Anthropic.Answer(c, res, nil, o)["content"].([]any) {
 			if m := b.(map[string]any); m["type"] == "text" {
 				texts = append(texts, m["text"].(string))
 			}
 		}
 	case "openai-chat":
-		texts = append(texts, openai.Chat.ToolOutput(c, res, nil, o)["content"].(string))
+		texts = append(texts, adapters.OpenAIChat.Answer(c, res, nil, o)["content"].(string))
 	case "openai-responses":
-		switch o := openai.Responses.ToolOutput(c, res, nil, o)["output"].(type) {
+		switch o := adapters.OpenAIResponses.Answer(c, res, nil, o)["output"].(type) {
 		case string:
 			texts = append(texts, o)
 		case []any:
@@ -170,7 +168,7 @@ func modelText(t *testing.T, p string, res *mcp.CallToolResult) string {
 			}
 		}
 	case "gemini":
-		out := gemini.FunctionResponse(c, res, nil, o)["functionResponse"].(map[string]any)["response"].(map[string]any)["output"]
+		out := adapters.Gemini.Answer(c, res, nil, o)["functionResponse"].(map[string]any)["response"].(map[string]any)["output"]
 		if s, ok := out.(string); ok {
 			texts = append(texts, s)
 		} else {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/driver"
-	copenai "github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 )
@@ -446,12 +445,12 @@ func TestOpenAIResponsesSDKOutputItems(t *testing.T) {
 	items := struct {
 		Output []responses.ResponseOutputItemUnion `json:"output"`
 	}{r.Output}
-	raws, err := copenai.Responses.Parse(items)
+	raws, err := adapters.OpenAIResponses.Parse(items)
 	if err != nil {
-		t.Fatalf("openai.Parse: %v", err)
+		t.Fatalf("OpenAIResponses.Parse: %v", err)
 	}
 	if len(raws) != len(calls) {
-		t.Fatalf("openai.Parse found %d calls, want %d", len(raws), len(calls))
+		t.Fatalf("OpenAIResponses.Parse found %d calls, want %d", len(raws), len(calls))
 	}
 	var wrong []string
 	for i, c := range calls {
@@ -544,14 +543,14 @@ func TestOpenAIResponsesSDKResponseParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, response := range []any{r, &r} {
-		raws, err := copenai.Responses.Parse(response)
+		raws, err := adapters.OpenAIResponses.Parse(response)
 		if err != nil {
-			t.Errorf("openai.Parse(%T): %v (the SDK value marshals \"error\" as %s)", response, err,
+			t.Errorf("OpenAIResponses.Parse(%T): %v (the SDK value marshals \"error\" as %s)", response, err,
 				canon(lookup(jsonValue(t, response), "error")))
 			continue
 		}
 		if len(raws) != len(calls) {
-			t.Errorf("openai.Parse(%T) found %d calls, want %d", response, len(raws), len(calls))
+			t.Errorf("OpenAIResponses.Parse(%T) found %d calls, want %d", response, len(raws), len(calls))
 		}
 	}
 }

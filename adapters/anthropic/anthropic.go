@@ -1,12 +1,12 @@
 // Package anthropic maps MCP tools and results to the Anthropic Messages
 // API. It maps:
 //
-//   - tool definitions, and the tool search tool's listing (SearchTools);
+//   - tool definitions, and the tool search tool's listing;
 //   - tool_use blocks into calls;
 //   - results into tool_result blocks.
 //
-// Its functions are pure, over the API's JSON as map[string]any. [Driver]
-// is the API as package adapters drives it (adapters.Anthropic).
+// [Driver] is its one export: the API as package adapters drives it.
+// Programs use adapters.Anthropic, its Wire for the HTTP API.
 //
 // The adapter never builds a tool_choice of type "any" or "tool". Current
 // Claude models reject forced tool use with HTTP 400 in the configurations
@@ -30,34 +30,24 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// ToolsOptions are the options of Tools.
-type ToolsOptions struct {
-	// CacheLast marks the last tool with cache_control. So the whole tool
-	// list is cached as a prompt prefix.
-	CacheLast bool
-	// CacheTTL is the cache_control ttl ("5m" or "1h"); empty leaves the
-	// API's default.
-	CacheTTL string
-	// CacheTool, with CacheLast, marks the tool of that exposed name
-	// instead of the last one. It ends the part of a list that never
-	// changes, when tools are appended to it (conduit's tool search).
-	CacheTool string
-}
-
 type (
 	defKey   struct{}
 	checkKey struct{}
 )
 
-// Tools returns the tool set as Messages API tool definitions, in the tool
-// set's order. Each is {"name", "description", "input_schema"}. A tool
-// without a description has no "description". Each definition is built
-// once per tool and kept in the tool's memo. Every listing gets fresh
-// maps. Their nested values (the schema) are shared and must not be
+// listTools returns the tool set as Messages API tool definitions, in the
+// tool set's order. Each is {"name", "description", "input_schema"}. A
+// tool without a description has no "description". Each definition is
+// built once per tool and kept in the tool's memo. Every listing gets
+// fresh maps. Their nested values (the schema) are shared and must not be
 // modified.
-func Tools(ts *conduit.ToolSet, o *ToolsOptions) []map[string]any {
+//
+// CacheLast marks the last tool with cache_control, so the whole list is
+// a cached prefix. CacheTool marks that tool instead: the end of the part
+// that never changes, when conduit's search appends tools.
+func listTools(ts *conduit.ToolSet, o *driver.ListOptions) []map[string]any {
 	if o == nil {
-		o = &ToolsOptions{}
+		o = &driver.ListOptions{}
 	}
 	out := make([]map[string]any, 0, ts.Len())
 	for t := range ts.All() {
@@ -101,14 +91,10 @@ func definition(t *conduit.Tool) map[string]any {
 	return def
 }
 
-// Check reports what the Messages API is known to reject in the tool set.
+// check reports what the Messages API is known to reject in one tool.
 // That is input schemas with oneOf, allOf or anyOf at the top level, and
 // roots that are not objects. Exposed names always fit the API's
-// ^[A-Za-z0-9_-]{1,128}$. The findings are computed once per tool.
-func Check(ts *conduit.ToolSet) []toolcall.Warning {
-	return toolcall.CheckEach(ts, checkKey{}, check)
-}
-
+// ^[A-Za-z0-9_-]{1,128}$.
 func check(t *conduit.Tool) []toolcall.Warning {
 	var ws []toolcall.Warning
 	s := toolcall.SchemaMap(t.InputSchema)
@@ -125,7 +111,7 @@ func check(t *conduit.Tool) []toolcall.Warning {
 	return ws
 }
 
-// Parse returns the tool_use blocks of a Messages API response, in order.
+// parse returns the tool_use blocks of a Messages API response, in order.
 // It also reads an assistant message: anything with a "content" list.
 // Server tool blocks are the API's own and are ignored. Examples are
 // server_tool_use, mcp_tool_use, web search results, and the tool search
@@ -133,7 +119,7 @@ func check(t *conduit.Tool) []toolcall.Warning {
 // they were. The API always sends "input", {} for a tool without
 // parameters. So a block whose "input" is null or missing is malformed.
 // Its call is answered as not an object, and not sent.
-func Parse(response any) ([]toolcall.Raw, error) {
+func parse(response any) ([]toolcall.Raw, error) {
 	m, err := jsonv.Decode(response)
 	if err != nil {
 		return nil, err
@@ -183,32 +169,26 @@ func apiError(m map[string]any) string {
 //   - 2000x2000 px each when a request has more than 20;
 //   - 32 MB a request.
 const (
-	MaxImageBytes     = 5 << 20
-	MaxImageDimension = 8000
+	maxImageBytes     = 5 << 20
+	maxImageDimension = 8000
 )
 
-// imageLimit is ToolResult's image limit before options.
-var imageLimit = render.ImageLimit{Provider: "Anthropic", MaxBytes: MaxImageBytes, MaxWidth: MaxImageDimension, MaxHeight: MaxImageDimension}
+// imageLimit is an answer's image limit before options.
+var imageLimit = render.ImageLimit{Provider: "Anthropic", MaxBytes: maxImageBytes, MaxWidth: maxImageDimension, MaxHeight: maxImageDimension}
 
-// ToolResult answers one call with a tool_result block keyed by the call's
-// id. It holds the result's content as text and image blocks. A failure
-// (err) or an isError result has "is_error": true.
+// prepare renders the answer to one call, a tool_result block keyed by the
+// call's id. It holds the result's content as text and image blocks. A
+// failure (err) or an isError result has "is_error": true.
 //
 // Whitespace-only text is dropped, since the API refuses it. A result left
 // with no content has none. An error is the exception: the API refuses it
 // empty. It gets "The tool reported an error without details.".
 //
-// An image over [MaxImageBytes] (or o.MaxImageBytes) or
-// [MaxImageDimension] becomes a text placeholder saying so. A result over
-// its budget is cut, and a text block ends it with a notice. The budget is
-// o.MaxResultTokens, default toolcall.DefaultMaxResultTokens. Images count
+// An image over 5 MB (or o.MaxImageBytes) or 8000 px becomes a text
+// placeholder saying so. A result over its budget is cut, and a text
+// block ends it with a notice. The budget is o.MaxResultTokens, default toolcall.DefaultMaxResultTokens. Images count
 // by Anthropic's rule (tokens.AnthropicImage). The blocks of one turn go
 // first in the next user message, in the model's order.
-func ToolResult(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
-	return budget.Answer(prepare(c, res, err, o), o)
-}
-
-// prepare renders the answer to c, to be written by toolResult.
 func prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) *budget.Pending {
 	var r render.Rendered
 	if err != nil || res == nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/anthropic"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/fuzzgen"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,7 +28,7 @@ func weatherTools() *conduit.ToolSet {
 
 func TestTools(t *testing.T) {
 	ts := weatherTools()
-	tools := anthropic.Tools(ts, nil)
+	tools := anthropic.Driver().Tools(ts, nil)
 	names := []string{}
 	for _, tool := range tools {
 		names = append(names, tool["name"].(string))
@@ -44,7 +45,7 @@ func TestTools(t *testing.T) {
 	if got := tools[1]["description"]; got != "Gets the weather." {
 		t.Errorf("description %q", got)
 	}
-	cached := anthropic.Tools(ts, &anthropic.ToolsOptions{CacheLast: true, CacheTTL: "1h"})
+	cached := anthropic.Driver().Tools(ts, &driver.ListOptions{CacheLast: true, CacheTTL: "1h"})
 	if got := cached[2]["cache_control"]; !reflect.DeepEqual(got, map[string]any{"type": "ephemeral", "ttl": "1h"}) {
 		t.Errorf("cache_control %v", got)
 	}
@@ -53,26 +54,26 @@ func TestTools(t *testing.T) {
 	if _, ok := tools[2]["cache_control"]; ok {
 		t.Error("listings share maps")
 	}
-	if _, ok := anthropic.Tools(ts, nil)[2]["cache_control"]; ok {
+	if _, ok := anthropic.Driver().Tools(ts, nil)[2]["cache_control"]; ok {
 		t.Error("cache_control leaked into the memo")
 	}
-	if got := anthropic.Tools(ts, &anthropic.ToolsOptions{CacheLast: true})[2]["cache_control"]; !reflect.DeepEqual(got, map[string]any{"type": "ephemeral"}) {
+	if got := anthropic.Driver().Tools(ts, &driver.ListOptions{CacheLast: true})[2]["cache_control"]; !reflect.DeepEqual(got, map[string]any{"type": "ephemeral"}) {
 		t.Errorf("cache_control %v", got)
 	}
-	if got := anthropic.Tools(conduit.NewToolSet(nil), &anthropic.ToolsOptions{CacheLast: true}); len(got) != 0 {
+	if got := anthropic.Driver().Tools(conduit.NewToolSet(nil), &driver.ListOptions{CacheLast: true}); len(got) != 0 {
 		t.Errorf("empty tool set: %v", got)
 	}
 }
 
 func TestCheck(t *testing.T) {
-	ws := anthropic.Check(weatherTools())
+	ws := anthropic.Driver().Check(weatherTools())
 	if len(ws) != 1 || ws[0].Tool != "pick" {
 		t.Errorf("warnings %v", ws)
 	}
 }
 
 func TestParse(t *testing.T) {
-	raws, err := anthropic.Parse(`{"content":[
+	raws, err := anthropic.Driver().Parse(`{"content":[
 		{"type":"text","text":"hi"},
 		{"type":"tool_use","id":"a","name":"get_weather","input":{"location":"Paris"}},
 		{"type":"server_tool_use","id":"srv","name":"web_search","input":{}},
@@ -90,11 +91,11 @@ func TestParse(t *testing.T) {
 		t.Errorf("%+v", raws)
 	}
 	// An assistant message parses as well.
-	if raws, err := anthropic.Parse(map[string]any{"role": "assistant", "content": []any{}}); err != nil || len(raws) != 0 {
+	if raws, err := anthropic.Driver().Parse(map[string]any{"role": "assistant", "content": []any{}}); err != nil || len(raws) != 0 {
 		t.Errorf("%v %v", raws, err)
 	}
 	for _, bad := range []string{`{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`, `{"content":"text"}`, `[]`, `{}`} {
-		if _, err := anthropic.Parse(bad); err == nil {
+		if _, err := anthropic.Driver().Parse(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
@@ -143,7 +144,7 @@ func TestToolResult(t *testing.T) {
 			`{"content":[{"text":"The call produced no result.","type":"text"}],"is_error":true,"tool_use_id":"toolu_1","type":"tool_result"}`},
 	}
 	for _, tt := range tests {
-		got, _ := json.Marshal(anthropic.ToolResult(c, tt.res, tt.err, nil))
+		got, _ := json.Marshal(adapters.Anthropic.Answer(c, tt.res, tt.err, nil))
 		if string(got) != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
 		}
@@ -196,5 +197,5 @@ func roundTrip(t *testing.T, data []byte) {
 	}
 	resp := map[string]any{"id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
 		"content": content, "stop_reason": "tool_use", "usage": map[string]any{"input_tokens": 1, "output_tokens": 1}}
-	fuzzgen.RoundTrip(t, turn, resp, anthropic.Parse)
+	fuzzgen.RoundTrip(t, turn, resp, anthropic.Driver().Parse)
 }

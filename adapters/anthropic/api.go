@@ -15,36 +15,36 @@ import (
 // the conversation.
 
 const (
-	// BaseURL is the public API's base URL, without a version, as the
+	// baseURL is the public API's base URL, without a version, as the
 	// Anthropic SDKs take it.
-	BaseURL = "https://api.anthropic.com"
-	// KeyEnv is the environment variable that conventionally holds the
+	baseURL = "https://api.anthropic.com"
+	// keyEnv is the environment variable that conventionally holds the
 	// API key.
-	KeyEnv = "ANTHROPIC_API_KEY"
-	// Version is the anthropic-version header sent with every request.
-	Version = "2023-06-01"
+	keyEnv = "ANTHROPIC_API_KEY"
+	// version is the anthropic-version header sent with every request.
+	version = "2023-06-01"
 )
 
-// Endpoint returns the URL of the Messages API under base.
-func Endpoint(base, _ string) string { return strings.TrimRight(base, "/") + "/v1/messages" }
+// endpoint returns the URL of the Messages API under base.
+func endpoint(base, _ string) string { return strings.TrimRight(base, "/") + "/v1/messages" }
 
-// Authorize sets the headers a request needs. They are the key, when
+// authorize sets the headers a request needs. They are the key, when
 // there is one, and the API version.
-func Authorize(h http.Header, key string) {
+func authorize(h http.Header, key string) {
 	if key != "" {
 		h.Set("x-api-key", key)
 	}
-	h.Set("anthropic-version", Version)
+	h.Set("anthropic-version", version)
 }
 
-// Prompt is a user message of text.
-func Prompt(text string) map[string]any {
+// prompt is a user message of text.
+func prompt(text string) map[string]any {
 	return map[string]any{"role": "user", "content": text}
 }
 
-// Request is a Messages API request body; tools are left out when there
+// request is a Messages API request body; tools are left out when there
 // are none.
-func Request(r toolcall.Request) map[string]any {
+func request(r toolcall.Request) map[string]any {
 	max := r.MaxTokens
 	if max <= 0 {
 		max = toolcall.DefaultMaxTokens
@@ -56,7 +56,7 @@ func Request(r toolcall.Request) map[string]any {
 	return b
 }
 
-// StopPause is the stop_reason of a turn the API paused. With server tools
+// stopPause is the stop_reason of a turn the API paused. With server tools
 // the API runs a loop of its own. The tool search tool is among them. The
 // API pauses a long turn, or one past that loop's limit of iterations.
 // The documentation's remedy is to send the response back as it came. It
@@ -64,16 +64,16 @@ func Request(r toolcall.Request) map[string]any {
 // https://platform.claude.com/docs/en/agents-and-tools/tool-use/server-tools,
 // "Server-side loop and pause_turn". This is known from the documentation
 // and the SDKs' types only, not from a live response.
-const StopPause = "pause_turn"
+const stopPause = "pause_turn"
 
-// Turn reads a response as the assistant's turn. It gives:
+// turn reads a response as the assistant's turn. It gives:
 //
 //   - its message, whose content is kept whole, server tool blocks
 //     included, since the API wants them back as they were;
 //   - its text;
 //   - whether it stopped for tool use;
-//   - whether the API paused it (StopPause), to be sent back to continue.
-func Turn(response map[string]any) (toolcall.Turn, error) {
+//   - whether the API paused it (stopPause), to be sent back to continue.
+func turn(response map[string]any) (toolcall.Turn, error) {
 	content, ok := response["content"].([]any)
 	if !ok {
 		return toolcall.Turn{}, fmt.Errorf("anthropic: the response has no content list%s", apiError(response))
@@ -88,13 +88,13 @@ func Turn(response map[string]any) (toolcall.Turn, error) {
 		Items:   []any{map[string]any{"role": "assistant", "content": content}},
 		Text:    strings.Join(text, "\n"),
 		ToolUse: response["stop_reason"] == "tool_use",
-		Paused:  response["stop_reason"] == StopPause,
+		Paused:  response["stop_reason"] == stopPause,
 	}, nil
 }
 
-// Answers are a turn's tool_result blocks as they join the conversation:
+// answers are a turn's tool_result blocks as they join the conversation:
 // first in one user message.
-func Answers(results []map[string]any) []any {
+func answers(results []map[string]any) []any {
 	return []any{map[string]any{"role": "user", "content": anys(results)}}
 }
 

@@ -26,29 +26,31 @@ func (messages) Shapes() driver.Shapes {
 }
 
 func (messages) Tools(ts *conduit.ToolSet, o *driver.ListOptions) []map[string]any {
-	return Tools(ts, &ToolsOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL, CacheTool: o.CacheTool})
+	return listTools(ts, o)
 }
 
-func (messages) Check(ts *conduit.ToolSet) []toolcall.Warning { return Check(ts) }
+// Check's findings are computed once per tool.
+func (messages) Check(ts *conduit.ToolSet) []toolcall.Warning {
+	return toolcall.CheckEach(ts, checkKey{}, check)
+}
 
-func (messages) Parse(response any) ([]toolcall.Raw, error) { return Parse(response) }
+func (messages) Parse(response any) ([]toolcall.Raw, error) { return parse(response) }
 
 func (messages) Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) driver.Pending {
 	return prepare(c, res, err, o)
 }
 
 func (messages) API() driver.API {
-	return driver.API{BaseURL: BaseURL, KeyEnv: KeyEnv, Endpoint: Endpoint, Authorize: Authorize,
-		Prompt: Prompt, Request: Request, Turn: Turn, Answers: Answers, Stream: streamRequest}
+	return driver.API{BaseURL: baseURL, KeyEnv: keyEnv, Endpoint: endpoint, Authorize: authorize,
+		Prompt: prompt, Request: request, Turn: turn, Answers: answers, Stream: streamRequest}
 }
 
 // SearchTools lists for the tool search tool. Every tool is checked, since
 // the API reads the deferred definitions too.
-func (messages) SearchTools(loaded, all *conduit.ToolSet, o *driver.ListOptions) (*driver.SearchListing, error) {
-	name := SearchBM25Name
+func (m messages) SearchTools(loaded, all *conduit.ToolSet, o *driver.ListOptions) (*driver.SearchListing, error) {
+	name := searchBM25Name
 	if o.SearchRegex {
-		name = SearchRegexName
+		name = searchRegexName
 	}
-	tools := SearchTools(loaded, all, &SearchOptions{ToolsOptions: ToolsOptions{CacheLast: o.CacheLast, CacheTTL: o.CacheTTL}, Regex: o.SearchRegex})
-	return &driver.SearchListing{Tools: tools, SearchTool: name, Warnings: Check(all)}, nil
+	return &driver.SearchListing{Tools: searchTools(loaded, all, o), SearchTool: name, Warnings: m.Check(all)}, nil
 }

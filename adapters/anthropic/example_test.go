@@ -8,6 +8,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/anthropic"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -27,8 +28,8 @@ func exampleToolSet() *conduit.ToolSet {
 	}}})
 }
 
-func ExampleTools() {
-	printJSON(anthropic.Tools(exampleToolSet(), &anthropic.ToolsOptions{CacheLast: true}))
+func Example_tools() {
+	printJSON(anthropic.Driver().Tools(exampleToolSet(), &driver.ListOptions{CacheLast: true}))
 	// Output:
 	// [
 	//   {
@@ -89,15 +90,15 @@ func Example_toolCalls() {
 	// ]
 }
 
-func ExampleToolResult() {
+func Example_answer() {
 	calls, _, _ := adapters.Anthropic.ToolCalls(`{"content": [{"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"location": "Paris"}}]}`, exampleToolSet())
 
 	// The server's result, as the pipeline returns it.
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "15 degrees"}}}
-	printJSON(anthropic.ToolResult(calls[0], res, nil, nil))
+	printJSON(adapters.Anthropic.Answer(calls[0], res, nil, nil))
 
 	// A failure is answered with is_error.
-	printJSON(anthropic.ToolResult(calls[0], nil, &conduit.Error{Kind: conduit.KindTimeout, Message: "The call timed out."}, nil))
+	printJSON(adapters.Anthropic.Answer(calls[0], nil, &conduit.Error{Kind: conduit.KindTimeout, Message: "The call timed out."}, nil))
 	// Output:
 	// {
 	//   "content": [

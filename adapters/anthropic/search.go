@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/driver"
 )
 
 // The tool search tool: Claude searches the definitions of deferred tools,
@@ -14,7 +15,7 @@ import (
 //     what was found;
 //   - tool_use blocks that call them, answered as any other.
 //
-// Parse ignores the first two. Turn keeps them in the assistant message,
+// parse ignores the first two. turn keeps them in the assistant message,
 // as the API wants them back.
 
 // The tool search tool's two variants. BM25 takes a query in words. Regex
@@ -22,46 +23,38 @@ import (
 // names.
 const (
 	searchBM25Type  = "tool_search_tool_bm25_20251119"
-	SearchBM25Name  = "tool_search_tool_bm25"
+	searchBM25Name  = "tool_search_tool_bm25"
 	searchRegexType = "tool_search_tool_regex_20251119"
-	SearchRegexName = "tool_search_tool_regex"
+	searchRegexName = "tool_search_tool_regex"
 )
-
-// SearchOptions are the options of SearchTools.
-type SearchOptions struct {
-	// ToolsOptions: CacheLast marks the tool search tool with
-	// cache_control. It is the last definition Claude sees up front.
-	// Deferred tools are not part of the prompt. CacheTool is not used.
-	ToolsOptions
-	// Regex offers the regex variant instead of BM25.
-	Regex bool
-}
 
 // searchTool returns the tool search tool's definition, the BM25 variant
 // or with regex the regex one.
 func searchTool(regex bool) map[string]any {
 	if regex {
-		return map[string]any{"type": searchRegexType, "name": SearchRegexName}
+		return map[string]any{"type": searchRegexType, "name": searchRegexName}
 	}
-	return map[string]any{"type": searchBM25Type, "name": SearchBM25Name}
+	return map[string]any{"type": searchBM25Type, "name": searchBM25Name}
 }
 
-// SearchTools returns a tool list in which Claude searches for the tools
+// searchTools returns a tool list in which Claude searches for the tools
 // it needs. It lists:
 //
-//   - loaded's tools as [Tools] lists them, offered from the start;
+//   - loaded's tools as listTools lists them, offered from the start;
 //   - the tool search tool;
 //   - deferred's tools with "defer_loading": true. Claude sees them only
 //     once a search found them.
 //
-// The definitions are shared as Tools shares them. A tool in both sets is
-// listed once, loaded.
-func SearchTools(loaded, deferred *conduit.ToolSet, o *SearchOptions) []map[string]any {
+// The definitions are shared as listTools shares them. A tool in both sets
+// is listed once, loaded. SearchRegex offers the regex variant. CacheLast
+// marks the search tool: the last definition Claude sees up front, since
+// deferred tools are not part of the prompt. CacheTool is not used.
+func searchTools(loaded, deferred *conduit.ToolSet, o *driver.ListOptions) []map[string]any {
 	if o == nil {
-		o = &SearchOptions{}
+		o = &driver.ListOptions{}
 	}
-	out := Tools(loaded, &ToolsOptions{})
-	search := searchTool(o.Regex)
+	out := listTools(loaded, nil)
+	search := searchTool(o.SearchRegex)
 	if o.CacheLast {
 		search["cache_control"] = cacheControl(o.CacheTTL)
 	}

@@ -2,14 +2,13 @@ package anthropic_test
 
 import (
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/adapters/anthropic"
+	"github.com/conduitmcp/conduit/adapters/driver"
 )
 
-func ExampleSearchTools() {
+func Example_searchTools() {
 	// Nothing loaded up front: the BM25 tool search tool, marked for the
 	// prompt cache, and the weather tool deferred.
-	printJSON(anthropic.SearchTools(conduit.ToolSetOf(), exampleToolSet(), &anthropic.SearchOptions{
-		ToolsOptions: anthropic.ToolsOptions{CacheLast: true}}))
+	printJSON(searchTools(conduit.ToolSetOf(), exampleToolSet(), &driver.ListOptions{CacheLast: true}))
 	// Output:
 	// [
 	//   {

@@ -167,7 +167,7 @@ func (b *block) content() map[string]any {
 
 // callOf is the tool_use block's call, as Parse reads it.
 func callOf(b *block) toolcall.Raw {
-	raws, _ := Parse(map[string]any{"content": []any{b.content()}})
+	raws, _ := parse(map[string]any{"content": []any{b.content()}})
 	if len(raws) != 1 {
 		return toolcall.Raw{ID: jsonv.String(b.m["id"]), Name: jsonv.String(b.m["name"]), Err: fmt.Errorf("the tool_use block cannot be read")}
 	}

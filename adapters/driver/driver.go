@@ -9,7 +9,9 @@
 //
 //   - [Searcher]: the provider searches deferred tools itself.
 //   - [Strict]: a strict mode for tool schemas, whose nulls are removed
-//     before a call.
+//     before a call. [StrictSchema] converts a schema to OpenAI's strict
+//     mode and [StripNulls] removes its nulls. Any driver of an API with
+//     that mode uses them, and so does conduit strict.
 //
 // A provider can live in any module:
 //
@@ -120,9 +122,8 @@ type ListOptions struct {
 }
 
 // StrictMode is the strict-mode choice of a listing. It is for providers
-// with a strict mode for tool schemas (OpenAI's, see openai.StrictSchema).
-// It is the one type of the choice. adapters.ListingOptions and
-// openai.ToolsOptions both take it.
+// with a strict mode for tool schemas (OpenAI's, see [StrictSchema]). It
+// is the one type of the choice. adapters.ListingOptions takes it.
 type StrictMode int
 
 const (

@@ -12,7 +12,7 @@ import (
 // Each provider package's driver, and the optional capabilities package
 // adapters finds in it with a type assertion.
 func Example() {
-	for _, d := range []driver.Provider{anthropic.Driver(), openai.Chat.Driver(), openai.Responses.Driver(), gemini.Driver()} {
+	for _, d := range []driver.Provider{anthropic.Driver(), openai.ChatDriver(), openai.ResponsesDriver(), gemini.Driver()} {
 		_, search := d.(driver.Searcher)
 		_, strict := d.(driver.Strict)
 		fmt.Printf("%s: own search %v, strict mode %v\n", d.Name(), search, strict)

@@ -15,33 +15,33 @@ import (
 // the conversation.
 
 const (
-	// BaseURL is the public API's base URL, with its version.
-	BaseURL = "https://generativelanguage.googleapis.com/v1beta"
-	// KeyEnv is the environment variable that conventionally holds the
+	// baseURL is the public API's base URL, with its version.
+	baseURL = "https://generativelanguage.googleapis.com/v1beta"
+	// keyEnv is the environment variable that conventionally holds the
 	// API key.
-	KeyEnv = "GEMINI_API_KEY"
+	keyEnv = "GEMINI_API_KEY"
 )
 
-// Endpoint returns the generateContent URL of model under base.
-func Endpoint(base, model string) string {
+// endpoint returns the generateContent URL of model under base.
+func endpoint(base, model string) string {
 	return strings.TrimRight(base, "/") + "/models/" + model + ":generateContent"
 }
 
-// Authorize sets the header that carries the key, when there is one.
-func Authorize(h http.Header, key string) {
+// authorize sets the header that carries the key, when there is one.
+func authorize(h http.Header, key string) {
 	if key != "" {
 		h.Set("x-goog-api-key", key)
 	}
 }
 
-// Prompt is a user content of text.
-func Prompt(text string) map[string]any {
+// prompt is a user content of text.
+func prompt(text string) map[string]any {
 	return map[string]any{"role": "user", "parts": []any{map[string]any{"text": text}}}
 }
 
-// Request is a generateContent request body. The model is in the URL. The
+// request is a generateContent request body. The model is in the URL. The
 // declarations are wrapped as {"functionDeclarations": tools}.
-func Request(r toolcall.Request) map[string]any {
+func request(r toolcall.Request) map[string]any {
 	b := map[string]any{"contents": jsonv.NonNil(r.Conversation)}
 	if len(r.Tools) > 0 {
 		b["tools"] = []any{map[string]any{"functionDeclarations": r.Tools}}
@@ -49,10 +49,10 @@ func Request(r toolcall.Request) map[string]any {
 	return b
 }
 
-// Turn reads a response as the model's turn. It gives its first
+// turn reads a response as the model's turn. It gives its first
 // candidate's content, its text (thoughts left out), and whether it called
 // functions.
-func Turn(response map[string]any) (toolcall.Turn, error) {
+func turn(response map[string]any) (toolcall.Turn, error) {
 	cands := jsonv.List(response["candidates"])
 	if len(cands) == 0 {
 		if fb := jsonv.Object(response["promptFeedback"]); fb != nil {
@@ -81,9 +81,9 @@ func Turn(response map[string]any) (toolcall.Turn, error) {
 	return toolcall.Turn{Items: []any{content}, Text: strings.Join(text, ""), ToolUse: calls}, nil
 }
 
-// Answers are a turn's functionResponse parts as they join the
+// answers are a turn's functionResponse parts as they join the
 // conversation: one user content.
-func Answers(results []map[string]any) []any {
+func answers(results []map[string]any) []any {
 	parts := make([]any, len(results))
 	for i, r := range results {
 		parts[i] = r

@@ -26,18 +26,21 @@ func (generateContent) Shapes() driver.Shapes {
 }
 
 func (generateContent) Tools(ts *conduit.ToolSet, _ *driver.ListOptions) []map[string]any {
-	return Tools(ts, nil)
+	return listTools(ts)
 }
 
 func (generateContent) Prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) driver.Pending {
 	return prepare(c, res, err, o)
 }
 
-func (generateContent) Parse(response any) ([]toolcall.Raw, error) { return Parse(response) }
+func (generateContent) Parse(response any) ([]toolcall.Raw, error) { return parse(response) }
 
-func (generateContent) Check(ts *conduit.ToolSet) []toolcall.Warning { return Check(ts) }
+// Check's findings are computed once per tool.
+func (generateContent) Check(ts *conduit.ToolSet) []toolcall.Warning {
+	return toolcall.CheckEach(ts, checkKey{}, check)
+}
 
 func (generateContent) API() driver.API {
-	return driver.API{BaseURL: BaseURL, KeyEnv: KeyEnv, Endpoint: Endpoint, Authorize: Authorize,
-		Prompt: Prompt, Request: Request, Turn: Turn, Answers: Answers, Stream: streamRequest}
+	return driver.API{BaseURL: baseURL, KeyEnv: keyEnv, Endpoint: endpoint, Authorize: authorize,
+		Prompt: prompt, Request: request, Turn: turn, Answers: answers, Stream: streamRequest}
 }

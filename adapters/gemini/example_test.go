@@ -27,9 +27,9 @@ func exampleToolSet() *conduit.ToolSet {
 	}}})
 }
 
-func ExampleTools() {
+func Example_tools() {
 	// Wrap the declarations as {"functionDeclarations": ...} in "tools".
-	printJSON(map[string]any{"functionDeclarations": gemini.Tools(exampleToolSet(), nil)})
+	printJSON(map[string]any{"functionDeclarations": gemini.Driver().Tools(exampleToolSet(), nil)})
 	// Output:
 	// {
 	//   "functionDeclarations": [
@@ -89,7 +89,7 @@ func Example_functionCalls() {
 	// ]
 }
 
-func ExampleFunctionResponse() {
+func Example_answer() {
 	calls, _, _ := adapters.Gemini.ToolCalls(`{"candidates": [{"content": {"parts": [
 	  {"functionCall": {"id": "8f2b1a3c", "name": "set_light_values", "args": {"brightness": 25, "color_temp": "warm"}}}]}}]}`,
 		exampleToolSet())
@@ -99,7 +99,7 @@ func ExampleFunctionResponse() {
 		StructuredContent: map[string]any{"brightness": 25, "colorTemperature": "warm"},
 	}
 	// Send the parts as {"role": "user", "parts": [...]}.
-	printJSON(gemini.FunctionResponse(calls[0], res, nil, nil))
+	printJSON(adapters.Gemini.Answer(calls[0], res, nil, nil))
 	// Output:
 	// {
 	//   "functionResponse": {

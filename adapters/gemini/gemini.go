@@ -1,8 +1,8 @@
 // Package gemini maps MCP tools and results to the Gemini API's
 // generateContent. It maps function declarations, functionCall parts into
-// calls, and functionResponse parts. Its functions are pure, over the
-// API's JSON as map[string]any. [Driver] is the API as package adapters
-// drives it (adapters.Gemini).
+// calls, and functionResponse parts. [Driver] is its one export: the API
+// as package adapters drives it. Programs use adapters.Gemini, its Wire
+// for the HTTP API.
 //
 // Experimental: the shapes come from the Gemini API reference, not from
 // end-to-end runs against the API. They may change in a minor release.
@@ -30,19 +30,14 @@ type (
 	checkKey struct{}
 )
 
-// ToolsOptions are the options of Tools. Gemini's declarations have none
-// yet. The parameter gives every provider package's Tools the same shape.
-// An option can then be added without breaking a caller.
-type ToolsOptions struct{}
-
-// Tools returns the tool set as function declarations, in the tool set's
+// listTools returns the tool set as function declarations, in the tool set's
 // order. Each is {"name", "description", "parametersJsonSchema"}. The
 // input schema is unchanged. A tool without a description has "". Wrap
 // them as {"functionDeclarations": tools} in the request's "tools". Each
 // declaration is built once per tool and kept in the tool's memo. Every
 // listing gets fresh maps. Their nested values (the schema) are shared
-// and must not be modified. o may be nil.
-func Tools(ts *conduit.ToolSet, o *ToolsOptions) []map[string]any {
+// and must not be modified.
+func listTools(ts *conduit.ToolSet) []map[string]any {
 	out := make([]map[string]any, 0, ts.Len())
 	for t := range ts.All() {
 		def := t.Memo(defKey{}, func() any { return declaration(t) }).(map[string]any)
@@ -87,13 +82,8 @@ func schema(s any) map[string]any {
 // most.
 var nameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$`)
 
-// Check reports names the Gemini API would refuse. Exposed names are made
-// to fit, so this finds only tool sets built by hand. The findings are
-// computed once per tool.
-func Check(ts *conduit.ToolSet) []toolcall.Warning {
-	return toolcall.CheckEach(ts, checkKey{}, check)
-}
-
+// check reports a name the Gemini API would refuse. Exposed names are
+// made to fit, so this finds only tool sets built by hand.
 func check(t *conduit.Tool) []toolcall.Warning {
 	if nameRE.MatchString(t.Exposed) {
 		return nil
@@ -102,12 +92,12 @@ func check(t *conduit.Tool) []toolcall.Warning {
 		Message: "Gemini function names must match " + nameRE.String()}}
 }
 
-// Parse returns the functionCall parts of a generateContent response's
+// parse returns the functionCall parts of a generateContent response's
 // first candidate, in order. It also reads a Content: anything with a
 // "parts" list. A call without "args" has none. Gemini leaves them out for
 // a function without parameters. "args" of null is not an object, so its
 // call is answered, not sent.
-func Parse(response any) ([]toolcall.Raw, error) {
+func parse(response any) ([]toolcall.Raw, error) {
 	m, err := jsonv.Decode(response)
 	if err != nil {
 		return nil, err
@@ -147,7 +137,8 @@ func Parse(response any) ([]toolcall.Raw, error) {
 	return raws, nil
 }
 
-// FunctionResponse answers one call with a functionResponse part. It holds:
+// prepare renders the answer to one call, a functionResponse part. It
+// holds:
 //
 //   - the exposed name;
 //   - the call's id, when Gemini sent one;
@@ -165,11 +156,6 @@ func Parse(response any) ([]toolcall.Raw, error) {
 // structuredContent object is cut into a valid object. Its notice is
 // response.notice. When nothing of the object fits, the notice is the
 // output itself.
-func FunctionResponse(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
-	return budget.Answer(prepare(c, res, err, o), o)
-}
-
-// prepare renders the answer to c, to be written by functionResponse.
 func prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) *budget.Pending {
 	var r render.Rendered
 	switch {

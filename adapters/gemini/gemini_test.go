@@ -37,19 +37,19 @@ func gJSON(v any) string {
 }
 
 func TestTools(t *testing.T) {
-	tools := gemini.Tools(lights(), nil)
+	tools := gemini.Driver().Tools(lights(), nil)
 	want := `[{"description":"","name":"dim_lights","parametersJsonSchema":{"properties":{"brightness":{"type":"number"}},"type":"object"}},` +
 		`{"description":"Sets the brightness and color temperature of a light.","name":"set_light_values","parametersJsonSchema":{"$defs":{},"additionalProperties":false,"properties":{"brightness":{"type":"integer"},"color_temp":{"enum":["daylight","cool","warm"],"type":"string"}},"required":["brightness","color_temp"],"type":"object"}}]`
 	if got := gJSON(tools); got != want {
 		t.Errorf("\n got %s\nwant %s", got, want)
 	}
-	if ws := gemini.Check(lights()); ws != nil {
+	if ws := gemini.Driver().Check(lights()); ws != nil {
 		t.Errorf("warnings %v", ws)
 	}
 }
 
 func TestParse(t *testing.T) {
-	raws, err := gemini.Parse(`{"candidates":[{"content":{"role":"model","parts":[
+	raws, err := gemini.Driver().Parse(`{"candidates":[{"content":{"role":"model","parts":[
 		{"text":"ok"},
 		{"functionCall":{"id":"a","name":"set_light_values","args":{"brightness":25,"color_temp":"warm"}},"thoughtSignature":"sig"},
 		{"functionCall":{"name":"dim_lights","args":{"brightness":0.5}}},
@@ -66,13 +66,13 @@ func TestParse(t *testing.T) {
 	// A Content parses as well; a blocked prompt or candidate has no calls.
 	for _, ok := range []string{`{"role":"model","parts":[]}`, `{"promptFeedback":{"blockReason":"SAFETY"}}`,
 		`{"candidates":[{"finishReason":"SAFETY"}]}`, `{"candidates":[]}`} {
-		if raws, err := gemini.Parse(ok); err != nil || len(raws) != 0 {
+		if raws, err := gemini.Driver().Parse(ok); err != nil || len(raws) != 0 {
 			t.Errorf("%s: %v %v", ok, raws, err)
 		}
 	}
 	for _, bad := range []string{`{"error":{"code":429,"message":"Resource exhausted","status":"RESOURCE_EXHAUSTED"}}`,
 		`{"candidates":[{"content":{"parts":{}}}]}`, `{}`} {
-		if _, err := gemini.Parse(bad); err == nil {
+		if _, err := gemini.Driver().Parse(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
@@ -127,7 +127,7 @@ func TestFunctionResponse(t *testing.T) {
 			`{"functionResponse":{"name":"set","response":{"error":"boom"}}}`},
 	}
 	for _, tt := range tests {
-		if got := gJSON(gemini.FunctionResponse(tt.c, tt.res, tt.err, tt.o)); got != tt.want {
+		if got := gJSON(adapters.Gemini.Answer(tt.c, tt.res, tt.err, tt.o)); got != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
 		}
 	}
@@ -135,7 +135,7 @@ func TestFunctionResponse(t *testing.T) {
 	type light struct {
 		Brightness int `json:"brightness"`
 	}
-	fr := gemini.FunctionResponse(toolcall.Call{Name: "set"}, &mcp.CallToolResult{StructuredContent: light{7}}, nil, nil)
+	fr := adapters.Gemini.Answer(toolcall.Call{Name: "set"}, &mcp.CallToolResult{StructuredContent: light{7}}, nil, nil)
 	if got := fr["functionResponse"].(map[string]any)["response"].(map[string]any)["output"]; !reflect.DeepEqual(got, map[string]any{"brightness": 7.0}) {
 		t.Errorf("%#v", got)
 	}
@@ -189,5 +189,5 @@ func roundTrip(t *testing.T, data []byte) {
 	resp := map[string]any{"candidates": []any{map[string]any{
 		"content": map[string]any{"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}},
 		"usageMetadata": map[string]any{"promptTokenCount": 1}, "modelVersion": "gemini"}
-	fuzzgen.RoundTrip(t, turn, resp, gemini.Parse)
+	fuzzgen.RoundTrip(t, turn, resp, gemini.Driver().Parse)
 }

@@ -58,7 +58,7 @@ func (s *stream) Event(e driver.Event) (driver.Step, error) {
 			continue
 		}
 		if fc := jsonv.Object(pm["functionCall"]); fc != nil {
-			raws, err := Parse(map[string]any{"parts": []any{pm}})
+			raws, err := parse(map[string]any{"parts": []any{pm}})
 			if err != nil || len(raws) != 1 {
 				return step, fmt.Errorf("gemini: a functionCall part cannot be read")
 			}

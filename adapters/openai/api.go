@@ -15,41 +15,41 @@ import (
 // conversation.
 
 const (
-	// BaseURL is the public API's base URL, with its version.
-	BaseURL = "https://api.openai.com/v1"
-	// KeyEnv is the environment variable that conventionally holds the
+	// baseURL is the public API's base URL, with its version.
+	baseURL = "https://api.openai.com/v1"
+	// keyEnv is the environment variable that conventionally holds the
 	// API key.
-	KeyEnv = "OPENAI_API_KEY"
+	keyEnv = "OPENAI_API_KEY"
 )
 
-// Endpoint returns the URL of the API under base.
-func (api API) Endpoint(base, _ string) string {
+// endpoint returns the URL of the API under base.
+func (api apiKind) endpoint(base, _ string) string {
 	base = strings.TrimRight(base, "/")
-	if api == Responses {
+	if api == responsesAPI {
 		return base + "/responses"
 	}
 	return base + "/chat/completions"
 }
 
-// Authorize sets the bearer token that carries the key, when there is one.
-func Authorize(h http.Header, key string) {
+// authorize sets the bearer token that carries the key, when there is one.
+func authorize(h http.Header, key string) {
 	if key != "" {
 		h.Set("Authorization", "Bearer "+key)
 	}
 }
 
-// Prompt is a user message of text (a Chat message, or a Responses input
+// prompt is a user message of text (a Chat message, or a Responses input
 // item).
-func (api API) Prompt(text string) map[string]any {
+func (api apiKind) prompt(text string) map[string]any {
 	return map[string]any{"role": "user", "content": text}
 }
 
-// Request is a request body: Chat "messages" or Responses "input", and the
+// request is a request body: Chat "messages" or Responses "input", and the
 // tools. The tools are left out when there are none. OpenAI rejects an
 // empty list.
-func (api API) Request(r toolcall.Request) map[string]any {
+func (api apiKind) request(r toolcall.Request) map[string]any {
 	key := "messages"
-	if api == Responses {
+	if api == responsesAPI {
 		key = "input"
 	}
 	conv := r.Conversation
@@ -63,15 +63,15 @@ func (api API) Request(r toolcall.Request) map[string]any {
 	return b
 }
 
-// Turn reads a response as the model's turn. For Chat, that is the first
+// turn reads a response as the model's turn. For Chat, that is the first
 // choice's message. For Responses, it is every output item. Reasoning
-// items are included, since the API wants them back. Turn also gives its
+// items are included, since the API wants them back. turn also gives its
 // text, and whether it called functions.
-func (api API) Turn(response map[string]any) (toolcall.Turn, error) {
+func (api apiKind) turn(response map[string]any) (toolcall.Turn, error) {
 	if e := jsonv.Object(response["error"]); e != nil && jsonv.String(e["message"]) != "" {
 		return toolcall.Turn{}, fmt.Errorf("openai: the API answered an error: %v", e["message"])
 	}
-	if api == Responses {
+	if api == responsesAPI {
 		output, ok := response["output"].([]any)
 		if !ok {
 			return toolcall.Turn{}, fmt.Errorf("openai-responses: the response has no output list")
@@ -104,10 +104,10 @@ func (api API) Turn(response map[string]any) (toolcall.Turn, error) {
 	return toolcall.Turn{Items: []any{msg}, Text: jsonv.String(msg["content"]), ToolUse: len(jsonv.List(msg["tool_calls"])) > 0}, nil
 }
 
-// Answers are a turn's tool messages (Chat) or function_call_output items
+// answers are a turn's tool messages (Chat) or function_call_output items
 // (Responses) as they join the conversation. Each goes on its own, in
 // order.
-func (api API) Answers(results []map[string]any) []any {
+func (api apiKind) answers(results []map[string]any) []any {
 	out := make([]any, len(results))
 	for i, r := range results {
 		out[i] = r

@@ -1,20 +1,20 @@
 // Package openai maps MCP tools and results to OpenAI's Chat Completions
 // and Responses APIs. It maps:
 //
-//   - function tools with strict-mode schemas;
-//   - the Responses tool search's listing (API.SearchTools);
+//   - function tools with strict-mode schemas (driver.StrictSchema);
+//   - the Responses tool search's listing;
 //   - tool calls into calls;
 //   - results into tool answers.
 //
-// Its functions are pure, over the APIs' JSON as map[string]any.
-// [API.Driver] is each API as package adapters drives it
-// (adapters.OpenAIChat, adapters.OpenAIResponses).
+// [ChatDriver] and [ResponsesDriver] are its exports: each API as package
+// adapters drives it. Programs use adapters.OpenAIChat and
+// adapters.OpenAIResponses, their Wire for the HTTP API.
 //
 // "strict" is always sent. When it is omitted, the Responses API tries
 // strict mode and silently falls back. So the same list would behave
 // differently per API.
 //
-// The methods of [API] branch on Chat and Responses. This package is the
+// The methods of apiKind branch on Chat and Responses. This package is the
 // one place that tells two providers apart. Only Responses' driver
 // searches. It is kept so on purpose. The two APIs share the definitions,
 // strict mode, arguments and error prefix. They differ in a line or two of
@@ -46,51 +46,26 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// API is one of OpenAI's two APIs with tool calling. The functions that
-// differ between them are its methods.
-type API int
+// apiKind is one of OpenAI's two APIs with tool calling. The functions
+// that differ between them are its methods.
+type apiKind int
 
 const (
-	// Chat is the Chat Completions API.
-	Chat API = iota + 1
-	// Responses is the Responses API.
-	Responses
+	// chatAPI is the Chat Completions API.
+	chatAPI apiKind = iota + 1
+	// responsesAPI is the Responses API.
+	responsesAPI
 )
 
 // String returns "chat" or "responses".
-func (a API) String() string {
+func (a apiKind) String() string {
 	switch a {
-	case Chat:
+	case chatAPI:
 		return "chat"
-	case Responses:
+	case responsesAPI:
 		return "responses"
 	}
 	return fmt.Sprintf("API(%d)", int(a))
-}
-
-// ToolsOptions are the options of Tools.
-type ToolsOptions struct {
-	// Strict is the strict-mode choice (default driver.StrictAuto).
-	Strict driver.StrictMode
-}
-
-// Fallback is a tool sent without strict mode because its schema does not
-// convert.
-type Fallback struct {
-	Tool string // exposed name
-	Err  error  // why the schema does not convert
-}
-
-// Report says how a listing treated strict mode.
-type Report struct {
-	// Fallbacks, under driver.StrictAuto: tools sent with "strict": false.
-	Fallbacks []Fallback
-	// Excluded, under driver.StrictOn: tools left out (exposed names).
-	Excluded []string
-	// NullPaths, by exposed name, are the properties strict mode made
-	// nullable. Their nulls are removed before a call is sent (see
-	// StripNulls).
-	NullPaths map[string][]driver.NullPath
 }
 
 type (
@@ -98,7 +73,7 @@ type (
 	// defKey keys a tool's memoized definition for one API and strict
 	// choice.
 	defKey struct {
-		api    API
+		api    apiKind
 		strict driver.StrictMode
 	}
 )
@@ -111,7 +86,7 @@ type converted struct {
 
 func convert(t *conduit.Tool) converted {
 	return t.Memo(strictKey{}, func() any {
-		s, np, err := StrictSchema(toolcall.SchemaMap(t.InputSchema))
+		s, np, err := driver.StrictSchema(toolcall.SchemaMap(t.InputSchema))
 		return converted{s, np, err}
 	}).(converted)
 }
@@ -123,7 +98,7 @@ type toolDef struct {
 	fallback  error // set when strict mode fell back
 }
 
-func definition(api API, strict driver.StrictMode, t *conduit.Tool) toolDef {
+func definition(api apiKind, strict driver.StrictMode, t *conduit.Tool) toolDef {
 	schema, isStrict := toolcall.SchemaMap(t.InputSchema), false
 	var d toolDef
 	if strict != driver.StrictOff {
@@ -141,7 +116,7 @@ func definition(api API, strict driver.StrictMode, t *conduit.Tool) toolDef {
 	if desc := toolcall.Description(t.Description); desc != "" {
 		fn["description"] = desc
 	}
-	if api == Responses {
+	if api == responsesAPI {
 		fn["type"] = "function"
 		d.def = fn
 	} else {
@@ -150,8 +125,8 @@ func definition(api API, strict driver.StrictMode, t *conduit.Tool) toolDef {
 	return d
 }
 
-// Tools returns the tool set as function tools of the API, in the tool
-// set's order. It also reports what strict mode did. The shapes are:
+// list returns the tool set as function tools of the API under strict,
+// in the tool set's order. The shapes are:
 //
 //   - Chat: {"type": "function", "function": {"name", "description",
 //     "parameters", "strict"}};
@@ -161,26 +136,10 @@ func definition(api API, strict driver.StrictMode, t *conduit.Tool) toolDef {
 // "strict" is always there. Each tool's definition is built once per tool
 // set and kept in the tool's memo. Every listing gets fresh top-level
 // maps. Their nested values are shared and must not be modified.
-func (api API) Tools(ts *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Report) {
-	if o == nil {
-		o = &ToolsOptions{}
-	}
-	if api != Responses {
-		api = Chat
-	}
-	rep := Report{NullPaths: map[string][]driver.NullPath{}}
-	return api.list(ts, o.Strict, &rep), rep
-}
-
-// list lists ts under strict, and records what strict mode did in rep
-// when it is not nil.
-func (api API) list(ts *conduit.ToolSet, strict driver.StrictMode, rep *Report) []map[string]any {
+func (api apiKind) list(ts *conduit.ToolSet, strict driver.StrictMode) []map[string]any {
 	out := make([]map[string]any, 0, ts.Len())
 	for t := range ts.All() {
 		d := api.definition(t, strict)
-		if rep != nil {
-			rep.add(t, d)
-		}
 		if d.def == nil {
 			continue
 		}
@@ -196,52 +155,38 @@ func (api API) list(ts *conduit.ToolSet, strict driver.StrictMode, rep *Report) 
 // defKeys are the memo keys of the definitions, boxed once. A key boxed
 // at each lookup would cost an allocation per tool per listing.
 var defKeys = func() (keys [2][driver.StrictOff + 1]any) {
-	for _, api := range []API{Chat, Responses} {
+	for _, api := range []apiKind{chatAPI, responsesAPI} {
 		for s := driver.StrictAuto; s <= driver.StrictOff; s++ {
-			keys[api-Chat][s] = defKey{api, s}
+			keys[api-chatAPI][s] = defKey{api, s}
 		}
 	}
 	return keys
 }()
 
 // definition is t's memoized listing for the API and strict choice.
-func (api API) definition(t *conduit.Tool, strict driver.StrictMode) toolDef {
+func (api apiKind) definition(t *conduit.Tool, strict driver.StrictMode) toolDef {
 	var key any
-	if (api == Chat || api == Responses) && strict >= driver.StrictAuto && strict <= driver.StrictOff {
-		key = defKeys[api-Chat][strict]
+	if (api == chatAPI || api == responsesAPI) && strict >= driver.StrictAuto && strict <= driver.StrictOff {
+		key = defKeys[api-chatAPI][strict]
 	} else {
 		key = defKey{api, strict}
 	}
 	return t.Memo(key, func() any { return definition(api, strict, t) }).(toolDef)
 }
 
-// add records what strict mode did to t, listed as d.
-func (rep *Report) add(t *conduit.Tool, d toolDef) {
-	switch {
-	case d.def == nil:
-		rep.Excluded = append(rep.Excluded, t.Exposed)
-		return
-	case d.fallback != nil:
-		rep.Fallbacks = append(rep.Fallbacks, Fallback{Tool: t.Exposed, Err: d.fallback})
-	}
-	if len(d.nullPaths) > 0 {
-		rep.NullPaths[t.Exposed] = d.nullPaths
-	}
-}
+// maxTools is the most tools OpenAI accepts in one request.
+const maxTools = 128
 
-// MaxTools is the most tools OpenAI accepts in one request.
-const MaxTools = 128
-
-// Check reports what OpenAI is known to reject in the tool set: more than
-// MaxTools. (Exposed names always fit OpenAI's ^[A-Za-z0-9_-]{1,64}$.)
-func Check(ts *conduit.ToolSet) []toolcall.Warning {
-	if n := ts.Len(); n > MaxTools {
-		return []toolcall.Warning{{Message: fmt.Sprintf("%d tools are listed; OpenAI accepts at most %d in one request", n, MaxTools)}}
+// check reports what OpenAI is known to reject in the tool set: more than
+// maxTools. (Exposed names always fit OpenAI's ^[A-Za-z0-9_-]{1,64}$.)
+func check(ts *conduit.ToolSet) []toolcall.Warning {
+	if n := ts.Len(); n > maxTools {
+		return []toolcall.Warning{{Message: fmt.Sprintf("%d tools are listed; OpenAI accepts at most %d in one request", n, maxTools)}}
 	}
 	return nil
 }
 
-// Parse returns the function calls of a response of the API, in order:
+// parse returns the function calls of a response of the API, in order:
 //
 //   - for Chat Completions, the first choice's message.tool_calls, or a
 //     message's tool_calls;
@@ -253,7 +198,7 @@ func Check(ts *conduit.ToolSet) []toolcall.Warning {
 // One that does not decode to an object ("null" among them) is a call to
 // reject. It is not an error of the whole response. An empty string is a
 // call without arguments.
-func (api API) Parse(response any) ([]toolcall.Raw, error) {
+func (api apiKind) parse(response any) ([]toolcall.Raw, error) {
 	m, err := jsonv.Decode(response)
 	if err != nil {
 		return nil, err
@@ -262,9 +207,9 @@ func (api API) Parse(response any) ([]toolcall.Raw, error) {
 		return nil, fmt.Errorf("openai: the API answered an error: %v", e["message"])
 	}
 	switch api {
-	case Chat:
+	case chatAPI:
 		return parseChat(m)
-	case Responses:
+	case responsesAPI:
 		return parseResponses(m)
 	}
 	return nil, fmt.Errorf("openai: unknown API %v", api)
@@ -369,19 +314,19 @@ func sdkUnion(m map[string]any) bool {
 	return true
 }
 
-// MaxImageBytes is the largest image a Responses answer carries, in bytes
+// maxImageBytes is the largest image a Responses answer carries, in bytes
 // of its base64 text. OpenAI documents up to 20 MB per image. It also
 // documents 50 MB of images and 500 images per request. Those depend on
 // the whole conversation and are not applied. Source:
 // https://platform.openai.com/docs/guides/images-vision ("Image input
 // requirements"). Over it, an image becomes a placeholder (see
 // toolcall.AnswerOptions.MaxImageBytes). Chat answers carry no images.
-const MaxImageBytes = 20 << 20
+const maxImageBytes = 20 << 20
 
-// imageLimit is ToolOutput's image limit before options.
-var imageLimit = render.ImageLimit{Provider: "OpenAI", MaxBytes: MaxImageBytes}
+// imageLimit is an answer's image limit before options.
+var imageLimit = render.ImageLimit{Provider: "OpenAI", MaxBytes: maxImageBytes}
 
-// ToolOutput answers one call, keyed by the call's id:
+// prepare renders the answer to one call, keyed by the call's id:
 //
 //   - For Chat it is a {"role": "tool", "tool_call_id", "content"}
 //     message with the result as text.
@@ -394,17 +339,12 @@ var imageLimit = render.ImageLimit{Provider: "OpenAI", MaxBytes: MaxImageBytes}
 // isError result with no content says
 // "The tool reported an error without details.".
 //
-// An image over [MaxImageBytes] (or o.MaxImageBytes) becomes a text
+// An image over 20 MB (or o.MaxImageBytes) becomes a text
 // placeholder saying so. A result over its budget is cut and ends with a
 // notice. The budget is o.MaxResultTokens, default
 // toolcall.DefaultMaxResultTokens. Images count by OpenAI's rule
 // (tokens.OpenAIImage).
-func (api API) ToolOutput(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) map[string]any {
-	return budget.Answer(api.prepare(c, res, err, o), o)
-}
-
-// prepare renders the answer to c, to be written by api.toolOutput.
-func (api API) prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) *budget.Pending {
+func (api apiKind) prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *toolcall.AnswerOptions) *budget.Pending {
 	if o == nil {
 		o = &toolcall.AnswerOptions{}
 	}
@@ -417,25 +357,25 @@ func (api API) prepare(c toolcall.Call, res *mcp.CallToolResult, err error, o *t
 		if mode == toolcall.StructuredDefault {
 			mode = toolcall.StructuredAuto
 		}
-		r = render.Render(res, &render.RenderOptions{Mode: mode, Images: api == Responses, Limit: render.Limit(o, imageLimit)})
+		r = render.Render(res, &render.RenderOptions{Mode: mode, Images: api == responsesAPI, Limit: render.Limit(o, imageLimit)})
 	}
 	return budget.Pend(r, tokens.OpenAIImage, func(r render.Rendered, _ string) map[string]any { return api.toolOutput(c.ID, r, prefix) })
 }
 
 // toolOutput is the answer of a rendered result.
-func (api API) toolOutput(id string, r render.Rendered, prefix string) map[string]any {
+func (api apiKind) toolOutput(id string, r render.Rendered, prefix string) map[string]any {
 	if !r.IsError {
 		prefix = ""
 	} else if !hasContent(r.Parts) {
 		r.Parts = []render.Part{{Kind: render.PartText, Text: modeltext.EmptyError}}
 	}
 	var output any
-	if api == Responses && hasImage(r.Parts) {
+	if api == responsesAPI && hasImage(r.Parts) {
 		output = inputItems(r.Parts, prefix)
 	} else {
 		output = prefix + render.Text(r.Parts)
 	}
-	if api == Responses {
+	if api == responsesAPI {
 		return map[string]any{"type": "function_call_output", "call_id": id, "output": output}
 	}
 	return map[string]any{"role": "tool", "tool_call_id": id, "content": output}

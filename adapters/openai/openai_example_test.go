@@ -7,7 +7,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
-	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -29,10 +29,13 @@ func exampleToolSet() *conduit.ToolSet {
 	}}})
 }
 
-func ExampleAPI_Tools() {
-	tools, report := openai.Responses.Tools(exampleToolSet(), nil)
-	printJSON(tools)
-	fmt.Println(report.NullPaths)
+func Example_tools() {
+	l, err := adapters.ListToolSet(exampleToolSet(), adapters.OpenAIResponses, nil)
+	if err != nil {
+		panic(err)
+	}
+	printJSON(l.Tools)
+	fmt.Println(l.NullPaths)
 	// Output:
 	// [
 	//   {
@@ -82,10 +85,10 @@ func Example_toolCalls() {
 		fmt.Println(err)
 		return
 	}
-	_, report := openai.Responses.Tools(exampleToolSet(), nil)
+	l, _ := adapters.ListToolSet(exampleToolSet(), adapters.OpenAIResponses, nil)
 	for _, c := range calls {
 		// Strict mode's nulls are removed before the call is sent.
-		fmt.Println(c.ID, c.Tool, openai.StripNulls(c.Args, report.NullPaths[c.Name]))
+		fmt.Println(c.ID, c.Tool, driver.StripNulls(c.Args, l.NullPaths[c.Name]))
 	}
 	printJSON(rejected)
 	// Output:
@@ -99,17 +102,17 @@ func Example_toolCalls() {
 	// ]
 }
 
-func ExampleAPI_ToolOutput() {
+func Example_answer() {
 	calls, _, _ := adapters.OpenAIChat.ToolCalls(`{"choices": [{"message": {"role": "assistant", "tool_calls": [
 	  {"id": "call_abc123", "type": "function", "function": {"name": "get_weather", "arguments": "{\"location\": \"Boston, MA\"}"}}]}}]}`,
 		exampleToolSet())
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "12°C, light rain"}}}
-	printJSON(openai.Chat.ToolOutput(calls[0], res, nil, nil))
+	printJSON(adapters.OpenAIChat.Answer(calls[0], res, nil, nil))
 
 	// OpenAI has no error flag: an isError result, or a failure, starts
 	// with "Error: ".
 	failed := &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "station offline"}}}
-	printJSON(openai.Responses.ToolOutput(calls[0], failed, nil, nil))
+	printJSON(adapters.OpenAIResponses.Answer(calls[0], failed, nil, nil))
 	// Output:
 	// {
 	//   "content": "12°C, light rain",

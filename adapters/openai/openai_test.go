@@ -37,22 +37,56 @@ func oaJSON(v any) string {
 	return string(data)
 }
 
+// report is what a listing's strict mode did, as adapters reads it.
+type report struct {
+	Fallbacks []fallback
+	Excluded  []string
+	NullPaths map[string][]driver.NullPath
+}
+
+type fallback struct {
+	Tool string
+	Err  error
+}
+
+// tools is d's listing of ts, and its report from driver.Strict.
+func tools(d driver.Provider, ts *conduit.ToolSet, o *driver.ListOptions) ([]map[string]any, report) {
+	if o == nil {
+		o = &driver.ListOptions{}
+	}
+	rep := report{NullPaths: map[string][]driver.NullPath{}}
+	for t := range ts.All() {
+		r := d.(driver.Strict).StrictTool(t, o)
+		switch {
+		case r.Excluded:
+			rep.Excluded = append(rep.Excluded, t.Exposed)
+			continue
+		case r.Fallback != nil:
+			rep.Fallbacks = append(rep.Fallbacks, fallback{t.Exposed, r.Fallback})
+		}
+		if len(r.NullPaths) > 0 {
+			rep.NullPaths[t.Exposed] = r.NullPaths
+		}
+	}
+	return d.Tools(ts, o), rep
+}
+
 func TestToolsShapes(t *testing.T) {
 	ts := oaTools()
-	chat, rep := openai.Chat.Tools(ts, nil)
+	chat, rep := tools(openai.ChatDriver(), ts, nil)
 	want := `[{"function":{"name":"pick","parameters":{"oneOf":[{"properties":{"id":{"type":"string"}}}],"type":"object"},"strict":false},"type":"function"},` +
 		`{"function":{"name":"ping","parameters":{"additionalProperties":false,"properties":{},"required":[],"type":"object"},"strict":true},"type":"function"},` +
 		`{"function":{"description":"Searches the notes.","name":"search","parameters":{"additionalProperties":false,"properties":{"limit":{"type":["integer","null"]},"q":{"type":"string"}},"required":["limit","q"],"type":"object"},"strict":true},"type":"function"}]`
 	if got := oaJSON(chat); got != want {
 		t.Errorf("chat:\n got %s\nwant %s", got, want)
 	}
-	if len(rep.Fallbacks) != 1 || rep.Fallbacks[0].Tool != "pick" || !errors.Is(rep.Fallbacks[0].Err, openai.ErrNotStrict) {
+	if len(rep.Fallbacks) != 1 || rep.Fallbacks[0].Tool != "pick" || !errors.Is(rep.Fallbacks[0].Err, driver.ErrNotStrict) {
 		t.Errorf("fallbacks %+v", rep.Fallbacks)
 	}
 	if !reflect.DeepEqual(rep.NullPaths, map[string][]driver.NullPath{"search": {{"limit"}}}) || rep.Excluded != nil {
 		t.Errorf("report %+v", rep)
 	}
-	responses, _ := openai.Responses.Tools(ts, nil)
+	responses, _ := tools(openai.ResponsesDriver(), ts, nil)
 	for i, r := range responses {
 		fn := chat[i]["function"].(map[string]any)
 		if r["type"] != "function" || r["name"] != fn["name"] || !reflect.DeepEqual(r["parameters"], fn["parameters"]) || r["strict"] != fn["strict"] {
@@ -66,7 +100,7 @@ func TestToolsShapes(t *testing.T) {
 
 func TestToolsStrictTable(t *testing.T) {
 	ts := oaTools()
-	on, rep := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: driver.StrictOn})
+	on, rep := tools(openai.ResponsesDriver(), ts, &driver.ListOptions{Strict: driver.StrictOn})
 	if len(on) != 2 || !reflect.DeepEqual(rep.Excluded, []string{"pick"}) || rep.Fallbacks != nil {
 		t.Errorf("strict on: %d tools, %+v", len(on), rep)
 	}
@@ -75,7 +109,7 @@ func TestToolsStrictTable(t *testing.T) {
 			t.Errorf("strict on: %v", tool)
 		}
 	}
-	off, rep := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: driver.StrictOff})
+	off, rep := tools(openai.ResponsesDriver(), ts, &driver.ListOptions{Strict: driver.StrictOff})
 	if len(off) != 3 || rep.Excluded != nil || rep.Fallbacks != nil || len(rep.NullPaths) != 0 {
 		t.Errorf("strict off: %d tools, %+v", len(off), rep)
 	}
@@ -89,33 +123,36 @@ func TestToolsStrictTable(t *testing.T) {
 		t.Errorf("strict off ping: %s", got)
 	}
 	// Memoized per API and choice: a listing after another gets the same.
-	again, _ := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: driver.StrictOn})
+	again, _ := tools(openai.ResponsesDriver(), ts, &driver.ListOptions{Strict: driver.StrictOn})
 	if !reflect.DeepEqual(on, again) {
 		t.Error("listings differ")
 	}
 	again[0]["strict"] = "vandalized"
-	if third, _ := openai.Responses.Tools(ts, &openai.ToolsOptions{Strict: driver.StrictOn}); third[0]["strict"] != true {
+	if third, _ := tools(openai.ResponsesDriver(), ts, &driver.ListOptions{Strict: driver.StrictOn}); third[0]["strict"] != true {
 		t.Error("a listing's top-level map is shared with the memo")
 	}
 }
 
+// maxTools is the most tools OpenAI documents in one request.
+const maxTools = 128
+
 func TestCheck(t *testing.T) {
 	var tools []*mcp.Tool
-	for i := range openai.MaxTools + 1 {
+	for i := range maxTools + 1 {
 		tools = append(tools, &mcp.Tool{Name: fmt.Sprintf("t%03d", i), InputSchema: map[string]any{"type": "object"}})
 	}
-	ts := conduit.NewToolSet(nil, conduit.ServerTools{Server: "s", Tools: tools[:openai.MaxTools]})
-	if ws := openai.Check(ts); ws != nil {
+	ts := conduit.NewToolSet(nil, conduit.ServerTools{Server: "s", Tools: tools[:maxTools]})
+	if ws := openai.ChatDriver().Check(ts); ws != nil {
 		t.Errorf("%v", ws)
 	}
 	ts = conduit.NewToolSet(nil, conduit.ServerTools{Server: "s", Tools: tools})
-	if ws := openai.Check(ts); len(ws) != 1 || ws[0].Tool != "" {
+	if ws := openai.ChatDriver().Check(ts); len(ws) != 1 || ws[0].Tool != "" {
 		t.Errorf("%v", ws)
 	}
 }
 
 func TestParseChat(t *testing.T) {
-	raws, err := openai.Chat.Parse(`{"choices":[{"message":{"role":"assistant","tool_calls":[
+	raws, err := openai.ChatDriver().Parse(`{"choices":[{"message":{"role":"assistant","tool_calls":[
 		{"id":"a","type":"function","function":{"name":"search","arguments":"{\"q\":\"x\"}"}},
 		{"id":"b","type":"function","function":{"name":"search","arguments":"{\"q\":"}},
 		{"id":"c","type":"function","function":{"name":"ping","arguments":""}},
@@ -147,21 +184,21 @@ func TestParseChat(t *testing.T) {
 		t.Errorf("%q, %q", calls[1].Err.Message, calls[4].Err.Message)
 	}
 	// A message on its own parses too; so does a response without calls.
-	if raws, err := openai.Chat.Parse(`{"role":"assistant","content":"hi"}`); err != nil || len(raws) != 0 {
+	if raws, err := openai.ChatDriver().Parse(`{"role":"assistant","content":"hi"}`); err != nil || len(raws) != 0 {
 		t.Errorf("%v %v", raws, err)
 	}
-	if raws, err := openai.Chat.Parse(`{"choices":[]}`); err != nil || len(raws) != 0 {
+	if raws, err := openai.ChatDriver().Parse(`{"choices":[]}`); err != nil || len(raws) != 0 {
 		t.Errorf("%v %v", raws, err)
 	}
 	for _, bad := range []string{`{"error":{"message":"Rate limit reached","type":"requests"}}`, `{"choices":[{}]}`, `{"id":"x"}`} {
-		if _, err := openai.Chat.Parse(bad); err == nil {
+		if _, err := openai.ChatDriver().Parse(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
 	}
 }
 
 func TestParseResponses(t *testing.T) {
-	raws, err := openai.Responses.Parse(`{"output":[
+	raws, err := openai.ResponsesDriver().Parse(`{"output":[
 		{"type":"reasoning","id":"rs_1","summary":[]},
 		{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]},
 		{"type":"function_call","id":"fc_1","call_id":"call_1","name":"search","arguments":"{\"q\":\"x\"}"},
@@ -175,15 +212,9 @@ func TestParseResponses(t *testing.T) {
 		t.Errorf("%+v", raws)
 	}
 	for _, bad := range []string{`{"error":{"message":"bad","code":"server_error"}}`, `{"output":{}}`, `{}`} {
-		if _, err := openai.Responses.Parse(bad); err == nil {
+		if _, err := openai.ResponsesDriver().Parse(bad); err == nil {
 			t.Errorf("%s: no error", bad)
 		}
-	}
-	if _, err := (openai.API(9)).Parse(`{}`); err == nil {
-		t.Error("unknown API")
-	}
-	if openai.API(9).Driver() != nil {
-		t.Error("an unknown API has a driver")
 	}
 }
 
@@ -205,44 +236,44 @@ func TestToolCalls(t *testing.T) {
 	}
 }
 
-func TestToolOutput(t *testing.T) {
+func TestAnswer(t *testing.T) {
 	png := []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
 	img := &mcp.ImageContent{MIMEType: "image/png", Data: png}
 	c := toolcall.Call{ID: "call_1"}
 	prefix := "ERR "
 	tests := []struct {
 		name string
-		api  openai.API
+		api  adapters.Provider
 		res  *mcp.CallToolResult
 		err  error
 		o    *toolcall.AnswerOptions
 		want string
 	}{
-		{"chat text", openai.Chat, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.TextContent{Text: "b"}}}, nil, nil,
+		{"chat text", adapters.OpenAIChat, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.TextContent{Text: "b"}}}, nil, nil,
 			`{"content":"a\nb","role":"tool","tool_call_id":"call_1"}`},
-		{"chat image placeholder", openai.Chat, &mcp.CallToolResult{Content: []mcp.Content{img}}, nil, nil,
+		{"chat image placeholder", adapters.OpenAIChat, &mcp.CallToolResult{Content: []mcp.Content{img}}, nil, nil,
 			`{"content":"[image: image/png, 16 bytes]","role":"tool","tool_call_id":"call_1"}`},
-		{"chat failure", openai.Chat, nil, &conduit.Error{Message: "Denied."}, nil,
+		{"chat failure", adapters.OpenAIChat, nil, &conduit.Error{Message: "Denied."}, nil,
 			`{"content":"Error: Denied.","role":"tool","tool_call_id":"call_1"}`},
-		{"chat isError", openai.Chat, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk full"}}}, nil, nil,
+		{"chat isError", adapters.OpenAIChat, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "disk full"}}}, nil, nil,
 			`{"content":"Error: disk full","role":"tool","tool_call_id":"call_1"}`},
-		{"chat empty isError", openai.Chat, &mcp.CallToolResult{IsError: true}, nil, nil,
+		{"chat empty isError", adapters.OpenAIChat, &mcp.CallToolResult{IsError: true}, nil, nil,
 			`{"content":"Error: The tool reported an error without details.","role":"tool","tool_call_id":"call_1"}`},
-		{"chat prefix", openai.Chat, nil, errors.New("x"), &toolcall.AnswerOptions{ErrorPrefix: prefix},
+		{"chat prefix", adapters.OpenAIChat, nil, errors.New("x"), &toolcall.AnswerOptions{ErrorPrefix: prefix},
 			`{"content":"ERR x","role":"tool","tool_call_id":"call_1"}`},
-		{"responses text", openai.Responses, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}}}, nil, nil,
+		{"responses text", adapters.OpenAIResponses, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}}}, nil, nil,
 			`{"call_id":"call_1","output":"a","type":"function_call_output"}`},
-		{"responses image", openai.Responses, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "see"}, img, &mcp.TextContent{Text: ""}}}, nil, nil,
+		{"responses image", adapters.OpenAIResponses, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "see"}, img, &mcp.TextContent{Text: ""}}}, nil, nil,
 			`{"call_id":"call_1","output":[{"text":"see","type":"input_text"},{"detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==","type":"input_image"}],"type":"function_call_output"}`},
-		{"responses isError with image", openai.Responses, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad render"}, img}}, nil, nil,
+		{"responses isError with image", adapters.OpenAIResponses, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "bad render"}, img}}, nil, nil,
 			`{"call_id":"call_1","output":[{"text":"Error: bad render","type":"input_text"},{"detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==","type":"input_image"}],"type":"function_call_output"}`},
-		{"responses isError image first", openai.Responses, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{img}}, nil, nil,
+		{"responses isError image first", adapters.OpenAIResponses, &mcp.CallToolResult{IsError: true, Content: []mcp.Content{img}}, nil, nil,
 			`{"call_id":"call_1","output":[{"text":"Error:","type":"input_text"},{"detail":"auto","image_url":"data:image/png;base64,iVBORw0KGgoAAAANSUhEUg==","type":"input_image"}],"type":"function_call_output"}`},
-		{"responses failure", openai.Responses, nil, &conduit.Error{Message: "Timed out."}, nil,
+		{"responses failure", adapters.OpenAIResponses, nil, &conduit.Error{Message: "Timed out."}, nil,
 			`{"call_id":"call_1","output":"Error: Timed out.","type":"function_call_output"}`},
 	}
 	for _, tt := range tests {
-		if got := oaJSON(tt.api.ToolOutput(c, tt.res, tt.err, tt.o)); got != tt.want {
+		if got := oaJSON(tt.api.Answer(c, tt.res, tt.err, tt.o)); got != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.name, got, tt.want)
 		}
 	}
@@ -254,22 +285,22 @@ func TestConformance(t *testing.T) {
 	t.Run("responses", func(t *testing.T) { adaptertest.RunConformanceTests(t, adaptertest.Of(adapters.OpenAIResponses)) })
 }
 
-func FuzzParseChat(f *testing.F)      { fuzzParse(f, openai.Chat, adapters.OpenAIChat) }
-func FuzzParseResponses(f *testing.F) { fuzzParse(f, openai.Responses, adapters.OpenAIResponses) }
+func FuzzParseChat(f *testing.F)      { fuzzParse(f, adapters.OpenAIChat) }
+func FuzzParseResponses(f *testing.F) { fuzzParse(f, adapters.OpenAIResponses) }
 
 // fuzzParse feeds arbitrary bytes to Parse: it must not panic, and every
 // call it finds is answered, under every outcome, by an answer keyed by
 // the call's id (adaptertest.CheckAnswers). The same bytes also make a
 // valid response (see responseRoundTrip), which must parse back to
 // exactly its calls.
-func fuzzParse(f *testing.F, api openai.API, p adapters.Provider) {
+func fuzzParse(f *testing.F, p adapters.Provider) {
 	adaptertest.SeedCorpus(f, filepath.Join("..", "testdata", p.String()))
 	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"search","arguments":"{\"q\":1}"}}]}}]}`))
 	f.Add([]byte(`{"output":[{"type":"function_call","call_id":"a","name":"search","arguments":"\"s\""}]}`))
 	// "arguments" null or missing: malformed, answered as not an object.
 	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"id":"a","function":{"name":"search","arguments":null}},{"id":"b","function":{"name":"search"}}]}}]}`))
 	f.Add([]byte(`{"output":[{"type":"function_call","call_id":"a","name":"search","arguments":null},{"type":"function_call","call_id":"b","name":"search"}]}`))
-	adaptertest.Fuzz(f, adaptertest.Of(p), oaTools(), func(t *testing.T, data []byte) { responseRoundTrip(t, api, data) })
+	adaptertest.Fuzz(f, adaptertest.Of(p), oaTools(), func(t *testing.T, data []byte) { responseRoundTrip(t, p, data) })
 }
 
 // responseRoundTrip builds a response of api from the turn data makes, in the
@@ -278,7 +309,7 @@ func fuzzParse(f *testing.F, api openai.API, p adapters.Provider) {
 // and, as noise, a reasoning and a message item), and checks that Parse
 // finds exactly the turn's calls, from the bytes and from the decoded
 // value alike.
-func responseRoundTrip(t *testing.T, api openai.API, data []byte) {
+func responseRoundTrip(t *testing.T, api adapters.Provider, data []byte) {
 	turn := fuzzgen.New(data, false)
 	argText := func(a map[string]any) string {
 		b, err := json.Marshal(a)
@@ -288,7 +319,7 @@ func responseRoundTrip(t *testing.T, api openai.API, data []byte) {
 		return string(b)
 	}
 	var resp map[string]any
-	if api == openai.Responses {
+	if api == adapters.OpenAIResponses {
 		out := []any{}
 		if turn.Noise {
 			out = append(out, map[string]any{"type": "reasoning", "id": "rs_1", "summary": []any{}})

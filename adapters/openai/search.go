@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters/driver"
 )
 
 // The Responses API's tool search. The model searches the definitions of
@@ -15,26 +16,26 @@ import (
 //   - a tool_search_call item and a tool_search_output item;
 //   - function_call items that call what was found, answered as any other.
 //
-// Turn keeps every item, as the API wants them back. Deferred functions
+// turn keeps every item, as the API wants them back. Deferred functions
 // are grouped in namespaces, one per server, as OpenAI recommends. The
 // model then sees only each namespace's name and description up front.
 
-// SearchToolName is the type, and so the name, of OpenAI's tool search
-// tool. anthropic.SearchBM25Name is Anthropic's.
-const SearchToolName = "tool_search"
+// searchToolName is the type, and so the name, of OpenAI's tool search
+// tool.
+const searchToolName = "tool_search"
 
 // searchTool is the tool search tool's definition: {"type":
 // "tool_search"}, searched by OpenAI.
-func searchTool() map[string]any { return map[string]any{"type": SearchToolName} }
+func searchTool() map[string]any { return map[string]any{"type": searchToolName} }
 
-// ErrNoToolSearch is SearchTools' error for the Chat Completions API,
+// errNoToolSearch is searchTools' error for the Chat Completions API,
 // which has no tool search.
-var ErrNoToolSearch = errors.New("openai: the Chat Completions API has no tool search")
+var errNoToolSearch = errors.New("openai: the Chat Completions API has no tool search")
 
-// SearchTools returns a Responses tool list in which the model searches
+// searchTools returns a Responses tool list in which the model searches
 // for the functions it needs. It lists:
 //
-//   - loaded's tools as [API.Tools] lists them, offered from the start;
+//   - loaded's tools as list lists them, offered from the start;
 //   - the tool_search tool;
 //   - deferred's tools, each with "defer_loading": true, in one namespace
 //     per server. The model sees them only once a search found them.
@@ -43,17 +44,13 @@ var ErrNoToolSearch = errors.New("openai: the Chat Completions API has no tool s
 // "description", "tools"}. In its namespace a tool of a hub is named
 // without its server__ prefix, unless that name is taken. So
 // github__create_issue is create_issue in namespace github. A call of it
-// resolves to its exposed name (see toolcall.Resolve). The report covers
-// both sets, deferred functions' null paths included. A tool in both sets
-// is listed once, loaded. For the Chat API, the error is ErrNoToolSearch.
-func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) ([]map[string]any, Report, error) {
-	if api != Responses {
-		return nil, Report{}, ErrNoToolSearch
+// resolves to its exposed name (see toolcall.Resolve). A tool in both
+// sets is listed once, loaded. For the Chat API, the error is errNoToolSearch.
+func (api apiKind) searchTools(loaded, deferred *conduit.ToolSet, strict driver.StrictMode) ([]map[string]any, error) {
+	if api != responsesAPI {
+		return nil, errNoToolSearch
 	}
-	if o == nil {
-		o = &ToolsOptions{}
-	}
-	out, rep := api.Tools(loaded, o)
+	out := api.list(loaded, strict)
 	out = append(out, searchTool())
 	type namespace struct {
 		name  string
@@ -65,8 +62,7 @@ func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) (
 		if _, ok := loaded.Lookup(t.Exposed); ok {
 			continue
 		}
-		d := api.definition(t, o.Strict)
-		rep.add(t, d)
+		d := api.definition(t, strict)
 		if d.def == nil {
 			continue
 		}
@@ -92,7 +88,7 @@ func (api API) SearchTools(loaded, deferred *conduit.ToolSet, o *ToolsOptions) (
 			"tools":       ns.tools,
 		})
 	}
-	return out, rep, nil
+	return out, nil
 }
 
 // namespaceDescription is the description of a server's namespace: what

@@ -4,12 +4,14 @@ import (
 	"fmt"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-func ExampleAPI_SearchTools() {
+func ExampleResponsesDriver_toolSearch() {
 	// A hub's tools: exposed as server__tool.
 	ts := conduit.NewToolSet(&conduit.ToolSetOptions{Namespace: true},
 		conduit.ServerTools{Server: "crm", Tools: []*mcp.Tool{
@@ -17,13 +19,13 @@ func ExampleAPI_SearchTools() {
 				"properties": map[string]any{"customer_id": map[string]any{"type": "string"}}, "required": []any{"customer_id"}}},
 		}})
 	// Nothing loaded up front: tool_search, then the crm namespace.
-	tools, _, err := openai.Responses.SearchTools(conduit.ToolSetOf(), ts, nil)
+	l, err := openai.ResponsesDriver().(driver.Searcher).SearchTools(conduit.ToolSetOf(), ts, &driver.ListOptions{})
 	if err != nil {
 		panic(err)
 	}
-	printJSON(tools)
+	printJSON(l.Tools)
 	// The model's call names the namespace and the function in it.
-	raws, _ := openai.Responses.Parse(`{"output": [{"type": "function_call", "call_id": "call_1",
+	raws, _ := adapters.OpenAIResponses.Parse(`{"output": [{"type": "function_call", "call_id": "call_1",
 		"namespace": "crm", "name": "get_customer_profile", "arguments": "{\"customer_id\": \"c1\"}"}]}`)
 	fmt.Println(toolcall.Resolve(raws, ts)[0].Name)
 	// Output:

@@ -1,7 +1,6 @@
 package openai_test
 
 import (
-	"errors"
 	"reflect"
 	"testing"
 
@@ -26,10 +25,25 @@ func hubTools() *conduit.ToolSet {
 		conduit.ServerTools{Server: "web", Tools: []*mcp.Tool{{Name: "fetch", InputSchema: obj}}})
 }
 
+// searchTools is the Responses driver's listing for its tool search, and
+// what strict mode did to every tool of all.
+func searchTools(loaded, all *conduit.ToolSet, o *driver.ListOptions) ([]map[string]any, report, error) {
+	if o == nil {
+		o = &driver.ListOptions{}
+	}
+	d := openai.ResponsesDriver()
+	l, err := d.(driver.Searcher).SearchTools(loaded, all, o)
+	if err != nil {
+		return nil, report{}, err
+	}
+	_, rep := tools(d, all, o)
+	return l.Tools, rep, nil
+}
+
 func TestSearchTools(t *testing.T) {
 	ts := hubTools()
 	loaded := ts.Filter(conduit.SkipFiltered, func(tl *conduit.Tool) bool { return tl.Exposed == "web__fetch" })
-	tools, rep, err := openai.Responses.SearchTools(loaded, ts, nil)
+	tools, rep, err := searchTools(loaded, ts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,12 +62,12 @@ func TestSearchTools(t *testing.T) {
 		t.Errorf("report %+v", rep)
 	}
 	// Under StrictOn the one that does not convert is left out.
-	_, rep, _ = openai.Responses.SearchTools(loaded, ts, &openai.ToolsOptions{Strict: driver.StrictOn})
+	_, rep, _ = searchTools(loaded, ts, &driver.ListOptions{Strict: driver.StrictOn})
 	if !reflect.DeepEqual(rep.Excluded, []string{"notes__pick"}) {
 		t.Errorf("excluded %v", rep.Excluded)
 	}
-	if _, _, err := openai.Chat.SearchTools(loaded, ts, nil); !errors.Is(err, openai.ErrNoToolSearch) {
-		t.Errorf("chat: %v", err)
+	if _, ok := openai.ChatDriver().(driver.Searcher); ok {
+		t.Error("chat has a tool search")
 	}
 }
 
@@ -85,7 +99,7 @@ func TestFunctionName(t *testing.T) {
 }
 
 func TestParseNamespace(t *testing.T) {
-	raws, err := openai.Responses.Parse([]byte(`{"output": [
+	raws, err := openai.ResponsesDriver().Parse([]byte(`{"output": [
 		{"type": "tool_search_call", "id": "ts_1", "execution": "server", "status": "completed", "arguments": {"query": "notes"}},
 		{"type": "tool_search_output", "id": "tso_1", "execution": "server", "status": "completed", "tools": []},
 		{"type": "function_call", "call_id": "call_1", "namespace": "notes", "name": "search", "arguments": "{\"q\":\"x\"}"}]}`))
@@ -98,7 +112,7 @@ func TestParseNamespace(t *testing.T) {
 	}
 	// The fake writes the namespace back.
 	resp := adaptertest.FakeOf(adapters.OpenAIResponses).Response("", toolcall.Raw{ID: "c", Name: "search", Namespace: "notes", Args: map[string]any{}})
-	if back, _ := openai.Responses.Parse(resp); len(back) != 1 || back[0].Namespace != "notes" {
+	if back, _ := openai.ResponsesDriver().Parse(resp); len(back) != 1 || back[0].Namespace != "notes" {
 		t.Errorf("round trip %+v", back)
 	}
 }

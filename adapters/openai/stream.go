@@ -20,7 +20,7 @@ import (
 // complete at its response.output_item.done.
 
 func (f functions) Stream() driver.Stream {
-	if f.api == Responses {
+	if f.api == responsesAPI {
 		return &responsesStream{items: map[int]*item{}}
 	}
 	return &chatStream{}

@@ -49,8 +49,8 @@ type AnswerOptions struct {
 	ErrorPrefix   string
 	NoErrorPrefix bool
 	// MaxImageBytes is the largest image an answer carries, in bytes of
-	// its base64 text. 0 is the provider's documented limit
-	// (anthropic.MaxImageBytes, openai.MaxImageBytes). Negative is none. An
+	// its base64 text. 0 is the provider's documented limit (Anthropic
+	// 5 MB, OpenAI Responses 20 MB, Bedrock 3.75 MB). Negative is none. An
 	// image over it becomes a placeholder saying so. The rest of the
 	// result is kept. Answers that carry no images (OpenAI Chat, Gemini)
 	// ignore it.

@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/driver"
 )
 
 func runStrict(_ context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "strict", `
 Convert a tool's JSON schema (from FILE, or stdin) to an OpenAI strict-mode
-schema with openai.StrictSchema, and print it with the paths of the
+schema with driver.StrictSchema, and print it with the paths of the
 properties it made nullable, whose nulls conduit strips before a call:
 
   {"schema": {...}, "null_paths": [["limit"], ["tags", "[]", "note"]]}
@@ -40,9 +40,9 @@ the JSON pointer of the offending keyword.`)
 	if err := dec.Decode(&schema); err != nil || schema == nil {
 		return inputError("the schema is not a JSON object: %s", jsonProblem(err))
 	}
-	strict, nullPaths, err := openai.StrictSchema(schema)
+	strict, nullPaths, err := driver.StrictSchema(schema)
 	if err != nil {
-		var se *openai.StrictError
+		var se *driver.StrictError
 		if errors.As(err, &se) {
 			return inputError("not convertible to strict mode: %s", reason(err))
 		}

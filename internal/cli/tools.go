@@ -8,7 +8,6 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/driver"
-	"github.com/conduitmcp/conduit/adapters/openai"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
@@ -159,14 +158,14 @@ func strictReason(ctx context.Context, hub *conduit.Hub, name string) string {
 	if !ok {
 		return "its schema does not convert to strict mode"
 	}
-	if _, _, err := openai.StrictSchema(toolcall.SchemaMap(t.InputSchema)); err != nil {
+	if _, _, err := driver.StrictSchema(toolcall.SchemaMap(t.InputSchema)); err != nil {
 		return reason(err)
 	}
 	return "its schema does not convert to strict mode"
 }
 
 func reason(err error) string {
-	var se *openai.StrictError
+	var se *driver.StrictError
 	if errors.As(err, &se) {
 		if se.Pointer != "" {
 			return fmt.Sprintf("%s (at %s)", se.Reason, se.Pointer)

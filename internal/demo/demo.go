@@ -15,7 +15,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
-	"github.com/conduitmcp/conduit/adapters/openai"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/internal/jsonv"
@@ -264,7 +264,7 @@ func PlayWith(ctx context.Context, o *Options) (*Report, error) {
 }
 
 func strictReason(err error) string {
-	var se *openai.StrictError
+	var se *driver.StrictError
 	if errors.As(err, &se) {
 		return se.Reason + " (at " + se.Pointer + ")"
 	}

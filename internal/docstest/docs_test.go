@@ -173,6 +173,8 @@ var packages = map[string]string{
 	"openai":          "adapters/openai",
 	"anthropic":       "adapters/anthropic",
 	"gemini":          "adapters/gemini",
+	"bedrock":         "adapters/bedrock",
+	"driver":          "adapters/driver",
 	"toolcall":        "adapters/toolcall",
 	"adaptertest":     "adapters/adaptertest",
 	"audit":           "audit",

@@ -1,4 +1,4 @@
-package openai_test
+package driver_test
 
 import (
 	"encoding/json"
@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/conduitmcp/conduit/adapters/driver"
-	"github.com/conduitmcp/conduit/adapters/openai"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/strict")
@@ -357,7 +356,7 @@ func vandalize(v any) {
 func checkStrict(t *testing.T, c strictCase, schema map[string]any) {
 	t.Helper()
 	before := deepCopy(schema)
-	strict, paths, err := openai.StrictSchema(schema)
+	strict, paths, err := driver.StrictSchema(schema)
 	if !reflect.DeepEqual(schema, before) {
 		t.Fatalf("StrictSchema modified its input")
 	}
@@ -365,8 +364,8 @@ func checkStrict(t *testing.T, c strictCase, schema map[string]any) {
 		if err == nil {
 			t.Fatalf("StrictSchema = %s, want an error at %q", canonical(t, strict), c.errPtr)
 		}
-		var se *openai.StrictError
-		if !errors.Is(err, openai.ErrNotStrict) || !errors.As(err, &se) {
+		var se *driver.StrictError
+		if !errors.Is(err, driver.ErrNotStrict) || !errors.As(err, &se) {
 			t.Fatalf("error %v is not a *StrictError wrapping ErrNotStrict", err)
 		}
 		if se.Pointer != c.errPtr || se.Keyword != c.errKw {
@@ -389,7 +388,7 @@ func checkStrict(t *testing.T, c strictCase, schema map[string]any) {
 	if msg := checkStrictRules(strict); msg != "" {
 		t.Errorf("result breaks a strict-mode rule: %s", msg)
 	}
-	again, againPaths, _ := openai.StrictSchema(schema)
+	again, againPaths, _ := driver.StrictSchema(schema)
 	if !reflect.DeepEqual(strict, again) || !reflect.DeepEqual(paths, againPaths) {
 		t.Errorf("StrictSchema is not deterministic")
 	}
@@ -450,7 +449,7 @@ func TestStrictSchemaGoValues(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			strict, paths, err := openai.StrictSchema(c.schema)
+			strict, paths, err := driver.StrictSchema(c.schema)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -486,8 +485,8 @@ func TestStrictSchemaBadGoValues(t *testing.T) {
 	}
 	for _, name := range sortedMapKeys(cases) {
 		t.Run(name, func(t *testing.T) {
-			_, _, err := openai.StrictSchema(cases[name])
-			if !errors.Is(err, openai.ErrNotStrict) {
+			_, _, err := driver.StrictSchema(cases[name])
+			if !errors.Is(err, driver.ErrNotStrict) {
 				t.Fatalf("err = %v, want ErrNotStrict", err)
 			}
 		})
@@ -515,7 +514,7 @@ func TestStrictSchemaDeepInput(t *testing.T) {
 				}
 			}
 			schema := map[string]any{"type": "object", "properties": map[string]any{"a": inner}, "required": []any{"a"}}
-			if _, _, err := openai.StrictSchema(schema); !errors.Is(err, openai.ErrNotStrict) {
+			if _, _, err := driver.StrictSchema(schema); !errors.Is(err, driver.ErrNotStrict) {
 				t.Fatalf("err = %v, want ErrNotStrict", err)
 			}
 		})
@@ -526,7 +525,7 @@ func TestStrictSchemaDeepInput(t *testing.T) {
 			v = []any{v}
 		}
 		schema := map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"enum": []any{v}}}, "required": []any{"a"}}
-		if _, _, err := openai.StrictSchema(schema); !errors.Is(err, openai.ErrNotStrict) {
+		if _, _, err := driver.StrictSchema(schema); !errors.Is(err, driver.ErrNotStrict) {
 			t.Fatalf("err = %v, want ErrNotStrict", err)
 		}
 	})
@@ -537,7 +536,7 @@ func TestStrictSchemaDeepInput(t *testing.T) {
 		}
 		defs["D100000"] = map[string]any{"type": "string"}
 		schema := map[string]any{"type": "object", "properties": map[string]any{"a": map[string]any{"$ref": "#/$defs/D0"}}, "required": []any{"a"}, "$defs": defs}
-		if _, _, err := openai.StrictSchema(schema); !errors.Is(err, openai.ErrNotStrict) {
+		if _, _, err := driver.StrictSchema(schema); !errors.Is(err, driver.ErrNotStrict) {
 			t.Fatalf("err = %v, want ErrNotStrict", err)
 		}
 	})
@@ -647,7 +646,7 @@ func TestStrictSchemaLimits(t *testing.T) {
 		}{"10100 null paths", useDef(101), false, ""})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, paths, err := openai.StrictSchema(decode(t, c.in))
+			_, paths, err := driver.StrictSchema(decode(t, c.in))
 			if c.ok {
 				if err != nil {
 					t.Fatalf("StrictSchema: %.300v", err)
@@ -657,8 +656,8 @@ func TestStrictSchemaLimits(t *testing.T) {
 				}
 				return
 			}
-			var se *openai.StrictError
-			if !errors.As(err, &se) || !errors.Is(err, openai.ErrNotStrict) {
+			var se *driver.StrictError
+			if !errors.As(err, &se) || !errors.Is(err, driver.ErrNotStrict) {
 				t.Fatalf("err = %.300v, want a *StrictError", err)
 			}
 			if se.Keyword != c.kw {
@@ -670,12 +669,12 @@ func TestStrictSchemaLimits(t *testing.T) {
 }
 
 func TestStrictErrorMessage(t *testing.T) {
-	_, _, err := openai.StrictSchema(decode(t, props(`"a":{"type":"string","allOf":[]}`)))
+	_, _, err := driver.StrictSchema(decode(t, props(`"a":{"type":"string","allOf":[]}`)))
 	want := `openai: schema not supported in strict mode: keyword "allOf" is not supported (at /properties/a/allOf)`
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %s", err, want)
 	}
-	_, _, err = openai.StrictSchema(decode(t, `{"type":"string"}`))
+	_, _, err = driver.StrictSchema(decode(t, `{"type":"string"}`))
 	if err == nil || !strings.Contains(err.Error(), `"type": "object"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -704,7 +703,7 @@ func TestStrictSchemaGolden(t *testing.T) {
 			}
 			schema := decode(t, string(in))
 			before := deepCopy(schema)
-			strict, paths, err := openai.StrictSchema(schema)
+			strict, paths, err := driver.StrictSchema(schema)
 			if !reflect.DeepEqual(schema, before) {
 				t.Fatal("StrictSchema modified its input")
 			}

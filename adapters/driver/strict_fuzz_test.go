@@ -1,4 +1,4 @@
-package openai_test
+package driver_test
 
 import (
 	"encoding/json"
@@ -19,7 +19,6 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/conduitmcp/conduit/adapters/driver"
-	"github.com/conduitmcp/conduit/adapters/openai"
 )
 
 // FuzzStrictSchema converts arbitrary schemas. A conversion must not panic,
@@ -52,7 +51,7 @@ func TestStrictRoundTrip(t *testing.T) {
 	for i, in := range goldenInputs(t) {
 		var m map[string]any
 		_ = json.Unmarshal(in, &m)
-		if _, _, err := openai.StrictSchema(m); err == nil {
+		if _, _, err := driver.StrictSchema(m); err == nil {
 			inputs[fmt.Sprint("golden ", i)] = in
 		}
 	}
@@ -120,13 +119,13 @@ func prepareRoundTrip(t *testing.T, schemaJSON []byte) *roundTrip {
 		return nil
 	}
 	before := deepCopy(schema)
-	strict, paths, err := openai.StrictSchema(schema)
+	strict, paths, err := driver.StrictSchema(schema)
 	if !reflect.DeepEqual(schema, before) {
 		t.Fatalf("StrictSchema modified its input %s", schemaJSON)
 	}
 	if err != nil {
-		var se *openai.StrictError
-		if !errors.Is(err, openai.ErrNotStrict) || !errors.As(err, &se) || strict != nil || paths != nil {
+		var se *driver.StrictError
+		if !errors.Is(err, driver.ErrNotStrict) || !errors.As(err, &se) || strict != nil || paths != nil {
 			t.Fatalf("bad failure: %v, %v, %v", strict, paths, err)
 		}
 		return nil
@@ -143,7 +142,7 @@ func prepareRoundTrip(t *testing.T, schemaJSON []byte) *roundTrip {
 	if err != nil {
 		t.Fatalf("strict schema does not marshal: %v", err)
 	}
-	again, againPaths, err := openai.StrictSchema(schema)
+	again, againPaths, err := driver.StrictSchema(schema)
 	if err != nil || !reflect.DeepEqual(again, strict) || !reflect.DeepEqual(againPaths, paths) {
 		t.Fatalf("StrictSchema is not deterministic")
 	}
@@ -175,15 +174,15 @@ func (rt *roundTrip) check(t *testing.T, choices []byte) bool {
 	if !ok || rt.strictRes.Validate(v) != nil {
 		return false // the generator could not satisfy the strict schema
 	}
-	stripped := openai.StripNulls(deepCopy(v).(map[string]any), rt.paths)
+	stripped := driver.StripNulls(deepCopy(v).(map[string]any), rt.paths)
 	if err := rt.orig.Validate(stripped); err != nil {
 		t.Fatalf("a value the strict schema allows, stripped, fails the original schema\nschema   %s\nstrict   %s\npaths    %q\nvalue    %s\nstripped %s\nerror    %v",
 			rt.schemaJSON, rt.strictJSON, rt.paths, canonical(t, v), canonical(t, stripped), err)
 	}
-	if c := openai.CompiledStrip(rt.paths)(deepCopy(v).(map[string]any)); !reflect.DeepEqual(c, stripped) {
+	if c := driver.CompiledStrip(rt.paths)(deepCopy(v).(map[string]any)); !reflect.DeepEqual(c, stripped) {
 		t.Fatalf("the trie strips to %s, StripNulls to %s", canonical(t, c), canonical(t, stripped))
 	}
-	if would, changed := openai.WouldStrip(rt.paths, v), !reflect.DeepEqual(v, stripped); would != changed {
+	if would, changed := driver.WouldStrip(rt.paths, v), !reflect.DeepEqual(v, stripped); would != changed {
 		t.Fatalf("WouldStrip = %t, but StripNulls changed the value: %t\npaths %q\nvalue %s", would, changed, rt.paths, canonical(t, v))
 	}
 	return true
@@ -561,7 +560,7 @@ func TestStrictRoundTripRandomSchemas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := openai.StrictSchema(schema); err == nil {
+		if _, _, err := driver.StrictSchema(schema); err == nil {
 			converted++
 		}
 		rt := prepareRoundTrip(t, data)

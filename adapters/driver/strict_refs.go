@@ -1,9 +1,7 @@
-package openai
+package driver
 
 import (
 	"slices"
-
-	"github.com/conduitmcp/conduit/adapters/driver"
 )
 
 // sdef is a definition reached through a $ref.
@@ -19,7 +17,7 @@ type sdef struct {
 	comp      int   // strongly connected component in the $ref graph
 	recursive bool
 	hasOpt    bool // an optional property is reachable from node
-	rel       []driver.NullPath
+	rel       []NullPath
 	relDone   bool
 }
 

@@ -1,10 +1,11 @@
-package openai
+// OpenAI's strict mode for tool schemas: the conversion and its errors.
+// Its text keeps the "openai:" prefix, since the mode is OpenAI's.
+
+package driver
 
 import (
 	"errors"
 	"fmt"
-
-	"github.com/conduitmcp/conduit/adapters/driver"
 )
 
 // ErrNotStrict is wrapped by every error [StrictSchema] returns. The
@@ -167,7 +168,7 @@ var validTypes = map[string]bool{
 // encoding/json. The result holds only map[string]any, []any, strings,
 // bools and numbers. It shares nothing with schema, and is the same for
 // the same input. schema is never modified.
-func StrictSchema(schema map[string]any) (strict map[string]any, nullPaths []driver.NullPath, err error) {
+func StrictSchema(schema map[string]any) (strict map[string]any, nullPaths []NullPath, err error) {
 	c := &converter{root: schema, defs: map[string]*sdef{}, defMaps: map[string]map[string]any{}}
 	root, err := c.convertRoot(schema)
 	if err != nil {

@@ -1,4 +1,4 @@
-package openai_test
+package driver_test
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/conduitmcp/conduit/adapters/driver"
-	"github.com/conduitmcp/conduit/adapters/openai"
 )
 
 func TestStripNulls(t *testing.T) {
@@ -39,37 +38,37 @@ func TestStripNulls(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			args := decode(t, c.in)
-			got := openai.StripNulls(args, paths)
+			got := driver.StripNulls(args, paths)
 			if canonical(t, got) != canonical(t, decode(t, c.want)) {
 				t.Errorf("StripNulls = %s, want %s", canonical(t, got), c.want)
 			}
 			if reflect.ValueOf(got).Pointer() != reflect.ValueOf(args).Pointer() {
 				t.Errorf("StripNulls did not work in place")
 			}
-			got = openai.CompiledStrip(paths)(decode(t, c.in))
+			got = driver.CompiledStrip(paths)(decode(t, c.in))
 			if canonical(t, got) != canonical(t, decode(t, c.want)) {
 				t.Errorf("the trie strips to %s, want %s", canonical(t, got), c.want)
 			}
 			// The conversion's conflict check relies on the trie knowing
 			// what StripNulls strips.
-			if would, changed := openai.WouldStrip(paths, decode(t, c.in)), canonical(t, decode(t, c.in)) != canonical(t, decode(t, c.want)); would != changed {
+			if would, changed := driver.WouldStrip(paths, decode(t, c.in)), canonical(t, decode(t, c.in)) != canonical(t, decode(t, c.want)); would != changed {
 				t.Errorf("WouldStrip = %t, but StripNulls changed the value: %t", would, changed)
 			}
 		})
 	}
-	if openai.StripNulls(nil, paths) != nil || openai.CompiledStrip(paths)(nil) != nil {
+	if driver.StripNulls(nil, paths) != nil || driver.CompiledStrip(paths)(nil) != nil {
 		t.Error("nil args did not stay nil")
 	}
-	if openai.WouldStrip(paths, nil) {
+	if driver.WouldStrip(paths, nil) {
 		t.Error("WouldStrip says nil args would change")
 	}
-	if got := openai.CompiledStrip(nil)(map[string]any{"a": nil}); len(got) != 1 || openai.WouldStrip(nil, map[string]any{"a": nil}) {
+	if got := driver.CompiledStrip(nil)(map[string]any{"a": nil}); len(got) != 1 || driver.WouldStrip(nil, map[string]any{"a": nil}) {
 		t.Error("a trie of no paths strips something")
 	}
-	if got := openai.StripNulls(map[string]any{"a": nil}, []driver.NullPath{{}, nil}); len(got) != 1 {
+	if got := driver.StripNulls(map[string]any{"a": nil}, []driver.NullPath{{}, nil}); len(got) != 1 {
 		t.Error("empty paths stripped something")
 	}
-	if got := openai.CompiledStrip([]driver.NullPath{{}})(map[string]any{"a": nil}); len(got) != 1 || openai.WouldStrip([]driver.NullPath{{}}, map[string]any{"a": nil}) {
+	if got := driver.CompiledStrip([]driver.NullPath{{}})(map[string]any{"a": nil}); len(got) != 1 || driver.WouldStrip([]driver.NullPath{{}}, map[string]any{"a": nil}) {
 		t.Error("compiled empty path stripped something")
 	}
 }
@@ -83,12 +82,12 @@ func TestStripNullsAfterStrictSchema(t *testing.T) {
 		"opt":{"type":["string","null"]},
 		"tags":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"note":{"type":"string"}},"required":["name"]}}
 	},"required":["q","when","tags"]}`)
-	_, paths, err := openai.StrictSchema(schema)
+	_, paths, err := driver.StrictSchema(schema)
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := decode(t, `{"q":"x","when":null,"opt":null,"tags":[{"name":"a","note":null}]}`)
-	got := canonical(t, openai.StripNulls(args, paths))
+	got := canonical(t, driver.StripNulls(args, paths))
 	if want := `{"q":"x","tags":[{"name":"a"}],"when":null}`; got != want {
 		t.Errorf("got %s, want %s", got, want)
 	}
@@ -112,13 +111,13 @@ var benchPaths = []driver.NullPath{
 func BenchmarkStripNulls(b *testing.B) {
 	for _, bc := range stripBenchCases(b) {
 		b.Run(fmt.Sprintf("%s/paths=%d", bc.name, len(bc.paths)), func(b *testing.B) {
-			pre := openai.CompiledStrip(bc.paths)
+			pre := driver.CompiledStrip(bc.paths)
 			for _, s := range []struct {
 				name  string
 				strip func(map[string]any)
 			}{
-				{"walk", func(m map[string]any) { openai.StripNulls(m, bc.paths) }},
-				{"trie", func(m map[string]any) { openai.CompiledStrip(bc.paths)(m) }},
+				{"walk", func(m map[string]any) { driver.StripNulls(m, bc.paths) }},
+				{"trie", func(m map[string]any) { driver.CompiledStrip(bc.paths)(m) }},
 				{"precompiled", func(m map[string]any) { pre(m) }},
 			} {
 				b.Run(s.name, func(b *testing.B) {
@@ -145,7 +144,7 @@ type stripBenchCase struct {
 // paths with arguments the strict schema allows.
 func stripBenchCases(tb testing.TB) []stripBenchCase {
 	schemaCase := func(name string, schema, args map[string]any) stripBenchCase {
-		_, paths, err := openai.StrictSchema(schema)
+		_, paths, err := driver.StrictSchema(schema)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -1,14 +1,13 @@
-package openai_test
+package driver_test
 
 import (
 	"fmt"
 
 	"github.com/conduitmcp/conduit/adapters/driver"
-	"github.com/conduitmcp/conduit/adapters/openai"
 )
 
 func ExampleStrictSchema() {
-	strict, nullPaths, err := openai.StrictSchema(map[string]any{
+	strict, nullPaths, err := driver.StrictSchema(map[string]any{
 		"type": "object",
 		"properties": map[string]any{
 			"q":     map[string]any{"type": "string"},
@@ -31,7 +30,7 @@ func ExampleStripNulls() {
 	// What the model sent for the schema of ExampleStrictSchema: strict mode
 	// made it send "limit", and it had nothing to say.
 	args := map[string]any{"q": "golang", "limit": nil}
-	fmt.Println(openai.StripNulls(args, []driver.NullPath{{"limit"}}))
+	fmt.Println(driver.StripNulls(args, []driver.NullPath{{"limit"}}))
 	// Output:
 	// map[q:golang]
 }
@@ -42,7 +41,7 @@ func ExampleStripNulls_arrayItems() {
 		map[string]any{"name": "a", "note": nil},
 		map[string]any{"name": "b", "note": "kept"},
 	}}
-	fmt.Println(openai.StripNulls(args, paths))
+	fmt.Println(driver.StripNulls(args, paths))
 	// Output:
 	// map[tags:[map[name:a] map[name:b note:kept]]]
 }

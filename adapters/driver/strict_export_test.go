@@ -1,17 +1,15 @@
-package openai
+package driver
 
 // Exported to package openai_test: the null-path trie, to test that it
 // agrees with StripNulls and to benchmark stripping with it.
 
-import "github.com/conduitmcp/conduit/adapters/driver"
-
 // WouldStrip reports whether StripNulls(v, paths) would change v, as the
 // conversion's conflict check works it out.
-func WouldStrip(paths []driver.NullPath, v any) bool { return compile(paths).wouldStrip(v) }
+func WouldStrip(paths []NullPath, v any) bool { return compile(paths).wouldStrip(v) }
 
 // CompiledStrip compiles paths into a trie once and returns a func that
 // strips them in one walk: what StripNulls would cost with a trie.
-func CompiledStrip(paths []driver.NullPath) func(map[string]any) map[string]any {
+func CompiledStrip(paths []NullPath) func(map[string]any) map[string]any {
 	t := compile(paths)
 	return func(args map[string]any) map[string]any {
 		if args != nil {
@@ -47,7 +45,3 @@ func (t *trie) strip(v any) {
 		}
 	}
 }
-
-// FunctionName is functionName, for the test that a namespaced name
-// resolves back (toolcall.InNamespace).
-var FunctionName = functionName

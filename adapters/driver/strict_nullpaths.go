@@ -1,11 +1,9 @@
-package openai
+package driver
 
 import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/conduitmcp/conduit/adapters/driver"
 )
 
 func (c *converter) optReachable(n *snode) bool {
@@ -25,16 +23,16 @@ func (c *converter) optReachable(n *snode) bool {
 	return n.optMemo == 2
 }
 
-func (c *converter) nullPaths(root *snode) ([]driver.NullPath, error) {
+func (c *converter) nullPaths(root *snode) ([]NullPath, error) {
 	rel, err := c.rel(root, 0)
 	if err != nil || len(rel) == 0 {
 		return nil, err
 	}
-	paths := make([]driver.NullPath, len(rel))
+	paths := make([]NullPath, len(rel))
 	for i, p := range rel {
 		paths[i] = slices.Clone(p)
 	}
-	slices.SortFunc(paths, func(a, b driver.NullPath) int { return slices.Compare(a, b) })
+	slices.SortFunc(paths, func(a, b NullPath) int { return slices.Compare(a, b) })
 	if err := c.conflicts(compile(paths), []*snode{root}, nil); err != nil {
 		return nil, err
 	}
@@ -43,16 +41,16 @@ func (c *converter) nullPaths(root *snode) ([]driver.NullPath, error) {
 
 // rel returns the null paths below n, relative to n's value location.
 // Recursive definitions have none (analyze made sure), so this terminates.
-func (c *converter) rel(n *snode, depth int) ([]driver.NullPath, error) {
+func (c *converter) rel(n *snode, depth int) ([]NullPath, error) {
 	if depth > maxWalkDepth {
 		return nil, fail(n.ptr, "$ref", "schemas nested too deeply through $ref")
 	}
 	if !c.optReachable(n) {
 		return nil, nil
 	}
-	var list []driver.NullPath
+	var list []NullPath
 	var seen map[string]bool
-	add := func(p driver.NullPath) error {
+	add := func(p NullPath) error {
 		k := pathKey(p)
 		if seen[k] {
 			return nil
@@ -74,7 +72,7 @@ func (c *converter) rel(n *snode, depth int) ([]driver.NullPath, error) {
 			return err
 		}
 		for _, p := range ps {
-			q := make(driver.NullPath, 0, len(p)+1)
+			q := make(NullPath, 0, len(p)+1)
 			if err := add(append(append(q, prefix), p...)); err != nil {
 				return err
 			}
@@ -83,7 +81,7 @@ func (c *converter) rel(n *snode, depth int) ([]driver.NullPath, error) {
 	}
 	for _, p := range n.props {
 		if p.optional {
-			if err := add(driver.NullPath{p.name}); err != nil {
+			if err := add(NullPath{p.name}); err != nil {
 				return nil, err
 			}
 		}
@@ -92,11 +90,11 @@ func (c *converter) rel(n *snode, depth int) ([]driver.NullPath, error) {
 		}
 	}
 	if n.items != nil {
-		if err := sub(n.items, driver.AnyItem); err != nil {
+		if err := sub(n.items, AnyItem); err != nil {
 			return nil, err
 		}
 	}
-	same := func(ps []driver.NullPath) error {
+	same := func(ps []NullPath) error {
 		for _, p := range ps {
 			if err := add(p); err != nil {
 				return err
@@ -129,7 +127,7 @@ func (c *converter) rel(n *snode, depth int) ([]driver.NullPath, error) {
 }
 
 // pathKey is an injective encoding of a path, for deduplication.
-func pathKey(p driver.NullPath) string {
+func pathKey(p NullPath) string {
 	var b strings.Builder
 	for _, e := range p {
 		b.WriteString(strconv.Itoa(len(e)))
@@ -145,7 +143,7 @@ func pathKey(p driver.NullPath) string {
 // null by a required property that accepts null. Or it has a null inside
 // an enum or const value. at holds the schemas that may describe the
 // value at t's location.
-func (c *converter) conflicts(t *trie, at []*snode, path driver.NullPath) error {
+func (c *converter) conflicts(t *trie, at []*snode, path NullPath) error {
 	if len(path) > maxWalkDepth {
 		return fail(at[0].ptr, "", "schemas nested too deeply")
 	}
@@ -174,7 +172,7 @@ func (c *converter) conflicts(t *trie, at []*snode, path driver.NullPath) error 
 				}
 				next = append(next, p.node)
 			}
-			if k.name == driver.AnyItem && n.items != nil {
+			if k.name == AnyItem && n.items != nil {
 				next = append(next, n.items)
 			}
 		}
@@ -221,10 +219,10 @@ func acceptsNull(n *snode) bool {
 	return false
 }
 
-func formatPath(p driver.NullPath) string {
+func formatPath(p NullPath) string {
 	var b strings.Builder
 	for i, e := range p {
-		if e == driver.AnyItem {
+		if e == AnyItem {
 			b.WriteString(e)
 			continue
 		}

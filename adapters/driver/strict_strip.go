@@ -1,10 +1,8 @@
-package openai
+package driver
 
 import (
 	"slices"
 	"strings"
-
-	"github.com/conduitmcp/conduit/adapters/driver"
 )
 
 // StripNulls removes from args, in place, the null values that strict mode
@@ -17,7 +15,7 @@ import (
 // argument maps have a few paths, a few levels deep. On them, that beats
 // compiling the paths into a trie on every call. BenchmarkStripNulls
 // measures it.
-func StripNulls(args map[string]any, nullPaths []driver.NullPath) map[string]any {
+func StripNulls(args map[string]any, nullPaths []NullPath) map[string]any {
 	for _, p := range nullPaths {
 		if len(p) > 0 {
 			stripPath(args, p)
@@ -26,7 +24,7 @@ func StripNulls(args map[string]any, nullPaths []driver.NullPath) map[string]any
 	return args
 }
 
-func stripPath(v any, p driver.NullPath) {
+func stripPath(v any, p NullPath) {
 	for {
 		switch x := v.(type) {
 		case map[string]any:
@@ -42,7 +40,7 @@ func stripPath(v any, p driver.NullPath) {
 			}
 			v, p = child, p[1:]
 		case []any:
-			if p[0] != driver.AnyItem || len(p) == 1 {
+			if p[0] != AnyItem || len(p) == 1 {
 				return
 			}
 			for _, item := range x {
@@ -60,7 +58,7 @@ func stripPath(v any, p driver.NullPath) {
 type trie struct {
 	terminal bool // a null here is removed
 	kids     []trieKid
-	item     *trie // the kid named driver.AnyItem, for arrays
+	item     *trie // the kid named AnyItem, for arrays
 }
 
 type trieKid struct {
@@ -68,7 +66,7 @@ type trieKid struct {
 	node *trie
 }
 
-func compile(paths []driver.NullPath) *trie {
+func compile(paths []NullPath) *trie {
 	root := &trie{}
 	for _, p := range paths {
 		if len(p) == 0 {
@@ -79,7 +77,7 @@ func compile(paths []driver.NullPath) *trie {
 			i, ok := slices.BinarySearchFunc(t.kids, e, func(k trieKid, name string) int { return strings.Compare(k.name, name) })
 			if !ok {
 				t.kids = slices.Insert(t.kids, i, trieKid{name: e, node: &trie{}})
-				if e == driver.AnyItem {
+				if e == AnyItem {
 					t.item = t.kids[i].node
 				}
 			}
