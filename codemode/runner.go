@@ -91,6 +91,9 @@ type Record struct {
 	// Reached is true when the server's output reached the code. That
 	// taints the conversation once the code's answer reaches the model.
 	Reached bool `json:"reached,omitempty"`
+	// Skipped is a call the code issued that was not made: it waited for
+	// a decision, or the run stopped first. A replay makes it.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // Run is one run of code.

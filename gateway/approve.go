@@ -26,6 +26,9 @@ const maxShownArgs = 2 << 10
 // its retry, whose call carries the decision (CallOptions.Approval). The
 // approver is not asked then.
 //
+// A call made by run_code's code, in a round, is deferred instead. The
+// run stops, and the round asks about it (askCode).
+//
 // A client that declared no elicitation cannot be asked. Then the
 // caller's own Approver decides, if there is one. Else the call is
 // denied saying so.
@@ -34,6 +37,12 @@ func (g *Gateway) approve(ctx context.Context, req conduit.ApprovalRequest) cond
 		return g.console.hold(ctx, req)
 	}
 	if cr := runFrom(ctx); cr != nil {
+		if nested(ctx) {
+			if a, ok := cr.deferNested(req); ok {
+				return a
+			}
+			return g.cannotAsk(ctx, req)
+		}
 		if a, ok := cr.decide(req); ok {
 			return a
 		}
