@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/evanw/esbuild/pkg/api"
@@ -298,18 +299,40 @@ func (e *engine) codeError(err error) error {
 	return ce
 }
 
-// caller answers the code's calls, one at a time, in the order made.
-type caller func(ctx context.Context, global, method string, args json.RawMessage) outcome
+// A starter starts one call the code made. It runs on the engine's
+// goroutine, in the order the code made the calls. It returns deliver,
+// for a call answered at once, or send. send runs on a goroutine of its
+// own, concurrently with the run's other calls. It returns deliver.
+// deliver runs on the engine's goroutine. It hands the call's outcome to
+// the code.
+type starter func(global, method string, args json.RawMessage) (deliver func() outcome, send func(context.Context) func() outcome)
 
-// run runs code with tools (global -> methods) and answers each call with
-// call. It returns the JSON of what the code returned and its logs.
-func run(ctx context.Context, code string, tools map[string][]string, l Limits, call caller, halt func() error) (string, []string, error) {
+// flight is a call started and not yet delivered to the code.
+type flight struct {
+	id      int
+	done    chan struct{}
+	deliver func() outcome
+}
+
+// run runs code with tools (global -> methods). start starts each call
+// it makes. It returns the JSON of what the code returned and its logs.
+//
+// The calls run concurrently. Their outcomes reach the code in the order
+// the code made the calls, whatever order they end in. So what the code
+// does next, and which calls it makes, never depends on timing. A replay
+// then makes the same calls in the same order. halt, when it returns an
+// error, stops the run: no call is started after it. run returns only
+// when every call it started has ended.
+func run(ctx context.Context, code string, tools map[string][]string, l Limits, start starter, halt func() error) (string, []string, error) {
 	l = l.withDefaults()
 	if len(code) > l.MaxCodeBytes {
 		return "", nil, &LimitError{Limit: LimitCode, Value: strconv.Itoa(l.MaxCodeBytes) + " bytes"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.WallTime)
 	defer cancel()
+	var wg sync.WaitGroup
+	// Calls in flight end before the run does, their outcomes recorded.
+	defer wg.Wait()
 	vm, err := quickjs.NewVM()
 	if err != nil {
 		return "", nil, err
@@ -347,6 +370,7 @@ func run(ctx context.Context, code string, tools map[string][]string, l Limits, 
 	if _, err := settle.Call(quickjs.UndefinedValue, 0, true, main); err != nil {
 		return "", e.logs, e.codeError(err)
 	}
+	var pending []*flight
 	for {
 		if err := e.enter(ctx); err != nil {
 			return "", e.logs, err
@@ -360,31 +384,47 @@ func run(ctx context.Context, code string, tools map[string][]string, l Limits, 
 		if e.done {
 			break
 		}
-		if len(e.queue) == 0 {
-			return "", e.logs, ErrNeverSettled
-		}
-		q := e.queue
-		e.queue = nil
-		for _, c := range q {
-			out := call(ctx, c.global, c.method, json.RawMessage(c.args))
-			if e.fatal != nil {
-				return "", e.logs, e.fatal
-			}
+		for _, c := range e.queue {
 			if err := halt(); err != nil {
 				return "", e.logs, err
 			}
-			if err := e.enter(ctx); err != nil {
-				return "", e.logs, err
-			}
-			var serr error
-			if out.err != "" {
-				_, serr = settle.Call(quickjs.UndefinedValue, c.id, false, out.err)
+			f := &flight{id: c.id, done: make(chan struct{})}
+			deliver, send := start(c.global, c.method, json.RawMessage(c.args))
+			if send == nil {
+				f.deliver = deliver
+				close(f.done)
 			} else {
-				_, serr = settle.Call(quickjs.UndefinedValue, c.id, true, out.value)
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					f.deliver = send(ctx)
+					close(f.done)
+				}()
 			}
-			if serr != nil {
-				return "", e.logs, e.codeError(serr)
-			}
+			pending = append(pending, f)
+		}
+		e.queue = nil
+		if len(pending) == 0 {
+			return "", e.logs, ErrNeverSettled
+		}
+		f := pending[0]
+		pending = pending[1:]
+		<-f.done
+		if err := halt(); err != nil {
+			return "", e.logs, err
+		}
+		if err := e.enter(ctx); err != nil {
+			return "", e.logs, err
+		}
+		out := f.deliver()
+		var serr error
+		if out.err != "" {
+			_, serr = settle.Call(quickjs.UndefinedValue, f.id, false, out.err)
+		} else {
+			_, serr = settle.Call(quickjs.UndefinedValue, f.id, true, out.value)
+		}
+		if serr != nil {
+			return "", e.logs, e.codeError(serr)
 		}
 	}
 	if e.failure != nil {

@@ -158,7 +158,7 @@ func (g *Gateway) askCode(rq *roundRequest, approved bool, de *codemode.Deferred
 	var shown map[string]any
 	_ = json.Unmarshal(de.Call.Args, &shown)
 	msg := approvalMessage(&conduit.Call{Method: "tools/call", Exposed: de.Call.Exposed, Server: de.Call.Server, Args: shown})
-	msg += fmt.Sprintf(" The code of %s makes it; the %d calls the code made before it are not made again.", codemode.ToolName, made(replay))
+	msg += fmt.Sprintf(" The code of %s makes it; the %d calls the code made before it are not made again.", codemode.ToolName, de.Made())
 	schema, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{
 		forRunInput: map[string]any{"type": "boolean", "default": false,
 			"title":       "Allow " + de.Call.Exposed + " for the rest of this run",
@@ -170,17 +170,6 @@ func (g *Gateway) askCode(rq *roundRequest, approved bool, de *codemode.Deferred
 		return rq.m.refusal(fmt.Sprintf("%s needs an approval, but the results its code read so far are too large to carry in a requestState (%d bytes, at most %d): nothing more was sent. Read less per run, or have the call allowed by the policy.", de.Call.Exposed, len(cr.RequestState), maxStateBytes))
 	}
 	return res, err
-}
-
-// made counts the records of calls that were made.
-func made(rs []codemode.Record) int {
-	n := 0
-	for _, r := range rs {
-		if !r.Skipped {
-			n++
-		}
-	}
-	return n
 }
 
 // codeResume is how a retry of a code approval goes on: its state's
