@@ -371,6 +371,8 @@ func run(ctx context.Context, code string, tools map[string][]string, l Limits, 
 		return "", e.logs, e.codeError(err)
 	}
 	var pending []*flight
+	ready := make(chan struct{})
+	close(ready)
 	for {
 		if err := e.enter(ctx); err != nil {
 			return "", e.logs, err
@@ -384,16 +386,22 @@ func run(ctx context.Context, code string, tools map[string][]string, l Limits, 
 		if e.done {
 			break
 		}
+		// A call made alone, with none in flight, is made on this
+		// goroutine: a loop of awaited calls spawns nothing.
+		alone := len(e.queue) == 1 && len(pending) == 0
 		for _, c := range e.queue {
 			if err := halt(); err != nil {
 				return "", e.logs, err
 			}
-			f := &flight{id: c.id, done: make(chan struct{})}
+			f := &flight{id: c.id, done: ready}
 			deliver, send := start(c.global, c.method, json.RawMessage(c.args))
-			if send == nil {
+			switch {
+			case send == nil:
 				f.deliver = deliver
-				close(f.done)
-			} else {
+			case alone:
+				f.deliver = send(ctx)
+			default:
+				f.done = make(chan struct{})
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
