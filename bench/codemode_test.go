@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,6 +232,121 @@ func BenchmarkCodeMode(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCodeModeMemory: a run's memory, for a small script and for
+// the corpus script (list, then 200 reads). B/op is what the Go side
+// allocates per run; go-heap-B/run is what stays on Go's heap after a
+// GC, per run. The engine's heap is outside Go's, and the engine exposes
+// no usage figure. engine-peak-B is its peak per run, found as the
+// smallest codemode.Limits.Memory under which the run still succeeds
+// (the engine counts every allocation against it), to 4 KiB.
+func BenchmarkCodeModeMemory(b *testing.B) {
+	docs := codeDocs()
+	hub := codeHub(b, docs)
+	ctx := context.Background()
+	ts, err := hub.ListTools(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, sc := range []struct{ name, code string }{
+		{"small", `const t = await corpus.read_doc({id: 1}); return t.length`},
+		{"corpus", zebraCode},
+		// The corpus again, every text kept until the end: the peak grows
+		// by what the code holds.
+		{"corpus-kept", `const {ids} = await corpus.list_docs({});
+const texts = [];
+for (const id of ids) texts.push(await corpus.read_doc({id}));
+return texts.filter((t) => t.includes("zebra")).length`},
+	} {
+		b.Run(sc.name, func(b *testing.B) {
+			runWith := func(mem int) error {
+				_, err := codemode.Execute(ctx, sc.code, &codemode.Run{Source: hub, ToolSet: ts,
+					Options: &codemode.Options{Limits: codemode.Limits{Memory: mem}}})
+				return err
+			}
+			if err := runWith(0); err != nil {
+				b.Fatal(err)
+			}
+			lo, hi := 4<<10, codemode.DefaultMemory // fails at lo, succeeds at hi
+			for hi-lo > 4<<10 {
+				mid := (lo + hi) / 2
+				if runWith(mid) == nil {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			b.ReportAllocs()
+			n := 0
+			for b.Loop() {
+				if err := runWith(0); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(hi), "engine-peak-B")
+			b.ReportMetric(float64(int64(after.HeapInuse)-int64(before.HeapInuse))/float64(n), "go-heap-B/run")
+		})
+	}
+}
+
+// BenchmarkCodeModeParallel: 20 reads of a server that takes 5 ms a
+// call, awaited one by one against Promise.all. It reports the calls the
+// server saw in flight at most; ns/op shows the wall time saved.
+func BenchmarkCodeModeParallel(b *testing.B) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+	var mu sync.Mutex
+	now, most := 0, 0
+	type idArgs struct {
+		ID int `json:"id"`
+	}
+	mcp.AddTool(srv, &mcp.Tool{Name: "read", Description: "Read slowly."}, func(ctx context.Context, r *mcp.CallToolRequest, a idArgs) (*mcp.CallToolResult, any, error) {
+		mu.Lock()
+		now++
+		most = max(most, now)
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		mu.Lock()
+		now--
+		mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(a.ID)}}}, nil, nil
+	})
+	st, ct := mcp.NewInMemoryTransports()
+	go func() { _ = srv.Run(context.Background(), st) }()
+	hub, err := conduit.NewHub(context.Background(), []conduit.Server{{ID: "slow", Transport: ct}}, &conduit.Options{Policy: conduit.AllowAll()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { hub.Close() })
+	ctx := context.Background()
+	ts, err := hub.ListTools(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, sc := range []struct{ name, code string }{
+		{"one-by-one-20", `const out = []; for (let id = 0; id < 20; id++) out.push(await slow.read({id})); return out.length`},
+		{"promise-all-20", `const ids = Array.from({length: 20}, (_, i) => i); return (await Promise.all(ids.map((id) => slow.read({id})))).length`},
+	} {
+		b.Run(sc.name, func(b *testing.B) {
+			mu.Lock()
+			most = 0
+			mu.Unlock()
+			for b.Loop() {
+				if _, err := codemode.Execute(ctx, sc.code, &codemode.Run{Source: hub, ToolSet: ts}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			mu.Lock()
+			b.ReportMetric(float64(most), "most-in-flight")
+			mu.Unlock()
+		})
+	}
 }
 
 func median(xs []float64) float64 {
