@@ -188,3 +188,54 @@ return out;`})
 		t.Errorf("file %q, want the one approved edit", got)
 	}
 }
+
+// TestCodeModeRoundsParallel: an ask among parallel calls. The others
+// are made and recorded in the first round; the retry replays them and
+// sends the approved edit once.
+func TestCodeModeRoundsParallel(t *testing.T) {
+	url, dir := codeGateway(t)
+	cs, _ := newClient(t, url, aliceToken, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p := jsString(filepath.Join(dir, "log.txt"))
+	args := map[string]any{"code": `const [before, edited, after] = await Promise.all([
+  fs.read_text_file({path: ` + p + `}),
+  fs.edit_file({path: ` + p + `, edits: [{oldText: "log:", newText: "log:+"}]}),
+  fs.get_file_info({path: ` + p + `}),
+]);
+return {before, after: typeof after};`}
+	res, err := callRaw(ctx, cs, "run_code", args, nil, "")
+	st := askedApproval(t, res, err, "edit_file")
+	if p := res.InputRequests["conduit_approval"].(*mcp.ElicitParams); !strings.Contains(p.Message, "the 2 calls the code made before it") {
+		t.Errorf("the approval says %q; want the two parallel calls made", p.Message)
+	}
+	res, err = callRaw(ctx, cs, "run_code", args, accept, st)
+	if err != nil || res.IsError || !strings.Contains(resultText(res), `"before":{"content":"log:"}`) {
+		t.Fatalf("accepted = %q, %v", resultText(res), err)
+	}
+	if got := logFile(t, dir); got != "log:+" {
+		t.Errorf("file %q, want the one edit", got)
+	}
+}
+
+// TestCodeModeRoundsTooLarge: a run that has read more than a
+// requestState carries when it asks is answered with an error saying
+// so; the edit is not sent.
+func TestCodeModeRoundsTooLarge(t *testing.T) {
+	url, dir := codeGateway(t)
+	big := filepath.Join(dir, "big.txt")
+	if err := os.WriteFile(big, []byte(strings.Repeat("zebra ", 20000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs, _ := newClient(t, url, aliceToken, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := callRaw(ctx, cs, "run_code", map[string]any{"code": `await fs.read_text_file({path: ` + jsString(big) + `});
+await fs.edit_file({path: ` + jsString(filepath.Join(dir, "log.txt")) + `, edits: [{oldText: "log:", newText: "log:+"}]});`}, nil, "")
+	if err != nil || !res.IsError || res.NeedsInput() || !strings.Contains(resultText(res), "too large to carry in a requestState") {
+		t.Fatalf("answer %+v %q, %v", res, resultText(res), err)
+	}
+	if got := logFile(t, dir); got != "log:" {
+		t.Errorf("file %q", got)
+	}
+}
