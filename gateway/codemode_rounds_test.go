@@ -239,3 +239,40 @@ await fs.edit_file({path: ` + jsString(filepath.Join(dir, "log.txt")) + `, edits
 		t.Errorf("file %q", got)
 	}
 }
+
+// TestCodeModeRoundsSDKClient: the Go SDK's client answers the rounds
+// itself (its multi-round-trip loop and elicitation handler): one
+// CallTool, one question, the loop's edits sent once each.
+func TestCodeModeRoundsSDKClient(t *testing.T) {
+	url, dir := codeGateway(t)
+	var mu sync.Mutex
+	var asked []string
+	c := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			asked = append(asked, req.Params.Message)
+			mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"for_run": true}}, nil
+		},
+	})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &sessionIDs{token: aliceToken}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+		t.Fatalf("negotiated %s", v)
+	}
+	res := callTool(t, cs, "run_code", editLoop(dir, 5))
+	if res.IsError || !strings.Contains(resultText(res), "log:+++++") {
+		t.Fatalf("answer %q", resultText(res))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 1 {
+		t.Errorf("asked %d times, want once for the run: %q", len(asked), asked)
+	}
+	if got := logFile(t, dir); got != "log:+++++" {
+		t.Errorf("file %q, want five edits", got)
+	}
+}
