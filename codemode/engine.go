@@ -118,9 +118,11 @@ type hostCall struct {
 }
 
 // outcome answers a hostCall: a JSON value, or an error message.
+// reached names the server whose output it carries, if any.
 type outcome struct {
-	value string
-	err   string
+	value   string
+	err     string
+	reached string
 }
 
 // engine runs one piece of code in a fresh VM.
@@ -300,22 +302,22 @@ func (e *engine) codeError(err error) error {
 }
 
 // A starter starts one call the code made. It runs on the engine's
-// goroutine, in the order the code made the calls. It returns deliver,
-// for a call answered at once, or send. send runs on a goroutine of its
-// own, concurrently with the run's other calls. It returns deliver.
-// deliver runs on the engine's goroutine. It hands the call's outcome to
-// the code.
-type starter func(global, method string, args json.RawMessage) (deliver func() outcome, send func(context.Context) func() outcome)
+// goroutine, in the order the code made the calls. It returns the
+// call's outcome, when it is answered at once, or send. send makes the
+// call, concurrently with the run's other calls, and returns its outcome.
+type starter func(global, method string, args json.RawMessage) (now outcome, send func(context.Context) outcome)
 
 // flight is a call started and not yet delivered to the code.
 type flight struct {
-	id      int
-	done    chan struct{}
-	deliver func() outcome
+	id   int
+	done chan struct{}
+	out  outcome
 }
 
 // run runs code with tools (global -> methods). start starts each call
-// it makes. It returns the JSON of what the code returned and its logs.
+// it makes. delivered is told of each outcome as it reaches the code, on
+// this goroutine. It returns the JSON of what the code returned and its
+// logs.
 //
 // The calls run concurrently. Their outcomes reach the code in the order
 // the code made the calls, whatever order they end in. So what the code
@@ -323,7 +325,7 @@ type flight struct {
 // then makes the same calls in the same order. halt, when it returns an
 // error, stops the run: no call is started after it. run returns only
 // when every call it started has ended.
-func run(ctx context.Context, code string, tools map[string][]string, l Limits, start starter, halt func() error) (string, []string, error) {
+func run(ctx context.Context, code string, tools map[string][]string, l Limits, start starter, halt func() error, delivered func(outcome)) (string, []string, error) {
 	l = l.withDefaults()
 	if len(code) > l.MaxCodeBytes {
 		return "", nil, &LimitError{Limit: LimitCode, Value: strconv.Itoa(l.MaxCodeBytes) + " bytes"}
@@ -394,18 +396,18 @@ func run(ctx context.Context, code string, tools map[string][]string, l Limits, 
 				return "", e.logs, err
 			}
 			f := &flight{id: c.id, done: ready}
-			deliver, send := start(c.global, c.method, json.RawMessage(c.args))
+			now, send := start(c.global, c.method, json.RawMessage(c.args))
 			switch {
 			case send == nil:
-				f.deliver = deliver
+				f.out = now
 			case alone:
-				f.deliver = send(ctx)
+				f.out = send(ctx)
 			default:
 				f.done = make(chan struct{})
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					f.deliver = send(ctx)
+					f.out = send(ctx)
 					close(f.done)
 				}()
 			}
@@ -424,7 +426,8 @@ func run(ctx context.Context, code string, tools map[string][]string, l Limits, 
 		if err := e.enter(ctx); err != nil {
 			return "", e.logs, err
 		}
-		out := f.deliver()
+		out := f.out
+		delivered(out)
 		var serr error
 		if out.err != "" {
 			_, serr = settle.Call(quickjs.UndefinedValue, f.id, false, out.err)

@@ -220,14 +220,13 @@ func Execute(ctx context.Context, code string, r *Run) (*Result, error) {
 	var stop error
 	deferred := -1 // the first call, by position, that waits for a decision
 	var deferErr error
-	now := func(o outcome) func() outcome { return func() outcome { return o } }
-	start := func(global, method string, args json.RawMessage) (func() outcome, func(context.Context) func() outcome) {
+	start := func(global, method string, args json.RawMessage) (outcome, func(context.Context) outcome) {
 		if searching && global == searchGlobal && method == "search_tools" {
-			return now(search(r.ToolSet, args)), nil
+			return search(r.ToolSet, args), nil
 		}
 		t, ok := by[binding{global, method}]
 		if !ok {
-			return now(outcome{err: fmt.Sprintf("%s.%s is not a tool", global, method)}), nil
+			return outcome{err: fmt.Sprintf("%s.%s is not a tool", global, method)}, nil
 		}
 		rec := Record{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Args: args}
 		mu.Lock()
@@ -237,18 +236,18 @@ func Execute(ctx context.Context, code string, r *Run) (*Result, error) {
 			old := r.Replay[n]
 			if old.Exposed != rec.Exposed || !sameJSON(old.Args, rec.Args) {
 				stop = fmt.Errorf("%w: call %d is %s, the record has %s", ErrDivergent, n+1, rec.Exposed, old.Exposed)
-				return now(outcome{err: stop.Error()}), nil
+				return outcome{err: stop.Error()}, nil
 			}
 			if !old.Skipped {
 				res.Calls = append(res.Calls, old)
-				return func() outcome { return res.deliver(old) }, nil
+				return old.outcome(), nil
 			}
 		}
 		var m map[string]any
 		if err := json.Unmarshal(args, &m); err != nil || m == nil {
 			rec.Error = fmt.Sprintf("the arguments of %s.%s must be an object", global, method)
 			res.Calls = append(res.Calls, rec)
-			return now(outcome{err: rec.Error}), nil
+			return outcome{err: rec.Error}, nil
 		}
 		// Held by its place until it ends: a run stopped before then
 		// records it as not made.
@@ -261,7 +260,7 @@ func Execute(ctx context.Context, code string, r *Run) (*Result, error) {
 		if r.Approval != nil && (n == approvedAt || r.AllowTool != "" && r.AllowTool == t.Exposed) {
 			o.Approval = r.Approval
 		}
-		return nil, func(ctx context.Context) func() outcome {
+		return outcome{}, func(ctx context.Context) outcome {
 			cr, err := r.Source.CallTool(ctx, t.Exposed, m, &o)
 			mu.Lock()
 			defer mu.Unlock()
@@ -272,7 +271,7 @@ func Execute(ctx context.Context, code string, r *Run) (*Result, error) {
 				if stop == nil {
 					stop = err
 				}
-				return now(outcome{err: "deferred"})
+				return outcome{err: "deferred"}
 			}
 			rec.Reached = reached(err)
 			switch {
@@ -287,13 +286,18 @@ func Execute(ctx context.Context, code string, r *Run) (*Result, error) {
 				rec.Value = value(cr)
 			}
 			res.Calls[n] = rec
-			return func() outcome { return res.deliver(rec) }
+			return rec.outcome()
 		}
 	}
 	v, logs, err := run(ctx, code, names, lim, start, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		return stop
+	}, func(out outcome) {
+		// The server's output, read by the code, taints its later calls.
+		if out.reached != "" && !slices.Contains(res.Taint, out.reached) {
+			res.Taint = append(res.Taint, out.reached)
+		}
 	})
 	// Every call has ended: no goroutine touches res now.
 	res.Logs = logs
@@ -315,14 +319,18 @@ func Execute(ctx context.Context, code string, r *Run) (*Result, error) {
 	return res, nil
 }
 
-// deliver hands rec's outcome to the code. Its server's output, once
-// read by the code, taints the calls the code makes after.
-func (res *Result) deliver(rec Record) outcome {
-	res.reach(rec)
-	if rec.Error != "" {
-		return outcome{err: rec.Error}
+// outcome is what the code is answered for rec.
+func (rec Record) outcome() outcome {
+	var o outcome
+	if rec.Reached {
+		o.reached = rec.Server
 	}
-	return outcome{value: string(rec.Value)}
+	if rec.Error != "" {
+		o.err = rec.Error
+		return o
+	}
+	o.value = string(rec.Value)
+	return o
 }
 
 // reach adds the record's server to the taint when its output reached
