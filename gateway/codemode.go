@@ -151,14 +151,14 @@ func (cr *callRun) deferNested(req conduit.ApprovalRequest) (conduit.Approval, b
 }
 
 // askCode answers rq with the approval of the call de waits for. Its
-// state holds the calls made before, to be replayed by the retry.
-func (g *Gateway) askCode(rq *roundRequest, approved bool, de *codemode.DeferredError, replay []codemode.Record) (mcp.Result, error) {
+// state holds the calls the code made, to be replayed by the retry.
+func (g *Gateway) askCode(rq *roundRequest, approved bool, de *codemode.DeferredError) (mcp.Result, error) {
 	st := &state{ID: newStateID(), Method: rq.b.method, Name: rq.b.name, Args: rq.b.args, Principal: rq.b.principal,
-		Kind: kindCode, Approved: approved, Replay: replay, Tool: de.Call.Exposed}
+		Kind: kindCode, Approved: approved, Replay: de.Records, Tool: de.Call.Exposed}
 	var shown map[string]any
 	_ = json.Unmarshal(de.Call.Args, &shown)
 	msg := approvalMessage(&conduit.Call{Method: "tools/call", Exposed: de.Call.Exposed, Server: de.Call.Server, Args: shown})
-	msg += fmt.Sprintf(" The code of %s makes it; the %d calls the code made before it are not made again.", codemode.ToolName, de.Made())
+	msg += fmt.Sprintf(" The code of %s makes it. Calls the code made so far, answered from their records and not made again: %d.", codemode.ToolName, de.Made())
 	schema, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{
 		forRunInput: map[string]any{"type": "boolean", "default": false,
 			"title":       "Allow " + de.Call.Exposed + " for the rest of this run",

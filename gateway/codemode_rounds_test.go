@@ -206,7 +206,7 @@ func TestCodeModeRoundsParallel(t *testing.T) {
 return {before, after: typeof after};`}
 	res, err := callRaw(ctx, cs, "run_code", args, nil, "")
 	st := askedApproval(t, res, err, "edit_file")
-	if p := res.InputRequests["conduit_approval"].(*mcp.ElicitParams); !strings.Contains(p.Message, "the 2 calls the code made before it") {
+	if p := res.InputRequests["conduit_approval"].(*mcp.ElicitParams); !strings.Contains(p.Message, "not made again: 2.") {
 		t.Errorf("the approval says %q; want the two parallel calls made", p.Message)
 	}
 	res, err = callRaw(ctx, cs, "run_code", args, accept, st)

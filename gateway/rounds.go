@@ -398,7 +398,7 @@ func (cr *callRun) answer(ctx context.Context, rq *roundRequest) (mcp.Result, er
 		return cr.g.askApproval(rq, asking)
 	}
 	if de := (*codemode.DeferredError)(nil); errors.As(o.err, &de) {
-		return cr.g.askCode(rq, approved, de, de.Records)
+		return cr.g.askCode(rq, approved, de)
 	}
 	if o.err != nil {
 		return nil, o.err
