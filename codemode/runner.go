@@ -126,7 +126,8 @@ type Result struct {
 	Value json.RawMessage `json:"result"`
 	// Logs are the lines console.log wrote.
 	Logs []string `json:"logs,omitempty"`
-	// Calls are the calls made, in order, replayed ones included.
+	// Calls are the calls the code made, by the order it made them,
+	// replayed ones included. Those not made are Skipped.
 	Calls []Record `json:"-"`
 	// Taint is Call.Taint plus the servers whose output reached the code.
 	Taint []string `json:"-"`
