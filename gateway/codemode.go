@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/codemode"
@@ -84,6 +85,7 @@ func (s *session) runCode(ctx context.Context, ts *conduit.ToolSet, def *conduit
 		return nil, &conduit.Error{Kind: conduit.KindInternal, Message: "code mode needs a governed source"}
 	}
 	lt := codemode.LocalTool(codeSource{s.g, s}, ts, s.g.codeMode.Options)
+	ctx = context.WithValue(ctx, runAllowedKey{}, &runAllowed{tools: map[string]bool{}})
 	lt.Tool = def
 	var reached []string
 	ctx = codemode.WithReached(ctx, func(servers []string) { reached = slices.Clone(servers) })
@@ -140,6 +142,48 @@ func (s *session) callCode(ctx context.Context, ts *conduit.ToolSet, def *condui
 // tool for the rest of the run.
 const forRunInput = "for_run"
 
+// forRunSchema is the schema of a code approval's answer. Its one
+// choice allows tool for the rest of the run.
+func forRunSchema(tool string) json.RawMessage {
+	schema, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{
+		forRunInput: map[string]any{"type": "boolean", "default": false,
+			"title":       "Allow " + tool + " for the rest of this run",
+			"description": "Every later call of " + tool + " by this code is allowed without asking. Other tools still ask."},
+	}})
+	return schema
+}
+
+// runAllowed are the tools a person allowed for the rest of one run, on
+// a session (protocol 2025-11-25), where the run waits for each answer.
+type runAllowed struct {
+	mu    sync.Mutex
+	tools map[string]bool
+}
+
+type runAllowedKey struct{}
+
+// allowedFor returns the run's allowed tools, for a call made by
+// run_code's code on a session. It is nil otherwise.
+func allowedFor(ctx context.Context) *runAllowed {
+	if !nested(ctx) {
+		return nil
+	}
+	a, _ := ctx.Value(runAllowedKey{}).(*runAllowed)
+	return a
+}
+
+func (a *runAllowed) has(tool string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.tools[tool]
+}
+
+func (a *runAllowed) add(tool string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.tools[tool] = true
+}
+
 // deferNested is the approval of a call made by run_code's code in a
 // round. The client is asked in the round's answer, so the call is
 // deferred: the run stops, with the calls it made, and askCode asks.
@@ -159,12 +203,7 @@ func (g *Gateway) askCode(rq *roundRequest, approved bool, de *codemode.Deferred
 	_ = json.Unmarshal(de.Call.Args, &shown)
 	msg := approvalMessage(&conduit.Call{Method: "tools/call", Exposed: de.Call.Exposed, Server: de.Call.Server, Args: shown})
 	msg += fmt.Sprintf(" The code of %s makes it. Calls the code made so far, answered from their records and not made again: %d.", codemode.ToolName, de.Made())
-	schema, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{
-		forRunInput: map[string]any{"type": "boolean", "default": false,
-			"title":       "Allow " + de.Call.Exposed + " for the rest of this run",
-			"description": "Every later call of " + de.Call.Exposed + " by this code is allowed without asking. Other tools still ask."},
-	}})
-	res, err := g.inputRequired(rq, st, mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{Message: msg, RequestedSchema: json.RawMessage(schema)}})
+	res, err := g.inputRequired(rq, st, mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{Message: msg, RequestedSchema: forRunSchema(de.Call.Exposed)}})
 	if cr, ok := res.(*mcp.CallToolResult); ok && len(cr.RequestState) > maxStateBytes {
 		// The retry's state would be refused: say so now, with nothing sent.
 		return rq.m.refusal(fmt.Sprintf("%s needs an approval, but the results its code read so far are too large to carry in a requestState (%d bytes, at most %d): nothing more was sent. Read less per run, or have the call allowed by the policy.", de.Call.Exposed, len(cr.RequestState), maxStateBytes))

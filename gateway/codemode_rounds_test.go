@@ -276,3 +276,40 @@ func TestCodeModeRoundsSDKClient(t *testing.T) {
 		t.Errorf("file %q, want five edits", got)
 	}
 }
+
+// TestCodeModeSessionAskForRun: under 2025-11-25 the session's
+// elicitation offers for_run too; accepting it asks once for a loop.
+func TestCodeModeSessionAskForRun(t *testing.T) {
+	url, dir := codeGateway(t)
+	var mu sync.Mutex
+	var schemas []string
+	c := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			schemas = append(schemas, schemaText(req.Params.RequestedSchema))
+			mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"for_run": true}}, nil
+		},
+	})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &sessionIDs{token: aliceToken}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for range 2 {
+		res := callTool(t, cs, "run_code", editLoop(dir, 3))
+		if res.IsError {
+			t.Fatalf("answer %q", resultText(res))
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Once per run: the allowance ends with its run.
+	if len(schemas) != 2 || !strings.Contains(schemas[0], "for_run") {
+		t.Errorf("asked %d times (want once a run), schemas %q", len(schemas), schemas)
+	}
+	if got := logFile(t, dir); got != "log:++++++" {
+		t.Errorf("file %q, want six edits", got)
+	}
+}
