@@ -76,9 +76,17 @@ func TestParallelCalls(t *testing.T) {
 // them. The resumed run replays them, unsent, and sends the approved one
 // once.
 func TestParallelDeferral(t *testing.T) {
+	// The approver defers once both reads reached the server, so the read
+	// the code made after the write is in flight when the run stops.
+	var c *corpus
 	hub, c := newCorpusHub(t, 3, &conduit.Options{
-		Policy:   conduit.NewPolicy(conduit.Ask("corpus/write_note"), conduit.Allow("*")),
-		Approver: conduit.DeferAll("a person decides"),
+		Policy: conduit.NewPolicy(conduit.Ask("corpus/write_note"), conduit.Allow("*")),
+		Approver: func(context.Context, conduit.ApprovalRequest) conduit.Approval {
+			for deadline := time.Now().Add(5 * time.Second); c.sent("read_doc") < 2 && time.Now().Before(deadline); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			return conduit.Defer("a person decides")
+		},
 	})
 	code := `const [a, w, b] = await Promise.all([corpus.read_doc({id: 1}), corpus.write_note({text: "n"}), corpus.read_doc({id: 2})]);
 return [a.length, w, b.length]`

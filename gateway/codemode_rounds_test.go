@@ -206,8 +206,10 @@ func TestCodeModeRoundsParallel(t *testing.T) {
 return {before, after: typeof after};`}
 	res, err := callRaw(ctx, cs, "run_code", args, nil, "")
 	st := askedApproval(t, res, err, "edit_file")
-	if p := res.InputRequests["conduit_approval"].(*mcp.ElicitParams); !strings.Contains(p.Message, "not made again: 2.") {
-		t.Errorf("the approval says %q; want the two parallel calls made", p.Message)
+	// The read was made; the file info too, unless the edit waited before
+	// it started (it is then made by the retry).
+	if p := res.InputRequests["conduit_approval"].(*mcp.ElicitParams); !strings.Contains(p.Message, "not made again: 2.") && !strings.Contains(p.Message, "not made again: 1.") {
+		t.Errorf("the approval says %q; want the parallel calls made counted", p.Message)
 	}
 	res, err = callRaw(ctx, cs, "run_code", args, accept, st)
 	if err != nil || res.IsError || !strings.Contains(resultText(res), `"before":{"content":"log:"}`) {
