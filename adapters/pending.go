@@ -106,7 +106,7 @@ func pendingOf(c toolcall.Call, err error) (Pending, bool) {
 		p.Rule = d.Rule.String()
 	}
 	if de := (*codemode.DeferredError)(nil); errors.As(err, &de) {
-		p.Nested = &NestedCall{Name: de.Call.Exposed, Server: de.Call.Server, Tool: de.Call.Tool, Arguments: d.Args, Before: len(de.Records)}
+		p.Nested = &NestedCall{Name: de.Call.Exposed, Server: de.Call.Server, Tool: de.Call.Tool, Arguments: d.Args, Before: de.Made()}
 		if p.Nested.Arguments == nil {
 			p.Nested.Arguments = map[string]any{}
 		}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/evanw/esbuild/pkg/api"
@@ -117,9 +118,11 @@ type hostCall struct {
 }
 
 // outcome answers a hostCall: a JSON value, or an error message.
+// reached names the server whose output it carries, if any.
 type outcome struct {
-	value string
-	err   string
+	value   string
+	err     string
+	reached string
 }
 
 // engine runs one piece of code in a fresh VM.
@@ -298,18 +301,40 @@ func (e *engine) codeError(err error) error {
 	return ce
 }
 
-// caller answers the code's calls, one at a time, in the order made.
-type caller func(ctx context.Context, global, method string, args json.RawMessage) outcome
+// A starter starts one call the code made. It runs on the engine's
+// goroutine, in the order the code made the calls. It returns the
+// call's outcome, when it is answered at once, or send. send makes the
+// call, concurrently with the run's other calls, and returns its outcome.
+type starter func(global, method string, args json.RawMessage) (now outcome, send func(context.Context) outcome)
 
-// run runs code with tools (global -> methods) and answers each call with
-// call. It returns the JSON of what the code returned and its logs.
-func run(ctx context.Context, code string, tools map[string][]string, l Limits, call caller, halt func() error) (string, []string, error) {
+// flight is a call started and not yet delivered to the code.
+type flight struct {
+	id   int
+	done chan struct{}
+	out  outcome
+}
+
+// run runs code with tools (global -> methods). start starts each call
+// it makes. delivered is told of each outcome as it reaches the code, on
+// this goroutine. It returns the JSON of what the code returned and its
+// logs.
+//
+// The calls run concurrently. Their outcomes reach the code in the order
+// the code made the calls, whatever order they end in. So what the code
+// does next, and which calls it makes, never depends on timing. A replay
+// then makes the same calls in the same order. halt, when it returns an
+// error, stops the run: no call is started after it. run returns only
+// when every call it started has ended.
+func run(ctx context.Context, code string, tools map[string][]string, l Limits, start starter, halt func() error, delivered func(outcome)) (string, []string, error) {
 	l = l.withDefaults()
 	if len(code) > l.MaxCodeBytes {
 		return "", nil, &LimitError{Limit: LimitCode, Value: strconv.Itoa(l.MaxCodeBytes) + " bytes"}
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.WallTime)
 	defer cancel()
+	var wg sync.WaitGroup
+	// Calls in flight end before the run does, their outcomes recorded.
+	defer wg.Wait()
 	vm, err := quickjs.NewVM()
 	if err != nil {
 		return "", nil, err
@@ -347,6 +372,9 @@ func run(ctx context.Context, code string, tools map[string][]string, l Limits, 
 	if _, err := settle.Call(quickjs.UndefinedValue, 0, true, main); err != nil {
 		return "", e.logs, e.codeError(err)
 	}
+	var pending []*flight
+	ready := make(chan struct{})
+	close(ready)
 	for {
 		if err := e.enter(ctx); err != nil {
 			return "", e.logs, err
@@ -360,31 +388,54 @@ func run(ctx context.Context, code string, tools map[string][]string, l Limits, 
 		if e.done {
 			break
 		}
-		if len(e.queue) == 0 {
-			return "", e.logs, ErrNeverSettled
-		}
-		q := e.queue
-		e.queue = nil
-		for _, c := range q {
-			out := call(ctx, c.global, c.method, json.RawMessage(c.args))
-			if e.fatal != nil {
-				return "", e.logs, e.fatal
-			}
+		// A call made alone, with none in flight, is made on this
+		// goroutine: a loop of awaited calls spawns nothing.
+		alone := len(e.queue) == 1 && len(pending) == 0
+		for _, c := range e.queue {
 			if err := halt(); err != nil {
 				return "", e.logs, err
 			}
-			if err := e.enter(ctx); err != nil {
-				return "", e.logs, err
+			f := &flight{id: c.id, done: ready}
+			now, send := start(c.global, c.method, json.RawMessage(c.args))
+			switch {
+			case send == nil:
+				f.out = now
+			case alone:
+				f.out = send(ctx)
+			default:
+				f.done = make(chan struct{})
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					f.out = send(ctx)
+					close(f.done)
+				}()
 			}
-			var serr error
-			if out.err != "" {
-				_, serr = settle.Call(quickjs.UndefinedValue, c.id, false, out.err)
-			} else {
-				_, serr = settle.Call(quickjs.UndefinedValue, c.id, true, out.value)
-			}
-			if serr != nil {
-				return "", e.logs, e.codeError(serr)
-			}
+			pending = append(pending, f)
+		}
+		e.queue = nil
+		if len(pending) == 0 {
+			return "", e.logs, ErrNeverSettled
+		}
+		f := pending[0]
+		pending = pending[1:]
+		<-f.done
+		if err := halt(); err != nil {
+			return "", e.logs, err
+		}
+		if err := e.enter(ctx); err != nil {
+			return "", e.logs, err
+		}
+		out := f.out
+		delivered(out)
+		var serr error
+		if out.err != "" {
+			_, serr = settle.Call(quickjs.UndefinedValue, f.id, false, out.err)
+		} else {
+			_, serr = settle.Call(quickjs.UndefinedValue, f.id, true, out.value)
+		}
+		if serr != nil {
+			return "", e.logs, e.codeError(serr)
 		}
 	}
 	if e.failure != nil {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -91,6 +92,9 @@ type Record struct {
 	// Reached is true when the server's output reached the code. That
 	// taints the conversation once the code's answer reaches the model.
 	Reached bool `json:"reached,omitempty"`
+	// Skipped is a call the code issued that was not made: it waited for
+	// a decision, or the run stopped first. A replay makes it.
+	Skipped bool `json:"skipped,omitempty"`
 }
 
 // Run is one run of code.
@@ -103,12 +107,13 @@ type Run struct {
 	// Call are the options of every call: principal, assigns, taint and
 	// handlers. Each call's ID is Call.ID + "/" + its position from 1.
 	Call conduit.CallOptions
-	// Replay answers the first calls from their records, in order. It
-	// sends none of them. A call that differs is ErrDivergent.
+	// Replay answers the first calls from their records, by the order
+	// the code makes them. It sends none of them but those Skipped. A
+	// call that differs is ErrDivergent.
 	Replay []Record
-	// Approval, when set, decides the first call after Replay. That is
-	// the call a person approved. With AllowTool, it also decides every
-	// later call of that tool.
+	// Approval, when set, decides the first Skipped call of Replay, else
+	// the first call after it. That is the call a person approved. With
+	// AllowTool, it also decides every later call of that tool.
 	Approval  *conduit.Approval
 	AllowTool string
 	// Options are the limits.
@@ -121,7 +126,8 @@ type Result struct {
 	Value json.RawMessage `json:"result"`
 	// Logs are the lines console.log wrote.
 	Logs []string `json:"logs,omitempty"`
-	// Calls are the calls made, in order, replayed ones included.
+	// Calls are the calls the code made, by the order it made them,
+	// replayed ones included. Those not made are Skipped.
 	Calls []Record `json:"-"`
 	// Taint is Call.Taint plus the servers whose output reached the code.
 	Taint []string `json:"-"`
@@ -133,14 +139,19 @@ type Result struct {
 var ErrDivergent = errors.New("code mode: the code's calls differ from the recorded run")
 
 // DeferredError is a run stopped by a call that waits for a decision.
-// The Records up to it replay the run when the decision is made. It
-// matches conduit.ErrDeferred. It unwraps to the nested call's
-// *conduit.Error.
+// Its Records replay the run when the decision is made. It matches
+// conduit.ErrDeferred. It unwraps to the nested call's *conduit.Error.
 type DeferredError struct {
-	// Records are the calls made before the deferred one.
+	// Records are the calls the code made, by the order it made them.
+	// They are Run.Replay when the run goes on. Those not made (Skipped)
+	// are the deferred call and any other call that waited. Calls made
+	// concurrently with the deferred one, before or after it, are there
+	// with their outcomes.
 	Records []Record
-	// Call is the deferred call: its tool and arguments.
-	Call Record
+	// Call is the deferred call: its tool and arguments. Index is its
+	// place in Records.
+	Call  Record
+	Index int
 	// Err is the pipeline's error for it (KindDeferred, with the
 	// conduit.Deferral).
 	Err error
@@ -154,9 +165,24 @@ func (e *DeferredError) Error() string {
 // Unwrap is the nested call's error.
 func (e *DeferredError) Unwrap() error { return e.Err }
 
+// Made counts the Records of calls that were made: those a replay
+// answers without sending them again.
+func (e *DeferredError) Made() int {
+	n := 0
+	for _, r := range e.Records {
+		if !r.Skipped {
+			n++
+		}
+	}
+	return n
+}
+
 // Execute runs code as the body of an async function. Each call it makes
 // goes through r.Source's pipeline with r.Call's principal and taint.
-// The calls go in the order the code makes them. The error is one of:
+// The calls the code has made run concurrently, as many as it makes
+// before it awaits (within Limits.MaxCalls). Their outcomes reach the
+// code in the order it made them. Each call carries the taint of the
+// outcomes that reached the code before it was made. The error is one of:
 //
 //   - a *CodeError: a syntax error or an uncaught throw, with its line;
 //   - a *LimitError;
@@ -180,77 +206,110 @@ func Execute(ctx context.Context, code string, r *Run) (*Result, error) {
 	if searching {
 		names[searchGlobal] = []string{"search_tools"}
 	}
+	// The decision applies to the first call the record did not make:
+	// the one that waited for it. An old record has none; then it is the
+	// call after the record.
+	approvedAt := len(r.Replay)
+	for i, old := range r.Replay {
+		if old.Skipped {
+			approvedAt = i
+			break
+		}
+	}
 	res := &Result{Taint: slices.Clone(r.Call.Taint)}
+	var mu sync.Mutex // guards res.Calls, stop and deferred
 	var stop error
-	call := func(ctx context.Context, global, method string, args json.RawMessage) outcome {
+	deferred := -1 // the first call, by position, that waits for a decision
+	var deferErr error
+	start := func(global, method string, args json.RawMessage) (outcome, func(context.Context) outcome) {
 		if searching && global == searchGlobal && method == "search_tools" {
-			return search(r.ToolSet, args)
+			return search(r.ToolSet, args), nil
 		}
 		t, ok := by[binding{global, method}]
 		if !ok {
-			return outcome{err: fmt.Sprintf("%s.%s is not a tool", global, method)}
+			return outcome{err: fmt.Sprintf("%s.%s is not a tool", global, method)}, nil
 		}
 		rec := Record{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Args: args}
+		mu.Lock()
+		defer mu.Unlock()
 		n := len(res.Calls)
 		if n < len(r.Replay) {
 			old := r.Replay[n]
 			if old.Exposed != rec.Exposed || !sameJSON(old.Args, rec.Args) {
 				stop = fmt.Errorf("%w: call %d is %s, the record has %s", ErrDivergent, n+1, rec.Exposed, old.Exposed)
-				return outcome{err: stop.Error()}
+				return outcome{err: stop.Error()}, nil
 			}
-			res.Calls = append(res.Calls, old)
-			res.reach(old)
-			if old.Error != "" {
-				return outcome{err: old.Error}
+			if !old.Skipped {
+				res.Calls = append(res.Calls, old)
+				return old.outcome(), nil
 			}
-			return outcome{value: string(old.Value)}
 		}
 		var m map[string]any
 		if err := json.Unmarshal(args, &m); err != nil || m == nil {
 			rec.Error = fmt.Sprintf("the arguments of %s.%s must be an object", global, method)
 			res.Calls = append(res.Calls, rec)
-			return outcome{err: rec.Error}
+			return outcome{err: rec.Error}, nil
 		}
+		// Held by its place until it ends: a run stopped before then
+		// records it as not made.
+		res.Calls = append(res.Calls, Record{Server: t.Server, Tool: t.Name, Exposed: t.Exposed, Args: args, Skipped: true})
 		o := r.Call
 		o.ToolSet = r.ToolSet
 		o.Taint = slices.Clone(res.Taint)
 		o.ID = r.Call.ID + "/" + strconv.Itoa(n+1)
 		o.Approval = nil
-		if r.Approval != nil && (n == len(r.Replay) || r.AllowTool != "" && r.AllowTool == t.Exposed) {
+		if r.Approval != nil && (n == approvedAt || r.AllowTool != "" && r.AllowTool == t.Exposed) {
 			o.Approval = r.Approval
 		}
-		cr, err := r.Source.CallTool(ctx, t.Exposed, m, &o)
-		if errors.Is(err, conduit.ErrDeferred) {
-			stop = &DeferredError{Records: slices.Clone(res.Calls), Call: rec, Err: err}
-			return outcome{err: "deferred"}
-		}
-		rec.Reached = reached(err)
-		switch {
-		case err != nil:
-			rec.Error = err.Error()
-		case cr.IsError:
-			rec.Error = text(cr)
-			if rec.Error == "" {
-				rec.Error = t.Exposed + " failed"
+		return outcome{}, func(ctx context.Context) outcome {
+			cr, err := r.Source.CallTool(ctx, t.Exposed, m, &o)
+			mu.Lock()
+			defer mu.Unlock()
+			if errors.Is(err, conduit.ErrDeferred) {
+				if deferred < 0 || n < deferred {
+					deferred, deferErr = n, err
+				}
+				if stop == nil {
+					stop = err
+				}
+				return outcome{err: "deferred"}
 			}
-		default:
-			rec.Value = value(cr)
+			rec.Reached = reached(err)
+			switch {
+			case err != nil:
+				rec.Error = err.Error()
+			case cr.IsError:
+				rec.Error = text(cr)
+				if rec.Error == "" {
+					rec.Error = t.Exposed + " failed"
+				}
+			default:
+				rec.Value = value(cr)
+			}
+			res.Calls[n] = rec
+			return rec.outcome()
 		}
-		res.Calls = append(res.Calls, rec)
-		res.reach(rec)
-		if rec.Error != "" {
-			return outcome{err: rec.Error}
-		}
-		return outcome{value: string(rec.Value)}
 	}
-	v, logs, err := run(ctx, code, names, lim, func(ctx context.Context, g, m string, a json.RawMessage) outcome {
-		out := call(ctx, g, m, a)
-		if stop != nil {
-			return outcome{err: "stopped"}
+	v, logs, err := run(ctx, code, names, lim, start, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		return stop
+	}, func(out outcome) {
+		// The server's output, read by the code, taints its later calls.
+		if out.reached != "" && !slices.Contains(res.Taint, out.reached) {
+			res.Taint = append(res.Taint, out.reached)
 		}
-		return out
-	}, func() error { return stop })
+	})
+	// Every call has ended: no goroutine touches res now.
 	res.Logs = logs
+	for _, rec := range res.Calls {
+		res.reach(rec)
+	}
+	if deferred >= 0 {
+		call := res.Calls[deferred]
+		call.Skipped = false
+		return res, &DeferredError{Records: slices.Clone(res.Calls), Call: call, Index: deferred, Err: deferErr}
+	}
 	if stop != nil {
 		return res, stop
 	}
@@ -259,6 +318,20 @@ func Execute(ctx context.Context, code string, r *Run) (*Result, error) {
 	}
 	res.Value = json.RawMessage(v)
 	return res, nil
+}
+
+// outcome is what the code is answered for rec.
+func (rec Record) outcome() outcome {
+	var o outcome
+	if rec.Reached {
+		o.reached = rec.Server
+	}
+	if rec.Error != "" {
+		o.err = rec.Error
+		return o
+	}
+	o.value = string(rec.Value)
+	return o
 }
 
 // reach adds the record's server to the taint when its output reached

@@ -26,6 +26,9 @@ const maxShownArgs = 2 << 10
 // its retry, whose call carries the decision (CallOptions.Approval). The
 // approver is not asked then.
 //
+// A call made by run_code's code, in a round, is deferred instead. The
+// run stops, and the round asks about it (askCode).
+//
 // A client that declared no elicitation cannot be asked. Then the
 // caller's own Approver decides, if there is one. Else the call is
 // denied saying so.
@@ -34,6 +37,12 @@ func (g *Gateway) approve(ctx context.Context, req conduit.ApprovalRequest) cond
 		return g.console.hold(ctx, req)
 	}
 	if cr := runFrom(ctx); cr != nil {
+		if nested(ctx) {
+			if a, ok := cr.deferNested(req); ok {
+				return a
+			}
+			return g.cannotAsk(ctx, req)
+		}
 		if a, ok := cr.decide(req); ok {
 			return a
 		}
@@ -47,18 +56,28 @@ func (g *Gateway) approve(ctx context.Context, req conduit.ApprovalRequest) cond
 	if ss == nil || s.clientCaps().Elicitation == nil {
 		return g.cannotAsk(ctx, req)
 	}
+	ask := &mcp.ElicitParams{Message: approvalMessage(req.Call), RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)}
+	allowed := allowedFor(ctx)
+	if allowed != nil {
+		// A call of run_code's code: the person may allow its tool for
+		// the rest of the run.
+		if allowed.has(req.Call.Exposed) {
+			return conduit.Approve()
+		}
+		ask.RequestedSchema = forRunSchema(req.Call.Exposed)
+	}
 	actx, cancel := context.WithTimeout(ctx, g.approveWait)
 	defer cancel()
-	res, err := ss.Elicit(actx, &mcp.ElicitParams{
-		Message:         approvalMessage(req.Call),
-		RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`),
-	})
+	res, err := ss.Elicit(actx, ask)
 	switch {
 	case err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded):
 		return conduit.Reject(fmt.Sprintf("no answer to the approval request within %v", g.approveWait))
 	case err != nil:
 		return conduit.Reject("the approval request failed: " + err.Error())
 	case res.Action == "accept":
+		if v, _ := res.Content[forRunInput].(bool); v && allowed != nil {
+			allowed.add(req.Call.Exposed)
+		}
 		return conduit.Approve()
 	case res.Action == "decline":
 		return conduit.Reject("the user declined it")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/store/once"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -171,6 +172,20 @@ func (s *session) continueRound(ctx context.Context, rq *roundRequest, st *state
 			}
 			opts.Approval = &decision
 		}
+		cr, err := g.startCall(ctx, rq, opts, call)
+		if err != nil {
+			return nil, err
+		}
+		return cr.answer(ctx, rq)
+	case kindCode:
+		// The code runs again from the start. Its calls made already are
+		// replayed from the state. The client's answer decides the one asked.
+		opts.Input = &conduit.Input{Return: true}
+		if st.Approved {
+			approved := conduit.Approve()
+			opts.Approval = &approved
+		}
+		ctx = codemode.WithResume(ctx, codeResume(st, rq.responses))
 		cr, err := g.startCall(ctx, rq, opts, call)
 		if err != nil {
 			return nil, err
@@ -381,6 +396,9 @@ func (cr *callRun) answer(ctx context.Context, rq *roundRequest) (mcp.Result, er
 	cr.mu.Unlock()
 	if asking != "" {
 		return cr.g.askApproval(rq, asking)
+	}
+	if de := (*codemode.DeferredError)(nil); errors.As(o.err, &de) {
+		return cr.g.askCode(rq, approved, de)
 	}
 	if o.err != nil {
 		return nil, o.err

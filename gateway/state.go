@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/internal/seal"
 )
@@ -45,6 +46,10 @@ const (
 	// (protocol 2025-11-25 or before). The call waits for the answer in
 	// the replica that runs it. Wait names it there.
 	kindWait = "wait"
+	// kindCode: a call made by run_code's code asked for approval. The
+	// retry runs the code again. Replay answers the calls it made before
+	// from their records. The client's answer decides the call that asked.
+	kindCode = "code"
 )
 
 // state is what a requestState holds. It is encrypted. The client reads
@@ -64,6 +69,9 @@ type state struct {
 	Asked    []string `json:"q,omitempty"`  // the ids of the input requests asked
 	Server   string   `json:"s,omitempty"`  // the server's requestState (kindServer)
 	Wait     string   `json:"w,omitempty"`  // the waiting call (kindWait)
+	// The code's run (kindCode): the calls made, and the tool asked about.
+	Replay []codemode.Record `json:"r,omitempty"`
+	Tool   string            `json:"t,omitempty"`
 }
 
 // binding is the request a state is checked against.
@@ -147,6 +155,7 @@ func decodeState(data []byte) (*state, error) {
 	case st.ID == "":
 		return nil, errors.New("no id")
 	case st.Kind == kindServer, st.Kind == kindApproval:
+	case st.Kind == kindCode && st.Tool != "":
 	case st.Kind == kindWait && st.Wait != "" && len(st.Asked) == 1:
 	default:
 		return nil, fmt.Errorf("kind %q", st.Kind)

@@ -310,6 +310,7 @@ func FuzzDecodeState(f *testing.F) {
 	f.Add(data)
 	f.Add([]byte(`{"v":1,"id":"x","k":"wait","w":"y","q":["a"]}`))
 	f.Add([]byte(`{"v":1,"id":"x","k":"server","s":"\u0000"}`))
+	f.Add([]byte(`{"v":1,"id":"x","k":"code","t":"fs__write","r":[{"server":"fs","tool":"write","exposed":"fs__write","args":{"a":1},"value":"ok","reached":true},{"server":"fs","tool":"write","exposed":"fs__write","args":{},"skipped":true}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		st, err := decodeState(data)
 		if err != nil {
