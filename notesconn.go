@@ -65,6 +65,9 @@ type notesConn struct {
 	calls map[jsonrpc.ID]struct{} // tools/call requests not answered yet
 	// ext holds the extension requests not answered yet (see call).
 	ext map[jsonrpc.ID]chan *jsonrpc.Response
+	// taskCalls holds the _meta of tools/call requests not answered yet:
+	// an answer that is a task is followed with it (see taskAnswer).
+	taskCalls map[jsonrpc.ID]json.RawMessage
 
 	// The connection's writes, made by one goroutine (see write).
 	writerOnce sync.Once
@@ -165,6 +168,9 @@ func (c *notesConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if ok && r.IsCall() && c.cn.core.Trace != nil {
 		noteRequestID(ctx, r.ID)
 	}
+	if ok {
+		c.noteTaskCall(r)
+	}
 	if !ok || c.cn.core.limits.resultBytes == 0 {
 		return c.write(ctx, msg)
 	}
@@ -231,6 +237,7 @@ func (c *notesConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if c.extAnswer(resp) {
 				continue
 			}
+			c.taskAnswer(resp)
 			return c.bounded(resp), nil
 		}
 		r, ok := msg.(*jsonrpc.Request)
@@ -254,5 +261,55 @@ func (c *notesConn) notified(ctx context.Context, r *jsonrpc.Request) {
 		if json.Unmarshal(r.Params, &p) == nil {
 			c.cn.onLog(ctx, &mcp.LoggingMessageRequest{Session: sess, Params: &p})
 		}
+	}
+}
+
+// noteTaskCall keeps the _meta of r, a tools/call, until it is answered,
+// and forgets a request that r, a cancellation, gives up.
+func (c *notesConn) noteTaskCall(r *jsonrpc.Request) {
+	switch {
+	case r.IsCall() && r.Method == methodCallTool:
+		var p struct {
+			Meta json.RawMessage `json:"_meta"`
+		}
+		_ = json.Unmarshal(r.Params, &p)
+		c.mu.Lock()
+		if c.taskCalls == nil {
+			c.taskCalls = map[jsonrpc.ID]json.RawMessage{}
+		}
+		c.taskCalls[r.ID] = p.Meta
+		c.mu.Unlock()
+	case !r.IsCall() && r.Method == "notifications/cancelled":
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(r.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				c.mu.Lock()
+				delete(c.taskCalls, id)
+				c.mu.Unlock()
+			}
+		}
+	}
+}
+
+// taskAnswer replaces the result of resp, a tools/call's answered with a
+// task, by one that names the task, for taskMiddleware to follow.
+func (c *notesConn) taskAnswer(resp *jsonrpc.Response) {
+	c.mu.Lock()
+	meta, call := c.taskCalls[resp.ID]
+	delete(c.taskCalls, resp.ID)
+	c.mu.Unlock()
+	if !call || resp.Error != nil {
+		return
+	}
+	c.cn.mu.Lock()
+	p := c.cn.tasks
+	c.cn.mu.Unlock()
+	if p == nil {
+		return
+	}
+	if res, ok := p.taskResult(resp.Result, &taskRoute{meta: meta}); ok {
+		resp.Result = res
 	}
 }
