@@ -7,9 +7,11 @@ package temporalconduit_test
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +35,7 @@ type jobServer struct {
 	sent      map[string]int
 	release   chan struct{} // closed to end the calls under way
 	cancelled chan string   // ids of calls whose context ended first
+	gets      atomic.Int64  // tasks/get requests the gateway was sent
 }
 
 func newJobServer() *jobServer {
@@ -81,7 +84,12 @@ func (j *jobServer) gateway(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(h)
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tasks/get" {
+			j.gets.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
 	t.Cleanup(hs.Close)
 	return hs.URL
 }
