@@ -54,6 +54,18 @@ func newJobServer() *jobServer {
 				return nil, nil, ctx.Err()
 			}
 		})
+	mcp.AddTool(j.srv, &mcp.Tool{Name: "confirm", Description: "Ask to confirm, then act."},
+		func(_ context.Context, req *mcp.CallToolRequest, in mailArgs) (*mcp.CallToolResult, any, error) {
+			if _, ok := req.Params.InputResponses["confirm"]; !ok {
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"confirm": &mcp.ElicitParams{
+					Message: "Act on " + in.ID + "?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"confirm": map[string]any{"type": "boolean"}}},
+				}}}, nil, nil
+			}
+			j.mu.Lock()
+			j.sent[in.ID]++
+			j.mu.Unlock()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "acted on " + in.ID}}}, nil, nil
+		})
 	return j
 }
 
@@ -74,7 +86,7 @@ func (j *jobServer) gateway(t testing.TB) string {
 	g, err := gateway.New(context.Background(), []conduit.Server{{ID: "jobs", Transport: ct}}, &gateway.Options{
 		Hub:         &conduit.Options{Policy: conduit.AllowAll()},
 		Transparent: true,
-		Tasks:       &gateway.TaskOptions{Tools: []string{"jobs/report"}, PollInterval: 100 * time.Millisecond},
+		Tasks:       &gateway.TaskOptions{Tools: []string{"jobs/report", "jobs/confirm"}, PollInterval: 100 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -94,10 +106,14 @@ func (j *jobServer) gateway(t testing.TB) string {
 	return hs.URL
 }
 
-// client is a worker's conduit client of the gateway at url.
+// jobClient is a worker's conduit client of the gateway at url. It defers
+// what a server asks, for a person to answer through the workflow.
 func jobClient(t testing.TB, url string) *conduit.Client {
 	t.Helper()
-	c, err := conduit.NewClient(context.Background(), conduit.Server{ID: "jobs", URL: url}, &conduit.Options{Policy: conduit.AllowAll()})
+	c, err := conduit.NewClient(context.Background(), conduit.Server{ID: "jobs", URL: url}, &conduit.Options{Policy: conduit.AllowAll(),
+		Handlers: &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, conduit.DeferInput("a person answers")
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,5 +243,55 @@ func TestSuiteTaskCancelledWithWorkflow(t *testing.T) {
 	}
 	if j.sends("c1") != 1 {
 		t.Errorf("the tool was called %d times, want once", j.sends("c1"))
+	}
+}
+
+// A task that asks: its question waits in the workflow as a deferred
+// call's does, shown by the query; the decision's answer goes to the same
+// task, which the workflow polls on to its end. The tool acted once.
+func TestSuiteTaskAsks(t *testing.T) {
+	j := newJobServer()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quiet)
+	env := s.NewTestWorkflowEnvironment()
+	registerAgent(t, env, jobClient(t, j.gateway(t)), nil)
+	k := &ticks{}
+	k.listen(env)
+	u := &updates{env: env}
+	var shown []adapters.Pending
+	env.RegisterDelayedCallback(func() {
+		v, err := env.QueryWorkflow(temporalconduit.QueryPending)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if err := v.Get(&shown); err != nil || len(shown) != 1 || shown[0].Input == nil || shown[0].Input.Task == nil {
+			t.Errorf("pending %+v (%v), want the call waiting on its task's question", shown, err)
+			return
+		}
+		answers := mcp.InputResponseMap{}
+		for _, key := range shown[0].Input.Missing() {
+			answers[key] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
+		}
+		u.decide("answer", map[string]adapters.Ruling{shown[0].ID: {Allow: true, Input: answers}})
+	}, time.Hour)
+	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{{ID: "q1", Name: "confirm", Args: map[string]any{"id": "q1"}}}},
+		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic}})
+	out := result(t, env)
+
+	if want := []string{"q1 acted on q1"}; len(out.Turns) != 1 || !slices.Equal(answered(out.Turns[0].Results), want) {
+		t.Errorf("turns %+v, want %q", out.Turns, want)
+	}
+	if !slices.Equal(u.accepted, []string{"answer"}) {
+		t.Errorf("updates accepted %q, rejected %q", u.accepted, u.rejected)
+	}
+	if j.sends("q1") != 1 {
+		t.Errorf("the tool acted %d times, want once", j.sends("q1"))
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	// The call, then its take-up with the answer: no third tools/call.
+	if n := k.count("conduit.CallTool"); n != 2 {
+		t.Errorf("conduit.CallTool ran %d times, want twice (the call, the answer)", n)
 	}
 }
