@@ -1,6 +1,7 @@
 package conduit
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -65,8 +66,8 @@ type notesConn struct {
 	calls map[jsonrpc.ID]struct{} // tools/call requests not answered yet
 	// ext holds the extension requests not answered yet (see call).
 	ext map[jsonrpc.ID]chan *jsonrpc.Response
-	// taskCalls holds the _meta of tools/call requests not answered yet:
-	// an answer that is a task is followed with it (see taskAnswer).
+	// taskCalls holds the params of tools/call requests not answered yet:
+	// an answer that is a task is followed with their _meta (taskAnswer).
 	taskCalls map[jsonrpc.ID]json.RawMessage
 
 	// The connection's writes, made by one goroutine (see write).
@@ -264,20 +265,17 @@ func (c *notesConn) notified(ctx context.Context, r *jsonrpc.Request) {
 	}
 }
 
-// noteTaskCall keeps the _meta of r, a tools/call, until it is answered,
-// and forgets a request that r, a cancellation, gives up.
+// noteTaskCall keeps the params of r, a tools/call, until it is answered,
+// and forgets a request that r, a cancellation, gives up. They are read
+// only for an answer that is a task.
 func (c *notesConn) noteTaskCall(r *jsonrpc.Request) {
 	switch {
 	case r.IsCall() && r.Method == methodCallTool:
-		var p struct {
-			Meta json.RawMessage `json:"_meta"`
-		}
-		_ = json.Unmarshal(r.Params, &p)
 		c.mu.Lock()
 		if c.taskCalls == nil {
 			c.taskCalls = map[jsonrpc.ID]json.RawMessage{}
 		}
-		c.taskCalls[r.ID] = p.Meta
+		c.taskCalls[r.ID] = r.Params
 		c.mu.Unlock()
 	case !r.IsCall() && r.Method == "notifications/cancelled":
 		var p struct {
@@ -297,10 +295,10 @@ func (c *notesConn) noteTaskCall(r *jsonrpc.Request) {
 // task, by one that names the task, for taskMiddleware to follow.
 func (c *notesConn) taskAnswer(resp *jsonrpc.Response) {
 	c.mu.Lock()
-	meta, call := c.taskCalls[resp.ID]
+	params, call := c.taskCalls[resp.ID]
 	delete(c.taskCalls, resp.ID)
 	c.mu.Unlock()
-	if !call || resp.Error != nil {
+	if !call || resp.Error != nil || !bytes.Contains(resp.Result, []byte(`"task"`)) {
 		return
 	}
 	c.cn.mu.Lock()
@@ -309,7 +307,11 @@ func (c *notesConn) taskAnswer(resp *jsonrpc.Response) {
 	if p == nil {
 		return
 	}
-	if res, ok := p.taskResult(resp.Result, &taskRoute{meta: meta}); ok {
+	var req struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &req)
+	if res, ok := p.taskResult(resp.Result, &taskRoute{meta: req.Meta}); ok {
 		resp.Result = res
 	}
 }
