@@ -109,11 +109,16 @@ func (j *jobServer) gateway(t testing.TB) string {
 // jobClient is a worker's conduit client of the gateway at url. It defers
 // what a server asks, for a person to answer through the workflow.
 func jobClient(t testing.TB, url string) *conduit.Client {
+	return jobClientWith(t, url, &conduit.Options{Policy: conduit.AllowAll()})
+}
+
+// jobClientWith is jobClient with the options o (its Handlers set).
+func jobClientWith(t testing.TB, url string, o *conduit.Options) *conduit.Client {
 	t.Helper()
-	c, err := conduit.NewClient(context.Background(), conduit.Server{ID: "jobs", URL: url}, &conduit.Options{Policy: conduit.AllowAll(),
-		Handlers: &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return nil, conduit.DeferInput("a person answers")
-		}}})
+	o.Handlers = &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return nil, conduit.DeferInput("a person answers")
+	}}
+	c, err := conduit.NewClient(context.Background(), conduit.Server{ID: "jobs", URL: url}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,5 +298,49 @@ func TestSuiteTaskAsks(t *testing.T) {
 	// The call, then its take-up with the answer: no third tools/call.
 	if n := k.count("conduit.CallTool"); n != 2 {
 		t.Errorf("conduit.CallTool ran %d times, want twice (the call, the answer)", n)
+	}
+}
+
+// A tool the policy asks about, approved at once by the worker's
+// approver: the approver is asked when the call is sent, not at each poll
+// of its task.
+func TestSuiteTaskApprovedOnce(t *testing.T) {
+	j := newJobServer()
+	var mu sync.Mutex
+	asked := 0
+	src := jobClientWith(t, j.gateway(t), &conduit.Options{
+		Policy: conduit.NewPolicy(conduit.Ask("jobs/report"), conduit.Allow("jobs/*")),
+		Approver: func(context.Context, conduit.ApprovalRequest) conduit.Approval {
+			mu.Lock()
+			asked++
+			mu.Unlock()
+			return conduit.Approve()
+		},
+	})
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quiet)
+	env := s.NewTestWorkflowEnvironment()
+	registerAgent(t, env, src, nil)
+	k := &ticks{}
+	var once sync.Once
+	k.onPoll = func(n int) {
+		if n == 3 {
+			once.Do(func() { close(j.release) })
+		}
+	}
+	k.listen(env)
+	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{report("a1")}},
+		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic}})
+	out := result(t, env)
+	if want := []string{"a1 report a1 written"}; len(out.Turns) != 1 || !slices.Equal(answered(out.Turns[0].Results), want) {
+		t.Errorf("turns %+v, want %q", out.Turns, want)
+	}
+	k.mu.Lock()
+	polls := k.count("conduit.PollTask")
+	k.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 1 || polls < 4 {
+		t.Errorf("the approver was asked %d times over %d polls, want once", asked, polls)
 	}
 }
