@@ -247,3 +247,19 @@ func TestDetachedTask(t *testing.T) {
 		t.Errorf("tasks/cancel sent %v, want once for %s", got, d.Input.Task.ID)
 	}
 }
+
+// DetachTask on a call its server answers in the request changes
+// nothing: the result is the call's, and no deferral is made.
+func TestDetachTaskWithoutTask(t *testing.T) {
+	srv, _ := childServer(t, "b", "basic")
+	ctx := context.Background()
+	hub, err := NewHub(ctx, []Server{srv}, &Options{Policy: AllowAll()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	res, err := hub.CallTool(ctx, "b__echo", map[string]any{"message": "hi"}, &CallOptions{DetachTask: true})
+	if err != nil || resultText(res) != "echo: hi" || res.Meta[MetaTaskID] != nil {
+		t.Errorf("a detached call answered in its request = %q %v, %v", resultText(res), res.Meta, err)
+	}
+}
