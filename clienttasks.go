@@ -499,11 +499,19 @@ func (cn *conn) resumeTask(ctx context.Context, in *Input, req mcp.Request) (mcp
 		cn.cancelTask(ctx, p, route)
 		return nil, ctx.Err()
 	}
-	if done || err != nil {
+	if done {
 		return res, err
+	}
+	if err != nil {
+		// The network: the task may be fine. The caller asks again.
+		return nil, fmt.Errorf("%w: %w", errTaskUnreachable, err)
 	}
 	return nil, route.working()
 }
+
+// errTaskUnreachable marks a detached call's poll that did not reach its
+// server. The task may go on there; asking again later may succeed.
+var errTaskUnreachable = errors.New("the task's server could not be asked about it")
 
 // errTaskCancelled ends a call whose task its caller cancelled
 // (InputTask.Cancel).

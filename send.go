@@ -38,6 +38,10 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 	if errors.Is(err, errTaskCancelled) {
 		return newError(KindCanceled, call.Server, call.Tool, "The call to "+call.Exposed+" was cancelled with its task.", err)
 	}
+	if errors.Is(err, errTaskUnreachable) {
+		return newError(KindUnavailable, call.Server, call.Tool,
+			"The task of "+call.Exposed+" could not be asked about; it may succeed if tried again.", err)
+	}
 	if ie := (*inputError)(nil); errors.As(err, &ie) {
 		// Before the JSON-RPC errors: one in its cause is a handler's, not
 		// the server's.

@@ -391,7 +391,13 @@ func (a *Activities) pollTask(ctx context.Context, in callInput) (callOutput, er
 	if early != nil || err != nil {
 		return *early, err
 	}
-	return a.send(ctx, in, p, c, ts)
+	out, err := a.send(ctx, in, p, c, ts)
+	if err == nil && out.Err != nil && out.Err.Kind == conduit.KindUnavailable.String() {
+		// The server could not be asked, and the task may go on there:
+		// the poll is retried (pollCtx), not the call answered.
+		return callOutput{}, errors.New(out.Err.Message)
+	}
+	return out, err
 }
 
 // claimKey is the key of the claim of a call. It holds the call's

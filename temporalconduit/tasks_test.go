@@ -36,6 +36,7 @@ type jobServer struct {
 	release   chan struct{} // closed to end the calls under way
 	cancelled chan string   // ids of calls whose context ended first
 	gets      atomic.Int64  // tasks/get requests the gateway was sent
+	failGets  atomic.Int64  // tasks/get requests still to answer 503
 }
 
 func newJobServer() *jobServer {
@@ -99,6 +100,11 @@ func (j *jobServer) gateway(t testing.TB) string {
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("Mcp-Method") == "tasks/get" {
 			j.gets.Add(1)
+			if j.failGets.Add(-1) >= 0 {
+				http.Error(w, "the network fails", http.StatusServiceUnavailable)
+				return
+			}
+			j.failGets.Store(0)
 		}
 		h.ServeHTTP(w, r)
 	}))
@@ -342,5 +348,37 @@ func TestSuiteTaskApprovedOnce(t *testing.T) {
 	defer mu.Unlock()
 	if asked != 1 || polls < 4 {
 		t.Errorf("the approver was asked %d times over %d polls, want once", asked, polls)
+	}
+}
+
+// Polls that do not reach the server (503 twice) are retried, not the
+// call answered: the task goes on, and its result answers the call.
+func TestSuiteTaskPollRetried(t *testing.T) {
+	j := newJobServer()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(quiet)
+	env := s.NewTestWorkflowEnvironment()
+	registerAgent(t, env, jobClient(t, j.gateway(t)), nil)
+	k := &ticks{}
+	var fail, release sync.Once
+	k.onPoll = func(n int) {
+		fail.Do(func() { j.failGets.Store(2) })
+		if n >= 5 {
+			release.Do(func() { close(j.release) })
+		}
+	}
+	k.listen(env)
+	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{report("n1")}},
+		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic}})
+	out := result(t, env)
+	if want := []string{"n1 report n1 written"}; len(out.Turns) != 1 || !slices.Equal(answered(out.Turns[0].Results), want) {
+		t.Errorf("turns %+v, want %q", out.Turns, want)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	// A retried attempt is not reported as completed: the gateway's count
+	// of tasks/get is two more than the polls that completed.
+	if polls := k.count("conduit.PollTask"); j.gets.Load() != int64(polls)+2 || j.sends("n1") != 1 {
+		t.Errorf("%d tasks/get for %d polls, the tool called %d times; want 2 failures retried, one call", j.gets.Load(), polls, j.sends("n1"))
 	}
 }
