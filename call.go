@@ -103,6 +103,15 @@ type CallOptions struct {
 	//
 	// Nil means conduit answers what the server asks through Handlers.
 	Input *Input
+	// DetachTask, for a server that answers the call with a task
+	// (SEP-2663), returns the task rather than follow it to its end. The
+	// call then fails with a KindDeferred error. Its [Deferral].Input.Task
+	// names the task and the wait before the next poll. Taken up with that
+	// Input and DetachTask, the call asks about the task once: its result
+	// when it is over, else the same deferral. A durable caller (a Temporal
+	// workflow) waits between polls on its own timers, so no process sits
+	// in a poll loop for the task's life.
+	DetachTask bool
 }
 
 // call runs one call of a server's tool through the governed pipeline.

@@ -3,6 +3,7 @@ package conduit
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -18,18 +19,24 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Tasks (SEP-2663) on the client: a Streamable HTTP server may answer a
-// tools/call with a task (resultType "task") instead of its result. The
-// SDK's client knows no tasks, so conduit takes the CreateTaskResult off
-// the wire (taskPoller, in the transport's HTTP client, which the SDK
-// still frames) and hands the SDK a result that only names the task;
-// taskMiddleware then polls tasks/get at the server's interval to the
-// task's end, answers what the task asks (tasks/update) through the
-// call's handlers, cancels it (tasks/cancel) when the call is cancelled,
-// and returns the task's result as the call's.
+// Tasks (SEP-2663) on the client: a server may answer a tools/call with
+// a task (resultType "task") instead of its result. The SDK's client knows
+// no tasks, so conduit takes the CreateTaskResult off the wire and hands
+// the SDK a result that only names the task. Over Streamable HTTP the
+// transport's HTTP client does so (taskPoller, the SDK still frames).
+// Over stdio the connection conduit wraps does (notesConn reads the SDK's
+// jsonrpc messages). taskMiddleware then polls tasks/get at the server's
+// interval to the task's end, answers what the task asks (tasks/update)
+// through the call's handlers, cancels it (tasks/cancel) when the call is
+// cancelled, and returns the task's result as the call's.
+//
+// With CallOptions.DetachTask the call returns the task instead, as a
+// deferral, and each take-up polls it once. A durable caller (a Temporal
+// workflow) then waits between polls on timers of its own.
 
 // TasksExtension is the id of the tasks extension (SEP-2663), which
-// conduit declares to Streamable HTTP servers.
+// conduit declares to the servers it starts (stdio) and to Streamable
+// HTTP servers.
 const TasksExtension = "io.modelcontextprotocol/tasks"
 
 // MetaTaskID is the _meta key of a tool result that a server gave as a
@@ -46,6 +53,9 @@ const metaTaskRef = "conduit.dev/taskRef"
 type taskPoller struct {
 	base   http.RoundTripper
 	client *http.Client // the transport's whole client (auth too), set after Connect's setup
+	// ext, when set, sends the tasks methods instead of HTTP: over stdio
+	// they share the session's connection.
+	ext func(ctx context.Context, method string, params map[string]any, out any) error
 
 	mu     sync.Mutex
 	routes map[string]*taskRoute // ref -> how to reach its task
@@ -156,25 +166,43 @@ func (p *taskPoller) rewrite(data []byte, route *taskRoute) []byte {
 	if json.Unmarshal(data, &msg) != nil || msg["result"] == nil {
 		return data
 	}
-	var res struct {
-		ResultType string `json:"resultType"`
-		createdTask
-	}
-	if json.Unmarshal(msg["result"], &res) != nil || res.ResultType != "task" || res.TaskID == "" {
+	res, ok := p.taskResult(msg["result"], route)
+	if !ok {
 		return data
 	}
-	r := *route
-	r.env = res.createdTask
-	ref := rand.Text()
-	p.mu.Lock()
-	p.routes[ref] = &r
-	p.mu.Unlock()
-	msg["result"], _ = json.Marshal(map[string]any{"content": []any{}, "_meta": map[string]any{metaTaskRef: ref}})
+	msg["result"] = res
 	out, err := json.Marshal(msg)
 	if err != nil {
 		return data
 	}
 	return out
+}
+
+// taskResult returns the result that names the task of result, a
+// CreateTaskResult, and keeps the task's route. It reports false for
+// any other result.
+func (p *taskPoller) taskResult(result json.RawMessage, route *taskRoute) (json.RawMessage, bool) {
+	if !bytes.Contains(result, []byte(`"task"`)) {
+		return nil, false
+	}
+	var res struct {
+		ResultType string `json:"resultType"`
+		createdTask
+	}
+	if json.Unmarshal(result, &res) != nil || res.ResultType != "task" || res.TaskID == "" {
+		return nil, false
+	}
+	r := *route
+	r.env = res.createdTask
+	ref := rand.Text()
+	out, err := json.Marshal(map[string]any{"content": []any{}, "_meta": map[string]any{metaTaskRef: ref}})
+	if err != nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	p.routes[ref] = &r
+	p.mu.Unlock()
+	return out, true
 }
 
 // take returns the route of ref, once.
@@ -198,6 +226,9 @@ type detailedTask struct {
 // task, and decodes its result into out.
 func (p *taskPoller) post(ctx context.Context, r *taskRoute, method string, params map[string]any, out any) error {
 	params["taskId"] = r.env.TaskID
+	if p.ext != nil {
+		return p.ext(ctx, method, params, out)
+	}
 	if len(r.meta) > 0 {
 		params["_meta"] = r.meta
 	}
@@ -274,6 +305,23 @@ func pollInterval(ms int64) time.Duration {
 	return d
 }
 
+// detachKey marks the context of a call made with CallOptions.DetachTask.
+type detachKey struct{}
+
+// withDetach returns ctx, whose tools/call returns its task rather than
+// follow it when detach is set.
+func withDetach(ctx context.Context, detach bool) context.Context {
+	if !detach {
+		return ctx
+	}
+	return context.WithValue(ctx, detachKey{}, true)
+}
+
+func taskDetached(ctx context.Context) bool {
+	d, _ := ctx.Value(detachKey{}).(bool)
+	return d
+}
+
 // taskMiddleware follows a tools/call answered with a task to the task's
 // end, and returns its result as the call's.
 func (cn *conn) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
@@ -301,92 +349,120 @@ func (cn *conn) taskMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if route == nil {
 			return res, err // no task of conduit's poller: the server's own _meta
 		}
+		if taskDetached(ctx) {
+			return nil, route.working()
+		}
 		cs, _ := req.GetSession().(*mcp.ClientSession)
 		return cn.followTask(ctx, p, route, cs)
 	}
 }
 
+// working is the deferral of a detached call whose task is not over. It
+// names the task, to poll it again later (CallOptions.DetachTask).
+func (r *taskRoute) working() *inputDeferral {
+	return &inputDeferral{reason: "the task " + r.env.TaskID + " is " + cmp.Or(r.env.Status, "working"),
+		input: &Input{Task: &InputTask{ID: r.env.TaskID, Meta: r.meta, PollInterval: pollInterval(r.env.PollIntervalMs)}}}
+}
+
 // followTask polls the task of route to its end.
 func (cn *conn) followTask(ctx context.Context, p *taskPoller, route *taskRoute, cs *mcp.ClientSession) (*mcp.CallToolResult, error) {
-	id := route.env.TaskID
-	wait := pollInterval(route.env.PollIntervalMs)
 	failures := 0
 	for {
 		select {
 		case <-ctx.Done():
-			// The call is cancelled: so is its task, on a context of its own.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if err := p.post(cctx, route, "tasks/cancel", map[string]any{}, nil); err != nil {
-				cn.core.Logger.Warn("conduit: cancelling a task", "server", cn.srv.ID, "task", id, "err", err)
-			}
-			cancel()
+			cn.cancelTask(ctx, p, route)
 			return nil, ctx.Err()
-		case <-time.After(wait):
+		case <-time.After(pollInterval(route.env.PollIntervalMs)):
 		}
-		var t detailedTask
-		if err := p.post(ctx, route, "tasks/get", map[string]any{}, &t); err != nil {
-			var rpcErr *jsonrpc.Error
-			if errors.As(err, &rpcErr) || ctx.Err() != nil {
-				return nil, fmt.Errorf("task %s: %w", id, err)
-			}
+		res, done, err := cn.pollTask(ctx, p, route, cs)
+		if done {
+			return res, err
+		}
+		if err != nil {
 			// The network: a few tries before giving up.
 			if failures++; failures >= 5 {
-				return nil, fmt.Errorf("task %s: %w", id, err)
+				return nil, err
 			}
 			continue
 		}
 		failures = 0
-		if t.PollIntervalMs > 0 {
-			wait = pollInterval(t.PollIntervalMs)
+	}
+}
+
+// cancelTask sends tasks/cancel for route's task, whose call ctx ended, on
+// a context of its own.
+func (cn *conn) cancelTask(ctx context.Context, p *taskPoller, route *taskRoute) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := p.post(cctx, route, "tasks/cancel", map[string]any{}, nil); err != nil {
+		cn.core.Logger.Warn("conduit: cancelling a task", "server", cn.srv.ID, "task", route.env.TaskID, "err", err)
+	}
+}
+
+// pollTask asks once about route's task (tasks/get) and does what its
+// status says. done reports the call's end, with res or err. Otherwise
+// err, if any, is the network's, and the task is asked about again.
+func (cn *conn) pollTask(ctx context.Context, p *taskPoller, route *taskRoute, cs *mcp.ClientSession) (res *mcp.CallToolResult, done bool, err error) {
+	id := route.env.TaskID
+	var t detailedTask
+	if err := p.post(ctx, route, "tasks/get", map[string]any{}, &t); err != nil {
+		var rpcErr *jsonrpc.Error
+		return nil, errors.As(err, &rpcErr) || ctx.Err() != nil, fmt.Errorf("task %s: %w", id, err)
+	}
+	if t.PollIntervalMs > 0 {
+		route.env.PollIntervalMs = t.PollIntervalMs
+	}
+	route.env.Status = t.Status
+	switch t.Status {
+	case "completed":
+		res := new(mcp.CallToolResult)
+		if err := json.Unmarshal(t.Result, res); err != nil {
+			return nil, true, fmt.Errorf("task %s: its result cannot be read: %w", id, err)
 		}
-		switch t.Status {
-		case "completed":
-			res := new(mcp.CallToolResult)
-			if err := json.Unmarshal(t.Result, res); err != nil {
-				return nil, fmt.Errorf("task %s: its result cannot be read: %w", id, err)
-			}
-			if res.Meta == nil {
-				res.Meta = mcp.Meta{}
-			}
-			res.Meta[MetaTaskID] = id
-			return res, nil
-		case "failed":
-			if t.Error == nil {
-				return nil, fmt.Errorf("task %s failed", id)
-			}
-			return nil, t.Error
-		case "cancelled":
-			return nil, fmt.Errorf("task %s was cancelled by its server", id)
-		case "input_required":
-			if len(t.InputRequests) == 0 || cs == nil {
-				continue
-			}
-			answers, err := cn.answerInputs(ctx, cs, t.InputRequests)
-			if d := (*inputDeferral)(nil); errors.As(err, &d) {
-				// The question waits, and so does the task: the deferral
-				// carries its id, to take it up (Input.Task).
-				d.input.Task = &InputTask{ID: id, Meta: route.meta}
-				return nil, d
-			}
-			if err != nil {
-				return nil, err
-			}
-			if err := p.post(ctx, route, "tasks/update", map[string]any{"inputResponses": answers}, nil); err != nil {
-				return nil, fmt.Errorf("task %s: %w", id, err)
-			}
+		if res.Meta == nil {
+			res.Meta = mcp.Meta{}
+		}
+		res.Meta[MetaTaskID] = id
+		return res, true, nil
+	case "failed":
+		if t.Error == nil {
+			return nil, true, fmt.Errorf("task %s failed", id)
+		}
+		return nil, true, t.Error
+	case "cancelled":
+		return nil, true, fmt.Errorf("task %s was cancelled by its server", id)
+	case "input_required":
+		if len(t.InputRequests) == 0 || cs == nil {
+			return nil, false, nil
+		}
+		answers, err := cn.answerInputs(ctx, cs, t.InputRequests)
+		if d := (*inputDeferral)(nil); errors.As(err, &d) {
+			// The question waits, and so does the task: the deferral
+			// carries its id, to take it up (Input.Task).
+			d.input.Task = &InputTask{ID: id, Meta: route.meta, PollInterval: pollInterval(route.env.PollIntervalMs)}
+			return nil, true, d
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		if err := p.post(ctx, route, "tasks/update", map[string]any{"inputResponses": answers}, nil); err != nil {
+			return nil, true, fmt.Errorf("task %s: %w", id, err)
 		}
 	}
+	return nil, false, nil
 }
 
 // resumeTask takes up the task of a deferred call (in.Task): its answers
 // go to the task, which is then polled to its end. No tools/call is sent.
+// A detached call (CallOptions.DetachTask) polls it once, and a task
+// marked Cancel is cancelled instead.
 func (cn *conn) resumeTask(ctx context.Context, in *Input, req mcp.Request) (mcp.Result, error) {
 	cn.mu.Lock()
 	p := cn.tasks
 	cn.mu.Unlock()
 	cs, _ := req.GetSession().(*mcp.ClientSession)
 	if p == nil || cs == nil {
-		return nil, fmt.Errorf("task %s: the server %s is not reached over Streamable HTTP, so its task cannot be followed", in.Task.ID, cn.srv.ID)
+		return nil, fmt.Errorf("task %s: the server %s is reached by a transport that cannot follow its task", in.Task.ID, cn.srv.ID)
 	}
 	h := http.Header{}
 	if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion != "" {
@@ -395,7 +471,14 @@ func (cn *conn) resumeTask(ctx context.Context, in *Input, req mcp.Request) (mcp
 	if id := cs.ID(); id != "" {
 		h.Set("Mcp-Session-Id", id)
 	}
-	route := &taskRoute{url: cn.srv.URL, header: h, meta: in.Task.Meta, env: createdTask{TaskID: in.Task.ID}}
+	route := &taskRoute{url: cn.srv.URL, header: h, meta: in.Task.Meta,
+		env: createdTask{TaskID: in.Task.ID, PollIntervalMs: in.Task.PollInterval.Milliseconds()}}
+	if in.Task.Cancel {
+		if err := p.post(ctx, route, "tasks/cancel", map[string]any{}, nil); err != nil {
+			return nil, fmt.Errorf("task %s: %w", in.Task.ID, err)
+		}
+		return nil, fmt.Errorf("task %s: %w", in.Task.ID, errTaskCancelled)
+	}
 	answers := mcp.InputResponseMap{}
 	for k, a := range in.Responses {
 		if _, asked := in.Requests[k]; asked {
@@ -407,5 +490,29 @@ func (cn *conn) resumeTask(ctx context.Context, in *Input, req mcp.Request) (mcp
 			return nil, fmt.Errorf("task %s: %w", in.Task.ID, err)
 		}
 	}
-	return cn.followTask(ctx, p, route, cs)
+	if !taskDetached(ctx) {
+		return cn.followTask(ctx, p, route, cs)
+	}
+	res, done, err := cn.pollTask(ctx, p, route, cs)
+	if ctx.Err() != nil {
+		// The caller gave up on the call: so does its task.
+		cn.cancelTask(ctx, p, route)
+		return nil, ctx.Err()
+	}
+	if done {
+		return res, err
+	}
+	if err != nil {
+		// The network: the task may be fine. The caller asks again.
+		return nil, fmt.Errorf("%w: %w", errTaskUnreachable, err)
+	}
+	return nil, route.working()
 }
+
+// errTaskUnreachable marks a detached call's poll that did not reach its
+// server. The task may go on there; asking again later may succeed.
+var errTaskUnreachable = errors.New("the task's server could not be asked about it")
+
+// errTaskCancelled ends a call whose task its caller cancelled
+// (InputTask.Cancel).
+var errTaskCancelled = errors.New("cancelled by its caller")

@@ -2,6 +2,7 @@ package conduit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -78,8 +79,9 @@ func newConn(c *core, srv Server, principal string) *conn {
 		ToolListChangedHandler:      func(_ context.Context, req *mcp.ToolListChangedRequest) { cn.toolsChanged(req) },
 		ProgressNotificationHandler: c.onProgress,
 	}
-	if srv.URL != "" && !srv.SSE {
-		// conduit follows the tasks a Streamable HTTP server answers with.
+	if srv.Transport == nil && !srv.SSE {
+		// conduit follows the tasks a stdio or Streamable HTTP server
+		// answers with.
 		opts.Capabilities.AddExtension(TasksExtension, map[string]any{})
 	}
 	cn.clientHandlers(opts) // server requests, log messages, list changes
@@ -332,6 +334,21 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 		cn.mu.Unlock()
 	} else {
 		tr = notesTransport{tr, cn} // notifications off the wire, results bounded
+		// The tasks methods share the session's connection (extCall).
+		p := newTaskPoller(nil)
+		p.ext = func(ctx context.Context, method string, params map[string]any, out any) error {
+			sess, err := cn.current()
+			if err != nil {
+				return err
+			}
+			if out == nil {
+				out = new(json.RawMessage)
+			}
+			return cn.extCall(ctx, sess, method, params, out)
+		}
+		cn.mu.Lock()
+		cn.tasks = p
+		cn.mu.Unlock()
 	}
 	sess, err := cn.client.Connect(sctx, tr, nil)
 	if !timer.Stop() && err == nil {

@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 //	silent             reads stdin and never answers
 //	defs               tools read from files, differing between runs and
 //	                   within one (see runDefsChild)
+//	tasks              the tool slow, answered as a task (clienttasks_stdio_test.go)
 func runChild(mode string) int {
 	marker := os.Getenv(childMarkerEnv)
 	mark := func(s string) {
@@ -75,6 +76,8 @@ func runChild(mode string) int {
 		return runBigHTTPChild(mode == "big-http-json")
 	case "noisy":
 		return runNoisyChild(mark)
+	case "tasks":
+		return runTasksChild(mark)
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "child", Version: "1"}, nil)
 	addTool(s, "echo", func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

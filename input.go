@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -81,6 +82,14 @@ type InputTask struct {
 	// version and capabilities its server was told. It is sent again with
 	// each request about the task.
 	Meta json.RawMessage `json:"meta,omitempty"`
+	// PollInterval is the wait before the next tasks/get, as the server
+	// last asked (within conduit's bounds). A detached call's caller waits
+	// it (CallOptions.DetachTask).
+	PollInterval time.Duration `json:"pollInterval,omitempty"`
+	// Cancel, taken up, cancels the task (tasks/cancel) rather than follow
+	// it. The call then fails. A durable caller whose own wait was
+	// cancelled sends it so.
+	Cancel bool `json:"cancel,omitempty"`
 }
 
 // ResendKey is the key of the one request of an [Input] that Resend

@@ -1,6 +1,7 @@
 package conduit
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -65,6 +66,9 @@ type notesConn struct {
 	calls map[jsonrpc.ID]struct{} // tools/call requests not answered yet
 	// ext holds the extension requests not answered yet (see call).
 	ext map[jsonrpc.ID]chan *jsonrpc.Response
+	// taskCalls holds the params of tools/call requests not answered yet:
+	// an answer that is a task is followed with their _meta (taskAnswer).
+	taskCalls map[jsonrpc.ID]json.RawMessage
 
 	// The connection's writes, made by one goroutine (see write).
 	writerOnce sync.Once
@@ -165,6 +169,9 @@ func (c *notesConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if ok && r.IsCall() && c.cn.core.Trace != nil {
 		noteRequestID(ctx, r.ID)
 	}
+	if ok {
+		c.noteTaskCall(r)
+	}
 	if !ok || c.cn.core.limits.resultBytes == 0 {
 		return c.write(ctx, msg)
 	}
@@ -231,6 +238,7 @@ func (c *notesConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if c.extAnswer(resp) {
 				continue
 			}
+			c.taskAnswer(resp)
 			return c.bounded(resp), nil
 		}
 		r, ok := msg.(*jsonrpc.Request)
@@ -254,5 +262,56 @@ func (c *notesConn) notified(ctx context.Context, r *jsonrpc.Request) {
 		if json.Unmarshal(r.Params, &p) == nil {
 			c.cn.onLog(ctx, &mcp.LoggingMessageRequest{Session: sess, Params: &p})
 		}
+	}
+}
+
+// noteTaskCall keeps the params of r, a tools/call, until it is answered,
+// and forgets a request that r, a cancellation, gives up. They are read
+// only for an answer that is a task.
+func (c *notesConn) noteTaskCall(r *jsonrpc.Request) {
+	switch {
+	case r.IsCall() && r.Method == methodCallTool:
+		c.mu.Lock()
+		if c.taskCalls == nil {
+			c.taskCalls = map[jsonrpc.ID]json.RawMessage{}
+		}
+		c.taskCalls[r.ID] = r.Params
+		c.mu.Unlock()
+	case !r.IsCall() && r.Method == "notifications/cancelled":
+		var p struct {
+			RequestID any `json:"requestId"`
+		}
+		if json.Unmarshal(r.Params, &p) == nil {
+			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+				c.mu.Lock()
+				delete(c.taskCalls, id)
+				c.mu.Unlock()
+			}
+		}
+	}
+}
+
+// taskAnswer replaces the result of resp, a tools/call's answered with a
+// task, by one that names the task, for taskMiddleware to follow.
+func (c *notesConn) taskAnswer(resp *jsonrpc.Response) {
+	c.mu.Lock()
+	params, call := c.taskCalls[resp.ID]
+	delete(c.taskCalls, resp.ID)
+	c.mu.Unlock()
+	if !call || resp.Error != nil || !bytes.Contains(resp.Result, []byte(`"task"`)) {
+		return
+	}
+	c.cn.mu.Lock()
+	p := c.cn.tasks
+	c.cn.mu.Unlock()
+	if p == nil {
+		return
+	}
+	var req struct {
+		Meta json.RawMessage `json:"_meta"`
+	}
+	_ = json.Unmarshal(params, &req)
+	if res, ok := p.taskResult(resp.Result, &taskRoute{meta: req.Meta}); ok {
+		resp.Result = res
 	}
 }

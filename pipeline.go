@@ -512,7 +512,7 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 		tctx, in, end = cn.calls.start(tctx, o.Handlers, recorded)
 		defer end()
 	}
-	tctx = withInput(tctx, o.Input)
+	tctx = withDetach(withInput(tctx, o.Input), o.DetachTask)
 	var sent time.Time
 	if r.info != nil {
 		sent = r.info.start(cn.peer, sess)

@@ -35,6 +35,13 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 		return newError(KindTimeout, call.Server, call.Tool,
 			fmt.Sprintf("The request to the server of %s timed out after %v.", call.Exposed, timeout), errors.Join(context.DeadlineExceeded, err))
 	}
+	if errors.Is(err, errTaskCancelled) {
+		return newError(KindCanceled, call.Server, call.Tool, "The call to "+call.Exposed+" was cancelled with its task.", err)
+	}
+	if errors.Is(err, errTaskUnreachable) {
+		return newError(KindUnavailable, call.Server, call.Tool,
+			"The task of "+call.Exposed+" could not be asked about; it may succeed if tried again.", err)
+	}
 	if ie := (*inputError)(nil); errors.As(err, &ie) {
 		// Before the JSON-RPC errors: one in its cause is a handler's, not
 		// the server's.

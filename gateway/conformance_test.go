@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case "1":
 		os.Exit(runChild())
-	case "task-defer", "task-resume":
+	case "task-defer", "task-resume", "conv-defer", "conv-resume":
 		if err := taskChild(os.Getenv(childEnv)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"net"
@@ -348,4 +349,49 @@ func ExampleTaskOptions() {
 	fmt.Println(res.Content[0].(*mcp.TextContent).Text, "task:", task)
 	// Output:
 	// add {"text":"hi"} task: true
+}
+
+// A caller that waits on timers of its own (a durable workflow) detaches
+// the task: the call returns it at once as a deferral, and each take-up
+// asks about it once, until its result.
+func ExampleTaskOptions_detach() {
+	ctx := context.Background()
+	g, err := gateway.New(ctx, []conduit.Server{notesServer()}, &gateway.Options{
+		Hub:   &conduit.Options{Policy: conduit.AllowAll()},
+		Tasks: &gateway.TaskOptions{Tools: []string{"notes/add"}, PollInterval: 50 * time.Millisecond},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	h, err := g.Handler(&gateway.HTTPOptions{NoAuth: true})
+	if err != nil {
+		log.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "gw", URL: srv.URL}}, &conduit.Options{Policy: conduit.AllowAll()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer hub.Close()
+	args := map[string]any{"text": "later"}
+	opts := &conduit.CallOptions{DetachTask: true}
+	for {
+		res, err := hub.CallTool(ctx, "gw__notes__add", args, opts)
+		var d *conduit.Deferral
+		if errors.As(err, &d) && d.Input != nil && d.Input.Task != nil {
+			time.Sleep(d.Input.Task.PollInterval) // a workflow.Sleep in a workflow
+			opts.Input = d.Input
+			continue
+		}
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(res.Content[0].(*mcp.TextContent).Text, "polled:", opts.Input != nil)
+		return
+	}
+	// Output:
+	// add {"text":"later"} polled: true
 }

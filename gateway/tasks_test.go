@@ -19,7 +19,11 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/adaptertest"
+	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/testenv"
+	"github.com/conduitmcp/conduit/store/sqlitestore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -394,6 +398,9 @@ func TestClientFollowsTasks(t *testing.T) {
 // and saves the deferral's Input; "task-resume" answers it and takes the
 // call up with it, and prints the result.
 func taskChild(step string) error {
+	if strings.HasPrefix(step, "conv-") {
+		return convChild(step)
+	}
 	url, saved := os.Getenv("TASK_URL"), os.Getenv("TASK_FILE")
 	ctx := context.Background()
 	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "gw", URL: url}}, &conduit.Options{
@@ -507,5 +514,129 @@ func TestTasksApproval(t *testing.T) {
 		case action == "decline" && (res["isError"] != true || strings.Contains(text, "computed")):
 			t.Errorf("declined: %v %q, want the refusal", done["status"], text)
 		}
+	}
+}
+
+// convChild is one process of TestConversationTaskAcrossProcesses:
+// "conv-defer" runs a model's response whose call its server runs as a
+// task, defers what the task asks and saves the conversation's state;
+// "conv-resume" resumes the conversation from it, answers, and prints the
+// call's answer.
+func convChild(step string) error {
+	url, saved := os.Getenv("TASK_URL"), os.Getenv("TASK_FILE")
+	ctx := context.Background()
+	// The claims of the calls a resumed state decides: one store for the
+	// processes of the machine.
+	st, err := sqlitestore.Open(saved+".db", nil)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "gw", URL: url}}, &conduit.Options{
+		Policy: conduit.AllowAll(),
+		Store:  st,
+		Handlers: &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, conduit.DeferInput("a person answers later")
+		}},
+	})
+	if err != nil {
+		return err
+	}
+	defer hub.Close()
+	opts := &adapters.ConversationOptions{State: adapters.StateOptions{Keys: [][]byte{stateKey}}}
+	if step == "conv-defer" {
+		conv, err := adapters.NewConversation(ctx, hub, adapters.Anthropic, opts)
+		if err != nil {
+			return err
+		}
+		resp := adaptertest.FakeOf(adapters.Anthropic).Response("deleting",
+			toolcall.Raw{ID: "call-1", Name: "gw__confirm_delete", Args: map[string]any{"filename": "c.txt"}})
+		ex, err := conv.Execute(ctx, resp)
+		if err != nil {
+			return err
+		}
+		if len(ex.Pending) != 1 || ex.Pending[0].Input == nil || ex.Pending[0].Input.Task == nil {
+			return fmt.Errorf("the turn's pending calls are %+v, want the call waiting on its task's question", ex.Pending)
+		}
+		state, err := conv.State()
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(saved, state, 0o600)
+	}
+	state, err := os.ReadFile(saved)
+	if err != nil {
+		return err
+	}
+	conv, err := adapters.ResumeConversation(ctx, hub, adapters.Anthropic, state, opts)
+	if err != nil {
+		return err
+	}
+	saved2, err := adapters.ReadState(state, &opts.State)
+	if err != nil {
+		return err
+	}
+	decisions := map[string]adapters.Ruling{}
+	for _, p := range saved2.Pending {
+		answers := mcp.InputResponseMap{}
+		for _, k := range p.Input.Missing() {
+			answers[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
+		}
+		decisions[p.ID] = adapters.Ruling{Allow: true, Input: answers}
+		fmt.Printf("TASK %s\n", p.Input.Task.ID)
+	}
+	ex, err := conv.Resume(ctx, decisions)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(ex.Results)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("RESULTS %s\n", b)
+	return nil
+}
+
+// A conversation's call that its server (conduit serve) runs as a task
+// outlives the process: one process runs the model's response, defers
+// what the task asks and saves the conversation's state. Another resumes
+// the conversation from the state and decides: the answer goes to the
+// same task (no second tools/call), which it polls to its end, and the
+// task's result answers the model's call.
+func TestConversationTaskAcrossProcesses(t *testing.T) {
+	url := serveHTTP(t, tasksConfig(t, ""), nil, "--transparent", "--no-auth")
+	rc := &recorder{target: url}
+	proxy := httptest.NewServer(rc)
+	t.Cleanup(proxy.Close)
+	saved := filepath.Join(t.TempDir(), "conversation.state")
+	run := func(step string) string {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), childEnv+"="+step, "TASK_URL="+proxy.URL, "TASK_FILE="+saved, "GORACE=atexit_sleep_ms=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", step, err, out)
+		}
+		return string(out)
+	}
+	run("conv-defer")
+	calls := rc.methods("tools/call")
+	if len(calls) != 1 {
+		t.Fatalf("the first process sent tools/call %d times, want once", len(calls))
+	}
+	out := run("conv-resume")
+	id := ""
+	for line := range strings.SplitSeq(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "TASK "); ok {
+			id = v
+		}
+	}
+	if id == "" || !strings.Contains(out, `Deleted c.txt`) || !strings.Contains(out, `"tool_use_id":"call-1"`) {
+		t.Errorf("the resumed process printed %q, want the task's result for call-1", out)
+	}
+	if n := len(rc.methods("tools/call")); n != 1 {
+		t.Errorf("tools/call was sent %d times in all, want once", n)
+	}
+	if len(rc.methods("tasks/update "+id)) != 1 || len(rc.methods("tasks/get "+id)) == 0 {
+		t.Errorf("the second process sent %v about task %q, want its answer and polls", rc.methods("tasks/"), id)
 	}
 }

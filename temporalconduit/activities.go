@@ -236,6 +236,9 @@ type callOutput struct {
 	Reached bool      `json:"reached,omitempty"`
 	Halt    bool      `json:"halt,omitempty"`
 	Pending *deferred `json:"pending,omitempty"`
+	// Task is the task its server runs the call as, not over yet: the
+	// workflow waits on a timer and asks about it again (pollTask).
+	Task *conduit.Input `json:"task,omitempty"`
 	// Unknown reports that the answer says the call's outcome is unknown.
 	Unknown bool `json:"unknown,omitempty"`
 }
@@ -270,34 +273,12 @@ type deferred struct {
 // callTool sends one call through the source's pipeline. It sends it at most
 // once, whatever the attempts (see the package doc). It heartbeats while it
 // runs, with the server's progress as the heartbeats' details. A
-// cancellation of the activity cancels the MCP request.
+// cancellation of the activity cancels the MCP request. A call its server
+// runs as a task returns the task at once (callOutput.Task).
 func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, error) {
-	p, err := in.Offer.provider()
-	if err != nil {
-		return callOutput{}, invalid(err)
-	}
-	c := toolcall.Call{Index: in.Call.Index, ID: in.Call.ID, Name: in.Call.Name, Server: in.Call.Server, Tool: in.Call.Tool}
-	if err := json.Unmarshal(in.Call.Args, &c.Args); err != nil || c.Args == nil {
-		return callOutput{}, invalid(fmt.Errorf("the call's arguments: %v", err))
-	}
-	c.Def = &conduit.Tool{Tool: &mcp.Tool{Name: c.Tool}, Exposed: c.Name, Server: c.Server}
-	switch d := in.Decision; {
-	case in.Halted:
-		return failed(conduit.HaltedError(c.Def)), nil
-	case d != nil && !d.Allow:
-		return failed(conduit.DeniedError(c.Def, d.Reason, d.Halt)), nil
-	}
-	ts, all, err := a.offered(ctx, in.Offer)
-	if err != nil {
-		return callOutput{}, err
-	}
-	if t, ok := ts.Lookup(c.Name); ok && t.Server == c.Server && t.Name == c.Tool {
-		c.Def = t
-	} else if name, ok := all.ExposedName(c.Server, c.Tool); ok {
-		if t, _ := all.Lookup(name); t.Digest() != in.Call.Digest {
-			return failed(&conduit.Error{Kind: conduit.KindDenied, Server: c.Server, Tool: c.Tool, Err: adapters.ErrToolChanged,
-				Message: "The call to " + c.Name + " was not made: the tool's definition changed after it was offered. Call it again if it is still wanted."}), nil
-		}
+	p, c, ts, early, err := a.resolve(ctx, in)
+	if early != nil || err != nil {
+		return *early, err
 	}
 
 	var ticket *once.Ticket
@@ -329,25 +310,94 @@ func (a *Activities) callTool(ctx context.Context, in callInput) (callOutput, er
 		record(ctx, ticket, out)
 		return out, nil
 	}
+	out, err := a.send(ctx, in, p, c, ts)
+	record(ctx, ticket, out)
+	return out, err
+}
 
+// resolve reads in's call and resolves it against the offer. early, when
+// set, is the call's answer without sending it.
+func (a *Activities) resolve(ctx context.Context, in callInput) (adapters.Provider, toolcall.Call, *conduit.ToolSet, *callOutput, error) {
+	var c toolcall.Call
+	p, err := in.Offer.provider()
+	if err != nil {
+		return p, c, nil, &callOutput{}, invalid(err)
+	}
+	c = toolcall.Call{Index: in.Call.Index, ID: in.Call.ID, Name: in.Call.Name, Server: in.Call.Server, Tool: in.Call.Tool}
+	if err := json.Unmarshal(in.Call.Args, &c.Args); err != nil || c.Args == nil {
+		return p, c, nil, &callOutput{}, invalid(fmt.Errorf("the call's arguments: %v", err))
+	}
+	c.Def = &conduit.Tool{Tool: &mcp.Tool{Name: c.Tool}, Exposed: c.Name, Server: c.Server}
+	switch d := in.Decision; {
+	case in.Halted:
+		out := failed(conduit.HaltedError(c.Def))
+		return p, c, nil, &out, nil
+	case d != nil && !d.Allow:
+		out := failed(conduit.DeniedError(c.Def, d.Reason, d.Halt))
+		return p, c, nil, &out, nil
+	}
+	ts, all, err := a.offered(ctx, in.Offer)
+	if err != nil {
+		return p, c, nil, &callOutput{}, err
+	}
+	if t, ok := ts.Lookup(c.Name); ok && t.Server == c.Server && t.Name == c.Tool {
+		c.Def = t
+	} else if name, ok := all.ExposedName(c.Server, c.Tool); ok {
+		if t, _ := all.Lookup(name); t.Digest() != in.Call.Digest {
+			out := failed(&conduit.Error{Kind: conduit.KindDenied, Server: c.Server, Tool: c.Tool, Err: adapters.ErrToolChanged,
+				Message: "The call to " + c.Name + " was not made: the tool's definition changed after it was offered. Call it again if it is still wanted."})
+			return p, c, nil, &out, nil
+		}
+	}
+	return p, c, ts, nil, nil
+}
+
+// send runs c through the source's pipeline, heartbeating, and returns its
+// outcome. A call its server runs as a task is detached: the workflow
+// waits for the task on timers, not this activity.
+func (a *Activities) send(ctx context.Context, in callInput, p adapters.Provider, c toolcall.Call, ts *conduit.ToolSet) (callOutput, error) {
 	if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
 		stop := heartbeat(ctx, hb/3)
 		defer stop()
 	}
 	copts := &conduit.CallOptions{ToolSet: ts, ID: c.ID, Principal: in.Offer.Principal, Assigns: in.Options.Assigns,
 		Taint: in.Taint, CallTimeout: in.Options.CallTimeout, RequestTimeout: in.Options.RequestTimeout, Input: in.Input,
-		Progress: func(_ *conduit.Call, pr conduit.Progress) { activity.RecordHeartbeat(ctx, pr) }}
-	if d := in.Decision; d != nil && d.Allow {
+		DetachTask: true, Progress: func(_ *conduit.Call, pr conduit.Progress) { activity.RecordHeartbeat(ctx, pr) }}
+	if d := in.Decision; (d != nil && d.Allow) || (in.Input != nil && in.Input.Task != nil) {
+		// A task's call passed its approval when it was sent. Its polls
+		// send nothing new, so the approver is not asked again. The
+		// policy still decides first.
 		copts.Approval = &conduit.Approval{Allow: true}
 	}
 	res, err := a.src.CallTool(ctx, c.Name, c.Args, copts)
 	out := a.outcome(p, c, res, err, in.Call.Budget, in.Options.TurnTokens)
-	record(ctx, ticket, out)
 	if err := ctx.Err(); err != nil {
 		// Canceled: the activity ends as such; a retry reads the record.
 		return out, err
 	}
 	return out, nil
+}
+
+// pollTask asks once about the task its server runs a call as
+// (in.Input.Task), through the same pipeline: the policy, hooks and
+// approval hold as for the call. With Task.Cancel it cancels the task
+// instead. It claims nothing: a poll sends no tools/call, and the call
+// was claimed when it was sent.
+func (a *Activities) pollTask(ctx context.Context, in callInput) (callOutput, error) {
+	if in.Input == nil || in.Input.Task == nil || in.Input.Task.ID == "" {
+		return callOutput{}, invalid(errors.New("temporalconduit: a task poll names no task"))
+	}
+	p, c, ts, early, err := a.resolve(ctx, in)
+	if early != nil || err != nil {
+		return *early, err
+	}
+	out, err := a.send(ctx, in, p, c, ts)
+	if err == nil && out.Err != nil && out.Err.Kind == conduit.KindUnavailable.String() {
+		// The server could not be asked, and the task may go on there:
+		// the poll is retried (pollCtx), not the call answered.
+		return callOutput{}, errors.New(out.Err.Message)
+	}
+	return out, err
 }
 
 // claimKey is the key of the claim of a call. It holds the call's
@@ -386,7 +436,7 @@ func readRecord(data []byte) (callOutput, bool) {
 // deferral. An outcome that can be read holds one.
 func (out *callOutput) kinds() int {
 	n := 0
-	for _, set := range []bool{out.Answer != nil, out.Result != nil, out.Err != nil, out.Pending != nil} {
+	for _, set := range []bool{out.Answer != nil, out.Result != nil, out.Err != nil, out.Pending != nil, out.Task != nil} {
 		if set {
 			n++
 		}
@@ -407,6 +457,9 @@ func knownKind(name string) bool {
 func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, own, turnTokens int) callOutput {
 	var d *conduit.Deferral
 	if k, _ := conduit.KindOf(err); k == conduit.KindDeferred && errors.As(err, &d) {
+		if in := d.Input; in != nil && in.Task != nil && len(in.Requests) == 0 {
+			return callOutput{Task: in} // the task goes on, and asks nothing
+		}
 		out := callOutput{Pending: &deferred{Reason: d.Reason, Arguments: d.Args, Input: d.Input}}
 		if d.Input == nil {
 			out.Pending.Rule = d.Rule.String()

@@ -385,6 +385,9 @@ func (t *liveTurn) waiting() bool {
 type job struct {
 	cs *callState
 	in callInput
+	// poll marks a call its server runs as a task, asked about by
+	// pollTask (see awaitTask).
+	poll bool
 }
 
 // job is the activity that runs cs (decided by d, for a deferred call).
@@ -409,6 +412,30 @@ func (c *Conversation) run(ctx workflow.Context, t *liveTurn, jobs []job) error 
 	sel := workflow.NewSelector(ctx)
 	running := 0
 	var failed error
+	var done func(j job, out callOutput, err error)
+	done = func(j job, out callOutput, err error) {
+		if err == nil && out.Task != nil {
+			c.awaitTask(ctx, sel, j, out.Task, done) // still running
+			return
+		}
+		running--
+		switch {
+		case err == nil:
+			t.settle(j, out)
+		case j.poll && (temporal.IsCanceledError(err) || ctx.Err() != nil):
+			c.cancelTask(ctx, j)
+			failed = err
+		case j.in.Lost || j.in.Halted || temporal.IsCanceledError(err) || ctx.Err() != nil:
+			failed = err
+		case j.poll:
+			t.settle(j, pollFailed(j, err))
+		default:
+			workflow.GetLogger(ctx).Warn("conduit: a call's activity failed; its outcome is asked for without sending it",
+				"call", j.cs.Key, "error", err)
+			j.in.Lost = true
+			jobs = append(jobs, j)
+		}
+	}
 	for (len(jobs) > 0 || running > 0) && failed == nil {
 		for running < c.o.MaxConcurrency && len(jobs) > 0 {
 			j := jobs[0]
@@ -418,20 +445,9 @@ func (c *Conversation) run(ctx workflow.Context, t *liveTurn, jobs []job) error 
 			}
 			running++
 			sel.AddFuture(workflow.ExecuteActivity(c.callCtx(ctx, j), activityCallTool, j.in), func(f workflow.Future) {
-				running--
 				var out callOutput
 				err := f.Get(ctx, &out)
-				switch {
-				case err == nil:
-					t.settle(j, out)
-				case j.in.Lost || j.in.Halted || temporal.IsCanceledError(err) || ctx.Err() != nil:
-					failed = err
-				default:
-					workflow.GetLogger(ctx).Warn("conduit: a call's activity failed; its outcome is asked for without sending it",
-						"call", j.cs.Key, "error", err)
-					j.in.Lost = true
-					jobs = append(jobs, j)
-				}
+				done(j, out, err)
 			})
 		}
 		sel.Select(ctx)

@@ -37,8 +37,8 @@
 // It never changes what a replay of recorded events decides. The workflow
 // code of this package changes only behind workflow.GetVersion. The names
 // of its activities ("conduit.ListTools", "conduit.Plan",
-// "conduit.CallTool"), query and update are fixed. Its tests replay a
-// recorded history of every release.
+// "conduit.CallTool", "conduit.PollTask"), query and update are fixed.
+// Its tests replay a recorded history of every release.
 //
 // A turn is one plan activity, then an activity per call. The plan reads
 // the response's calls against the offer and sends nothing. Calls run
@@ -92,6 +92,21 @@
 // denial with a halt ends the turn. The calls not yet sent, and those
 // still waiting, are answered as halted. Turn.Halted tells the loop to
 // end.
+//
+// # Tasks
+//
+// A server may run a call as a task (SEP-2663). The call's activity then
+// returns the task as soon as the server makes it
+// (conduit.CallOptions.DetachTask). The workflow waits the task's poll
+// interval on a durable timer. Then a short activity, "conduit.PollTask",
+// asks about the task once through the same pipeline. That repeats until
+// the task ends, and its result answers the call. The task's id is in the
+// history. So a worker lost in the middle is followed by another that
+// polls the same task, and the call is not sent again. A cancelled
+// workflow cancels the task (tasks/cancel). A task that asks for input
+// waits as a deferred call does, and the answer goes to the same task.
+// Only an activity's output that names a task takes this path. No earlier
+// release recorded one, so their histories replay as before.
 //
 // # Long histories
 //

@@ -24,6 +24,7 @@ const (
 	activityListTools = "conduit.ListTools"
 	activityPlan      = "conduit.Plan"
 	activityCallTool  = "conduit.CallTool"
+	activityPollTask  = "conduit.PollTask"
 )
 
 // DefaultClaimTTL is Options.ClaimTTL's default, as long as a saved
@@ -133,6 +134,7 @@ func Register(r ActivityRegistry, src conduit.Source, o *Options) (*Activities, 
 	r.RegisterActivityWithOptions(a.listTools, activity.RegisterOptions{Name: activityListTools})
 	r.RegisterActivityWithOptions(a.plan, activity.RegisterOptions{Name: activityPlan})
 	r.RegisterActivityWithOptions(a.callTool, activity.RegisterOptions{Name: activityCallTool})
+	r.RegisterActivityWithOptions(a.pollTask, activity.RegisterOptions{Name: activityPollTask})
 	return a, nil
 }
 
