@@ -239,6 +239,8 @@ type Waiting struct {
 // Decision is a decision on a waiting call, as Decide sees it.
 type Decision struct {
 	Allow bool
+	// Halt, with a denial, halts the turn.
+	Halt bool
 	// Input answers what the server asked, by the keys of its requests.
 	Input mcp.InputResponseMap
 }
