@@ -379,7 +379,7 @@ func (c *Conversation) job(t *liveTurn, tj turn.Job) job {
 	cs := t.call(tj.Index)
 	in := callInput{Conversation: c.st.ID, Turn: t.n, Round: cs.round, Offer: c.st.Offer, Taint: t.taint, Call: cs.plannedCall,
 		Options: callOptions{Assigns: c.o.Assigns, CallTimeout: c.o.CallTimeout, RequestTimeout: c.o.RequestTimeout, TurnTokens: t.m.Budget()},
-		Halted: tj.Halted}
+		Halted:  tj.Halted}
 	if tj.Decision != nil {
 		in.Round++
 		in.Decision = cs.ruling
