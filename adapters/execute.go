@@ -221,17 +221,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	}
 	run := slices.Clone(exec.Calls)
 	r.runAll(ctx, run)
-	// The calls deferred hold their places in the turn's budget until
-	// they are decided (Conversation.Resume).
-	var waiting []toolcall.Call
-	for _, p := range exec.Pending {
-		for _, c := range run {
-			if c.Index == p.index {
-				waiting = append(waiting, c)
-			}
-		}
-	}
-	r.answer(ctx, run, nil, waiting)
+	r.finish(ctx, run)
 	return exec, nil
 }
 
