@@ -518,7 +518,6 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 	return c.settle(t, exec, res, m.Halted()), nil
 }
 
-
 // resumed is what a Resume settled. settled are the positions of the
 // calls answered. reached says whether their servers' output reached the
 // model. again are the calls deferred again.
