@@ -190,7 +190,8 @@ func Reached(err error) bool {
 // an Execution with no Results. o may be nil.
 //
 // A call an approver defers (conduit.Defer) is not answered. It is in
-// Execution.Pending, and only a Conversation can resume it.
+// Execution.Pending, and only a Conversation can resume it. In a turn an
+// approver halts, it is answered as halted instead, and never sent.
 //
 // The response is bounded by o.Limits. One over MaxResponseBytes is not
 // parsed, and the error matches ErrResponseTooLarge. The calls past

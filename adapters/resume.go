@@ -342,8 +342,8 @@ func sameNullPaths(got, saved map[string][]driver.NullPath, kept []*conduit.Tool
 // nothing.
 //
 // A halt is a denial with Halt, or a halt of the turn before. It answers
-// the calls allowed with it as halted, unsent. It makes the Execution
-// Halted.
+// the calls allowed with it as halted, unsent. So it does the calls left
+// without a decision. It makes the Execution Halted and complete.
 //
 // A call whose tool changed since it was deferred is not made on the
 // decision. Its answer says why:
