@@ -2,6 +2,9 @@ package adapters
 
 import (
 	"context"
+	"slices"
+
+	"github.com/conduitmcp/conduit"
 
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
@@ -158,46 +161,71 @@ func (e *Execution) demand(i int) int {
 	return 0
 }
 
-// answer writes the answers of the calls sent that are not pending. It
-// writes them at their places in Results, once all of them are done.
-// Each result is measured and the turn's budget is shared. Then each
-// answer is written within its budget, in the model's order (see
-// "Result budget" above). A result cut in a Conversation with its read
-// tool is kept whole first, and its notice names it.
+// machine is the turn machine over the calls sent, once they are done.
+// It knows each call's outcome: waiting for a decision, or done. It
+// halts with the Execution.
+func (r *runner) machine(sent []toolcall.Call) *turn.Machine {
+	budget := r.o.turnBudget()
+	keys := CallKeys(sent)
+	calls := make([]turn.Call, len(sent))
+	for k, c := range sent {
+		calls[k] = turn.Call{Index: c.Index, Key: keys[c.Index], Budget: r.o.withinTurn(c, budget)}
+	}
+	m := turn.NewMachine(budget, calls)
+	if r.exec.Halted {
+		m.Halt()
+	}
+	for _, c := range sent {
+		o := turn.Outcome{}
+		for _, p := range r.exec.Pending {
+			if p.index == c.Index {
+				o.Waiting, o.Input = true, p.Input
+			}
+		}
+		_ = m.Settle(c.Index, o) // c is one of the machine's calls
+	}
+	return m
+}
+
+// finish answers the calls sent, once they are done. The machine says
+// what comes next. A halted turn answers its calls deferred as halted.
+// The others wait for a decision. The rest are answered within the
+// turn's budget.
+func (r *runner) finish(ctx context.Context, sent []toolcall.Call) {
+	m := r.machine(sent)
+	byIndex := make(map[int]toolcall.Call, len(sent))
+	for _, c := range sent {
+		byIndex[c.Index] = c
+	}
+	for _, j := range m.Halting() {
+		r.exec.Errors[j.Index] = conduit.HaltedError(byIndex[j.Index].Def)
+		r.exec.Pending = slices.DeleteFunc(r.exec.Pending, func(p Pending) bool { return p.index == j.Index })
+		_ = m.Settle(j.Index, turn.Outcome{})
+	}
+	r.answer(ctx, m, byIndex)
+}
+
+// answer writes the answers of the machine's next step at their places
+// in Results. Each result is measured and the turn's budget is shared.
+// Then each answer is written within its budget, in the model's order
+// (see "Result budget" above). A result cut in a Conversation with its
+// read tool is kept whole first, and its notice names it.
 //
 // A turn may be answered in steps: calls deferred, then resumed. It
-// shares its budget as the turn answered at once would. The demands
-// shared over are:
-//
-//   - the answers written before, each its result's size up to its own budget;
-//   - the calls sent now;
-//   - the calls still pending, each its own budget.
-//
-// The answers written before are not written again. The shares might
-// have the calls sent now take more than those answers left. That
-// happens when a pending call produced less than its budget. Then the
-// calls sent now share what is left instead. The places the calls still
-// pending hold stay beside them.
-func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []turn.Written, waiting []toolcall.Call) {
+// shares its budget as the turn answered at once would (see package
+// internal/turn). The answers written before are not written again.
+func (r *runner) answer(ctx context.Context, m *turn.Machine, byIndex map[int]toolcall.Call) {
 	o := r.o
-	step := turn.Step{Turn: o.turnBudget(), Before: before}
-	pending := make(map[int]bool, len(r.exec.Pending))
-	for _, p := range r.exec.Pending {
-		pending[p.index] = true
+	plan, ok := m.Plan()
+	if !ok {
+		return
 	}
-	done := make([]toolcall.Call, 0, len(sent))
-	for _, c := range sent {
-		if !pending[c.Index] {
-			done = append(done, c)
-			step.Done = append(step.Done, r.d.Prepare(c, r.results[c.Index], r.exec.Errors[c.Index], &o.Answers))
-			step.Budgets = append(step.Budgets, o.withinTurn(c, step.Turn))
-		}
-	}
-	for _, c := range waiting {
-		step.Waiting = append(step.Waiting, o.withinTurn(c, step.Turn)) // it may yet produce that much
+	step := plan.Step
+	for _, i := range plan.Indexes {
+		step.Done = append(step.Done, r.d.Prepare(byIndex[i], r.results[i], r.exec.Errors[i], &o.Answers))
 	}
 	for k, cut := range step.Share() {
-		c := done[k]
+		c := byIndex[plan.Indexes[k]]
 		i := c.Index
 		b := toolcall.Budget{Tokens: cut.Budget}
 		if cut.Over && o.reader != nil && !o.isLocal(c.Def) {
@@ -205,6 +233,7 @@ func (r *runner) answer(ctx context.Context, sent []toolcall.Call, before []turn
 		}
 		r.exec.Results[i], r.exec.Budgets[i] = step.Done[k].Write(b)
 		r.exec.demands[i] = cut.Demand
+		_ = m.Wrote(i, turn.Written{Demand: cut.Demand, Kept: r.exec.Budgets[i].Kept})
 		o.report(ctx, c, r.exec.Budgets[i])
 	}
 }

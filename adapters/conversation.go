@@ -163,28 +163,6 @@ func (c *Conversation) Taint() []string {
 	return slices.Clone(c.taint)
 }
 
-// Execute runs the tool calls of a response of the conversation's
-// provider, as [ExecuteToolCalls] does. They run against the tool set
-// the model was offered, with the conversation's taint. Then Execute
-// adds to the taint the servers whose output the answers carry.
-//
-// The conversation answers a call of conduit's search_tools itself. It
-// goes through the source's governance, as conduit/search_tools. The
-// tools it finds are offered from the next turn on. They come in the
-// order of the calls that found them (Execution.Revealed). With
-// ReadOptions.On, a result cut to its budget is kept whole. The
-// conversation then answers calls of read_result too, as
-// conduit/read_result.
-//
-// Send Execution.Results in the next request. Wire.Answers puts them in
-// the conversation. When Execution.Halted, end the loop.
-//
-// When calls are deferred (Execution.Pending), the turn is not complete.
-// The Conversation keeps it, with the answers already produced. It also
-// keeps the taint its calls ran with. [Conversation.Resume] completes
-// the turn once the calls are decided. That may happen in this process,
-// or in another one from [Conversation.State]. Until then Execute
-// refuses another turn (ErrTurnPending).
 // beginTurn starts a turn, whole or streamed: it refuses one while calls
 // are pending, and counts the turn. It returns the turn's options, with
 // the conversation's taint, the turn's number, and where conduit's search
@@ -208,6 +186,28 @@ func (c *Conversation) beginTurn(ctx context.Context) (context.Context, ExecOpti
 	return ctx, o, n, rv, nil
 }
 
+// Execute runs the tool calls of a response of the conversation's
+// provider, as [ExecuteToolCalls] does. They run against the tool set
+// the model was offered, with the conversation's taint. Then Execute
+// adds to the taint the servers whose output the answers carry.
+//
+// The conversation answers a call of conduit's search_tools itself. It
+// goes through the source's governance, as conduit/search_tools. The
+// tools it finds are offered from the next turn on. They come in the
+// order of the calls that found them (Execution.Revealed). With
+// ReadOptions.On, a result cut to its budget is kept whole. The
+// conversation then answers calls of read_result too, as
+// conduit/read_result.
+//
+// Send Execution.Results in the next request. Wire.Answers puts them in
+// the conversation. When Execution.Halted, end the loop.
+//
+// When calls are deferred (Execution.Pending), the turn is not complete.
+// The Conversation keeps it, with the answers already produced. It also
+// keeps the taint its calls ran with. [Conversation.Resume] completes
+// the turn once the calls are decided. That may happen in this process,
+// or in another one from [Conversation.State]. Until then Execute
+// refuses another turn (ErrTurnPending).
 func (c *Conversation) Execute(ctx context.Context, response any) (*Execution, error) {
 	ctx, o, n, rv, err := c.beginTurn(ctx)
 	if err != nil {

@@ -190,7 +190,8 @@ func Reached(err error) bool {
 // an Execution with no Results. o may be nil.
 //
 // A call an approver defers (conduit.Defer) is not answered. It is in
-// Execution.Pending, and only a Conversation can resume it.
+// Execution.Pending, and only a Conversation can resume it. In a turn an
+// approver halts, it is answered as halted instead, and never sent.
 //
 // The response is bounded by o.Limits. One over MaxResponseBytes is not
 // parsed, and the error matches ErrResponseTooLarge. The calls past
@@ -221,17 +222,7 @@ func ExecuteToolCalls(ctx context.Context, src conduit.Source, p Provider, respo
 	}
 	run := slices.Clone(exec.Calls)
 	r.runAll(ctx, run)
-	// The calls deferred hold their places in the turn's budget until
-	// they are decided (Conversation.Resume).
-	var waiting []toolcall.Call
-	for _, p := range exec.Pending {
-		for _, c := range run {
-			if c.Index == p.index {
-				waiting = append(waiting, c)
-			}
-		}
-	}
-	r.answer(ctx, run, nil, waiting)
+	r.finish(ctx, run)
 	return exec, nil
 }
 

@@ -78,8 +78,9 @@ type Ruling struct {
 	// Reason, for a denial, is shown to the model.
 	Reason string
 	// Halt, with a denial, stops the agent loop. The turn's other pending
-	// calls allowed in the same Resume are not sent. They are answered
-	// as halted, and the Execution is Halted.
+	// calls are not sent: those allowed in the same Resume, and those
+	// left undecided. They are answered as halted, and the Execution is
+	// Halted and complete.
 	Halt bool
 	// Input answers what the server asked (Pending.Input), by the keys of
 	// its requests. With Allow, every request not answered yet needs an

@@ -342,8 +342,8 @@ func sameNullPaths(got, saved map[string][]driver.NullPath, kept []*conduit.Tool
 // nothing.
 //
 // A halt is a denial with Halt, or a halt of the turn before. It answers
-// the calls allowed with it as halted, unsent. It makes the Execution
-// Halted.
+// the calls allowed with it as halted, unsent. So it does the calls left
+// without a decision. It makes the Execution Halted and complete.
 //
 // A call whose tool changed since it was deferred is not made on the
 // decision. Its answer says why:
@@ -386,39 +386,50 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 		return nil, err
 	}
 	o.Taint = slices.Clone(t.taint)
-	decided, inputs, err := t.decided(decisions)
-	if err != nil {
-		return nil, err
+	ds := turnDecisions(decisions)
+	if err := t.machine(0, nil).Check(ds); err != nil {
+		return nil, decisionError(err)
 	}
 	fresh, err := c.src.ListToolsFor(ctx, &conduit.ListOptions{Principal: o.Principal})
 	if err != nil {
 		return nil, err
 	}
-	halt := t.halted
-	for _, i := range decided {
-		if dec := decisions[t.calls[i].pending.ID]; !dec.Allow && dec.Halt {
-			halt = true
-		}
+	offered := c.Listing().ToolSet
+	byIndex := map[int]toolcall.Call{}
+	m := t.machine(o.turnBudget(), func(i int) int {
+		byIndex[i] = c.callOf(i, &t.calls[i], fresh, offered)
+		return o.withinTurn(byIndex[i], o.turnBudget())
+	})
+	jobs, err := m.Decide(ds)
+	if err != nil {
+		return nil, decisionError(err)
 	}
 
 	exec := &Execution{Results: make([]map[string]any, len(t.calls)), Errors: make([]error, len(t.calls)),
 		Budgets: make([]toolcall.Budgeted, len(t.calls)), demands: make([]int, len(t.calls)), locals: c.localTools()}
-	offered := c.Listing().ToolSet
 	r := &runner{src: c.src, d: d, o: &o, ts: fresh, exec: exec, halt: make(chan struct{}), resumed: map[int]resumedCall{},
 		results: make([]*mcp.CallToolResult, len(t.calls))}
 	res := &resumed{settled: map[int]bool{}, reached: map[int]bool{}, again: map[int]Pending{}, nested: map[int][]string{}}
 	tickets := map[int]*once.Ticket{}
 	var send []toolcall.Call
 	allow := conduit.Approve()
-	for _, i := range decided {
+	// written settles a call answered here, alone, without being sent.
+	written := func(i int) {
+		res.settled[i] = true
+		_ = m.Wrote(i, turn.Written{Demand: exec.demand(i), Kept: exec.Budgets[i].Kept})
+	}
+	for _, j := range jobs {
+		i := j.Index
 		tc := &t.calls[i]
 		p := tc.pending
-		call := c.callOf(i, tc, fresh, offered)
+		call := byIndex[i]
 		key := c.claimKey(t, i)
 		ticket, found, err := once.Claim(ctx, c.state.claims, key, c.state.ttl)
 		if err != nil {
 			exec.Errors[i] = &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool,
 				Message: "The call to " + p.Name + " was not decided: " + err.Error() + ".", Err: errors.Join(ErrClaimsUnavailable, err)}
+			// It stays pending, and can be decided again.
+			_ = m.Settle(i, turn.Outcome{Waiting: true, Input: p.Input})
 			continue
 		}
 		switch found.State {
@@ -426,7 +437,8 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			if rec, ok := readOutcome(found); ok {
 				exec.Results[i], exec.Errors[i], exec.Budgets[i] = rec.Answer, rec.error(p), rec.Budget.budgeted()
 				exec.demands[i] = rec.Budget.demand()
-				res.settled[i], res.reached[i] = true, rec.Reached
+				res.reached[i] = rec.Reached
+				written(i)
 				continue
 			}
 			fallthrough
@@ -434,15 +446,19 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			err := &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool, Err: ErrDecidedElsewhere,
 				Message: "The call to " + p.Name + " was decided by another resumption of this conversation, which has not recorded its outcome: whether it was made is unknown, and it was not made again."}
 			exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.Answers)
-			exec.Errors[i], res.settled[i] = err, true
+			exec.Errors[i] = err
+			written(i)
 			continue
 		}
-		dec := decisions[p.ID]
-		err = c.refusal(call, p, dec, halt, fresh)
+		var dec Ruling
+		if j.Decision != nil {
+			dec = decisions[p.ID]
+		}
+		err = c.refusal(call, p, dec, j.Halted, fresh)
 		if err == nil {
 			send = append(send, call)
 			tickets[i] = ticket
-			r.resumed[i] = resumedCall{approval: &allow, input: inputs[i]}
+			r.resumed[i] = resumedCall{approval: &allow, input: j.Input}
 			if n := p.Nested; n != nil {
 				cr := &codemode.Resume{Replay: p.replay, Approval: &allow}
 				if dec.ForRun {
@@ -453,7 +469,8 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			continue
 		}
 		exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.Answers)
-		exec.Errors[i], res.settled[i] = err, true
+		exec.Errors[i] = err
+		written(i)
 		c.record(ctx, ticket, exec, i, false)
 	}
 	if len(send) > 0 {
@@ -473,8 +490,18 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			// a new round, with another claim. This round's stays unrecorded.
 			res.again[p.index] = p
 		}
-		before, waiting := c.turnSoFar(t, res, exec, send, fresh, offered)
-		r.answer(rctx, send, before, waiting)
+		for _, call := range send {
+			i := call.Index
+			var o turn.Outcome
+			if p, again := res.again[i]; again {
+				o.Waiting, o.Input = true, p.Input
+			}
+			if ce := (*conduit.Error)(nil); errors.As(exec.Errors[i], &ce) && ce.Halt {
+				o.Halt = true
+			}
+			_ = m.Settle(i, o)
+		}
+		r.answer(rctx, m, byIndex)
 		for _, call := range send {
 			i := call.Index
 			if _, again := res.again[i]; again {
@@ -488,7 +515,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			c.record(ctx, tickets[i], exec, i, res.reached[i])
 		}
 	}
-	return c.settle(t, exec, res, halt), nil
+	return c.settle(t, exec, res, m.Halted()), nil
 }
 
 // resumed is what a Resume settled. settled are the positions of the
@@ -501,41 +528,56 @@ type resumed struct {
 	nested map[int][]string
 }
 
-// decided returns the positions of the pending calls decisions decide,
-// in order. It also returns the input each allowed call deferred for
-// input goes on with. It fails for a decision that names no pending call.
-// It fails for one allowing a call without answering what its server
-// asked.
-func (t *pausedTurn) decided(decisions map[string]Ruling) ([]int, map[int]*conduit.Input, error) {
-	var at []int
-	var waiting []turn.Waiting
+// machine is the turn machine of t, paused, with the turn's budget
+// (0 for none). Its calls are those that resolved: answered, or waiting
+// for a decision. own gives the own budget within the turn of the call
+// at a position. It is asked of the calls waiting only. A nil own gives
+// none.
+func (t *pausedTurn) machine(budget int, own func(i int) int) *turn.Machine {
+	var calls []turn.Call
 	for i, tc := range t.calls {
-		if tc.pending != nil {
-			at = append(at, i)
-			waiting = append(waiting, turn.Waiting{Key: tc.pending.ID, Input: tc.pending.Input})
+		switch {
+		case tc.pending != nil:
+			b := 0
+			if own != nil {
+				b = own(i)
+			}
+			calls = append(calls, turn.Call{Index: i, Key: tc.pending.ID, Budget: b})
+		case tc.server != "":
+			calls = append(calls, turn.Call{Index: i, Key: tc.id})
 		}
 	}
+	m := turn.NewMachine(budget, calls)
+	if t.halted {
+		m.Halt()
+	}
+	for _, c := range calls {
+		tc := &t.calls[c.Index]
+		if p := tc.pending; p != nil {
+			_ = m.Settle(c.Index, turn.Outcome{Waiting: true, Input: p.Input})
+			continue
+		}
+		_ = m.Wrote(c.Index, turn.Written{Demand: tc.demand, Kept: tc.budget.Kept})
+	}
+	return m
+}
+
+// turnDecisions are rulings as the turn machine takes them.
+func turnDecisions(decisions map[string]Ruling) map[string]turn.Decision {
 	ds := make(map[string]turn.Decision, len(decisions))
 	for id, d := range decisions {
-		ds[id] = turn.Decision{Allow: d.Allow, Input: d.Input}
+		ds[id] = turn.Decision{Allow: d.Allow, Halt: d.Halt, Input: d.Input}
 	}
-	decided, inputs, err := turn.Decide(waiting, ds)
+	return ds
+}
+
+// decisionError is Resume's error for decisions the machine refused.
+func decisionError(err error) error {
 	var unknown *turn.UnknownError
 	if errors.As(err, &unknown) {
-		return nil, nil, fmt.Errorf("adapters: no pending call has the id %q (pending: %s)", unknown.Key, strings.Join(unknown.Waiting, ", "))
+		return fmt.Errorf("adapters: no pending call has the id %q (pending: %s)", unknown.Key, strings.Join(unknown.Waiting, ", "))
 	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("adapters: %w", err)
-	}
-	out := make([]int, len(decided))
-	byCall := make(map[int]*conduit.Input, len(inputs))
-	for k, w := range decided {
-		out[k] = at[w]
-		if in, ok := inputs[w]; ok {
-			byCall[at[w]] = in
-		}
-	}
-	return out, byCall, nil
+	return fmt.Errorf("adapters: %w", err)
 }
 
 // callOf is the call at position i of the turn, as its answer names it.
@@ -559,12 +601,12 @@ func (c *Conversation) callOf(i int, tc *turnCall, fresh, offered *conduit.ToolS
 
 // refusal is the error that answers the decided pending call p instead
 // of sending it. It is nil to send p.
-func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Ruling, halt bool, fresh *conduit.ToolSet) error {
+func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Ruling, halted bool, fresh *conduit.ToolSet) error {
 	switch {
+	case halted:
+		return conduit.HaltedError(call.Def)
 	case !dec.Allow:
 		return conduit.DeniedError(call.Def, dec.Reason, dec.Halt)
-	case halt:
-		return conduit.HaltedError(call.Def)
 	case slices.Contains(c.localTools(), call.Def):
 		return nil // a tool of the Conversation's own, whose definition is its own
 	}
@@ -604,31 +646,6 @@ func (c *Conversation) localTool(server, name string) *conduit.Tool {
 		}
 	}
 	return nil
-}
-
-// turnSoFar is what the turn's budget needs. before are the answers of
-// turn t written before this Resume's calls. conduit's answers to calls
-// that did not resolve are left aside, as in a turn answered at once.
-// waiting are the calls of t still pending once this Resume's are done.
-func (c *Conversation) turnSoFar(t *pausedTurn, res *resumed, exec *Execution, send []toolcall.Call, fresh, offered *conduit.ToolSet) (before []turn.Written, waiting []toolcall.Call) {
-	sending := make(map[int]bool, len(send))
-	for _, call := range send {
-		sending[call.Index] = true
-	}
-	for i := range t.calls {
-		tc := &t.calls[i]
-		_, again := res.again[i]
-		switch {
-		case res.settled[i]: // decided now, answered without being sent
-			before = append(before, turn.Written{Demand: exec.demand(i), Kept: exec.Budgets[i].Kept})
-		case sending[i] && !again:
-		case tc.pending != nil:
-			waiting = append(waiting, c.callOf(i, tc, fresh, offered))
-		case tc.server != "":
-			before = append(before, turn.Written{Demand: tc.demand, Kept: tc.budget.Kept})
-		}
-	}
-	return before, waiting
 }
 
 // claimKey is the key of the claim of the pending call at position i of

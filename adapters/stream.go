@@ -353,7 +353,7 @@ func (s *Stream) Close() (*Streamed, error) {
 		// The calls past the limit, with the count now known.
 		calls = append(slices.Clip(calls), s.o.Limits.resolve(s.raws, s.ts)[len(calls):]...)
 	}
-	var sent, waiting []toolcall.Call
+	var sent []toolcall.Call
 	for _, c := range calls {
 		i := c.Index
 		if c.Err != nil {
@@ -367,12 +367,11 @@ func (s *Stream) Close() (*Streamed, error) {
 		exec.Errors[i] = out.err
 		if p, ok := pendingOf(c, out.err); ok {
 			exec.Pending = append(exec.Pending, p)
-			waiting = append(waiting, c)
 			continue
 		}
 		r.results[i] = out.res
 	}
-	r.answer(s.ctx, sent, nil, waiting)
+	r.finish(s.ctx, sent)
 	r.pendingInOrder()
 	s.result = &Streamed{Execution: exec, Response: s.parser.Response(), Ended: s.ended, Unfinished: s.parser.Open()}
 	if s.result.Unfinished == nil {

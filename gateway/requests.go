@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -104,13 +105,17 @@ func (s *session) serve(ctx context.Context, rq *roundRequest, opts *conduit.Cal
 }
 
 // budget cuts the result of tool name (t, nil when unknown) to its
-// budget. That is its server's budget, else the gateway's. The gateway
-// has none by default.
+// budget. That is its server's budget, else the gateway's, resolved as
+// for a model's turn. The gateway has none by default.
 func (g *Gateway) budget(ctx context.Context, name string, t *conduit.Tool, res *mcp.CallToolResult) *mcp.CallToolResult {
-	limit := g.maxTokens
-	if t != nil && t.MaxResultTokens != 0 {
-		limit = t.MaxResultTokens
+	own, fallback := 0, g.maxTokens
+	if t != nil {
+		own = t.MaxResultTokens
 	}
+	if fallback <= 0 {
+		fallback = -1 // none, where the turn's default would be 25,000
+	}
+	limit := turn.ResultBudget(own, fallback)
 	if limit <= 0 {
 		return res
 	}

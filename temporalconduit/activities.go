@@ -14,6 +14,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/internal/turn"
@@ -480,17 +481,12 @@ func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.Call
 		return out
 	}
 	// Too large for the history: answered here, and counted as written.
+	// A step of its own: it is cut to its budget, and shares nothing.
 	pend := p.Prepare(c, res, nil, &a.o.Answers)
-	b := turn.Within(toolcall.Budget{Tokens: own}.Resolved(), turnTokens)
-	n := pend.Tokens(b)
-	if b > 0 {
-		n = min(n, b)
-	}
-	if b == 0 {
-		b = -1
-	}
-	answer, budgeted := pend.Write(toolcall.Budget{Tokens: b})
-	out.Result, out.Demand, out.Kept = nil, n, budgeted.Kept
+	step := turn.Step{Turn: turnTokens, Done: []driver.Pending{pend}, Budgets: []int{turn.Within(toolcall.Budget{Tokens: own}.Resolved(), turnTokens)}}
+	cut := step.Share()[0]
+	answer, budgeted := pend.Write(toolcall.Budget{Tokens: cut.Budget})
+	out.Result, out.Demand, out.Kept = nil, cut.Demand, budgeted.Kept
 	out.Answer = keepable(p, c, answer, &a.o.Answers, a.o.MaxAnswerBytes)
 	return out
 }

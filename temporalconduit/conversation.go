@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -247,45 +246,38 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 	if err := workflow.ExecuteActivity(c.quickCtx(ctx), activityPlan, planInput{Offer: c.st.Offer, Response: raw}).Get(ctx, &pl); err != nil {
 		return nil, err
 	}
-	t := &liveTurn{n: c.st.Turns, taint: slices.Clone(c.st.Taint), results: pl.Answers, budget: turn.Budget(c.o.MaxTurnTokens),
-		maxBytes: pl.MaxAnswerBytes}
+	t := &liveTurn{n: c.st.Turns, taint: slices.Clone(c.st.Taint), results: pl.Answers, maxBytes: pl.MaxAnswerBytes}
 	if pl.Options != nil {
 		t.answers = *pl.Options
 	}
 	if t.maxBytes <= 0 {
 		t.maxBytes = DefaultMaxAnswerBytes
 	}
+	budget := turn.Budget(c.o.MaxTurnTokens)
+	calls := make([]turn.Call, len(pl.Calls))
+	for k, pc := range pl.Calls {
+		t.calls = append(t.calls, &callState{plannedCall: pc})
+		calls[k] = turn.Call{Index: pc.Index, Key: pc.Key, Budget: turn.Within(toolcall.Budget{Tokens: pc.Budget}.Resolved(), budget)}
+	}
+	t.m = turn.NewMachine(budget, calls)
 	c.turn = t
 	defer func() { c.turn = nil }()
-	var jobs []job
-	for _, pc := range pl.Calls {
-		cs := &callState{plannedCall: pc}
-		t.calls = append(t.calls, cs)
-		jobs = append(jobs, c.job(t, cs, nil))
-	}
-	if err := c.run(ctx, t, jobs); err != nil {
-		return nil, err
-	}
-	if err := c.writeStep(ctx, t); err != nil {
-		return nil, err
-	}
+	// The machine says what comes next. The workflow runs its jobs as
+	// activities, writes its steps in a local activity, and waits for
+	// the decisions it asks for.
+	jobs := t.m.Start()
 	var waitStart time.Time
-	for t.waiting() {
-		if t.halted {
-			jobs = jobs[:0]
-			for _, cs := range t.calls {
-				if cs.pending != nil {
-					j := c.job(t, cs, nil)
-					j.in.Halted = true
-					jobs = append(jobs, j)
-				}
-			}
-			if err := c.run(ctx, t, jobs); err != nil {
-				return nil, err
-			}
-			if err := c.writeStep(ctx, t); err != nil {
-				return nil, err
-			}
+	for {
+		if err := c.run(ctx, t, jobs); err != nil {
+			return nil, err
+		}
+		if err := c.writeStep(ctx, t); err != nil {
+			return nil, err
+		}
+		if jobs = t.m.Halting(); len(jobs) > 0 {
+			continue
+		}
+		if len(t.m.Waiting()) == 0 {
 			break
 		}
 		if waitStart.IsZero() {
@@ -294,19 +286,9 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 		if err := c.await(ctx, t, waitStart); err != nil {
 			return nil, err
 		}
-		jobs = jobs[:0]
-		for _, cs := range t.decided {
-			jobs = append(jobs, c.job(t, cs, cs.decision))
-		}
-		t.decided = nil
-		if err := c.run(ctx, t, jobs); err != nil {
-			return nil, err
-		}
-		if err := c.writeStep(ctx, t); err != nil {
-			return nil, err
-		}
+		jobs, t.queue = t.queue, nil
 	}
-	out := &Turn{Results: t.results, Halted: t.halted}
+	out := &Turn{Results: t.results, Halted: t.m.Halted()}
 	for _, cs := range t.calls {
 		if cs.reached && !slices.Contains(c.st.Taint, cs.Server) {
 			c.st.Taint = append(c.st.Taint, cs.Server)
@@ -344,71 +326,82 @@ func responseJSON(response any) (json.RawMessage, error) {
 
 // liveTurn is the turn under way.
 type liveTurn struct {
-	n      int
-	budget int      // the turn's budget, 0 for none
-	taint  []string // the taint its calls run with
+	n     int
+	taint []string // the taint its calls run with
 	// answers and maxBytes are the worker's, from the plan. They say how the
 	// answers are written, and the largest the history keeps.
 	answers  toolcall.AnswerOptions
 	maxBytes int
-	calls    []*callState
-	results  []map[string]any
-	halted   bool
-	// decided are the calls decided by updates and not yet run, in the
-	// order the decisions came.
-	decided []*callState
+	// m is the turn's state: what runs, waits and is written.
+	m       *turn.Machine
+	calls   []*callState
+	results []map[string]any
+	// queue are the jobs that decisions made and that have not run yet,
+	// in the order the decisions came.
+	queue []turn.Job
 }
 
-// callState is one call of the turn to send.
+// callState is what the workflow keeps of one call to send, beside the
+// machine's state.
 type callState struct {
 	plannedCall
 	// round counts the times the call was taken up again after a deferral.
-	// pending is set while it waits for a decision. decision is set once it
-	// has one.
-	round    int
-	pending  *adapters.Pending
-	decision *adapters.Ruling
-	reached  bool
-	unknown  bool
-	// done is its outcome until the turn's budget is shared and it is
-	// answered. Once it is, written is what it took of the budget.
-	done    *callOutput
-	written *turn.Written
+	// pending is what it waits on, shown to a person. ruling is its
+	// decision, until its job runs.
+	round   int
+	pending *adapters.Pending
+	ruling  *adapters.Ruling
+	reached bool
+	unknown bool
+	// done is its outcome until the machine's next step writes it.
+	done *callOutput
 }
 
-// waiting reports whether a call of t waits for a decision.
-func (t *liveTurn) waiting() bool {
-	return slices.ContainsFunc(t.calls, func(cs *callState) bool { return cs.pending != nil })
+// call is the call of t at position index.
+func (t *liveTurn) call(index int) *callState {
+	for _, cs := range t.calls {
+		if cs.Index == index {
+			return cs
+		}
+	}
+	return nil
 }
 
 // job is one activity of a call.
 type job struct {
 	cs *callState
+	tj turn.Job
 	in callInput
 	// poll marks a call its server runs as a task, asked about by
 	// pollTask (see awaitTask).
 	poll bool
 }
 
-// job is the activity that runs cs (decided by d, for a deferred call).
-func (c *Conversation) job(t *liveTurn, cs *callState, d *adapters.Ruling) job {
+// job is the activity that runs the machine's job tj.
+func (c *Conversation) job(t *liveTurn, tj turn.Job) job {
+	cs := t.call(tj.Index)
 	in := callInput{Conversation: c.st.ID, Turn: t.n, Round: cs.round, Offer: c.st.Offer, Taint: t.taint, Call: cs.plannedCall,
-		Options: callOptions{Assigns: c.o.Assigns, CallTimeout: c.o.CallTimeout, RequestTimeout: c.o.RequestTimeout, TurnTokens: t.budget}}
-	if d != nil {
+		Options: callOptions{Assigns: c.o.Assigns, CallTimeout: c.o.CallTimeout, RequestTimeout: c.o.RequestTimeout, TurnTokens: t.m.Budget()},
+		Halted:  tj.Halted}
+	if tj.Decision != nil {
 		in.Round++
-		in.Decision = d
-		if p := cs.pending; p != nil && p.Input != nil && d.Allow {
-			in.Input = p.Input.WithResponses(d.Input)
+		in.Decision = cs.ruling
+		if tj.Decision.Allow {
+			in.Input = tj.Input
 		}
 	}
-	return job{cs: cs, in: in}
+	return job{cs: cs, tj: tj, in: in}
 }
 
 // run runs jobs, at most MaxConcurrency at once, in order. A job may fail:
 // its worker lost, its attempts spent. Then a job follows that answers it
 // from its claim, sending nothing. Once the turn is halted, the calls not
 // yet sent are answered as halted.
-func (c *Conversation) run(ctx workflow.Context, t *liveTurn, jobs []job) error {
+func (c *Conversation) run(ctx workflow.Context, t *liveTurn, tjobs []turn.Job) error {
+	jobs := make([]job, len(tjobs))
+	for k, tj := range tjobs {
+		jobs[k] = c.job(t, tj)
+	}
 	sel := workflow.NewSelector(ctx)
 	running := 0
 	var failed error
@@ -421,14 +414,18 @@ func (c *Conversation) run(ctx workflow.Context, t *liveTurn, jobs []job) error 
 		running--
 		switch {
 		case err == nil:
-			t.settle(j, out)
+			if err := t.settle(j, out); err != nil {
+				failed = err
+			}
 		case j.poll && (temporal.IsCanceledError(err) || ctx.Err() != nil):
 			c.cancelTask(ctx, j)
 			failed = err
 		case j.in.Lost || j.in.Halted || temporal.IsCanceledError(err) || ctx.Err() != nil:
 			failed = err
 		case j.poll:
-			t.settle(j, pollFailed(j, err))
+			if err := t.settle(j, pollFailed(j, err)); err != nil {
+				failed = err
+			}
 		default:
 			workflow.GetLogger(ctx).Warn("conduit: a call's activity failed; its outcome is asked for without sending it",
 				"call", j.cs.Key, "error", err)
@@ -440,7 +437,7 @@ func (c *Conversation) run(ctx workflow.Context, t *liveTurn, jobs []job) error 
 		for running < c.o.MaxConcurrency && len(jobs) > 0 {
 			j := jobs[0]
 			jobs = jobs[1:]
-			if t.halted && (j.in.Decision == nil || j.in.Decision.Allow) {
+			if t.m.Launch(j.tj).Halted {
 				j.in.Halted = true
 			}
 			running++
@@ -456,63 +453,60 @@ func (c *Conversation) run(ctx workflow.Context, t *liveTurn, jobs []job) error 
 }
 
 // settle puts a call's outcome in the turn.
-func (t *liveTurn) settle(j job, out callOutput) {
+func (t *liveTurn) settle(j job, out callOutput) error {
 	cs := j.cs
-	cs.decision = nil
+	cs.ruling = nil
 	if d := out.Pending; d != nil {
 		cs.round = j.in.Round
 		cs.pending = &adapters.Pending{ID: cs.Key, Name: cs.Name, Server: cs.Server, Tool: cs.Tool, Arguments: d.Arguments,
 			Rule: d.Rule, Reason: d.Reason, Input: d.Input}
-		return
+		return t.m.Settle(cs.Index, turn.Outcome{Waiting: true, Input: d.Input})
 	}
 	cs.pending = nil
 	cs.reached, cs.unknown = out.Reached, out.Unknown
-	t.halted = t.halted || out.Halt
+	o := turn.Outcome{Halt: out.Halt}
 	if out.written() {
 		t.results[cs.Index] = out.Answer
-		cs.written = &turn.Written{Demand: out.Demand, Kept: out.Kept}
-		return
+		o.Written = &turn.Written{Demand: out.Demand, Kept: out.Kept}
+	} else {
+		cs.done = &out
 	}
-	cs.done = &out
+	return t.m.Settle(cs.Index, o)
 }
 
-// writeStep answers the calls of t done since the last step. It does so as
-// adapters.ExecuteToolCalls and Conversation.Resume do (see package
-// internal/turn). The turn's budget is shared max-min fairly over three
-// parts. They are the results, the answers written before, and the calls
-// still pending. Each holds its own budget. Measuring and cutting a large
-// result takes longer than workflow code may run without yielding. So a
-// local activity writes the answers. The history records them, not its
-// input. A step with nothing to write runs nothing.
+// writeStep writes the answers of the machine's next step. It shares
+// the turn's budget as adapters.ExecuteToolCalls and Conversation.Resume
+// do (see package internal/turn). Measuring and cutting a large result
+// takes longer than workflow code may run without yielding. So a local
+// activity writes the answers. The history records them, not its input.
+// A step with nothing to write runs nothing.
 func (c *Conversation) writeStep(ctx workflow.Context, t *liveTurn) error {
-	in := stepInput{Provider: c.o.Provider.String(), Turn: t.budget, Answers: t.answers, MaxBytes: t.maxBytes}
-	var done []*callState
-	for _, cs := range t.calls {
-		own := turn.Within(toolcall.Budget{Tokens: cs.Budget}.Resolved(), t.budget)
-		switch {
-		case cs.done != nil:
-			done = append(done, cs)
-			in.Done = append(in.Done, stepCall{Call: cs.plannedCall, Result: cs.done.Result, Err: cs.done.Err, Budget: own})
-		case cs.pending != nil:
-			in.Waiting = append(in.Waiting, own)
-		case cs.written != nil:
-			in.Before = append(in.Before, *cs.written)
-		}
-	}
-	if len(done) == 0 {
+	plan, ok := t.m.Plan()
+	if !ok {
 		return nil
+	}
+	in := stepInput{Provider: c.o.Provider.String(), Turn: plan.Step.Turn, Answers: t.answers, MaxBytes: t.maxBytes,
+		Before: plan.Step.Before, Waiting: plan.Step.Waiting}
+	done := make([]*callState, len(plan.Indexes))
+	for k, i := range plan.Indexes {
+		cs := t.call(i)
+		done[k] = cs
+		in.Done = append(in.Done, stepCall{Call: cs.plannedCall, Result: cs.done.Result, Err: cs.done.Err, Budget: plan.Step.Budgets[k]})
 	}
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: 2 * time.Minute})
 	var out stepOutput
 	if err := workflow.ExecuteLocalActivity(lctx, writeAnswers, in).Get(ctx, &out); err != nil {
 		return err
 	}
-	if len(out.Answers) != len(done) {
+	if len(out.Answers) != len(done) || len(out.Written) != len(done) {
 		return fmt.Errorf("temporalconduit: %d answers written for %d calls", len(out.Answers), len(done))
 	}
 	for k, cs := range done {
 		t.results[cs.Index] = out.Answers[k]
-		cs.written, cs.done = &out.Written[k], nil
+		if err := t.m.Wrote(cs.Index, out.Written[k]); err != nil {
+			return err
+		}
+		cs.done = nil
 		cs.reached = cs.reached && adapters.Reached(in.Done[k].Err.error(cs.call()))
 	}
 	return nil
@@ -578,7 +572,7 @@ func (cs *callState) call() toolcall.Call {
 // await waits until calls of t are decided, or, past DecisionTimeout
 // from start, denies those still undecided.
 func (c *Conversation) await(ctx workflow.Context, t *liveTurn, start time.Time) error {
-	decided := func() bool { return len(t.decided) > 0 }
+	decided := func() bool { return len(t.queue) > 0 }
 	if c.o.DecisionTimeout == 0 {
 		return workflow.Await(ctx, decided)
 	}
@@ -587,13 +581,37 @@ func (c *Conversation) await(ctx workflow.Context, t *liveTurn, start time.Time)
 		return err
 	}
 	reason := fmt.Sprintf("no decision was made within %v", c.o.DecisionTimeout)
-	for _, cs := range t.calls {
-		if cs.pending != nil && cs.decision == nil {
-			cs.decision = &adapters.Ruling{Reason: reason}
-			t.decided = append(t.decided, cs)
+	rulings := map[string]adapters.Ruling{}
+	for _, i := range t.m.Waiting() {
+		rulings[t.call(i).Key] = adapters.Ruling{Reason: reason}
+	}
+	return t.decide(rulings)
+}
+
+// decide gives decisions to the machine, and queues the jobs they make.
+func (t *liveTurn) decide(rulings map[string]adapters.Ruling) error {
+	jobs, err := t.m.Decide(decisions(rulings))
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if j.Decision != nil {
+			cs := t.call(j.Index)
+			r := rulings[cs.Key]
+			cs.ruling = &r
 		}
 	}
+	t.queue = append(t.queue, jobs...)
 	return nil
+}
+
+// decisions are rulings as the turn machine takes them.
+func decisions(rulings map[string]adapters.Ruling) map[string]turn.Decision {
+	ds := make(map[string]turn.Decision, len(rulings))
+	for id, d := range rulings {
+		ds[id] = turn.Decision{Allow: d.Allow, Halt: d.Halt, Input: d.Input}
+	}
+	return ds
 }
 
 // handle registers the handlers of QueryPending and UpdateDecide.
@@ -604,21 +622,11 @@ func (c *Conversation) handle(ctx workflow.Context) error {
 		return err
 	}
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateDecide,
-		func(_ workflow.Context, decisions map[string]adapters.Ruling) error {
-			t := c.turn
-			for _, id := range slices.Sorted(maps.Keys(decisions)) {
-				cs := t.undecided(id)
-				if cs == nil {
-					continue // the validator refused it
-				}
-				d := decisions[id]
-				cs.decision = &d
-				t.decided = append(t.decided, cs)
-			}
-			return nil
+		func(_ workflow.Context, rulings map[string]adapters.Ruling) error {
+			return c.turn.decide(rulings)
 		},
-		workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, decisions map[string]adapters.Ruling) error {
-			return c.validate(decisions)
+		workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, rulings map[string]adapters.Ruling) error {
+			return c.validate(rulings)
 		}})
 }
 
@@ -628,44 +636,22 @@ func (c *Conversation) pending() []adapters.Pending {
 	if c.turn == nil {
 		return out
 	}
-	for _, cs := range c.turn.calls {
-		if cs.pending != nil && cs.decision == nil {
-			out = append(out, *cs.pending)
-		}
+	for _, i := range c.turn.m.Waiting() {
+		out = append(out, *c.turn.call(i).pending)
 	}
 	return out
 }
 
-// undecided is the call of t named id that waits for a decision, or nil.
-func (t *liveTurn) undecided(id string) *callState {
-	for _, cs := range t.calls {
-		if cs.Key == id && cs.pending != nil && cs.decision == nil {
-			return cs
-		}
-	}
-	return nil
-}
-
 // validate rejects decisions that UpdateDecide cannot take, by the
 // turn's rule (as adapters.Conversation.Resume checks them).
-func (c *Conversation) validate(decisions map[string]adapters.Ruling) error {
-	if len(decisions) == 0 {
+func (c *Conversation) validate(rulings map[string]adapters.Ruling) error {
+	if len(rulings) == 0 {
 		return errors.New("no decision given")
 	}
-	waiting := c.pending()
-	if c.turn == nil || len(waiting) == 0 {
+	if c.turn == nil || len(c.turn.m.Waiting()) == 0 {
 		return adapters.ErrNothingPending
 	}
-	ws := make([]turn.Waiting, len(waiting))
-	for i, p := range waiting {
-		ws[i] = turn.Waiting{Key: p.ID, Input: p.Input}
-	}
-	ds := make(map[string]turn.Decision, len(decisions))
-	for id, d := range decisions {
-		ds[id] = turn.Decision{Allow: d.Allow, Input: d.Input}
-	}
-	_, _, err := turn.Decide(ws, ds)
-	return err
+	return c.turn.m.Check(decisions(rulings))
 }
 
 // quickCtx is ctx with the options of the activities that list and read.

@@ -23,7 +23,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
@@ -56,13 +55,12 @@ type Options struct {
 	// MaxTokens is Anthropic's max_tokens (default
 	// toolcall.DefaultMaxTokens).
 	MaxTokens int
-	// Principal is who the calls are made for.
-	Principal string
+	// TurnOptions are every turn's, as for a Conversation: the principal,
+	// the calls' timeouts, each result's budget (Answers.MaxResultTokens),
+	// the turn's budget, and the trace told of the listing's events.
+	adapters.TurnOptions
 	// Strict is the OpenAI strict-mode choice of the listing.
 	Strict driver.StrictMode
-	// CallTimeout bounds each tool call, approval included (default
-	// conduit.DefaultCallTimeout).
-	CallTimeout time.Duration
 	// Search says when the tools are searched instead of all listed, as for
 	// a Conversation. By default they are searched past
 	// adapters.DefaultSearchThreshold tools or adapters.DefaultSearchBudget
@@ -71,11 +69,6 @@ type Options struct {
 	// CodeMode offers run_code instead of the tools (see
 	// adapters.CodeModeOptions); off by default.
 	CodeMode adapters.CodeModeOptions
-	// MaxResultTokens and Budget bound what the model reads of each result
-	// and of each turn's results. They work as for a Conversation
-	// (AnswerOptions.MaxResultTokens, ConversationOptions.Budget).
-	MaxResultTokens int
-	Budget          adapters.BudgetOptions
 	// Read offers the model conduit's read_result for the rest of the
 	// results cut, as for a Conversation.
 	Read adapters.ReadOptions
@@ -89,8 +82,6 @@ type Options struct {
 	NoStream bool
 	// OnText, when set, is given the text the model streams, as it comes.
 	OnText func(text string)
-	// ListingTrace, when set, is told of the listing's events.
-	ListingTrace *adapters.Trace
 }
 
 // Turn is one turn's tool calls, for OnTurn.
@@ -174,15 +165,10 @@ func Run(ctx context.Context, src conduit.Source, prompt string, o Options) (*Re
 	// only grows at its end. The taint grows with every result that reaches
 	// the model.
 	conv, err := adapters.NewConversation(ctx, src, o.Provider, &adapters.ConversationOptions{
-		TurnOptions: adapters.TurnOptions{
-			Principal: o.Principal, CallTimeout: o.CallTimeout,
-			Answers: toolcall.AnswerOptions{MaxResultTokens: o.MaxResultTokens},
-			Budget:  o.Budget,
-			Trace:   o.ListingTrace,
-		},
-		Listing: adapters.ListingOptions{CacheLast: true, Strict: o.Strict, CodeMode: o.CodeMode},
-		Search:  o.Search,
-		Read:    o.Read,
+		TurnOptions: o.TurnOptions,
+		Listing:     adapters.ListingOptions{CacheLast: true, Strict: o.Strict, CodeMode: o.CodeMode},
+		Search:      o.Search,
+		Read:        o.Read,
 	})
 	if err != nil {
 		return nil, err

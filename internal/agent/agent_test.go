@@ -42,7 +42,8 @@ func newHub(t *testing.T, approver conduit.Approver) *conduit.Hub {
 }
 
 func opts(f *agenttest.Fake) agent.Options {
-	return agent.Options{Provider: f.Provider, Model: model, BaseURL: f.URL, APIKey: agenttest.Key, CallTimeout: 10 * time.Second}
+	return agent.Options{Provider: f.Provider, Model: model, BaseURL: f.URL, APIKey: agenttest.Key,
+		TurnOptions: adapters.TurnOptions{CallTimeout: 10 * time.Second}}
 }
 
 func TestRunToolTurnThenText(t *testing.T) {

@@ -33,7 +33,7 @@ func TestRunBudget(t *testing.T) {
 			}
 			t.Cleanup(func() { hub.Close(); stop() })
 			o := opts(f)
-			o.MaxResultTokens, o.Read = 20, adapters.ReadOptions{On: true}
+			o.Answers.MaxResultTokens, o.Read = 20, adapters.ReadOptions{On: true}
 			var cut bool
 			o.OnTurn = func(tn agent.Turn) { cut = cut || tn.Exec.Budgets[0].Cut }
 			if _, err := agent.Run(ctx, hub, "pasta?", o); err != nil {

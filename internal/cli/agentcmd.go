@@ -107,9 +107,10 @@ halted, ran out of --max-turns, or the API failed.`)
 
 	res, err := agent.Run(ctx, hub, prompt, agent.Options{
 		Provider: p, Model: *model, BaseURL: *baseURL, APIKey: key, HTTPClient: env.HTTPClient,
-		MaxTurns: *maxTurns, MaxTokens: *maxTokens, Principal: l.principal, Strict: strict, NoStream: !*stream,
-		CallTimeout: c.timeout, Search: search, CodeMode: cm.options(), ListingTrace: env.listingTrace(nil),
-		MaxResultTokens: bf.resultTokens(), Budget: bf.options(), Read: adapters.ReadOptions{On: *readTool},
+		MaxTurns: *maxTurns, MaxTokens: *maxTokens, Strict: strict, NoStream: !*stream,
+		TurnOptions: adapters.TurnOptions{Principal: l.principal, CallTimeout: c.timeout, Trace: env.listingTrace(nil),
+			Answers: toolcall.AnswerOptions{MaxResultTokens: bf.resultTokens()}, Budget: bf.options()},
+		Search: search, CodeMode: cm.options(), Read: adapters.ReadOptions{On: *readTool},
 		OnTurn: func(t agent.Turn) {
 			if t.Paused {
 				fmt.Fprintf(env.Stderr, "conduit: turn %d: paused by the provider; sent back for the model to continue\n", t.N)

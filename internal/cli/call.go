@@ -10,6 +10,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/config"
+	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/conduitmcp/conduit/oauth"
 )
 
@@ -106,17 +107,20 @@ isError is printed and is exit status 1 too.`)
 	}
 	if !*raw {
 		res = conduit.ShapeForModel(res)
-		limit := bf.result
 		// The tool's server may set a budget of its own. The listing is the
 		// one the call resolved against, usually still cached.
+		own := 0
 		if ts, lerr := hub.ListToolsFor(ctx, &conduit.ListOptions{Principal: *principal, Taint: taint}); lerr == nil {
-			if tool, ok := ts.Lookup(name); ok && tool.MaxResultTokens != 0 {
-				limit = tool.MaxResultTokens
+			if tool, ok := ts.Lookup(name); ok {
+				own = tool.MaxResultTokens
 			}
 		}
-		if cut, whole := conduit.CutForModel(res, limit); cut != res {
-			res = cut
-			fmt.Fprintf(env.Stderr, "conduit: the result was cut to its budget of %d tokens (about %d in all; --raw prints it whole)\n", limit, whole)
+		limit := turn.ResultBudget(own, bf.resultTokens())
+		if limit > 0 {
+			if cut, whole := conduit.CutForModel(res, limit); cut != res {
+				res = cut
+				fmt.Fprintf(env.Stderr, "conduit: the result was cut to its budget of %d tokens (about %d in all; --raw prints it whole)\n", limit, whole)
+			}
 		}
 	}
 	if err := writeJSON(env.Stdout, res); err != nil {

@@ -1,12 +1,13 @@
-// Package turn holds the rules of one turn of a model's tool calls. It
-// does no I/O. It serves every loop that runs the calls.
-// adapters.Conversation drives them with direct calls. temporalconduit's
-// workflow drives them with activities. Each rule of the turn is written
-// here once:
+// Package turn is the turn of a model's tool calls, written once. It
+// does no I/O. Its Machine holds a turn's state and says what comes
+// next: jobs to run, answers to write, calls to show a person. Each
+// driver does that its own way. adapters.Conversation runs the calls
+// directly. temporalconduit's workflow runs them as activities. So each
+// rule of the turn is written here once:
 //
 //   - which id names a call in decisions;
 //   - which decisions are taken;
-//   - how a halt answers the calls left;
+//   - how a halt answers the calls left, those waiting included;
 //   - how each result's budget is resolved;
 //   - how the turn's budget is shared.
 //
@@ -239,6 +240,8 @@ type Waiting struct {
 // Decision is a decision on a waiting call, as Decide sees it.
 type Decision struct {
 	Allow bool
+	// Halt, with a denial, halts the turn.
+	Halt bool
 	// Input answers what the server asked, by the keys of its requests.
 	Input mcp.InputResponseMap
 }
