@@ -520,7 +520,7 @@ func (p *Pins) Save(path string) error {
 
 // PinSkill pins a skill's digest under its server and name. It replaces
 // what was pinned for that skill before. The digest is the skill's
-// (conduit.Skill.Digest). It covers the manifest, so it pins the files.
+// (skills.Skill.Digest). It covers the manifest, so it pins the files.
 func (p *Pins) PinSkill(server, name, d string) error {
 	if err := names.ServerID(server); err != nil {
 		return err

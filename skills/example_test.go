@@ -1,4 +1,4 @@
-package conduit_test
+package skills_test
 
 import (
 	"context"
@@ -7,13 +7,14 @@ import (
 	"log"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/skills"
 )
 
 // A skill is listed without reading it, loaded when the agent needs it,
 // and its other files read one by one, each checked against the listing.
 // The policy allows loading the skill (docs/skill:NAME) and reading its
 // files (docs/URI). Compiled, not run: it needs a server with skills.
-func ExampleClient_LoadSkill() {
+func ExampleLoad() {
 	ctx := context.Background()
 	cl, err := conduit.NewClient(ctx, conduit.Server{ID: "docs", URL: "https://mcp.example.com/mcp"},
 		&conduit.Options{Policy: conduit.NewPolicy(conduit.Allow("docs/skill:pdf-processing", "docs/skill://pdf-processing/*"))})
@@ -21,13 +22,13 @@ func ExampleClient_LoadSkill() {
 		log.Fatal(err)
 	}
 	defer cl.Close()
-	skills, err := cl.ListSkills(ctx, nil) // reads no skill file
+	list, err := skills.List(ctx, cl, nil) // reads no skill file
 	if err != nil {
 		log.Print(err) // a server that failed; the others' skills are listed
 	}
-	for _, sk := range skills {
-		loaded, err := cl.LoadSkill(ctx, sk, nil)
-		if errors.Is(err, conduit.ErrSkillVerification) {
+	for _, sk := range list {
+		loaded, err := skills.Load(ctx, cl, sk, nil)
+		if errors.Is(err, skills.ErrVerification) {
 			log.Printf("skill %s is not what its listing says: %v", sk.Name, err)
 			continue
 		}
