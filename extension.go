@@ -32,7 +32,8 @@ type ExtensionRequest struct {
 	// Params["uri"] from Server, as [Hub.ReadResource] reads (policy on
 	// server/URI, hooks, approval).
 	Method string
-	// DecideOnly sends nothing: the policy decides on Governed and the
+	// DecideOnly sends nothing. The server must be up and declare the
+	// extension (and Setting); the policy decides on Governed, and the
 	// pins are checked. The result is nil.
 	DecideOnly bool
 	// Params are the request's parameters. Nil is none.
@@ -74,20 +75,6 @@ func (c *core) extension(ctx context.Context, req *ExtensionRequest, opts *CallO
 	if server == "" && len(c.slots) == 1 {
 		server = c.slots[0].srv.ID
 	}
-	if req.Governed != "" {
-		call := &Call{Method: req.Method, Server: server, Tool: req.Governed, Exposed: req.Governed, Principal: o.Principal, Taint: o.Taint}
-		if denied, why := c.policyDenial(call); denied {
-			return nil, &Error{Kind: KindDenied, Server: server, Tool: req.Governed, Message: req.Governed + " was " + why + "."}
-		}
-		if name, ok := strings.CutPrefix(req.Governed, "skill:"); ok && req.Pin {
-			if err := c.checkSkillPin(server, name, req.Digest); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if req.DecideOnly {
-		return nil, nil
-	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
 	cn, release, err := c.connFor(ctx, server, o.Principal)
@@ -107,6 +94,20 @@ func (c *core) extension(ctx context.Context, req *ExtensionRequest, opts *CallO
 		if m, _ := set.(map[string]any); m[req.Setting] != true {
 			return nil, errNoExtension(server, req.Extension+" with "+req.Setting)
 		}
+	}
+	if req.Governed != "" {
+		call := &Call{Method: req.Method, Server: server, Tool: req.Governed, Exposed: req.Governed, Principal: o.Principal, Taint: o.Taint}
+		if denied, why := c.policyDenial(call); denied {
+			return nil, &Error{Kind: KindDenied, Server: server, Tool: req.Governed, Message: req.Governed + " was " + why + "."}
+		}
+		if name, ok := strings.CutPrefix(req.Governed, "skill:"); ok && req.Pin {
+			if err := c.checkSkillPin(server, name, req.Digest); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if req.DecideOnly {
+		return nil, nil
 	}
 	if req.Method == methodReadResource {
 		uri, _ := req.Params["uri"].(string)

@@ -57,6 +57,9 @@ type Skill struct {
 	Files []File
 	// Dynamic reports that the server listed no manifest of files.
 	Dynamic bool
+	// Entry is the entry as the server listed it, unknown fields kept.
+	// A gateway passes it on as it is.
+	Entry json.RawMessage
 }
 
 // A File is one file of a skill's manifest.
@@ -230,37 +233,145 @@ func Load(ctx context.Context, src Source, sk *Skill, opts *conduit.CallOptions)
 // A URI the manifest does not list is refused ([ErrNotListed]). The server
 // is not asked.
 func ReadFile(ctx context.Context, src Source, sk *Skill, uri string, opts *conduit.CallOptions) ([]byte, error) {
-	var file *File
-	for i := range sk.Files {
-		if sk.Files[i].URI == uri {
-			file = &sk.Files[i]
-		}
-	}
+	_, data, err := read(ctx, src, sk, uri, opts)
+	return data, err
+}
+
+// ReadResult is [ReadFile] that returns the read's result as the server
+// sent it (its MIME type kept), once its one content is verified. A
+// gateway answers its clients' reads of skill files with it.
+func ReadResult(ctx context.Context, src Source, sk *Skill, uri string, opts *conduit.CallOptions) (*mcp.ReadResourceResult, error) {
+	res, _, err := read(ctx, src, sk, uri, opts)
+	return res, err
+}
+
+func read(ctx context.Context, src Source, sk *Skill, uri string, opts *conduit.CallOptions) (*mcp.ReadResourceResult, []byte, error) {
+	file := sk.file(uri)
 	if file == nil {
-		return nil, fmt.Errorf("%w: %s is not in the manifest of skill %s", ErrNotListed, uri, sk.URI)
+		return nil, nil, fmt.Errorf("%w: %s is not in the manifest of skill %s", ErrNotListed, uri, sk.URI)
+	}
+	if err := allowLoad(ctx, src, sk, opts); err != nil {
+		return nil, nil, err
 	}
 	raw, err := src.Extension(ctx, &conduit.ExtensionRequest{Server: sk.Server, Extension: ExtensionName,
-		Method: MethodLoad, DecideOnly: true, Governed: "skill:" + sk.Name, Pin: true, Digest: sk.Digest()}, opts)
-	if err != nil {
-		return nil, err
-	}
-	raw, err = src.Extension(ctx, &conduit.ExtensionRequest{Server: sk.Server, Extension: ExtensionName,
 		Method: "resources/read", Params: map[string]any{"uri": uri}}, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var res mcp.ReadResourceResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrVerification, uri, err)
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrVerification, uri, err)
 	}
 	data, err := skillContent(&res, uri)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrVerification, uri, err)
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrVerification, uri, err)
 	}
 	if err := verifySkillFile(data, *file); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrVerification, uri, err)
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrVerification, uri, err)
 	}
-	return data, nil
+	return &res, data, nil
+}
+
+// file is the manifest's entry of uri, or nil.
+func (sk *Skill) file(uri string) *File {
+	for i := range sk.Files {
+		if sk.Files[i].URI == uri {
+			return &sk.Files[i]
+		}
+	}
+	return nil
+}
+
+// allowLoad is the policy's decision on loading sk, and the pins' check.
+func allowLoad(ctx context.Context, src Source, sk *Skill, opts *conduit.CallOptions) error {
+	_, err := src.Extension(ctx, &conduit.ExtensionRequest{Server: sk.Server, Extension: ExtensionName,
+		Method: MethodLoad, DecideOnly: true, Governed: "skill:" + sk.Name, Pin: true, Digest: sk.Digest()}, opts)
+	return err
+}
+
+// Dir is the URI of sk's directory: its SKILL.md's, less "/SKILL.md".
+func (sk *Skill) Dir() string { return strings.TrimSuffix(sk.URI, "/SKILL.md") }
+
+// Under reports whether uri is sk's directory, or a file or directory of
+// its manifest: what a client of sk may read or list.
+func (sk *Skill) Under(uri string) bool {
+	if uri == sk.Dir() || sk.file(uri) != nil {
+		return true
+	}
+	prefix := strings.TrimSuffix(uri, "/") + "/"
+	if !strings.HasPrefix(prefix, sk.Dir()+"/") {
+		return false
+	}
+	for _, f := range sk.Files {
+		if strings.HasPrefix(f.URI, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// DirectoryRead is the skills extension's setting that says a server
+// answers resources/directory/read.
+const DirectoryRead = "directoryRead"
+
+// ReadDirectory lists the children of the directory uri of sk
+// (resources/directory/read, every page). Only a server whose extension
+// settings say directoryRead: true is asked; another is a *jsonrpc.Error
+// of code -32601. The policy decides on the skill and the pins are
+// checked first, as [Load] does. A uri that is not sk's directory or one
+// under it is refused ([ErrNotListed]), the server not asked. A child
+// the manifest does not account for is left out.
+func ReadDirectory(ctx context.Context, src Source, sk *Skill, uri string, opts *conduit.CallOptions) ([]*mcp.Resource, error) {
+	if !sk.Under(uri) {
+		return nil, fmt.Errorf("%w: %s is not under skill %s", ErrNotListed, uri, sk.URI)
+	}
+	if err := allowLoad(ctx, src, sk, opts); err != nil {
+		return nil, err
+	}
+	var out []*mcp.Resource
+	cursor := ""
+	for range maxSkillPages {
+		params := map[string]any{"uri": uri}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		raw, err := src.Extension(ctx, &conduit.ExtensionRequest{Server: sk.Server, Extension: ExtensionName, Setting: DirectoryRead,
+			Method: "resources/directory/read", Params: params}, opts)
+		if err != nil {
+			return nil, fmt.Errorf("server %s: resources/directory/read %s: %w", sk.Server, uri, err)
+		}
+		var res struct {
+			Resources  []*mcp.Resource `json:"resources"`
+			NextCursor string          `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, fmt.Errorf("server %s: resources/directory/read %s: the result: %w", sk.Server, uri, err)
+		}
+		for _, r := range res.Resources {
+			if r != nil && sk.Under(r.URI) {
+				out = append(out, r)
+			}
+		}
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		cursor = res.NextCursor
+	}
+	return nil, fmt.Errorf("server %s: resources/directory/read %s: more than %d pages", sk.Server, uri, maxSkillPages)
+}
+
+// Servers returns the ids of src's servers that are up and declare the
+// skills extension, for opts' principal. With setting, only those whose
+// extension settings have it true (as [DirectoryRead]).
+func Servers(ctx context.Context, src Source, setting string, opts *conduit.ListOptions) []string {
+	var out []string
+	for _, st := range src.Status() {
+		req := &conduit.ExtensionRequest{Server: st.ID, Extension: ExtensionName, Setting: setting, Method: MethodLoad, DecideOnly: true}
+		if _, err := src.Extension(ctx, req, listOptions(opts)); err == nil {
+			out = append(out, st.ID)
+		}
+	}
+	return out
 }
 
 // parseSkill reads one skill entry, refusing one it cannot verify later.
@@ -281,7 +392,7 @@ func parseSkill(server string, raw json.RawMessage) (*Skill, error) {
 		return nil, fmt.Errorf("skill %s has no frontmatter object", e.URI)
 	}
 	segs := strings.Split(strings.TrimSuffix(path, "/SKILL.md"), "/")
-	sk := &Skill{Server: server, URI: e.URI, Frontmatter: e.Frontmatter, Name: segs[len(segs)-1]}
+	sk := &Skill{Server: server, URI: e.URI, Frontmatter: e.Frontmatter, Name: segs[len(segs)-1], Entry: slices.Clone(raw)}
 	if n, ok := e.Frontmatter["name"].(string); ok && n != "" {
 		sk.Name = n
 	}
