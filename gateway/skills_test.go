@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -34,4 +35,64 @@ func TestConformanceSkills(t *testing.T) {
 		checks += len(res.Checks)
 	}
 	t.Logf("%d skills scenarios, %d checks, pass through conduit serve", len(skillScenarios), checks)
+}
+
+// TestSkillsPolicyThroughServe: what a principal's policy does not allow
+// of skills, conduit serve neither lists nor fetches. The careless case
+// first: alice's rules name a tool and no skill, so she sees no skill
+// and reads none. bob may load pdf-processing only: release-notes is
+// neither listed nor answered, and a URI outside the manifest is refused.
+func TestSkillsPolicyThroughServe(t *testing.T) {
+	bin := testenv.BuildGo(t, backendPkg)
+	config := fmt.Sprintf(`{"mcpServers": {"backend": {"command": %q}},
+		"policy": [{"allow": ["backend/greet"]},
+			{"allow": ["backend/skill:pdf-processing", "backend/skill://pdf-processing/*"], "principal": ["bob"]}],
+		"serve": {"tokens": [{"principal": "alice", "env": "T_ALICE"}, {"principal": "bob", "env": "T_BOB"}]}}`, bin)
+	url := serveHTTP(t, config, []string{"T_ALICE=" + aliceToken, "T_BOB=" + bobToken}, "--transparent")
+	const skillMD = "skill://pdf-processing/SKILL.md"
+
+	names := func(token string) []string {
+		a := rpc(t, url, token, "skills/list", nil, true)
+		if a.Error != nil {
+			t.Fatalf("skills/list: %+v", a.Error)
+		}
+		var out []string
+		list, _ := a.Result["skills"].([]any)
+		for _, e := range list {
+			out = append(out, e.(map[string]any)["uri"].(string))
+		}
+		return out
+	}
+	refused := func(who, token, method string, params map[string]any) {
+		t.Helper()
+		if a := rpc(t, url, token, method, params, true); a.Error == nil || a.Error.Code != -32602 {
+			t.Errorf("%s's %s %v = %+v %+v, want -32602", who, method, params["uri"], a, a.Error)
+		}
+	}
+
+	if got := names(aliceToken); len(got) != 0 {
+		t.Errorf("alice, allowed no skill, is listed %v", got)
+	}
+	refused("alice", aliceToken, "skills/get", map[string]any{"uri": skillMD})
+	refused("alice", aliceToken, "resources/read", map[string]any{"uri": skillMD})
+	refused("alice", aliceToken, "resources/directory/read", map[string]any{"uri": "skill://pdf-processing"})
+
+	if got := names(bobToken); strings.Join(got, " ") != skillMD {
+		t.Errorf("bob is listed %v, want only %s", got, skillMD)
+	}
+	if a := rpc(t, url, bobToken, "skills/get", map[string]any{"uri": skillMD}, true); a.Error != nil {
+		t.Errorf("bob's skills/get: %+v", a.Error)
+	}
+	read := rpc(t, url, bobToken, "resources/read", map[string]any{"uri": skillMD}, true)
+	if c, _ := read.Result["contents"].([]any); read.Error != nil || len(c) != 1 || !strings.Contains(c[0].(map[string]any)["text"].(string), "name: pdf-processing") {
+		t.Errorf("bob's read of SKILL.md = %+v %+v", read, read.Error)
+	}
+	dir := rpc(t, url, bobToken, "resources/directory/read", map[string]any{"uri": "skill://pdf-processing"}, true)
+	if r, _ := dir.Result["resources"].([]any); dir.Error != nil || len(r) != 2 {
+		t.Errorf("bob's directory read = %+v, want SKILL.md and references", dir)
+	}
+	refused("bob", bobToken, "skills/get", map[string]any{"uri": "skill://release-notes/SKILL.md"})
+	refused("bob", bobToken, "resources/read", map[string]any{"uri": "skill://release-notes/SKILL.md"})
+	refused("bob", bobToken, "resources/read", map[string]any{"uri": "skill://pdf-processing/secret.md"})
+	refused("bob", bobToken, "resources/directory/read", map[string]any{"uri": "skill://release-notes"})
 }

@@ -106,6 +106,9 @@ func rpc(t *testing.T, url, token, method string, params map[string]any, plain b
 	if id, ok := params["taskId"].(string); ok {
 		req.Header.Set("Mcp-Name", id)
 	}
+	if uri, ok := params["uri"].(string); ok && method == "resources/read" {
+		req.Header.Set("Mcp-Name", uri)
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
