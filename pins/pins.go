@@ -552,6 +552,21 @@ func (p *Pins) SkillDigest(server, name string) (string, bool) {
 	return d, ok
 }
 
+// SkillPins returns a copy of server's pinned skills: name, digest.
+func (p *Pins) SkillPins(server string) map[string]string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return maps.Clone(p.skills[server])
+}
+
+// ForgetSkills forgets server's skill pins, as Forget forgets its tools'.
+func (p *Pins) ForgetSkills(server string) {
+	p.mu.Lock()
+	delete(p.skills, server)
+	p.mu.Unlock()
+	p.gen.Add(1)
+}
+
 // skillPins returns a copy of the pinned skills, for the lock file.
 func (p *Pins) skillPins() map[string]map[string]string {
 	p.mu.RLock()

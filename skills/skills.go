@@ -121,6 +121,25 @@ func List(ctx context.Context, src Source, opts *conduit.ListOptions) ([]*Skill,
 // extension is a *jsonrpc.Error of code -32601.
 func ListServer(ctx context.Context, src Source, server string, opts *conduit.ListOptions) ([]*Skill, error) {
 	o := listOptions(opts)
+	all, err := Listed(ctx, src, server, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, sk := range all {
+		if decide(ctx, src, sk, o) == nil {
+			out = append(out, sk)
+		}
+	}
+	return out, nil
+}
+
+// Listed returns every skill the server with id server lists, the policy
+// not asked: what an operator reviews and pins (conduit pin). A client
+// lists with [List], which leaves out what the policy denies. Loading a
+// skill is decided either way.
+func Listed(ctx context.Context, src Source, server string, opts *conduit.ListOptions) ([]*Skill, error) {
+	o := listOptions(opts)
 	var out []*Skill
 	cursor := ""
 	for range maxSkillPages {
@@ -144,9 +163,7 @@ func ListServer(ctx context.Context, src Source, server string, opts *conduit.Li
 			if err != nil {
 				return nil, fmt.Errorf("server %s: skills/list: %w", server, err)
 			}
-			if decide(ctx, src, sk, o) == nil {
-				out = append(out, sk)
-			}
+			out = append(out, sk)
 		}
 		if res.NextCursor == "" {
 			return out, nil
