@@ -428,3 +428,107 @@ func TestSkillsOverSessionConnection(t *testing.T) {
 		}
 	}
 }
+
+// dirServer is an in-process SDK server of the pdf-processing skill that
+// answers resources/directory/read (its custom method), two children a
+// page, when directoryRead is declared. It counts the directory reads.
+func dirServer(t *testing.T, directoryRead bool) (*conduit.Client, *int) {
+	t.Helper()
+	files := map[string]string{skillURI: skillMD, formsURI: formsMD}
+	settings := map[string]any{}
+	if directoryRead {
+		settings[DirectoryRead] = true
+	}
+	srv := mcp.NewServer(&mcp.Implementation{Name: "skills", Version: "1"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{Resources: &mcp.ResourceCapabilities{}, Extensions: map[string]any{ExtensionName: settings}},
+	})
+	type params struct {
+		mcp.ParamsBase
+		URI    string `json:"uri"`
+		Cursor string `json:"cursor,omitempty"`
+	}
+	type result struct {
+		mcp.ResultBase
+		Resources  []*mcp.Resource `json:"resources"`
+		NextCursor string          `json:"nextCursor,omitempty"`
+	}
+	var mu sync.Mutex
+	reads := 0
+	children := []*mcp.Resource{
+		{URI: skillURI, Name: "SKILL.md"},
+		{URI: "skill://pdf-processing/references", Name: "references", MIMEType: "inode/directory"},
+		{URI: "skill://pdf-processing/unlisted.md", Name: "unlisted.md"},
+	}
+	if err := mcp.AddReceivingCustomMethod(srv, "resources/directory/read", func(_ context.Context, _ *mcp.ServerSession, p *params) (*result, error) {
+		mu.Lock()
+		reads++
+		mu.Unlock()
+		if p.URI != "skill://pdf-processing" {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "not a directory"}
+		}
+		if p.Cursor == "" {
+			return &result{Resources: children[:2], NextCursor: "2"}, nil
+		}
+		return &result{Resources: children[2:]}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(t.Context(), skillsServerTransport{st, skillEntry(files)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ss.Close() })
+	cl, err := conduit.NewClient(t.Context(), conduit.Server{ID: "s", Transport: ct}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	return cl, &reads
+}
+
+// TestReadDirectory: resources/directory/read is sent only to a server
+// that advertises it (the careless case, a server that does not, is
+// refused without asking), every page is read, a URI outside the skill
+// is refused without asking, and a child the manifest does not account
+// for is left out.
+func TestReadDirectory(t *testing.T) {
+	ctx := t.Context()
+	cl, reads := dirServer(t, false)
+	sks, err := List(ctx, cl, nil)
+	if err != nil || len(sks) != 1 {
+		t.Fatalf("list: %v, %v", sks, err)
+	}
+	var rpcErr *jsonrpc.Error
+	if _, err := ReadDirectory(ctx, cl, sks[0], sks[0].Dir(), nil); !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeMethodNotFound || *reads != 0 {
+		t.Fatalf("a server without directoryRead: %v, %d reads", err, *reads)
+	}
+
+	cl, reads = dirServer(t, true)
+	sks, err = List(ctx, cl, nil)
+	if err != nil || len(sks) != 1 {
+		t.Fatalf("list: %v, %v", sks, err)
+	}
+	got, err := ReadDirectory(ctx, cl, sks[0], "skill://pdf-processing", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range got {
+		uris = append(uris, r.URI)
+	}
+	if strings.Join(uris, " ") != skillURI+" skill://pdf-processing/references" || *reads != 2 {
+		t.Fatalf("children %v after %d reads; want SKILL.md and references, two pages", uris, *reads)
+	}
+	for _, uri := range []string{"skill://other", "skill://pdf-processing/unlisted", "file:///etc"} {
+		if _, err := ReadDirectory(ctx, cl, sks[0], uri, nil); !errors.Is(err, ErrNotListed) {
+			t.Errorf("%s: %v", uri, err)
+		}
+	}
+	if _, err := ReadDirectory(ctx, cl, sks[0], skillURI, nil); !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("a file, not a directory: %v", err)
+	}
+	if *reads != 3 {
+		t.Errorf("%d reads, want 3: a URI outside the skill reached the server", *reads)
+	}
+}
