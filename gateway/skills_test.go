@@ -2,10 +2,14 @@ package gateway_test
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/conduitmcp/conduit/internal/testenv"
+	"github.com/conduitmcp/conduit/pins"
 )
 
 // skillScenarios are the suite's server scenarios of the skills extension.
@@ -95,4 +99,52 @@ func TestSkillsPolicyThroughServe(t *testing.T) {
 	refused("bob", bobToken, "resources/read", map[string]any{"uri": "skill://release-notes/SKILL.md"})
 	refused("bob", bobToken, "resources/read", map[string]any{"uri": "skill://pdf-processing/secret.md"})
 	refused("bob", bobToken, "resources/directory/read", map[string]any{"uri": "skill://release-notes"})
+}
+
+// TestSkillPinsThroughServe: with a lock file, conduit serve passes on a
+// skill's files only while the skill is as pinned. conduit pin pins the
+// backend's skills; a lock whose pin of pdf-processing is another digest
+// (the skill changed after review) refuses its read, nothing passed on.
+func TestSkillPinsThroughServe(t *testing.T) {
+	bin := testenv.BuildGo(t, backendPkg)
+	conduit, err := conduitBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mcp.json")
+	config := fmt.Sprintf(`{"mcpServers": {"backend": {"command": %q}}, "policy": [{"allow": ["*"]}]}`, bin)
+	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pin := exec.Command(conduit, "pin", "--config", path)
+	pin.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	if out, err := pin.CombinedOutput(); err != nil {
+		t.Fatalf("conduit pin: %v\n%s", err, out)
+	}
+	lock, err := pins.Load(pins.LockPath(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinned, ok := lock.SkillDigest("backend", "pdf-processing")
+	if !ok {
+		t.Fatalf("conduit pin did not pin the skill: %s", pins.LockPath(path))
+	}
+	const skillMD = "skill://pdf-processing/SKILL.md"
+	read := func() rpcAnswer {
+		url := serveHTTP(t, config, nil, "--transparent", "--no-auth", "--config", path)
+		return rpc(t, url, "", "resources/read", map[string]any{"uri": skillMD}, true)
+	}
+	if a := read(); a.Error != nil {
+		t.Fatalf("the pinned skill's read: %+v", a.Error)
+	}
+	if err := lock.PinSkill("backend", "pdf-processing", "sha256:"+strings.Repeat("0", 64)); err != nil {
+		t.Fatal(err)
+	}
+	if err := lock.Save(pins.LockPath(path)); err != nil {
+		t.Fatal(err)
+	}
+	if a := read(); a.Error == nil || !strings.Contains(a.Error.Message, "changed since it was pinned") {
+		t.Errorf("a skill not as pinned (%s) was read: %+v %+v", pinned, a, a.Error)
+	}
 }
