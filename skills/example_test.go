@@ -38,3 +38,30 @@ func ExampleLoad() {
 		fmt.Println(loaded.Instructions)
 	}
 }
+
+// A skill's directory is read where the server declares directoryRead;
+// only the children its manifest accounts for are returned. Compiled,
+// not run: it needs a server with skills.
+func ExampleReadDirectory() {
+	ctx := context.Background()
+	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "docs", URL: "https://mcp.example.com/mcp"}},
+		&conduit.Options{Policy: conduit.NewPolicy(conduit.Allow("docs/skill:*", "docs/skill://*"))})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer hub.Close()
+	list, err := skills.List(ctx, hub, nil)
+	if err != nil {
+		log.Print(err)
+	}
+	for _, sk := range list {
+		children, err := skills.ReadDirectory(ctx, hub, sk, sk.Dir(), nil)
+		if err != nil {
+			log.Print(err) // -32601 where the server does not declare directoryRead
+			continue
+		}
+		for _, c := range children {
+			fmt.Println(c.URI, c.MIMEType) // inode/directory for a subdirectory
+		}
+	}
+}

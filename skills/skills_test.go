@@ -532,3 +532,25 @@ func TestReadDirectory(t *testing.T) {
 		t.Errorf("%d reads, want 3: a URI outside the skill reached the server", *reads)
 	}
 }
+
+// FuzzParseSkill: a skill entry is a server's input; parseSkill must not
+// panic, and what it accepts has a SKILL.md URI and a frontmatter.
+func FuzzParseSkill(f *testing.F) {
+	f.Add(`{"uri":"skill://x/SKILL.md","frontmatter":{"name":"x"},"resources":[{"uri":"skill://x/SKILL.md","digest":"` + digest.Of(nil) + `","size":0}]}`)
+	f.Add(`{"uri":"skill://a/b/SKILL.md","frontmatter":{},"resources":"dynamic"}`)
+	f.Add(`{"uri":"skill://x/SKILL.md","frontmatter":{"name":7},"resources":[{"size":-1}]}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		sk, err := parseSkill("s", json.RawMessage(s))
+		if err != nil {
+			return
+		}
+		if !strings.HasPrefix(sk.URI, "skill://") || !strings.HasSuffix(sk.URI, "/SKILL.md") || sk.Frontmatter == nil || sk.Dynamic && len(sk.Files) > 0 {
+			t.Fatalf("accepted %+v", sk)
+		}
+		for _, f := range sk.Files {
+			if f.Size < 0 || digest.Check(f.Digest) != nil {
+				t.Fatalf("accepted file %+v", f)
+			}
+		}
+	})
+}
