@@ -176,7 +176,8 @@ func TestTasksOffByDefault(t *testing.T) {
 		t.Errorf("tools/call without a tasks configuration = %+v, want its result", a)
 	}
 	d := rpc(t, url, "", "server/discover", nil, false)
-	if caps, _ := d.Result["capabilities"].(map[string]any); caps["extensions"] != nil {
+	caps, _ := d.Result["capabilities"].(map[string]any)
+	if ext, _ := caps["extensions"].(map[string]any); ext["io.modelcontextprotocol/tasks"] != nil {
 		t.Errorf("server/discover offers extensions %v with no tasks configured", caps["extensions"])
 	}
 	if a := rpc(t, url, "", "tasks/get", map[string]any{"taskId": "x"}, false); a.Error == nil || a.Error.Code != -32601 {
