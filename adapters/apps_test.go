@@ -14,6 +14,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/skills"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -145,7 +146,7 @@ func TestAppResourceGoverned(t *testing.T) {
 // provider's conversation, which its fake reads back as the
 // conversation's text.
 func TestSkillMessage(t *testing.T) {
-	ls := &conduit.LoadedSkill{Skill: &conduit.Skill{Server: "docs", Name: "pdf-processing"}, Instructions: "---\nname: pdf-processing\n---\nUse pdftk.\n"}
+	ls := &skills.Loaded{Skill: &skills.Skill{Server: "docs", Name: "pdf-processing"}, Instructions: "---\nname: pdf-processing\n---\nUse pdftk.\n"}
 	for _, p := range adapters.Providers() {
 		msg, err := adapters.SkillMessage(p, ls)
 		if err != nil {

@@ -5,17 +5,17 @@ package adapters
 import (
 	"errors"
 
-	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/internal/textsafe"
+	"github.com/conduitmcp/conduit/skills"
 )
 
 // SkillMessage is a loaded skill offered to the model. It is a user
 // message of p's conversation, as [Wire.Prompt] makes one. It names the
 // skill and its server and holds SKILL.md's text. Append it to the
 // conversation before the turn that needs it. ls comes from
-// [conduit.Hub.LoadSkill], which the policy allowed. LoadSkill verified
-// its digest, frontmatter, hidden characters and pins. This only shapes it.
-func SkillMessage(p Provider, ls *conduit.LoadedSkill) (map[string]any, error) {
+// [skills.Load], which the policy allowed. Load verified its digest,
+// frontmatter, hidden characters and pins. This only shapes it.
+func SkillMessage(p Provider, ls *skills.Loaded) (map[string]any, error) {
 	if _, err := p.valid(); err != nil {
 		return nil, err
 	}

@@ -4,15 +4,15 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
+	"github.com/conduitmcp/conduit/skills"
 )
 
-// A loaded skill (from Hub.LoadSkill) offered to Claude as a user
+// A loaded skill (from skills.Load) offered to Claude as a user
 // message of the conversation.
 func ExampleSkillMessage() {
-	ls := &conduit.LoadedSkill{
-		Skill:        &conduit.Skill{Server: "docs", Name: "pdf-processing"},
+	ls := &skills.Loaded{
+		Skill:        &skills.Skill{Server: "docs", Name: "pdf-processing"},
 		Instructions: "---\nname: pdf-processing\n---\nUse pdftk.\n",
 	}
 	msg, err := adapters.SkillMessage(adapters.Anthropic, ls)

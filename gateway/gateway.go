@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -146,6 +147,7 @@ type source interface {
 	Complete(context.Context, *mcp.CompleteParams, *conduit.CallOptions) (*mcp.CompleteResult, error)
 	SetLoggingLevel(context.Context, mcp.LoggingLevel) error
 	Status() []conduit.ServerStatus
+	Extension(context.Context, *conduit.ExtensionRequest, *conduit.CallOptions) (json.RawMessage, error)
 	Store() store.Store
 	Close() error
 }

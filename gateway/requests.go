@@ -9,6 +9,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/internal/turn"
+	"github.com/conduitmcp/conduit/skills"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -163,9 +164,25 @@ func (s *session) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 		return nil, requestError(err)
 	}
 	opts.Meta = clientMeta(req.Session, req.Params.Meta, forwardMeta(req.Params.Meta, opts.Meta))
-	call := s.rpcCall(conv, server, func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
+	read := func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
 		return s.g.src.ReadResource(ctx, req.Params.URI, opts)
-	})
+	}
+	if s.skills && isSkillURI(req.Params.URI) {
+		// A skill's file: of a skill the principal may load, verified.
+		sk, err := s.skillOf(ctx, req.Params.URI, req.Params.Meta)
+		if err != nil {
+			return nil, err
+		}
+		server = sk.Server
+		read = func(ctx context.Context, opts *conduit.CallOptions) (mcp.Result, error) {
+			res, err := skills.ReadResult(ctx, s.g.src, sk, req.Params.URI, opts)
+			if err != nil {
+				return nil, skillError(err)
+			}
+			return res, nil
+		}
+	}
+	call := s.rpcCall(conv, server, read)
 	var rq *roundRequest
 	if s.rounds(req.Session) {
 		rq = s.roundRequest(resourceMethod, req.Session, req.Params.URI, "", req.Params.InputResponses, req.Params.RequestState, nil)

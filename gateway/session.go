@@ -28,6 +28,7 @@ type session struct {
 	server    *mcp.Server
 	handlers  *conduit.Handlers // what servers send during this session's calls
 	view      bool              // its lists are made with a fixed taint (taint)
+	skills    bool              // it offers the skills extension (a backend has it)
 
 	mu      sync.Mutex
 	ss      *mcp.ServerSession
@@ -98,6 +99,7 @@ func (g *Gateway) makeSession(ctx context.Context, principal string, taint []str
 	if view && g.tasks != nil {
 		caps.Extensions = map[string]any{TasksExtension: map[string]any{}}
 	}
+	s.offerSkills(ctx, caps)
 	if view {
 		// Each request's calls get Handlers of their own, for its rounds.
 		opts.SetCacheable = func(ctx context.Context, req mcp.Request, c *mcp.Cacheable) {
@@ -129,6 +131,12 @@ func (g *Gateway) makeSession(ctx context.Context, principal string, taint []str
 	}
 	s.server = mcp.NewServer(g.impl, opts)
 	s.server.AddReceivingMiddleware(s.downCalls) // innermost: around the SDK's lookup
+	if s.skills {
+		s.server.AddReceivingMiddleware(s.skillReads)
+		if err := s.addSkillMethods(); err != nil {
+			return nil, err
+		}
+	}
 	s.server.AddReceivingMiddleware(s.appTools)
 	if anyVersion {
 		s.server.AddReceivingMiddleware(s.statelessClient)

@@ -110,6 +110,9 @@ func rpc(t *testing.T, url, token, method string, params map[string]any, plain b
 	if id, ok := params["taskId"].(string); ok {
 		req.Header.Set("Mcp-Name", id)
 	}
+	if uri, ok := params["uri"].(string); ok && method == "resources/read" {
+		req.Header.Set("Mcp-Name", uri)
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -177,7 +180,8 @@ func TestTasksOffByDefault(t *testing.T) {
 		t.Errorf("tools/call without a tasks configuration = %+v, want its result", a)
 	}
 	d := rpc(t, url, "", "server/discover", nil, false)
-	if caps, _ := d.Result["capabilities"].(map[string]any); caps["extensions"] != nil {
+	caps, _ := d.Result["capabilities"].(map[string]any)
+	if ext, _ := caps["extensions"].(map[string]any); ext["io.modelcontextprotocol/tasks"] != nil {
 		t.Errorf("server/discover offers extensions %v with no tasks configured", caps["extensions"])
 	}
 	if a := rpc(t, url, "", "tasks/get", map[string]any{"taskId": "x"}, false); a.Error == nil || a.Error.Code != -32601 {

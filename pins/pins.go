@@ -520,7 +520,7 @@ func (p *Pins) Save(path string) error {
 
 // PinSkill pins a skill's digest under its server and name. It replaces
 // what was pinned for that skill before. The digest is the skill's
-// (conduit.Skill.Digest). It covers the manifest, so it pins the files.
+// (skills.Skill.Digest). It covers the manifest, so it pins the files.
 func (p *Pins) PinSkill(server, name, d string) error {
 	if err := names.ServerID(server); err != nil {
 		return err
@@ -550,6 +550,21 @@ func (p *Pins) SkillDigest(server, name string) (string, bool) {
 	defer p.mu.RUnlock()
 	d, ok := p.skills[server][name]
 	return d, ok
+}
+
+// SkillPins returns a copy of server's pinned skills: name, digest.
+func (p *Pins) SkillPins(server string) map[string]string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return maps.Clone(p.skills[server])
+}
+
+// ForgetSkills forgets server's skill pins, as Forget forgets its tools'.
+func (p *Pins) ForgetSkills(server string) {
+	p.mu.Lock()
+	delete(p.skills, server)
+	p.mu.Unlock()
+	p.gen.Add(1)
 }
 
 // skillPins returns a copy of the pinned skills, for the lock file.

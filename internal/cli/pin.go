@@ -11,6 +11,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/pins"
+	"github.com/conduitmcp/conduit/skills"
 )
 
 // loadPins reads the lock file beside the configuration, or returns nil
@@ -100,9 +101,9 @@ file when it starts: restart it after pinning.
   conduit pin                  write the lock file; when it exists, pin the
                                servers it does not have yet and leave the
                                others as they are
-  conduit pin --check          exit 1 when any tool is changed, new or gone,
-                               or a pinned server is no longer configured,
-                               printing each diff
+  conduit pin --check          exit 1 when any tool or skill is changed, new
+                               or gone, or a pinned server is no longer
+                               configured, printing each diff
   conduit pin --update [SERVER...]
                                accept what the servers (all by default) list
                                now; a pinned server no longer configured
@@ -202,6 +203,11 @@ a terminal would not show are written as \uXXXX.`)
 		}
 		drift = append(drift, d...)
 	}
+	skillDrift, skillsChanged, err := pinSkills(ctx, hub, pinned, pos, *check, *update)
+	if err != nil {
+		return failure("%v", err)
+	}
+	changed = changed || skillsChanged
 	// Servers no longer configured: --update drops their pins (all of
 	// them, or those named); otherwise they are reported.
 	var dropped []string
@@ -223,6 +229,9 @@ a terminal would not show are written as \uXXXX.`)
 	for _, d := range drift {
 		out.Drift = append(out.Drift, driftJSON{Server: d.Server, Tool: d.Tool, Drift: d.Kind.String(), Pinned: d.Pinned, Listed: d.Listed, Diff: d.Diff})
 	}
+	for _, d := range skillDrift {
+		out.Drift = append(out.Drift, driftJSON{Server: d.server, Tool: "skill:" + d.name, Drift: d.kind, Pinned: d.pinned, Listed: d.listed})
+	}
 	if changed && !*check {
 		if err := pinned.Save(lock); err != nil {
 			return failure("writing the lock file: %v", err)
@@ -234,6 +243,12 @@ a terminal would not show are written as \uXXXX.`)
 		}
 	} else if *check {
 		writeDrift(env.Stdout, drift)
+		for i, d := range skillDrift {
+			if i > 0 || len(drift) > 0 {
+				fmt.Fprintln(env.Stdout)
+			}
+			fmt.Fprintln(env.Stdout, d.message())
+		}
 		for i, id := range out.Unconfigured {
 			if i > 0 || len(drift) > 0 {
 				fmt.Fprintln(env.Stdout)
@@ -256,10 +271,13 @@ a terminal would not show are written as \uXXXX.`)
 	}
 
 	switch {
-	case *check && (len(drift) > 0 || len(out.Unconfigured) > 0):
+	case *check && (len(drift) > 0 || len(skillDrift) > 0 || len(out.Unconfigured) > 0):
 		var parts []string
 		if len(drift) > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s differ from %s", len(drift), plural(len(drift), "tool", "tools"), lock))
+		}
+		if n := len(skillDrift); n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s differ from %s", n, plural(n, "skill", "skills"), lock))
 		}
 		if n := len(out.Unconfigured); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d pinned %s no longer configured", n, plural(n, "server is", "servers are")))
@@ -269,6 +287,9 @@ a terminal would not show are written as \uXXXX.`)
 	case *update:
 		for _, d := range drift {
 			fmt.Fprintf(env.Stderr, "conduit: accepted %s\n", d.Message())
+		}
+		for _, d := range skillDrift {
+			fmt.Fprintf(env.Stderr, "conduit: accepted %s\n", d.message())
 		}
 		if changed {
 			fmt.Fprintf(env.Stderr, "conduit: wrote %s\n", lock)
@@ -283,6 +304,10 @@ a terminal would not show are written as \uXXXX.`)
 			fmt.Fprintf(env.Stderr, "conduit: %d pinned %s differ from what the servers list, left as pinned; 'conduit pin --check%s' shows the diffs\n",
 				len(drift), plural(len(drift), "tool", "tools"), h.configArg())
 		}
+		if n := len(skillDrift); n > 0 {
+			fmt.Fprintf(env.Stderr, "conduit: %d pinned %s differ from what the servers list, left as pinned; 'conduit pin --check%s' shows them\n",
+				n, plural(n, "skill", "skills"), h.configArg())
+		}
 	}
 	if len(down) > 0 {
 		return failure("%d of %d servers down", len(down), len(out.Servers))
@@ -291,6 +316,85 @@ a terminal would not show are written as \uXXXX.`)
 		return failure("%d %s could not be pinned: %s cannot be encoded", n, plural(n, "tool", "tools"), plural(n, "its definition", "their definitions"))
 	}
 	return nil
+}
+
+// skillDrift is a skill whose listing is not its pin: new, changed or
+// gone. A changed skill is a rug pull until reviewed.
+type skillDrift struct {
+	server, name, kind string
+	pinned, listed     string // digests; "" for none
+}
+
+func (d skillDrift) message() string {
+	switch d.kind {
+	case "new":
+		return fmt.Sprintf("skill %s of server %s: the skill is new, not pinned (listed %s)", d.name, d.server, d.listed)
+	case "gone":
+		return fmt.Sprintf("skill %s of server %s: the pinned skill is no longer listed (pinned %s)", d.name, d.server, d.pinned)
+	}
+	return fmt.Sprintf("skill %s of server %s: the skill changed since it was pinned (pinned %s, listed %s)", d.name, d.server, d.pinned, d.listed)
+}
+
+// pinSkills compares the skills of each server that has them with the
+// pins, as the tools are compared. A server's skills are pinned on its
+// first pin; --update accepts what they are now (all servers', or those
+// named); --check accepts nothing. The policy is not asked: every skill
+// a server lists is reviewed. A skill listed with "dynamic" files has no
+// digest, so it is neither pinned nor loadable with pins.
+func pinSkills(ctx context.Context, hub *conduit.Hub, pinned *pins.Pins, pos []string, check, update bool) (drift []skillDrift, changed bool, err error) {
+	for _, id := range skills.Servers(ctx, hub, "", nil) {
+		listed, err := skills.Listed(ctx, hub, id, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		had := pinned.SkillPins(id)
+		now := map[string]string{}
+		var d []skillDrift
+		for _, sk := range listed {
+			dg := sk.Digest()
+			if dg == "" {
+				continue
+			}
+			now[sk.Name] = dg
+			switch want, ok := had[sk.Name]; {
+			case !ok:
+				d = append(d, skillDrift{server: id, name: sk.Name, kind: "new", listed: dg})
+			case want != dg:
+				d = append(d, skillDrift{server: id, name: sk.Name, kind: "changed", pinned: want, listed: dg})
+			}
+		}
+		for name, want := range had {
+			if _, ok := now[name]; !ok {
+				d = append(d, skillDrift{server: id, name: name, kind: "gone", pinned: want})
+			}
+		}
+		slices.SortFunc(d, func(a, b skillDrift) int { return strings.Compare(a.name, b.name) })
+		accept := false
+		switch {
+		case update:
+			accept = len(pos) == 0 || slices.Contains(pos, id)
+		case !check:
+			accept = len(had) == 0
+		}
+		if accept {
+			if len(d) > 0 {
+				pinned.ForgetSkills(id)
+				for name, dg := range now {
+					if err := pinned.PinSkill(id, name, dg); err != nil {
+						return nil, false, err
+					}
+				}
+				changed = true
+			}
+			if !update {
+				continue // a first pin is no drift
+			}
+		} else if update {
+			continue
+		}
+		drift = append(drift, d...)
+	}
+	return drift, changed, nil
 }
 
 // unwrapJoined returns the errors an errors.Join holds, or err alone.

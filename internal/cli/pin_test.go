@@ -56,12 +56,19 @@ func runDefsChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	var l struct{ Tools []*mcp.Tool }
+	var l struct {
+		Tools  []*mcp.Tool
+		Skills map[string]string // name: SKILL.md
+	}
 	if err := json.Unmarshal(data, &l); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "defs", Version: "1"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "defs", Version: "1"}, skillsOptions(l.Skills))
+	if err := serveSkills(s, l.Skills); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
 	if path := os.Getenv(methodsEnv); path != "" {
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {

@@ -63,12 +63,27 @@ var ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
 // failed scenario is reported in the result, whose Output is worth logging.
 func ConformanceClient(t testing.TB, scenario, clientCommand string) *ConformanceResult {
 	t.Helper()
+	return conformanceScenario(t, "client", scenario, "--command", clientCommand)
+}
+
+// ConformanceServer runs the conformance suite's server scenario against
+// the MCP endpoint url, as [ConformanceClient] runs a client scenario. It
+// runs a scenario outside every requirement set too (an extension's).
+func ConformanceServer(t testing.TB, scenario, url string) *ConformanceResult {
+	t.Helper()
+	return conformanceScenario(t, "server", scenario, "--url", url)
+}
+
+// conformanceScenario runs one scenario of leg ("client", "server") with
+// the leg's target flag and value.
+func conformanceScenario(t testing.TB, leg, scenario, flag, target string) *ConformanceResult {
+	t.Helper()
 	node, script := Conformance(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), ConformanceTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, "client",
-		"--command", clientCommand, "--scenario", scenario, "-o", dir)
+	cmd := exec.CommandContext(ctx, node, script, leg,
+		flag, target, "--scenario", scenario, "-o", dir)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	var out bytes.Buffer
@@ -105,7 +120,7 @@ func ConformanceClient(t testing.TB, scenario, clientCommand string) *Conformanc
 	})
 	if len(matches) != 1 {
 		if strings.Contains(res.Output, "Unknown scenario") {
-			t.Fatalf("testenv: conformance suite has no client scenario %q; output:\n%s", scenario, res.Output)
+			t.Fatalf("testenv: conformance suite has no %s scenario %q; output:\n%s", leg, scenario, res.Output)
 		}
 		t.Fatalf("testenv: conformance suite wrote %d checks.json files; output:\n%s", len(matches), res.Output)
 	}

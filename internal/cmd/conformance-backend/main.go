@@ -1,5 +1,5 @@
-// Command conformance-backend is a plain MCP server. It has the tools (and
-// skills) the conformance suite's extension scenarios call. It makes no
+// Command conformance-backend is a plain MCP server. It has the tools and
+// skills the conformance suite's extension scenarios call. It makes no
 // tasks of its own. So every task the suite sees through conduit serve is
 // conduit's. It serves stdio, or Streamable HTTP with -http.
 package main
@@ -18,9 +18,17 @@ import (
 func main() {
 	httpAddr := flag.String("http", "", "serve Streamable HTTP (stateless) on this address instead of stdio")
 	flag.Parse()
-	server := mcp.NewServer(&mcp.Implementation{Name: "conformance-backend", Version: "1.0.0"}, nil)
+	server := mcp.NewServer(&mcp.Implementation{Name: "conformance-backend", Version: "1.0.0"}, &mcp.ServerOptions{
+		Capabilities: &mcp.ServerCapabilities{
+			Logging:    &mcp.LoggingCapabilities{},
+			Extensions: map[string]any{skillsExtension: map[string]any{"directoryRead": true}},
+		},
+	})
 	// Each feature registers its own tools, in a file of its own.
 	addTaskTools(server)
+	if err := addSkills(server); err != nil {
+		log.Fatal(err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if *httpAddr != "" {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/skills"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -247,7 +248,7 @@ func echoSchema(ctx context.Context, cl *conduit.Client, _ *scenarioContext) err
 
 // listSkills lists the server's skills, which reads none of their files.
 func listSkills(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
-	sks, err := cl.ListSkills(ctx, nil)
+	sks, err := skills.List(ctx, cl, nil)
 	if err != nil {
 		return fmt.Errorf("listing skills: %w", err)
 	}
@@ -259,19 +260,19 @@ func listSkills(ctx context.Context, cl *conduit.Client, _ *scenarioContext) err
 // would once it needs them. A skill that fails its checks is neither used
 // nor read further.
 func useSkills(ctx context.Context, cl *conduit.Client, _ *scenarioContext) error {
-	sks, err := cl.ListSkills(ctx, nil)
+	sks, err := skills.List(ctx, cl, nil)
 	if err != nil {
 		return fmt.Errorf("listing skills: %w", err)
 	}
 	for _, sk := range sks {
-		if _, err := cl.LoadSkill(ctx, sk, nil); err != nil {
+		if _, err := skills.Load(ctx, cl, sk, nil); err != nil {
 			return fmt.Errorf("loading skill %s: %w", sk.Name, err)
 		}
 		for _, f := range sk.Files {
 			if f.URI == sk.URI {
 				continue
 			}
-			if _, err := cl.ReadSkillFile(ctx, sk, f.URI, nil); err != nil {
+			if _, err := skills.ReadFile(ctx, cl, sk, f.URI, nil); err != nil {
 				return fmt.Errorf("skill %s: %w", sk.Name, err)
 			}
 		}
