@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/mailbox"
 	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -57,9 +58,9 @@ type conn struct {
 
 	listMu sync.Mutex // one tools/list in flight per server
 
-	calls calls            // requests in flight, to route what the server sends
-	feats features         // prompts and resources, listed and cached
-	logs  *mailbox[logged] // log messages on their way to the handler
+	calls calls                // requests in flight, to route what the server sends
+	feats features             // prompts and resources, listed and cached
+	logs  *mailbox.Box[logged] // log messages on their way to the handler
 
 	keepAlive time.Duration // the ping interval while idle; 0: none
 	heard     atomic.Int64  // when the server last answered, in UnixNano

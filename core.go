@@ -96,7 +96,7 @@ type core struct {
 	stateCh chan struct{}
 
 	tokens   atomic.Uint64
-	progress sync.Map // progress token -> *mailbox[Progress]
+	progress sync.Map // progress token -> *mailbox.Box[Progress]
 
 	// warnings are what is accepted in the configuration but likely a
 	// mistake (Hub.Warnings), fixed at start.

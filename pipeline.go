@@ -487,7 +487,7 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 			c.progress.Store(token, mb)
 			defer func() {
 				c.progress.Delete(token)
-				mb.flush(ctx, progressFlush)
+				mb.Flush(ctx, progressFlush)
 			}()
 			params.SetProgressToken(token)
 		}
