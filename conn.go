@@ -105,7 +105,7 @@ func keepAliveOf(d time.Duration, srv Server) time.Duration {
 	case d > 0:
 		return d
 	case d == 0 && srv.URL != "":
-		return DefaultKeepAlive
+		return defaultKeepAlive
 	}
 	return 0
 }

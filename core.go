@@ -513,7 +513,7 @@ func (c *core) principalListing(principal string) *tsCache {
 func (c *core) maxCachedListings() int {
 	n := c.MaxPrincipalSessions
 	if n <= 0 {
-		n = DefaultMaxPrincipalSessions
+		n = defaultMaxPrincipalSessions
 	}
 	return 2 * n
 }

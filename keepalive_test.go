@@ -227,7 +227,7 @@ func TestKeepAliveDefaults(t *testing.T) {
 		opt  time.Duration
 		want time.Duration
 	}{
-		{Server{ID: "u", URL: "http://127.0.0.1:1"}, 0, DefaultKeepAlive},
+		{Server{ID: "u", URL: "http://127.0.0.1:1"}, 0, defaultKeepAlive},
 		{Server{ID: "u", URL: "http://127.0.0.1:1"}, time.Second, time.Second},
 		{Server{ID: "u", URL: "http://127.0.0.1:1"}, -1, 0},
 		{Server{ID: "c", Command: "true"}, 0, 0},

@@ -209,7 +209,7 @@ func (c *core) listPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSe
 }
 
 func unknownPromptError(name string) *Error {
-	return newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown prompt %q: it is not among the prompts offered.", name), nil)
+	return newError(ErrUnknownTool, "", "", fmt.Sprintf("Unknown prompt %q: it is not among the prompts offered.", name), nil)
 }
 
 func (c *core) getPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {

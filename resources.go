@@ -95,7 +95,7 @@ func (rs *ResourceSet) Skipped() []Skipped {
 
 // Server returns the id of the server that a read of uri goes to. That is
 // the server listing the resource, or else the one server whose templates
-// match it. The error is an *Error (KindUnknownTool) when no server offers
+// match it. The error is an *Error (ErrUnknownTool) when no server offers
 // uri. So it is when templates of two servers match it.
 func (rs *ResourceSet) Server(uri string) (string, error) { return rs.route(uri, false) }
 
@@ -115,11 +115,11 @@ func (rs *ResourceSet) route(uri string, templateToo bool) (string, error) {
 	}
 	switch len(servers) {
 	case 0:
-		return "", newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown resource %q: no server offers it.", uri), nil)
+		return "", newError(ErrUnknownTool, "", "", fmt.Sprintf("Unknown resource %q: no server offers it.", uri), nil)
 	case 1:
 		return servers[0], nil
 	}
-	return "", newError(KindUnknownTool, "", "", fmt.Sprintf("The resource %q is ambiguous: templates of %s all match it.", uri, strings.Join(servers, ", ")), nil)
+	return "", newError(ErrUnknownTool, "", "", fmt.Sprintf("The resource %q is ambiguous: templates of %s all match it.", uri, strings.Join(servers, ", ")), nil)
 }
 
 // ServerResources is one server's resources and templates, an input of

@@ -204,7 +204,7 @@ func (c *core) getSkill(ctx context.Context, server, uri string, opts *ListOptio
 		return nil, fmt.Errorf("server %s: skills/get %s: %w", server, uri, gerr)
 	}
 	if denied, why := c.policyDenial(skillCall(sk, o.Principal, o.Taint)); denied {
-		return nil, &Error{Kind: KindDenied, Server: sk.Server, Tool: "skill:" + sk.Name, Message: "Skill " + sk.Name + " was " + why + "."}
+		return nil, &Error{Kind: ErrDenied, Server: sk.Server, Tool: "skill:" + sk.Name, Message: "Skill " + sk.Name + " was " + why + "."}
 	}
 	return sk, nil
 }
@@ -296,7 +296,7 @@ func parseSkill(server string, raw json.RawMessage) (*Skill, error) {
 func (c *core) loadSkill(ctx context.Context, sk *Skill, opts *CallOptions) (*LoadedSkill, error) {
 	o := callOptions(opts)
 	if denied, why := c.policyDenial(skillCall(sk, o.Principal, o.Taint)); denied {
-		return nil, &Error{Kind: KindDenied, Server: sk.Server, Tool: "skill:" + sk.Name, Message: "Loading skill " + sk.Name + " was " + why + "."}
+		return nil, &Error{Kind: ErrDenied, Server: sk.Server, Tool: "skill:" + sk.Name, Message: "Loading skill " + sk.Name + " was " + why + "."}
 	}
 	if err := c.checkSkillPin(sk); err != nil {
 		return nil, err

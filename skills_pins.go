@@ -43,11 +43,11 @@ func (c *core) checkSkillPin(sk *Skill) error {
 	got := sk.Digest()
 	switch {
 	case !ok:
-		return newError(KindUnknownTool, sk.Server, "skill:"+sk.Name,
+		return newError(ErrUnknownTool, sk.Server, "skill:"+sk.Name,
 			"The skill "+sk.Name+" is not offered: it is not pinned.",
 			fmt.Errorf("%w: skill %s of server %s is new", pins.ErrNotPinned, sk.Name, sk.Server))
 	case got != want:
-		return newError(KindUnknownTool, sk.Server, "skill:"+sk.Name,
+		return newError(ErrUnknownTool, sk.Server, "skill:"+sk.Name,
 			"The skill "+sk.Name+" is not offered: it changed since it was pinned.",
 			fmt.Errorf("%w: skill %s of server %s is %s, pinned %s", pins.ErrNotPinned, sk.Name, sk.Server, got, want))
 	}

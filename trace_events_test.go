@@ -582,7 +582,7 @@ func TestTraceRequestApproved(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := h.GetPrompt(ctx, "a__a_only", nil, nil)
-	if e := wantKind(t, err, KindDenied); e.Message != "The request for a__a_only was denied: not that one." {
+	if e := wantKind(t, err, ErrDenied); e.Message != "The request for a__a_only was denied: not that one." {
 		t.Errorf("denial %q", e.Message)
 	}
 	if _, err := h.CallTool(ctx, "a__t", nil, nil); err != nil {
@@ -597,7 +597,7 @@ func TestTraceRequestApproved(t *testing.T) {
 		t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	_, err = h.ReadResource(ctx, "test://a/doc", &CallOptions{CallTimeout: 200 * time.Millisecond})
-	e := wantKind(t, err, KindTimeout)
+	e := wantKind(t, err, ErrTimeout)
 	if want := "The request for test://a/doc timed out after 200ms, waiting for the approver."; e.Message != want || e.Server != "a" {
 		t.Errorf("%q (server %q), want %q", e.Message, e.Server, want)
 	}

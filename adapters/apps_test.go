@@ -84,7 +84,7 @@ func TestAppOnlyToolsNeverOfferedToModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			var ce *conduit.Error
-			if len(ex.Errors) != 1 || !errors.As(ex.Errors[0], &ce) || ce.Kind != conduit.KindUnknownTool {
+			if len(ex.Errors) != 1 || !errors.As(ex.Errors[0], &ce) || ce.Kind != conduit.ErrUnknownTool {
 				t.Fatalf("the model's call of the app-only tool: %v", ex.Errors)
 			}
 		})

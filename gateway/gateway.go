@@ -98,7 +98,7 @@ type Options struct {
 
 	// MaxResultTokens is the budget of every tool result served. It counts
 	// tokens of what the client's model reads of its content
-	// (conduit.CutForModel). Its server's own budget
+	// (adapters.CutForModel). Its server's own budget
 	// (conduit.Server.MaxResultTokens) wins when set. 0 or negative: no
 	// budget but the servers' own, the default. A client of the gateway is
 	// an LLM host with a budget of its own. Claude Code's is

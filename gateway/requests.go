@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/modelresult"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -114,7 +115,7 @@ func (g *Gateway) budget(ctx context.Context, name string, t *conduit.Tool, res 
 	if limit <= 0 {
 		return res
 	}
-	out, n := conduit.CutForModel(res, limit)
+	out, n := modelresult.Cut(res, limit)
 	if out != res {
 		g.logger.WarnContext(ctx, "conduit: a tool result was cut to its budget", "tool", name, "tokens", n, "budget", limit)
 	}

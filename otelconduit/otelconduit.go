@@ -632,7 +632,7 @@ func (c *metaCarrier) Keys() []string {
 //   - the JSON-RPC error code when the server sent one. It also returns the
 //     code, and the error's message becomes the status description.
 //   - "tool_error" for a result with isError;
-//   - conduit's ErrorKind otherwise.
+//   - conduit's error kind (conduit.Error.String) otherwise.
 func classify(err error, res *mcp.CallToolResult) (errType, code, desc string) {
 	if err == nil {
 		if res != nil && res.IsError {
@@ -641,7 +641,7 @@ func classify(err error, res *mcp.CallToolResult) (errType, code, desc string) {
 		return "", "", ""
 	}
 	var e *conduit.Error
-	if errors.As(err, &e) && e.Kind != conduit.KindServerError {
+	if errors.As(err, &e) && e.Kind != conduit.ErrServerError {
 		return e.Kind.String(), "", ""
 	}
 	// A server's error, or a listing's, whose errors are the SDK's.
@@ -651,9 +651,9 @@ func classify(err error, res *mcp.CallToolResult) (errType, code, desc string) {
 		code := strconv.FormatInt(rpcErr.Code, 10)
 		return code, code, rpcErr.Message
 	case errors.Is(err, context.DeadlineExceeded):
-		return conduit.KindTimeout.String(), "", ""
+		return conduit.ErrTimeout.String(), "", ""
 	case errors.Is(err, context.Canceled):
-		return conduit.KindCanceled.String(), "", ""
+		return conduit.ErrCanceled.String(), "", ""
 	case e != nil:
 		return e.Kind.String(), "", ""
 	}

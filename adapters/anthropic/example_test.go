@@ -97,7 +97,7 @@ func ExampleToolResult() {
 	printJSON(anthropic.ToolResult(calls[0], res, nil, nil))
 
 	// A failure is answered with is_error.
-	printJSON(anthropic.ToolResult(calls[0], nil, &conduit.Error{Kind: conduit.KindTimeout, Message: "The call timed out."}, nil))
+	printJSON(anthropic.ToolResult(calls[0], nil, &conduit.Error{Kind: conduit.ErrTimeout, Message: "The call timed out."}, nil))
 	// Output:
 	// {
 	//   "content": [
