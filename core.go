@@ -41,7 +41,7 @@ type Source interface {
 type ListOptions struct {
 	Principal string   // who the listing is for, as in [CallOptions]
 	Taint     []string // the servers whose output the model has seen
-	// AppTools keeps the tools only an MCP App may call ([AppOnly]).
+	// AppTools keeps the tools only an MCP App may call (apps.AppOnly).
 	// Without it they are left out (SkipAppOnly): a listing is for a
 	// model. Set it only for a host that keeps them from its model.
 	AppTools bool

@@ -136,7 +136,7 @@ const (
 	// ([IdentityPrincipal]). The listing is for no principal. So none of
 	// its tools are offered ([ErrNoPrincipal]).
 	SkipNoPrincipal
-	// SkipAppOnly: only an MCP App may call the tool ([AppOnly]). A
+	// SkipAppOnly: only an MCP App may call the tool (apps.AppOnly). A
 	// listing for a model leaves it out ([ListOptions.AppTools]).
 	SkipAppOnly
 )
