@@ -187,7 +187,7 @@ func (cn *conn) toolsChanged(req *mcp.ToolListChangedRequest) {
 	cn.changes++
 	cn.mu.Unlock()
 	if t := cn.core.Trace; t != nil && t.ToolsChanged != nil {
-		t.ToolsChanged(ToolsChangedInfo{Server: cn.srv.ID, Principal: cn.principal})
+		t.ToolsChanged(ServerEvent{Server: cn.srv.ID, Principal: cn.principal})
 	}
 }
 
@@ -365,7 +365,7 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 	cn.heard.Store(time.Now().UnixNano())
 	cn.core.stateChanged()
 	if t := cn.core.Trace; t != nil && t.ServerUp != nil {
-		t.ServerUp(ServerUpInfo{Server: cn.srv.ID, Principal: cn.principal})
+		t.ServerUp(ServerEvent{Server: cn.srv.ID, Principal: cn.principal})
 	}
 	cn.core.Logger.Debug("conduit: server up", "server", cn.srv.ID, "principal", cn.principal)
 	return sess, cancel, false, nil
@@ -402,7 +402,7 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 	cn.mu.Unlock()
 	cn.core.stateChanged()
 	if t := cn.core.Trace; t != nil && t.ServerDown != nil {
-		t.ServerDown(ServerDownInfo{Server: cn.srv.ID, Principal: cn.principal, Err: err})
+		t.ServerDown(ServerEvent{Server: cn.srv.ID, Principal: cn.principal, Err: err})
 	}
 	cn.core.Logger.Warn("conduit: server down", "server", cn.srv.ID, "principal", cn.principal, "err", err)
 }

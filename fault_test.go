@@ -50,9 +50,9 @@ type events struct {
 func (e *events) trace() *Trace {
 	add := func(s string) { e.mu.Lock(); e.log = append(e.log, s); e.mu.Unlock() }
 	return &Trace{
-		ServerUp:     func(i ServerUpInfo) { add("up " + i.Server) },
-		ServerDown:   func(i ServerDownInfo) { add("down " + i.Server) },
-		ToolsChanged: func(i ToolsChangedInfo) { add("changed " + i.Server) },
+		ServerUp:     func(i ServerEvent) { add("up " + i.Server) },
+		ServerDown:   func(i ServerEvent) { add("down " + i.Server) },
+		ToolsChanged: func(i ServerEvent) { add("changed " + i.Server) },
 	}
 }
 
@@ -229,7 +229,7 @@ func TestFaultToolListChanges(t *testing.T) {
 	t.Parallel()
 	srv := newTestServer(t, "s").echoTools("a", "b")
 	changed := make(chan string, 10)
-	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{ToolsChanged: func(i ToolsChangedInfo) { changed <- i.Server }}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{ToolsChanged: func(i ServerEvent) { changed <- i.Server }}})
 	ctx := context.Background()
 	ts1, err := h.ListTools(ctx)
 	if err != nil {

@@ -182,9 +182,9 @@ func TestFeaturesChanged(t *testing.T) {
 		mu.Unlock()
 	}
 	h := newHub(t, []Server{a.server("a")}, &Options{Trace: &Trace{
-		PromptsChanged:   func(i PromptsChangedInfo) { record("prompts " + i.Server) },
-		ResourcesChanged: func(i ResourcesChangedInfo) { record("resources " + i.Server) },
-		ResourceUpdated:  func(i ResourceUpdatedInfo) { record("updated " + i.Server + " " + i.URI) },
+		PromptsChanged:   func(i ServerEvent) { record("prompts " + i.Server) },
+		ResourcesChanged: func(i ServerEvent) { record("resources " + i.Server) },
+		ResourceUpdated:  func(i ServerEvent) { record("updated " + i.Server + " " + i.URI) },
 	}})
 	ctx := context.Background()
 	ps, err := h.ListPromptsFor(ctx, nil)

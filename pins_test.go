@@ -146,7 +146,7 @@ type driftLog struct {
 func (l *driftLog) trace() *Trace {
 	return &Trace{
 		PinDrift: func(i PinDriftInfo) { l.mu.Lock(); l.traced = append(l.traced, i.Drift); l.mu.Unlock() },
-		ToolsChanged: func(ToolsChangedInfo) {
+		ToolsChanged: func(ServerEvent) {
 			l.mu.Lock()
 			l.changed++
 			l.mu.Unlock()

@@ -22,12 +22,12 @@ import (
 // OpenTelemetry spans and metrics.
 type Trace struct {
 	// ServerUp is called when a session with a server is established.
-	ServerUp func(ServerUpInfo)
+	ServerUp func(ServerEvent)
 	// ServerDown is called when a server could not be reached or its
 	// session was lost.
-	ServerDown func(ServerDownInfo)
+	ServerDown func(ServerEvent)
 	// ToolsChanged is called when a server says its tool list changed.
-	ToolsChanged func(ToolsChangedInfo)
+	ToolsChanged func(ServerEvent)
 	// Decided is called with the policy's decision for a call.
 	Decided func(DecidedInfo)
 	// CallDone is called when a call is answered, with its result or error.
@@ -80,40 +80,13 @@ type Trace struct {
 	// changes what is sent.
 	RequestMeta func(RequestMetaInfo) map[string]any
 	// PromptsChanged is called when a server says its prompt list changed.
-	PromptsChanged func(PromptsChangedInfo)
+	PromptsChanged func(ServerEvent)
 	// ResourcesChanged is called when a server says its list of resources
 	// (or of resource templates) changed.
-	ResourcesChanged func(ResourcesChangedInfo)
+	ResourcesChanged func(ServerEvent)
 	// ResourceUpdated is called when a server says a resource it was
 	// subscribed to changed (see [Hub.SubscribeResource]).
-	ResourceUpdated func(ResourceUpdatedInfo)
-}
-
-// ServerUpInfo is the argument of [Trace.ServerUp].
-type ServerUpInfo struct {
-	Server string // the server's id
-	// Principal is whose session it is, for a server of
-	// IdentityPrincipal; "" for a shared one.
-	Principal string
-}
-
-// ServerDownInfo is the argument of [Trace.ServerDown].
-type ServerDownInfo struct {
-	Server string // the server's id
-	// Principal is whose session it is, for a server of
-	// IdentityPrincipal. It is "" for a shared one. A principal's session
-	// may close for idleness, or to make room for another's. It is not
-	// down then, and is not told.
-	Principal string
-	Err       error // why it is down
-}
-
-// ToolsChangedInfo is the argument of [Trace.ToolsChanged].
-type ToolsChangedInfo struct {
-	Server string // the server's id
-	// Principal is whose session it is, for a server of
-	// IdentityPrincipal; "" for a shared one.
-	Principal string
+	ResourceUpdated func(ServerEvent)
 }
 
 // DecidedInfo is the argument of [Trace.Decided].
@@ -152,28 +125,16 @@ type PinDriftInfo struct {
 	Context context.Context
 }
 
-// PromptsChangedInfo is the argument of [Trace.PromptsChanged].
-type PromptsChangedInfo struct {
+// ServerEvent is the argument of the events about a server's session:
+// [Trace.ServerUp], ServerDown, ToolsChanged, PromptsChanged,
+// ResourcesChanged and ResourceUpdated.
+type ServerEvent struct {
 	Server string // the server's id
 	// Principal is whose session it is, for a server of
-	// IdentityPrincipal; "" for a shared one.
+	// IdentityPrincipal. It is "" for a shared one. A principal's session
+	// may close for idleness, or to make room for another's. It is not
+	// down then, and ServerDown is not called.
 	Principal string
-}
-
-// ResourcesChangedInfo is the argument of [Trace.ResourcesChanged].
-type ResourcesChangedInfo struct {
-	Server string // the server's id
-	// Principal is whose session it is, for a server of
-	// IdentityPrincipal; "" for a shared one.
-	Principal string
-}
-
-// ResourceUpdatedInfo is the argument of [Trace.ResourceUpdated].
-type ResourceUpdatedInfo struct {
-	Server string // the server's id
-	// Principal is whose session it came on, for a server of
-	// IdentityPrincipal. Its subscriptions are the principal's. It is ""
-	// for a shared one.
-	Principal string
-	URI       string // the resource that changed
+	Err       error  // ServerDown: why it is down
+	URI       string // ResourceUpdated: the resource that changed
 }

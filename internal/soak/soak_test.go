@@ -177,7 +177,7 @@ func (s *soak) trace() *conduit.Trace {
 			}
 			s.mu.Unlock()
 		},
-		ServerUp: func(i conduit.ServerUpInfo) {
+		ServerUp: func(i conduit.ServerEvent) {
 			s.mu.Lock()
 			s.ups++
 			if at, ok := s.downAt[i.Server]; ok {
@@ -186,7 +186,7 @@ func (s *soak) trace() *conduit.Trace {
 			}
 			s.mu.Unlock()
 		},
-		ServerDown: func(i conduit.ServerDownInfo) {
+		ServerDown: func(i conduit.ServerEvent) {
 			why := "?"
 			if i.Err != nil {
 				why = strings.Join(strings.Fields(i.Err.Error()), " ")
