@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit/internal/mailbox"
+	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,7 +40,7 @@ type conn struct {
 
 	mu       sync.Mutex
 	session  *mcp.ClientSession
-	notes    *notesConn // the current session's connection, if conduit wraps it
+	notes    *transport.Conn // the current session's connection, if conduit wraps it
 	state    ServerState
 	lastErr  error
 	since    time.Time

@@ -202,7 +202,7 @@ func contentSize(c mcp.Content) int {
 // messageBytes is the bound on one message a server sends, 0 for none. It
 // is MaxResultBytes, but never under the SDK's own bound on a line. So a
 // small result limit does not refuse a large tool listing. Results over
-// MaxResultBytes but under this are refused by notesConn. That happens
+// MaxResultBytes but under this are refused by the wrapped connection,
 // after they are read, before they are decoded.
 func (l *limits) messageBytes() int {
 	if l.resultBytes == 0 {
