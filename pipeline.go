@@ -545,7 +545,7 @@ func (c *core) traceStart(ctx context.Context, r *request) context.Context {
 	t := c.Trace
 	if r.isTool() {
 		if t.CallStart != nil {
-			if sctx := t.CallStart(CallStartInfo{Context: ctx, Call: r.call, Meta: r.o.Meta, Local: r.local != nil}); sctx != nil {
+			if sctx := t.CallStart(CallStartInfo{Context: ctx, Method: methodCallTool, Call: r.call, Meta: r.o.Meta, Local: r.local != nil}); sctx != nil {
 				ctx = sctx
 			}
 		}
@@ -559,7 +559,7 @@ func (c *core) traceStart(ctx context.Context, r *request) context.Context {
 		if meta == nil {
 			meta = r.o.Meta
 		}
-		if sctx := t.RequestStart(RequestStartInfo{Context: ctx, Method: r.method, Call: r.call, Meta: meta}); sctx != nil {
+		if sctx := t.RequestStart(CallStartInfo{Context: ctx, Method: r.method, Call: r.call, Meta: meta}); sctx != nil {
 			ctx = sctx
 		}
 	}
@@ -572,8 +572,8 @@ func (c *core) traceStart(ctx context.Context, r *request) context.Context {
 // traceDone tells Trace that r was answered.
 func (c *core) traceDone(ctx context.Context, r *request, res *mcp.CallToolResult, err error, elapsed time.Duration) {
 	if r.isTool() {
-		c.Trace.CallDone(CallDoneInfo{Call: r.traced, Result: res, Err: err, Elapsed: elapsed, Context: ctx, Request: r.info.ifSent(), Local: r.local != nil})
+		c.Trace.CallDone(CallDoneInfo{Method: methodCallTool, Call: r.traced, Result: res, Err: err, Elapsed: elapsed, Context: ctx, Request: r.info.ifSent(), Local: r.local != nil})
 		return
 	}
-	c.Trace.RequestDone(RequestDoneInfo{Context: ctx, Method: r.method, Call: r.traced, Err: err, Elapsed: elapsed, Request: r.info.ifSent()})
+	c.Trace.RequestDone(CallDoneInfo{Context: ctx, Method: r.method, Call: r.traced, Err: err, Elapsed: elapsed, Request: r.info.ifSent()})
 }

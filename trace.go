@@ -55,9 +55,9 @@ type Trace struct {
 	// resources/templates/list. A listing answered from the cache sends
 	// none. It returns the context of the request. Nil means the one it
 	// was given.
-	ListStart func(ListStartInfo) context.Context
+	ListStart func(ListInfo) context.Context
 	// ListDone is called when a listing request is answered.
-	ListDone func(ListDoneInfo)
+	ListDone func(ListInfo)
 	// RequestStart is called when a request other than a call enters its
 	// pipeline. That is a prompts/get, resources/read,
 	// resources/subscribe, resources/unsubscribe or completion/complete.
@@ -66,9 +66,9 @@ type Trace struct {
 	// one it was given. The listing it may need gets it. So do the policy's
 	// decision, the approver and the request's _meta. A Trace that sets
 	// RequestStart should set RequestDone.
-	RequestStart func(RequestStartInfo) context.Context
+	RequestStart func(CallStartInfo) context.Context
 	// RequestDone is called when a request RequestStart saw is answered.
-	RequestDone func(RequestDoneInfo)
+	RequestDone func(CallDoneInfo)
 	// RequestMeta, when set, contributes to the _meta of each request
 	// sent to a server. That covers the calls, listings and requests
 	// above. It is given the request's context. Trace context is one use.
@@ -99,8 +99,9 @@ type DecidedInfo struct {
 	Context context.Context
 }
 
-// CallDoneInfo is the argument of [Trace.CallDone].
+// CallDoneInfo is the argument of [Trace.CallDone] and [Trace.RequestDone].
 type CallDoneInfo struct {
+	Method string // as in CallStartInfo
 	// Call is the call. It must not be modified. An approver or hook may
 	// overrun the call's time limit. Then it is a copy taken before the
 	// callback ran, since the callback still holds the call.
@@ -110,8 +111,8 @@ type CallDoneInfo struct {
 	Elapsed time.Duration       // from the start of the pipeline
 	// Context is the call's context (see [Trace.CallStart]).
 	Context context.Context
-	// Request is the tools/call request sent to the server. It is nil when
-	// none was sent: the call was denied, found no session, and so on.
+	// Request is the request sent to the server. It is nil when none was
+	// sent: the call was denied, found no session, and so on.
 	Request *RequestInfo
 	// Local reports a call of a local tool, as CallStartInfo.Local.
 	Local bool

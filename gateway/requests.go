@@ -28,7 +28,7 @@ import (
 //     on.
 //
 // A trace context in it (traceparent, tracestate, baggage) reaches the
-// hub's Trace as CallStartInfo.Meta (RequestStartInfo.Meta). The Trace's
+// hub's Trace as CallStartInfo.Meta. The Trace's
 // span continues it. The hub's Trace.RequestMeta then replaces it with the
 // span's own. So the server's span is a child of conduit's, not of the
 // client's.

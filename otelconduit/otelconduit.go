@@ -476,7 +476,7 @@ func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
 	span.End()
 }
 
-func (t *Telemetry) listStart(i conduit.ListStartInfo) context.Context {
+func (t *Telemetry) listStart(i conduit.ListInfo) context.Context {
 	method := i.Method
 	if method == "" {
 		method = methodList
@@ -486,7 +486,7 @@ func (t *Telemetry) listStart(i conduit.ListStartInfo) context.Context {
 	return ctx
 }
 
-func (t *Telemetry) listDone(i conduit.ListDoneInfo) {
+func (t *Telemetry) listDone(i conduit.ListInfo) {
 	span := trace.SpanFromContext(i.Context)
 	method := i.Method
 	if method == "" {
@@ -511,7 +511,7 @@ func (t *Telemetry) listDone(i conduit.ListDoneInfo) {
 	span.End()
 }
 
-func (t *Telemetry) requestStart(i conduit.RequestStartInfo) context.Context {
+func (t *Telemetry) requestStart(i conduit.CallStartInfo) context.Context {
 	ctx, links := t.parent(i.Context, i.Meta)
 	ctx, _ = t.tracer.Start(ctx, i.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithLinks(links...))
 	return ctx
@@ -522,7 +522,7 @@ func (t *Telemetry) requestStart(i conduit.RequestStartInfo) context.Context {
 // prompt's argument it is "completion/complete {prompt}". A resource's URI
 // is an attribute, mcp.resource.uri, never part of the name. In the name it
 // would make the cardinality unbounded.
-func (t *Telemetry) requestDone(i conduit.RequestDoneInfo) {
+func (t *Telemetry) requestDone(i conduit.CallDoneInfo) {
 	span := trace.SpanFromContext(i.Context)
 	recording := span.IsRecording()
 	measuring := i.Request != nil && t.duration.Enabled(i.Context)
