@@ -31,7 +31,7 @@ type Approval struct {
 	// batch that have not been sent are answered, not sent.
 	Halt bool
 	// Defer, without Allow, leaves the call undecided: it is not sent,
-	// and fails with a KindDeferred error whose cause is the [Deferral]
+	// and fails with a ErrDeferred error whose cause is the [Deferral]
 	// that says what it waits for. The adapters report it as pending
 	// (Execution.Pending) and complete the turn when it is decided.
 	Defer bool

@@ -95,7 +95,7 @@ func checkBigResult(t *testing.T, h *Hub, ev *events, server, big string, bigArg
 	_, err := h.CallTool(ctx, server+"__"+big, bigArgs, nil)
 	peak := stop()
 	close(bigDone)
-	e := wantKind(t, err, KindLimit)
+	e := wantKind(t, err, ErrLimit)
 	if !strings.Contains(e.Message, "was made, but its result was not passed on") || !strings.Contains(e.Message, "Ask for less") {
 		t.Errorf("message = %q", e.Message)
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/modelresult"
 	"github.com/conduitmcp/conduit/internal/tokens"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -26,7 +28,7 @@ func TestCutForModel(t *testing.T) {
 		StructuredContent: map[string]any{"log": text},
 	}
 	before, _ := json.Marshal(res)
-	out, n := CutForModel(res, 2000)
+	out, n := modelresult.Cut(res, 2000)
 	if after, _ := json.Marshal(res); string(after) != string(before) {
 		t.Fatal("res was modified")
 	}
@@ -39,15 +41,15 @@ func TestCutForModel(t *testing.T) {
 		t.Fatalf("kept %.60q, notice %q", kept, notice)
 	}
 	// What is kept, images by the largest rule, is within the budget.
-	mt, _ := ModelImageType("image/png", png)
+	mt, _ := modelresult.ImageType("image/png", png)
 	if used := tokens.Text("The log:") + tokens.AnyImage(tokens.ImageSize(mt, png)) + tokens.Text(kept); used > 2000 || used < 1900 {
 		t.Fatalf("%d tokens kept", used)
 	}
 	// Within the budget, or without one, res itself.
-	if o, _ := CutForModel(res, n); o != res {
+	if o, _ := modelresult.Cut(res, n); o != res {
 		t.Fatal("within the budget")
 	}
-	if o, _ := CutForModel(res, 0); o != res {
+	if o, _ := modelresult.Cut(res, 0); o != res {
 		t.Fatal("no budget")
 	}
 	// A JSON text is cut into valid JSON; an embedded resource's text is
@@ -57,16 +59,16 @@ func TestCutForModel(t *testing.T) {
 		rows[i] = map[string]any{"n": i}
 	}
 	data, _ := json.Marshal(rows)
-	out, _ = CutForModel(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}, 100)
+	out, _ = modelresult.Cut(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(data)}}}, 100)
 	if c := out.Content[0].(*mcp.TextContent).Text; !json.Valid([]byte(c)) || !strings.Contains(out.Content[1].(*mcp.TextContent).Text, "The JSON kept is valid") {
 		t.Fatalf("JSON %q", c)
 	}
-	out, _ = CutForModel(&mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///a", Text: text}}}}, 100)
+	out, _ = modelresult.Cut(&mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///a", Text: text}}}}, 100)
 	if r := out.Content[0].(*mcp.EmbeddedResource).Resource; r.URI != "file:///a" || !strings.HasPrefix(text, r.Text) || len(r.Text) == 0 || len(r.Text) > 1000 {
 		t.Fatalf("resource %+v", r)
 	}
 	// Nothing fits: the notice alone.
-	out, _ = CutForModel(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: png}}}, 10)
+	out, _ = modelresult.Cut(&mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.ImageContent{MIMEType: "image/png", Data: png}}}, 10)
 	if len(out.Content) != 1 || !out.IsError || !strings.Contains(out.Content[0].(*mcp.TextContent).Text, "none of it could be kept") {
 		t.Fatalf("nothing fits: %+v", out.Content)
 	}
@@ -96,14 +98,14 @@ func TestToolSetWith(t *testing.T) {
 		t.Fatalf("skipped %+v", s)
 	}
 	// A call of a down server's tool is still unavailable, not unknown.
-	if _, _, err := with.Resolve("down__y", nil); !isKind(err, KindUnavailable) {
+	if _, _, err := with.Resolve("down__y", nil); !isKind(err, ErrUnavailable) {
 		t.Fatalf("a down server's tool: %v", err)
 	}
 }
 
-func isKind(err error, k ErrorKind) bool {
-	got, ok := KindOf(err)
-	return ok && got == k
+func isKind(err error, k *Error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.String() == k.String()
 }
 
 // TestServerBudgetReachesTools: a hub's tools carry their server's

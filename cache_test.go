@@ -92,7 +92,7 @@ func TestCacheHintPrivate(t *testing.T) {
 			var mu sync.Mutex
 			var asked []string
 			h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{
-				ListStart: func(i ListStartInfo) context.Context {
+				ListStart: func(i ListInfo) context.Context {
 					mu.Lock()
 					asked = append(asked, i.Method)
 					mu.Unlock()

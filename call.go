@@ -57,11 +57,11 @@ type CallOptions struct {
 	Taint []string
 	// CallTimeout bounds the whole call, approval and hooks included. It
 	// holds even when an approver or hook ignores its context. Past it the
-	// call is answered with KindTimeout. If zero, Options.CallTimeout is
+	// call is answered with ErrTimeout. If zero, Options.CallTimeout is
 	// used. Negative means no bound beyond ctx.
 	CallTimeout time.Duration
 	// RequestTimeout bounds the request to the server. On expiry the call
-	// is answered with KindTimeout. The SDK sends the server
+	// is answered with ErrTimeout. The SDK sends the server
 	// notifications/cancelled. If zero, Options.RequestTimeout is used.
 	RequestTimeout time.Duration
 	// Meta is sent as the request's _meta. That holds for prompts/get,
@@ -79,7 +79,7 @@ type CallOptions struct {
 	// delivered just after.
 	Progress func(*Call, Progress)
 	// Halt, when closed, stops the call before it is sent: it is answered
-	// with a KindHalted error. The adapters close it when an approver halts
+	// with a ErrHalted error. The adapters close it when an approver halts
 	// the batch.
 	Halt <-chan struct{}
 	// Handlers answer what the server sends during this call: elicitation,
@@ -105,7 +105,7 @@ type CallOptions struct {
 	Input *Input
 	// DetachTask, for a server that answers the call with a task
 	// (SEP-2663), returns the task rather than follow it to its end. The
-	// call then fails with a KindDeferred error. Its [Deferral].Input.Task
+	// call then fails with an error matching ErrDeferred. Its [Deferral].Input.Task
 	// names the task and the wait before the next poll. Taken up with that
 	// Input and DetachTask, the call asks about the task once: its result
 	// when it is over, else the same deferral. A durable caller (a Temporal

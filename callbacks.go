@@ -225,7 +225,7 @@ func callbackError(ctx context.Context, call *Call, who string, err error) *Erro
 		e.Message = strings.TrimSuffix(e.Message, ".") + ", waiting for " + who + "."
 		return e
 	}
-	return newError(KindInternal, call.Server, call.Tool, subject(call)+" failed in "+who+".", err)
+	return newError(ErrInternal, call.Server, call.Tool, subject(call)+" failed in "+who+".", err)
 }
 
 // contextError is the error of a request that ctx's end stopped.
@@ -264,5 +264,5 @@ func hookError(call *Call, hook string, err error) *Error {
 	if hook != "" {
 		msg += " by " + hook
 	}
-	return newError(KindDenied, call.Server, call.Tool, msg+": "+err.Error(), err)
+	return newError(ErrDenied, call.Server, call.Tool, msg+": "+err.Error(), err)
 }

@@ -16,7 +16,7 @@ var _ Source = (*Client)(nil)
 // NewClient connects to the server and returns once the first attempt is
 // over, whatever its outcome: a server that could not be reached is
 // reported by [Client.Status] and reconnected with backoff, and calls
-// meanwhile are answered with KindUnavailable. ctx bounds the first
+// meanwhile are answered with ErrUnavailable. ctx bounds the first
 // attempt only. opts may be nil for the defaults.
 func NewClient(ctx context.Context, server Server, opts *Options) (*Client, error) {
 	c, err := newCore(ctx, []Server{server}, opts, false)

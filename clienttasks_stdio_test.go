@@ -201,7 +201,7 @@ func TestDetachedTask(t *testing.T) {
 	args := map[string]any{"ms": 400}
 	_, err = hub.CallTool(ctx, "t__slow", args, &CallOptions{DetachTask: true})
 	var d *Deferral
-	if k, _ := KindOf(err); k != KindDeferred || !errors.As(err, &d) || d.Input == nil || d.Input.Task == nil {
+	if !errors.Is(err, ErrDeferred) || !errors.As(err, &d) || d.Input == nil || d.Input.Task == nil {
 		t.Fatalf("a detached call = %v, want a deferral naming its task", err)
 	}
 	task := d.Input.Task

@@ -43,7 +43,7 @@ func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *C
 	var res *mcp.CompleteResult
 	r.resolve = func(ctx context.Context) error {
 		if params == nil || params.Ref == nil {
-			return newError(KindInvalidArguments, "", "", "A completion needs a reference to a prompt or a resource.", nil)
+			return newError(ErrInvalidArguments, "", "", "A completion needs a reference to a prompt or a resource.", nil)
 		}
 		p = *params
 		ref := *params.Ref
@@ -72,7 +72,7 @@ func (c *core) complete(ctx context.Context, params *mcp.CompleteParams, opts *C
 			}
 			call.Method, call.Server, call.Tool, call.Exposed = methodReadResource, server, ref.URI, ref.URI
 		default:
-			return newError(KindInvalidArguments, "", "", fmt.Sprintf("Unknown completion reference type %q.", ref.Type), nil)
+			return newError(ErrInvalidArguments, "", "", fmt.Sprintf("Unknown completion reference type %q.", ref.Type), nil)
 		}
 		return nil
 	}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/mailbox"
+	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,7 +41,7 @@ type conn struct {
 
 	mu       sync.Mutex
 	session  *mcp.ClientSession
-	notes    *notesConn // the current session's connection, if conduit wraps it
+	notes    *transport.Conn // the current session's connection, if conduit wraps it
 	state    ServerState
 	lastErr  error
 	since    time.Time
@@ -58,9 +60,9 @@ type conn struct {
 
 	listMu sync.Mutex // one tools/list in flight per server
 
-	calls calls            // requests in flight, to route what the server sends
-	feats features         // prompts and resources, listed and cached
-	logs  *mailbox[logged] // log messages on their way to the handler
+	calls calls                // requests in flight, to route what the server sends
+	feats features             // prompts and resources, listed and cached
+	logs  *mailbox.Box[logged] // log messages on their way to the handler
 
 	keepAlive time.Duration // the ping interval while idle; 0: none
 	heard     atomic.Int64  // when the server last answered, in UnixNano
@@ -106,7 +108,7 @@ func keepAliveOf(d time.Duration, srv Server) time.Duration {
 	case d > 0:
 		return d
 	case d == 0 && srv.URL != "":
-		return DefaultKeepAlive
+		return defaultKeepAlive
 	}
 	return 0
 }
@@ -188,7 +190,7 @@ func (cn *conn) toolsChanged(req *mcp.ToolListChangedRequest) {
 	cn.changes++
 	cn.mu.Unlock()
 	if t := cn.core.Trace; t != nil && t.ToolsChanged != nil {
-		t.ToolsChanged(ToolsChangedInfo{Server: cn.srv.ID, Principal: cn.principal})
+		t.ToolsChanged(ServerEvent{Server: cn.srv.ID, Principal: cn.principal})
 	}
 }
 
@@ -381,7 +383,7 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 	cn.heard.Store(time.Now().UnixNano())
 	cn.core.stateChanged()
 	if t := cn.core.Trace; t != nil && t.ServerUp != nil {
-		t.ServerUp(ServerUpInfo{Server: cn.srv.ID, Principal: cn.principal})
+		t.ServerUp(ServerEvent{Server: cn.srv.ID, Principal: cn.principal})
 	}
 	cn.core.Logger.Debug("conduit: server up", "server", cn.srv.ID, "principal", cn.principal)
 	return sess, cancel, false, nil
@@ -418,7 +420,7 @@ func (cn *conn) down(sess *mcp.ClientSession, err error) {
 	cn.mu.Unlock()
 	cn.core.stateChanged()
 	if t := cn.core.Trace; t != nil && t.ServerDown != nil {
-		t.ServerDown(ServerDownInfo{Server: cn.srv.ID, Principal: cn.principal, Err: err})
+		t.ServerDown(ServerEvent{Server: cn.srv.ID, Principal: cn.principal, Err: err})
 	}
 	cn.core.Logger.Warn("conduit: server down", "server", cn.srv.ID, "principal", cn.principal, "err", err)
 }

@@ -41,7 +41,7 @@ type Source interface {
 type ListOptions struct {
 	Principal string   // who the listing is for, as in [CallOptions]
 	Taint     []string // the servers whose output the model has seen
-	// AppTools keeps the tools only an MCP App may call ([AppOnly]).
+	// AppTools keeps the tools only an MCP App may call (apps.AppOnly).
 	// Without it they are left out (SkipAppOnly): a listing is for a
 	// model. Set it only for a host that keeps them from its model.
 	AppTools bool
@@ -96,7 +96,7 @@ type core struct {
 	stateCh chan struct{}
 
 	tokens   atomic.Uint64
-	progress sync.Map // progress token -> *mailbox[Progress]
+	progress sync.Map // progress token -> *mailbox.Box[Progress]
 
 	// warnings are what is accepted in the configuration but likely a
 	// mistake (Hub.Warnings), fixed at start.
@@ -513,7 +513,7 @@ func (c *core) principalListing(principal string) *tsCache {
 func (c *core) maxCachedListings() int {
 	n := c.MaxPrincipalSessions
 	if n <= 0 {
-		n = DefaultMaxPrincipalSessions
+		n = defaultMaxPrincipalSessions
 	}
 	return 2 * n
 }

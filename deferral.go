@@ -7,12 +7,12 @@ import (
 
 // Deferred calls. An approver may not be able to decide a call now. Nor
 // may a handler of what its server asks. The call then leaves the
-// pipeline with what it waits for. That is a KindDeferred error whose
+// pipeline with what it waits for. That is a ErrDeferred error whose
 // cause is a Deferral. It is taken up again later with the decision
 // (CallOptions.Approval and CallOptions.Input). The same process or
 // another one may do so (adapters.Conversation).
 
-// Deferral is the cause of a KindDeferred error: what a deferred call
+// Deferral is the cause of a ErrDeferred error: what a deferred call
 // waits for. Get it with errors.As.
 type Deferral struct {
 	// Rule is the policy rule that asked for approval; the zero Rule for
@@ -74,19 +74,19 @@ func inputDeferred(in *inflight, err error) *inputDeferral {
 
 // DeferInput is the error a [Handlers] function returns to defer what the
 // server asked rather than answer it now. That is an elicitation, a
-// sampling or roots request. The call fails with a KindDeferred error.
+// sampling or roots request. The call fails with a ErrDeferred error.
 // Its [Deferral] carries the question ([Input]), to be answered later
 // (see adapters.Conversation.Resume). reason is for the person who will
 // answer.
 func DeferInput(reason string) error {
-	return &Error{Kind: KindDeferred, Message: reason}
+	return &Error{Kind: ErrDeferred, Message: reason}
 }
 
 // deferredInput reports whether err, a handler's, defers its question,
 // and with what reason.
 func deferredInput(err error) (string, bool) {
 	var e *Error
-	if errors.As(err, &e) && e.Kind == KindDeferred {
+	if errors.As(err, &e) && e.Kind == ErrDeferred {
 		return e.Message, true
 	}
 	return "", false
@@ -109,7 +109,7 @@ func deferredError(call *Call, d *Deferral) *Error {
 	if r := strings.TrimSpace(d.Reason); r != "" {
 		msg += ": " + strings.TrimSuffix(r, ".")
 	}
-	return newError(KindDeferred, call.Server, call.Tool, msg+".", d)
+	return newError(ErrDeferred, call.Server, call.Tool, msg+".", d)
 }
 
 // DeniedError is the error of a call to t that was denied, with reason
@@ -127,7 +127,7 @@ func deniedError(call *Call, reason string, halt bool) *Error {
 	if r := strings.TrimSpace(reason); r != "" {
 		msg += ": " + strings.TrimSuffix(r, ".")
 	}
-	e := newError(KindDenied, call.Server, call.Tool, msg+".", nil)
+	e := newError(ErrDenied, call.Server, call.Tool, msg+".", nil)
 	e.Halt = halt
 	return e
 }

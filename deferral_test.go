@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// An approver's Defer sends nothing: the call fails with KindDeferred, its
+// An approver's Defer sends nothing: the call fails with ErrDeferred, its
 // Deferral carrying the rule, the reason and the arguments the approver
 // saw. The decision taken later (CallOptions.Approval) is the approval:
 // the approver is not asked again, and a hub without an approver sends it.
@@ -27,7 +27,7 @@ func TestDeferredApproval(t *testing.T) {
 	args := map[string]any{"path": "a.txt"}
 
 	_, err := h.CallTool(ctx, "s__write", args, &CallOptions{ID: "c1"})
-	e := wantKind(t, err, KindDeferred)
+	e := wantKind(t, err, ErrDeferred)
 	if !errors.Is(err, ErrDeferred) || e.Message != "The call to s__write waits for a decision: waiting for Ada." {
 		t.Errorf("error %v", err)
 	}
@@ -56,13 +56,13 @@ func TestDeferredApproval(t *testing.T) {
 	// Denied later, with a halt: the approver's denial, nothing sent.
 	no := RejectAndHalt("not today")
 	_, err = h.CallTool(ctx, "s__write", d.Args, &CallOptions{Approval: &no})
-	denied := wantKind(t, err, KindDenied)
+	denied := wantKind(t, err, ErrDenied)
 	if !denied.Halt || denied.Message != "The call to s__write was denied: not today." || ts.called("write") != 1 {
 		t.Fatalf("denied: %v", err)
 	}
 	// DeniedError says the same of a call denied elsewhere.
 	tool, _ := mustList(t, h).Lookup("s__write")
-	if de := DeniedError(tool, "not today", true); de.Message != denied.Message || !de.Halt || de.Kind != KindDenied {
+	if de := DeniedError(tool, "not today", true); de.Message != denied.Message || !de.Halt || de.Kind != ErrDenied {
 		t.Errorf("DeniedError %+v", de)
 	}
 
@@ -73,7 +73,7 @@ func TestDeferredApproval(t *testing.T) {
 		t.Fatalf("no approver, decided: %v", err)
 	}
 	_, err = h2.CallTool(ctx, "s__write", d.Args, nil)
-	wantKind(t, err, KindApprovalRequired)
+	wantKind(t, err, ErrApprovalRequired)
 
 	// DeferAll defers every ask.
 	h3 := newHub(t, []Server{ts.server("s")}, &Options{Policy: policy, Approver: DeferAll("later")})
@@ -107,7 +107,7 @@ func TestDeferredInputMultiRoundTrip(t *testing.T) {
 	h := newHub(t, []Server{ts.server("s")}, &Options{Handlers: handlers})
 	ctx := context.Background()
 	_, err := h.CallTool(ctx, "s__elicit", map[string]any{"x": 1.0}, nil)
-	e := wantKind(t, err, KindDeferred)
+	e := wantKind(t, err, ErrDeferred)
 	var d *Deferral
 	if !errors.As(e, &d) || d.Input == nil || d.Reason != "ask the user" || d.Args["x"] != 1.0 {
 		t.Fatalf("deferral %+v (%v)", d, err)
@@ -152,7 +152,7 @@ func TestDeferredInputLegacy(t *testing.T) {
 	h := newHub(t, []Server{ts.server("s")}, &Options{Handlers: handlers})
 	ctx := context.Background()
 	_, err := h.CallTool(ctx, "s__elicit", nil, nil)
-	wantKind(t, err, KindDeferred)
+	wantKind(t, err, ErrDeferred)
 	var d *Deferral
 	if !errors.As(err, &d) || d.Input == nil || !d.Input.Resend {
 		t.Fatalf("deferral %+v", d)

@@ -66,7 +66,7 @@
 // written in the model's order, within the turn's budget.
 //
 // An approver that cannot decide now answers [Defer]. The call is not
-// sent. It fails with [KindDeferred], and its [Deferral] holds what it
+// sent. It fails with [ErrDeferred], and its [Deferral] holds what it
 // waits for. The decision taken later is passed as [CallOptions.Approval].
 // The approver is not asked again.
 //
@@ -79,7 +79,7 @@
 // It saves them with its state and resumes them in any process.
 //
 // Results are returned as the server sent them, never shaped. A program
-// that hands them to a model itself calls [ShapeForModel]. The adapters
+// that hands them to a model itself calls adapters.ShapeForModel. The adapters
 // render results for their provider, placeholders included.
 //
 // # Hubs and clients
@@ -92,7 +92,7 @@
 //
 // # Names
 //
-// Exposed names match ^[A-Za-z_][A-Za-z0-9_-]{0,63}$ (see [SanitizeName]).
+// Exposed names match ^[A-Za-z_][A-Za-z0-9_-]{0,63}$ (see adapters.SanitizeName).
 // A hub exposes server__tool; a client exposes the tool's own name. Either
 // puts [Options.Prefix] in front. Two tools may want the same exposed
 // name. Then both are left out and reported in [ToolSet.Skipped]. Neither
@@ -112,7 +112,7 @@
 // A tool of a server that is down is missing from the listings. The
 // listings say so ([ToolSet.Warnings]). The tool may have been offered
 // before the server went down. A call of it is then answered
-// KindUnavailable ("try again later"), not as an unknown tool.
+// ErrUnavailable ("try again later"), not as an unknown tool.
 //
 // A session is over in two cases:
 //
@@ -176,12 +176,12 @@
 //
 // A request that fails is answered by kind:
 //
-//   - The caller's ctx ending is KindTimeout or KindCanceled. errors.Is
+//   - The caller's ctx ending is ErrTimeout or ErrCanceled. errors.Is
 //     reaches context.DeadlineExceeded or context.Canceled.
-//   - CallOptions.RequestTimeout is KindTimeout.
-//   - A JSON-RPC error from the server is KindServerError.
-//   - A lost session is KindUnavailable. So is a transport that could not
+//   - CallOptions.RequestTimeout is ErrTimeout.
+//   - A JSON-RPC error from the server is ErrServerError.
+//   - A lost session is ErrUnavailable. So is a transport that could not
 //     deliver the request, or a hub closed during the call.
-//   - An answer that cannot be decoded is KindServerError, when the
+//   - An answer that cannot be decoded is ErrServerError, when the
 //     session still answers pings.
 package conduit

@@ -96,7 +96,7 @@ func TestAllServersDown(t *testing.T) {
 }
 
 // TestToolOfDownServer: a call of a tool offered before its server went
-// down is answered KindUnavailable (the model may try again later), both
+// down is answered ErrUnavailable (the model may try again later), both
 // against the tool set it was offered and against the current one, where
 // the tool is missing; a name no server offers is still an unknown tool.
 func TestToolOfDownServer(t *testing.T) {
@@ -115,14 +115,14 @@ func TestToolOfDownServer(t *testing.T) {
 
 		for _, ts := range []*ToolSet{offered, nil} {
 			_, err := h.CallTool(ctx, prefix+"kid__echo", nil, &CallOptions{ToolSet: ts})
-			e := wantKind(t, err, KindUnavailable)
+			e := wantKind(t, err, ErrUnavailable)
 			if e.Server != "kid" || e.Message != "The server of "+prefix+"kid__echo is unavailable; try again later." {
 				t.Errorf("offered %v: %+v", ts != nil, e)
 			}
 		}
 		for _, name := range []string{prefix + "up__nope", prefix + "other__echo", "kid"} {
 			_, err := h.CallTool(ctx, name, nil, nil)
-			wantKind(t, err, KindUnknownTool)
+			wantKind(t, err, ErrUnknownTool)
 		}
 		// The listing says why the tools are missing.
 		ts, _ := h.ListTools(ctx)
@@ -138,5 +138,5 @@ func TestToolOfDownServer(t *testing.T) {
 	syscall.Kill(callPID(t, cl, "pid"), syscall.SIGKILL)
 	eventually(t, 15*time.Second, func() bool { return cl.Status()[0].State != StateUp }, "the server down")
 	_, err := cl.CallTool(ctx, "echo", nil, nil)
-	wantKind(t, err, KindUnavailable)
+	wantKind(t, err, ErrUnavailable)
 }

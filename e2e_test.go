@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/modelresult"
 	"github.com/conduitmcp/conduit/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -80,7 +81,7 @@ func testEverything(t *testing.T, srv Server) {
 	}
 	// Validation against the server's (draft-07) schema, before sending.
 	_, err = h.CallTool(ctx, "everything__echo", map[string]any{}, nil)
-	if e := wantKind(t, err, KindInvalidArguments); !strings.Contains(e.Message, "message") {
+	if e := wantKind(t, err, ErrInvalidArguments); !strings.Contains(e.Message, "message") {
 		t.Errorf("validation message %q", e.Message)
 	}
 
@@ -90,7 +91,7 @@ func testEverything(t *testing.T, srv Server) {
 		t.Errorf("structured content = %#v", res.StructuredContent)
 	}
 
-	res = ShapeForModel(call("get-tiny-image", nil, nil))
+	res = modelresult.Shape(call("get-tiny-image", nil, nil))
 	var img *mcp.ImageContent
 	for _, c := range res.Content {
 		if ic, ok := c.(*mcp.ImageContent); ok {
@@ -101,7 +102,7 @@ func testEverything(t *testing.T, srv Server) {
 		t.Errorf("tiny image = %#v", res.Content)
 	}
 
-	res = ShapeForModel(call("get-resource-links", map[string]any{"count": 2}, nil))
+	res = modelresult.Shape(call("get-resource-links", map[string]any{"count": 2}, nil))
 	links := 0
 	for _, c := range res.Content {
 		if l, ok := c.(*mcp.ResourceLink); ok {
@@ -155,7 +156,7 @@ func testEverything(t *testing.T, srv Server) {
 	}
 	// A timed-out request is cancelled on the server and the session stays.
 	_, err = h2.CallTool(ctx, "everything__trigger-long-running-operation", map[string]any{"duration": 10, "steps": 2}, &CallOptions{RequestTimeout: 300 * time.Millisecond})
-	wantKind(t, err, KindTimeout)
+	wantKind(t, err, ErrTimeout)
 	if got := resultText(call("echo", map[string]any{"message": "still here"}, nil)); got != "Echo: still here" {
 		t.Errorf("echo after timeout = %q", got)
 	}
@@ -207,7 +208,7 @@ func TestE2EFilesystem(t *testing.T) {
 		t.Fatalf("read_text_file: %q %v", resultText(res), err)
 	}
 	_, err = h.CallTool(ctx, "fs__write_file", map[string]any{"path": filepath.Join(dir, "x"), "content": "no"}, nil)
-	wantKind(t, err, KindDenied)
+	wantKind(t, err, ErrDenied)
 	if _, err := os.Stat(filepath.Join(dir, "x")); err == nil {
 		t.Fatal("a denied write happened")
 	}

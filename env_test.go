@@ -5,9 +5,9 @@ package conduit
 
 import (
 	"context"
+	"github.com/conduitmcp/conduit/internal/testenv"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -23,29 +23,7 @@ func childEnviron(t *testing.T, h *Hub, tool, p string) map[string]string {
 	if err != nil {
 		t.Fatalf("%s as %q: %v", tool, p, err)
 	}
-	env := map[string]string{}
-	for _, kv := range strings.Split(resultText(res), "\n") {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
-	return env
-}
-
-// noneOf fails t for each of secrets that the child's environment holds,
-// by name or in any value.
-func noneOf(t *testing.T, who string, env map[string]string, secrets map[string]string) {
-	t.Helper()
-	for name, secret := range secrets {
-		if _, ok := env[name]; ok {
-			t.Errorf("%s's child has %s", who, name)
-		}
-		for k, v := range env {
-			if strings.Contains(v, secret) {
-				t.Errorf("%s's child has the value of %s in %s", who, name, k)
-			}
-		}
-	}
+	return testenv.Environ(resultText(res))
 }
 
 // What a careless configuration gives: a server with no env settings
@@ -78,7 +56,7 @@ func TestChildEnvironment(t *testing.T) {
 	h := newHub(t, []Server{kid, plain}, &Options{Policy: NewPolicy(Allow("*"))})
 
 	env := childEnviron(t, h, "kid__environ", "")
-	noneOf(t, "kid", env, secrets)
+	testenv.NoneOf(t, "kid", env, secrets)
 	for k, want := range map[string]string{
 		"PATH": os.Getenv("PATH"), "HOME": os.Getenv("HOME"), "LANG": "de_DE.UTF-8", "LC_CTYPE": "de_DE.UTF-8",
 		"TMPDIR": os.Getenv("TMPDIR"), "CONDUIT_TEST_OWN": "its own", "CONDUIT_TEST_NAMED": "named-by-inheritEnv",
@@ -101,7 +79,7 @@ func TestChildEnvironment(t *testing.T) {
 	}
 
 	env = childEnviron(t, h, "plain__environ", "")
-	noneOf(t, "plain", env, secrets)
+	testenv.NoneOf(t, "plain", env, secrets)
 	if _, ok := env["CONDUIT_TEST_NAMED"]; ok {
 		t.Error("plain has CONDUIT_TEST_NAMED, which only kid's inheritEnv names")
 	}

@@ -52,8 +52,8 @@ type ExtensionRequest struct {
 }
 
 // Extension sends req to its server and returns the raw result. Denied
-// by the policy it is an [*Error] of KindDenied (errors.Is ErrDenied);
-// unpinned or changed, KindUnknownTool matching pins.ErrNotPinned. A
+// by the policy it is an [*Error] matching ErrDenied;
+// unpinned or changed, ErrUnknownTool, also matching pins.ErrNotPinned. A
 // JSON-RPC error of the server is a *jsonrpc.Error. It is the one way
 // extension packages reach a server, so that every extension is
 // governed as tools are.
@@ -98,7 +98,7 @@ func (c *core) extension(ctx context.Context, req *ExtensionRequest, opts *CallO
 	if req.Governed != "" {
 		call := &Call{Method: req.Method, Server: server, Tool: req.Governed, Exposed: req.Governed, Principal: o.Principal, Taint: o.Taint}
 		if denied, why := c.policyDenial(call); denied {
-			return nil, &Error{Kind: KindDenied, Server: server, Tool: req.Governed, Message: req.Governed + " was " + why + "."}
+			return nil, &Error{Kind: ErrDenied, Server: server, Tool: req.Governed, Message: req.Governed + " was " + why + "."}
 		}
 		if name, ok := strings.CutPrefix(req.Governed, "skill:"); ok && req.Pin {
 			if err := c.checkSkillPin(server, name, req.Digest); err != nil {
@@ -164,11 +164,11 @@ func (c *core) checkSkillPin(server, name, got string) error {
 	want, ok := c.Pins.SkillDigest(server, name)
 	switch {
 	case !ok:
-		return newError(KindUnknownTool, server, "skill:"+name,
+		return newError(ErrUnknownTool, server, "skill:"+name,
 			"The skill "+name+" is not offered: it is not pinned.",
 			fmt.Errorf("%w: skill %s of server %s is new", pins.ErrNotPinned, name, server))
 	case got != want:
-		return newError(KindUnknownTool, server, "skill:"+name,
+		return newError(ErrUnknownTool, server, "skill:"+name,
 			"The skill "+name+" is not offered: it changed since it was pinned.",
 			fmt.Errorf("%w: skill %s of server %s is %s, pinned %s", pins.ErrNotPinned, name, server, got, want))
 	}

@@ -50,9 +50,9 @@ type events struct {
 func (e *events) trace() *Trace {
 	add := func(s string) { e.mu.Lock(); e.log = append(e.log, s); e.mu.Unlock() }
 	return &Trace{
-		ServerUp:     func(i ServerUpInfo) { add("up " + i.Server) },
-		ServerDown:   func(i ServerDownInfo) { add("down " + i.Server) },
-		ToolsChanged: func(i ToolsChangedInfo) { add("changed " + i.Server) },
+		ServerUp:     func(i ServerEvent) { add("up " + i.Server) },
+		ServerDown:   func(i ServerEvent) { add("down " + i.Server) },
+		ToolsChanged: func(i ServerEvent) { add("changed " + i.Server) },
 	}
 }
 
@@ -96,7 +96,7 @@ func TestFaultKilledMidCall(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the call was never answered")
 	}
-	e := wantKind(t, err, KindUnavailable)
+	e := wantKind(t, err, ErrUnavailable)
 	if !errors.Is(err, ErrUnavailable) || e.Server != "kid" || e.Tool != "block" {
 		t.Fatalf("%+v", e)
 	}
@@ -143,7 +143,7 @@ func TestFaultChildExitsMidCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = h.CallTool(context.Background(), "kid__exit", nil, nil)
-	wantKind(t, err, KindUnavailable)
+	wantKind(t, err, ErrUnavailable)
 	eventually(t, 10*time.Second, func() bool { return statusOf(h, "kid").State == StateDown }, "kid down")
 	st := statusOf(h, "kid")
 	// The error says how the child ended, and what it said on stderr.
@@ -152,7 +152,7 @@ func TestFaultChildExitsMidCall(t *testing.T) {
 	}
 	// Without reconnection it stays down; calls are answered at once.
 	_, err = h.CallTool(context.Background(), "kid__echo", nil, &CallOptions{ToolSet: offered})
-	if e := wantKind(t, err, KindUnavailable); !strings.Contains(e.Err.Error(), "exit status 4") {
+	if e := wantKind(t, err, ErrUnavailable); !strings.Contains(e.Err.Error(), "exit status 4") {
 		t.Fatalf("%v", e.Err)
 	}
 	ts, _ := h.ListTools(context.Background())
@@ -167,7 +167,7 @@ func TestFaultNeverAnswers(t *testing.T) {
 	h := newHub(t, []Server{kid}, &Options{})
 	start := time.Now()
 	_, err := h.CallTool(context.Background(), "kid__block", nil, &CallOptions{RequestTimeout: 300 * time.Millisecond})
-	e := wantKind(t, err, KindTimeout)
+	e := wantKind(t, err, ErrTimeout)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("answered after %v", d)
 	}
@@ -229,7 +229,7 @@ func TestFaultToolListChanges(t *testing.T) {
 	t.Parallel()
 	srv := newTestServer(t, "s").echoTools("a", "b")
 	changed := make(chan string, 10)
-	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{ToolsChanged: func(i ToolsChangedInfo) { changed <- i.Server }}})
+	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{ToolsChanged: func(i ServerEvent) { changed <- i.Server }}})
 	ctx := context.Background()
 	ts1, err := h.ListTools(ctx)
 	if err != nil {
@@ -263,7 +263,7 @@ func TestFaultToolListChanges(t *testing.T) {
 	// is answered.
 	srv.RemoveTools("b")
 	_, err = h.CallTool(ctx, "s__b", nil, &CallOptions{ToolSet: ts1, RequestTimeout: 5 * time.Second})
-	if k, _ := KindOf(err); k != KindServerError && k != KindUnknownTool {
+	if !errors.Is(err, ErrServerError) && !errors.Is(err, ErrUnknownTool) {
 		t.Fatalf("removed tool: %v", err)
 	}
 	select {
@@ -288,7 +288,7 @@ func TestFaultToolListChanges(t *testing.T) {
 	// round trip.
 	calls := srv.called("b")
 	_, err = h.CallTool(ctx, "s__b", nil, &CallOptions{ToolSet: ts1})
-	if e := wantKind(t, err, KindUnknownTool); !strings.Contains(e.Message, "no longer offered") {
+	if e := wantKind(t, err, ErrUnknownTool); !strings.Contains(e.Message, "no longer offered") {
 		t.Fatal(e.Message)
 	}
 	if srv.called("b") != calls {
@@ -468,7 +468,7 @@ func TestUndecodableResult(t *testing.T) {
 	ctx := context.Background()
 	tr.set(true, false)
 	_, err := h.CallTool(ctx, "s__t", nil, nil)
-	if e := wantKind(t, err, KindServerError); !strings.Contains(e.Message, "could not be read") {
+	if e := wantKind(t, err, ErrServerError); !strings.Contains(e.Message, "could not be read") {
 		t.Fatalf("%+v", e)
 	}
 	tr.set(false, false)
@@ -491,7 +491,7 @@ func TestUnusableSessionIsDropped(t *testing.T) {
 	h := newHub(t, []Server{{ID: "s", Transport: tr}}, &Options{Trace: ev.trace()})
 	tr.set(true, true)
 	_, err := h.CallTool(context.Background(), "s__t", nil, nil)
-	wantKind(t, err, KindUnavailable)
+	wantKind(t, err, ErrUnavailable)
 	eventually(t, 10*time.Second, func() bool { return ev.count("down s") == 1 }, "s dropped")
 	if st := h.Status()[0]; st.State != StateDown || !strings.Contains(st.Err.Error(), "dropped: a request failed") {
 		t.Fatalf("%+v", st)

@@ -2,6 +2,7 @@ package conduit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -123,9 +124,9 @@ func TestPromptsAndResources(t *testing.T) {
 		t.Errorf("b__greet = %q", got)
 	}
 	_, err = h.GetPrompt(ctx, "b__b_only", nil, &CallOptions{Principal: "eve"})
-	wantKind(t, err, KindDenied)
+	wantKind(t, err, ErrDenied)
 	_, err = h.GetPrompt(ctx, "c__greet", nil, nil)
-	wantKind(t, err, KindUnknownTool)
+	wantKind(t, err, ErrUnknownTool)
 
 	for uri, want := range map[string]string{
 		"test://b/doc":      "b has test://b/doc",
@@ -142,9 +143,9 @@ func TestPromptsAndResources(t *testing.T) {
 		}
 	}
 	_, err = h.ReadResource(ctx, "test://shared", nil)
-	wantKind(t, err, KindUnknownTool)
+	wantKind(t, err, ErrUnknownTool)
 	_, err = h.ReadResource(ctx, "test://a/doc", nil)
-	wantKind(t, err, KindDenied)
+	wantKind(t, err, ErrDenied)
 	mu.Lock()
 	if want := []string{"prompts/get b__greet", "resources/read test://b/items/42"}; !slices.Equal(approved, want) {
 		t.Errorf("approved %v, want %v", approved, want)
@@ -181,9 +182,9 @@ func TestFeaturesChanged(t *testing.T) {
 		mu.Unlock()
 	}
 	h := newHub(t, []Server{a.server("a")}, &Options{Trace: &Trace{
-		PromptsChanged:   func(i PromptsChangedInfo) { record("prompts " + i.Server) },
-		ResourcesChanged: func(i ResourcesChangedInfo) { record("resources " + i.Server) },
-		ResourceUpdated:  func(i ResourceUpdatedInfo) { record("updated " + i.Server + " " + i.URI) },
+		PromptsChanged:   func(i ServerEvent) { record("prompts " + i.Server) },
+		ResourcesChanged: func(i ServerEvent) { record("resources " + i.Server) },
+		ResourceUpdated:  func(i ServerEvent) { record("updated " + i.Server + " " + i.URI) },
 	}})
 	ctx := context.Background()
 	ps, err := h.ListPromptsFor(ctx, nil)
@@ -231,7 +232,7 @@ func TestFeaturesChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = h.SubscribeResource(ctx, "test://nowhere", nil)
-	wantKind(t, err, KindUnknownTool)
+	wantKind(t, err, ErrUnknownTool)
 }
 
 // TestClientPrompts: a client keeps the prompts' own names.
@@ -273,7 +274,7 @@ func TestReadCacheAcrossPrincipals(t *testing.T) {
 	}
 	first.Contents[0].Text, first.CacheScope = "changed by alice's caller", "private"
 	_, err = h.ReadResource(ctx, "test://a/doc", &CallOptions{Principal: "bob"})
-	if k, _ := KindOf(err); k != KindDenied {
+	if !errors.Is(err, ErrDenied) {
 		t.Errorf("bob's read: %v, want denied", err)
 	}
 	again, err := h.ReadResource(ctx, "test://a/doc", &CallOptions{Principal: "carol"})

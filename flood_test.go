@@ -2,9 +2,6 @@ package conduit
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"runtime"
 	"strconv"
@@ -111,33 +108,4 @@ func TestNotificationFloodBounded(t *testing.T) {
 		}
 		return len(leaked) == 0
 	}, "goroutines to end")
-}
-
-// TestNotesConnTypes: the SDK's client connections that conduit wraps are
-// still the types plainConn knows, and Streamable HTTP's is not wrapped.
-func TestNotesConnTypes(t *testing.T) {
-	ctx := context.Background()
-	mem, _ := mcp.NewInMemoryTransports()
-	r, w := io.Pipe()
-	defer r.Close()
-	hs := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return newTestServer(t, "sse").Server }, nil))
-	defer hs.Close()
-	for _, tr := range []mcp.Transport{mem, &mcp.IOTransport{Reader: r, Writer: w}, &mcp.SSEClientTransport{Endpoint: hs.URL}} {
-		c, err := tr.Connect(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !plainConn(c) {
-			t.Errorf("%T is not a plain connection", c)
-		}
-		c.Close()
-	}
-	c, err := (&mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:1/"}).Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if plainConn(c) {
-		t.Errorf("%T taken for a plain connection", c)
-	}
 }

@@ -328,7 +328,7 @@ func newClient(t testing.TB, server Server, opts *Options) *Client {
 	return cl
 }
 
-func wantKind(t *testing.T, err error, kind ErrorKind) *Error {
+func wantKind(t *testing.T, err error, kind *Error) *Error {
 	t.Helper()
 	var e *Error
 	if err == nil {
@@ -337,8 +337,8 @@ func wantKind(t *testing.T, err error, kind ErrorKind) *Error {
 	if !errors.As(err, &e) {
 		t.Fatalf("err = %T %v, want *Error", err, err)
 	}
-	if e.Kind != kind {
-		t.Fatalf("kind = %v (%v), want %v", e.Kind, err, kind)
+	if e.String() != kind.String() {
+		t.Fatalf("kind = %v (%v), want %v", e.String(), err, kind.String())
 	}
 	return e
 }

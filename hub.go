@@ -59,7 +59,7 @@ func (g *governed) CallTool(ctx context.Context, name string, args any, opts *Ca
 // ResolvedCaller returns how to run a call whose name the caller
 // resolved itself, with [ToolSet.Resolve]: t is the tool it returned, and
 // args the object. Nothing is resolved again: t is only checked to be
-// the tool set's own, and one that is not is answered KindUnknownTool. It returns nil unless
+// the tool set's own, and one that is not is answered ErrUnknownTool. It returns nil unless
 // src is this hub or client itself. So a type that embeds a Hub to change
 // its CallTool, and passes itself, gets nil, and its CallTool is used.
 // Package adapters calls it with the Source it was given.
@@ -91,7 +91,7 @@ func (h *Hub) Reconnect(id string) error { return h.c.reconnect(id) }
 
 // Close ends every session and stops every server process the hub started;
 // no goroutine of the hub outlives it. Calls in flight are ended and
-// answered with KindUnavailable. Sessions close concurrently; a stdio
+// answered with ErrUnavailable. Sessions close concurrently; a stdio
 // server that does not exit when its stdin closes is sent SIGTERM after
 // two seconds.
 func (g *governed) Close() error { return g.c.close() }

@@ -74,7 +74,7 @@ type Credentials struct {
 // ErrNoPrincipal is the cause of a request or listing made for no
 // principal. It concerns a server whose sessions are per principal
 // ([IdentityPrincipal]). The server is left out of the listing. A request
-// of it is refused with KindUnavailable, nothing sent.
+// of it is refused with ErrUnavailable, nothing sent.
 var ErrNoPrincipal = errors.New("its sessions are per principal (identity \"principal\"), and the request names no principal")
 
 // validateIdentity checks what s's identity asks of the rest of its

@@ -87,11 +87,11 @@ func TestIdentityPerPrincipalHTTP(t *testing.T) {
 	seen := len(ids.Seen())
 	// Nobody, and a principal without credentials: refused, nothing sent.
 	_, err = h.CallTool(ctx, "gh__whoami", nil, nil)
-	if e := wantKind(t, err, KindUnavailable); !errors.Is(e, ErrNoPrincipal) {
+	if e := wantKind(t, err, ErrUnavailable); !errors.Is(e, ErrNoPrincipal) {
 		t.Errorf("nobody's call: %v", err)
 	}
 	_, err = h.CallTool(ctx, "gh__whoami", nil, &CallOptions{Principal: "carol"})
-	if e := wantKind(t, err, KindUnavailable); !errors.Is(e, oauth.ErrNeedsLogin) {
+	if e := wantKind(t, err, ErrUnavailable); !errors.Is(e, oauth.ErrNeedsLogin) {
 		t.Errorf("carol's call: %v", err)
 	}
 	ts, err = h.ListToolsFor(ctx, &ListOptions{Principal: "carol"})
@@ -201,7 +201,7 @@ func TestIdentityPerPrincipalStdio(t *testing.T) {
 	}
 	before := len(statusOf(h, "kid").Principals)
 	_, err := h.CallTool(ctx, "kid__pid", nil, &CallOptions{Principal: "carol"})
-	if e := wantKind(t, err, KindUnavailable); !errors.Is(e, oauth.ErrNeedsLogin) {
+	if e := wantKind(t, err, ErrUnavailable); !errors.Is(e, oauth.ErrNeedsLogin) {
 		t.Errorf("carol: %v", err)
 	}
 	if n := len(statusOf(h, "kid").Principals); n != before {
@@ -244,7 +244,7 @@ func TestIdentityPool(t *testing.T) {
 		return strings.Count(string(data), "blocking\n") == 2
 	}, "two blocked calls")
 	_, err := h.CallTool(ctx, "kid__pid", nil, &CallOptions{Principal: "dave"})
-	e := wantKind(t, err, KindUnavailable)
+	e := wantKind(t, err, ErrUnavailable)
 	var busy *errPoolBusy
 	if !errors.As(e, &busy) || !strings.Contains(e.Message, "retry") {
 		t.Errorf("dave: %v (%q)", err, e.Message)
@@ -302,7 +302,7 @@ func TestIdentityOAuthLogin(t *testing.T) {
 	}
 	bearers := len(as.Snapshot().Bearers)
 	_, err := h.CallTool(ctx, "remote__whoami", nil, &CallOptions{Principal: "carol"})
-	if e := wantKind(t, err, KindUnavailable); !errors.Is(e, oauth.ErrNeedsLogin) {
+	if e := wantKind(t, err, ErrUnavailable); !errors.Is(e, oauth.ErrNeedsLogin) {
 		t.Fatalf("carol: %v", err)
 	}
 	for _, b := range as.Snapshot().Bearers[bearers:] {
@@ -348,7 +348,7 @@ func TestIdentityTokenExchange(t *testing.T) {
 					}
 					continue
 				}
-				if e := wantKind(t, err, KindUnavailable); !errors.Is(e, oauth.ErrNeedsLogin) {
+				if e := wantKind(t, err, ErrUnavailable); !errors.Is(e, oauth.ErrNeedsLogin) {
 					t.Errorf("%s: %v", p, err)
 				}
 			}

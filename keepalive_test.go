@@ -102,7 +102,7 @@ func TestKeepAliveNoticesDeadServer(t *testing.T) {
 			var mu sync.Mutex
 			var downErr error
 			downs := make(chan struct{}, 1)
-			tr := &Trace{ServerDown: func(i ServerDownInfo) {
+			tr := &Trace{ServerDown: func(i ServerEvent) {
 				if i.Server != "web" {
 					return
 				}
@@ -160,8 +160,8 @@ func TestKeepAliveHealthyServerStaysUp(t *testing.T) {
 			var ups int
 			var downs []error
 			tr := &Trace{
-				ServerUp: func(ServerUpInfo) { mu.Lock(); ups++; mu.Unlock() },
-				ServerDown: func(i ServerDownInfo) {
+				ServerUp: func(ServerEvent) { mu.Lock(); ups++; mu.Unlock() },
+				ServerDown: func(i ServerEvent) {
 					mu.Lock()
 					downs = append(downs, i.Err)
 					mu.Unlock()
@@ -227,7 +227,7 @@ func TestKeepAliveDefaults(t *testing.T) {
 		opt  time.Duration
 		want time.Duration
 	}{
-		{Server{ID: "u", URL: "http://127.0.0.1:1"}, 0, DefaultKeepAlive},
+		{Server{ID: "u", URL: "http://127.0.0.1:1"}, 0, defaultKeepAlive},
 		{Server{ID: "u", URL: "http://127.0.0.1:1"}, time.Second, time.Second},
 		{Server{ID: "u", URL: "http://127.0.0.1:1"}, -1, 0},
 		{Server{ID: "c", Command: "true"}, 0, 0},

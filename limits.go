@@ -12,10 +12,10 @@ import (
 
 // The defaults of [Limits].
 const (
-	DefaultMaxArgDepth     = 64
-	DefaultMaxArgBytes     = 1 << 20  // 1 MiB
-	DefaultMaxResultBytes  = 16 << 20 // 16 MiB
-	DefaultMaxResultBlocks = 1000
+	defaultMaxArgDepth     = 64
+	defaultMaxArgBytes     = 1 << 20  // 1 MiB
+	defaultMaxResultBytes  = 16 << 20 // 16 MiB
+	defaultMaxResultBlocks = 1000
 )
 
 // Limits bound what one governed call may send to a server and what it
@@ -24,13 +24,13 @@ const (
 // call may be a model's, or a prompt injection's. The zero value means the
 // defaults. A negative field means no limit.
 //
-// Arguments over a limit are answered with a [KindLimit] error. This
+// Arguments over a limit are answered with a [ErrLimit] error. This
 // happens before the policy, the approver or any hook sees them. So a
 // hostile call costs nothing but the measuring. Nothing is sent. The
 // other calls of a batch and the session are unaffected. Arguments that
 // before-hooks changed are measured again before they are sent.
 //
-// A result over a limit is answered with a KindLimit error. It says the
+// A result over a limit is answered with a ErrLimit error. It says the
 // call was made (the server did its work) but its result is not passed
 // on. The session carries on. An error serves a model better than a
 // truncated result. The model could take that for the whole.
@@ -39,7 +39,7 @@ const (
 // stdio and HTTP, conduit reads each message below the SDK as it streams.
 // That covers JSON bodies, server-sent events and legacy SSE. It holds at
 // most max(MaxResultBytes, 16 MiB) of a message. It discards one that is
-// longer as it arrives. The request it answers gets the KindLimit error.
+// longer as it arrives. The request it answers gets the ErrLimit error.
 // Every other call to the server goes on over the same session.
 //
 // A tools/call result under that bound but over MaxResultBytes is refused
@@ -50,7 +50,7 @@ const (
 type Limits struct {
 	// MaxArgDepth bounds how deeply a call's arguments nest. The arguments
 	// object is depth 1, and each object or array in it adds one. The
-	// default is DefaultMaxArgDepth (64). Real arguments rarely nest past
+	// default is 64. Real arguments rarely nest past
 	// ten. The Go SDK's server (v1.8.0) ends its whole session on a message
 	// nested 5,000 deep. Tried by hand, it did so from about 1,000. That
 	// fails every call in flight to it. Other servers' parsers may give up
@@ -58,7 +58,7 @@ type Limits struct {
 	MaxArgDepth int
 	// MaxArgBytes bounds the size of a call's arguments as JSON text. For
 	// arguments given as Go values, it is an estimate that counts strings
-	// without their escapes. The default is DefaultMaxArgBytes (1 MiB). A
+	// without their escapes. The default is 1 MiB. A
 	// model writes some tens of KiB in a whole response.
 	MaxArgBytes int
 	// MaxResultBytes bounds one result. It bounds its JSON text as the
@@ -70,12 +70,12 @@ type Limits struct {
 	//   - its embedded resources and resource links
 	//   - its structured content as JSON (an estimate, as for arguments)
 	//
-	// The default is DefaultMaxResultBytes (16 MiB). That is several times
+	// The default is 16 MiB. That is several times
 	// what the largest model context holds. It is also the SDK's own bound
 	// on one message over stdio.
 	MaxResultBytes int
-	// MaxResultBlocks bounds the content blocks of one result. Default
-	// DefaultMaxResultBlocks (1,000).
+	// MaxResultBlocks bounds the content blocks of one result. The default
+	// is 1,000.
 	MaxResultBlocks int
 }
 
@@ -95,10 +95,10 @@ func (l Limits) resolved() limits {
 		return v
 	}
 	return limits{
-		argDepth:     pick(l.MaxArgDepth, DefaultMaxArgDepth),
-		argBytes:     pick(l.MaxArgBytes, DefaultMaxArgBytes),
-		resultBytes:  pick(l.MaxResultBytes, DefaultMaxResultBytes),
-		resultBlocks: pick(l.MaxResultBlocks, DefaultMaxResultBlocks),
+		argDepth:     pick(l.MaxArgDepth, defaultMaxArgDepth),
+		argBytes:     pick(l.MaxArgBytes, defaultMaxArgBytes),
+		resultBytes:  pick(l.MaxResultBytes, defaultMaxResultBytes),
+		resultBlocks: pick(l.MaxResultBlocks, defaultMaxResultBlocks),
 	}
 }
 
@@ -202,7 +202,7 @@ func contentSize(c mcp.Content) int {
 // messageBytes is the bound on one message a server sends, 0 for none. It
 // is MaxResultBytes, but never under the SDK's own bound on a line. So a
 // small result limit does not refuse a large tool listing. Results over
-// MaxResultBytes but under this are refused by notesConn. That happens
+// MaxResultBytes but under this are refused by the wrapped connection,
 // after they are read, before they are decoded.
 func (l *limits) messageBytes() int {
 	if l.resultBytes == 0 {

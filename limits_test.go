@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,7 +66,7 @@ func TestDeepArgumentsNotSent(t *testing.T) {
 
 	for _, args := range []any{deepJSON(5000), json.RawMessage(deepJSON(5000)), []byte(deepJSON(5000)), deepMap(5000)} {
 		_, err := h.CallTool(ctx, "s__deep", args, nil)
-		e := wantKind(t, err, KindLimit)
+		e := wantKind(t, err, ErrLimit)
 		if !errors.Is(err, ErrLimit) || e.Server != "s" || e.Tool != "deep" {
 			t.Fatalf("%T: err = %#v", args, e)
 		}
@@ -99,16 +98,16 @@ func TestDeepArgumentsNotSent(t *testing.T) {
 func TestArgLimitsConfigured(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
 	ctx := context.Background()
-	big := `{"s":"` + strings.Repeat("x", DefaultMaxArgBytes) + `"}`
+	big := `{"s":"` + strings.Repeat("x", defaultMaxArgBytes) + `"}`
 
 	h := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxArgDepth: 10, MaxArgBytes: 1000}})
 	for _, args := range []any{deepJSON(11), deepMap(11), `{"s":"` + strings.Repeat("x", 1000) + `"}`, map[string]any{"s": strings.Repeat("x", 1000)},
 		struct{ S string }{strings.Repeat("x", 1000)}} {
 		_, err := h.CallTool(ctx, "s__t", args, nil)
-		wantKind(t, err, KindLimit)
+		wantKind(t, err, ErrLimit)
 	}
 	_, err := h.CallTool(ctx, "s__t", map[string]any{"s": strings.Repeat("x", 1000)}, nil)
-	if e := wantKind(t, err, KindLimit); !strings.Contains(e.Message, "larger than the limit of 1000 bytes") {
+	if e := wantKind(t, err, ErrLimit); !strings.Contains(e.Message, "larger than the limit of 1000 bytes") {
 		t.Errorf("message = %q", e.Message)
 	}
 	for _, args := range []any{deepJSON(10), deepMap(10), `{"s":"short"}`} {
@@ -122,12 +121,12 @@ func TestArgLimitsConfigured(t *testing.T) {
 	// The defaults: 1 MiB and a few bytes is over 1 MiB.
 	hd := newHub(t, []Server{srv.server("s")}, nil)
 	_, err = hd.CallTool(ctx, "s__t", big, nil)
-	if e := wantKind(t, err, KindLimit); !strings.Contains(e.Message, "larger than the limit of 1 MiB") {
+	if e := wantKind(t, err, ErrLimit); !strings.Contains(e.Message, "larger than the limit of 1 MiB") {
 		t.Errorf("message = %q", e.Message)
 	}
 	// An unknown name is still an unknown name.
 	_, err = hd.CallTool(ctx, "s__nope", big, nil)
-	wantKind(t, err, KindUnknownTool)
+	wantKind(t, err, ErrUnknownTool)
 
 	// Switched off, deep and large arguments are sent (200 levels is what
 	// the SDK's server still reads).
@@ -145,7 +144,7 @@ func TestArgLimitsConfigured(t *testing.T) {
 	hk := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxArgDepth: 10},
 		Hooks: []Hook{{Before: func(_ context.Context, c *Call) error { c.Args = deepMap(11); return nil }}}})
 	_, err = hk.CallTool(ctx, "s__t", nil, nil)
-	wantKind(t, err, KindLimit)
+	wantKind(t, err, ErrLimit)
 	if n := srv.called("t"); n != 6 {
 		t.Fatalf("the hook's deep arguments were sent")
 	}
@@ -161,7 +160,7 @@ func TestResultLimits(t *testing.T) {
 	})
 	addTool(srv.Server, "blocks", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res := &mcp.CallToolResult{}
-		for range DefaultMaxResultBlocks + 1 {
+		for range defaultMaxResultBlocks + 1 {
 			res.Content = append(res.Content, &mcp.TextContent{Text: "x"})
 		}
 		return res, nil
@@ -181,7 +180,7 @@ func TestResultLimits(t *testing.T) {
 	h := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxResultBytes: 64 << 10}})
 	for _, tool := range []string{"text", "blocks", "image", "resource", "structured"} {
 		_, err := h.CallTool(ctx, "s__"+tool, nil, nil)
-		e := wantKind(t, err, KindLimit)
+		e := wantKind(t, err, ErrLimit)
 		if !strings.Contains(e.Message, "s__"+tool+" was made, but its result was not passed on") {
 			t.Errorf("%s: message = %q", tool, e.Message)
 		}
@@ -194,11 +193,11 @@ func TestResultLimits(t *testing.T) {
 		}
 	}
 	_, err := h.CallTool(ctx, "s__blocks", nil, nil)
-	if e := wantKind(t, err, KindLimit); !strings.Contains(e.Message, "it has 1001 content blocks, more than the limit of 1000") {
+	if e := wantKind(t, err, ErrLimit); !strings.Contains(e.Message, "it has 1001 content blocks, more than the limit of 1000") {
 		t.Errorf("message = %q", e.Message)
 	}
 	_, err = h.CallTool(ctx, "s__text", nil, nil)
-	if e := wantKind(t, err, KindLimit); !strings.Contains(e.Message, "it is larger than the limit of 64 KiB") {
+	if e := wantKind(t, err, ErrLimit); !strings.Contains(e.Message, "it is larger than the limit of 64 KiB") {
 		t.Errorf("message = %q", e.Message)
 	}
 
@@ -216,7 +215,7 @@ func TestResultLimits(t *testing.T) {
 		}
 	}
 	_, err = def.CallTool(ctx, "s__blocks", nil, nil)
-	wantKind(t, err, KindLimit)
+	wantKind(t, err, ErrLimit)
 }
 
 // TestLocalToolLimits: a local tool's arguments and result are bounded as
@@ -230,19 +229,19 @@ func TestLocalToolLimits(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "a"}, &mcp.TextContent{Text: "b"}}}, nil
 	}}
 	_, err := h.CallLocal(context.Background(), lt, deepJSON(100), nil)
-	wantKind(t, err, KindLimit)
+	wantKind(t, err, ErrLimit)
 	if ran != 0 {
 		t.Fatal("the local tool ran on deep arguments")
 	}
 	_, err = h.CallLocal(context.Background(), lt, nil, nil)
-	wantKind(t, err, KindLimit)
+	wantKind(t, err, ErrLimit)
 	if ran != 1 {
 		t.Fatal("the local tool did not run")
 	}
 }
 
 func TestLimitsResolved(t *testing.T) {
-	if got := (Limits{}).resolved(); got != (limits{DefaultMaxArgDepth, DefaultMaxArgBytes, DefaultMaxResultBytes, DefaultMaxResultBlocks}) {
+	if got := (Limits{}).resolved(); got != (limits{defaultMaxArgDepth, defaultMaxArgBytes, defaultMaxResultBytes, defaultMaxResultBlocks}) {
 		t.Errorf("defaults = %+v", got)
 	}
 	if got := (Limits{-1, -1, -1, -1}).resolved(); got != (limits{}) {
@@ -319,82 +318,21 @@ func FuzzArgLimits(f *testing.F) {
 	})
 }
 
-// scriptConn is a connection that reads what a test gives it and keeps
-// what is written to it.
-type scriptConn struct {
-	mcp.Connection
-	in      []jsonrpc.Message
-	written []jsonrpc.Message
-}
-
-func (c *scriptConn) Read(context.Context) (jsonrpc.Message, error) {
-	if len(c.in) == 0 {
-		return nil, io.EOF
-	}
-	m := c.in[0]
-	c.in = c.in[1:]
-	return m, nil
-}
-
-func (c *scriptConn) Write(_ context.Context, m jsonrpc.Message) error {
-	c.written = append(c.written, m)
-	return nil
-}
-
-// TestResultRefusedBeforeDecoding: on a connection conduit wraps, a
-// tools/call result whose JSON text is over MaxResultBytes is replaced by
-// the error that stands in for it before the SDK decodes it; other
-// responses, and results within the limit, pass as they are; a canceled
-// call's id is forgotten.
+// TestResultRefusedBeforeDecoding: a tools/call result whose JSON text
+// is over MaxResultBytes is refused before the SDK decodes it, and the
+// model is told the call was made. (The connection's side is tested in
+// its own package.)
 func TestResultRefusedBeforeDecoding(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
 	h := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxResultBytes: 100}})
-	id := func(n float64) jsonrpc.ID { v, _ := jsonrpc.MakeID(n); return v }
-	big := json.RawMessage(`{"content":[{"type":"text","text":"` + strings.Repeat("x", 100) + `"}]}`)
-	small := json.RawMessage(`{"content":[]}`)
-	sc := &scriptConn{in: []jsonrpc.Message{
-		&jsonrpc.Response{ID: id(1), Result: big},   // tools/call, too large
-		&jsonrpc.Response{ID: id(2), Result: small}, // tools/call, within
-		&jsonrpc.Response{ID: id(3), Result: big},   // tools/list
-		&jsonrpc.Response{ID: id(4), Result: big},   // a canceled tools/call
-	}}
-	c := &notesConn{Connection: sc, cn: h.c.byID["s"].shared}
 	ctx := context.Background()
-	for i, m := range []string{"tools/call", "tools/call", "tools/list", "tools/call"} {
-		if err := c.Write(ctx, &jsonrpc.Request{ID: id(float64(i + 1)), Method: m}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	c.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: json.RawMessage(`{"requestId":4}`)})
-	if len(sc.written) != 5 {
-		t.Fatalf("%d messages written, want 5", len(sc.written))
-	}
-	for i := range 4 {
-		m, err := c.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp := m.(*jsonrpc.Response)
-		var we *jsonrpc.Error
-		refused := errors.As(resp.Error, &we) && we.Code == codeResultTooLarge
-		if refused != (i == 0) {
-			t.Errorf("response %d: refused %v (%v)", i+1, refused, resp.Error)
-		}
-		if !refused && resp.Result == nil {
-			t.Errorf("response %d lost its result", i+1)
-		}
-	}
-	if len(c.calls) != 0 {
-		t.Errorf("ids kept: %v", c.calls)
-	}
-
 	// Through the hub, the model is told the call was made.
 	addTool(srv.Server, "big", func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return textResult(strings.Repeat("y", 200)), nil
 	})
 	eventually(t, 10*time.Second, func() bool { ts, _ := h.ListTools(ctx); _, ok := ts.Lookup("s__big"); return ok }, "the new tool")
 	_, err := h.CallTool(ctx, "s__big", nil, nil)
-	e := wantKind(t, err, KindLimit)
+	e := wantKind(t, err, ErrLimit)
 	if e.Message != "The call to s__big was made, but its result was not passed on: it is larger than the limit of 100 bytes. Ask for less at a time, if the tool allows it." {
 		t.Errorf("message = %q", e.Message)
 	}
@@ -415,9 +353,9 @@ func TestResultLimitNotSpoofed(t *testing.T) {
 	})
 	h := newHub(t, []Server{srv.server("s")}, &Options{Limits: Limits{MaxResultBytes: 1 << 10}})
 	_, err := h.CallTool(context.Background(), "s__spoof", nil, nil)
-	if e := wantKind(t, err, KindServerError); strings.Contains(e.Message, "was not passed on") {
+	if e := wantKind(t, err, ErrServerError); strings.Contains(e.Message, "was not passed on") {
 		t.Errorf("message = %q: the server's error was taken for conduit's refusal", e.Message)
 	}
 	_, err = h.CallTool(context.Background(), "s__text", nil, nil)
-	wantKind(t, err, KindLimit)
+	wantKind(t, err, ErrLimit)
 }

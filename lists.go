@@ -101,7 +101,7 @@ func (cn *conn) featureHandlers(o *mcp.ClientOptions) {
 		}
 		cn.feats.prompts.changed()
 		if t := cn.core.Trace; t != nil && t.PromptsChanged != nil {
-			t.PromptsChanged(PromptsChangedInfo{Server: cn.srv.ID, Principal: cn.principal})
+			t.PromptsChanged(ServerEvent{Server: cn.srv.ID, Principal: cn.principal})
 		}
 	}
 	o.ResourceListChangedHandler = func(_ context.Context, req *mcp.ResourceListChangedRequest) {
@@ -111,7 +111,7 @@ func (cn *conn) featureHandlers(o *mcp.ClientOptions) {
 		cn.feats.resources.changed()
 		cn.feats.templates.changed()
 		if t := cn.core.Trace; t != nil && t.ResourcesChanged != nil {
-			t.ResourcesChanged(ResourcesChangedInfo{Server: cn.srv.ID, Principal: cn.principal})
+			t.ResourcesChanged(ServerEvent{Server: cn.srv.ID, Principal: cn.principal})
 		}
 	}
 	o.ResourceUpdatedHandler = func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
@@ -119,7 +119,7 @@ func (cn *conn) featureHandlers(o *mcp.ClientOptions) {
 			return
 		}
 		if t := cn.core.Trace; t != nil && t.ResourceUpdated != nil {
-			t.ResourceUpdated(ResourceUpdatedInfo{Server: cn.srv.ID, Principal: cn.principal, URI: req.Params.URI})
+			t.ResourceUpdated(ServerEvent{Server: cn.srv.ID, Principal: cn.principal, URI: req.Params.URI})
 		}
 	}
 }

@@ -50,7 +50,7 @@ var errNoLocalTool = errors.New("the local tool has no definition or no answer")
 
 func (c *core) callLocal(ctx context.Context, t *LocalTool, args any, opts *CallOptions) (*mcp.CallToolResult, error) {
 	if t == nil || t.Tool == nil || t.Answer == nil {
-		return nil, &Error{Kind: KindInternal, Message: "The tool could not be called.", Err: errNoLocalTool}
+		return nil, &Error{Kind: ErrInternal, Message: "The tool could not be called.", Err: errNoLocalTool}
 	}
 	o := callOptions(opts)
 	r := newRequest(methodCallTool, o, methodCallTool, t.Tool.Exposed)
@@ -80,16 +80,16 @@ func (t *LocalTool) answer(ctx context.Context, call *Call) (*mcp.CallToolResult
 func (t *LocalTool) run(ctx context.Context, call *Call) (res *mcp.CallToolResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			res, err = nil, newError(KindInternal, call.Server, call.Tool, modeltext.CallFailed(call.Exposed), fmt.Errorf("panic: %v", p))
+			res, err = nil, newError(ErrInternal, call.Server, call.Tool, modeltext.CallFailed(call.Exposed), fmt.Errorf("panic: %v", p))
 		}
 	}()
 	res, err = t.Answer(ctx, call)
 	var ce *Error
 	if err != nil && !errors.As(err, &ce) {
-		err = newError(KindInternal, call.Server, call.Tool, modeltext.CallFailed(call.Exposed), err)
+		err = newError(ErrInternal, call.Server, call.Tool, modeltext.CallFailed(call.Exposed), err)
 	}
 	if err == nil && res == nil {
-		err = newError(KindInternal, call.Server, call.Tool, modeltext.NoResult(call.Exposed), nil)
+		err = newError(ErrInternal, call.Server, call.Tool, modeltext.NoResult(call.Exposed), nil)
 	}
 	return res, err
 }

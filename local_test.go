@@ -82,22 +82,22 @@ func TestCallLocalGoverned(t *testing.T) {
 	}
 	// Denied for a principal: never answered.
 	_, err = hub.CallLocal(ctx, lt, map[string]any{"query": "x"}, &CallOptions{Principal: "guest"})
-	if k, _ := KindOf(err); k != KindDenied {
+	if !errors.Is(err, ErrDenied) {
 		t.Errorf("guest: %v, want denied", err)
 	}
 	// Ask: the approver decides (and rejects).
 	_, err = hub.CallLocal(ctx, lt, map[string]any{"query": "x"}, &CallOptions{Principal: "careful"})
-	if k, _ := KindOf(err); k != KindDenied || !strings.Contains(err.Error(), "not now") {
+	if !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "not now") {
 		t.Errorf("careful: %v, want the approver's denial", err)
 	}
 	// Validation against the tool's schema, then arguments that are not
 	// an object: answered, not answered by the tool.
 	_, err = hub.CallLocal(ctx, lt, map[string]any{"query": 3}, nil)
-	if k, _ := KindOf(err); k != KindInvalidArguments {
+	if !errors.Is(err, ErrInvalidArguments) {
 		t.Errorf("bad query: %v, want invalid arguments", err)
 	}
 	_, err = hub.CallLocal(ctx, lt, "null", nil)
-	if k, _ := KindOf(err); k != KindInvalidArguments {
+	if !errors.Is(err, ErrInvalidArguments) {
 		t.Errorf("null arguments: %v, want invalid arguments", err)
 	}
 	if n := answered.Load(); n != 1 {
@@ -131,27 +131,27 @@ func TestCallLocalFailures(t *testing.T) {
 	cases := []struct {
 		name   string
 		answer func(context.Context, *Call) (*mcp.CallToolResult, error)
-		kind   ErrorKind
+		kind   *Error
 	}{
-		{"panic", func(context.Context, *Call) (*mcp.CallToolResult, error) { panic("boom") }, KindInternal},
-		{"no result", func(context.Context, *Call) (*mcp.CallToolResult, error) { return nil, nil }, KindInternal},
-		{"plain error", func(context.Context, *Call) (*mcp.CallToolResult, error) { return nil, errors.New("disk full") }, KindInternal},
+		{"panic", func(context.Context, *Call) (*mcp.CallToolResult, error) { panic("boom") }, ErrInternal},
+		{"no result", func(context.Context, *Call) (*mcp.CallToolResult, error) { return nil, nil }, ErrInternal},
+		{"plain error", func(context.Context, *Call) (*mcp.CallToolResult, error) { return nil, errors.New("disk full") }, ErrInternal},
 		{"own error", func(context.Context, *Call) (*mcp.CallToolResult, error) {
-			return nil, &Error{Kind: KindUnavailable, Message: "Not now."}
-		}, KindUnavailable},
+			return nil, &Error{Kind: ErrUnavailable, Message: "Not now."}
+		}, ErrUnavailable},
 		{"ignores its context", func(context.Context, *Call) (*mcp.CallToolResult, error) {
 			<-release
 			return textResult("late"), nil
-		}, KindTimeout},
+		}, ErrTimeout},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
 			_, err := cl.CallLocal(ctx, &LocalTool{Tool: def, Answer: tc.answer}, nil, nil)
-			if k, _ := KindOf(err); k != tc.kind {
+			if !errors.Is(err, tc.kind) {
 				t.Errorf("%v, want kind %v", err, tc.kind)
 			}
-			if tc.kind == KindTimeout && time.Since(start) > 30*time.Second {
+			if tc.kind == ErrTimeout && time.Since(start) > 30*time.Second {
 				t.Errorf("answered after %v: the call's time limit did not hold", time.Since(start))
 			}
 		})

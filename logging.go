@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/internal/mailbox"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -105,7 +106,7 @@ func (cn *conn) onLog(ctx context.Context, req *mcp.LoggingMessageRequest) {
 	} else if !cn.core.Logger.Enabled(ctx, slog.LevelDebug) {
 		return
 	}
-	cn.logs.put(l, logSize(req.Params))
+	cn.logs.Put(l, logSize(req.Params))
 }
 
 // logged is a server's log message on its way to f, or to the hub's
@@ -116,11 +117,11 @@ type logged struct {
 	req *mcp.LoggingMessageRequest
 }
 
-func (cn *conn) newLogs() *mailbox[logged] {
-	return &mailbox[logged]{
-		deliver:  cn.deliverLog,
-		maxItems: logQueue, maxBytes: logQueueBytes,
-		dropped: func(n int) {
+func (cn *conn) newLogs() *mailbox.Box[logged] {
+	return &mailbox.Box[logged]{
+		Deliver:  cn.deliverLog,
+		MaxItems: logQueue, MaxBytes: logQueueBytes,
+		Dropped: func(n int) {
 			cn.core.Logger.Warn("conduit: server log messages dropped: their handler was slower than the server", "server", cn.srv.ID, "dropped", n)
 		},
 	}

@@ -73,14 +73,14 @@ func (e *inputError) Unwrap() []error {
 func (e *inputError) callError(call *Call) *Error {
 	if e.what == "" {
 		// The server's doing: it kept asking.
-		return newError(KindServerError, call.Server, call.Tool,
+		return newError(ErrServerError, call.Server, call.Tool,
 			"The server of "+call.Exposed+" kept asking for input during the request: "+e.msg+".", e)
 	}
 	msg := "The server of " + call.Exposed + " asked for " + e.what + " during the request, which could not be given"
 	if e.cause != nil {
 		msg += ": " + e.cause.Error()
 	}
-	return newError(KindInternal, call.Server, call.Tool, msg+".", e)
+	return newError(ErrInternal, call.Server, call.Tool, msg+".", e)
 }
 
 // receiveMiddleware keeps next for inputMiddleware to answer with. next

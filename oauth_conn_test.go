@@ -48,7 +48,7 @@ func TestOAuthNeedsLogin(t *testing.T) {
 	// A hub starts, with the server in its status.
 	cl, err := NewHub(ctx, []Server{srv}, &Options{Policy: AllowAll(),
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Trace: &Trace{ServerDown: func(i ServerDownInfo) {
+		Trace: &Trace{ServerDown: func(i ServerEvent) {
 			mu.Lock()
 			traced = append(traced, fmt.Sprint(i.Err))
 			mu.Unlock()

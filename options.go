@@ -15,19 +15,19 @@ import (
 // [Options.CallTimeout] is set.
 const DefaultCallTimeout = 5 * time.Minute
 
-// DefaultKeepAlive is how long a session may be idle before it is pinged.
+// defaultKeepAlive is how long a session may be idle before it is pinged.
 // It applies to servers reached by URL, when [Options.KeepAlive] is zero.
-const DefaultKeepAlive = 30 * time.Second
+const defaultKeepAlive = 30 * time.Second
 
-// DefaultMaxPrincipalSessions bounds the sessions a server of
+// defaultMaxPrincipalSessions bounds the sessions a server of
 // [IdentityPrincipal] keeps open at once. There is one per principal. It
 // applies when [Options.MaxPrincipalSessions] is zero.
-const DefaultMaxPrincipalSessions = 32
+const defaultMaxPrincipalSessions = 32
 
-// DefaultPrincipalIdleTimeout is how long a principal's session is kept
+// defaultPrincipalIdleTimeout is how long a principal's session is kept
 // without a request. It applies to servers of [IdentityPrincipal], when
 // [Options.PrincipalIdleTimeout] is zero.
-const DefaultPrincipalIdleTimeout = 10 * time.Minute
+const defaultPrincipalIdleTimeout = 10 * time.Minute
 
 // Options configure a [Hub] ([NewHub]) or a [Client] ([NewClient]). They
 // set the governance of every call and how the servers' sessions are
@@ -100,21 +100,20 @@ type Options struct {
 	// server before conduit pings it. A server may fail the ping, or not
 	// answer it within KeepAlive (and at least 10s). It is then down, as
 	// after any lost session. Its tools leave the listings and it is
-	// reconnected. Zero means DefaultKeepAlive for servers reached by URL.
+	// reconnected. Zero means 30s for servers reached by URL.
 	// The others get no pings; a child that exits is noticed when its pipes
 	// close. Negative means no pings.
 	KeepAlive time.Duration
 
 	// MaxPrincipalSessions bounds the sessions each server of
 	// [IdentityPrincipal] keeps open at once. There is one per principal.
-	// For a stdio server each is a child process. Zero means
-	// DefaultMaxPrincipalSessions. A principal's first request opens
-	// theirs. At the bound, the session idle the longest is closed first.
-	// Idle means no request in flight. When every one is busy, the request
-	// is refused with KindUnavailable, saying to retry, nothing sent.
+	// For a stdio server each is a child process. Zero means 32. A
+	// principal's first request opens theirs. At the bound, the session
+	// idle the longest is closed first. Idle means no request in flight. When every one is busy, the request
+	// is refused with ErrUnavailable, saying to retry, nothing sent.
 	MaxPrincipalSessions int
 	// PrincipalIdleTimeout closes a principal's session that has had no
-	// request for this long. Zero means DefaultPrincipalIdleTimeout.
+	// request for this long. Zero means 10 minutes.
 	// Negative means only the bound closes sessions. Their next request
 	// opens it again.
 	PrincipalIdleTimeout time.Duration

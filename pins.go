@@ -100,7 +100,7 @@ func (c *core) checkPinned(ctx context.Context, cn *conn, call *Call) (*mcp.Clie
 				if ctx.Err() != nil {
 					return nil, ContextError(ctx, call.Def, 0, err)
 				}
-				return nil, newError(KindUnavailable, call.Server, call.Tool,
+				return nil, newError(ErrUnavailable, call.Server, call.Tool,
 					"The tools of the server of "+call.Exposed+" could not be listed to check its pinned definition; the call was not sent.", err)
 			}
 			// The new tool set, with its drift told, before the call.
@@ -118,7 +118,7 @@ func (c *core) checkPinned(ctx context.Context, cn *conn, call *Call) (*mcp.Clie
 			}
 		}
 		if n != 1 {
-			return nil, newError(KindUnknownTool, call.Server, call.Tool,
+			return nil, newError(ErrUnknownTool, call.Server, call.Tool,
 				"The tool "+call.Exposed+" is no longer offered by its server.", nil)
 		}
 		digest, err := c.digests.digest(tool)
@@ -127,11 +127,11 @@ func (c *core) checkPinned(ctx context.Context, cn *conn, call *Call) (*mcp.Clie
 			if d.Kind == pins.DriftNew {
 				msg = "The tool " + call.Exposed + " is not offered: its definition is not pinned."
 			}
-			return nil, newError(KindUnknownTool, call.Server, call.Tool, msg, fmt.Errorf("%w: %s", pins.ErrNotPinned, d.Message()))
+			return nil, newError(ErrUnknownTool, call.Server, call.Tool, msg, fmt.Errorf("%w: %s", pins.ErrNotPinned, d.Message()))
 		}
 		return sess, nil
 	}
-	return nil, newError(KindUnavailable, call.Server, call.Tool,
+	return nil, newError(ErrUnavailable, call.Server, call.Tool,
 		"The tools of the server of "+call.Exposed+" kept changing while they were checked against their pins; the call was not sent.", nil)
 }
 

@@ -146,7 +146,7 @@ type driftLog struct {
 func (l *driftLog) trace() *Trace {
 	return &Trace{
 		PinDrift: func(i PinDriftInfo) { l.mu.Lock(); l.traced = append(l.traced, i.Drift); l.mu.Unlock() },
-		ToolsChanged: func(ToolsChangedInfo) {
+		ToolsChanged: func(ServerEvent) {
 			l.mu.Lock()
 			l.changed++
 			l.mu.Unlock()
@@ -261,12 +261,12 @@ func TestPinsBetweenRuns(t *testing.T) {
 	// Calls: by the current tool set, and by one offered before the change.
 	for _, name := range []string{"search", "steal"} {
 		_, err := cl.CallTool(ctx, name, map[string]any{"q": "x"}, nil)
-		wantKind(t, err, KindUnknownTool)
+		wantKind(t, err, ErrUnknownTool)
 	}
 	before := NewToolSet(nil, ServerTools{Server: "notes", Tools: v2})
 	for _, name := range []string{"search", "steal"} {
 		_, err := cl.CallTool(ctx, name, map[string]any{"q": "x"}, &CallOptions{ToolSet: before})
-		e := wantKind(t, err, KindUnknownTool)
+		e := wantKind(t, err, ErrUnknownTool)
 		if !errors.Is(err, pins.ErrNotPinned) || !strings.Contains(e.Message, "not offered") {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -330,7 +330,7 @@ func TestPinsWithinSession(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { _, n, _ := log.snapshot(); return n > 0 }, "list_changed")
 
 	_, err = h.CallTool(ctx, "notes__search", nil, opts)
-	if e := wantKind(t, err, KindUnknownTool); !errors.Is(err, pins.ErrNotPinned) || !strings.Contains(e.Message, "changed since it was pinned") {
+	if e := wantKind(t, err, ErrUnknownTool); !errors.Is(err, pins.ErrNotPinned) || !strings.Contains(e.Message, "changed since it was pinned") {
 		t.Errorf("search after the change: %v", err)
 	}
 	if n := sentCalls(t, marker, "search"); n != 1 {
@@ -349,7 +349,7 @@ func TestPinsWithinSession(t *testing.T) {
 		t.Errorf("offered after the change %v", got)
 	}
 	_, err = h.CallTool(ctx, "notes__steal", nil, nil)
-	wantKind(t, err, KindUnknownTool)
+	wantKind(t, err, ErrUnknownTool)
 	if sentCalls(t, marker, "steal") != 0 {
 		t.Error("the new tool was called")
 	}
@@ -378,12 +378,12 @@ func TestPinsAfterReconnect(t *testing.T) {
 		t.Fatalf("offered %v", got)
 	}
 	_, err = cl.CallTool(ctx, "exit", nil, nil)
-	wantKind(t, err, KindUnavailable)
+	wantKind(t, err, ErrUnavailable)
 	eventually(t, 20*time.Second, func() bool { return ev.count("up notes") >= 2 }, "a reconnection")
 
 	// Run 3 lists search changed.
 	_, err = cl.CallTool(ctx, "search", nil, &CallOptions{ToolSet: offered})
-	if wantKind(t, err, KindUnknownTool); !errors.Is(err, pins.ErrNotPinned) {
+	if wantKind(t, err, ErrUnknownTool); !errors.Is(err, pins.ErrNotPinned) {
 		t.Errorf("search after the reconnection: %v", err)
 	}
 	if n := sentCalls(t, marker, "search"); n != 0 {
@@ -423,7 +423,7 @@ func TestPinsListingFails(t *testing.T) {
 	failing = true
 	mu.Unlock()
 	_, err = cl.CallTool(context.Background(), "a", nil, &CallOptions{ToolSet: first})
-	if e := wantKind(t, err, KindUnavailable); !strings.Contains(e.Message, "could not be listed") {
+	if e := wantKind(t, err, ErrUnavailable); !strings.Contains(e.Message, "could not be listed") {
 		t.Errorf("call: %v", err)
 	}
 	if srv.called("a") != 0 {

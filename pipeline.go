@@ -231,7 +231,7 @@ func (c *core) resolveTool(ctx context.Context, r *request) error {
 	tool, args, err := r.resolveIn(ts)
 	if err != nil {
 		var e *Error
-		if p := r.o.Principal; p != "" && errors.As(err, &e) && e.Kind == KindUnavailable && e.Err != nil {
+		if p := r.o.Principal; p != "" && errors.As(err, &e) && e.Kind == ErrUnavailable && e.Err != nil {
 			// A server down for this principal: say whose.
 			return sessionError(e.Server, e.Tool, r.call.Exposed, p, e.Err)
 		}
@@ -309,7 +309,7 @@ func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}, 
 	}
 	d, rule, matched, err := decide(c.Policy, call)
 	if err != nil {
-		return false, rule, newError(KindInternal, call.Server, call.Tool, "The policy could not decide on "+call.Exposed+".", err)
+		return false, rule, newError(ErrInternal, call.Server, call.Tool, "The policy could not decide on "+call.Exposed+".", err)
 	}
 	if t := c.Trace; t != nil && t.Decided != nil {
 		t.Decided(DecidedInfo{Call: call, Decision: d, Rule: rule, Matched: matched, Context: ctx})
@@ -322,13 +322,13 @@ func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}, 
 		if !matched {
 			msg = "The policy does not allow calling " + call.Exposed + " (no rule allows it)."
 		}
-		return false, rule, newError(KindDenied, call.Server, call.Tool, msg, nil)
+		return false, rule, newError(ErrDenied, call.Server, call.Tool, msg, nil)
 	}
 	if halted(halt) {
 		return false, rule, HaltedError(call.Def)
 	}
 	if c.Approver == nil && !decided {
-		return false, rule, newError(KindApprovalRequired, call.Server, call.Tool,
+		return false, rule, newError(ErrApprovalRequired, call.Server, call.Tool,
 			"Calling "+call.Exposed+" needs approval, and no approver is configured.", nil)
 	}
 	return true, rule, nil
@@ -404,7 +404,7 @@ func (c *core) session(ctx context.Context, r *request) (_ *conn, _ *mcp.ClientS
 	}
 	if r.isTool() {
 		if has, known := cn.has(call.Tool); known && !has {
-			return fail(newError(KindUnknownTool, call.Server, call.Tool,
+			return fail(newError(ErrUnknownTool, call.Server, call.Tool,
 				"The tool "+call.Exposed+" is no longer offered by its server.", nil))
 		}
 	}
@@ -437,13 +437,13 @@ func sessionError(server, tool, exposed, principal string, err error) *Error {
 		if principal != "" {
 			who = "a login by " + strconv.Quote(principal)
 		}
-		return newError(KindUnavailable, server, tool, "The server of "+exposed+" needs "+who+"; the request was not sent.", err)
+		return newError(ErrUnavailable, server, tool, "The server of "+exposed+" needs "+who+"; the request was not sent.", err)
 	case errors.Is(err, ErrNoPrincipal):
-		return newError(KindUnavailable, server, tool, "The server of "+exposed+" serves each user with their own credentials, and the request names no user; it was not sent.", err)
+		return newError(ErrUnavailable, server, tool, "The server of "+exposed+" serves each user with their own credentials, and the request names no user; it was not sent.", err)
 	}
 	var busy *errPoolBusy
 	if errors.As(err, &busy) {
-		return newError(KindUnavailable, server, tool, "The server of "+exposed+" is busy with other users' requests; retry shortly. The request was not sent.", err)
+		return newError(ErrUnavailable, server, tool, "The server of "+exposed+" is busy with other users' requests; retry shortly. The request was not sent.", err)
 	}
 	return unavailableError(server, tool, exposed, err)
 }
@@ -487,7 +487,7 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 			c.progress.Store(token, mb)
 			defer func() {
 				c.progress.Delete(token)
-				mb.flush(ctx, progressFlush)
+				mb.Flush(ctx, progressFlush)
 			}()
 			params.SetProgressToken(token)
 		}
@@ -534,7 +534,7 @@ func (c *core) send(ctx context.Context, r *request) (*mcp.CallToolResult, error
 		return nil, named(c.requestError(ctx, tctx, cn, sess, call, timeout, err), call)
 	}
 	if r.isTool() && res == nil {
-		return nil, newError(KindServerError, call.Server, call.Tool, modeltext.NoResult(call.Exposed), nil)
+		return nil, newError(ErrServerError, call.Server, call.Tool, modeltext.NoResult(call.Exposed), nil)
 	}
 	return res, nil
 }
@@ -545,7 +545,7 @@ func (c *core) traceStart(ctx context.Context, r *request) context.Context {
 	t := c.Trace
 	if r.isTool() {
 		if t.CallStart != nil {
-			if sctx := t.CallStart(CallStartInfo{Context: ctx, Call: r.call, Meta: r.o.Meta, Local: r.local != nil}); sctx != nil {
+			if sctx := t.CallStart(CallStartInfo{Context: ctx, Method: methodCallTool, Call: r.call, Meta: r.o.Meta, Local: r.local != nil}); sctx != nil {
 				ctx = sctx
 			}
 		}
@@ -559,7 +559,7 @@ func (c *core) traceStart(ctx context.Context, r *request) context.Context {
 		if meta == nil {
 			meta = r.o.Meta
 		}
-		if sctx := t.RequestStart(RequestStartInfo{Context: ctx, Method: r.method, Call: r.call, Meta: meta}); sctx != nil {
+		if sctx := t.RequestStart(CallStartInfo{Context: ctx, Method: r.method, Call: r.call, Meta: meta}); sctx != nil {
 			ctx = sctx
 		}
 	}
@@ -572,8 +572,8 @@ func (c *core) traceStart(ctx context.Context, r *request) context.Context {
 // traceDone tells Trace that r was answered.
 func (c *core) traceDone(ctx context.Context, r *request, res *mcp.CallToolResult, err error, elapsed time.Duration) {
 	if r.isTool() {
-		c.Trace.CallDone(CallDoneInfo{Call: r.traced, Result: res, Err: err, Elapsed: elapsed, Context: ctx, Request: r.info.ifSent(), Local: r.local != nil})
+		c.Trace.CallDone(CallDoneInfo{Method: methodCallTool, Call: r.traced, Result: res, Err: err, Elapsed: elapsed, Context: ctx, Request: r.info.ifSent(), Local: r.local != nil})
 		return
 	}
-	c.Trace.RequestDone(RequestDoneInfo{Context: ctx, Method: r.method, Call: r.traced, Err: err, Elapsed: elapsed, Request: r.info.ifSent()})
+	c.Trace.RequestDone(CallDoneInfo{Context: ctx, Method: r.method, Call: r.traced, Err: err, Elapsed: elapsed, Request: r.info.ifSent()})
 }

@@ -114,9 +114,9 @@ func TestPipelineOrder(t *testing.T) {
 	// An unknown name and non-object arguments stop before the policy.
 	rec.events = nil
 	_, err = h.CallTool(context.Background(), "s__nope", nil, nil)
-	wantKind(t, err, KindUnknownTool)
+	wantKind(t, err, ErrUnknownTool)
 	_, err = h.CallTool(context.Background(), "s__write", []any{1}, nil)
-	wantKind(t, err, KindInvalidArguments)
+	wantKind(t, err, ErrInvalidArguments)
 	if got := rec.get(); !slices.Equal(got, []string{"done s__nope err=" + errString(h, "s__nope"), "done s__write err=" + errString(h, "s__write")}) {
 		t.Fatalf("events = %q", got)
 	}
@@ -151,7 +151,7 @@ func TestPipelineArguments(t *testing.T) {
 	bad := []any{[]any{1}, "[1]", `"str"`, "null", 42, json.RawMessage(`nope`), []string{"a"}, func() {}}
 	for _, a := range bad {
 		_, err := cl.CallTool(ctx, "t", a, nil)
-		e := wantKind(t, err, KindInvalidArguments)
+		e := wantKind(t, err, ErrInvalidArguments)
 		if e.Server != "s" || e.Tool != "t" {
 			t.Errorf("args %#v: %+v", a, e)
 		}
@@ -192,7 +192,7 @@ func TestUngovernedClientSendsAsAsked(t *testing.T) {
 			t.Errorf("%+v: %v", o, err)
 		}
 		_, err := g.CallTool(ctx, "strict", map[string]any{"y": 1}, nil)
-		if k, _ := KindOf(err); o.Validate != (k == KindInvalidArguments) {
+		if o.Validate != errors.Is(err, ErrInvalidArguments) {
 			t.Errorf("%+v: strict call: %v", o, err)
 		}
 	}
@@ -227,7 +227,7 @@ func TestHooks(t *testing.T) {
 			{Name: "guard", Before: func(context.Context, *Call) error { return errors.New("no writes on Sundays") }},
 		}})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
-		e := wantKind(t, err, KindDenied)
+		e := wantKind(t, err, ErrDenied)
 		if !strings.Contains(e.Message, "guard") || !strings.Contains(e.Message, "no writes on Sundays") {
 			t.Fatalf("message = %q", e.Message)
 		}
@@ -236,7 +236,7 @@ func TestHooks(t *testing.T) {
 		}
 	})
 	t.Run("own error passed through", func(t *testing.T) {
-		mine := &Error{Kind: KindInvalidArguments, Message: "path must be absolute"}
+		mine := &Error{Kind: ErrInvalidArguments, Message: "path must be absolute"}
 		h := newHub(t, []Server{srv.server("s")}, &Options{Hooks: []Hook{
 			{Before: func(context.Context, *Call) error { return fmt.Errorf("wrapped: %w", mine) }},
 		}})
@@ -253,7 +253,7 @@ func TestHooks(t *testing.T) {
 			}},
 		}})
 		res, err := h.CallTool(ctx, "s__t", nil, nil)
-		if res != nil || !strings.Contains(wantKind(t, err, KindDenied).Message, "secret in output") {
+		if res != nil || !strings.Contains(wantKind(t, err, ErrDenied).Message, "secret in output") {
 			t.Fatalf("res = %v, err = %v", res, err)
 		}
 	})
@@ -262,7 +262,7 @@ func TestHooks(t *testing.T) {
 			{Name: "buggy", Before: func(context.Context, *Call) error { panic("oops") }},
 		}})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
-		if e := wantKind(t, err, KindInternal); !strings.Contains(e.Err.Error(), "oops") || !strings.Contains(e.Message, "hook buggy") {
+		if e := wantKind(t, err, ErrInternal); !strings.Contains(e.Err.Error(), "oops") || !strings.Contains(e.Message, "hook buggy") {
 			t.Fatalf("err = %+v", e)
 		}
 	})
@@ -305,7 +305,7 @@ func TestValidation(t *testing.T) {
 		{map[string]any{"path": "p", "limit": 1.5}, []string{"limit", "integer"}},
 	} {
 		_, err := h.CallTool(ctx, "s__read", tt.args, &CallOptions{ToolSet: ts})
-		e := wantKind(t, err, KindInvalidArguments)
+		e := wantKind(t, err, ErrInvalidArguments)
 		for _, w := range tt.want {
 			if !strings.Contains(e.Message, w) {
 				t.Errorf("%v: message %q lacks %q", tt.args, e.Message, w)
@@ -358,16 +358,16 @@ func TestApproval(t *testing.T) {
 	}
 
 	answer = Reject("not during the freeze")
-	e := wantKind(t, call(), KindDenied)
+	e := wantKind(t, call(), ErrDenied)
 	if e.Halt || e.Message != "The call to s__t was denied: not during the freeze." {
 		t.Fatalf("deny: %+v", e)
 	}
 	answer = Approval{} // the zero value denies, without a reason
-	if e := wantKind(t, call(), KindDenied); e.Message != "The call to s__t was denied." {
+	if e := wantKind(t, call(), ErrDenied); e.Message != "The call to s__t was denied." {
 		t.Fatalf("zero approval: %q", e.Message)
 	}
 	answer = RejectAndHalt("stop everything")
-	e = wantKind(t, call(), KindDenied)
+	e = wantKind(t, call(), ErrDenied)
 	if !e.Halt || !strings.Contains(e.Message, "stop everything") || !errors.Is(e, ErrDenied) {
 		t.Fatalf("halt: %+v", e)
 	}
@@ -378,7 +378,7 @@ func TestApproval(t *testing.T) {
 	t.Run("no approver", func(t *testing.T) {
 		h := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Ask("*"))})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
-		e := wantKind(t, err, KindApprovalRequired)
+		e := wantKind(t, err, ErrApprovalRequired)
 		if !strings.Contains(e.Message, "needs approval") || !errors.Is(err, ErrApprovalRequired) {
 			t.Fatalf("%+v", e)
 		}
@@ -386,12 +386,12 @@ func TestApproval(t *testing.T) {
 	t.Run("policy deny", func(t *testing.T) {
 		h := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Deny("s/t"), Allow("*"))})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
-		if e := wantKind(t, err, KindDenied); e.Message != "The policy does not allow calling s__t." {
+		if e := wantKind(t, err, ErrDenied); e.Message != "The policy does not allow calling s__t." {
 			t.Fatalf("%q", e.Message)
 		}
 		h2 := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Allow("s/other"))})
 		_, err = h2.CallTool(ctx, "s__t", nil, nil)
-		if e := wantKind(t, err, KindDenied); !strings.Contains(e.Message, "no rule allows it") {
+		if e := wantKind(t, err, ErrDenied); !strings.Contains(e.Message, "no rule allows it") {
 			t.Fatalf("%q", e.Message)
 		}
 	})
@@ -399,7 +399,7 @@ func TestApproval(t *testing.T) {
 		h := newHub(t, []Server{srv.server("s")}, &Options{Policy: NewPolicy(Ask("*")),
 			Approver: func(context.Context, ApprovalRequest) Approval { panic("approver bug") }})
 		_, err := h.CallTool(ctx, "s__t", nil, nil)
-		wantKind(t, err, KindInternal)
+		wantKind(t, err, ErrInternal)
 	})
 	if srv.called("t") != 1 {
 		t.Fatal("a denied call was sent")
@@ -415,7 +415,7 @@ func TestHalt(t *testing.T) {
 		h := newHub(t, []Server{srv.server("s")}, &Options{Policy: p,
 			Approver: func(context.Context, ApprovalRequest) Approval { approverCalled = true; return Approve() }})
 		_, err := h.CallTool(context.Background(), "s__t", nil, &CallOptions{Halt: halt})
-		if e := wantKind(t, err, KindHalted); !errors.Is(e, ErrHalted) || !strings.Contains(e.Message, "halted") {
+		if e := wantKind(t, err, ErrHalted); !errors.Is(e, ErrHalted) || !strings.Contains(e.Message, "halted") {
 			t.Fatalf("%+v", e)
 		}
 	}
@@ -523,7 +523,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 	t.Run("request timeout", func(t *testing.T) {
 		start := time.Now()
 		_, err := h.CallTool(ctx, "s__hang", nil, &CallOptions{RequestTimeout: 100 * time.Millisecond})
-		e := wantKind(t, err, KindTimeout)
+		e := wantKind(t, err, ErrTimeout)
 		if time.Since(start) > 5*time.Second {
 			t.Fatal("the timeout did not end the call")
 		}
@@ -545,7 +545,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 	t.Run("hub default timeout", func(t *testing.T) {
 		h := newHub(t, []Server{srv.server("s")}, &Options{RequestTimeout: 50 * time.Millisecond})
 		_, err := h.CallTool(ctx, "s__hang", nil, nil)
-		wantKind(t, err, KindTimeout)
+		wantKind(t, err, ErrTimeout)
 		waitCanceled(t, canceled)
 	})
 	t.Run("caller deadline", func(t *testing.T) {
@@ -558,7 +558,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 		dctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
 		_, err = h.CallTool(dctx, "s__hang", nil, &CallOptions{ToolSet: ts})
-		wantKind(t, err, KindTimeout)
+		wantKind(t, err, ErrTimeout)
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatal(err)
 		}
@@ -571,7 +571,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		go func() { <-started; cancel() }()
 		_, err := h.CallTool(cctx, "s__hang", nil, nil)
-		wantKind(t, err, KindCanceled)
+		wantKind(t, err, ErrCanceled)
 		if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrCanceled) {
 			t.Fatal(err)
 		}
@@ -586,7 +586,7 @@ func TestTimeoutAndCancel(t *testing.T) {
 	})
 	t.Run("JSON-RPC error", func(t *testing.T) {
 		_, err := h.CallTool(ctx, "s__rpcerr", nil, nil)
-		e := wantKind(t, err, KindServerError)
+		e := wantKind(t, err, ErrServerError)
 		if !strings.Contains(e.Message, "the database is on fire") || !errors.Is(err, ErrServerError) {
 			t.Fatalf("%+v", e)
 		}
@@ -605,12 +605,12 @@ func TestTimeoutAndCancel(t *testing.T) {
 		ts := NewToolSet(&ToolSetOptions{Namespace: true}, ServerTools{Server: "s", Tools: tools("ghost")})
 		_, err := h.CallTool(ctx, "s__ghost", nil, &CallOptions{ToolSet: ts})
 		// The hub's listing does not hold it: answered without asking.
-		wantKind(t, err, KindUnknownTool)
+		wantKind(t, err, ErrUnknownTool)
 	})
 	t.Run("tool set of another source", func(t *testing.T) {
 		ts := NewToolSet(&ToolSetOptions{Namespace: true}, ServerTools{Server: "elsewhere", Tools: tools("t")})
 		_, err := h.CallTool(ctx, "elsewhere__t", nil, &CallOptions{ToolSet: ts})
-		wantKind(t, err, KindUnknownTool)
+		wantKind(t, err, ErrUnknownTool)
 	})
 }
 
@@ -654,7 +654,7 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 			start := time.Now()
 			_, err := h.CallTool(ctx, "s__t", nil, o)
 			elapsed := time.Since(start)
-			e := wantKind(t, err, KindTimeout)
+			e := wantKind(t, err, ErrTimeout)
 			if elapsed > 20*time.Second {
 				t.Fatalf("answered after %v", elapsed)
 			}
@@ -675,7 +675,7 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 				co := listed(t, h)
 				co.CallTimeout = limit.call
 				_, err := h.CallTool(context.Background(), "s__t", nil, co)
-				e := wantKind(t, err, KindTimeout)
+				e := wantKind(t, err, ErrTimeout)
 				want := "The call to s__t timed out after 1s, waiting for " + tt.who + "."
 				if e.Message != want || !errors.Is(err, context.DeadlineExceeded) {
 					t.Fatalf("%q, want %q", e.Message, want)
@@ -701,57 +701,58 @@ func TestContextError(t *testing.T) {
 		ctx   context.Context
 		t     *Tool
 		limit time.Duration
-		kind  ErrorKind
+		kind  *Error
 		msg   string
 	}{
-		{limited, tool, 0, KindTimeout, "The call to s__t timed out after 1ns."},
-		{deadline, tool, 0, KindTimeout, "The call to s__t ran out of time."},
-		{deadline, tool, time.Minute, KindTimeout, "The call to s__t timed out after 1m0s."},
-		{canceled, tool, 0, KindCanceled, "The call to s__t was canceled."},
-		{canceled, nil, 0, KindCanceled, "The call was canceled."},
-		{context.Background(), tool, 0, KindInternal, "The call to s__t failed."},
+		{limited, tool, 0, ErrTimeout, "The call to s__t timed out after 1ns."},
+		{deadline, tool, 0, ErrTimeout, "The call to s__t ran out of time."},
+		{deadline, tool, time.Minute, ErrTimeout, "The call to s__t timed out after 1m0s."},
+		{canceled, tool, 0, ErrCanceled, "The call to s__t was canceled."},
+		{canceled, nil, 0, ErrCanceled, "The call was canceled."},
+		{context.Background(), tool, 0, ErrInternal, "The call to s__t failed."},
 	} {
 		e := ContextError(tc.ctx, tc.t, tc.limit, errors.New("cause"))
 		if e.Kind != tc.kind || e.Message != tc.msg {
 			t.Errorf("%v: %v %q, want %v %q", tc.ctx, e.Kind, e.Message, tc.kind, tc.msg)
 		}
-		if tc.kind == KindTimeout && !errors.Is(e, context.DeadlineExceeded) || tc.kind == KindCanceled && !errors.Is(e, context.Canceled) {
+		if tc.kind == ErrTimeout && !errors.Is(e, context.DeadlineExceeded) || tc.kind == ErrCanceled && !errors.Is(e, context.Canceled) {
 			t.Errorf("%q does not match its context error", e.Message)
 		}
 	}
 }
 
 func TestErrorFormatting(t *testing.T) {
-	e := &Error{Kind: KindDenied, Server: "gh", Tool: "delete", Message: "No."}
+	e := &Error{Kind: ErrDenied, Server: "gh", Tool: "delete", Message: "No."}
 	if e.Error() != "conduit: denied (gh/delete): No." {
 		t.Fatal(e.Error())
 	}
-	if (&Error{Kind: KindUnknownTool, Message: "x"}).Error() != "conduit: unknown_tool: x" {
+	if (&Error{Kind: ErrUnknownTool, Message: "x"}).Error() != "conduit: unknown_tool: x" {
 		t.Fatal("no server")
 	}
-	if (&Error{Kind: KindUnavailable, Server: "gh", Err: errors.New("boom")}).Error() != "conduit: unavailable (gh): boom" {
+	if (&Error{Kind: ErrUnavailable, Server: "gh", Err: errors.New("boom")}).Error() != "conduit: unavailable (gh): boom" {
 		t.Fatal("message from cause")
 	}
 	wrapped := fmt.Errorf("ctx: %w", e)
-	if k, ok := KindOf(wrapped); !ok || k != KindDenied {
-		t.Fatal("KindOf")
-	}
-	if _, ok := KindOf(errors.New("x")); ok {
-		t.Fatal("KindOf on a plain error")
+	if k := (*Error)(nil); !errors.As(wrapped, &k) || k.Kind != ErrDenied {
+		t.Fatal("errors.As")
 	}
 	if !errors.Is(wrapped, ErrDenied) || errors.Is(wrapped, ErrTimeout) {
 		t.Fatal("errors.Is")
 	}
 	// Only sentinels match by kind.
-	if errors.Is(e, &Error{Kind: KindDenied, Server: "gh"}) {
+	if errors.Is(e, &Error{Kind: ErrDenied, Server: "gh"}) {
 		t.Fatal("a non-sentinel matched")
 	}
-	for k := KindInternal; k <= KindLimit; k++ {
-		if strings.HasPrefix(k.String(), "ErrorKind(") {
-			t.Errorf("kind %d has no name", k)
+	names := map[string]bool{}
+	for _, k := range []*Error{ErrInternal, ErrUnknownTool, ErrInvalidArguments, ErrDenied, ErrApprovalRequired,
+		ErrHalted, ErrTimeout, ErrCanceled, ErrUnavailable, ErrServerError, ErrLimit, ErrDeferred} {
+		if names[k.String()] || k.Kind != k || !errors.Is(&Error{Kind: k, Message: "x"}, k) {
+			t.Errorf("kind %q is not a sentinel of its own", k.String())
 		}
+		names[k.String()] = true
 	}
-	if ErrorKind(99).String() != "ErrorKind(99)" {
+	// No kind, or a kind that is no sentinel, reads as internal.
+	if (&Error{}).String() != "internal" || (&Error{Kind: e}).String() != "internal" || !errors.Is(&Error{}, ErrInternal) {
 		t.Fatal("unknown kind")
 	}
 }
@@ -766,9 +767,9 @@ func TestClosedHub(t *testing.T) {
 		t.Fatal("ListTools on a closed hub")
 	}
 	_, err := h.CallTool(context.Background(), "s__t", nil, nil)
-	wantKind(t, err, KindUnavailable)
+	wantKind(t, err, ErrUnavailable)
 	_, err = h.CallTool(context.Background(), "s__t", nil, &CallOptions{ToolSet: ts})
-	wantKind(t, err, KindUnavailable)
+	wantKind(t, err, ErrUnavailable)
 	if st := h.Status()[0]; st.State != StateClosed {
 		t.Fatalf("status %+v", st)
 	}
@@ -800,7 +801,7 @@ func TestCloseWithCallInFlight(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Close waits for a call that never ends")
 	}
-	e := wantKind(t, <-errc, KindUnavailable)
+	e := wantKind(t, <-errc, ErrUnavailable)
 	if !strings.Contains(e.Message, "closed") {
 		t.Fatalf("%q", e.Message)
 	}
@@ -841,7 +842,7 @@ func TestLateHookSendsNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	_, err = h.CallTool(ctx, "s__t", map[string]any{"a": 1}, &CallOptions{ToolSet: ts})
-	wantKind(t, err, KindTimeout)
+	wantKind(t, err, ErrTimeout)
 	c := traced.Load()
 	if c == nil || c.Args["a"] != 1 {
 		t.Fatalf("traced %+v", c)
@@ -910,7 +911,7 @@ func TestInlineHooks(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		_, err = h.CallTool(ctx, "s__t", nil, &CallOptions{ToolSet: ts})
-		wantKind(t, err, KindTimeout)
+		wantKind(t, err, ErrTimeout)
 		if !returned.Load() {
 			t.Fatal("the call was answered before its inline hook returned")
 		}
@@ -931,7 +932,7 @@ func TestInlineHooks(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 		defer cancel()
 		_, err = h.CallTool(ctx, "s__t", nil, &CallOptions{ToolSet: ts})
-		if e := wantKind(t, err, KindTimeout); !strings.Contains(e.Message, "hook stuck") {
+		if e := wantKind(t, err, ErrTimeout); !strings.Contains(e.Message, "hook stuck") {
 			t.Fatalf("%q", e.Message)
 		}
 	})

@@ -200,7 +200,7 @@ func TestListToolsForLeavesOutDenied(t *testing.T) {
 	if _, err := h.CallTool(ctx, "fs__write", nil, &CallOptions{ToolSet: ts, Principal: "alice"}); err == nil {
 		t.Fatal("a left-out tool was called")
 	} else {
-		wantKind(t, err, KindUnknownTool)
+		wantKind(t, err, ErrUnknownTool)
 	}
 	if fs.totalCalls() != 0 {
 		t.Fatal("a call reached the server")
@@ -212,7 +212,7 @@ func TestListToolsForLeavesOutDenied(t *testing.T) {
 		t.Fatalf("ListToolsFor with a panicking condition: %v %v", exposed(ts2), err)
 	}
 	_, err = h2.CallTool(ctx, "fs__read", nil, nil)
-	if e := wantKind(t, err, KindInternal); !strings.Contains(e.Err.Error(), "boom") {
+	if e := wantKind(t, err, ErrInternal); !strings.Contains(e.Err.Error(), "boom") {
 		t.Fatalf("err = %v", e.Err)
 	}
 }

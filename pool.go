@@ -58,11 +58,11 @@ type pooled struct {
 func newPool(c *core, srv Server) *pool {
 	p := &pool{c: c, srv: srv, max: c.MaxPrincipalSessions, idle: c.PrincipalIdleTimeout, byP: map[string]*pooled{}}
 	if p.max <= 0 {
-		p.max = DefaultMaxPrincipalSessions
+		p.max = defaultMaxPrincipalSessions
 	}
 	switch {
 	case p.idle == 0:
-		p.idle = DefaultPrincipalIdleTimeout
+		p.idle = defaultPrincipalIdleTimeout
 	case p.idle < 0:
 		p.idle = 0
 	}

@@ -76,18 +76,18 @@ func (ps *PromptSet) Skipped() []Skipped {
 	return slices.Clone(ps.skipped)
 }
 
-// ServerPrompts is one server's prompt list, an input of [NewPromptSet].
-type ServerPrompts struct {
+// serverPrompts is one server's prompt list, an input of newPromptSet.
+type serverPrompts struct {
 	Server  string        // the server's id
 	Prompts []*mcp.Prompt // as the server listed them, in any order
 	// Down, when set, says why the server is unavailable.
 	Down error
 }
 
-// NewPromptSet builds a prompt set from servers' prompt lists. It names
+// newPromptSet builds a prompt set from servers' prompt lists. It names
 // them as [NewToolSet] names tools. The Options' Filter and Pins are
 // about tools, and do not apply. opts may be nil for the defaults.
-func NewPromptSet(opts *ToolSetOptions, servers ...ServerPrompts) *PromptSet {
+func newPromptSet(opts *ToolSetOptions, servers ...serverPrompts) *PromptSet {
 	namespace, prefix, _, _ := opts.naming()
 	ps := &PromptSet{byName: map[string]*Prompt{}}
 	var candidates []*Prompt
@@ -171,10 +171,10 @@ func (g *governed) GetPrompt(ctx context.Context, name string, args map[string]s
 
 // listPromptsAs lists the prompts for lf, under their cache hints.
 func (c *core) listPromptsAs(ctx context.Context, lf listFor) (*PromptSet, error) {
-	lists := make([]ServerPrompts, len(c.slots))
+	lists := make([]serverPrompts, len(c.slots))
 	err := c.eachServer(ctx, lf.principal, func(ctx context.Context, i int, id string, cn *conn, err error) {
 		if err != nil {
-			lists[i] = ServerPrompts{Server: id, Down: err}
+			lists[i] = serverPrompts{Server: id, Down: err}
 			return
 		}
 		prompts, err := listFeature(ctx, c, cn, &cn.feats.prompts, lf, methodListPrompts,
@@ -186,12 +186,12 @@ func (c *core) listPromptsAs(ctx context.Context, lf listFor) (*PromptSet, error
 				}
 				return collect(ctx, sess.Prompts(ctx, params))
 			})
-		lists[i] = ServerPrompts{Server: cn.srv.ID, Prompts: prompts, Down: err}
+		lists[i] = serverPrompts{Server: cn.srv.ID, Prompts: prompts, Down: err}
 	})
 	if err != nil {
 		return nil, err
 	}
-	return NewPromptSet(&ToolSetOptions{Namespace: c.namespace, Options: &c.Options}, lists...), nil
+	return newPromptSet(&ToolSetOptions{Namespace: c.namespace, Options: &c.Options}, lists...), nil
 }
 
 func (c *core) listPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSet, error) {
@@ -209,7 +209,7 @@ func (c *core) listPromptsFor(ctx context.Context, opts *ListOptions) (*PromptSe
 }
 
 func unknownPromptError(name string) *Error {
-	return newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown prompt %q: it is not among the prompts offered.", name), nil)
+	return newError(ErrUnknownTool, "", "", fmt.Sprintf("Unknown prompt %q: it is not among the prompts offered.", name), nil)
 }
 
 func (c *core) getPrompt(ctx context.Context, name string, args map[string]string, opts *CallOptions) (*mcp.GetPromptResult, error) {

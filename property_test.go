@@ -2,6 +2,7 @@ package conduit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -240,14 +241,14 @@ func TestPolicyProperty(t *testing.T) {
 					break
 				}
 			}
-			wantKind, allowed := KindDenied, false
+			wantKind, allowed := ErrDenied, false
 			switch {
 			case !known:
-				wantKind = KindUnknownTool
+				wantKind = ErrUnknownTool
 			case want == DecisionAllow:
 				allowed = true
 			case want == DecisionAsk && approver == nil:
-				wantKind = KindApprovalRequired
+				wantKind = ErrApprovalRequired
 			case want == DecisionAsk:
 				allowed = answers[name+"|"+principal] == 0
 			}
@@ -274,7 +275,7 @@ func TestPolicyProperty(t *testing.T) {
 			if after != before {
 				t.Fatalf("%s: refused (%v), but the server got it", desc, wantKind)
 			}
-			if k, _ := KindOf(err); k != wantKind {
+			if !errors.Is(err, wantKind) {
 				t.Fatalf("%s: err = %v, want kind %v", desc, err, wantKind)
 			}
 		}

@@ -11,10 +11,10 @@ import (
 // model was offered. The exposed name resolves to its tool. The arguments
 // become a JSON object. It is the first step of every governed call. The
 // adapters take it for each call of a response. Its error is an *Error to
-// answer the model with. That is KindUnknownTool, or KindInvalidArguments
+// answer the model with. That is ErrUnknownTool, or ErrInvalidArguments
 // when the arguments are not an object. Then nothing may be sent. A name
 // may be of a server that is down in the set: a tool offered before it
-// went down. That is KindUnavailable instead, so the model may try again
+// went down. That is ErrUnavailable instead, so the model may try again
 // later.
 //
 // args may be one of these:

@@ -40,7 +40,7 @@ func TestResolve(t *testing.T) {
 				t.Fatalf("tool %v", tool)
 			}
 			if tc.want == nil {
-				e := wantKind(t, err, KindInvalidArguments)
+				e := wantKind(t, err, ErrInvalidArguments)
 				if e.Server != "s" || e.Tool != "t" || e.Message == "" || args != nil {
 					t.Fatalf("%+v, args %v", e, args)
 				}
@@ -52,7 +52,7 @@ func TestResolve(t *testing.T) {
 		})
 	}
 	_, _, err := ts.Resolve("s__nope", nil)
-	if e := wantKind(t, err, KindUnknownTool); e.Message != `Unknown tool "s__nope": it is not among the tools offered.` {
+	if e := wantKind(t, err, ErrUnknownTool); e.Message != `Unknown tool "s__nope": it is not among the tools offered.` {
 		t.Fatalf("%q", e.Message)
 	}
 	if !errors.Is(err, ErrUnknownTool) {

@@ -7,6 +7,7 @@ import (
 	"log"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -33,6 +34,6 @@ func ExampleHub_ResolvedCaller() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(conduit.ShapeForModel(res).Content[0].(*mcp.TextContent).Text)
+	fmt.Println(adapters.ShapeForModel(res).Content[0].(*mcp.TextContent).Text)
 	// Output: Issue #7: It crashes
 }

@@ -37,9 +37,9 @@ func TestCallResolved(t *testing.T) {
 	}
 	forged := &Tool{Tool: &mcp.Tool{Name: "t"}, Exposed: "s__t", Server: "s"}
 	_, err = h.ResolvedCaller(h)(ctx, forged, args, &CallOptions{ToolSet: ts})
-	wantKind(t, err, KindUnknownTool)
+	wantKind(t, err, ErrUnknownTool)
 	_, err = h.ResolvedCaller(h)(ctx, nil, args, &CallOptions{ToolSet: ts})
-	wantKind(t, err, KindUnknownTool)
+	wantKind(t, err, ErrUnknownTool)
 	if n := srv.called("t"); n != 2 {
 		t.Fatalf("the server got %d calls, want 2", n)
 	}

@@ -95,7 +95,7 @@ func (rs *ResourceSet) Skipped() []Skipped {
 
 // Server returns the id of the server that a read of uri goes to. That is
 // the server listing the resource, or else the one server whose templates
-// match it. The error is an *Error (KindUnknownTool) when no server offers
+// match it. The error is an *Error (ErrUnknownTool) when no server offers
 // uri. So it is when templates of two servers match it.
 func (rs *ResourceSet) Server(uri string) (string, error) { return rs.route(uri, false) }
 
@@ -115,16 +115,16 @@ func (rs *ResourceSet) route(uri string, templateToo bool) (string, error) {
 	}
 	switch len(servers) {
 	case 0:
-		return "", newError(KindUnknownTool, "", "", fmt.Sprintf("Unknown resource %q: no server offers it.", uri), nil)
+		return "", newError(ErrUnknownTool, "", "", fmt.Sprintf("Unknown resource %q: no server offers it.", uri), nil)
 	case 1:
 		return servers[0], nil
 	}
-	return "", newError(KindUnknownTool, "", "", fmt.Sprintf("The resource %q is ambiguous: templates of %s all match it.", uri, strings.Join(servers, ", ")), nil)
+	return "", newError(ErrUnknownTool, "", "", fmt.Sprintf("The resource %q is ambiguous: templates of %s all match it.", uri, strings.Join(servers, ", ")), nil)
 }
 
-// ServerResources is one server's resources and templates, an input of
-// [NewResourceSet].
-type ServerResources struct {
+// serverResources is one server's resources and templates, an input of
+// newResourceSet.
+type serverResources struct {
 	Server    string                  // the server's id
 	Resources []*mcp.Resource         // as listed, in any order
 	Templates []*mcp.ResourceTemplate // as listed, in any order
@@ -132,11 +132,11 @@ type ServerResources struct {
 	Down error
 }
 
-// NewResourceSet builds a resource set from servers' lists, in the order
+// newResourceSet builds a resource set from servers' lists, in the order
 // given. Some entries are left out and reported (SkipInvalidName). They
 // are a resource whose URI is not an absolute URI, and a template that is
 // not a valid URI template.
-func NewResourceSet(servers ...ServerResources) *ResourceSet {
+func newResourceSet(servers ...serverResources) *ResourceSet {
 	rs := &ResourceSet{byURI: map[string]*Resource{}}
 	var resources []*Resource
 	var templates []*ResourceTemplate
@@ -289,11 +289,11 @@ func (g *governed) UnsubscribeResource(ctx context.Context, uri string, opts *Ca
 
 // listResourcesAs lists the resources for lf, under their cache hints.
 func (c *core) listResourcesAs(ctx context.Context, lf listFor) (*ResourceSet, error) {
-	lists := make([]ServerResources, len(c.slots))
+	lists := make([]serverResources, len(c.slots))
 	has := func(caps *mcp.ServerCapabilities) bool { return caps.Resources != nil }
 	err := c.eachServer(ctx, lf.principal, func(ctx context.Context, i int, id string, cn *conn, err error) {
 		if err != nil {
-			lists[i] = ServerResources{Server: id, Down: err}
+			lists[i] = serverResources{Server: id, Down: err}
 			return
 		}
 		res, err := listFeature(ctx, c, cn, &cn.feats.resources, lf, methodListResources, has,
@@ -322,12 +322,12 @@ func (c *core) listResourcesAs(ctx context.Context, lf listFor) (*ResourceSet, e
 					return tmpls, err
 				})
 		}
-		lists[i] = ServerResources{Server: cn.srv.ID, Resources: res, Templates: tmpls, Down: err}
+		lists[i] = serverResources{Server: cn.srv.ID, Resources: res, Templates: tmpls, Down: err}
 	})
 	if err != nil {
 		return nil, err
 	}
-	return NewResourceSet(lists...), nil
+	return newResourceSet(lists...), nil
 }
 
 func (c *core) listResourcesFor(ctx context.Context, opts *ListOptions) (*ResourceSet, error) {

@@ -29,17 +29,17 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 	case ctx.Err() != nil:
 		return ContextError(ctx, call.Def, 0, err)
 	case c.ctx.Err() != nil:
-		return newError(KindUnavailable, call.Server, call.Tool,
+		return newError(ErrUnavailable, call.Server, call.Tool,
 			"The call to "+call.Exposed+" was ended: the tools were closed.", errors.Join(errClosed, err))
 	case tctx.Err() != nil:
-		return newError(KindTimeout, call.Server, call.Tool,
+		return newError(ErrTimeout, call.Server, call.Tool,
 			fmt.Sprintf("The request to the server of %s timed out after %v.", call.Exposed, timeout), errors.Join(context.DeadlineExceeded, err))
 	}
 	if errors.Is(err, errTaskCancelled) {
-		return newError(KindCanceled, call.Server, call.Tool, "The call to "+call.Exposed+" was cancelled with its task.", err)
+		return newError(ErrCanceled, call.Server, call.Tool, "The call to "+call.Exposed+" was cancelled with its task.", err)
 	}
 	if errors.Is(err, errTaskUnreachable) {
-		return newError(KindUnavailable, call.Server, call.Tool,
+		return newError(ErrUnavailable, call.Server, call.Tool,
 			"The task of "+call.Exposed+" could not be asked about; it may succeed if tried again.", err)
 	}
 	if ie := (*inputError)(nil); errors.As(err, &ie) {
@@ -56,24 +56,24 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 		return serverError(call, rpcErr, err)
 	}
 	if c.lost(ctx, cn, sess, err) {
-		return newError(KindUnavailable, call.Server, call.Tool,
+		return newError(ErrUnavailable, call.Server, call.Tool,
 			"The server of "+call.Exposed+" became unavailable during the call.", err)
 	}
 	switch {
 	case rpcErr != nil:
 		return serverError(call, rpcErr, err)
 	case rejected:
-		return newError(KindUnavailable, call.Server, call.Tool,
+		return newError(ErrUnavailable, call.Server, call.Tool,
 			"The request to the server of "+call.Exposed+" failed; it may succeed if tried again.", err)
 	}
-	return newError(KindServerError, call.Server, call.Tool,
+	return newError(ErrServerError, call.Server, call.Tool,
 		"The server of "+call.Exposed+" sent an answer that could not be read.", err)
 }
 
 // serverError is a JSON-RPC error from the server. Its message reaches the
 // model, so the server's output does too.
 func serverError(call *Call, rpcErr *jsonrpc.Error, err error) *Error {
-	return newError(KindServerError, call.Server, call.Tool,
+	return newError(ErrServerError, call.Server, call.Tool,
 		"The server of "+call.Exposed+" answered with an error: "+rpcErr.Message, err)
 }
 

@@ -46,7 +46,7 @@ func TestSDKRejectionCode(t *testing.T) {
 	// And the pipeline answers such a call as unavailable, to try again.
 	h := newHub(t, []Server{{ID: "s", URL: hs.URL}}, nil)
 	_, err = h.CallTool(ctx, "s__t", nil, nil)
-	if e := wantKind(t, err, KindUnavailable); e.Message != "The request to the server of s__t failed; it may succeed if tried again." {
+	if e := wantKind(t, err, ErrUnavailable); e.Message != "The request to the server of s__t failed; it may succeed if tried again." {
 		t.Fatalf("message %q", e.Message)
 	}
 }

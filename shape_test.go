@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/conduitmcp/conduit/internal/modelresult"
+	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -70,7 +72,7 @@ func TestShapeForModel(t *testing.T) {
 			in := &mcp.CallToolResult{Content: []mcp.Content{text, tt.in, link}, StructuredContent: map[string]any{"k": 1}, IsError: true}
 			orig := *in
 			origContent := append([]mcp.Content(nil), in.Content...)
-			out := ShapeForModel(in)
+			out := modelresult.Shape(in)
 			want := tt.want
 			if want == nil {
 				if out != in {
@@ -92,7 +94,7 @@ func TestShapeForModel(t *testing.T) {
 			}
 		})
 	}
-	if ShapeForModel(nil) != nil {
+	if modelresult.Shape(nil) != nil {
 		t.Fatal("nil")
 	}
 }
@@ -111,15 +113,15 @@ func TestModelMediaTypes(t *testing.T) {
 		{"image/svg+xml", svgBytes, "", false},
 		{"image/png", nil, "", false},
 	} {
-		got, ok := ModelImageType(tt.declared, tt.data)
+		got, ok := modelresult.ImageType(tt.declared, tt.data)
 		if got != tt.want || ok != tt.ok {
-			t.Errorf("ModelImageType(%q) = %q, %v", tt.declared, got, ok)
+			t.Errorf("modelresult.ImageType(%q) = %q, %v", tt.declared, got, ok)
 		}
 	}
-	if got := Placeholder("image", "image/svg+xml", 1024); got != "[image: image/svg+xml, 1024 bytes]" {
+	if got := modeltext.Placeholder("image", "image/svg+xml", 1024); got != "[image: image/svg+xml, 1024 bytes]" {
 		t.Fatal(got)
 	}
-	if got := Placeholder("audio", "", 3); got != "[audio: unknown type, 3 bytes]" {
+	if got := modeltext.Placeholder("audio", "", 3); got != "[audio: unknown type, 3 bytes]" {
 		t.Fatal(got)
 	}
 }
@@ -146,7 +148,7 @@ func TestShapeOverTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res = ShapeForModel(res)
+	res = modelresult.Shape(res)
 	// The size is of the decoded bytes, not of the base64 on the wire.
 	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "[image: image/svg+xml, 1024 bytes]" {
 		t.Fatalf("content[0] = %#v", res.Content[0])

@@ -172,7 +172,7 @@ func TestStrayLinesKeepSession(t *testing.T) {
 	wg.Go(func() {
 		_, err := h.CallTool(ctx, "kid__deep", nil, &CallOptions{Principal: "alice"})
 		var e *Error
-		if !errors.As(err, &e) || e.Kind != KindServerError || !strings.Contains(e.Message, "nested deeper than 1000 levels") {
+		if !errors.As(err, &e) || e.Kind != ErrServerError || !strings.Contains(e.Message, "nested deeper than 1000 levels") {
 			errs <- fmt.Errorf("deep: %v", err)
 		}
 	})
@@ -243,7 +243,7 @@ func TestStrayLinesKilledMidSession(t *testing.T) {
 				switch {
 				case err == nil && resultText(res) != "noisy: "+msg:
 					errs <- fmt.Errorf("%s: answered %q", msg, resultText(res))
-				case err != nil && (!errors.As(err, &e) || e.Kind != KindUnavailable):
+				case err != nil && (!errors.As(err, &e) || e.Kind != ErrUnavailable):
 					errs <- fmt.Errorf("%s: %v", msg, err)
 				}
 				if err != nil {
@@ -262,7 +262,7 @@ func TestStrayLinesKilledMidSession(t *testing.T) {
 			if statusOf(h, "kid").State == StateUp {
 				break // back meanwhile: the call may have been answered
 			}
-			if e := wantKind(t, err, KindUnavailable); e.Message != "The server of kid__noisy is unavailable; try again later." {
+			if e := wantKind(t, err, ErrUnavailable); e.Message != "The server of kid__noisy is unavailable; try again later." {
 				t.Errorf("during the reconnect: %+v", e)
 			}
 			during++

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/conduitmcp/conduit/internal/names"
 	"github.com/conduitmcp/conduit/pins"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -135,7 +136,7 @@ const (
 	// ([IdentityPrincipal]). The listing is for no principal. So none of
 	// its tools are offered ([ErrNoPrincipal]).
 	SkipNoPrincipal
-	// SkipAppOnly: only an MCP App may call the tool ([AppOnly]). A
+	// SkipAppOnly: only an MCP App may call the tool (apps.AppOnly). A
 	// listing for a model leaves it out ([ListOptions.AppTools]).
 	SkipAppOnly
 )
@@ -379,7 +380,7 @@ func (ts *ToolSet) downServer(name string) (server, detail string, ok bool) {
 		if s.Reason != SkipServerDown && s.Reason != SkipNoPrincipal {
 			continue
 		}
-		if !ts.namespace || strings.HasPrefix(name, SanitizeName(ts.prefix+s.Server+"__")) {
+		if !ts.namespace || strings.HasPrefix(name, names.Sanitize(ts.prefix+s.Server+"__")) {
 			return s.Server, s.Detail, true
 		}
 	}
@@ -388,8 +389,8 @@ func (ts *ToolSet) downServer(name string) (server, detail string, ok bool) {
 
 // unknown is the error of a call of name, which the set does not offer.
 // name may be a tool name of a server that is down. Then it is
-// KindUnavailable: the model was offered the tool earlier, and may try
-// again later. Else it is KindUnknownTool.
+// ErrUnavailable: the model was offered the tool earlier, and may try
+// again later. Else it is ErrUnknownTool.
 func (ts *ToolSet) unknown(name string) *Error {
 	if server, detail, ok := ts.downServer(name); ok {
 		var cause error

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conduitmcp/conduit/internal/names"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -157,7 +158,7 @@ func TestToolSetCollisions(t *testing.T) {
 			t.Fatalf("exposed = %v skipped = %v", exposed(ts), skipped(ts))
 		}
 		for tool := range ts.All() {
-			if len(tool.Exposed) != MaxNameLen {
+			if len(tool.Exposed) != names.MaxLen {
 				t.Errorf("%q is %d long", tool.Exposed, len(tool.Exposed))
 			}
 			if name, _ := ts.ExposedName("s", tool.Name); name != tool.Exposed {

@@ -22,12 +22,12 @@ import (
 // OpenTelemetry spans and metrics.
 type Trace struct {
 	// ServerUp is called when a session with a server is established.
-	ServerUp func(ServerUpInfo)
+	ServerUp func(ServerEvent)
 	// ServerDown is called when a server could not be reached or its
 	// session was lost.
-	ServerDown func(ServerDownInfo)
+	ServerDown func(ServerEvent)
 	// ToolsChanged is called when a server says its tool list changed.
-	ToolsChanged func(ToolsChangedInfo)
+	ToolsChanged func(ServerEvent)
 	// Decided is called with the policy's decision for a call.
 	Decided func(DecidedInfo)
 	// CallDone is called when a call is answered, with its result or error.
@@ -55,9 +55,9 @@ type Trace struct {
 	// resources/templates/list. A listing answered from the cache sends
 	// none. It returns the context of the request. Nil means the one it
 	// was given.
-	ListStart func(ListStartInfo) context.Context
+	ListStart func(ListInfo) context.Context
 	// ListDone is called when a listing request is answered.
-	ListDone func(ListDoneInfo)
+	ListDone func(ListInfo)
 	// RequestStart is called when a request other than a call enters its
 	// pipeline. That is a prompts/get, resources/read,
 	// resources/subscribe, resources/unsubscribe or completion/complete.
@@ -66,9 +66,9 @@ type Trace struct {
 	// one it was given. The listing it may need gets it. So do the policy's
 	// decision, the approver and the request's _meta. A Trace that sets
 	// RequestStart should set RequestDone.
-	RequestStart func(RequestStartInfo) context.Context
+	RequestStart func(CallStartInfo) context.Context
 	// RequestDone is called when a request RequestStart saw is answered.
-	RequestDone func(RequestDoneInfo)
+	RequestDone func(CallDoneInfo)
 	// RequestMeta, when set, contributes to the _meta of each request
 	// sent to a server. That covers the calls, listings and requests
 	// above. It is given the request's context. Trace context is one use.
@@ -80,40 +80,13 @@ type Trace struct {
 	// changes what is sent.
 	RequestMeta func(RequestMetaInfo) map[string]any
 	// PromptsChanged is called when a server says its prompt list changed.
-	PromptsChanged func(PromptsChangedInfo)
+	PromptsChanged func(ServerEvent)
 	// ResourcesChanged is called when a server says its list of resources
 	// (or of resource templates) changed.
-	ResourcesChanged func(ResourcesChangedInfo)
+	ResourcesChanged func(ServerEvent)
 	// ResourceUpdated is called when a server says a resource it was
 	// subscribed to changed (see [Hub.SubscribeResource]).
-	ResourceUpdated func(ResourceUpdatedInfo)
-}
-
-// ServerUpInfo is the argument of [Trace.ServerUp].
-type ServerUpInfo struct {
-	Server string // the server's id
-	// Principal is whose session it is, for a server of
-	// IdentityPrincipal; "" for a shared one.
-	Principal string
-}
-
-// ServerDownInfo is the argument of [Trace.ServerDown].
-type ServerDownInfo struct {
-	Server string // the server's id
-	// Principal is whose session it is, for a server of
-	// IdentityPrincipal. It is "" for a shared one. A principal's session
-	// may close for idleness, or to make room for another's. It is not
-	// down then, and is not told.
-	Principal string
-	Err       error // why it is down
-}
-
-// ToolsChangedInfo is the argument of [Trace.ToolsChanged].
-type ToolsChangedInfo struct {
-	Server string // the server's id
-	// Principal is whose session it is, for a server of
-	// IdentityPrincipal; "" for a shared one.
-	Principal string
+	ResourceUpdated func(ServerEvent)
 }
 
 // DecidedInfo is the argument of [Trace.Decided].
@@ -126,8 +99,9 @@ type DecidedInfo struct {
 	Context context.Context
 }
 
-// CallDoneInfo is the argument of [Trace.CallDone].
+// CallDoneInfo is the argument of [Trace.CallDone] and [Trace.RequestDone].
 type CallDoneInfo struct {
+	Method string // as in CallStartInfo
 	// Call is the call. It must not be modified. An approver or hook may
 	// overrun the call's time limit. Then it is a copy taken before the
 	// callback ran, since the callback still holds the call.
@@ -137,8 +111,8 @@ type CallDoneInfo struct {
 	Elapsed time.Duration       // from the start of the pipeline
 	// Context is the call's context (see [Trace.CallStart]).
 	Context context.Context
-	// Request is the tools/call request sent to the server. It is nil when
-	// none was sent: the call was denied, found no session, and so on.
+	// Request is the request sent to the server. It is nil when none was
+	// sent: the call was denied, found no session, and so on.
 	Request *RequestInfo
 	// Local reports a call of a local tool, as CallStartInfo.Local.
 	Local bool
@@ -152,28 +126,16 @@ type PinDriftInfo struct {
 	Context context.Context
 }
 
-// PromptsChangedInfo is the argument of [Trace.PromptsChanged].
-type PromptsChangedInfo struct {
+// ServerEvent is the argument of the events about a server's session:
+// [Trace.ServerUp], ServerDown, ToolsChanged, PromptsChanged,
+// ResourcesChanged and ResourceUpdated.
+type ServerEvent struct {
 	Server string // the server's id
 	// Principal is whose session it is, for a server of
-	// IdentityPrincipal; "" for a shared one.
+	// IdentityPrincipal. It is "" for a shared one. A principal's session
+	// may close for idleness, or to make room for another's. It is not
+	// down then, and ServerDown is not called.
 	Principal string
-}
-
-// ResourcesChangedInfo is the argument of [Trace.ResourcesChanged].
-type ResourcesChangedInfo struct {
-	Server string // the server's id
-	// Principal is whose session it is, for a server of
-	// IdentityPrincipal; "" for a shared one.
-	Principal string
-}
-
-// ResourceUpdatedInfo is the argument of [Trace.ResourceUpdated].
-type ResourceUpdatedInfo struct {
-	Server string // the server's id
-	// Principal is whose session it came on, for a server of
-	// IdentityPrincipal. Its subscriptions are the principal's. It is ""
-	// for a shared one.
-	Principal string
-	URI       string // the resource that changed
+	Err       error  // ServerDown: why it is down
+	URI       string // ResourceUpdated: the resource that changed
 }

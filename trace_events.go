@@ -15,14 +15,22 @@ import (
 // and the requests a hub sends. Also the little the pipeline does for
 // them. Nothing here runs unless its Trace field is set.
 
-// CallStartInfo is the argument of [Trace.CallStart].
+// CallStartInfo is the argument of [Trace.CallStart] and
+// [Trace.RequestStart].
 type CallStartInfo struct {
 	// Context is the context the call was made with.
 	Context context.Context
+	// Method is "tools/call" for a call. For a request it is
+	// "prompts/get", "resources/read", "resources/subscribe",
+	// "resources/unsubscribe" or "completion/complete".
+	Method string
 	// Call is the call as it came in. It has ID, Exposed (the name as the
-	// model wrote it), Principal, Assigns and Taint. The pipeline fills in
-	// the rest of the same *Call once the name resolves. It must not be
-	// modified.
+	// model wrote it, a prompt's exposed name, or a URI), Principal,
+	// Assigns and Taint. The pipeline fills in the rest of the same *Call
+	// once the name resolves. A request's Tool is then the prompt's own
+	// name, or the URI; its Call.Method is the one the policy governs
+	// (prompts/get or resources/read, for a completion too). It must not
+	// be modified.
 	Call *Call
 	// Meta is the call's CallOptions.Meta, as the caller gave it; it must
 	// not be modified. A trace context in it (a gateway's client's, in
@@ -59,56 +67,20 @@ type ValidationFailedInfo struct {
 	Err error
 }
 
-// ListStartInfo is the argument of [Trace.ListStart].
-type ListStartInfo struct {
-	Context context.Context // the context of the listing
-	Server  string          // the server's id
+// ListInfo is the argument of [Trace.ListStart] and [Trace.ListDone].
+type ListInfo struct {
+	// Context is the context of the listing. At ListDone, it is the one
+	// ListStart returned.
+	Context context.Context
+	Server  string // the server's id
 	// Method is "tools/list", "prompts/list", "resources/list" or
 	// "resources/templates/list".
 	Method string
-}
-
-// ListDoneInfo is the argument of [Trace.ListDone].
-type ListDoneInfo struct {
-	Context context.Context // the context ListStart returned
-	Server  string          // the server's id
-	Method  string          // as in ListStartInfo
-	Items   int             // how many tools (prompts, ...) the server listed
-	Err     error           // why the listing failed, if it did
-	Request *RequestInfo    // the request (pages, when the server pages)
-}
-
-// RequestStartInfo is the argument of [Trace.RequestStart].
-type RequestStartInfo struct {
-	// Context is the context the request was made with.
-	Context context.Context
-	// Method is "prompts/get", "resources/read", "resources/subscribe",
-	// "resources/unsubscribe" or "completion/complete".
-	Method string
-	// Call is the request as the policy sees it. It has ID, Principal,
-	// Assigns, Taint, and Exposed (the prompt's exposed name, or the URI).
-	// Once it resolves, the pipeline fills in the rest:
-	//
-	//   - Server
-	//   - Tool: the prompt's own name, or the URI
-	//   - Call.Method: the method the policy governs. That is prompts/get
-	//     or resources/read, for a completion too.
-	//
-	// It must not be modified.
-	Call *Call
-	// Meta is the request's CallOptions.Meta, as in CallStartInfo.
-	Meta mcp.Meta
-}
-
-// RequestDoneInfo is the argument of [Trace.RequestDone].
-type RequestDoneInfo struct {
-	Context context.Context // the context RequestStart returned
-	Method  string          // as in RequestStartInfo
-	Call    *Call           // the request; it must not be modified
-	Err     error           // the *Error, when the request failed
-	Elapsed time.Duration   // from the start of the pipeline
-	// Request is the request sent to the server. It is nil when none was
-	// sent: the policy refused, the name did not resolve, and so on.
+	// At ListDone: how many tools (prompts, ...) the server listed, why
+	// the listing failed if it did, and the request (pages, when the
+	// server pages).
+	Items   int
+	Err     error
 	Request *RequestInfo
 }
 
@@ -255,7 +227,7 @@ func (c *core) requestMeta(ctx context.Context, method, server string, call *Cal
 	return out
 }
 
-// The listing methods, as in ListStartInfo.Method.
+// The listing methods, as in ListInfo.Method.
 const (
 	methodListTools     = "tools/list"
 	methodListPrompts   = "prompts/list"
@@ -273,7 +245,7 @@ func (cn *conn) traceList(ctx context.Context, sess *mcp.ClientSession, method s
 		return ctx, nil, nil
 	}
 	if t.ListStart != nil {
-		if lctx := t.ListStart(ListStartInfo{Context: ctx, Server: cn.srv.ID, Method: method}); lctx != nil {
+		if lctx := t.ListStart(ListInfo{Context: ctx, Server: cn.srv.ID, Method: method}); lctx != nil {
 			ctx = lctx
 		}
 	}
@@ -286,12 +258,12 @@ func (cn *conn) traceList(ctx context.Context, sess *mcp.ClientSession, method s
 	ctx = withRequestSlot(ctx, req)
 	return ctx, meta, func(n int, err error) {
 		req.Elapsed, req.Err = time.Since(start), err
-		t.ListDone(ListDoneInfo{Context: ctx, Server: cn.srv.ID, Method: method, Items: n, Err: err, Request: req})
+		t.ListDone(ListInfo{Context: ctx, Server: cn.srv.ID, Method: method, Items: n, Err: err, Request: req})
 	}
 }
 
 // requestSlot is the context key of a request's RequestInfo. There it
-// waits for the JSON-RPC id its connection gives it (see notesConn).
+// waits for the JSON-RPC id its connection gives it (see transport.Conn).
 type requestSlot struct{}
 
 // withRequestSlot is ctx with req to be told the request's id, when req

@@ -212,10 +212,10 @@ func TestTraceRequestInfo(t *testing.T) {
 	t.Cleanup(hs.Close)
 	var mu sync.Mutex
 	var calls []CallDoneInfo
-	var lists []ListDoneInfo
+	var lists []ListInfo
 	tr := &Trace{
 		CallDone: func(i CallDoneInfo) { mu.Lock(); calls = append(calls, i); mu.Unlock() },
-		ListDone: func(i ListDoneInfo) { mu.Lock(); lists = append(lists, i); mu.Unlock() },
+		ListDone: func(i ListInfo) { mu.Lock(); lists = append(lists, i); mu.Unlock() },
 	}
 	url := strings.Replace(hs.URL, "http://", "http://user:pa55word@", 1) + "/?token=s3cret"
 	h := newHub(t, []Server{
@@ -280,12 +280,12 @@ func TestTraceListing(t *testing.T) {
 	})
 	n := 0
 	tr := &Trace{
-		ListStart: func(i ListStartInfo) context.Context {
+		ListStart: func(i ListInfo) context.Context {
 			n++
 			rec.add("list start %s", i.Server)
 			return context.WithValue(i.Context, spanKey{}, fmt.Sprint("list ", n))
 		},
-		ListDone: func(i ListDoneInfo) {
+		ListDone: func(i ListInfo) {
 			rec.add("list done %s tools=%d err=%v sent=%v [%s]", i.Server, i.Items, i.Err, i.Request != nil, spanOf(i.Context))
 		},
 		RequestMeta: func(i RequestMetaInfo) map[string]any {
@@ -411,12 +411,12 @@ func TestTraceRequests(t *testing.T) {
 			return next(ctx, method, req)
 		}
 	})
-	var starts []RequestStartInfo
-	var dones []RequestDoneInfo
+	var starts []CallStartInfo
+	var dones []CallDoneInfo
 	var callIDs []string
 	h := newHub(t, []Server{srv.server("a")}, &Options{Policy: NewPolicy(Deny("a/a_only"), Allow("*")),
 		Trace: &Trace{
-			RequestStart: func(i RequestStartInfo) context.Context {
+			RequestStart: func(i CallStartInfo) context.Context {
 				mu.Lock()
 				starts = append(starts, i)
 				mu.Unlock()
@@ -426,17 +426,17 @@ func TestTraceRequests(t *testing.T) {
 			Decided: func(i DecidedInfo) {
 				rec.add("decided %s %s %v [%s]", i.Call.Method, i.Call.Exposed, i.Decision, spanOf(i.Context))
 			},
-			ListStart: func(i ListStartInfo) context.Context {
+			ListStart: func(i ListInfo) context.Context {
 				rec.add("list %s %s [%s]", i.Method, i.Server, spanOf(i.Context))
 				return context.WithValue(i.Context, spanKey{}, i.Method)
 			},
-			ListDone: func(i ListDoneInfo) {
+			ListDone: func(i ListInfo) {
 				rec.add("listed %s %d [%s]", i.Method, i.Items, spanOf(i.Context))
 			},
 			RequestMeta: func(i RequestMetaInfo) map[string]any {
 				return map[string]any{"traceparent": spanOf(i.Context)}
 			},
-			RequestDone: func(i RequestDoneInfo) {
+			RequestDone: func(i CallDoneInfo) {
 				mu.Lock()
 				dones = append(dones, i)
 				mu.Unlock()
@@ -537,9 +537,9 @@ func TestTraceRequestUnsent(t *testing.T) {
 	srv.AddPrompt(&mcp.Prompt{Name: "p"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		return &mcp.GetPromptResult{}, nil
 	})
-	var done []RequestDoneInfo
+	var done []CallDoneInfo
 	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{
-		RequestDone: func(i RequestDoneInfo) { done = append(done, i) },
+		RequestDone: func(i CallDoneInfo) { done = append(done, i) },
 	}})
 	res, err := h.Complete(context.Background(), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "s__p"}}, nil)
 	if err != nil || len(res.Completion.Values) != 0 {
@@ -569,10 +569,10 @@ func TestTraceRequestApproved(t *testing.T) {
 			return Approval{Allow: req.Call.Exposed != "a__a_only", Reason: "not that one"}
 		},
 		Trace: &Trace{
-			RequestStart: func(i RequestStartInfo) context.Context {
+			RequestStart: func(i CallStartInfo) context.Context {
 				return context.WithValue(i.Context, spanKey{}, i.Method)
 			},
-			RequestDone: func(RequestDoneInfo) {},
+			RequestDone: func(CallDoneInfo) {},
 			Approved: func(i ApprovedInfo) {
 				rec.add("approved %s %s %v [%s]", i.Call.Method, i.Call.Exposed, i.Approval.Allow, spanOf(i.Context))
 			},
@@ -582,7 +582,7 @@ func TestTraceRequestApproved(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := h.GetPrompt(ctx, "a__a_only", nil, nil)
-	if e := wantKind(t, err, KindDenied); e.Message != "The request for a__a_only was denied: not that one." {
+	if e := wantKind(t, err, ErrDenied); e.Message != "The request for a__a_only was denied: not that one." {
 		t.Errorf("denial %q", e.Message)
 	}
 	if _, err := h.CallTool(ctx, "a__t", nil, nil); err != nil {
@@ -597,7 +597,7 @@ func TestTraceRequestApproved(t *testing.T) {
 		t.Fatalf("events\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	_, err = h.ReadResource(ctx, "test://a/doc", &CallOptions{CallTimeout: 200 * time.Millisecond})
-	e := wantKind(t, err, KindTimeout)
+	e := wantKind(t, err, ErrTimeout)
 	if want := "The request for test://a/doc timed out after 200ms, waiting for the approver."; e.Message != want || e.Server != "a" {
 		t.Errorf("%q (server %q), want %q", e.Message, e.Server, want)
 	}

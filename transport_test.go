@@ -98,7 +98,7 @@ func TestHTTPHeadersRequired(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 	_, err := cl.CallTool(context.Background(), "fetch", nil, nil)
-	wantKind(t, err, KindUnavailable) // the down server's, not an unknown tool
+	wantKind(t, err, ErrUnavailable) // the down server's, not an unknown tool
 }
 
 // TestHTTPReconnect stops an HTTP server under a hub and starts it again
@@ -123,7 +123,7 @@ func TestHTTPReconnect(t *testing.T) {
 	}
 	hs.Close()
 	_, err = h.CallTool(ctx, "web__fetch", nil, &CallOptions{ToolSet: ts})
-	wantKind(t, err, KindUnavailable)
+	wantKind(t, err, ErrUnavailable)
 	eventually(t, 10*time.Second, func() bool { return ev.count("down web") >= 1 }, "web down")
 
 	var ln2 net.Listener

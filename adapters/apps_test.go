@@ -14,6 +14,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/apps"
 	"github.com/conduitmcp/conduit/skills"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -85,7 +86,7 @@ func TestAppOnlyToolsNeverOfferedToModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			var ce *conduit.Error
-			if len(ex.Errors) != 1 || !errors.As(ex.Errors[0], &ce) || ce.Kind != conduit.KindUnknownTool {
+			if len(ex.Errors) != 1 || !errors.As(ex.Errors[0], &ce) || ce.Kind != conduit.ErrUnknownTool {
 				t.Fatalf("the model's call of the app-only tool: %v", ex.Errors)
 			}
 		})
@@ -98,7 +99,7 @@ func TestAppOnlyToolsNeverOfferedToModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	tool, ok := ts.Lookup("charts__refresh_chart")
-	if !ok || !conduit.AppOnly(tool.Tool) || conduit.AppResource(tool.Tool) != appView {
+	if !ok || !apps.AppOnly(tool.Tool) || apps.Resource(tool.Tool) != appView {
 		t.Fatalf("a host's listing: %v %v", tool, ok)
 	}
 	model, err := hub.ListToolsFor(ctx, nil)

@@ -207,7 +207,7 @@ func TestReadToolPolicy(t *testing.T) {
 	}
 	n := received()
 	exec = turn(t, conv, p, read("R-ANY"))
-	if k, _ := conduit.KindOf(exec.Errors[0]); k != conduit.KindUnknownTool || received() != n {
+	if !errors.Is(exec.Errors[0], conduit.ErrUnknownTool) || received() != n {
 		t.Fatalf("a call of the hidden tool: %v", exec.Errors[0])
 	}
 

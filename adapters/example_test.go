@@ -359,8 +359,8 @@ func ExampleCallKeys() {
 }
 
 func ExampleReached() {
-	denied := &conduit.Error{Kind: conduit.KindDenied, Message: "denied"}
-	serverSaid := &conduit.Error{Kind: conduit.KindServerError, Message: "no such page"}
+	denied := &conduit.Error{Kind: conduit.ErrDenied, Message: "denied"}
+	serverSaid := &conduit.Error{Kind: conduit.ErrServerError, Message: "no such page"}
 	fmt.Println(adapters.Reached(nil), adapters.Reached(serverSaid), adapters.Reached(denied))
 	// Output: true true false
 }

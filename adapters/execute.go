@@ -31,7 +31,7 @@ type ExecOptions struct {
 	// the turn's bounds. Each call's ID is its id in the response.
 	TurnOptions
 	// Halt, when closed, stops the calls not yet sent. They are answered
-	// with a KindHalted error.
+	// with a ErrHalted error.
 	Halt <-chan struct{}
 	// CodeMode, when On, answers calls of run_code. A listing with
 	// ListingOptions.CodeMode offers that tool. Each nested call is made
@@ -118,7 +118,7 @@ func (es CallErrors) MarshalJSON() ([]byte, error) {
 		case errors.As(err, &ce):
 			out[i] = ce
 		default:
-			out[i] = map[string]string{"kind": conduit.KindInternal.String(), "message": err.Error()}
+			out[i] = map[string]string{"kind": conduit.ErrInternal.String(), "message": err.Error()}
 		}
 	}
 	return json.Marshal(out)
@@ -162,8 +162,8 @@ func Reached(err error) bool {
 	if err == nil {
 		return true
 	}
-	k, ok := conduit.KindOf(err)
-	return ok && k == conduit.KindServerError
+	var ce *conduit.Error
+	return errors.As(err, &ce) && ce.Kind == conduit.ErrServerError
 }
 
 // ExecuteToolCalls runs the tool calls of a provider response through
@@ -396,7 +396,7 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 		})
 	}
 	if err == nil && res == nil {
-		err = &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: modeltext.NoResult(c.Name)}
+		err = &conduit.Error{Kind: conduit.ErrInternal, Server: c.Server, Tool: c.Tool, Message: modeltext.NoResult(c.Name)}
 	}
 	return res, err
 }
@@ -407,7 +407,7 @@ func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult
 func (r *runner) send(ctx context.Context, c toolcall.Call, callResolved resolvedFunc, args map[string]any, o *conduit.CallOptions) (res *mcp.CallToolResult, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			res, err = nil, &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool,
+			res, err = nil, &conduit.Error{Kind: conduit.ErrInternal, Server: c.Server, Tool: c.Tool,
 				Message: modeltext.CallFailed(c.Name), Err: fmt.Errorf("panic: %v", p)}
 		}
 	}()

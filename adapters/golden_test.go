@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -125,8 +126,9 @@ func record(exec *adapters.Execution) outcome {
 	for _, err := range exec.Errors {
 		s := ""
 		if err != nil {
-			k, _ := conduit.KindOf(err)
-			s = k.String() + ": " + render.ErrorText(err)
+			var ce *conduit.Error
+			errors.As(err, &ce)
+			s = ce.String() + ": " + render.ErrorText(err)
 		}
 		o.Errors = append(o.Errors, s)
 	}
@@ -190,7 +192,7 @@ func execute(t *testing.T, src conduit.Source, p adapters.Provider, response map
 	j := 0
 	for i, res := range exec.Results {
 		e := exec.Errors[i]
-		if k, _ := conduit.KindOf(e); e != nil && (k == conduit.KindUnknownTool || (k == conduit.KindInvalidArguments && isRejected(exec, i))) {
+		if ce := (*conduit.Error)(nil); errors.As(e, &ce) && (ce.Kind == conduit.ErrUnknownTool || (ce.Kind == conduit.ErrInvalidArguments && isRejected(exec, i))) {
 			if j >= len(rejected) || !reflect.DeepEqual(res, rejected[j]) {
 				t.Errorf("result %d: ToolCalls rejected it differently", i)
 			}
@@ -374,17 +376,17 @@ func TestGoldenResults(t *testing.T) {
 				// until the test ends, reaches it, and no other may.
 				TurnOptions: adapters.TurnOptions{CallTimeout: 5 * time.Second, Taint: []string{"web"}}}, l.sent)
 			out.Response = response
-			wantKinds := map[string]conduit.ErrorKind{
-				"call_unknown": conduit.KindUnknownTool, "call_notobject": conduit.KindInvalidArguments,
-				"call_denied_policy": conduit.KindDenied, "call_denied_approver": conduit.KindDenied,
-				"call_timeout": conduit.KindTimeout, "call_unavailable": conduit.KindUnavailable,
-				"call_badjson": conduit.KindInvalidArguments, "call_null": conduit.KindInvalidArguments,
+			wantKinds := map[string]*conduit.Error{
+				"call_unknown": conduit.ErrUnknownTool, "call_notobject": conduit.ErrInvalidArguments,
+				"call_denied_policy": conduit.ErrDenied, "call_denied_approver": conduit.ErrDenied,
+				"call_timeout": conduit.ErrTimeout, "call_unavailable": conduit.ErrUnavailable,
+				"call_badjson": conduit.ErrInvalidArguments, "call_null": conduit.ErrInvalidArguments,
 			}
 			for i, c := range resultsScript() {
-				k, isErr := conduit.KindOf(exec.Errors[i])
-				want, wantErr := wantKinds[c.id]
-				if isErr != wantErr || k != want {
-					t.Errorf("%s: error %v, want kind %v", c.id, exec.Errors[i], want)
+				want := wantKinds[c.id]
+				var ce *conduit.Error
+				if isErr := errors.As(exec.Errors[i], &ce); isErr != (want != nil) || isErr && ce.Kind != want {
+					t.Errorf("%s: error %v, want kind %v", c.id, exec.Errors[i], want.String())
 				}
 			}
 			// Only the calls that resolved and were allowed reach the

@@ -410,7 +410,7 @@ type utf8Source struct{ conduit.Source }
 func (s utf8Source) CallTool(_ context.Context, name string, _ any, _ *conduit.CallOptions) (*mcp.CallToolResult, error) {
 	switch name {
 	case "lab__fail":
-		return nil, &conduit.Error{Kind: conduit.KindServerError, Server: "lab", Tool: "fail", Message: "The server said: " + invalid}
+		return nil, &conduit.Error{Kind: conduit.ErrServerError, Server: "lab", Tool: "fail", Message: "The server said: " + invalid}
 	case "lab__fail_empty":
 		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: invalid}}}, nil
 	case "lab__structured":

@@ -13,7 +13,7 @@ import (
 )
 
 // Deferred calls, as the adapters report them. A call the pipeline left
-// undecided (conduit.KindDeferred) is not an answer. It is a Pending item
+// undecided (conduit.ErrDeferred) is not an answer. It is a Pending item
 // of the Execution. The application's Ruling on it completes the turn
 // (Conversation.Resume).
 
@@ -99,7 +99,7 @@ func pendingOf(c toolcall.Call, err error) (Pending, bool) {
 		return Pending{}, false
 	}
 	var d *conduit.Deferral
-	if k, _ := conduit.KindOf(err); k != conduit.KindDeferred || !errors.As(err, &d) {
+	if ce := (*conduit.Error)(nil); !errors.As(err, &ce) || ce.Kind != conduit.ErrDeferred || !errors.As(err, &d) {
 		return Pending{}, false
 	}
 	p := Pending{ID: c.ID, Name: c.Name, Server: c.Server, Tool: c.Tool, Arguments: d.Args, Reason: d.Reason, Input: d.Input, index: c.Index}

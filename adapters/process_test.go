@@ -125,8 +125,9 @@ func report(exec *adapters.Execution) int {
 		case errors.Is(err, adapters.ErrDecidedElsewhere):
 			s = "decided elsewhere"
 		case err != nil:
-			k, _ := conduit.KindOf(err)
-			s = k.String()
+			var ce *conduit.Error
+			errors.As(err, &ce)
+			s = ce.String()
 		}
 		out.Errors = append(out.Errors, s)
 	}

@@ -136,7 +136,7 @@ func (t *pausedTurn) document() *turnV1 {
 		} else if ce := (*conduit.Error)(nil); errors.As(tc.err, &ce) {
 			c.Err = &errV1{Kind: ce.Kind.String(), Message: ce.Message, Halt: ce.Halt}
 		} else if tc.err != nil {
-			c.Err = &errV1{Kind: conduit.KindInternal.String(), Message: tc.err.Error()}
+			c.Err = &errV1{Kind: conduit.ErrInternal.String(), Message: tc.err.Error()}
 		}
 		d.Calls[i] = c
 	}
@@ -349,8 +349,8 @@ func sameNullPaths(got, saved map[string][]driver.NullPath, kept []*conduit.Tool
 // decision. Its answer says why:
 //
 //   - the definition's digest differs: ErrToolChanged;
-//   - the tool is no longer offered: KindUnknownTool;
-//   - its server is down: KindUnavailable.
+//   - the tool is no longer offered: ErrUnknownTool;
+//   - its server is down: ErrUnavailable.
 //
 // Every decided call is sent at most once, however many times the same
 // state is resumed (see StateOptions.Claims). Another resumption may have
@@ -426,7 +426,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 		key := c.claimKey(t, i)
 		ticket, found, err := once.Claim(ctx, c.state.claims, key, c.state.ttl)
 		if err != nil {
-			exec.Errors[i] = &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool,
+			exec.Errors[i] = &conduit.Error{Kind: conduit.ErrUnavailable, Server: p.Server, Tool: p.Tool,
 				Message: "The call to " + p.Name + " was not decided: " + err.Error() + ".", Err: errors.Join(ErrClaimsUnavailable, err)}
 			// It stays pending, and can be decided again.
 			_ = m.Settle(i, turn.Outcome{Waiting: true, Input: p.Input})
@@ -443,7 +443,7 @@ func (c *Conversation) Resume(ctx context.Context, decisions map[string]Ruling) 
 			}
 			fallthrough
 		case once.Unknown:
-			err := &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool, Err: ErrDecidedElsewhere,
+			err := &conduit.Error{Kind: conduit.ErrUnavailable, Server: p.Server, Tool: p.Tool, Err: ErrDecidedElsewhere,
 				Message: "The call to " + p.Name + " was decided by another resumption of this conversation, which has not recorded its outcome: whether it was made is unknown, and it was not made again."}
 			exec.Results[i], exec.Budgets[i] = write(d, call, nil, err, &o.Answers)
 			exec.Errors[i] = err
@@ -617,13 +617,13 @@ func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Ruling, h
 	msg := "The call to " + p.Name + " was not made: "
 	switch why {
 	case "its server is down":
-		return &conduit.Error{Kind: conduit.KindUnavailable, Server: p.Server, Tool: p.Tool,
+		return &conduit.Error{Kind: conduit.ErrUnavailable, Server: p.Server, Tool: p.Tool,
 			Message: msg + "its server is unavailable now; try again later."}
 	case "it is no longer offered":
-		return &conduit.Error{Kind: conduit.KindUnknownTool, Server: p.Server, Tool: p.Tool,
+		return &conduit.Error{Kind: conduit.ErrUnknownTool, Server: p.Server, Tool: p.Tool,
 			Message: msg + "the tool is no longer offered."}
 	}
-	return &conduit.Error{Kind: conduit.KindDenied, Server: p.Server, Tool: p.Tool, Err: ErrToolChanged,
+	return &conduit.Error{Kind: conduit.ErrDenied, Server: p.Server, Tool: p.Tool, Err: ErrToolChanged,
 		Message: msg + "the tool's definition changed after it was asked for, and the approval given does not cover the new one. Call it again if it is still wanted."}
 }
 
@@ -710,7 +710,7 @@ func (c *Conversation) record(ctx context.Context, ticket *once.Ticket, exec *Ex
 	if errors.As(exec.Errors[i], &ce) {
 		rec.Err = &errV1{Kind: ce.Kind.String(), Message: ce.Message, Halt: ce.Halt}
 	} else if err := exec.Errors[i]; err != nil {
-		rec.Err = &errV1{Kind: conduit.KindInternal.String(), Message: err.Error()}
+		rec.Err = &errV1{Kind: conduit.ErrInternal.String(), Message: err.Error()}
 	}
 	data, err := json.Marshal(rec)
 	if err != nil {

@@ -267,7 +267,7 @@ func TestSearchConduitLoop(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if k, _ := conduit.KindOf(exec.Errors[0]); k != conduit.KindUnknownTool {
+			if !errors.Is(exec.Errors[0], conduit.ErrUnknownTool) {
 				t.Errorf("a call before the search: %v, want an unknown tool", exec.Errors[0])
 			}
 			if exec.Errors[1] != nil || !strings.Contains(answerText(exec.Results[1]), "github__merge_pull_request: Merge a pull request.") {
@@ -418,7 +418,7 @@ func TestSearchNeverFindsHidden(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, e := range exec.Errors {
-				if k, _ := conduit.KindOf(e); k != conduit.KindUnknownTool {
+				if !errors.Is(e, conduit.ErrUnknownTool) {
 					t.Errorf("call of %s: %v", hidden[i], e)
 				}
 			}

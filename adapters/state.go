@@ -534,9 +534,9 @@ func (st *stateV1) check() error {
 	return nil
 }
 
-// kindOf is the conduit.ErrorKind named name, as ErrorKind.String writes
-// it.
-func kindOf(name string) (conduit.ErrorKind, bool) { return turn.Kind(name) }
+// kindOf is the sentinel of the kind named name, as conduit.Error.String
+// writes it.
+func kindOf(name string) (*conduit.Error, bool) { return turn.Kind(name) }
 
 func knownKind(name string) bool {
 	_, ok := kindOf(name)

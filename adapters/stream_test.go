@@ -68,10 +68,10 @@ func TestStreamCareless(t *testing.T) {
 			if len(st.Results) != 4 || st.Errors[0] != nil || st.Errors[2] != nil {
 				t.Fatalf("errors %v", st.Errors)
 			}
-			if k, _ := conduit.KindOf(st.Errors[1]); k != conduit.KindDenied {
+			if !errors.Is(st.Errors[1], conduit.ErrDenied) {
 				t.Errorf("set_alert: %v, want denied", st.Errors[1])
 			}
-			if k, _ := conduit.KindOf(st.Errors[3]); k != conduit.KindUnknownTool {
+			if !errors.Is(st.Errors[3], conduit.ErrUnknownTool) {
 				t.Errorf("unknown tool: %v", st.Errors[3])
 			}
 			if got := resultText(p, st.Results[2]); !strings.Contains(got, "Lima") {
@@ -270,7 +270,7 @@ func TestStreamHalt(t *testing.T) {
 				t.Fatal("not halted")
 			}
 			for i := 1; i < 3; i++ {
-				if k, _ := conduit.KindOf(st.Errors[i]); k != conduit.KindHalted {
+				if !errors.Is(st.Errors[i], conduit.ErrHalted) {
 					t.Errorf("call %d: %v, want halted", i, st.Errors[i])
 				}
 			}

@@ -191,7 +191,7 @@ func TestServerDown(t *testing.T) {
 	}
 	elsewhere := run(t, hub, adapters.Anthropic, response, nil)
 	for _, exec := range []*adapters.Execution{later, elsewhere} {
-		if k, _ := conduit.KindOf(exec.Errors[0]); k != conduit.KindUnavailable || !strings.Contains(exec.Errors[0].Error(), "try again later") {
+		if !errors.Is(exec.Errors[0], conduit.ErrUnavailable) || !strings.Contains(exec.Errors[0].Error(), "try again later") {
 			t.Errorf("answer %v", exec.Errors[0])
 		}
 	}

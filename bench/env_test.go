@@ -171,7 +171,7 @@ func (e *env) hubCall() error {
 		return err
 	}
 	if e.shape {
-		res = conduit.ShapeForModel(res)
+		res = adapters.ShapeForModel(res)
 	}
 	if res.IsError || len(res.Content) != 1 {
 		return fmt.Errorf("unexpected result %+v", res)

@@ -152,7 +152,7 @@ type DeferredError struct {
 	// place in Records.
 	Call  Record
 	Index int
-	// Err is the pipeline's error for it (KindDeferred, with the
+	// Err is the pipeline's error for it (ErrDeferred, with the
 	// conduit.Deferral).
 	Err error
 }
@@ -348,8 +348,8 @@ func reached(err error) bool {
 	if err == nil {
 		return true
 	}
-	k, ok := conduit.KindOf(err)
-	return ok && k == conduit.KindServerError
+	var ce *conduit.Error
+	return errors.As(err, &ce) && ce.Kind == conduit.ErrServerError
 }
 
 // value is what a call resolves to in the code: structuredContent, else

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -53,33 +54,13 @@ func childEnviron(t *testing.T, h *conduit.Hub, tool, p string) map[string]strin
 	if err != nil {
 		t.Fatalf("%s as %q: %v", tool, p, err)
 	}
-	env := map[string]string{}
+	var text []string
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
-			for _, kv := range strings.Split(tc.Text, "\n") {
-				if k, v, ok := strings.Cut(kv, "="); ok {
-					env[k] = v
-				}
-			}
+			text = append(text, tc.Text)
 		}
 	}
-	return env
-}
-
-// noneOf fails t for each of secrets that the child's environment holds,
-// by name or in any value.
-func noneOf(t *testing.T, who string, env map[string]string, secrets map[string]string) {
-	t.Helper()
-	for name, secret := range secrets {
-		if _, ok := env[name]; ok {
-			t.Errorf("%s's child has %s", who, name)
-		}
-		for k, v := range env {
-			if strings.Contains(v, secret) {
-				t.Errorf("%s's child has the value of %s in %s", who, name, k)
-			}
-		}
-	}
+	return testenv.Environ(strings.Join(text, "\n"))
 }
 
 // Under "identity": "principal", started from a configuration file as
@@ -129,7 +110,7 @@ func TestChildEnvironmentPrincipals(t *testing.T) {
 	}
 	others := maps.Clone(secrets)
 	delete(others, "ALICE_SECRET")
-	noneOf(t, "alice", alice, others)
+	testenv.NoneOf(t, "alice", alice, others)
 	if _, ok := alice["ALICE_SECRET"]; ok {
 		t.Error("alice's child has ALICE_SECRET, the source of her ${env:}")
 	}
@@ -143,7 +124,7 @@ func TestChildEnvironmentPrincipals(t *testing.T) {
 	}
 	others = maps.Clone(secrets)
 	delete(others, "BOB_SECRET")
-	noneOf(t, "bob", bob, others)
+	testenv.NoneOf(t, "bob", bob, others)
 
-	noneOf(t, "the shared server", childEnviron(t, h, "shared__environ", "alice"), secrets)
+	testenv.NoneOf(t, "the shared server", childEnviron(t, h, "shared__environ", "alice"), secrets)
 }

@@ -192,7 +192,7 @@ func TestEnvRedacted(t *testing.T) {
 		ConnectTimeout: 5 * time.Second,
 		Reconnect:      conduit.Backoff{Disabled: true},
 		Logger:         slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)),
-		Trace: &conduit.Trace{ServerDown: func(i conduit.ServerDownInfo) {
+		Trace: &conduit.Trace{ServerDown: func(i conduit.ServerEvent) {
 			mu.Lock()
 			traced = append(traced, fmt.Sprint(i.Err))
 			mu.Unlock()

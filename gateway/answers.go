@@ -44,9 +44,9 @@ func protocolError(err error) *jsonrpc.Error {
 		return nil
 	}
 	switch e.Kind {
-	case conduit.KindUnknownTool:
+	case conduit.ErrUnknownTool:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Message}
-	case conduit.KindServerError:
+	case conduit.ErrServerError:
 		var rpcErr *jsonrpc.Error
 		if errors.As(err, &rpcErr) {
 			return rpcErr
@@ -64,7 +64,7 @@ func requestError(err error) error {
 	var e *conduit.Error
 	if errors.As(err, &e) {
 		code := int64(jsonrpc.CodeInternalError)
-		if e.Kind == conduit.KindInvalidArguments {
+		if e.Kind == conduit.ErrInvalidArguments {
 			code = jsonrpc.CodeInvalidParams
 		}
 		return &jsonrpc.Error{Code: code, Message: e.Message}

@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 
-	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/apps"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -15,7 +15,7 @@ import (
 // extension. Only such a host keeps app-only tools from its model.
 func showsApps(req mcp.Request) bool {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
-	_, ok := requestCaps(ss).Extensions[conduit.AppsExtension]
+	_, ok := requestCaps(ss).Extensions[apps.Extension]
 	return ok
 }
 
@@ -35,7 +35,7 @@ func (s *session) appTools(next mcp.MethodHandler) mcp.MethodHandler {
 			out := *lr
 			out.Tools = nil
 			for _, t := range lr.Tools {
-				if !conduit.AppOnly(t) {
+				if !apps.AppOnly(t) {
 					out.Tools = append(out.Tools, t)
 				}
 			}
@@ -46,7 +46,7 @@ func (s *session) appTools(next mcp.MethodHandler) mcp.MethodHandler {
 				s.mu.Lock()
 				def := s.defs[p.Name]
 				s.mu.Unlock()
-				if conduit.AppOnly(def) {
+				if apps.AppOnly(def) {
 					return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool \"" + p.Name + "\""}
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/apps"
 	"github.com/conduitmcp/conduit/gateway"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -58,7 +59,7 @@ func TestAppsThroughGateway(t *testing.T) {
 			refresh = tl
 		}
 	}
-	if refresh == nil || !conduit.AppOnly(refresh) || conduit.AppResource(refresh) != view {
+	if refresh == nil || !apps.AppOnly(refresh) || apps.Resource(refresh) != view {
 		t.Fatalf("a host lists %+v", lr.Tools)
 	}
 	if res := callTool(t, host, "charts__refresh", map[string]any{}); resultText(res) != "refreshed" || calls != 1 {
@@ -80,7 +81,7 @@ func connectApps(t *testing.T, g *gateway.Gateway) *mcp.ClientSession {
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, st, nil) }()
 	c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{Extensions: map[string]any{conduit.AppsExtension: map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}}}},
+		Capabilities: &mcp.ClientCapabilities{Extensions: map[string]any{apps.Extension: map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}}}},
 	})
 	cs, err := c.Connect(ctx, ct, nil)
 	if err != nil {

@@ -82,7 +82,7 @@ func (g *Gateway) codeModeSet(ts *conduit.ToolSet) *conduit.ToolSet {
 func (s *session) runCode(ctx context.Context, ts *conduit.ToolSet, def *conduit.Tool, args any, opts *conduit.CallOptions, conv string) (*mcp.CallToolResult, error) {
 	lc, ok := s.g.src.(localCaller)
 	if !ok {
-		return nil, &conduit.Error{Kind: conduit.KindInternal, Message: "code mode needs a governed source"}
+		return nil, &conduit.Error{Kind: conduit.ErrInternal, Message: "code mode needs a governed source"}
 	}
 	lt := codemode.LocalTool(codeSource{s.g, s}, ts, s.g.codeMode.Options)
 	ctx = context.WithValue(ctx, runAllowedKey{}, &runAllowed{tools: map[string]bool{}})

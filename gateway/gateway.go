@@ -99,7 +99,7 @@ type Options struct {
 
 	// MaxResultTokens is the budget of every tool result served. It counts
 	// tokens of what the client's model reads of its content
-	// (conduit.CutForModel). Its server's own budget
+	// (adapters.CutForModel). Its server's own budget
 	// (conduit.Server.MaxResultTokens) wins when set. 0 or negative: no
 	// budget but the servers' own, the default. A client of the gateway is
 	// an LLM host with a budget of its own. Claude Code's is
@@ -384,7 +384,7 @@ func (g *Gateway) trace(user *conduit.Trace) *conduit.Trace {
 	t := u
 	// What a principal's own session (of a server of identity principal)
 	// says concerns the sessions of that principal only.
-	t.ServerUp = func(i conduit.ServerUpInfo) {
+	t.ServerUp = func(i conduit.ServerEvent) {
 		if u.ServerUp != nil {
 			u.ServerUp(i)
 		}
@@ -400,31 +400,31 @@ func (g *Gateway) trace(user *conduit.Trace) *conduit.Trace {
 		// subscriptions: they are set again, off the connection's goroutine.
 		g.goIfOpen(g.restore)
 	}
-	t.ServerDown = func(i conduit.ServerDownInfo) {
+	t.ServerDown = func(i conduit.ServerEvent) {
 		if u.ServerDown != nil {
 			u.ServerDown(i)
 		}
 		g.changedFor(i.Principal, changedAll)
 	}
-	t.ToolsChanged = func(i conduit.ToolsChangedInfo) {
+	t.ToolsChanged = func(i conduit.ServerEvent) {
 		if u.ToolsChanged != nil {
 			u.ToolsChanged(i)
 		}
 		g.changedFor(i.Principal, changedTools)
 	}
-	t.PromptsChanged = func(i conduit.PromptsChangedInfo) {
+	t.PromptsChanged = func(i conduit.ServerEvent) {
 		if u.PromptsChanged != nil {
 			u.PromptsChanged(i)
 		}
 		g.changedFor(i.Principal, changedPrompts)
 	}
-	t.ResourcesChanged = func(i conduit.ResourcesChangedInfo) {
+	t.ResourcesChanged = func(i conduit.ServerEvent) {
 		if u.ResourcesChanged != nil {
 			u.ResourcesChanged(i)
 		}
 		g.changedFor(i.Principal, changedResources)
 	}
-	t.ResourceUpdated = func(i conduit.ResourceUpdatedInfo) {
+	t.ResourceUpdated = func(i conduit.ServerEvent) {
 		if u.ResourceUpdated != nil {
 			u.ResourceUpdated(i)
 		}

@@ -56,7 +56,7 @@ type Limit struct {
 const MetaRetryAfter = "io.github.conduitmcp/retryAfter"
 
 // LimitError is the cause of a call refused by a [Limit]. It is the
-// conduit.Error's Err, of conduit.KindLimit. errors.As finds it.
+// conduit.Error's Err, of conduit.ErrLimit. errors.As finds it.
 type LimitError struct {
 	// Limit is the limit that refused the call.
 	Limit Limit
@@ -225,7 +225,7 @@ func limitError(c *conduit.Call, lim Limit, retry time.Duration, allows string) 
 	}
 	msg := fmt.Sprintf("The call to %s was not sent: conduit serve's limit on %s allows %s %s.",
 		c.Exposed, strings.Join(lim.Tools, ", "), who, allows)
-	return &conduit.Error{Kind: conduit.KindLimit, Server: c.Server, Tool: c.Tool, Message: msg,
+	return &conduit.Error{Kind: conduit.ErrLimit, Server: c.Server, Tool: c.Tool, Message: msg,
 		Err: &LimitError{Limit: lim, RetryAfter: max(retry, time.Second)}}
 }
 
@@ -233,7 +233,7 @@ func limitError(c *conduit.Call, lim Limit, retry time.Duration, allows string) 
 // call is not sent (fail closed).
 func (l *limiter) unavailable(c *conduit.Call, err error) error {
 	l.logger.Warn("gateway: counting a call against the limits", "err", err)
-	return &conduit.Error{Kind: conduit.KindUnavailable, Server: c.Server, Tool: c.Tool, Err: err,
+	return &conduit.Error{Kind: conduit.ErrUnavailable, Server: c.Server, Tool: c.Tool, Err: err,
 		Message: "The call to " + c.Exposed + " was not sent: conduit serve's shared store is unavailable, so its limits cannot be counted. Retry shortly."}
 }
 

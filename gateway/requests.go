@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/modelresult"
 	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/conduitmcp/conduit/skills"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,7 +30,7 @@ import (
 //     on.
 //
 // A trace context in it (traceparent, tracestate, baggage) reaches the
-// hub's Trace as CallStartInfo.Meta (RequestStartInfo.Meta). The Trace's
+// hub's Trace as CallStartInfo.Meta. The Trace's
 // span continues it. The hub's Trace.RequestMeta then replaces it with the
 // span's own. So the server's span is a child of conduit's, not of the
 // client's.
@@ -120,7 +121,7 @@ func (g *Gateway) budget(ctx context.Context, name string, t *conduit.Tool, res 
 	if limit <= 0 {
 		return res
 	}
-	out, n := conduit.CutForModel(res, limit)
+	out, n := modelresult.Cut(res, limit)
 	if out != res {
 		g.logger.WarnContext(ctx, "conduit: a tool result was cut to its budget", "tool", name, "tokens", n, "budget", limit)
 	}

@@ -161,7 +161,7 @@ func (s *session) downCalls(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		var e *conduit.Error
-		if _, _, err := ts.Resolve(r.Params.Name, nil); !errors.As(err, &e) || e.Kind != conduit.KindUnavailable {
+		if _, _, err := ts.Resolve(r.Params.Name, nil); !errors.As(err, &e) || e.Kind != conduit.ErrUnavailable {
 			return next(ctx, method, req)
 		}
 		// Through the pipeline, which resolves the name the same way and

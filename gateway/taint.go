@@ -130,7 +130,7 @@ func conversationOf(meta map[string]any) (string, error) {
 	}
 	c, isString := v.(string)
 	if !isString || c == "" || len(c) > maxConversation {
-		return "", &conduit.Error{Kind: conduit.KindInvalidArguments,
+		return "", &conduit.Error{Kind: conduit.ErrInvalidArguments,
 			Message: fmt.Sprintf("The _meta key %s names a conversation: a non-empty string of at most %d bytes.", MetaConversation, maxConversation)}
 	}
 	return c, nil
@@ -204,7 +204,7 @@ func taintUnread(err error) error {
 	if errors.Is(err, store.ErrUnavailable) {
 		msg = "conduit serve's shared store is unavailable, so the taint of this conversation could not be read; the request was not sent. Retry shortly."
 	}
-	return &conduit.Error{Kind: conduit.KindUnavailable, Err: err, Message: msg}
+	return &conduit.Error{Kind: conduit.ErrUnavailable, Err: err, Message: msg}
 }
 
 // taintUnrecorded is the answer of a request whose output's taint could
@@ -214,7 +214,7 @@ func taintUnrecorded(err error) error {
 	if errors.Is(err, store.ErrUnavailable) {
 		msg = "conduit serve's shared store is unavailable, so the taint of this conversation could not be recorded; the server's answer is withheld."
 	}
-	return &conduit.Error{Kind: conduit.KindUnavailable, Err: err, Message: msg}
+	return &conduit.Error{Kind: conduit.ErrUnavailable, Err: err, Message: msg}
 }
 
 // taintFrom records that the session's principal received server's
@@ -225,7 +225,7 @@ func taintUnrecorded(err error) error {
 // error means the output could not be recorded, and must be withheld.
 func (s *session) taintFrom(ctx context.Context, opts *conduit.CallOptions, conversation, server string, err error) error {
 	if err != nil {
-		if k, _ := conduit.KindOf(err); k != conduit.KindServerError {
+		if ce := (*conduit.Error)(nil); !errors.As(err, &ce) || ce.Kind != conduit.ErrServerError {
 			return nil
 		}
 	}

@@ -43,7 +43,7 @@
 //	conduit.server            the server's id in the hub
 //	error.type                when the call failed: the JSON-RPC error code of a
 //	                          server's error ("-32602"), "tool_error" for a result
-//	                          with isError, else conduit's ErrorKind ("denied",
+//	                          with isError, else conduit's error kind ("denied",
 //	                          "timeout", "unavailable", "invalid_arguments", ...)
 //	rpc.response.status_code  the JSON-RPC error code, when the server sent one
 //	mcp.session.id            the session's id, when its transport has one (Streamable HTTP)
@@ -155,7 +155,7 @@
 //   - network.transport: "tcp" with network.protocol.name "http" for a
 //     request that came over HTTP, "pipe" otherwise;
 //   - error.type, as on the client's side: "tool_error" for an isError
-//     result, the JSON-RPC code of an error answer, conduit's ErrorKind,
+//     result, the JSON-RPC code of an error answer, conduit's error kind,
 //     "_OTHER";
 //   - rpc.response.status_code.
 //

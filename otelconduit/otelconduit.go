@@ -476,7 +476,7 @@ func (t *Telemetry) callDone(i conduit.CallDoneInfo) {
 	span.End()
 }
 
-func (t *Telemetry) listStart(i conduit.ListStartInfo) context.Context {
+func (t *Telemetry) listStart(i conduit.ListInfo) context.Context {
 	method := i.Method
 	if method == "" {
 		method = methodList
@@ -486,7 +486,7 @@ func (t *Telemetry) listStart(i conduit.ListStartInfo) context.Context {
 	return ctx
 }
 
-func (t *Telemetry) listDone(i conduit.ListDoneInfo) {
+func (t *Telemetry) listDone(i conduit.ListInfo) {
 	span := trace.SpanFromContext(i.Context)
 	method := i.Method
 	if method == "" {
@@ -511,7 +511,7 @@ func (t *Telemetry) listDone(i conduit.ListDoneInfo) {
 	span.End()
 }
 
-func (t *Telemetry) requestStart(i conduit.RequestStartInfo) context.Context {
+func (t *Telemetry) requestStart(i conduit.CallStartInfo) context.Context {
 	ctx, links := t.parent(i.Context, i.Meta)
 	ctx, _ = t.tracer.Start(ctx, i.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithLinks(links...))
 	return ctx
@@ -522,7 +522,7 @@ func (t *Telemetry) requestStart(i conduit.RequestStartInfo) context.Context {
 // prompt's argument it is "completion/complete {prompt}". A resource's URI
 // is an attribute, mcp.resource.uri, never part of the name. In the name it
 // would make the cardinality unbounded.
-func (t *Telemetry) requestDone(i conduit.RequestDoneInfo) {
+func (t *Telemetry) requestDone(i conduit.CallDoneInfo) {
 	span := trace.SpanFromContext(i.Context)
 	recording := span.IsRecording()
 	measuring := i.Request != nil && t.duration.Enabled(i.Context)
@@ -632,7 +632,7 @@ func (c *metaCarrier) Keys() []string {
 //   - the JSON-RPC error code when the server sent one. It also returns the
 //     code, and the error's message becomes the status description.
 //   - "tool_error" for a result with isError;
-//   - conduit's ErrorKind otherwise.
+//   - conduit's error kind (conduit.Error.String) otherwise.
 func classify(err error, res *mcp.CallToolResult) (errType, code, desc string) {
 	if err == nil {
 		if res != nil && res.IsError {
@@ -641,7 +641,7 @@ func classify(err error, res *mcp.CallToolResult) (errType, code, desc string) {
 		return "", "", ""
 	}
 	var e *conduit.Error
-	if errors.As(err, &e) && e.Kind != conduit.KindServerError {
+	if errors.As(err, &e) && e.Kind != conduit.ErrServerError {
 		return e.Kind.String(), "", ""
 	}
 	// A server's error, or a listing's, whose errors are the SDK's.
@@ -651,9 +651,9 @@ func classify(err error, res *mcp.CallToolResult) (errType, code, desc string) {
 		code := strconv.FormatInt(rpcErr.Code, 10)
 		return code, code, rpcErr.Message
 	case errors.Is(err, context.DeadlineExceeded):
-		return conduit.KindTimeout.String(), "", ""
+		return conduit.ErrTimeout.String(), "", ""
 	case errors.Is(err, context.Canceled):
-		return conduit.KindCanceled.String(), "", ""
+		return conduit.ErrCanceled.String(), "", ""
 	case e != nil:
 		return e.Kind.String(), "", ""
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -288,7 +289,7 @@ type want struct {
 	output any
 	// kind, when set, is the *conduit.Error the call failed with; its text
 	// contains failText.
-	kind     conduit.ErrorKind
+	kind     *conduit.Error
 	failed   bool
 	failText string
 }
@@ -363,14 +364,14 @@ func modelCalls() []modelCall {
 		{id: "21", name: exposed("fail_image"), tool: "fail_image", args: `{}`,
 			want: want{parts: []part{textPart("render failed"), imagePart("image", "")}, isError: true}},
 		{id: "17", name: exposed("forbidden"), tool: "forbidden", args: `{}`,
-			want: want{failed: true, kind: conduit.KindDenied, failText: "does not allow calling " + exposed("forbidden")}},
+			want: want{failed: true, kind: conduit.ErrDenied, failText: "does not allow calling " + exposed("forbidden")}},
 		{id: "18", name: exposed("nope"), args: `{}`,
-			want: want{failed: true, kind: conduit.KindUnknownTool, failText: exposed("nope")}},
+			want: want{failed: true, kind: conduit.ErrUnknownTool, failText: exposed("nope")}},
 		{id: "19", name: exposed("echo"), tool: "echo", args: `["hello"]`, notGemini: true,
-			want: want{failed: true, kind: conduit.KindInvalidArguments, failText: exposed("echo")}},
+			want: want{failed: true, kind: conduit.ErrInvalidArguments, failText: exposed("echo")}},
 		// Last, so that its halt stops no other call.
 		{id: "20", name: exposed("deploy"), tool: "deploy", args: `{}`,
-			want: want{failed: true, kind: conduit.KindDenied, failText: "deploys are frozen"}},
+			want: want{failed: true, kind: conduit.ErrDenied, failText: "deploys are frozen"}},
 	}
 }
 
@@ -402,9 +403,9 @@ func checkExecution(t *testing.T, k *kit, exec *adapters.Execution, calls []mode
 		err := exec.Errors[i]
 		switch {
 		case c.want.failed:
-			kind, ok := conduit.KindOf(err)
-			if !ok || kind != c.want.kind {
-				t.Errorf("call %s (%s): error %v (kind %v), want kind %v", c.id, c.name, err, kind, c.want.kind)
+			var ce *conduit.Error
+			if !errors.As(err, &ce) || ce.Kind != c.want.kind {
+				t.Errorf("call %s (%s): error %v (kind %v), want kind %v", c.id, c.name, err, ce.String(), c.want.kind.String())
 			}
 		case err != nil:
 			t.Errorf("call %s (%s): unexpected error %v", c.id, c.name, err)

@@ -345,7 +345,7 @@ func (a *Activities) resolve(ctx context.Context, in callInput) (adapters.Provid
 		c.Def = t
 	} else if name, ok := all.ExposedName(c.Server, c.Tool); ok {
 		if t, _ := all.Lookup(name); t.Digest() != in.Call.Digest {
-			out := failed(&conduit.Error{Kind: conduit.KindDenied, Server: c.Server, Tool: c.Tool, Err: adapters.ErrToolChanged,
+			out := failed(&conduit.Error{Kind: conduit.ErrDenied, Server: c.Server, Tool: c.Tool, Err: adapters.ErrToolChanged,
 				Message: "The call to " + c.Name + " was not made: the tool's definition changed after it was offered. Call it again if it is still wanted."})
 			return p, c, nil, &out, nil
 		}
@@ -393,7 +393,7 @@ func (a *Activities) pollTask(ctx context.Context, in callInput) (callOutput, er
 		return *early, err
 	}
 	out, err := a.send(ctx, in, p, c, ts)
-	if err == nil && out.Err != nil && out.Err.Kind == conduit.KindUnavailable.String() {
+	if err == nil && out.Err != nil && out.Err.Kind == conduit.ErrUnavailable.String() {
 		// The server could not be asked, and the task may go on there:
 		// the poll is retried (pollCtx), not the call answered.
 		return callOutput{}, errors.New(out.Err.Message)
@@ -457,7 +457,7 @@ func knownKind(name string) bool {
 // turn's too (turnTokens, 0: none).
 func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, own, turnTokens int) callOutput {
 	var d *conduit.Deferral
-	if k, _ := conduit.KindOf(err); k == conduit.KindDeferred && errors.As(err, &d) {
+	if ce := (*conduit.Error)(nil); errors.As(err, &ce) && ce.Kind == conduit.ErrDeferred && errors.As(err, &d) {
 		if in := d.Input; in != nil && in.Task != nil && len(in.Requests) == 0 {
 			return callOutput{Task: in} // the task goes on, and asks nothing
 		}
@@ -471,7 +471,7 @@ func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.Call
 		return out
 	}
 	if err == nil && res == nil {
-		err = &conduit.Error{Kind: conduit.KindInternal, Server: c.Server, Tool: c.Tool, Message: "The call to " + c.Name + " returned no result."}
+		err = &conduit.Error{Kind: conduit.ErrInternal, Server: c.Server, Tool: c.Tool, Message: "The call to " + c.Name + " returned no result."}
 	}
 	if err != nil {
 		return failed(err)
@@ -493,7 +493,7 @@ func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.Call
 
 // failed is the outcome of a call that ended with err.
 func failed(err error) callOutput {
-	out := callOutput{Err: &callError{Kind: conduit.KindInternal.String(), Message: err.Error()}}
+	out := callOutput{Err: &callError{Kind: conduit.ErrInternal.String(), Message: err.Error()}}
 	if ce := (*conduit.Error)(nil); errors.As(err, &ce) {
 		out.Err = &callError{Kind: ce.Kind.String(), Message: ce.Message, Halt: ce.Halt}
 		out.Halt = ce.Halt
@@ -510,14 +510,14 @@ func keepable(p adapters.Provider, c toolcall.Call, answer map[string]any, o *to
 	if err == nil && len(data) <= maxBytes {
 		return answer
 	}
-	lerr := &conduit.Error{Kind: conduit.KindLimit, Server: c.Server, Tool: c.Tool,
+	lerr := &conduit.Error{Kind: conduit.ErrLimit, Server: c.Server, Tool: c.Tool,
 		Message: fmt.Sprintf("The result of %s was made, but it is too large to be kept (%d bytes of answer, over the limit of %d). Ask for less at a time.", c.Name, len(data), maxBytes)}
 	return p.Answer(c, nil, lerr, o)
 }
 
 // unknown is the outcome of a call whose outcome is unknown.
 func unknown(c toolcall.Call) callOutput {
-	out := failed(&conduit.Error{Kind: conduit.KindUnavailable, Server: c.Server, Tool: c.Tool, Err: errOutcomeUnknown,
+	out := failed(&conduit.Error{Kind: conduit.ErrUnavailable, Server: c.Server, Tool: c.Tool, Err: errOutcomeUnknown,
 		Message: "The call to " + c.Name + " may have been made: the worker that ran it was lost before it recorded the outcome. It was not made again, so that it is made at most once; check its effect before calling it again."})
 	out.Unknown = true
 	return out

@@ -69,6 +69,6 @@ func pollFailed(j job, err error) callOutput {
 	if errors.As(err, &ae) {
 		msg = ae.Message()
 	}
-	return failed(&conduit.Error{Kind: conduit.KindUnavailable, Server: j.in.Call.Server, Tool: j.in.Call.Tool,
+	return failed(&conduit.Error{Kind: conduit.ErrUnavailable, Server: j.in.Call.Server, Tool: j.in.Call.Tool,
 		Message: "The call to " + j.in.Call.Name + " runs as task " + j.in.Input.Task.ID + " at its server, which could not be asked about it: " + msg})
 }

@@ -67,7 +67,7 @@ type Options struct {
 	Limits adapters.ResponseLimits
 	// MaxAnswerBytes is the largest answer kept in the workflow's history,
 	// in bytes of its JSON (default DefaultMaxAnswerBytes). A bigger one is
-	// replaced by an error answer that says so (conduit.KindLimit). The call
+	// replaced by an error answer that says so (conduit.ErrLimit). The call
 	// was made. Bound results below it with the hub's limits.
 	MaxAnswerBytes int
 }

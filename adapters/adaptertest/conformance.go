@@ -399,12 +399,12 @@ func (s *suite) answers(t *testing.T) {
 		{ID: "call_null", Name: echoTool, Args: nil},
 	}
 	script := slices.Concat(sent[:1], unknown, sent[1:2], notObject, sent[2:])
-	kinds := map[string]conduit.ErrorKind{}
+	kinds := map[string]*conduit.Error{}
 	for _, c := range unknown {
-		kinds[c.ID] = conduit.KindUnknownTool
+		kinds[c.ID] = conduit.ErrUnknownTool
 	}
 	for _, c := range notObject {
-		kinds[c.ID] = conduit.KindInvalidArguments
+		kinds[c.ID] = conduit.ErrInvalidArguments
 	}
 	response := s.script(t, script...)
 	exec := s.execute(t, conv, response)
@@ -423,8 +423,9 @@ func (s *suite) answers(t *testing.T) {
 		if flagged := refused || id == "call_fail"; a.Error != flagged {
 			t.Errorf("%s: the answer reports a failure %v, want %v", id, a.Error, flagged)
 		}
-		if k, ok := conduit.KindOf(exec.Errors[i]); ok != refused || k != want {
-			t.Errorf("%s: error %v, want kind %v", id, exec.Errors[i], want)
+		var ce *conduit.Error
+		if isErr := errors.As(exec.Errors[i], &ce); isErr != refused || isErr && ce.Kind != want {
+			t.Errorf("%s: error %v, want kind %v", id, exec.Errors[i], want.String())
 		}
 	}
 	for id, text := range map[int]string{0: "Echo: hi", 5: "disk full"} {
@@ -474,10 +475,10 @@ func (s *suite) halt(t *testing.T) {
 	if !exec.Halted {
 		t.Error("not halted")
 	}
-	kinds := []conduit.ErrorKind{conduit.KindDenied, conduit.KindHalted, conduit.KindUnknownTool, conduit.KindHalted}
+	kinds := []*conduit.Error{conduit.ErrDenied, conduit.ErrHalted, conduit.ErrUnknownTool, conduit.ErrHalted}
 	for i, a := range s.answered(exec.Results) {
-		if k, _ := conduit.KindOf(exec.Errors[i]); !a.Error || exec.Errors[i] == nil || k != kinds[i] {
-			t.Errorf("answer %d: reports a failure %v, error %v, want kind %v", i, a.Error, exec.Errors[i], kinds[i])
+		if !a.Error || exec.Errors[i] == nil || !errors.Is(exec.Errors[i], kinds[i]) {
+			t.Errorf("answer %d: reports a failure %v, error %v, want kind %v", i, a.Error, exec.Errors[i], kinds[i].String())
 		}
 	}
 	for i, text := range []string{"The user stopped the agent.", "halted"} {

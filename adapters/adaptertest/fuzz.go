@@ -58,7 +58,7 @@ func outcomes() []outcome {
 		{res: full}, {res: full, mode: toolcall.StructuredPrefer}, {res: full, mode: toolcall.StructuredAppend},
 		{res: full, mode: toolcall.StructuredIgnore}, {res: &mcp.CallToolResult{}},
 		{res: failing, failed: true}, {res: &mcp.CallToolResult{IsError: true}, mode: toolcall.StructuredAppend, failed: true},
-		{err: &conduit.Error{Kind: conduit.KindTimeout, Message: "timed out"}, failed: true},
+		{err: &conduit.Error{Kind: conduit.ErrTimeout, Message: "timed out"}, failed: true},
 		{err: errors.New("x"), failed: true}, {failed: true},
 	}
 }

@@ -136,7 +136,7 @@ func TestToolResult(t *testing.T) {
 			nil, `{"content":[{"text":"disk full","type":"text"}],"is_error":true,"tool_use_id":"toolu_1","type":"tool_result"}`},
 		{"empty isError", &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: ""}}},
 			nil, `{"content":[{"text":"The tool reported an error without details.","type":"text"}],"is_error":true,"tool_use_id":"toolu_1","type":"tool_result"}`},
-		{"failure", nil, &conduit.Error{Kind: conduit.KindDenied, Message: "Not allowed."},
+		{"failure", nil, &conduit.Error{Kind: conduit.ErrDenied, Message: "Not allowed."},
 			`{"content":[{"text":"Not allowed.","type":"text"}],"is_error":true,"tool_use_id":"toolu_1","type":"tool_result"}`},
 		{"plain error", nil, errors.New("boom"),
 			`{"content":[{"text":"boom","type":"text"}],"is_error":true,"tool_use_id":"toolu_1","type":"tool_result"}`},

@@ -98,7 +98,7 @@ func Example_answer() {
 	printJSON(adapters.Anthropic.Answer(calls[0], res, nil, nil))
 
 	// A failure is answered with is_error.
-	printJSON(adapters.Anthropic.Answer(calls[0], nil, &conduit.Error{Kind: conduit.KindTimeout, Message: "The call timed out."}, nil))
+	printJSON(adapters.Anthropic.Answer(calls[0], nil, &conduit.Error{Kind: conduit.ErrTimeout, Message: "The call timed out."}, nil))
 	// Output:
 	// {
 	//   "content": [

@@ -154,5 +154,5 @@ func asError(err error) *conduit.Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	return &conduit.Error{Kind: conduit.KindInternal, Message: jsonv.ValidString(err.Error()), Err: err}
+	return &conduit.Error{Kind: conduit.ErrInternal, Message: jsonv.ValidString(err.Error()), Err: err}
 }

@@ -110,14 +110,14 @@ func TestResolve(t *testing.T) {
 		{ID: "12", Name: "echo", Args: json.RawMessage(`{"b":`)},
 	}
 	calls := toolcall.Resolve(raws, ts)
-	want := []conduit.ErrorKind{-1, conduit.KindUnknownTool, conduit.KindInvalidArguments, conduit.KindInvalidArguments,
-		-1, conduit.KindInvalidArguments, -1, conduit.KindInvalidArguments, conduit.KindUnknownTool,
-		conduit.KindInvalidArguments, -1, conduit.KindInvalidArguments}
+	want := []*conduit.Error{nil, conduit.ErrUnknownTool, conduit.ErrInvalidArguments, conduit.ErrInvalidArguments,
+		nil, conduit.ErrInvalidArguments, nil, conduit.ErrInvalidArguments, conduit.ErrUnknownTool,
+		conduit.ErrInvalidArguments, nil, conduit.ErrInvalidArguments}
 	for i, c := range calls {
 		if c.Index != i || c.ID != calls[i].ID {
 			t.Errorf("call %d: index %d", i, c.Index)
 		}
-		if want[i] < 0 {
+		if want[i] == nil {
 			if c.Err != nil || c.Args == nil || c.Server != "s" || c.Tool != "echo" || c.Def == nil {
 				t.Errorf("call %d: %+v", i, c)
 			}
@@ -175,7 +175,7 @@ func TestResolveNamespace(t *testing.T) {
 	for i, want := range []string{"github__create_issue", "github__create_issue", "", "", "", "slack__post"} {
 		c := calls[i]
 		if want == "" {
-			if c.Err == nil || c.Err.Kind != conduit.KindUnknownTool || c.Def != nil {
+			if c.Err == nil || c.Err.Kind != conduit.ErrUnknownTool || c.Def != nil {
 				t.Errorf("call %s: %+v, want an unknown tool", c.ID, c)
 			}
 			continue

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/config"
 	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/conduitmcp/conduit/oauth"
@@ -106,7 +107,7 @@ isError is printed and is exit status 1 too.`)
 		return failure("%s", msg)
 	}
 	if !*raw {
-		res = conduit.ShapeForModel(res)
+		res = adapters.ShapeForModel(res)
 		// The tool's server may set a budget of its own. The listing is the
 		// one the call resolved against, usually still cached.
 		own := 0
@@ -117,7 +118,7 @@ isError is printed and is exit status 1 too.`)
 		}
 		limit := turn.ResultBudget(own, bf.resultTokens())
 		if limit > 0 {
-			if cut, whole := conduit.CutForModel(res, limit); cut != res {
+			if cut, whole := adapters.CutForModel(res, limit); cut != res {
 				res = cut
 				fmt.Fprintf(env.Stderr, "conduit: the result was cut to its budget of %d tokens (about %d in all; --raw prints it whole)\n", limit, whole)
 			}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -373,7 +374,7 @@ func reportCalls(env *Env, raws []toolcall.Raw, exec *adapters.Execution) {
 		if err := exec.Errors[i]; err != nil {
 			outcome = describe(err)
 		}
-		if k, _ := conduit.KindOf(exec.Errors[i]); k == conduit.KindDeferred {
+		if ce := (*conduit.Error)(nil); errors.As(exec.Errors[i], &ce) && ce.Kind == conduit.ErrDeferred {
 			// Why it waits was said when it was deferred. What to do next is
 			// said once for every pending call.
 			outcome = "pending"

@@ -39,10 +39,10 @@ func readInput(env *Env, name, what string) ([]byte, error) {
 func describe(err error) string {
 	var ce *conduit.Error
 	if errors.As(err, &ce) {
-		msg := fmt.Sprintf("%s: %s", ce.Kind, ce.Message)
+		msg := fmt.Sprintf("%s: %s", ce.String(), ce.Message)
 		// A denial's and a deferral's messages already say their cause.
 		var d *conduit.Deferral
-		if ce.Err != nil && ce.Kind != conduit.KindDenied && !errors.As(ce.Err, &d) {
+		if ce.Err != nil && ce.Kind != conduit.ErrDenied && !errors.As(ce.Err, &d) {
 			msg += " (" + ce.Err.Error() + ")"
 		}
 		return msg

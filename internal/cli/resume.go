@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -212,8 +213,9 @@ func decidedCalls(exec *adapters.Execution, decisions map[string]adapters.Ruling
 		}
 		d := decidedCall{ID: id, Name: c.Name, Outcome: "ran"}
 		if err := exec.Errors[c.Index]; err != nil {
-			k, _ := conduit.KindOf(err)
-			d.Outcome, d.Error = k.String(), describe(err)
+			var ce *conduit.Error
+			errors.As(err, &ce)
+			d.Outcome, d.Error = ce.String(), describe(err)
 		}
 		out = append(out, found{c.Index, d})
 	}

@@ -103,7 +103,7 @@ type CallReport struct {
 	// or halt.
 	Approval string `json:"approval,omitempty"`
 	// Outcome is ok (a result, isError ones included) or the
-	// conduit.ErrorKind of the failure.
+	// error kind of the failure (conduit.Error.String).
 	Outcome string `json:"outcome"`
 	Message string `json:"message,omitempty"`
 }

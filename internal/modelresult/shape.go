@@ -1,6 +1,6 @@
 // Package modelresult puts a tool's result in the form a model reads. It
 // keeps the content every provider takes, and applies the result budget.
-// Package conduit exports it as ShapeForModel and CutForModel.
+// Package adapters exports it as ShapeForModel and CutForModel.
 package modelresult
 
 import (

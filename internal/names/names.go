@@ -1,8 +1,10 @@
-// Package names holds the rule for a server's id, which the hub and the
-// lock file both check.
+// Package names holds the rules for names: a server's id, which the hub
+// and the lock file both check, and an exposed name every provider takes.
 package names
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strings"
 )
@@ -35,3 +37,43 @@ func exposable(id string) bool {
 	}
 	return true
 }
+
+// MaxLen is the longest exposed tool name: OpenAI's limit, and within
+// Anthropic's and Gemini's.
+const MaxLen = 64
+
+// hashLen is the length of the hex hash suffix given to names cut at
+// MaxLen; 8 hex digits keep collisions between cut names unlikely while
+// leaving most of the name readable.
+const hashLen = 8
+
+// Sanitize maps a tool name to the character set every provider accepts,
+// ^[A-Za-z_][A-Za-z0-9_-]{0,63}$: other characters become '_', a name that
+// does not start with a letter or '_' gets a '_' in front (Gemini requires
+// it), and a name over MaxLen is cut and given a stable hash suffix of
+// the whole name, so two long names that share a prefix stay distinct.
+func Sanitize(name string) string {
+	var b strings.Builder
+	b.Grow(len(name) + 1)
+	for i, r := range name {
+		if i == 0 && !(isLetter(r) || r == '_') {
+			b.WriteByte('_')
+		}
+		if isLetter(r) || (r >= '0' && r <= '9') || r == '_' || r == '-' {
+			b.WriteRune(r)
+		} else {
+			b.WriteByte('_')
+		}
+	}
+	if b.Len() == 0 {
+		return "_"
+	}
+	s := b.String()
+	if len(s) <= MaxLen {
+		return s
+	}
+	sum := sha256.Sum256([]byte(name))
+	return s[:MaxLen-hashLen-1] + "_" + hex.EncodeToString(sum[:])[:hashLen]
+}
+
+func isLetter(r rune) bool { return (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') }

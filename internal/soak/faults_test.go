@@ -224,12 +224,12 @@ func (s *soak) hostileTurn(ctx context.Context, kind string, rng *rand.Rand) {
 	}
 	// rejected is a call conduit must answer without sending: its message
 	// says so to the recorder.
-	rejected := func(name string, args any, kind conduit.ErrorKind) planned {
+	rejected := func(name string, args any, kind *conduit.Error) planned {
 		id := s.id("h")
 		if args == nil {
 			args = map[string]any{"message": "R:" + id}
 		}
-		return planned{id: id, name: name, args: args, rejected: true, kinds: []conduit.ErrorKind{kind}}
+		return planned{id: id, name: name, args: args, rejected: true, kinds: []*conduit.Error{kind}}
 	}
 	var calls []planned
 	switch kind {
@@ -256,43 +256,43 @@ func (s *soak) hostileTurn(ctx context.Context, kind string, rng *rand.Rand) {
 		return
 	case "unknown tool names":
 		for _, name := range []string{srv + "__nope", "echo", "", srv + "__echo ", "nosuch__echo", srv + "_echo", srv + "__get-env2"} {
-			calls = append(calls, rejected(name, nil, conduit.KindUnknownTool))
+			calls = append(calls, rejected(name, nil, conduit.ErrUnknownTool))
 		}
 	case "wrong argument types":
 		calls = append(calls,
-			rejected(srv+"__get-sum", map[string]any{"a": "two", "b": 3}, conduit.KindInvalidArguments),
-			rejected(srv+"__get-sum", map[string]any{"a": []any{1}, "b": map[string]any{}}, conduit.KindInvalidArguments),
-			rejected(srv+"__echo", map[string]any{"message": 5}, conduit.KindInvalidArguments),
-			rejected(srv+"__echo", map[string]any{}, conduit.KindInvalidArguments),
-			rejected(srv+"__get-structured-content", map[string]any{"location": "Paris"}, conduit.KindInvalidArguments),
+			rejected(srv+"__get-sum", map[string]any{"a": "two", "b": 3}, conduit.ErrInvalidArguments),
+			rejected(srv+"__get-sum", map[string]any{"a": []any{1}, "b": map[string]any{}}, conduit.ErrInvalidArguments),
+			rejected(srv+"__echo", map[string]any{"message": 5}, conduit.ErrInvalidArguments),
+			rejected(srv+"__echo", map[string]any{}, conduit.ErrInvalidArguments),
+			rejected(srv+"__get-structured-content", map[string]any{"location": "Paris"}, conduit.ErrInvalidArguments),
 			echo(srv+"__echo"),
 		)
 	case "arguments not an object":
 		for _, args := range []any{[]any{"m"}, "message", 42.0, true, `{"message":`, []any{}} {
-			calls = append(calls, rejected(srv+"__echo", args, conduit.KindInvalidArguments))
+			calls = append(calls, rejected(srv+"__echo", args, conduit.ErrInvalidArguments))
 		}
 		// JSON null: planned.raw writes nil as null.
-		c := rejected(srv+"__echo", nil, conduit.KindInvalidArguments)
+		c := rejected(srv+"__echo", nil, conduit.ErrInvalidArguments)
 		c.args = nil
 		calls = append(calls, c, echo(srv+"__echo"))
 	case "deep nesting":
-		// Past conduit.DefaultMaxArgDepth: refused before the policy, with
+		// Past Limits.MaxArgDepth's default (64): refused before the policy, with
 		// nothing sent, and the calls beside them unharmed.
-		nested := rejected(srv+"__echo", nil, conduit.KindLimit)
+		nested := rejected(srv+"__echo", nil, conduit.ErrLimit)
 		nested.args.(map[string]any)["nest"] = deep(5000, "x")
 		calls = append(calls,
 			nested,
-			rejected(srv+"__echo", map[string]any{"message": deep(5000, "x")}, conduit.KindLimit),
+			rejected(srv+"__echo", map[string]any{"message": deep(5000, "x")}, conduit.ErrLimit),
 			echo(srv+"__echo"),
 		)
 	case "huge arguments":
-		// Half of conduit.DefaultMaxArgBytes is sent (and its echo reaches
+		// Half of Limits.MaxArgBytes's default (1 MiB) is sent (and its echo reaches
 		// the model cut to the result budget); 4 MiB is refused.
 		big := echo(srv + "__echo")
 		big.echo += " " + strings.Repeat("x", 512<<10)
 		big.args = map[string]any{"message": big.echo}
 		calls = append(calls, big,
-			rejected(srv+"__get-sum", map[string]any{"a": 1.0, "b": 2.0, "pad": strings.Repeat("y", 4<<20)}, conduit.KindLimit),
+			rejected(srv+"__get-sum", map[string]any{"a": 1.0, "b": 2.0, "pad": strings.Repeat("y", 4<<20)}, conduit.ErrLimit),
 			echo(srv+"__echo"))
 	case "thousands of calls":
 		for i := range max(*flagMany, 1) {
@@ -300,7 +300,7 @@ func (s *soak) hostileTurn(ctx context.Context, kind string, rng *rand.Rand) {
 			if i >= adapters.DefaultMaxToolCalls {
 				// Past the limit of calls in one response: answered, never
 				// sent, whatever they name.
-				c := rejected(sv+"__echo", nil, conduit.KindLimit)
+				c := rejected(sv+"__echo", nil, conduit.ErrLimit)
 				if i%10 == 1 {
 					c.name = fmt.Sprintf("tool_%d", i)
 				}
@@ -311,15 +311,15 @@ func (s *soak) hostileTurn(ctx context.Context, kind string, rng *rand.Rand) {
 			case 0, 5:
 				calls = append(calls, echo(sv+"__echo"))
 			case 1:
-				calls = append(calls, rejected(sv+"__nope", nil, conduit.KindUnknownTool))
+				calls = append(calls, rejected(sv+"__nope", nil, conduit.ErrUnknownTool))
 			case 2:
-				calls = append(calls, rejected(sv+"__echo", []any{i}, conduit.KindInvalidArguments))
+				calls = append(calls, rejected(sv+"__echo", []any{i}, conduit.ErrInvalidArguments))
 			case 3:
 				id := fmt.Sprintf("h%d-%d", rng.Uint32(), i)
 				calls = append(calls, planned{id: id, name: sv + "__echo", args: map[string]any{"message": "m:" + id + " " + forbidden},
-					denied: true, kinds: []conduit.ErrorKind{conduit.KindDenied}})
+					denied: true, kinds: []*conduit.Error{conduit.ErrDenied}})
 			default:
-				calls = append(calls, rejected(fmt.Sprintf("tool_%d", i), nil, conduit.KindUnknownTool))
+				calls = append(calls, rejected(fmt.Sprintf("tool_%d", i), nil, conduit.ErrUnknownTool))
 			}
 		}
 	case "duplicate call ids":

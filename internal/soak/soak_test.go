@@ -82,7 +82,7 @@ type planned struct {
 	// arguments that are not an object. Neither may have a result.
 	denied, rejected bool
 	// kinds, when set, are the kinds its error must be one of.
-	kinds []conduit.ErrorKind
+	kinds []*conduit.Error
 }
 
 func (c planned) raw() toolcall.Raw { return toolcall.Raw{ID: c.id, Name: c.name, Args: c.args} }
@@ -177,7 +177,7 @@ func (s *soak) trace() *conduit.Trace {
 			}
 			s.mu.Unlock()
 		},
-		ServerUp: func(i conduit.ServerUpInfo) {
+		ServerUp: func(i conduit.ServerEvent) {
 			s.mu.Lock()
 			s.ups++
 			if at, ok := s.downAt[i.Server]; ok {
@@ -186,7 +186,7 @@ func (s *soak) trace() *conduit.Trace {
 			}
 			s.mu.Unlock()
 		},
-		ServerDown: func(i conduit.ServerDownInfo) {
+		ServerDown: func(i conduit.ServerEvent) {
 			why := "?"
 			if i.Err != nil {
 				why = strings.Join(strings.Fields(i.Err.Error()), " ")
@@ -516,12 +516,12 @@ func (s *soak) execute(ctx context.Context, p adapters.Provider, conv *adapters.
 			calls[i].rejected = true
 			if i < adapters.DefaultMaxToolCalls {
 				// Past the limit of calls a response, a call is answered
-				// KindLimit before its name is looked at. A tool of a
+				// ErrLimit before its name is looked at. A tool of a
 				// server that is down is unavailable (try again later),
 				// not unknown.
-				calls[i].kinds = []conduit.ErrorKind{conduit.KindUnknownTool}
+				calls[i].kinds = []*conduit.Error{conduit.ErrUnknownTool}
 				if server, _, ok := strings.Cut(calls[i].name, "__"); ok && down[server] {
-					calls[i].kinds = []conduit.ErrorKind{conduit.KindUnavailable}
+					calls[i].kinds = []*conduit.Error{conduit.ErrUnavailable}
 				}
 			}
 		}
@@ -634,7 +634,7 @@ func (s *soak) check(p adapters.Provider, calls []planned, exec *adapters.Execut
 		}
 		s.outcomes[ce.Kind.String()]++
 		if c.kinds != nil && !slices.Contains(c.kinds, ce.Kind) {
-			s.problemLocked("wrong error", "%s: call %s (%s) answered %v (%s), want one of %v", p, c.id, c.name, ce.Kind, ce.Message, c.kinds)
+			s.problemLocked("wrong error", "%s: call %s (%s) answered %v (%s), want one of %v", p, c.id, c.name, ce.String(), ce.Message, c.kinds)
 		}
 	}
 }
@@ -823,10 +823,10 @@ func (s *soak) ordinaryCall(rng *rand.Rand) planned {
 	case r < 93:
 		c.name, c.denied = srv+"__echo", true
 		c.args = map[string]any{"message": "m:" + id + " " + forbidden}
-		c.kinds = []conduit.ErrorKind{conduit.KindDenied}
+		c.kinds = []*conduit.Error{conduit.ErrDenied}
 	default:
 		c.name, c.denied, c.args = srv+"__get-env", true, map[string]any{}
-		c.kinds = []conduit.ErrorKind{conduit.KindDenied, conduit.KindUnknownTool}
+		c.kinds = []*conduit.Error{conduit.ErrDenied, conduit.ErrUnknownTool}
 	}
 	return c
 }
@@ -851,8 +851,9 @@ func (s *soak) directDenied(ctx context.Context, rng *rand.Rand) {
 	case errors.Is(err, conduit.ErrDenied), errors.Is(err, conduit.ErrUnavailable):
 		// Unavailable while the server is down: the hub's listing lacks
 		// it, and says its server is down.
-		k, _ := conduit.KindOf(err)
-		s.outcomes[k.String()]++
+		var ce *conduit.Error
+		errors.As(err, &ce)
+		s.outcomes[ce.String()]++
 	default:
 		s.problemLocked("wrong error", "hub.CallTool(%s): %v, want denied", name, err)
 	}

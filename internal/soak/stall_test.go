@@ -2,6 +2,7 @@ package soak_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"syscall"
@@ -68,10 +69,11 @@ func TestStalledServerCallsAreBounded(t *testing.T) {
 			t0 := time.Now()
 			_, err := hub.CallTool(ctx, "ev__echo", map[string]any{"message": big}, &conduit.CallOptions{ToolSet: ts})
 			d := time.Since(t0)
-			k, _ := conduit.KindOf(err)
+			var ce *conduit.Error
+			errors.As(err, &ce)
 			mu.Lock()
 			slowest = max(slowest, d)
-			kinds = append(kinds, k.String())
+			kinds = append(kinds, ce.String())
 			if err != nil {
 				msgs = append(msgs, err.Error())
 			}
@@ -87,7 +89,7 @@ func TestStalledServerCallsAreBounded(t *testing.T) {
 		t.Errorf("a call to a stopped server took %v; CallTimeout is %v, RequestTimeout %v", slowest, callTimeout, requestTimeout)
 	}
 	for _, k := range kinds {
-		if k != conduit.KindTimeout.String() {
+		if k != conduit.ErrTimeout.String() {
 			t.Errorf("a call to a stopped server was answered %s, want timeout", k)
 		}
 	}

@@ -2,7 +2,7 @@
 // and images by each provider's documented rule. It cuts text and JSON to
 // a number of tokens at clean boundaries ([Fit] over a result's pieces).
 // It does the counting and cutting under the result budget. The adapters
-// apply it to rendered answers, conduit.CutForModel to MCP results. It
+// apply it to rendered answers, adapters.CutForModel to MCP results. It
 // knows nothing of MCP or of providers' payloads.
 //
 // # The text estimator

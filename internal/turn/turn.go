@@ -307,14 +307,22 @@ func Decide(waiting []Waiting, decisions map[string]Decision) ([]int, map[int]*c
 	return out, inputs, nil
 }
 
-// Kind is the error kind named name (conduit.ErrorKind.String). Saved
+// kinds are the sentinels of conduit.Error, one per kind.
+var kinds = []*conduit.Error{
+	conduit.ErrInternal, conduit.ErrUnknownTool, conduit.ErrInvalidArguments,
+	conduit.ErrDenied, conduit.ErrApprovalRequired, conduit.ErrHalted,
+	conduit.ErrTimeout, conduit.ErrCanceled, conduit.ErrUnavailable,
+	conduit.ErrServerError, conduit.ErrLimit, conduit.ErrDeferred,
+}
+
+// Kind is the sentinel of the error kind named name (its String). Saved
 // state and records write kinds by name. It returns false for a name no
 // kind has.
-func Kind(name string) (conduit.ErrorKind, bool) {
-	for k := conduit.ErrorKind(0); k < 64; k++ {
+func Kind(name string) (*conduit.Error, bool) {
+	for _, k := range kinds {
 		if k.String() == name {
 			return k, true
 		}
 	}
-	return 0, false
+	return nil, false
 }

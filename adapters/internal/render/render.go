@@ -15,6 +15,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/jsonv"
+	"github.com/conduitmcp/conduit/internal/modelresult"
 	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/conduitmcp/conduit/internal/tokens"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -120,7 +121,7 @@ func part(c mcp.Content, o *RenderOptions) Part {
 		p, _ := media("image", c.MIMEType, c.Data, o)
 		return p
 	case *mcp.AudioContent:
-		// No provider takes audio in a tool result (conduit.ShapeForModel
+		// No provider takes audio in a tool result (adapters.ShapeForModel
 		// says the same).
 		return Part{Kind: PartText, Text: modeltext.Placeholder("audio", c.MIMEType, len(c.Data))}
 	case *mcp.ResourceLink:
@@ -152,7 +153,7 @@ func part(c mcp.Content, o *RenderOptions) Part {
 // the provider takes it, a placeholder otherwise. omitted reports a
 // placeholder for an image over the provider's limit.
 func media(kind, declared string, data []byte, o *RenderOptions) (p Part, omitted bool) {
-	mt, ok := conduit.ModelImageType(declared, data)
+	mt, ok := modelresult.ImageType(declared, data)
 	if ok && o.Images {
 		if why := o.Limit.over(mt, data); why != "" {
 			return Part{Kind: PartText, Text: modeltext.Omitted(kind, mt, len(data), why)}, true

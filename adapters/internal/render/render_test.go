@@ -9,6 +9,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/internal/render"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/modelresult"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -61,7 +62,7 @@ func TestRender(t *testing.T) {
 }
 
 func TestErrorText(t *testing.T) {
-	if got := render.ErrorText(&conduit.Error{Kind: conduit.KindDenied, Message: "No."}); got != "No." {
+	if got := render.ErrorText(&conduit.Error{Kind: conduit.ErrDenied, Message: "No."}); got != "No." {
 		t.Error(got)
 	}
 	if got := render.ErrorText(errors.New("boom")); got != "boom" {
@@ -88,7 +89,7 @@ func TestShapeAndRenderAgree(t *testing.T) {
 		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "u://p", Blob: png}},
 	} {
 		res := &mcp.CallToolResult{Content: []mcp.Content{c}}
-		shaped := conduit.ShapeForModel(res)
+		shaped := modelresult.Shape(res)
 		for _, o := range []*render.RenderOptions{nil, {Images: true}} {
 			raw, sh := render.Render(res, o), render.Render(shaped, o)
 			if !reflect.DeepEqual(raw, sh) {

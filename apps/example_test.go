@@ -1,9 +1,9 @@
-package conduit_test
+package apps_test
 
 import (
 	"fmt"
 
-	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/apps"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -17,8 +17,8 @@ func ExampleAppOnly() {
 	show := &mcp.Tool{Name: "show_chart", Meta: mcp.Meta{"ui": map[string]any{
 		"resourceUri": "ui://charts/view.html",
 	}}}
-	fmt.Println(conduit.AppOnly(refresh), conduit.AppResource(refresh))
-	fmt.Println(conduit.AppOnly(show), conduit.AppResource(show))
+	fmt.Println(apps.AppOnly(refresh), apps.Resource(refresh))
+	fmt.Println(apps.AppOnly(show), apps.Resource(show))
 	// Output:
 	// true ui://charts/view.html
 	// false ui://charts/view.html

@@ -1,30 +1,13 @@
-package conduit
-
-// The form of a result a model reads: what every provider takes, and the
-// result budget. The rules live in an internal package that package
-// adapters shares.
+// The form of a result a model reads (what every provider takes, and the
+// result budget), and the names it calls tools by, for a program that
+// hands results to a model itself.
+package adapters
 
 import (
 	"github.com/conduitmcp/conduit/internal/modelresult"
-	"github.com/conduitmcp/conduit/internal/modeltext"
+	"github.com/conduitmcp/conduit/internal/names"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// ModelImageType returns the media type of an image a model accepts inline
-// (JPEG, PNG, GIF or WebP), judged by the bytes themselves rather than by
-// the declared type, which a server may get wrong; ok is false for anything
-// else (SVG, a declared image that is not one, empty data).
-func ModelImageType(declared string, data []byte) (mediaType string, ok bool) {
-	return modelresult.ImageType(declared, data)
-}
-
-// Placeholder returns the text a model sees in place of content it cannot
-// take: "[image: image/svg+xml, 1024 bytes]". mediaType is as declared
-// (its parameters are dropped); size is the decoded size. It is the text
-// ShapeForModel and the adapters write.
-func Placeholder(kind, mediaType string, size int) string {
-	return modeltext.Placeholder(kind, mediaType, size)
-}
 
 // ShapeForModel returns res prepared for a model, by the rule the adapters
 // apply for every provider: images other than JPEG, PNG, GIF and WebP (SVG
@@ -39,8 +22,8 @@ func ShapeForModel(res *mcp.CallToolResult) *mcp.CallToolResult {
 }
 
 // CutForModel returns res cut to maxTokens tokens of what a model reads
-// of its content, as package adapters cuts an answer (see its "Result
-// budget"): the content blocks are kept in order while they fit, the
+// of its content, as the adapters cut an answer (see "Result budget" in
+// the package doc): the content blocks are kept in order while they fit, the
 // first that does not is cut (a text at a line break or a character, a
 // JSON text into valid JSON, an embedded resource's text likewise) or
 // dropped (an image, a link, a blob), the blocks after it are dropped,
@@ -59,3 +42,11 @@ func ShapeForModel(res *mcp.CallToolResult) *mcp.CallToolResult {
 func CutForModel(res *mcp.CallToolResult, maxTokens int) (out *mcp.CallToolResult, tokensIn int) {
 	return modelresult.Cut(res, maxTokens)
 }
+
+// SanitizeName maps a tool name to the character set every provider
+// accepts, ^[A-Za-z_][A-Za-z0-9_-]{0,63}$. Other characters become '_'.
+// A name that does not start with a letter or '_' gets a '_' in front, as
+// Gemini requires. A name over 64 characters is cut and given a stable
+// hash of the whole name, so two long names that share a prefix stay
+// distinct. Hubs and clients name their tools by it.
+func SanitizeName(name string) string { return names.Sanitize(name) }
