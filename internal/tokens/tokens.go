@@ -180,6 +180,15 @@ func feed[T ~string | ~[]byte](c *Counter, s T, limit int) (stop int) {
 			i++
 			continue
 		}
+		if b == ' ' && limit == 0 && c.kind == pWord && c.pend == pendNone && i+1 < len(s) && classes[s[i+1]] == cLower {
+			// The next common case: a space, then a new word in lower
+			// case. It is what add does for the two bytes.
+			c.total++
+			c.kind, c.n, c.other, c.paid, c.upper, c.glued = pWord, 2, 0, 2*wordFree, false, false
+			c.spaceLast = true
+			i += 2
+			continue
+		}
 		size := 1
 		r := rune(b)
 		if cls == cHigh {

@@ -1,6 +1,7 @@
 package tokens
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -79,4 +80,31 @@ func BenchmarkText(b *testing.B) {
 	for b.Loop() {
 		Text(s)
 	}
+}
+
+// byteWise counts s one byte at a time through add, as feed does under a
+// limit: the reference for feed's fast paths.
+func byteWise(s string) int {
+	var c Counter
+	feed(&c, s, math.MaxInt)
+	return c.Tokens()
+}
+
+func TestFastPaths(t *testing.T) {
+	s := sample(t)
+	if got, want := Text(s), byteWise(s); got != want {
+		t.Fatalf("Text %d, byte-wise %d", got, want)
+	}
+}
+
+// FuzzFastPaths: feed's fast paths count what add does byte by byte.
+func FuzzFastPaths(f *testing.F) {
+	for _, s := range []string{"the deploy of service 4 moved", "a  b\tc\n d", "x1 y", "A b", "é a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := Text(s), byteWise(s); got != want {
+			t.Fatalf("%q: Text %d, byte-wise %d", s, got, want)
+		}
+	})
 }
