@@ -138,7 +138,9 @@ func (p *taskPoller) RoundTrip(req *http.Request) (*http.Response, error) {
 		go func() {
 			defer src.Close()
 			sc := bufio.NewScanner(src)
-			sc.Buffer(make([]byte, 64*1024), 64<<20)
+			// The buffer grows to the longest line. Most are a few KB,
+			// and 64 KB up front was most of an HTTP call's memory.
+			sc.Buffer(make([]byte, 4<<10), 64<<20)
 			for sc.Scan() {
 				line := sc.Bytes()
 				if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
