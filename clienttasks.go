@@ -133,30 +133,68 @@ func (p *taskPoller) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.ContentLength = int64(len(data))
 		resp.Header.Del("Content-Length")
 	case strings.HasPrefix(ct, "text/event-stream"):
-		pr, pw := io.Pipe()
-		src := resp.Body
-		go func() {
-			defer src.Close()
-			sc := bufio.NewScanner(src)
-			// The buffer grows to the longest line. Most are a few KB,
-			// and 64 KB up front was most of an HTTP call's memory.
-			sc.Buffer(make([]byte, 4<<10), 64<<20)
-			for sc.Scan() {
-				line := sc.Bytes()
-				if d, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-					line = append([]byte("data: "), p.rewrite(bytes.TrimSpace(d), route)...)
-				}
-				if _, err := pw.Write(append(bytes.Clone(line), '\n')); err != nil {
-					return
-				}
-			}
-			pw.CloseWithError(sc.Err())
-		}()
-		resp.Body = pr
+		resp.Body = &taskEvents{src: resp.Body, r: bufio.NewReaderSize(resp.Body, 4<<10), p: p, route: route}
 		resp.ContentLength = -1
 	}
 	return resp, nil
 }
+
+// maxEventLine bounds a line of a tools/call's event stream.
+const maxEventLine = 64 << 20
+
+// taskEvents is a tools/call's event stream with a CreateTaskResult
+// rewritten (see rewrite) as the SDK reads it. It runs on the reader's
+// goroutine: a pipe and a goroutine per call cost more than the call's
+// own framing.
+type taskEvents struct {
+	src   io.ReadCloser
+	r     *bufio.Reader
+	p     *taskPoller
+	route *taskRoute
+	buf   []byte // the rest of the line being read out
+	err   error  // the source's error, once its lines are read out
+}
+
+func (t *taskEvents) Read(b []byte) (int, error) {
+	for len(t.buf) == 0 {
+		if t.err != nil {
+			return 0, t.err
+		}
+		line, err := t.line()
+		t.err = err
+		if d, ok := bytes.CutPrefix(line, []byte("data:")); ok && bytes.Contains(d, []byte(`"task"`)) {
+			d = bytes.TrimSpace(d)
+			if out := t.p.rewrite(d, t.route); !bytes.Equal(out, d) {
+				line = append(append([]byte("data: "), out...), '\n')
+			}
+		}
+		t.buf = line
+	}
+	n := copy(b, t.buf)
+	t.buf = t.buf[n:]
+	return n, nil
+}
+
+// line reads the next line, its newline kept. A line may outgrow the
+// reader's buffer, up to maxEventLine. A line within the buffer is not
+// copied: Read hands it out before the next read overwrites it.
+func (t *taskEvents) line() ([]byte, error) {
+	frag, err := t.r.ReadSlice('\n')
+	if err != bufio.ErrBufferFull {
+		return frag, err
+	}
+	line := bytes.Clone(frag)
+	for err == bufio.ErrBufferFull {
+		if len(line) > maxEventLine {
+			return nil, fmt.Errorf("an event stream line is over %d bytes", maxEventLine)
+		}
+		frag, err = t.r.ReadSlice('\n')
+		line = append(line, frag...)
+	}
+	return line, err
+}
+
+func (t *taskEvents) Close() error { return t.src.Close() }
 
 // rewrite returns data, a JSON-RPC message, with a CreateTaskResult
 // replaced by a result that names the task (kept in p.routes).
