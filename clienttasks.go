@@ -69,6 +69,29 @@ type taskRoute struct {
 	header http.Header
 	meta   json.RawMessage
 	env    createdTask
+	// request is the tools/call request's JSON text, when its _meta is
+	// still to be read (callMeta).
+	request []byte
+}
+
+// callMeta reads r.request: a tools/call's _meta. It reports false when
+// the request is not a tools/call with an id, whose answer is no task.
+func (r *taskRoute) callMeta() bool {
+	if r.request == nil {
+		return true
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params struct {
+			Meta json.RawMessage `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(r.request, &msg) != nil || msg.Method != "tools/call" || len(msg.ID) == 0 {
+		return false
+	}
+	r.meta, r.request = msg.Params.Meta, nil
+	return true
 }
 
 // createdTask is a CreateTaskResult's fields that conduit reads.
@@ -100,16 +123,6 @@ func (p *taskPoller) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !bytes.Contains(body, []byte(`"tools/call"`)) {
 		return p.base.RoundTrip(r2) // only a tool call's answer may be a task
 	}
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
-		Params struct {
-			Meta json.RawMessage `json:"_meta"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" || len(msg.ID) == 0 {
-		return p.base.RoundTrip(r2)
-	}
 	resp, err := p.base.RoundTrip(r2)
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return resp, err
@@ -120,7 +133,8 @@ func (p *taskPoller) RoundTrip(req *http.Request) (*http.Response, error) {
 			h.Set(k, v)
 		}
 	}
-	route := &taskRoute{url: req.URL.String(), header: h, meta: msg.Params.Meta}
+	// The request is decoded only if its answer is a task (callMeta).
+	route := &taskRoute{url: req.URL.String(), header: h, request: body}
 	switch ct := resp.Header.Get("Content-Type"); {
 	case strings.HasPrefix(ct, "application/json"):
 		data, err := io.ReadAll(resp.Body)
@@ -233,6 +247,9 @@ func (p *taskPoller) taskResult(result json.RawMessage, route *taskRoute) (json.
 		return nil, false
 	}
 	r := *route
+	if !r.callMeta() {
+		return nil, false
+	}
 	r.env = res.createdTask
 	ref := rand.Text()
 	out, err := json.Marshal(map[string]any{"content": []any{}, "_meta": map[string]any{metaTaskRef: ref}})
