@@ -81,7 +81,7 @@ func do(t *testing.T, tctx context.Context, what string, steps ...chromedp.Actio
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tctx, 60*time.Second)
 	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
+	if err := swapped(func() error { return chromedp.Do(ctx, steps...) }); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
@@ -91,17 +91,40 @@ func get[T any](t *testing.T, tctx context.Context, what string, a chromedp.Acti
 	t.Helper()
 	ctx, cancel := context.WithTimeout(tctx, 60*time.Second)
 	defer cancel()
-	v, err := chromedp.Run(ctx, a)
+	var v T
+	err := swapped(func() (err error) {
+		v, err = chromedp.Run(ctx, a)
+		return err
+	})
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 	return v
 }
 
+// swapped runs f again when the page's live refresh replaced the node it
+// found before it could use it. A person would look again; nothing was
+// done to the stale node.
+func swapped(f func() error) error {
+	err := f()
+	for range 5 {
+		if err == nil || !strings.Contains(err.Error(), "No node with given id found") {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+		err = f()
+	}
+	return err
+}
+
 // shot saves a screenshot of the tab's page under docs/images, for the
-// console's guide.
+// console's guide, when CONDUIT_CONSOLE_SHOTS is set: a test run leaves
+// the tree as it found it.
 func shot(t *testing.T, tctx context.Context, name string) {
 	t.Helper()
+	if os.Getenv("CONDUIT_CONSOLE_SHOTS") == "" {
+		return
+	}
 	png := get(t, tctx, "screenshot "+name, chromedp.FullScreenshot(100))
 	dir := filepath.Join(testenv.RepoRoot(), "docs", "images")
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -5,6 +5,7 @@
   const main = document.getElementById("live");
   if (!main || !window.EventSource || document.body.dataset.page === "signin") return;
   let busy = false;
+  let last = null; // the last part swapped in, as fetched
   async function refresh() {
     // Do not swap under an admin who is typing a reason.
     const a = document.activeElement;
@@ -14,7 +15,13 @@
       const u = new URL(location.href);
       u.searchParams.set("partial", "1");
       const res = await fetch(u, { credentials: "same-origin" });
-      if (res.ok) main.innerHTML = await res.text();
+      const html = res.ok ? await res.text() : null;
+      // Swap only what changed, so the page does not flicker and a
+      // button under the pointer stays the one clicked.
+      if (html !== null && html !== last) {
+        main.innerHTML = html;
+        last = html;
+      }
     } finally {
       busy = false;
     }
