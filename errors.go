@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/conduitmcp/conduit/internal/errtext"
 )
 
 // Error is the one error type of a governed call. Its Message is written
@@ -158,15 +159,11 @@ func unknownToolError(name string) *Error {
 	return newError(ErrUnknownTool, "", "", fmt.Sprintf("Unknown tool %q: it is not among the tools offered.", name), nil)
 }
 
-// InvalidArgumentsError is the error of a call to t whose arguments cannot
+// invalidArgumentsError is the error of a call to t whose arguments cannot
 // be sent, for reason. They are not a JSON object, or not what the input
 // schema asks for. Nothing is sent.
-func InvalidArgumentsError(t *Tool, reason error) *Error {
-	msg := "Invalid arguments for " + t.Exposed
-	if reason != nil {
-		msg += ": " + reason.Error()
-	}
-	return newError(ErrInvalidArguments, t.Server, t.Name, sentence(msg), reason)
+func invalidArgumentsError(t *Tool, reason error) *Error {
+	return newError(ErrInvalidArguments, t.Server, t.Name, errtext.InvalidArguments(t.Exposed, reason), reason)
 }
 
 // argsLimitError is the error of a call to t whose arguments are over a
@@ -184,11 +181,10 @@ func resultLimitError(t *Tool, reason error) *Error {
 		"The call to "+t.Exposed+" was made, but its result was not passed on: it "+reason.Error()+". Ask for less at a time, if the tool allows it.", reason)
 }
 
-// HaltedError is the error of a call to t that was not sent because an
+// haltedError is the error of a call to t that was not sent because an
 // approver halted its batch.
-func HaltedError(t *Tool) *Error {
-	return newError(ErrHalted, t.Server, t.Name,
-		"The call to "+t.Exposed+" was not made: the run was halted by an approver.", nil)
+func haltedError(t *Tool) *Error {
+	return newError(ErrHalted, t.Server, t.Name, errtext.Halted(t.Exposed), nil)
 }
 
 // ContextError is the error of a call to t whose context ctx ended. t is
@@ -229,12 +225,4 @@ func listingError(ctx context.Context, err error) *Error {
 		return e
 	}
 	return newError(ErrUnavailable, "", "", "The tools are unavailable: "+err.Error(), err)
-}
-
-// sentence ends s with a full stop.
-func sentence(s string) string {
-	if strings.HasSuffix(s, ".") {
-		return s
-	}
-	return s + "."
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/bounded"
+	"github.com/conduitmcp/conduit/internal/errtext"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -370,7 +371,7 @@ func (r *runner) run(ctx context.Context, c toolcall.Call) {
 // call sends one call through the pipeline.
 func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult, error) {
 	if halted(r.halt) {
-		return nil, conduit.HaltedError(c.Def)
+		return nil, haltedError(c.Def)
 	}
 	copts := r.o.callOptions(r.ts, c.ID, r.halt)
 	if rc, ok := r.resumed[c.Index]; ok {
@@ -469,6 +470,12 @@ func (r *runner) callBounded(ctx context.Context, c toolcall.Call, call func(con
 		}
 		return conduit.ContextError(cctx, c.Def, limit, nil)
 	})
+}
+
+// haltedError is the error of a call to t not sent because an approver
+// halted its batch, worded as the pipeline words it.
+func haltedError(t *conduit.Tool) *conduit.Error {
+	return &conduit.Error{Kind: conduit.ErrHalted, Server: t.Server, Tool: t.Name, Message: errtext.Halted(t.Exposed)}
 }
 
 func halted(ch <-chan struct{}) bool {
