@@ -29,10 +29,10 @@ import (
 // deferral, and each take-up polls it once. A durable caller (a Temporal
 // workflow) then waits between polls on timers of its own.
 
-// TasksExtension is the id of the tasks extension (SEP-2663), which
+// tasksExtension is the id of the tasks extension (SEP-2663), which
 // conduit declares to the servers it starts (stdio) and to Streamable
-// HTTP servers.
-const TasksExtension = "io.modelcontextprotocol/tasks"
+// HTTP servers. Servers name it as gateway.TasksExtension.
+const tasksExtension = "io.modelcontextprotocol/tasks"
 
 // MetaTaskID is the _meta key of a tool result that a server gave as a
 // task: the task's id.

@@ -85,7 +85,7 @@ func newConn(c *core, srv Server, principal string) *conn {
 	if srv.Transport == nil && !srv.SSE {
 		// conduit follows the tasks a stdio or Streamable HTTP server
 		// answers with.
-		opts.Capabilities.AddExtension(TasksExtension, map[string]any{})
+		opts.Capabilities.AddExtension(tasksExtension, map[string]any{})
 	}
 	cn.clientHandlers(opts) // server requests, log messages, list changes
 	// conduit's own loop answers multi-round-trip requests.
