@@ -187,38 +187,37 @@ func haltedError(t *Tool) *Error {
 	return newError(ErrHalted, t.Server, t.Name, errtext.Halted(t.Exposed), nil)
 }
 
-// ContextError is the error of a call to t whose context ctx ended. t is
+// endedError is the error of a call to t whose context ctx ended. t is
 // nil when the call had not resolved to a tool yet. The kind is
 // ErrTimeout when its deadline passed, ErrCanceled otherwise. cause, if
 // any, is kept. The message names the call's time limit when that is what
 // ended ctx. That is limit, when not zero, or the limit the pipeline set
 // on ctx itself.
-func ContextError(ctx context.Context, t *Tool, limit time.Duration, cause error) *Error {
-	var server, tool, what string
-	what = "The call"
+func endedError(ctx context.Context, t *Tool, limit time.Duration, cause error) *Error {
+	var server, tool string
+	what := "The call"
 	if t != nil {
 		server, tool, what = t.Server, t.Name, "The call to "+t.Exposed
 	}
-	var le *limitError
-	if limit == 0 && errors.As(context.Cause(ctx), &le) {
-		limit = le.limit
+	end, msg, err := errtext.Context(ctx, what, limit, cause)
+	return newError(endKind(end), server, tool, msg, err)
+}
+
+// endKind is the kind of the error of a call whose context ended as end.
+func endKind(end errtext.End) *Error {
+	switch end {
+	case errtext.Canceled:
+		return ErrCanceled
+	case errtext.TimedOut:
+		return ErrTimeout
 	}
-	switch {
-	case ctx.Err() == nil && limit == 0:
-		// Not a context's end after all: a caller's mistake, said plainly.
-		return newError(ErrInternal, server, tool, what+" failed.", cause)
-	case errors.Is(ctx.Err(), context.Canceled) && limit == 0:
-		return newError(ErrCanceled, server, tool, what+" was canceled.", errors.Join(context.Canceled, cause))
-	case limit > 0:
-		return newError(ErrTimeout, server, tool, fmt.Sprintf("%s timed out after %v.", what, limit), errors.Join(context.DeadlineExceeded, cause))
-	}
-	return newError(ErrTimeout, server, tool, what+" ran out of time.", errors.Join(context.DeadlineExceeded, cause))
+	return ErrInternal
 }
 
 // listingError is the error of a call whose tool set could not be listed.
 func listingError(ctx context.Context, err error) *Error {
 	if ctx.Err() != nil {
-		return ContextError(ctx, nil, 0, err)
+		return endedError(ctx, nil, 0, err)
 	}
 	var e *Error
 	if errors.As(err, &e) {

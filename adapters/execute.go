@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/driver"
@@ -468,8 +469,28 @@ func (r *runner) callBounded(ctx context.Context, c toolcall.Call, call func(con
 		if ctx.Err() != nil {
 			limit = 0 // the caller's context ended, not the limit
 		}
-		return conduit.ContextError(cctx, c.Def, limit, nil)
+		return contextError(cctx, c.Def, limit)
 	})
+}
+
+// contextError is the error of a call to t whose context ctx ended,
+// worded as the pipeline words it. limit is the call's time limit, 0 when
+// the caller's context ended first.
+func contextError(ctx context.Context, t *conduit.Tool, limit time.Duration) *conduit.Error {
+	e := &conduit.Error{Kind: conduit.ErrInternal}
+	what := "The call"
+	if t != nil {
+		e.Server, e.Tool, what = t.Server, t.Name, "The call to "+t.Exposed
+	}
+	var end errtext.End
+	end, e.Message, e.Err = errtext.Context(ctx, what, limit, nil)
+	switch end {
+	case errtext.Canceled:
+		e.Kind = conduit.ErrCanceled
+	case errtext.TimedOut:
+		e.Kind = conduit.ErrTimeout
+	}
+	return e
 }
 
 // haltedError is the error of a call to t not sent because an approver

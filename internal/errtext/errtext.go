@@ -4,7 +4,13 @@
 // words, so an answer reads the same whoever makes it.
 package errtext
 
-import "strings"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
 
 // Halted is the message of a call to exposed not sent because an
 // approver halted its batch.
@@ -52,4 +58,37 @@ func sentence(s string) string {
 		return s
 	}
 	return s + "."
+}
+
+// End is how a call's context ended.
+type End int
+
+// The ends of a call's context.
+const (
+	NotEnded End = iota // not a context's end after all: a caller's mistake
+	Canceled            // canceled by its caller
+	TimedOut            // its deadline passed
+)
+
+// limited is a context's cause that names the call's own time limit.
+type limited interface{ CallLimit() time.Duration }
+
+// Context words the end of ctx, a call's context. what names the call
+// ("The call to X", or "The call"). The message names the call's time
+// limit when that is what ended ctx: limit when not zero, else the limit
+// a cause on ctx names. cause, if any, is kept in err.
+func Context(ctx context.Context, what string, limit time.Duration, cause error) (End, string, error) {
+	var le limited
+	if limit == 0 && errors.As(context.Cause(ctx), &le) {
+		limit = le.CallLimit()
+	}
+	switch {
+	case ctx.Err() == nil && limit == 0:
+		return NotEnded, what + " failed.", cause
+	case errors.Is(ctx.Err(), context.Canceled) && limit == 0:
+		return Canceled, what + " was canceled.", errors.Join(context.Canceled, cause)
+	case limit > 0:
+		return TimedOut, fmt.Sprintf("%s timed out after %v.", what, limit), errors.Join(context.DeadlineExceeded, cause)
+	}
+	return TimedOut, what + " ran out of time.", errors.Join(context.DeadlineExceeded, cause)
 }
