@@ -153,5 +153,8 @@ func (e *limitError) Error() string {
 	return fmt.Sprintf("the call's time limit of %v passed", e.limit)
 }
 
+// CallLimit names the limit, for the call's timeout error's words.
+func (e *limitError) CallLimit() time.Duration { return e.limit }
+
 // Is makes the limit a deadline, for errors.Is(err, context.DeadlineExceeded).
 func (e *limitError) Is(target error) bool { return target == context.DeadlineExceeded }

@@ -230,11 +230,11 @@ func callbackError(ctx context.Context, call *Call, who string, err error) *Erro
 
 // contextError is the error of a request that ctx's end stopped.
 func contextError(ctx context.Context, call *Call, cause error) *Error {
-	return named(ContextError(ctx, call.Def, 0, cause), call)
+	return named(endedError(ctx, call.Def, 0, cause), call)
 }
 
 // named puts call's server, name and exposed name into an error that
-// ContextError made without a tool.
+// endedError made without a tool.
 func named(e *Error, call *Call) *Error {
 	if e.Server == "" {
 		e.Server, e.Tool = call.Server, call.Tool

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit/internal/mailbox"
+	"github.com/conduitmcp/conduit/internal/taskpoll"
 	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -64,9 +65,9 @@ type conn struct {
 	feats features             // prompts and resources, listed and cached
 	logs  *mailbox.Box[logged] // log messages on their way to the handler
 
-	keepAlive time.Duration // the ping interval while idle; 0: none
-	heard     atomic.Int64  // when the server last answered, in UnixNano
-	tasks     *taskPoller   // the current session's, over Streamable HTTP
+	keepAlive time.Duration    // the ping interval while idle; 0: none
+	heard     atomic.Int64     // when the server last answered, in UnixNano
+	tasks     *taskpoll.Poller // the current session's, over Streamable HTTP
 }
 
 func newConn(c *core, srv Server, principal string) *conn {
@@ -84,7 +85,7 @@ func newConn(c *core, srv Server, principal string) *conn {
 	if srv.Transport == nil && !srv.SSE {
 		// conduit follows the tasks a stdio or Streamable HTTP server
 		// answers with.
-		opts.Capabilities.AddExtension(TasksExtension, map[string]any{})
+		opts.Capabilities.AddExtension(tasksExtension, map[string]any{})
 	}
 	cn.clientHandlers(opts) // server requests, log messages, list changes
 	// conduit's own loop answers multi-round-trip requests.
@@ -322,14 +323,14 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 		if hc == nil {
 			hc = http.DefaultClient
 		}
-		p := newTaskPoller(hc.Transport)
+		p := taskpoll.New(hc.Transport)
 		cp := *hc
 		cp.Transport = p
 		st.HTTPClient = &cp
 		if cn.oauth != nil {
 			cn.oauth.Attach(st)
 		}
-		p.client = st.HTTPClient // its own requests go through auth too
+		p.Client = st.HTTPClient // its own requests go through auth too
 		cn.mu.Lock()
 		cn.tasks = p
 		cn.streamable = st
@@ -337,8 +338,8 @@ func (cn *conn) connectOnce(ctx context.Context) (_ *mcp.ClientSession, release 
 	} else {
 		tr = notesTransport{tr, cn} // notifications off the wire, results bounded
 		// The tasks methods share the session's connection (extCall).
-		p := newTaskPoller(nil)
-		p.ext = func(ctx context.Context, method string, params map[string]any, out any) error {
+		p := taskpoll.New(nil)
+		p.Ext = func(ctx context.Context, method string, params map[string]any, out any) error {
 			sess, err := cn.current()
 			if err != nil {
 				return err

@@ -2,7 +2,8 @@ package conduit
 
 import (
 	"errors"
-	"strings"
+
+	"github.com/conduitmcp/conduit/internal/errtext"
 )
 
 // Deferred calls. An approver may not be able to decide a call now. Nor
@@ -92,42 +93,14 @@ func deferredInput(err error) (string, bool) {
 	return "", false
 }
 
-// DeferredError is the error of a call to t deferred as d says, as the
-// pipeline makes it. It serves programs that restore a deferred call from
-// saved state (adapters.ResumeConversation).
-func DeferredError(t *Tool, d *Deferral) *Error {
-	return deferredError(&Call{Exposed: t.Exposed, Server: t.Server, Tool: t.Name}, d)
-}
-
 // deferredError is the error of call, deferred as d says.
 func deferredError(call *Call, d *Deferral) *Error {
-	what := "a decision"
-	if d.Input != nil {
-		what = "an answer to what its server asked"
-	}
-	msg := subject(call) + " waits for " + what
-	if r := strings.TrimSpace(d.Reason); r != "" {
-		msg += ": " + strings.TrimSuffix(r, ".")
-	}
-	return newError(ErrDeferred, call.Server, call.Tool, msg+".", d)
-}
-
-// DeniedError is the error of a call to t that was denied, with reason
-// for the model. It is answered as an approver's denial is. halt marks it
-// as a denial that stops the agent loop. It answers a call whose approval
-// was decided elsewhere (adapters.Conversation.Resume).
-func DeniedError(t *Tool, reason string, halt bool) *Error {
-	call := &Call{Exposed: t.Exposed, Server: t.Server, Tool: t.Name}
-	return deniedError(call, reason, halt)
+	return newError(ErrDeferred, call.Server, call.Tool, errtext.Deferred(subject(call), d.Input != nil, d.Reason), d)
 }
 
 // deniedError is the error of call, denied with reason.
 func deniedError(call *Call, reason string, halt bool) *Error {
-	msg := subject(call) + " was denied"
-	if r := strings.TrimSpace(reason); r != "" {
-		msg += ": " + strings.TrimSuffix(r, ".")
-	}
-	e := newError(ErrDenied, call.Server, call.Tool, msg+".", nil)
+	e := newError(ErrDenied, call.Server, call.Tool, errtext.Denied(subject(call), reason), nil)
 	e.Halt = halt
 	return e
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/conduitmcp/conduit/internal/errtext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -60,10 +61,10 @@ func TestDeferredApproval(t *testing.T) {
 	if !denied.Halt || denied.Message != "The call to s__write was denied: not today." || ts.called("write") != 1 {
 		t.Fatalf("denied: %v", err)
 	}
-	// DeniedError says the same of a call denied elsewhere.
+	// A call denied elsewhere (adapters) is worded the same.
 	tool, _ := mustList(t, h).Lookup("s__write")
-	if de := DeniedError(tool, "not today", true); de.Message != denied.Message || !de.Halt || de.Kind != ErrDenied {
-		t.Errorf("DeniedError %+v", de)
+	if msg := errtext.Denied("The call to "+tool.Exposed, "not today"); msg != denied.Message {
+		t.Errorf("errtext.Denied: %q", msg)
 	}
 
 	// A hub without an approver sends a call decided beforehand, and

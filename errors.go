@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/conduitmcp/conduit/internal/errtext"
 )
 
 // Error is the one error type of a governed call. Its Message is written
@@ -158,15 +159,11 @@ func unknownToolError(name string) *Error {
 	return newError(ErrUnknownTool, "", "", fmt.Sprintf("Unknown tool %q: it is not among the tools offered.", name), nil)
 }
 
-// InvalidArgumentsError is the error of a call to t whose arguments cannot
+// invalidArgumentsError is the error of a call to t whose arguments cannot
 // be sent, for reason. They are not a JSON object, or not what the input
 // schema asks for. Nothing is sent.
-func InvalidArgumentsError(t *Tool, reason error) *Error {
-	msg := "Invalid arguments for " + t.Exposed
-	if reason != nil {
-		msg += ": " + reason.Error()
-	}
-	return newError(ErrInvalidArguments, t.Server, t.Name, sentence(msg), reason)
+func invalidArgumentsError(t *Tool, reason error) *Error {
+	return newError(ErrInvalidArguments, t.Server, t.Name, errtext.InvalidArguments(t.Exposed, reason), reason)
 }
 
 // argsLimitError is the error of a call to t whose arguments are over a
@@ -184,57 +181,47 @@ func resultLimitError(t *Tool, reason error) *Error {
 		"The call to "+t.Exposed+" was made, but its result was not passed on: it "+reason.Error()+". Ask for less at a time, if the tool allows it.", reason)
 }
 
-// HaltedError is the error of a call to t that was not sent because an
+// haltedError is the error of a call to t that was not sent because an
 // approver halted its batch.
-func HaltedError(t *Tool) *Error {
-	return newError(ErrHalted, t.Server, t.Name,
-		"The call to "+t.Exposed+" was not made: the run was halted by an approver.", nil)
+func haltedError(t *Tool) *Error {
+	return newError(ErrHalted, t.Server, t.Name, errtext.Halted(t.Exposed), nil)
 }
 
-// ContextError is the error of a call to t whose context ctx ended. t is
+// endedError is the error of a call to t whose context ctx ended. t is
 // nil when the call had not resolved to a tool yet. The kind is
 // ErrTimeout when its deadline passed, ErrCanceled otherwise. cause, if
 // any, is kept. The message names the call's time limit when that is what
 // ended ctx. That is limit, when not zero, or the limit the pipeline set
 // on ctx itself.
-func ContextError(ctx context.Context, t *Tool, limit time.Duration, cause error) *Error {
-	var server, tool, what string
-	what = "The call"
+func endedError(ctx context.Context, t *Tool, limit time.Duration, cause error) *Error {
+	var server, tool string
+	what := "The call"
 	if t != nil {
 		server, tool, what = t.Server, t.Name, "The call to "+t.Exposed
 	}
-	var le *limitError
-	if limit == 0 && errors.As(context.Cause(ctx), &le) {
-		limit = le.limit
+	end, msg, err := errtext.Context(ctx, what, limit, cause)
+	return newError(endKind(end), server, tool, msg, err)
+}
+
+// endKind is the kind of the error of a call whose context ended as end.
+func endKind(end errtext.End) *Error {
+	switch end {
+	case errtext.Canceled:
+		return ErrCanceled
+	case errtext.TimedOut:
+		return ErrTimeout
 	}
-	switch {
-	case ctx.Err() == nil && limit == 0:
-		// Not a context's end after all: a caller's mistake, said plainly.
-		return newError(ErrInternal, server, tool, what+" failed.", cause)
-	case errors.Is(ctx.Err(), context.Canceled) && limit == 0:
-		return newError(ErrCanceled, server, tool, what+" was canceled.", errors.Join(context.Canceled, cause))
-	case limit > 0:
-		return newError(ErrTimeout, server, tool, fmt.Sprintf("%s timed out after %v.", what, limit), errors.Join(context.DeadlineExceeded, cause))
-	}
-	return newError(ErrTimeout, server, tool, what+" ran out of time.", errors.Join(context.DeadlineExceeded, cause))
+	return ErrInternal
 }
 
 // listingError is the error of a call whose tool set could not be listed.
 func listingError(ctx context.Context, err error) *Error {
 	if ctx.Err() != nil {
-		return ContextError(ctx, nil, 0, err)
+		return endedError(ctx, nil, 0, err)
 	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e
 	}
 	return newError(ErrUnavailable, "", "", "The tools are unavailable: "+err.Error(), err)
-}
-
-// sentence ends s with a full stop.
-func sentence(s string) string {
-	if strings.HasSuffix(s, ".") {
-		return s
-	}
-	return s + "."
 }

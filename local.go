@@ -74,7 +74,7 @@ func (c *core) offersLocal(t *Tool, opts *ListOptions) bool {
 // its own, and the call is answered when ctx ends.
 func (t *LocalTool) answer(ctx context.Context, call *Call) (*mcp.CallToolResult, error) {
 	return bounded.Run(ctx, func(ctx context.Context) (*mcp.CallToolResult, error) { return t.run(ctx, call) },
-		func() error { return ContextError(ctx, call.Def, 0, nil) })
+		func() error { return endedError(ctx, call.Def, 0, nil) })
 }
 
 func (t *LocalTool) run(ctx context.Context, call *Call) (res *mcp.CallToolResult, err error) {

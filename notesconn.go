@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/conduitmcp/conduit/internal/taskpoll"
 	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -49,7 +50,7 @@ func (t notesTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 			Meta json.RawMessage `json:"_meta"`
 		}
 		_ = json.Unmarshal(params, &req)
-		return p.taskResult(result, &taskRoute{meta: req.Meta})
+		return p.TaskResult(result, &taskpoll.Route{Meta: req.Meta})
 	}
 	nc := transport.Wrap(c, h)
 	if nc == nil {

@@ -98,7 +98,7 @@ func (c *core) checkPinned(ctx context.Context, cn *conn, call *Call) (*mcp.Clie
 		if !fresh {
 			if _, _, err := cn.listTools(ctx, listFor{resolve: true}); err != nil {
 				if ctx.Err() != nil {
-					return nil, ContextError(ctx, call.Def, 0, err)
+					return nil, endedError(ctx, call.Def, 0, err)
 				}
 				return nil, newError(ErrUnavailable, call.Server, call.Tool,
 					"The tools of the server of "+call.Exposed+" could not be listed to check its pinned definition; the call was not sent.", err)

@@ -275,7 +275,7 @@ func (r *request) resolveIn(ts *ToolSet) (*Tool, map[string]any, error) {
 	case r.local != nil:
 		m, err := objectArgs(r.args)
 		if err != nil {
-			return r.local.Tool, nil, InvalidArgumentsError(r.local.Tool, err)
+			return r.local.Tool, nil, invalidArgumentsError(r.local.Tool, err)
 		}
 		return r.local.Tool, m, nil
 	}
@@ -325,7 +325,7 @@ func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}, 
 		return false, rule, newError(ErrDenied, call.Server, call.Tool, msg, nil)
 	}
 	if halted(halt) {
-		return false, rule, HaltedError(call.Def)
+		return false, rule, haltedError(call.Def)
 	}
 	if c.Approver == nil && !decided {
 		return false, rule, newError(ErrApprovalRequired, call.Server, call.Tool,
@@ -345,7 +345,7 @@ func (c *core) admit(ctx context.Context, r *request, ask bool, rule Rule, st *s
 	}
 	// A halted batch runs no hooks for the calls it has not sent.
 	if halted(r.halt) {
-		return HaltedError(call.Def)
+		return haltedError(call.Def)
 	}
 	if r.isTool() && c.before {
 		if err := c.beforeHooks(ctx, call, st); err != nil {
@@ -374,11 +374,11 @@ func (c *core) check(ctx context.Context, r *request) error {
 			if t := c.Trace; t != nil && t.ValidationFailed != nil {
 				t.ValidationFailed(ValidationFailedInfo{Context: ctx, Call: call, Err: verr})
 			}
-			return InvalidArgumentsError(call.Def, verr)
+			return invalidArgumentsError(call.Def, verr)
 		}
 	}
 	if halted(r.halt) {
-		return HaltedError(call.Def)
+		return haltedError(call.Def)
 	}
 	return nil
 }

@@ -685,7 +685,7 @@ func TestCallbacksIgnoringContext(t *testing.T) {
 	}
 }
 
-// ContextError tells a call's own limit from the caller's deadline and
+// endedError tells a call's own limit from the caller's deadline and
 // from a cancellation.
 func TestContextError(t *testing.T) {
 	tool := &Tool{Tool: &mcp.Tool{Name: "t"}, Server: "s", Exposed: "s__t"}
@@ -711,7 +711,7 @@ func TestContextError(t *testing.T) {
 		{canceled, nil, 0, ErrCanceled, "The call was canceled."},
 		{context.Background(), tool, 0, ErrInternal, "The call to s__t failed."},
 	} {
-		e := ContextError(tc.ctx, tc.t, tc.limit, errors.New("cause"))
+		e := endedError(tc.ctx, tc.t, tc.limit, errors.New("cause"))
 		if e.Kind != tc.kind || e.Message != tc.msg {
 			t.Errorf("%v: %v %q, want %v %q", tc.ctx, e.Kind, e.Message, tc.kind, tc.msg)
 		}

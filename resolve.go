@@ -39,7 +39,7 @@ func (ts *ToolSet) Resolve(name string, args any) (*Tool, map[string]any, error)
 	}
 	m, err := objectArgs(args)
 	if err != nil {
-		return t, nil, InvalidArgumentsError(t, err)
+		return t, nil, invalidArgumentsError(t, err)
 	}
 	return t, m, nil
 }

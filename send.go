@@ -27,7 +27,7 @@ var probeTimeout = 5 * time.Second
 func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.ClientSession, call *Call, timeout time.Duration, err error) *Error {
 	switch {
 	case ctx.Err() != nil:
-		return ContextError(ctx, call.Def, 0, err)
+		return endedError(ctx, call.Def, 0, err)
 	case c.ctx.Err() != nil:
 		return newError(ErrUnavailable, call.Server, call.Tool,
 			"The call to "+call.Exposed+" was ended: the tools were closed.", errors.Join(errClosed, err))

@@ -4,8 +4,6 @@ import (
 	"context"
 	"slices"
 
-	"github.com/conduitmcp/conduit"
-
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/turn"
@@ -198,7 +196,7 @@ func (r *runner) finish(ctx context.Context, sent []toolcall.Call) {
 		byIndex[c.Index] = c
 	}
 	for _, j := range m.Halting() {
-		r.exec.Errors[j.Index] = conduit.HaltedError(byIndex[j.Index].Def)
+		r.exec.Errors[j.Index] = haltedError(byIndex[j.Index].Def)
 		r.exec.Pending = slices.DeleteFunc(r.exec.Pending, func(p Pending) bool { return p.index == j.Index })
 		_ = m.Settle(j.Index, turn.Outcome{})
 	}

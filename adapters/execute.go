@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/bounded"
+	"github.com/conduitmcp/conduit/internal/errtext"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -370,7 +372,7 @@ func (r *runner) run(ctx context.Context, c toolcall.Call) {
 // call sends one call through the pipeline.
 func (r *runner) call(ctx context.Context, c toolcall.Call) (*mcp.CallToolResult, error) {
 	if halted(r.halt) {
-		return nil, conduit.HaltedError(c.Def)
+		return nil, haltedError(c.Def)
 	}
 	copts := r.o.callOptions(r.ts, c.ID, r.halt)
 	if rc, ok := r.resumed[c.Index]; ok {
@@ -467,8 +469,34 @@ func (r *runner) callBounded(ctx context.Context, c toolcall.Call, call func(con
 		if ctx.Err() != nil {
 			limit = 0 // the caller's context ended, not the limit
 		}
-		return conduit.ContextError(cctx, c.Def, limit, nil)
+		return contextError(cctx, c.Def, limit)
 	})
+}
+
+// contextError is the error of a call to t whose context ctx ended,
+// worded as the pipeline words it. limit is the call's time limit, 0 when
+// the caller's context ended first.
+func contextError(ctx context.Context, t *conduit.Tool, limit time.Duration) *conduit.Error {
+	e := &conduit.Error{Kind: conduit.ErrInternal}
+	what := "The call"
+	if t != nil {
+		e.Server, e.Tool, what = t.Server, t.Name, "The call to "+t.Exposed
+	}
+	var end errtext.End
+	end, e.Message, e.Err = errtext.Context(ctx, what, limit, nil)
+	switch end {
+	case errtext.Canceled:
+		e.Kind = conduit.ErrCanceled
+	case errtext.TimedOut:
+		e.Kind = conduit.ErrTimeout
+	}
+	return e
+}
+
+// haltedError is the error of a call to t not sent because an approver
+// halted its batch, worded as the pipeline words it.
+func haltedError(t *conduit.Tool) *conduit.Error {
+	return &conduit.Error{Kind: conduit.ErrHalted, Server: t.Server, Tool: t.Name, Message: errtext.Halted(t.Exposed)}
 }
 
 func halted(ch <-chan struct{}) bool {

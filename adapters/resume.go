@@ -17,6 +17,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/codemode"
 	"github.com/conduitmcp/conduit/internal/digest"
+	"github.com/conduitmcp/conduit/internal/errtext"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/conduitmcp/conduit/store/once"
@@ -173,8 +174,9 @@ func pausedTurnOf(d *turnV1) *pausedTurn {
 // deferredError is the error that stands for pending call p in an
 // Execution.
 func deferredError(p *pendingCall) *conduit.Error {
-	t := &conduit.Tool{Tool: &mcp.Tool{Name: p.Tool}, Exposed: p.Name, Server: p.Server}
-	return conduit.DeferredError(t, &conduit.Deferral{Reason: p.Reason, Args: p.Arguments, Input: p.Input})
+	return &conduit.Error{Kind: conduit.ErrDeferred, Server: p.Server, Tool: p.Tool,
+		Message: errtext.Deferred("The call to "+p.Name, p.Input != nil, p.Reason),
+		Err:     &conduit.Deferral{Reason: p.Reason, Args: p.Arguments, Input: p.Input}}
 }
 
 // ResumeConversation restores a Conversation from its state, over src,
@@ -604,9 +606,10 @@ func (c *Conversation) callOf(i int, tc *turnCall, fresh, offered *conduit.ToolS
 func (c *Conversation) refusal(call toolcall.Call, p *pendingCall, dec Ruling, halted bool, fresh *conduit.ToolSet) error {
 	switch {
 	case halted:
-		return conduit.HaltedError(call.Def)
+		return haltedError(call.Def)
 	case !dec.Allow:
-		return conduit.DeniedError(call.Def, dec.Reason, dec.Halt)
+		return &conduit.Error{Kind: conduit.ErrDenied, Server: call.Def.Server, Tool: call.Def.Name,
+			Message: errtext.Denied("The call to "+call.Def.Exposed, dec.Reason), Halt: dec.Halt}
 	case slices.Contains(c.localTools(), call.Def):
 		return nil // a tool of the Conversation's own, whose definition is its own
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters/driver"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/digest"
+	"github.com/conduitmcp/conduit/internal/errtext"
 	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/conduitmcp/conduit/store/once"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -331,10 +332,11 @@ func (a *Activities) resolve(ctx context.Context, in callInput) (adapters.Provid
 	c.Def = &conduit.Tool{Tool: &mcp.Tool{Name: c.Tool}, Exposed: c.Name, Server: c.Server}
 	switch d := in.Decision; {
 	case in.Halted:
-		out := failed(conduit.HaltedError(c.Def))
+		out := failed(&conduit.Error{Kind: conduit.ErrHalted, Server: c.Server, Tool: c.Tool, Message: errtext.Halted(c.Name)})
 		return p, c, nil, &out, nil
 	case d != nil && !d.Allow:
-		out := failed(conduit.DeniedError(c.Def, d.Reason, d.Halt))
+		out := failed(&conduit.Error{Kind: conduit.ErrDenied, Server: c.Server, Tool: c.Tool,
+			Message: errtext.Denied("The call to "+c.Name, d.Reason), Halt: d.Halt})
 		return p, c, nil, &out, nil
 	}
 	ts, all, err := a.offered(ctx, in.Offer)

@@ -13,6 +13,7 @@ import (
 	"errors"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/errtext"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -78,7 +79,8 @@ func Resolve(raws []Raw, ts *conduit.ToolSet) []Call {
 			c.Server, c.Tool, c.Def = t.Server, t.Name, t
 		}
 		if err == nil && r.Err != nil {
-			err = conduit.InvalidArgumentsError(t, r.Err)
+			err = &conduit.Error{Kind: conduit.ErrInvalidArguments, Server: t.Server, Tool: t.Name,
+				Message: errtext.InvalidArguments(t.Exposed, r.Err), Err: r.Err}
 		}
 		if err != nil {
 			c.Err = asError(err)

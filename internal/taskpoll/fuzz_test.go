@@ -1,4 +1,4 @@
-package conduit
+package taskpoll
 
 import (
 	"encoding/json"
@@ -15,12 +15,12 @@ func FuzzTaskRewrite(f *testing.F) {
 	f.Add([]byte(`{"result":"task"}`))
 	f.Add([]byte(`{"resultType":"task","taskId":"t","status":"working"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p := newTaskPoller(nil)
-		out := p.rewrite(data, &taskRoute{})
+		p := New(nil)
+		out := p.rewrite(data, &Route{})
 		if string(out) != string(data) && !json.Valid(out) {
 			t.Fatalf("rewrote %q to %q", data, out)
 		}
-		res, ok := p.taskResult(data, &taskRoute{})
+		res, ok := p.TaskResult(data, &Route{})
 		if ok && (!json.Valid(res) || len(p.routes) == 0) {
 			t.Fatalf("took a task from %q as %q, routes %d", data, res, len(p.routes))
 		}

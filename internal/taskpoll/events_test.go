@@ -1,4 +1,4 @@
-package conduit
+package taskpoll
 
 import (
 	"bufio"
@@ -8,16 +8,16 @@ import (
 	"testing"
 )
 
-// TestTaskEvents: a tools/call's event stream read through taskEvents
+// TestTaskEvents: a tools/call's event stream read through events
 // keeps every line but a task answer's byte for byte, lines longer than
 // the reader's buffer included, and the task answer names its task.
 func TestTaskEvents(t *testing.T) {
 	long := `data: {"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 10<<10) + `"}]}}`
 	task := `data:{"jsonrpc":"2.0","id":2,"result":{"resultType":"task","taskId":"t-1","status":"working","pollIntervalMs":100}}`
 	in := "event: message\r\n" + long + "\n\n" + task + "\n\nid: 7\ndata: {\"no\":\"task\"}"
-	p := newTaskPoller(nil)
+	p := New(nil)
 	src := io.NopCloser(strings.NewReader(in))
-	ev := &taskEvents{src: src, r: bufio.NewReaderSize(src, 4<<10), p: p, route: &taskRoute{}}
+	ev := &events{src: src, r: bufio.NewReaderSize(src, 4<<10), p: p, route: &Route{}}
 	out, err := io.ReadAll(ev)
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func TestTaskEvents(t *testing.T) {
 	if lines[0] != "event: message\r" || lines[1] != long || lines[len(lines)-1] != `data: {"no":"task"}` {
 		t.Fatalf("lines changed: %q ... %q", lines[0], lines[len(lines)-1])
 	}
-	if !bytes.Contains(out, []byte(metaTaskRef)) || bytes.Contains(out, []byte(`"resultType":"task"`)) {
+	if !bytes.Contains(out, []byte(MetaRef)) || bytes.Contains(out, []byte(`"resultType":"task"`)) {
 		t.Fatalf("the task answer was not rewritten:\n%s", lines[3])
 	}
 	if len(p.routes) != 1 {
