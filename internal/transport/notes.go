@@ -69,13 +69,12 @@ type Conn struct {
 	mcp.Connection
 	h Hooks
 
-	mu    sync.Mutex
-	calls map[jsonrpc.ID]struct{} // tools/call requests not answered yet
+	mu sync.Mutex
+	// calls holds the params of tools/call requests not answered yet:
+	// their results are bounded, and read for a task (Hooks.TaskAnswer).
+	calls map[jsonrpc.ID]json.RawMessage
 	// ext holds the extension requests not answered yet (see call).
 	ext map[jsonrpc.ID]chan *jsonrpc.Response
-	// taskCalls holds the params of tools/call requests not answered
-	// yet, with Hooks.TaskAnswer. They are read only for a task answer.
-	taskCalls map[jsonrpc.ID]json.RawMessage
 
 	// The connection's writes, made by one goroutine (see write).
 	writerOnce sync.Once
@@ -164,22 +163,25 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if ok && r.IsCall() && c.h.CallID != nil {
 		c.h.CallID(ctx, r.ID)
 	}
-	if ok && c.h.TaskAnswer != nil {
-		c.noteTaskCall(r)
+	if ok && (c.h.ResultBytes != 0 || c.h.TaskAnswer != nil) {
+		c.track(r)
 	}
-	if !ok || c.h.ResultBytes == 0 {
-		return c.write(ctx, msg)
-	}
+	return c.write(ctx, msg)
+}
+
+// track keeps the params of r, a tools/call, until it is answered, and
+// forgets a request that r, a cancellation, gives up: a canceled request
+// may never be answered.
+func (c *Conn) track(r *jsonrpc.Request) {
 	switch {
 	case r.IsCall() && r.Method == "tools/call":
 		c.mu.Lock()
 		if c.calls == nil {
-			c.calls = map[jsonrpc.ID]struct{}{}
+			c.calls = map[jsonrpc.ID]json.RawMessage{}
 		}
-		c.calls[r.ID] = struct{}{}
+		c.calls[r.ID] = r.Params
 		c.mu.Unlock()
 	case !r.IsCall() && r.Method == "notifications/cancelled":
-		// A canceled request may never be answered.
 		var p struct {
 			RequestID any `json:"requestId"`
 		}
@@ -191,17 +193,21 @@ func (c *Conn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			}
 		}
 	}
-	return c.write(ctx, msg)
+}
+
+// answered takes the tools/call that resp answers, if it is one.
+func (c *Conn) answered(resp *jsonrpc.Response) (params json.RawMessage, call bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	params, call = c.calls[resp.ID]
+	delete(c.calls, resp.ID)
+	return params, call
 }
 
 // bounded returns the error response that stands in for resp when resp is
 // a tools/call result whose JSON text is over the limit. JSON decoded into
 // Go values can take many times its size.
-func (c *Conn) bounded(resp *jsonrpc.Response) jsonrpc.Message {
-	c.mu.Lock()
-	_, call := c.calls[resp.ID]
-	delete(c.calls, resp.ID)
-	c.mu.Unlock()
+func (c *Conn) bounded(resp *jsonrpc.Response, call bool) jsonrpc.Message {
 	limit := c.h.ResultBytes
 	if !call || limit == 0 || len(resp.Result) <= limit {
 		return resp
@@ -233,8 +239,11 @@ func (c *Conn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if c.extAnswer(resp) {
 				continue
 			}
-			c.taskAnswer(resp)
-			return c.bounded(resp), nil
+			params, call := c.answered(resp)
+			if call {
+				c.taskAnswer(resp, params)
+			}
+			return c.bounded(resp, call), nil
 		}
 		r, ok := msg.(*jsonrpc.Request)
 		if !ok || r.IsCall() || (r.Method != methodProgress && r.Method != methodLogMessage) {
@@ -291,42 +300,10 @@ func (c *Conn) Call(ctx context.Context, req *jsonrpc.Request) (*jsonrpc.Respons
 	}
 }
 
-// noteTaskCall keeps the params of r, a tools/call, until it is answered,
-// and forgets a request that r, a cancellation, gives up.
-func (c *Conn) noteTaskCall(r *jsonrpc.Request) {
-	switch {
-	case r.IsCall() && r.Method == "tools/call":
-		c.mu.Lock()
-		if c.taskCalls == nil {
-			c.taskCalls = map[jsonrpc.ID]json.RawMessage{}
-		}
-		c.taskCalls[r.ID] = r.Params
-		c.mu.Unlock()
-	case !r.IsCall() && r.Method == "notifications/cancelled":
-		var p struct {
-			RequestID any `json:"requestId"`
-		}
-		if json.Unmarshal(r.Params, &p) == nil {
-			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
-				c.mu.Lock()
-				delete(c.taskCalls, id)
-				c.mu.Unlock()
-			}
-		}
-	}
-}
-
 // taskAnswer lets Hooks.TaskAnswer replace the result of resp, a
 // tools/call's answer that may be a task.
-func (c *Conn) taskAnswer(resp *jsonrpc.Response) {
-	if c.h.TaskAnswer == nil {
-		return
-	}
-	c.mu.Lock()
-	params, call := c.taskCalls[resp.ID]
-	delete(c.taskCalls, resp.ID)
-	c.mu.Unlock()
-	if !call || resp.Error != nil || !bytes.Contains(resp.Result, []byte(`"task"`)) {
+func (c *Conn) taskAnswer(resp *jsonrpc.Response, params json.RawMessage) {
+	if c.h.TaskAnswer == nil || resp.Error != nil || !bytes.Contains(resp.Result, []byte(`"task"`)) {
 		return
 	}
 	if res, ok := c.h.TaskAnswer(params, resp.Result); ok {
