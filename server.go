@@ -239,9 +239,16 @@ func (s Server) transport(stderr *tailBuffer, hc *http.Client, b *transport.Boun
 		if s.SSE {
 			return &mcp.SSEClientTransport{Endpoint: s.URL, HTTPClient: hc}
 		}
-		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: hc}
+		cp := *hc
+		cp.Transport = transport.Linger(hc.Transport, lingerGrace)
+		return &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &cp}
 	}
 }
+
+// lingerGrace is how long a call's response stream may still be read
+// after the call returned. Its connection then goes back to the pool
+// instead of being closed.
+const lingerGrace = time.Second
 
 type headerTransport struct {
 	base    http.RoundTripper

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -200,22 +201,32 @@ func TestHTTPParallelCallsReuseConnections(t *testing.T) {
 	h := newHub(t, []Server{{ID: "web", URL: hs.URL}}, &Options{})
 	defer h.Close()
 	const n = 16
+	// A call returns once its answer is read. Its connection goes back
+	// to the pool a moment later, when the stream has ended. Each batch
+	// waits for that, so that the next finds them idle.
+	var got, idle atomic.Int64
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		GotConn:     func(httptrace.GotConnInfo) { got.Add(1) },
+		PutIdleConn: func(error) { idle.Add(1) },
+	})
 	batch := func() {
+		got.Store(0)
+		idle.Store(0)
 		var wg sync.WaitGroup
 		for range n {
 			wg.Go(func() {
-				if _, err := h.CallTool(context.Background(), "web__slow", nil, nil); err != nil {
+				if _, err := h.CallTool(ctx, "web__slow", nil, nil); err != nil {
 					t.Error(err)
 				}
 			})
 		}
 		wg.Wait()
+		for deadline := time.Now().Add(5 * time.Second); idle.Load() < got.Load() && time.Now().Before(deadline); {
+			time.Sleep(5 * time.Millisecond)
+		}
 	}
 	batch()
 	first := opened.Load()
-	// A call can return before its response body is closed and its
-	// connection idle again, so a batch may find a few still busy; with
-	// 2 kept per host, each batch would open about n-2.
 	const more = 4
 	for range more {
 		batch()
