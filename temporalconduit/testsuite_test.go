@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/temporalconduit"
@@ -26,10 +27,17 @@ import (
 // the workers' options o.
 func suiteEnv(t *testing.T, m *mailServer, o *temporalconduit.Options) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
+	return sourceEnv(t, m.client(t, nil), o)
+}
+
+// sourceEnv is a test environment with the agent registered over src,
+// with the workers' options o.
+func sourceEnv(t *testing.T, src conduit.Source, o *temporalconduit.Options) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quiet)
 	env := s.NewTestWorkflowEnvironment()
-	registerAgent(t, env, m.client(t, nil), o)
+	registerAgent(t, env, src, o)
 	return env
 }
 
