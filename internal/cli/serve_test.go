@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -66,24 +64,6 @@ func TestServeUsage(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe to read while a command writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestServeHTTPLoopbackByDefault: --http :PORT, without a host, listens on
 // 127.0.0.1 only: it answers there (401 without a token), a non-loopback
 // address of the machine is refused, and the command ends with its
@@ -95,7 +75,7 @@ func TestServeHTTPLoopbackByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	env, _, _ := testEnv("")
-	var errb lockedBuffer
+	var errb testenv.Buffer
 	env.Stderr = &errb
 	env.Getenv = func(k string) string {
 		if k == "T_ALICE" {
@@ -182,7 +162,7 @@ func TestServePins(t *testing.T) {
 	defer cancel()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var errb lockedBuffer
+	var errb testenv.Buffer
 	env := &Env{Stdin: inR, Stdout: outW, Stderr: &errb, Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() {
@@ -259,7 +239,7 @@ func TestServeStore(t *testing.T) {
 	defer cancel()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var errb lockedBuffer
+	var errb testenv.Buffer
 	env := &Env{Stdin: inR, Stdout: outW, Stderr: &errb, Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() {
