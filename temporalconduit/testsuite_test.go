@@ -57,8 +57,18 @@ func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) agentOutput {
 	return out
 }
 
-// pending queries the calls that wait for a decision.
+// pending queries the calls that wait for a decision: "id name rule".
 func pending(t *testing.T, env *testsuite.TestWorkflowEnvironment) []string {
+	t.Helper()
+	var ids []string
+	for _, p := range pendingCalls(t, env) {
+		ids = append(ids, p.ID+" "+p.Name+" "+p.Rule)
+	}
+	return ids
+}
+
+// pendingCalls queries the calls that wait for a decision.
+func pendingCalls(t *testing.T, env *testsuite.TestWorkflowEnvironment) []adapters.Pending {
 	t.Helper()
 	v, err := env.QueryWorkflow(temporalconduit.QueryPending)
 	if err != nil {
@@ -68,11 +78,7 @@ func pending(t *testing.T, env *testsuite.TestWorkflowEnvironment) []string {
 	if err := v.Get(&ps); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for _, p := range ps {
-		ids = append(ids, p.ID+" "+p.Name+" "+p.Rule)
-	}
-	return ids
+	return ps
 }
 
 // updates sends UpdateDecides and collects their rejections, which the
