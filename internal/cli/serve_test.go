@@ -19,20 +19,23 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// configFile writes a configuration file named name, holding data, in a
+// directory of the test's own, and returns its path.
+func configFile(t *testing.T, name, data string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestServeUsage: what conduit serve refuses, each with a message that
 // says what to fix and never a token.
 func TestServeUsage(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, data string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	one := write("one.json", `{"mcpServers": {"a": {"command": "/nonexistent"}}, "policy": [{"allow": ["*"]}]}`)
-	two := write("two.json", `{"mcpServers": {"a": {"command": "/nonexistent"}, "b": {"command": "/nonexistent"}}}`)
-	tokens := write("tokens.json", `{"mcpServers": {"a": {"command": "/nonexistent"}},
+	one := configFile(t, "one.json", `{"mcpServers": {"a": {"command": "/nonexistent"}}, "policy": [{"allow": ["*"]}]}`)
+	two := configFile(t, "two.json", `{"mcpServers": {"a": {"command": "/nonexistent"}, "b": {"command": "/nonexistent"}}}`)
+	tokens := configFile(t, "tokens.json", `{"mcpServers": {"a": {"command": "/nonexistent"}},
 		"serve": {"tokens": [{"principal": "alice", "env": "T_ALICE"}, {"principal": "bob", "env": "T_BOB"}]}}`)
 	for _, tc := range []struct {
 		args []string
