@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -109,24 +110,6 @@ func runNoisyChild(mark func(string)) int {
 	return 0
 }
 
-// syncBuffer is a log destination written by many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestStrayLinesKeepSession: a shared stdio server that prints stray lines
 // at start, all along and inside its calls, while three principals call it
 // from eight goroutines: every call is answered with its own result, the
@@ -137,7 +120,7 @@ func TestStrayLinesKeepSession(t *testing.T) {
 	t.Parallel()
 	kid, marker := childServer(t, "kid", "noisy")
 	ev := &events{}
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	h := newHub(t, []Server{kid}, &Options{Reconnect: fastReconnect, Trace: ev.trace(),
 		Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	ctx := context.Background()

@@ -34,6 +34,21 @@ func deferringHub(t *testing.T) (*conduit.Hub, *lab) {
 	return hub, l
 }
 
+// reopen saves conv's state and resumes it over src with o, as a later
+// process would. It returns the resumed conversation and the state.
+func reopen(t *testing.T, ctx context.Context, conv *adapters.Conversation, src conduit.Source, p adapters.Provider, o *adapters.ConversationOptions) (*adapters.Conversation, []byte) {
+	t.Helper()
+	state, err := conv.State()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := adapters.ResumeConversation(ctx, src, p, state, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return back, state
+}
+
 // memoryStore is a store of this process, given explicitly: what a
 // resumed state needs at least.
 func memoryStore(t *testing.T) store.Store {
@@ -87,14 +102,7 @@ func TestResumeRoundTrip(t *testing.T) {
 			if _, err := conv.Execute(ctx, script(p)); !errors.Is(err, adapters.ErrTurnPending) {
 				t.Errorf("another turn while one is pending: %v", err)
 			}
-			state, err := conv.State()
-			if err != nil {
-				t.Fatal(err)
-			}
-			back, err := adapters.ResumeConversation(ctx, hub, p, state, stateOpts(nil))
-			if err != nil {
-				t.Fatal(err)
-			}
+			back, state := reopen(t, ctx, conv, hub, p, stateOpts(nil))
 			if !reflect.DeepEqual(back.Tools(), conv.Tools()) || !slices.Equal(back.Taint(), conv.Taint()) {
 				t.Error("the restored conversation offers other tools, or has another taint")
 			}
@@ -377,14 +385,7 @@ func TestResumeDeferredElicitation(t *testing.T) {
 	if q, ok := in.Requests["date"].(*mcp.ElicitParams); !ok || q.Message != "Which date?" || in.RequestState != "step-1" || exec.Pending[0].Rule != "" {
 		t.Fatalf("pending input %+v", in)
 	}
-	state, err := conv.State()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := adapters.ResumeConversation(ctx, hub, p, state, stateOpts(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
+	back, _ := reopen(t, ctx, conv, hub, p, stateOpts(nil))
 	if _, err := back.Resume(ctx, map[string]adapters.Ruling{"fc_1": {Allow: true}}); err == nil || !strings.Contains(err.Error(), "date") {
 		t.Fatalf("allowed without the answer: %v", err)
 	}
@@ -445,14 +446,7 @@ func TestResumeTurnBudget(t *testing.T) {
 			hub, received := reportHubWith(t, &conduit.Options{Policy: policy, Approver: conduit.DeferAll("later")}, servers()...)
 			resume := func(conv *adapters.Conversation, d map[string]adapters.Ruling) *adapters.Execution {
 				t.Helper()
-				state, err := conv.State()
-				if err != nil {
-					t.Fatal(err)
-				}
-				back, err := adapters.ResumeConversation(ctx, hub, p, state, opts())
-				if err != nil {
-					t.Fatal(err)
-				}
+				back, _ := reopen(t, ctx, conv, hub, p, opts())
 				exec, err := back.Resume(ctx, d)
 				if err != nil {
 					t.Fatal(err)
@@ -490,14 +484,7 @@ func TestResumeTurnBudget(t *testing.T) {
 			// place while c2 is answered.
 			conv = newConv(t, hub, p, opts())
 			turn(t, conv, p, calls...)
-			state, err := conv.State()
-			if err != nil {
-				t.Fatal(err)
-			}
-			half, err := adapters.ResumeConversation(ctx, hub, p, state, opts())
-			if err != nil {
-				t.Fatal(err)
-			}
+			half, _ := reopen(t, ctx, conv, hub, p, opts())
 			first, err := half.Resume(ctx, map[string]adapters.Ruling{"c2": {Allow: true}})
 			if err != nil {
 				t.Fatal(err)
@@ -531,15 +518,9 @@ func TestResumeTurnBudget(t *testing.T) {
 			// calls resumed share what the answers written before left of it.
 			conv = newConv(t, hub, p, opts())
 			turn(t, conv, p, calls...)
-			if state, err = conv.State(); err != nil {
-				t.Fatal(err)
-			}
 			smaller := opts()
 			smaller.Budget.MaxTurnTokens = 2000
-			back, err := adapters.ResumeConversation(ctx, hub, p, state, smaller)
-			if err != nil {
-				t.Fatal(err)
-			}
+			back, _ := reopen(t, ctx, conv, hub, p, smaller)
 			done, err = back.Resume(ctx, map[string]adapters.Ruling{"c2": {Allow: true}, "c4": {Allow: true}})
 			if err != nil {
 				t.Fatal(err)
@@ -585,14 +566,7 @@ func TestResumeReadTool(t *testing.T) {
 				if before == "" || len(exec.Pending) != 1 {
 					t.Fatalf("budgets %+v, pending %+v", exec.Budgets, exec.Pending)
 				}
-				state, err := conv.State()
-				if err != nil {
-					t.Fatal(err)
-				}
-				back, err := adapters.ResumeConversation(ctx, hub, p, state, opts(nil))
-				if err != nil {
-					t.Fatal(err)
-				}
+				back, state := reopen(t, ctx, conv, hub, p, opts(nil))
 				if canon(back.Tools()) != canon(conv.Tools()) {
 					t.Fatalf("the tools offered changed:\n%s\n%s", canon(back.Tools()), canon(conv.Tools()))
 				}

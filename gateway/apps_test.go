@@ -76,22 +76,8 @@ func TestAppsThroughGateway(t *testing.T) {
 // connectApps opens a session of g as a host that shows MCP Apps.
 func connectApps(t *testing.T, g *gateway.Gateway) *mcp.ClientSession {
 	t.Helper()
-	ct, st := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- g.Serve(ctx, st, nil) }()
 	c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
 		Capabilities: &mcp.ClientCapabilities{Extensions: map[string]any{apps.Extension: map[string]any{"mimeTypes": []string{"text/html;profile=mcp-app"}}}},
 	})
-	cs, err := c.Connect(ctx, ct, nil)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cs.Close()
-		cancel()
-		<-done
-	})
-	return cs
+	return connectClientWith(t, g, c, nil)
 }

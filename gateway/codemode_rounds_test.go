@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -53,12 +54,10 @@ func logFile(t *testing.T, dir string) string {
 
 // editLoop is code that edits log.txt n times in a loop, then reads it.
 func editLoop(dir string, n int) map[string]any {
-	p := filepath.Join(dir, "log.txt")
-	return map[string]any{"code": `const p = ` + jsString(p) + `;
-for (let i = 0; i < ` + string(rune('0'+n)) + `; i++) {
-  await fs.edit_file({path: p, edits: [{oldText: "log:", newText: "log:+"}]});
+	return map[string]any{"code": `for (let i = 0; i < ` + string(rune('0'+n)) + `; i++) {
+  await ` + editCall(dir) + `;
 }
-return await fs.read_text_file({path: p});`}
+return await fs.read_text_file({path: ` + jsString(filepath.Join(dir, "log.txt")) + `});`}
 }
 
 func schemaText(v any) string {
@@ -68,16 +67,73 @@ func schemaText(v any) string {
 
 func jsString(s string) string { return `"` + strings.ReplaceAll(s, `\`, `\\`) + `"` }
 
+// editCall is the code of one edit of log.txt in dir: it adds a "+".
+func editCall(dir string) string {
+	return `fs.edit_file({path: ` + jsString(filepath.Join(dir, "log.txt")) + `, edits: [{oldText: "log:", newText: "log:+"}]})`
+}
+
+// roundsClient is alice's client of a fresh codeGateway that answers
+// input-required results itself (see callRaw), and a bounded context.
+func roundsClient(t *testing.T) (cs *mcp.ClientSession, ctx context.Context, dir string) {
+	t.Helper()
+	url, dir := codeGateway(t)
+	cs, _ = newClient(t, url, aliceToken, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return cs, ctx, dir
+}
+
+// askLog is what an asking client was asked, in order.
+type askLog struct {
+	mu    sync.Mutex
+	asked []*mcp.ElicitParams
+}
+
+// params are the elicitations asked so far.
+func (l *askLog) params() []*mcp.ElicitParams {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.asked)
+}
+
+// askingClient is alice's session on url that answers elicitations itself,
+// negotiating version ("" is the newest). answer gets the count asked so
+// far, this one included.
+func askingClient(t *testing.T, url, version string, answer func(n int) *mcp.ElicitResult) (*mcp.ClientSession, *askLog) {
+	t.Helper()
+	log := &askLog{}
+	c := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			log.asked = append(log.asked, req.Params)
+			return answer(len(log.asked)), nil
+		},
+	})
+	var opts *mcp.ClientSessionOptions
+	if version != "" {
+		opts = &mcp.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &sessionIDs{token: aliceToken}}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs, log
+}
+
+// acceptForRun accepts every ask for the rest of its run.
+func acceptForRun(int) *mcp.ElicitResult {
+	return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"for_run": true}}
+}
+
 // TestCodeModeRounds: under 2026-07-28, an ask inside the code is an
 // input-required result naming the nested call. Each retry runs the code
 // again, replaying the edits made, and sends the approved one once. "For
 // the rest of this run" allows the loop's later edits. A requestState
 // sent again sends nothing again.
 func TestCodeModeRounds(t *testing.T) {
-	url, dir := codeGateway(t)
-	cs, _ := newClient(t, url, aliceToken, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	cs, ctx, dir := roundsClient(t)
 	args := editLoop(dir, 3)
 
 	res, err := callRaw(ctx, cs, "run_code", args, nil, "")
@@ -126,12 +182,9 @@ func TestCodeModeRounds(t *testing.T) {
 // TestCodeModeRoundsDenied: a declined nested call rejects in the code,
 // which catches it; nothing is sent.
 func TestCodeModeRoundsDenied(t *testing.T) {
-	url, dir := codeGateway(t)
-	cs, _ := newClient(t, url, aliceToken, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	cs, ctx, dir := roundsClient(t)
 	args := map[string]any{"code": `try {
-  await fs.edit_file({path: ` + jsString(filepath.Join(dir, "log.txt")) + `, edits: [{oldText: "log:", newText: "log:+"}]});
+  await ` + editCall(dir) + `;
   return "sent";
 } catch (e) { return "caught: " + e.message; }`}
 	res, err := callRaw(ctx, cs, "run_code", args, nil, "")
@@ -150,36 +203,20 @@ func TestCodeModeRoundsDenied(t *testing.T) {
 // as the gateway's other asks are.
 func TestCodeModeSessionAsk(t *testing.T) {
 	url, dir := codeGateway(t)
-	var mu sync.Mutex
-	var asked []string
-	c := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			asked = append(asked, req.Params.Message)
-			if len(asked) == 1 {
-				return &mcp.ElicitResult{Action: "accept"}, nil
-			}
-			return &mcp.ElicitResult{Action: "decline"}, nil
-		},
+	cs, log := askingClient(t, url, "2025-11-25", func(n int) *mcp.ElicitResult {
+		if n == 1 {
+			return &mcp.ElicitResult{Action: "accept"}
+		}
+		return &mcp.ElicitResult{Action: "decline"}
 	})
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &sessionIDs{token: aliceToken}}},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	p := jsString(filepath.Join(dir, "log.txt"))
 	res := callTool(t, cs, "run_code", map[string]any{"code": `const out = [];
 for (let i = 0; i < 2; i++) {
-  try { await fs.edit_file({path: ` + p + `, edits: [{oldText: "log:", newText: "log:+"}]}); out.push("sent") }
+  try { await ` + editCall(dir) + `; out.push("sent") }
   catch (e) { out.push(e.message) }
 }
 return out;`})
-	mu.Lock()
-	defer mu.Unlock()
-	if len(asked) != 2 || !strings.Contains(asked[0], "edit_file") || !strings.Contains(asked[0], `"oldText":"log:"`) {
-		t.Fatalf("asked %q", asked)
+	if asked := log.params(); len(asked) != 2 || !strings.Contains(asked[0].Message, "edit_file") || !strings.Contains(asked[0].Message, `"oldText":"log:"`) {
+		t.Fatalf("asked %v", asked)
 	}
 	if out := resultText(res); !strings.Contains(out, `["sent","`) || !strings.Contains(out, "declined") {
 		t.Errorf("answer %s", out)
@@ -193,14 +230,11 @@ return out;`})
 // are made and recorded in the first round; the retry replays them and
 // sends the approved edit once.
 func TestCodeModeRoundsParallel(t *testing.T) {
-	url, dir := codeGateway(t)
-	cs, _ := newClient(t, url, aliceToken, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
+	cs, ctx, dir := roundsClient(t)
 	p := jsString(filepath.Join(dir, "log.txt"))
 	args := map[string]any{"code": `const [before, edited, after] = await Promise.all([
   fs.read_text_file({path: ` + p + `}),
-  fs.edit_file({path: ` + p + `, edits: [{oldText: "log:", newText: "log:+"}]}),
+  ` + editCall(dir) + `,
   fs.get_file_info({path: ` + p + `}),
 ]);
 return {before, after: typeof after};`}
@@ -224,16 +258,13 @@ return {before, after: typeof after};`}
 // requestState carries when it asks is answered with an error saying
 // so; the edit is not sent.
 func TestCodeModeRoundsTooLarge(t *testing.T) {
-	url, dir := codeGateway(t)
+	cs, ctx, dir := roundsClient(t)
 	big := filepath.Join(dir, "big.txt")
 	if err := os.WriteFile(big, []byte(strings.Repeat("zebra ", 20000)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cs, _ := newClient(t, url, aliceToken, "")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	res, err := callRaw(ctx, cs, "run_code", map[string]any{"code": `await fs.read_text_file({path: ` + jsString(big) + `});
-await fs.edit_file({path: ` + jsString(filepath.Join(dir, "log.txt")) + `, edits: [{oldText: "log:", newText: "log:+"}]});`}, nil, "")
+await ` + editCall(dir) + `;`}, nil, "")
 	if err != nil || !res.IsError || res.NeedsInput() || !strings.Contains(resultText(res), "too large to carry in a requestState") {
 		t.Fatalf("answer %+v %q, %v", res, resultText(res), err)
 	}
@@ -247,21 +278,7 @@ await fs.edit_file({path: ` + jsString(filepath.Join(dir, "log.txt")) + `, edits
 // CallTool, one question, the loop's edits sent once each.
 func TestCodeModeRoundsSDKClient(t *testing.T) {
 	url, dir := codeGateway(t)
-	var mu sync.Mutex
-	var asked []string
-	c := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			mu.Lock()
-			asked = append(asked, req.Params.Message)
-			mu.Unlock()
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"for_run": true}}, nil
-		},
-	})
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &sessionIDs{token: aliceToken}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, log := askingClient(t, url, "", acceptForRun)
 	if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
 		t.Fatalf("negotiated %s", v)
 	}
@@ -269,10 +286,8 @@ func TestCodeModeRoundsSDKClient(t *testing.T) {
 	if res.IsError || !strings.Contains(resultText(res), "log:+++++") {
 		t.Fatalf("answer %q", resultText(res))
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(asked) != 1 {
-		t.Errorf("asked %d times, want once for the run: %q", len(asked), asked)
+	if asked := log.params(); len(asked) != 1 {
+		t.Errorf("asked %d times, want once for the run: %v", len(asked), asked)
 	}
 	if got := logFile(t, dir); got != "log:+++++" {
 		t.Errorf("file %q, want five edits", got)
@@ -283,30 +298,17 @@ func TestCodeModeRoundsSDKClient(t *testing.T) {
 // elicitation offers for_run too; accepting it asks once for a loop.
 func TestCodeModeSessionAskForRun(t *testing.T) {
 	url, dir := codeGateway(t)
-	var mu sync.Mutex
-	var schemas []string
-	c := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			mu.Lock()
-			schemas = append(schemas, schemaText(req.Params.RequestedSchema))
-			mu.Unlock()
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"for_run": true}}, nil
-		},
-	})
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &sessionIDs{token: aliceToken}}},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs, log := askingClient(t, url, "2025-11-25", acceptForRun)
 	for range 2 {
 		res := callTool(t, cs, "run_code", editLoop(dir, 3))
 		if res.IsError {
 			t.Fatalf("answer %q", resultText(res))
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	var schemas []string
+	for _, p := range log.params() {
+		schemas = append(schemas, schemaText(p.RequestedSchema))
+	}
 	// Once per run: the allowance ends with its run.
 	if len(schemas) != 2 || !strings.Contains(schemas[0], "for_run") {
 		t.Errorf("asked %d times (want once a run), schemas %q", len(schemas), schemas)

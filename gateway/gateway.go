@@ -400,30 +400,20 @@ func (g *Gateway) trace(user *conduit.Trace) *conduit.Trace {
 		// subscriptions: they are set again, off the connection's goroutine.
 		g.goIfOpen(g.restore)
 	}
-	t.ServerDown = func(i conduit.ServerEvent) {
-		if u.ServerDown != nil {
-			u.ServerDown(i)
+	// mark calls the caller's callback, then marks c changed for the
+	// event's principal.
+	mark := func(user func(conduit.ServerEvent), c changes) func(conduit.ServerEvent) {
+		return func(i conduit.ServerEvent) {
+			if user != nil {
+				user(i)
+			}
+			g.changedFor(i.Principal, c)
 		}
-		g.changedFor(i.Principal, changedAll)
 	}
-	t.ToolsChanged = func(i conduit.ServerEvent) {
-		if u.ToolsChanged != nil {
-			u.ToolsChanged(i)
-		}
-		g.changedFor(i.Principal, changedTools)
-	}
-	t.PromptsChanged = func(i conduit.ServerEvent) {
-		if u.PromptsChanged != nil {
-			u.PromptsChanged(i)
-		}
-		g.changedFor(i.Principal, changedPrompts)
-	}
-	t.ResourcesChanged = func(i conduit.ServerEvent) {
-		if u.ResourcesChanged != nil {
-			u.ResourcesChanged(i)
-		}
-		g.changedFor(i.Principal, changedResources)
-	}
+	t.ServerDown = mark(u.ServerDown, changedAll)
+	t.ToolsChanged = mark(u.ToolsChanged, changedTools)
+	t.PromptsChanged = mark(u.PromptsChanged, changedPrompts)
+	t.ResourcesChanged = mark(u.ResourcesChanged, changedResources)
 	t.ResourceUpdated = func(i conduit.ServerEvent) {
 		if u.ResourceUpdated != nil {
 			u.ResourceUpdated(i)

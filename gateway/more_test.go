@@ -8,12 +8,12 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/gateway"
+	"github.com/conduitmcp/conduit/internal/testenv"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,23 +35,27 @@ func runChild() int {
 	return 0
 }
 
-// TestServerDownAndBack: a server that goes down leaves every session's
-// list, and comes back to it when it is reconnected; each time the
-// clients are told.
-func TestServerDownAndBack(t *testing.T) {
+// childGateway serves two servers, reconnected with r: stable (its tool
+// hello) and child, the test binary run as runChild.
+func childGateway(t *testing.T, r conduit.Backoff) *gateway.Gateway {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	stable := newUpstream(t, "stable")
 	stable.tool("hello", "Hello.", echo("hello "))
-	g := newGateway(t, []conduit.Server{
+	return newGateway(t, []conduit.Server{
 		stable.server("stable"),
 		{ID: "child", Command: exe, Env: map[string]string{childEnv: "1", "GORACE": "atexit_sleep_ms=0"}},
-	}, &gateway.Options{Hub: &conduit.Options{
-		Policy:    conduit.AllowAll(),
-		Reconnect: conduit.Backoff{Min: 50 * time.Millisecond, Max: 100 * time.Millisecond},
-	}})
+	}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll(), Reconnect: r}})
+}
+
+// TestServerDownAndBack: a server that goes down leaves every session's
+// list, and comes back to it when it is reconnected; each time the
+// clients are told.
+func TestServerDownAndBack(t *testing.T) {
+	g := childGateway(t, conduit.Backoff{Min: 50 * time.Millisecond, Max: 100 * time.Millisecond})
 	cs, ev := connect(t, g, "", nil)
 	all := []string{"child__exit", "child__ping", "stable__hello"}
 	if got := toolNames(t, cs); !slices.Equal(got, all) {
@@ -75,19 +79,7 @@ func TestServerDownAndBack(t *testing.T) {
 // error saying to try later), not as an unknown tool; a name no server
 // offers is still unknown.
 func TestDownServerCallUnavailable(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stable := newUpstream(t, "stable")
-	stable.tool("hello", "Hello.", echo("hello "))
-	g := newGateway(t, []conduit.Server{
-		stable.server("stable"),
-		{ID: "child", Command: exe, Env: map[string]string{childEnv: "1", "GORACE": "atexit_sleep_ms=0"}},
-	}, &gateway.Options{Hub: &conduit.Options{
-		Policy:    conduit.AllowAll(),
-		Reconnect: conduit.Backoff{Min: time.Hour},
-	}})
+	g := childGateway(t, conduit.Backoff{Min: time.Hour})
 	cs, _ := connect(t, g, "", nil)
 	if got := resultText(callTool(t, cs, "child__ping", map[string]any{})); got != "pong {}" {
 		t.Fatalf("ping = %q", got)
@@ -223,24 +215,6 @@ func TestResourceUpdates(t *testing.T) {
 	}
 }
 
-// syncBuffer is a concurrency-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestSharedURIAndLegacyRequests: a resource URI two servers list is left
 // out and reported; a server on protocol 2025-11-25, whose requests during
 // a call are JSON-RPC requests of its own, has its roots/list and
@@ -271,7 +245,7 @@ func TestSharedURIAndLegacyRequests(t *testing.T) {
 		}
 		return text(res.Action), nil
 	})
-	var logs syncBuffer
+	var logs testenv.Buffer
 	g := newGateway(t, []conduit.Server{a.server("a"), b.server("b")}, &gateway.Options{Hub: &conduit.Options{
 		Policy: conduit.AllowAll(),
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)),

@@ -17,11 +17,18 @@ import (
 // connectClient opens a session of g with client, closed at the test's end.
 func connectClient(t *testing.T, g *gateway.Gateway, client *mcp.Client) *mcp.ClientSession {
 	t.Helper()
+	return connectClientWith(t, g, client, sessionVersion)
+}
+
+// connectClientWith is connectClient with the session options o (nil: the
+// newest protocol version).
+func connectClientWith(t *testing.T, g *gateway.Gateway, client *mcp.Client, o *mcp.ClientSessionOptions) *mcp.ClientSession {
+	t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- g.Serve(ctx, st, nil) }()
-	cs, err := client.Connect(ctx, ct, sessionVersion)
+	cs, err := client.Connect(ctx, ct, o)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

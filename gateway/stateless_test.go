@@ -390,20 +390,27 @@ func TestStatelessServerInput(t *testing.T) {
 	}
 }
 
-// TestStatelessWait: a call that waits for its client's answer to a
-// server's request waits in the replica that runs it, ApprovalTimeout at
-// most: then the server's request fails, and a retry is refused (its state
-// expires with the wait). A retry that reaches another replica (same keys
-// and store) is told the call waits elsewhere.
-func TestStatelessWait(t *testing.T) {
-	asked := make(chan error, 1)
-	up := newUpstream(t, "legacy")
+// legacyAsker is an upstream on protocol 2025-11-25 whose tool ask
+// elicits of the client in the call. asked gets the elicitation's error.
+func legacyAsker(t *testing.T) (up *upstream, asked chan error) {
+	asked = make(chan error, 1)
+	up = newUpstream(t, "legacy")
 	up.Server = mcp.NewServer(&mcp.Implementation{Name: "legacy", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
 	up.tool("ask", "Ask.", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		_, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "sure?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
 		asked <- err
 		return text("asked"), err
 	})
+	return up, asked
+}
+
+// TestStatelessWait: a call that waits for its client's answer to a
+// server's request waits in the replica that runs it, ApprovalTimeout at
+// most: then the server's request fails, and a retry is refused (its state
+// expires with the wait). A retry that reaches another replica (same keys
+// and store) is told the call waits elsewhere.
+func TestStatelessWait(t *testing.T) {
+	up, asked := legacyAsker(t)
 	shared := store.NewMemory()
 	t.Cleanup(func() { shared.Close() })
 	opts := &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll(), Store: shared}, ApprovalTimeout: 1500 * time.Millisecond,
@@ -615,14 +622,7 @@ func TestStatelessStoreDown(t *testing.T) {
 // TestStatelessCloseWhileWaiting: Close ends a call that waits for its
 // client's answer: its server's request fails, and Close returns.
 func TestStatelessCloseWhileWaiting(t *testing.T) {
-	asked := make(chan error, 1)
-	up := newUpstream(t, "legacy")
-	up.Server = mcp.NewServer(&mcp.Implementation{Name: "legacy", Version: "1"}, &mcp.ServerOptions{SupportedProtocolVersions: []string{"2025-11-25"}})
-	up.tool("ask", "Ask.", func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		_, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "sure?", RequestedSchema: json.RawMessage(`{"type":"object","properties":{}}`)})
-		asked <- err
-		return text("asked"), err
-	})
+	up, asked := legacyAsker(t)
 	g, err := gateway.New(context.Background(), []conduit.Server{up.server("legacy")}, &gateway.Options{Hub: &conduit.Options{Policy: conduit.AllowAll()}})
 	if err != nil {
 		t.Fatal(err)

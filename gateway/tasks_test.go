@@ -23,6 +23,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/testenv"
+	"github.com/conduitmcp/conduit/store"
 	"github.com/conduitmcp/conduit/store/sqlitestore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -397,6 +398,47 @@ func TestClientFollowsTasks(t *testing.T) {
 	}
 }
 
+// deferringHub is a child's hub on the gateway at url. It defers every
+// question a call's server asks, to be answered by a later process. st
+// holds the claims of the calls a resumed state decides; nil is none.
+func deferringHub(ctx context.Context, url string, st store.Store) (*conduit.Hub, error) {
+	return conduit.NewHub(ctx, []conduit.Server{{ID: "gw", URL: url}}, &conduit.Options{
+		Policy: conduit.AllowAll(),
+		Store:  st,
+		Handlers: &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, conduit.DeferInput("a person answers later")
+		}},
+	})
+}
+
+// confirmAll answers each question in still waits for with a confirmation.
+func confirmAll(in *conduit.Input) mcp.InputResponseMap {
+	answers := mcp.InputResponseMap{}
+	for _, k := range in.Missing() {
+		answers[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
+	}
+	return answers
+}
+
+// taskProcesses serves the tasks configuration behind a recording proxy.
+// run starts a child process for a step (see taskChild) on the proxy,
+// saving to and reading from saved, and returns what it printed.
+func taskProcesses(t *testing.T, saved string) (rc *recorder, run func(step string) string) {
+	url := serveHTTP(t, tasksConfig(t, ""), nil, "--transparent", "--no-auth")
+	rc = &recorder{target: url}
+	proxy := httptest.NewServer(rc)
+	t.Cleanup(proxy.Close)
+	return rc, func(step string) string {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), childEnv+"="+step, "TASK_URL="+proxy.URL, "TASK_FILE="+saved, "GORACE=atexit_sleep_ms=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", step, err, out)
+		}
+		return string(out)
+	}
+}
+
 // taskChild is one process of TestTaskAcrossProcesses: "task-defer"
 // calls a tool that its server runs as a task, defers what the task asks,
 // and saves the deferral's Input; "task-resume" answers it and takes the
@@ -407,12 +449,7 @@ func taskChild(step string) error {
 	}
 	url, saved := os.Getenv("TASK_URL"), os.Getenv("TASK_FILE")
 	ctx := context.Background()
-	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "gw", URL: url}}, &conduit.Options{
-		Policy: conduit.AllowAll(),
-		Handlers: &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return nil, conduit.DeferInput("a person answers later")
-		}},
-	})
+	hub, err := deferringHub(ctx, url, nil)
 	if err != nil {
 		return err
 	}
@@ -438,11 +475,7 @@ func taskChild(step string) error {
 	if err := json.Unmarshal(b, &in); err != nil {
 		return err
 	}
-	answers := mcp.InputResponseMap{}
-	for _, k := range in.Missing() {
-		answers[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
-	}
-	res, err := hub.CallTool(ctx, "gw__confirm_delete", args, &conduit.CallOptions{Input: in.WithResponses(answers)})
+	res, err := hub.CallTool(ctx, "gw__confirm_delete", args, &conduit.CallOptions{Input: in.WithResponses(confirmAll(&in))})
 	if err != nil {
 		return err
 	}
@@ -456,20 +489,8 @@ func taskChild(step string) error {
 // takes the call up: the answer goes to the same task (no second
 // tools/call), which it polls to its end.
 func TestTaskAcrossProcesses(t *testing.T) {
-	url := serveHTTP(t, tasksConfig(t, ""), nil, "--transparent", "--no-auth")
-	rc := &recorder{target: url}
-	proxy := httptest.NewServer(rc)
-	t.Cleanup(proxy.Close)
 	saved := filepath.Join(t.TempDir(), "deferred.json")
-	run := func(step string) string {
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), childEnv+"="+step, "TASK_URL="+proxy.URL, "TASK_FILE="+saved, "GORACE=atexit_sleep_ms=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", step, err, out)
-		}
-		return string(out)
-	}
+	rc, run := taskProcesses(t, saved)
 	run("task-defer")
 	var in conduit.Input
 	b, _ := os.ReadFile(saved)
@@ -536,13 +557,7 @@ func convChild(step string) error {
 		return err
 	}
 	defer st.Close()
-	hub, err := conduit.NewHub(ctx, []conduit.Server{{ID: "gw", URL: url}}, &conduit.Options{
-		Policy: conduit.AllowAll(),
-		Store:  st,
-		Handlers: &conduit.Handlers{Elicitation: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return nil, conduit.DeferInput("a person answers later")
-		}},
-	})
+	hub, err := deferringHub(ctx, url, st)
 	if err != nil {
 		return err
 	}
@@ -582,11 +597,7 @@ func convChild(step string) error {
 	}
 	decisions := map[string]adapters.Ruling{}
 	for _, p := range saved2.Pending {
-		answers := mcp.InputResponseMap{}
-		for _, k := range p.Input.Missing() {
-			answers[k] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"confirm": true}}
-		}
-		decisions[p.ID] = adapters.Ruling{Allow: true, Input: answers}
+		decisions[p.ID] = adapters.Ruling{Allow: true, Input: confirmAll(p.Input)}
 		fmt.Printf("TASK %s\n", p.Input.Task.ID)
 	}
 	ex, err := conv.Resume(ctx, decisions)
@@ -608,20 +619,8 @@ func convChild(step string) error {
 // same task (no second tools/call), which it polls to its end, and the
 // task's result answers the model's call.
 func TestConversationTaskAcrossProcesses(t *testing.T) {
-	url := serveHTTP(t, tasksConfig(t, ""), nil, "--transparent", "--no-auth")
-	rc := &recorder{target: url}
-	proxy := httptest.NewServer(rc)
-	t.Cleanup(proxy.Close)
 	saved := filepath.Join(t.TempDir(), "conversation.state")
-	run := func(step string) string {
-		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), childEnv+"="+step, "TASK_URL="+proxy.URL, "TASK_FILE="+saved, "GORACE=atexit_sleep_ms=0")
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: %v\n%s", step, err, out)
-		}
-		return string(out)
-	}
+	rc, run := taskProcesses(t, saved)
 	run("conv-defer")
 	calls := rc.methods("tools/call")
 	if len(calls) != 1 {

@@ -19,7 +19,6 @@ import (
 	"github.com/conduitmcp/conduit/store"
 	"github.com/conduitmcp/conduit/temporalconduit"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.temporal.io/sdk/testsuite"
 )
 
 // sizedClient is a client of a server whose tools answer n words: sized,
@@ -97,11 +96,8 @@ func TestSuiteTurnBudgetAsAdapters(t *testing.T) {
 			}
 
 			// The workflow's answers.
-			var s testsuite.WorkflowTestSuite
-			s.SetLogger(quiet)
-			env := s.NewTestWorkflowEnvironment()
+			env := sourceEnv(t, cl, nil)
 			env.SetTestTimeout(2 * time.Minute) // the large results take a while under -race
-			registerAgent(t, env, cl, nil)
 			if ask {
 				u := &updates{env: env}
 				env.RegisterDelayedCallback(func() { u.decide("allow", map[string]adapters.Ruling{"b": {Allow: true}}) }, time.Hour)

@@ -118,19 +118,7 @@ func TestServerApproval(t *testing.T) {
 		t.Errorf("sent %v, want each once", m.sent)
 	}
 
-	hist := history(ctx, t, c, run)
-	if err := replayer(agent).ReplayWorkflowHistory(quiet, hist); err != nil {
-		t.Fatalf("replaying the run's history: %v", err)
-	}
-	if *update {
-		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(historyFile, append(data, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	replayAndRecord(ctx, t, c, run, agent, historyFile)
 }
 
 // A canceled workflow cancels its running call: the cancellation reaches
@@ -169,6 +157,25 @@ func TestServerCancel(t *testing.T) {
 	var ce *sdktemporal.CanceledError
 	if err := run.Get(ctx, nil); !errors.As(err, &ce) {
 		t.Errorf("workflow ended with %v, want canceled", err)
+	}
+}
+
+// replayAndRecord replays the run's history on the workflow code wf of
+// today. With -update it records the history in file.
+func replayAndRecord(ctx context.Context, t *testing.T, c client.Client, run client.WorkflowRun, wf any, file string) {
+	t.Helper()
+	hist := history(ctx, t, c, run)
+	if err := replayer(wf).ReplayWorkflowHistory(quiet, hist); err != nil {
+		t.Fatalf("replaying the run's history: %v", err)
+	}
+	if *update {
+		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -6,7 +6,6 @@ package temporalconduit_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/temporalconduit"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/server/temporaltest"
 )
@@ -80,17 +78,5 @@ func TestServerTaskOutlivesWorker(t *testing.T) {
 
 	// The run's history replays on today's workflow code. With -update it
 	// is recorded beside the older ones (TestReplayRecordedHistory).
-	hist := history(ctx, t, c, run)
-	if err := replayer(agent).ReplayWorkflowHistory(quiet, hist); err != nil {
-		t.Fatalf("replaying the run's history: %v", err)
-	}
-	if *update {
-		data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join("testdata", "agent_task_history.json"), append(data, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	replayAndRecord(ctx, t, c, run, agent, filepath.Join("testdata", "agent_task_history.json"))
 }

@@ -132,6 +132,30 @@ func jobClientWith(t testing.TB, url string, o *conduit.Options) *conduit.Client
 	return c
 }
 
+// taskEnv is a test environment with the agent registered over src, and
+// the ticks it records.
+func taskEnv(t *testing.T, src conduit.Source) (*testsuite.TestWorkflowEnvironment, *ticks) {
+	t.Helper()
+	env := sourceEnv(t, src, nil)
+	k := &ticks{}
+	k.listen(env)
+	return env, k
+}
+
+// runTurn runs the agent on one turn of calls, the Anthropic way.
+func runTurn(env *testsuite.TestWorkflowEnvironment, calls ...toolcall.Raw) {
+	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{calls},
+		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic}})
+}
+
+// checkAnswered checks that env's run was one turn, its calls answered want.
+func checkAnswered(t *testing.T, env *testsuite.TestWorkflowEnvironment, want ...string) {
+	t.Helper()
+	if out := result(t, env); len(out.Turns) != 1 || !slices.Equal(answered(out.Turns[0].Results), want) {
+		t.Errorf("turns %+v, want %q", out.Turns, want)
+	}
+}
+
 func report(id string) toolcall.Raw {
 	return toolcall.Raw{ID: id, Name: "report", Args: map[string]any{"id": id}}
 }
@@ -141,7 +165,7 @@ type ticks struct {
 	mu     sync.Mutex
 	timers []time.Duration
 	acts   []string
-	onPoll func(n int) // called after each poll, with the count so far
+	onPoll func(n int) // called after each poll, with the count so far; set before the run
 }
 
 func (k *ticks) listen(env *testsuite.TestWorkflowEnvironment) {
@@ -178,11 +202,7 @@ func (k *ticks) count(name string) int {
 // the tool was called once.
 func TestSuiteTaskPolledOnTimers(t *testing.T) {
 	j := newJobServer()
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(quiet)
-	env := s.NewTestWorkflowEnvironment()
-	registerAgent(t, env, jobClient(t, j.gateway(t)), nil)
-	k := &ticks{}
+	env, k := taskEnv(t, jobClient(t, j.gateway(t)))
 	var once sync.Once
 	var sentWhileRunning int
 	// The gateway makes the task before its backend has the call: the
@@ -195,14 +215,8 @@ func TestSuiteTaskPolledOnTimers(t *testing.T) {
 			})
 		}
 	}
-	k.listen(env)
-	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{report("p1")}},
-		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic}})
-	out := result(t, env)
-
-	if want := []string{"p1 report p1 written"}; len(out.Turns) != 1 || !slices.Equal(answered(out.Turns[0].Results), want) {
-		t.Errorf("turns %+v, want %q", out.Turns, want)
-	}
+	runTurn(env, report("p1"))
+	checkAnswered(t, env, "p1 report p1 written")
 	if sentWhileRunning != 1 || j.sends("p1") != 1 {
 		t.Errorf("the tool was called %d times while its task ran, %d in all; want once", sentWhileRunning, j.sends("p1"))
 	}
@@ -230,19 +244,13 @@ func TestSuiteTaskPolledOnTimers(t *testing.T) {
 // gateway ends the tool's run, which the server sees.
 func TestSuiteTaskCancelledWithWorkflow(t *testing.T) {
 	j := newJobServer()
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(quiet)
-	env := s.NewTestWorkflowEnvironment()
-	registerAgent(t, env, jobClient(t, j.gateway(t)), nil)
-	k := &ticks{}
+	env, k := taskEnv(t, jobClient(t, j.gateway(t)))
 	k.onPoll = func(n int) {
 		if n == 2 {
 			env.CancelWorkflow()
 		}
 	}
-	k.listen(env)
-	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{report("c1")}},
-		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic}})
+	runTurn(env, report("c1"))
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() == nil {
 		t.Fatalf("the workflow ended with %v, want cancelled", env.GetWorkflowError())
 	}
@@ -264,12 +272,7 @@ func TestSuiteTaskCancelledWithWorkflow(t *testing.T) {
 // task, which the workflow polls on to its end. The tool acted once.
 func TestSuiteTaskAsks(t *testing.T) {
 	j := newJobServer()
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(quiet)
-	env := s.NewTestWorkflowEnvironment()
-	registerAgent(t, env, jobClient(t, j.gateway(t)), nil)
-	k := &ticks{}
-	k.listen(env)
+	env, k := taskEnv(t, jobClient(t, j.gateway(t)))
 	u := &updates{env: env}
 	var shown []adapters.Pending
 	env.RegisterDelayedCallback(func() {
@@ -288,13 +291,8 @@ func TestSuiteTaskAsks(t *testing.T) {
 		}
 		u.decide("answer", map[string]adapters.Ruling{shown[0].ID: {Allow: true, Input: answers}})
 	}, time.Hour)
-	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{{ID: "q1", Name: "confirm", Args: map[string]any{"id": "q1"}}}},
-		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic}})
-	out := result(t, env)
-
-	if want := []string{"q1 acted on q1"}; len(out.Turns) != 1 || !slices.Equal(answered(out.Turns[0].Results), want) {
-		t.Errorf("turns %+v, want %q", out.Turns, want)
-	}
+	runTurn(env, toolcall.Raw{ID: "q1", Name: "confirm", Args: map[string]any{"id": "q1"}})
+	checkAnswered(t, env, "q1 acted on q1")
 	if !slices.Equal(u.accepted, []string{"answer"}) {
 		t.Errorf("updates accepted %q, rejected %q", u.accepted, u.rejected)
 	}
@@ -325,24 +323,15 @@ func TestSuiteTaskApprovedOnce(t *testing.T) {
 			return conduit.Approve()
 		},
 	})
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(quiet)
-	env := s.NewTestWorkflowEnvironment()
-	registerAgent(t, env, src, nil)
-	k := &ticks{}
+	env, k := taskEnv(t, src)
 	var once sync.Once
 	k.onPoll = func(n int) {
 		if n == 3 {
 			once.Do(func() { close(j.release) })
 		}
 	}
-	k.listen(env)
-	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{report("a1")}},
-		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic}})
-	out := result(t, env)
-	if want := []string{"a1 report a1 written"}; len(out.Turns) != 1 || !slices.Equal(answered(out.Turns[0].Results), want) {
-		t.Errorf("turns %+v, want %q", out.Turns, want)
-	}
+	runTurn(env, report("a1"))
+	checkAnswered(t, env, "a1 report a1 written")
 	k.mu.Lock()
 	polls := k.count("conduit.PollTask")
 	k.mu.Unlock()
@@ -357,11 +346,7 @@ func TestSuiteTaskApprovedOnce(t *testing.T) {
 // call answered: the task goes on, and its result answers the call.
 func TestSuiteTaskPollRetried(t *testing.T) {
 	j := newJobServer()
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(quiet)
-	env := s.NewTestWorkflowEnvironment()
-	registerAgent(t, env, jobClient(t, j.gateway(t)), nil)
-	k := &ticks{}
+	env, k := taskEnv(t, jobClient(t, j.gateway(t)))
 	var fail, release sync.Once
 	k.onPoll = func(n int) {
 		fail.Do(func() { j.failGets.Store(2) })
@@ -369,13 +354,8 @@ func TestSuiteTaskPollRetried(t *testing.T) {
 			release.Do(func() { close(j.release) })
 		}
 	}
-	k.listen(env)
-	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{report("n1")}},
-		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic}})
-	out := result(t, env)
-	if want := []string{"n1 report n1 written"}; len(out.Turns) != 1 || !slices.Equal(answered(out.Turns[0].Results), want) {
-		t.Errorf("turns %+v, want %q", out.Turns, want)
-	}
+	runTurn(env, report("n1"))
+	checkAnswered(t, env, "n1 report n1 written")
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	// A retried attempt is not reported as completed: the gateway's count

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/temporalconduit"
@@ -26,10 +27,17 @@ import (
 // the workers' options o.
 func suiteEnv(t *testing.T, m *mailServer, o *temporalconduit.Options) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
+	return sourceEnv(t, m.client(t, nil), o)
+}
+
+// sourceEnv is a test environment with the agent registered over src,
+// with the workers' options o.
+func sourceEnv(t *testing.T, src conduit.Source, o *temporalconduit.Options) *testsuite.TestWorkflowEnvironment {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(quiet)
 	env := s.NewTestWorkflowEnvironment()
-	registerAgent(t, env, m.client(t, nil), o)
+	registerAgent(t, env, src, o)
 	return env
 }
 
@@ -49,8 +57,18 @@ func result(t *testing.T, env *testsuite.TestWorkflowEnvironment) agentOutput {
 	return out
 }
 
-// pending queries the calls that wait for a decision.
+// pending queries the calls that wait for a decision: "id name rule".
 func pending(t *testing.T, env *testsuite.TestWorkflowEnvironment) []string {
+	t.Helper()
+	var ids []string
+	for _, p := range pendingCalls(t, env) {
+		ids = append(ids, p.ID+" "+p.Name+" "+p.Rule)
+	}
+	return ids
+}
+
+// pendingCalls queries the calls that wait for a decision.
+func pendingCalls(t *testing.T, env *testsuite.TestWorkflowEnvironment) []adapters.Pending {
 	t.Helper()
 	v, err := env.QueryWorkflow(temporalconduit.QueryPending)
 	if err != nil {
@@ -60,11 +78,7 @@ func pending(t *testing.T, env *testsuite.TestWorkflowEnvironment) []string {
 	if err := v.Get(&ps); err != nil {
 		t.Fatal(err)
 	}
-	var ids []string
-	for _, p := range ps {
-		ids = append(ids, p.ID+" "+p.Name+" "+p.Rule)
-	}
-	return ids
+	return ps
 }
 
 // updates sends UpdateDecides and collects their rejections, which the

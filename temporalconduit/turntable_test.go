@@ -10,34 +10,21 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
-	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/turn/turntest"
 	"github.com/conduitmcp/conduit/temporalconduit"
-	"go.temporal.io/sdk/testsuite"
 )
 
 func TestSuiteTurnTable(t *testing.T) {
 	turntest.Run(t, func(t *testing.T, src conduit.Source, c turntest.Case) turntest.Outcome {
-		var s testsuite.WorkflowTestSuite
-		s.SetLogger(quiet)
-		env := s.NewTestWorkflowEnvironment()
+		env := sourceEnv(t, src, nil)
 		env.SetTestTimeout(2 * time.Minute)
-		registerAgent(t, env, src, nil)
 		var out turntest.Outcome
 		u := &updates{env: env}
 		for k, round := range c.Rounds {
 			env.RegisterDelayedCallback(func() {
-				v, err := env.QueryWorkflow(temporalconduit.QueryPending)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var ps []adapters.Pending
-				if err := v.Get(&ps); err != nil {
-					t.Fatal(err)
-				}
 				var ids []string
-				for _, p := range ps {
+				for _, p := range pendingCalls(t, env) {
 					ids = append(ids, p.ID)
 				}
 				out.Pending = append(out.Pending, ids)

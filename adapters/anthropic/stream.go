@@ -52,7 +52,7 @@ func (s *stream) Event(e driver.Event) (driver.Step, error) {
 		}
 		s.message = msg
 	case "content_block_start":
-		i, ok := index(m)
+		i, ok := jsonv.Index(m["index"])
 		cb := jsonv.Object(m["content_block"])
 		if !ok || cb == nil {
 			return step, fmt.Errorf("anthropic: content_block_start has no index or content_block")
@@ -123,7 +123,7 @@ func (s *stream) Event(e driver.Event) (driver.Step, error) {
 
 // block returns the open block an event names.
 func (s *stream) block(m map[string]any, typ string) (*block, error) {
-	i, ok := index(m)
+	i, ok := jsonv.Index(m["index"])
 	b := s.blocks[i]
 	if !ok || b == nil {
 		return nil, fmt.Errorf("anthropic: %s names no started content block", typ)
@@ -134,20 +134,10 @@ func (s *stream) block(m map[string]any, typ string) (*block, error) {
 	return b, nil
 }
 
-func index(m map[string]any) (int, bool) {
-	f, ok := m["index"].(float64)
-	if !ok || f < 0 || f != float64(int(f)) {
-		return 0, false
-	}
-	return int(f), true
-}
-
 // content is the block as the whole response holds it.
 func (b *block) content() map[string]any {
 	out := make(map[string]any, len(b.m))
-	for k, v := range b.m {
-		out[k] = v
-	}
+	maps.Copy(out, b.m)
 	switch b.m["type"] {
 	case "text":
 		out["text"] = jsonv.String(b.m["text"]) + b.text.String()
@@ -180,9 +170,7 @@ func callOf(b *block) toolcall.Raw {
 
 func (s *stream) Response() map[string]any {
 	out := map[string]any{"type": "message", "role": "assistant"}
-	for k, v := range s.message {
-		out[k] = v
-	}
+	maps.Copy(out, s.message)
 	keys := slices.Sorted(maps.Keys(s.blocks))
 	content := make([]any, 0, len(keys))
 	for _, i := range keys {

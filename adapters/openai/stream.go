@@ -91,9 +91,8 @@ func (s *chatStream) Event(e driver.Event) (driver.Step, error) {
 		s.refusal.WriteString(jsonv.String(d["refusal"]))
 		for _, v := range jsonv.List(d["tool_calls"]) {
 			tc := jsonv.Object(v)
-			f, ok := tc["index"].(float64)
-			i := int(f)
-			if !ok || f != float64(i) || i < 0 || i > len(s.calls) {
+			i, ok := jsonv.Index(tc["index"])
+			if !ok || i > len(s.calls) {
 				return step, fmt.Errorf("openai: a tool_calls delta has index %v; the next is %d", tc["index"], len(s.calls))
 			}
 			if i < s.released {
@@ -218,7 +217,7 @@ func (s *responsesStream) Event(e driver.Event) (driver.Step, error) {
 			s.response = r
 		}
 	case "response.output_item.added":
-		i, ok := outputIndex(m)
+		i, ok := jsonv.Index(m["output_index"])
 		it := jsonv.Object(m["item"])
 		if !ok || it == nil {
 			return step, fmt.Errorf("openai: %s has no output_index or item", typ)
@@ -249,7 +248,7 @@ func (s *responsesStream) Event(e driver.Event) (driver.Step, error) {
 	case "response.output_text.delta":
 		step.Text = jsonv.String(m["delta"])
 	case "response.output_item.done":
-		i, ok := outputIndex(m)
+		i, ok := jsonv.Index(m["output_index"])
 		it := jsonv.Object(m["item"])
 		x := s.items[i]
 		if !ok || it == nil {
@@ -287,7 +286,7 @@ func (s *responsesStream) Event(e driver.Event) (driver.Step, error) {
 
 // item returns the item an arguments event names, by output_index.
 func (s *responsesStream) item(m map[string]any, typ string) (*item, error) {
-	i, ok := outputIndex(m)
+	i, ok := jsonv.Index(m["output_index"])
 	x := s.items[i]
 	if !ok || x == nil {
 		return nil, fmt.Errorf("openai: %s names no added output item", typ)
@@ -296,14 +295,6 @@ func (s *responsesStream) item(m map[string]any, typ string) (*item, error) {
 		return nil, fmt.Errorf("openai: %s for output item %d after it was done", typ, i)
 	}
 	return x, nil
-}
-
-func outputIndex(m map[string]any) (int, bool) {
-	f, ok := m["output_index"].(float64)
-	if !ok || f < 0 || f != float64(int(f)) {
-		return 0, false
-	}
-	return int(f), true
 }
 
 // responsesRaw is a function_call item's call, as Parse reads it.
@@ -320,18 +311,14 @@ func (x *item) output() map[string]any {
 		return x.m
 	}
 	out := make(map[string]any, len(x.m))
-	for k, v := range x.m {
-		out[k] = v
-	}
+	maps.Copy(out, x.m)
 	out["arguments"] = x.args.String()
 	return out
 }
 
 func (s *responsesStream) Response() map[string]any {
 	out := map[string]any{"object": "response"}
-	for k, v := range s.response {
-		out[k] = v
-	}
+	maps.Copy(out, s.response)
 	if s.final {
 		if _, ok := out["output"].([]any); ok {
 			return out

@@ -98,12 +98,10 @@ func TestCallBudget(t *testing.T) {
 // cut on stderr.
 func TestExecBudget(t *testing.T) {
 	dir, file := budgetDir(t)
-	response, _ := json.Marshal(map[string]any{"role": "assistant", "stop_reason": "tool_use", "content": []any{
+	resp := responseFile(t, map[string]any{"role": "assistant", "stop_reason": "tool_use", "content": []any{
 		map[string]any{"type": "tool_use", "id": "toolu_1", "name": "fs__read_text_file", "input": map[string]any{"path": file}},
 		map[string]any{"type": "tool_use", "id": "toolu_2", "name": "fs__read_text_file", "input": map[string]any{"path": file}},
 	}})
-	resp := filepath.Join(t.TempDir(), "response.json")
-	os.WriteFile(resp, response, 0o644)
 	r := conduit(t, runOpts{dir: dir}, "exec", "--provider", "anthropic", "--response", resp, "--connect-timeout", "50s",
 		"--max-result-tokens", "3000", "--max-turn-tokens", "4000")
 	expect(t, r, 0, "conduit: call 1 fs__read_text_file: ok (cut to ", "conduit: call 2 fs__read_text_file: ok (cut to ")
@@ -137,10 +135,8 @@ func TestExecDeferResumeBudget(t *testing.T) {
 	read := func(id, name string) map[string]any {
 		return map[string]any{"type": "tool_use", "id": id, "name": name, "input": map[string]any{"path": file}}
 	}
-	response, _ := json.Marshal(map[string]any{"role": "assistant", "stop_reason": "tool_use", "content": []any{
+	resp := responseFile(t, map[string]any{"role": "assistant", "stop_reason": "tool_use", "content": []any{
 		read("toolu_1", "fs__read_text_file"), read("toolu_2", "asked__read_text_file"), read("toolu_3", "fs__read_text_file")}})
-	resp := filepath.Join(t.TempDir(), "response.json")
-	os.WriteFile(resp, response, 0o644)
 	state := filepath.Join(t.TempDir(), "conv.state")
 	env := []string{stateKey}
 	budget := []string{"--connect-timeout", "50s", "--max-result-tokens", "3000", "--max-turn-tokens", "4500"}

@@ -45,9 +45,7 @@ for (let i = 0; i < 3; i++) {
 return "wrote 3";`
 	p := adapters.OpenAIChat
 	resp := adaptertest.FakeOf(p).Response("", toolcall.Raw{ID: "call_code", Name: "run_code", Args: jsonArgs(t, map[string]any{"code": code}, p)})
-	respFile := filepath.Join(t.TempDir(), "response.json")
-	b, _ := json.Marshal(resp)
-	os.WriteFile(respFile, b, 0o644)
+	respFile := responseFile(t, resp)
 	state := filepath.Join(t.TempDir(), "conv.state")
 
 	r := conduit(t, runOpts{dir: dir, env: env}, "exec", "--provider", p.String(), "--response", respFile, "--state", state, "--approve", "defer", "--code-mode")

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -73,7 +72,7 @@ func TestServePolicyTypoRefusesToStart(t *testing.T) {
 	cmd = exec.CommandContext(ctx, binary, "serve", "--connect-timeout", "50s")
 	cmd.Dir, cmd.Env = dir, binaryEnv()
 	// The serve process writes its stderr while the test reads it.
-	var logs lockedBuffer
+	var logs testenv.Buffer
 	cmd.Stderr = &logs
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -102,23 +101,4 @@ func TestPolicyGlobsAndOwnToolsStayFine(t *testing.T) {
 	if strings.Contains(r.stderr, "names no configured server") {
 		t.Errorf("warned:\n%s", r)
 	}
-}
-
-// lockedBuffer is a strings.Builder that a process's output goroutine may
-// write while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,9 +54,7 @@ func TestExecDeferResumeEveryProvider(t *testing.T) {
 					toolcall.Raw{ID: ids[1], Name: "notes__add_note", Args: jsonArgs(t, map[string]any{"title": "Pasta shopping", "body": "tomatoes"}, p)},
 					toolcall.Raw{ID: ids[2], Name: "notes__delete_note", Args: jsonArgs(t, map[string]any{"id": "n1"}, p)})
 			}
-			respFile := filepath.Join(t.TempDir(), "response.json")
-			data, _ := json.Marshal(resp)
-			os.WriteFile(respFile, data, 0o644)
+			respFile := responseFile(t, resp)
 			state := filepath.Join(t.TempDir(), "conv.state")
 			env := []string{stateKey}
 
@@ -108,7 +107,7 @@ func TestExecDeferResumeEveryProvider(t *testing.T) {
 			expect(t, r, 2, "no call waiting for a decision")
 			// The conversation goes on from the file.
 			next := adaptertest.FakeOf(p).Response("", toolcall.Raw{ID: "call_s", Name: "notes__search_notes", Args: jsonArgs(t, map[string]any{"query": "pasta"}, p)})
-			data, _ = json.Marshal(next)
+			data, _ := json.Marshal(next)
 			r = conduit(t, runOpts{dir: dir, env: env, stdin: strings.NewReader(string(data))}, "exec", "--provider", p.String(), "--state", state)
 			expect(t, r, 0)
 			out = turnOut{}
@@ -230,6 +229,16 @@ func TestResumeCopiesSharedStore(t *testing.T) {
 	if storeURL == redis.URL {
 		t.Fatalf("no password in %s", redis.URL)
 	}
+	resumeCopies(t, []string{stateKey}, []string{"CONDUIT_TEST_REDIS_PW=resume-pw-0123456789"}, "--store", storeURL)
+}
+
+// resumeCopies defers a move_file of the real server-filesystem into a
+// state file, copies the file, and resumes each copy in a process of its
+// own. exec and resume run with env, resume with more env and extra flags
+// too. The move must run once (a second run would fail: its source is
+// gone), and the second resumption answer with the first one's answer.
+func resumeCopies(t *testing.T, env, more []string, extra ...string) {
+	t.Helper()
 	data, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -241,13 +250,9 @@ func TestResumeCopiesSharedStore(t *testing.T) {
 	cmd, args := testenv.Filesystem(t, data)
 	dir := writeConfig(t, []any{map[string]any{"ask": []string{"fs/move_file"}}}, "fs", map[string]any{"command": cmd, "args": args})
 	p := adapters.Anthropic
-	resp := adaptertest.FakeOf(p).Response("Moving it.",
-		toolcall.Raw{ID: "call_m", Name: "fs__move_file", Args: map[string]any{"source": from, "destination": to}})
-	respFile := filepath.Join(t.TempDir(), "response.json")
-	raw, _ := json.Marshal(resp)
-	os.WriteFile(respFile, raw, 0o644)
+	respFile := responseFile(t, adaptertest.FakeOf(p).Response("Moving it.",
+		toolcall.Raw{ID: "call_m", Name: "fs__move_file", Args: map[string]any{"source": from, "destination": to}}))
 	state := filepath.Join(t.TempDir(), "conv.state")
-	env := []string{stateKey}
 	r := conduit(t, runOpts{dir: dir, env: env}, "exec", "--provider", p.String(), "--response", respFile, "--state", state, "--approve", "defer")
 	expect(t, r, 0, "1 call(s) wait for a decision")
 	copied := filepath.Join(t.TempDir(), "copy.state")
@@ -259,7 +264,7 @@ func TestResumeCopiesSharedStore(t *testing.T) {
 
 	var answers []string
 	for _, f := range []string{state, copied} {
-		r := conduit(t, runOpts{dir: dir, env: append(env, "CONDUIT_TEST_REDIS_PW=resume-pw-0123456789")}, "resume", "--state", f, "--allow", "call_m", "--store", storeURL)
+		r := conduit(t, runOpts{dir: dir, env: append(slices.Clip(env), more...)}, append([]string{"resume", "--state", f, "--allow", "call_m"}, extra...)...)
 		expect(t, r, 0)
 		var out turnOut
 		decode(t, r, &out)
@@ -277,6 +282,20 @@ func TestResumeCopiesSharedStore(t *testing.T) {
 	}
 }
 
+// responseFile is a file that holds the model's response resp.
+func responseFile(t *testing.T, resp any) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "response.json")
+	data, err := json.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // Two copies of one state file, resumed by two processes one after the
 // other with no --store: the default store, a SQLite file in the user's
 // state directory, is shared by the processes of the machine, so the call
@@ -284,53 +303,9 @@ func TestResumeCopiesSharedStore(t *testing.T) {
 // second run would fail: its source is gone), and the second resumption
 // answers with the first one's recorded answer.
 func TestResumeCopiesDefaultStore(t *testing.T) {
-	data, err := filepath.EvalSymlinks(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	from, to := filepath.Join(data, "draft.txt"), filepath.Join(data, "final.txt")
-	if err := os.WriteFile(from, []byte("text"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd, args := testenv.Filesystem(t, data)
-	dir := writeConfig(t, []any{map[string]any{"ask": []string{"fs/move_file"}}}, "fs", map[string]any{"command": cmd, "args": args})
-	p := adapters.Anthropic
-	resp := adaptertest.FakeOf(p).Response("Moving it.",
-		toolcall.Raw{ID: "call_m", Name: "fs__move_file", Args: map[string]any{"source": from, "destination": to}})
-	respFile := filepath.Join(t.TempDir(), "response.json")
-	raw, _ := json.Marshal(resp)
-	os.WriteFile(respFile, raw, 0o644)
-	state := filepath.Join(t.TempDir(), "conv.state")
 	// A home of the test's own, as a user's: XDG_STATE_HOME unset.
 	home := t.TempDir()
-	env := []string{stateKey, "HOME=" + home, "XDG_STATE_HOME="}
-	r := conduit(t, runOpts{dir: dir, env: env}, "exec", "--provider", p.String(), "--response", respFile, "--state", state, "--approve", "defer")
-	expect(t, r, 0, "1 call(s) wait for a decision")
-	copied := filepath.Join(t.TempDir(), "copy.state")
-	saved, err := os.ReadFile(state)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(copied, saved, 0o600)
-
-	var answers []string
-	for _, f := range []string{state, copied} {
-		r := conduit(t, runOpts{dir: dir, env: env}, "resume", "--state", f, "--allow", "call_m")
-		expect(t, r, 0)
-		var out turnOut
-		decode(t, r, &out)
-		all, _ := json.Marshal(out.Results)
-		answers = append(answers, string(all))
-	}
-	if strings.Contains(answers[0], `"is_error":true`) || !strings.Contains(answers[0], "Successfully moved") {
-		t.Errorf("the first resumption: %s", answers[0])
-	}
-	if answers[1] != answers[0] {
-		t.Errorf("the second resumption of a copy: %s, want the first one's recorded answer %s", answers[1], answers[0])
-	}
-	if _, err := os.Stat(to); err != nil {
-		t.Errorf("the file was not moved: %v", err)
-	}
+	resumeCopies(t, []string{stateKey, "HOME=" + home, "XDG_STATE_HOME="}, nil)
 	db := filepath.Join(home, ".local", "state", "conduit", "store.db")
 	if fi, err := os.Stat(db); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("the default store %s: %v %v, want a file of mode 0600", db, fi, err)
@@ -349,9 +324,7 @@ func TestResumeSaysWhatRan(t *testing.T) {
 	resp := adaptertest.FakeOf(p).Response("Saving.",
 		toolcall.Raw{ID: "call_a", Name: "notes__add_note", Args: map[string]any{"title": "Pasta shopping", "body": "tomatoes"}},
 		toolcall.Raw{ID: "call_d", Name: "notes__delete_note", Args: map[string]any{"id": "n1"}})
-	respFile := filepath.Join(t.TempDir(), "response.json")
-	data, _ := json.Marshal(resp)
-	os.WriteFile(respFile, data, 0o644)
+	respFile := responseFile(t, resp)
 	state := filepath.Join(t.TempDir(), "conv.state")
 	env := []string{stateKey}
 	r := conduit(t, runOpts{dir: dir, env: env}, "exec", "--provider", p.String(), "--response", respFile, "--state", state, "--approve", "defer")

@@ -69,15 +69,7 @@ isError is printed and is exit status 1 too.`)
 		return err
 	}
 	defer release()
-	cfg, err := h.loadConfig()
-	if err != nil {
-		return err
-	}
-	taint, err := c.taintList("call", cfg)
-	if err != nil {
-		return err
-	}
-	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{approver: approver, needPolicy: true})
+	hub, cfg, taint, err := c.openHub(ctx, env, &h, "call", approver)
 	if err != nil {
 		return err
 	}

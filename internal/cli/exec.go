@@ -45,6 +45,25 @@ func (c *callFlags) taintList(cmd string, cfg *config.File) ([]string, error) {
 	return taint, nil
 }
 
+// openHub opens the hub of a command that makes calls (call, exec): the
+// configuration, the --taint servers it names, and the hub, which the
+// policy and approver govern.
+func (c *callFlags) openHub(ctx context.Context, env *Env, h *hubFlags, cmd string, approver conduit.Approver) (*conduit.Hub, *config.File, []string, error) {
+	cfg, err := h.loadConfig()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	taint, err := c.taintList(cmd, cfg)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{approver: approver, needPolicy: true})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return hub, cfg, taint, nil
+}
+
 func runExec(ctx context.Context, env *Env, args []string) error {
 	fs := newFlags(env, "exec", `
 Read a provider's response (the JSON body the model's API returned) from
@@ -176,15 +195,7 @@ Denied and failed calls are answers, not failures: the exit status is 0.`)
 		}
 		paused = pausedTurn(p, data)
 	}
-	cfg, err := h.loadConfig()
-	if err != nil {
-		return err
-	}
-	taint, err := c.taintList("exec", cfg)
-	if err != nil {
-		return err
-	}
-	hub, _, err := h.openHub(ctx, env, cfg, hubOptions{approver: approver, needPolicy: true})
+	hub, _, taint, err := c.openHub(ctx, env, &h, "exec", approver)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,20 +19,23 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// configFile writes a configuration file named name, holding data, in a
+// directory of the test's own, and returns its path.
+func configFile(t *testing.T, name, data string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestServeUsage: what conduit serve refuses, each with a message that
 // says what to fix and never a token.
 func TestServeUsage(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, data string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	one := write("one.json", `{"mcpServers": {"a": {"command": "/nonexistent"}}, "policy": [{"allow": ["*"]}]}`)
-	two := write("two.json", `{"mcpServers": {"a": {"command": "/nonexistent"}, "b": {"command": "/nonexistent"}}}`)
-	tokens := write("tokens.json", `{"mcpServers": {"a": {"command": "/nonexistent"}},
+	one := configFile(t, "one.json", `{"mcpServers": {"a": {"command": "/nonexistent"}}, "policy": [{"allow": ["*"]}]}`)
+	two := configFile(t, "two.json", `{"mcpServers": {"a": {"command": "/nonexistent"}, "b": {"command": "/nonexistent"}}}`)
+	tokens := configFile(t, "tokens.json", `{"mcpServers": {"a": {"command": "/nonexistent"}},
 		"serve": {"tokens": [{"principal": "alice", "env": "T_ALICE"}, {"principal": "bob", "env": "T_BOB"}]}}`)
 	for _, tc := range []struct {
 		args []string
@@ -66,24 +67,6 @@ func TestServeUsage(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe to read while a command writes it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestServeHTTPLoopbackByDefault: --http :PORT, without a host, listens on
 // 127.0.0.1 only: it answers there (401 without a token), a non-loopback
 // address of the machine is refused, and the command ends with its
@@ -95,7 +78,7 @@ func TestServeHTTPLoopbackByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	env, _, _ := testEnv("")
-	var errb lockedBuffer
+	var errb testenv.Buffer
 	env.Stderr = &errb
 	env.Getenv = func(k string) string {
 		if k == "T_ALICE" {
@@ -182,7 +165,7 @@ func TestServePins(t *testing.T) {
 	defer cancel()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var errb lockedBuffer
+	var errb testenv.Buffer
 	env := &Env{Stdin: inR, Stdout: outW, Stderr: &errb, Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() {
@@ -259,7 +242,7 @@ func TestServeStore(t *testing.T) {
 	defer cancel()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	var errb lockedBuffer
+	var errb testenv.Buffer
 	env := &Env{Stdin: inR, Stdout: outW, Stderr: &errb, Getenv: func(string) string { return "" }}
 	done := make(chan int, 1)
 	go func() {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,19 +11,11 @@ import (
 // approvals sent to a console that is not served, are refused at start,
 // saying what to add; so is an unknown "approvals".
 func TestServeConsoleCareless(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, data string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	noAdmins := write("noadmins.json", `{"mcpServers": {"a": {"command": "/nonexistent"}}, "policy": [{"allow": ["*"]}],
+	noAdmins := configFile(t, "noadmins.json", `{"mcpServers": {"a": {"command": "/nonexistent"}}, "policy": [{"allow": ["*"]}],
 		"serve": {"tokens": [{"principal": "alice", "env": "T_ALICE"}]}}`)
-	approvals := write("approvals.json", `{"mcpServers": {"a": {"command": "/nonexistent"}}, "policy": [{"allow": ["*"]}],
+	approvals := configFile(t, "approvals.json", `{"mcpServers": {"a": {"command": "/nonexistent"}}, "policy": [{"allow": ["*"]}],
 		"serve": {"tokens": [{"principal": "alice", "env": "T_ALICE"}], "admins": ["alice"], "approvals": "console"}}`)
-	unknown := write("unknown.json", `{"mcpServers": {"a": {"command": "/nonexistent"}}, "serve": {"approvals": "email"}}`)
+	unknown := configFile(t, "unknown.json", `{"mcpServers": {"a": {"command": "/nonexistent"}}, "serve": {"approvals": "email"}}`)
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -123,6 +123,16 @@ func String(v any) string {
 	return s
 }
 
+// Index returns v as an index: a JSON number that is a whole number, not
+// negative. ok is false for anything else.
+func Index(v any) (i int, ok bool) {
+	f, ok := v.(float64)
+	if !ok || f < 0 || f != float64(int(f)) {
+		return 0, false
+	}
+	return int(f), true
+}
+
 // Clone returns a deep copy of a decoded JSON value: maps and slices are
 // copied all the way down, other values are shared (strings, numbers,
 // booleans and nil are immutable; any other value is taken as it is).

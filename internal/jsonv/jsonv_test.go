@@ -80,3 +80,25 @@ func TestNonNil(t *testing.T) {
 		t.Error("a slice is copied")
 	}
 }
+
+// TestIndex: only a whole, non-negative JSON number is an index.
+func TestIndex(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want int
+		ok   bool
+	}{
+		{float64(0), 0, true},
+		{float64(7), 7, true},
+		{float64(-1), 0, false},
+		{1.5, 0, false},
+		{1e300, 0, false},
+		{"1", 0, false},
+		{nil, 0, false},
+		{7, 0, false}, // an int is not what encoding/json decodes
+	} {
+		if got, ok := Index(tc.v); got != tc.want || ok != tc.ok {
+			t.Errorf("Index(%#v) = %d, %v; want %d, %v", tc.v, got, ok, tc.want, tc.ok)
+		}
+	}
+}

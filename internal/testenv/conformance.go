@@ -63,7 +63,7 @@ var ansiRE = regexp.MustCompile("\x1b\\[[0-9;]*m")
 // failed scenario is reported in the result, whose Output is worth logging.
 func ConformanceClient(t testing.TB, scenario, clientCommand string) *ConformanceResult {
 	t.Helper()
-	return conformanceScenario(t, "client", scenario, "--command", clientCommand)
+	return conformanceScenario(t, "client", scenario, clientCommand)
 }
 
 // ConformanceServer runs the conformance suite's server scenario against
@@ -71,19 +71,60 @@ func ConformanceClient(t testing.TB, scenario, clientCommand string) *Conformanc
 // runs a scenario outside every requirement set too (an extension's).
 func ConformanceServer(t testing.TB, scenario, url string) *ConformanceResult {
 	t.Helper()
-	return conformanceScenario(t, "server", scenario, "--url", url)
+	return conformanceScenario(t, "server", scenario, url)
 }
 
-// conformanceScenario runs one scenario of leg ("client", "server") with
-// the leg's target flag and value.
-func conformanceScenario(t testing.TB, leg, scenario, flag, target string) *ConformanceResult {
+// conformanceScenario runs one scenario of leg ("client", "server")
+// against target (see [legTarget]).
+func conformanceScenario(t testing.TB, leg, scenario, target string) *ConformanceResult {
+	t.Helper()
+	run := runSuite(t, "conformance scenario "+scenario, ConformanceTimeout, leg, legTarget(leg), target, "--scenario", scenario)
+	res := &ConformanceResult{Output: run.output, ExitCode: run.exitCode, Passed: run.exitCode == 0}
+	// The suite writes DIR/<scenario>-<time>/checks.json, and a scenario
+	// named auth/x makes that DIR/auth/x-<time>/checks.json.
+	var matches []string
+	filepath.WalkDir(run.dir, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "checks.json" {
+			matches = append(matches, path)
+		}
+		return nil
+	})
+	if len(matches) != 1 {
+		if strings.Contains(res.Output, "Unknown scenario") {
+			t.Fatalf("testenv: conformance suite has no %s scenario %q; output:\n%s", leg, scenario, res.Output)
+		}
+		t.Fatalf("testenv: conformance suite wrote %d checks.json files; output:\n%s", len(matches), res.Output)
+	}
+	res.Checks = readChecks(t, matches[0])
+	return res
+}
+
+// legTarget is the flag that names a leg's target: the client program's
+// command, or the server's URL.
+func legTarget(leg string) string {
+	if leg == "server" {
+		return "--url"
+	}
+	return "--command"
+}
+
+// suiteRun is one run of the conformance suite.
+type suiteRun struct {
+	dir      string // where it wrote its results
+	output   string // what it printed, colours removed
+	exitCode int
+}
+
+// runSuite runs the conformance suite with args, writing into a directory
+// of its own, for at most timeout. It fails t when the suite cannot run or
+// does not end in time; what names the run then.
+func runSuite(t testing.TB, what string, timeout time.Duration, args ...string) suiteRun {
 	t.Helper()
 	node, script := Conformance(t)
 	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), ConformanceTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, script, leg,
-		flag, target, "--scenario", scenario, "-o", dir)
+	cmd := exec.CommandContext(ctx, node, append(append([]string{script}, args...), "-o", dir)...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	var out bytes.Buffer
@@ -98,38 +139,29 @@ func conformanceScenario(t testing.TB, leg, scenario, flag, target string) *Conf
 	err := cmd.Run()
 	// The suite ends the client itself; this reaches anything left over.
 	signalGroup(cmd, true)
-	res := &ConformanceResult{Output: ansiRE.ReplaceAllString(out.String(), "")}
+	run := suiteRun{dir: dir, output: ansiRE.ReplaceAllString(out.String(), "")}
 	var exit *exec.ExitError
 	switch {
 	case ctx.Err() != nil:
-		t.Fatalf("testenv: conformance scenario %s did not finish within %v; output:\n%s", scenario, ConformanceTimeout, res.Output)
+		t.Fatalf("testenv: %s did not finish within %v; output:\n%s", what, timeout, run.output)
 	case errors.As(err, &exit):
-		res.ExitCode = exit.ExitCode()
+		run.exitCode = exit.ExitCode()
 	case err != nil:
 		t.Fatalf("testenv: running the conformance suite: %v", err)
 	}
-	res.Passed = res.ExitCode == 0
-	// The suite writes DIR/<scenario>-<time>/checks.json, and a scenario
-	// named auth/x makes that DIR/auth/x-<time>/checks.json.
-	var matches []string
-	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() == "checks.json" {
-			matches = append(matches, path)
-		}
-		return nil
-	})
-	if len(matches) != 1 {
-		if strings.Contains(res.Output, "Unknown scenario") {
-			t.Fatalf("testenv: conformance suite has no %s scenario %q; output:\n%s", leg, scenario, res.Output)
-		}
-		t.Fatalf("testenv: conformance suite wrote %d checks.json files; output:\n%s", len(matches), res.Output)
-	}
-	data, err := os.ReadFile(matches[0])
+	return run
+}
+
+// readChecks reads a checks.json the suite wrote.
+func readChecks(t testing.TB, path string) []ConformanceCheck {
+	t.Helper()
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	if err := json.Unmarshal(data, &res.Checks); err != nil {
-		t.Fatalf("testenv: %s: %v", matches[0], err)
+	var checks []ConformanceCheck
+	if err := json.Unmarshal(data, &checks); err != nil {
+		t.Fatalf("testenv: %s: %v", path, err)
 	}
-	return res
+	return checks
 }

@@ -1,13 +1,8 @@
 package testenv
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
 	"io/fs"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -16,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // GoEverythingPkg is the Go SDK's conformance server: every feature the
@@ -82,41 +76,10 @@ var (
 // the suite cannot be run; failed scenarios are in the result.
 func ConformanceRequirements(t testing.TB, leg, revision, target string) *ConformanceRun {
 	t.Helper()
-	node, script := Conformance(t)
-	dir := t.TempDir()
-	timeout := 3 * ConformanceTimeout
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	flag := "--command"
-	if leg == "server" {
-		flag = "--url"
-	}
-	cmd := exec.CommandContext(ctx, node, script, leg, flag, target, "--requirements", revision, "-o", dir)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error {
-		signalGroup(cmd, true)
-		return nil
-	}
-	cmd.WaitDelay = time.Second
-	err := cmd.Run()
-	signalGroup(cmd, true)
-	res := &ConformanceRun{Output: ansiRE.ReplaceAllString(out.String(), ""),
+	run := runSuite(t, "the conformance "+leg+" requirements "+revision, 3*ConformanceTimeout, leg, legTarget(leg), target, "--requirements", revision)
+	dir := run.dir
+	res := &ConformanceRun{Output: run.output, Passed: run.exitCode == 0,
 		Scenarios: map[string][]ConformanceCheck{}, Verdicts: map[string]bool{}, NotScored: map[string]string{}}
-	var exit *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		t.Fatalf("testenv: the conformance %s requirements %s did not finish within %v; output:\n%s", leg, revision, timeout, res.Output)
-	case errors.As(err, &exit):
-	case err != nil:
-		t.Fatalf("testenv: running the conformance suite: %v", err)
-	default:
-		res.Passed = true
-	}
 	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || d.Name() != "checks.json" {
 			return nil
@@ -130,15 +93,7 @@ func ConformanceRequirements(t testing.TB, leg, revision, target string) *Confor
 		if leg == "server" {
 			name = strings.TrimPrefix(name, "server-")
 		}
-		data, rerr := os.ReadFile(path)
-		if rerr != nil {
-			t.Fatalf("testenv: %v", rerr)
-		}
-		var checks []ConformanceCheck
-		if jerr := json.Unmarshal(data, &checks); jerr != nil {
-			t.Fatalf("testenv: %s: %v", path, jerr)
-		}
-		res.Scenarios[name] = checks
+		res.Scenarios[name] = readChecks(t, path)
 		return nil
 	})
 	summary, notScored, _ := strings.Cut(res.Output[max(strings.LastIndex(res.Output, "SUMMARY ==="), 0):], "Not scored for")

@@ -2,7 +2,6 @@ package once_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/conduitmcp/conduit/internal/testenv"
 	"github.com/conduitmcp/conduit/store"
+	"github.com/conduitmcp/conduit/store/internal/claimer"
 	"github.com/conduitmcp/conduit/store/once/oncetest"
 	"github.com/conduitmcp/conduit/store/redisstore"
 	"github.com/conduitmcp/conduit/store/sqlitestore"
@@ -31,50 +31,43 @@ const sqliteClaimerEnv = "ONCE_TEST_SQLITE_CLAIMER"
 
 func TestMain(m *testing.M) {
 	logging.Disable()
-	if url := os.Getenv(claimerEnv); url != "" {
-		os.Exit(claimer(url))
-	}
-	if path := os.Getenv(sqliteClaimerEnv); path != "" {
-		os.Exit(sqliteClaimer(path))
-	}
+	claimer.Main(claimerEnv, func(url string) error {
+		s, err := redisstore.Open(url, &redisstore.Options{Prefix: os.Getenv("CLAIMER_PREFIX")})
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return claimAndWait(s)
+	})
+	claimer.Main(sqliteClaimerEnv, func(path string) error {
+		s, err := sqlitestore.Open(path, nil)
+		if err != nil {
+			return err
+		}
+		defer s.Close()
+		return claimAndWait(s)
+	})
 	os.Exit(m.Run())
-}
-
-func claimer(url string) int {
-	s, err := redisstore.Open(url, &redisstore.Options{Prefix: os.Getenv("CLAIMER_PREFIX")})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer s.Close()
-	return claimAndWait(s)
-}
-
-func sqliteClaimer(path string) int {
-	s, err := sqlitestore.Open(path, nil)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer s.Close()
-	return claimAndWait(s)
 }
 
 // claimAndWait runs oncetest.ClaimAndWait on s for the key and ttl the
 // environment names.
-func claimAndWait(s store.Claims) int {
+func claimAndWait(s store.Claims) error {
 	ttl, err := time.ParseDuration(os.Getenv("CLAIMER_TTL"))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := oncetest.ClaimAndWait(ctx, s, os.Getenv("CLAIMER_KEY"), ttl); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	return oncetest.ClaimAndWait(ctx, s, os.Getenv("CLAIMER_KEY"), ttl)
+}
+
+// claimerAt is the claimer command for the store that at locates, as an
+// environment entry, for a namespace.
+func claimerAt(at func(namespace string) string) func(t *testing.T, namespace, key string, ttl time.Duration) *exec.Cmd {
+	return func(t *testing.T, namespace, key string, ttl time.Duration) *exec.Cmd {
+		return claimer.Command(t, at(namespace), "CLAIMER_PREFIX="+namespace, "CLAIMER_KEY="+key, "CLAIMER_TTL="+ttl.String())
 	}
-	return 0
 }
 
 func TestMemory(t *testing.T) {
@@ -95,10 +88,6 @@ func TestMemory(t *testing.T) {
 
 func TestRedis(t *testing.T) {
 	r := testenv.Redis(t, nil)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	oncetest.Run(t, func(t *testing.T, namespace string) store.Claims {
 		s, err := redisstore.Open(r.URL, &redisstore.Options{Prefix: namespace})
 		if err != nil {
@@ -107,11 +96,7 @@ func TestRedis(t *testing.T) {
 		t.Cleanup(func() { s.Close() })
 		return s
 	}, &oncetest.Options{
-		Claimer: func(t *testing.T, namespace, key string, ttl time.Duration) *exec.Cmd {
-			cmd := exec.Command(exe, "-test.run=^$")
-			cmd.Env = append(os.Environ(), claimerEnv+"="+r.URL, "CLAIMER_PREFIX="+namespace, "CLAIMER_KEY="+key, "CLAIMER_TTL="+ttl.String())
-			return cmd
-		},
+		Claimer: claimerAt(func(string) string { return claimerEnv + "=" + r.URL }),
 	})
 }
 
@@ -119,10 +104,6 @@ func TestRedis(t *testing.T) {
 // namespace that the claimer processes open too.
 func TestSQLite(t *testing.T) {
 	dir := t.TempDir()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	path := func(namespace string) string {
 		return filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(namespace)+".db")
 	}
@@ -142,10 +123,6 @@ func TestSQLite(t *testing.T) {
 		}
 		return s
 	}, &oncetest.Options{
-		Claimer: func(t *testing.T, namespace, key string, ttl time.Duration) *exec.Cmd {
-			cmd := exec.Command(exe, "-test.run=^$")
-			cmd.Env = append(os.Environ(), sqliteClaimerEnv+"="+path(namespace), "CLAIMER_KEY="+key, "CLAIMER_TTL="+ttl.String())
-			return cmd
-		},
+		Claimer: claimerAt(func(namespace string) string { return sqliteClaimerEnv + "=" + path(namespace) }),
 	})
 }

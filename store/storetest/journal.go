@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit/store"
+	"github.com/conduitmcp/conduit/store/internal/claimer"
 )
 
 // testJournals checks appending and reading back, in order, across two
@@ -20,7 +21,7 @@ func testJournals(t *testing.T, open Opener) {
 		t.Skipf("%T keeps no journals", a)
 	}
 	jb := b.(store.Journals)
-	c := ctx(t)
+	c := claimer.Ctx(t)
 	start := time.Now().Add(-time.Second)
 	var ids []string
 	for i := range 5 {

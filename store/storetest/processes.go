@@ -4,17 +4,16 @@
 package storetest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/conduitmcp/conduit/store"
+	"github.com/conduitmcp/conduit/store/internal/claimer"
 )
 
 // claimerEnv makes the test binary a claimer process (see [ClaimerMain]).
@@ -36,41 +35,35 @@ type StoreAt func(location string) (store.Store, error)
 // input to close. Then it claims the key, and completes it with its pid when
 // it won. It prints the claim's state.
 func ClaimerMain(open StoreAt) {
-	location := os.Getenv(claimerEnv)
-	if location == "" {
-		return
-	}
-	os.Exit(claimer(open, location, os.Getenv(claimerKey)))
+	claimer.Main(claimerEnv, func(location string) error {
+		return claimOnce(open, location, os.Getenv(claimerKey))
+	})
 }
 
-func claimer(open StoreAt, location, key string) int {
+func claimOnce(open StoreAt, location, key string) error {
 	s, err := open(location)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := s.Ping(ctx); err != nil { // connected before the start
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	fmt.Println("ready")
 	io.Copy(io.Discard, os.Stdin)
 	c, err := s.Claim(ctx, key, time.Minute)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	if c.State == store.Claimed {
 		if err := s.Complete(ctx, key, c.Token, fmt.Appendf(nil, "sent by %d", os.Getpid()), time.Minute); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
 	}
 	fmt.Println(c.State)
-	return 0
+	return nil
 }
 
 // ClaimAcrossProcesses starts several processes of the test binary, whose
@@ -78,48 +71,23 @@ func claimer(open StoreAt, location, key string) int {
 // claim one key at once, for three rounds. Exactly one wins and completes.
 // The others find it pending or completed. The result is the winner's.
 func ClaimAcrossProcesses(t *testing.T, location string, open StoreAt) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	const n = 6
 	for round := range 3 {
 		key := fmt.Sprintf("conv-1/call-%d", round)
-		var starts []io.Closer
+		procs := make([]*claimer.Process, n)
 		outs := make([]*strings.Builder, n)
 		copied := make([]chan struct{}, n)
-		var cmds []*exec.Cmd
 		for i := range n {
-			cmd := exec.Command(exe, "-test.run=^$")
-			cmd.Env = append(os.Environ(), claimerEnv+"="+location, claimerKey+"="+key)
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			cmd.Stderr = os.Stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill() })
-			cmds = append(cmds, cmd)
-			starts = append(starts, stdin)
-			rd := bufio.NewReader(stdout)
-			if line, err := rd.ReadString('\n'); line != "ready\n" {
-				t.Fatalf("claimer %d: %q %v", i, line, err)
-			}
+			procs[i] = claimer.Start(t, claimer.Command(t, claimerEnv+"="+location, claimerKey+"="+key), "ready")
 			outs[i], copied[i] = &strings.Builder{}, make(chan struct{})
-			go func() { io.Copy(outs[i], rd); close(copied[i]) }()
+			go func() { io.Copy(outs[i], procs[i].Stdout); close(copied[i]) }()
 		}
-		for _, s := range starts { // all at once
-			s.Close()
+		for _, p := range procs { // all at once
+			p.Stdin.Close()
 		}
-		for i, cmd := range cmds {
+		for i, p := range procs {
 			<-copied[i]
-			if err := cmd.Wait(); err != nil {
+			if err := p.Wait(); err != nil {
 				t.Fatalf("claimer %d: %v", i, err)
 			}
 		}

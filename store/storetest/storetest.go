@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit/store"
+	"github.com/conduitmcp/conduit/store/internal/claimer"
 )
 
 // Opener opens a store for a test. Stores opened with the same namespace in
@@ -67,29 +68,8 @@ func Run(t *testing.T, open Opener) {
 	}
 }
 
-// ctx is a context bounded well past any wait in the suite. So a store that
-// hangs fails the test instead of the whole run.
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
 // ns returns a namespace of the test's own.
 func ns(t *testing.T) string { return "storetest/" + t.Name() + "/" }
-
-// eventually calls cond until it is true, for at most 10 s. Expiries are
-// checked this way. So a loaded machine makes the test slower, not flaky.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // must(f())(t) returns f's value, or fails t with f's error.
 func must[T any](v T, err error) func(*testing.T) T {
@@ -103,7 +83,7 @@ func must[T any](v T, err error) func(*testing.T) T {
 }
 
 func testSets(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	if got := must(s.Members(c, "alice"))(t); len(got) != 0 {
 		t.Fatalf("Members of a new key = %q, want none", got)
 	}
@@ -129,11 +109,11 @@ func testSets(t *testing.T, open Opener) {
 }
 
 func testSetsExpire(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	if err := s.AddMembers(c, "k", 300*time.Millisecond, "a"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a set with a 300ms lifetime has not expired", func() bool {
+	claimer.Eventually(t, "a set with a 300ms lifetime has not expired", func() bool {
 		return len(must(s.Members(c, "k"))(t)) == 0
 	})
 	// An addition extends the whole set: a is kept as long as b. The check
@@ -159,7 +139,7 @@ func testSetsExpire(t *testing.T, open Opener) {
 }
 
 func testClaims(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	first := must(s.Claim(c, "call-1", time.Minute))(t)
 	if first.State != store.Claimed || first.Token == "" {
 		t.Fatalf("first Claim = %+v, want claimed with a token", first)
@@ -214,7 +194,7 @@ func testClaims(t *testing.T, open Opener) {
 }
 
 func testClaimsRace(t *testing.T, open Opener) {
-	c := ctx(t)
+	c := claimer.Ctx(t)
 	clients := []store.Store{open(t, ns(t)), open(t, ns(t)), open(t, ns(t))}
 	for round := range 5 {
 		key := fmt.Sprintf("race-%d", round)
@@ -245,10 +225,10 @@ func testClaimsRace(t *testing.T, open Opener) {
 }
 
 func testClaimsExpire(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	first := must(s.Claim(c, "k", 200*time.Millisecond))(t)
 	var again store.Claim
-	eventually(t, "a claim with a 200ms lifetime has not expired", func() bool {
+	claimer.Eventually(t, "a claim with a 200ms lifetime has not expired", func() bool {
 		again = must(s.Claim(c, "k", time.Minute))(t)
 		return again.State == store.Claimed
 	})
@@ -262,13 +242,13 @@ func testClaimsExpire(t *testing.T, open Opener) {
 	if err := s.Complete(c, "k", again.Token, []byte("r"), 200*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a result with a 200ms lifetime has not expired", func() bool {
+	claimer.Eventually(t, "a result with a 200ms lifetime has not expired", func() bool {
 		return must(s.Claim(c, "k", time.Minute))(t).State == store.Claimed
 	})
 }
 
 func testWindows(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	if w := must(s.Hit(c, "alice/tool", 0, time.Minute))(t); w.Allowed || w.Count != 0 || w.Reset != 0 {
 		t.Fatalf("reading a new window = %+v, want nothing", w)
 	}
@@ -295,7 +275,7 @@ func testWindows(t *testing.T, open Opener) {
 }
 
 func testWindowsRace(t *testing.T, open Opener) {
-	c := ctx(t)
+	c := claimer.Ctx(t)
 	clients := []store.Store{open(t, ns(t)), open(t, ns(t))}
 	var allowed atomic.Int64
 	var wg sync.WaitGroup
@@ -319,7 +299,7 @@ func testWindowsRace(t *testing.T, open Opener) {
 }
 
 func testWindowsExpire(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	start := time.Now()
 	for range 2 {
 		must(s.Hit(c, "k", 2, time.Second))(t)
@@ -327,14 +307,14 @@ func testWindowsExpire(t *testing.T, open Opener) {
 	if w := must(s.Hit(c, "k", 2, time.Second))(t); w.Allowed && time.Since(start) < time.Second {
 		t.Fatalf("third hit of 2 within the window = %+v", w)
 	}
-	eventually(t, "a 1s window has not ended", func() bool {
+	claimer.Eventually(t, "a 1s window has not ended", func() bool {
 		w := must(s.Hit(c, "k", 2, time.Second))(t)
 		return w.Allowed && w.Count == 1
 	})
 }
 
 func testSlots(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	if sl := must(s.Acquire(c, "alice", 0, time.Minute))(t); sl.Acquired || sl.InUse != 0 {
 		t.Fatalf("reading new slots = %+v", sl)
 	}
@@ -376,7 +356,7 @@ func testSlots(t *testing.T, open Opener) {
 }
 
 func testSlotsRace(t *testing.T, open Opener) {
-	c := ctx(t)
+	c := claimer.Ctx(t)
 	clients := []store.Store{open(t, ns(t)), open(t, ns(t))}
 	var mu sync.Mutex
 	tokens := map[string]bool{}
@@ -402,7 +382,7 @@ func testSlotsRace(t *testing.T, open Opener) {
 }
 
 func testSlotsLease(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	// A process takes both slots and dies without releasing them.
 	start := time.Now()
 	for range 2 {
@@ -413,18 +393,18 @@ func testSlotsLease(t *testing.T, open Opener) {
 	if sl := must(s.Acquire(c, "k", 2, time.Minute))(t); sl.Acquired && time.Since(start) < time.Second {
 		t.Fatalf("a third slot of 2 within the leases = %+v", sl)
 	}
-	eventually(t, "slots on a 1s lease have not come back", func() bool {
+	claimer.Eventually(t, "slots on a 1s lease have not come back", func() bool {
 		return must(s.Acquire(c, "k", 2, time.Minute))(t).Acquired
 	})
 	// The two slots were taken a round trip apart. So the second may end a
 	// moment after the first. What is left is the one just taken.
-	eventually(t, "the second slot's lease has not ended", func() bool {
+	claimer.Eventually(t, "the second slot's lease has not ended", func() bool {
 		return must(s.Acquire(c, "k", 0, time.Minute))(t).InUse == 1
 	})
 }
 
 func testLock(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	token := must(s.Lock(c, "refresh/server", time.Minute))(t)
 	other := open(t, ns(t))
 	short, cancel := context.WithTimeout(c, 150*time.Millisecond)
@@ -463,7 +443,7 @@ func testLock(t *testing.T, open Opener) {
 }
 
 func testLockExclusive(t *testing.T, open Opener) {
-	c := ctx(t)
+	c := claimer.Ctx(t)
 	clients := []store.Store{open(t, ns(t)), open(t, ns(t)), open(t, ns(t))}
 	var inside, entered atomic.Int32
 	var wg sync.WaitGroup
@@ -496,7 +476,7 @@ func testLockExclusive(t *testing.T, open Opener) {
 }
 
 func testLockExpires(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	// The owner dies holding the lock; a waiter gets it when it expires.
 	start := time.Now()
 	dead := must(s.Lock(c, "k", 300*time.Millisecond))(t)
@@ -513,7 +493,7 @@ func testLockExpires(t *testing.T, open Opener) {
 }
 
 func testNamespaces(t *testing.T, open Opener) {
-	c := ctx(t)
+	c := claimer.Ctx(t)
 	a, b := open(t, ns(t)+"a/"), open(t, ns(t)+"b/")
 	for _, s := range []store.Store{a, b} {
 		if got := must(s.Claim(c, "k", time.Minute))(t); got.State != store.Claimed {
@@ -545,7 +525,7 @@ func testNamespaces(t *testing.T, open Opener) {
 }
 
 func testBadLifetime(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	for name, err := range map[string]error{
 		"AddMembers": s.AddMembers(c, "k", 0, "a"),
 		"Claim":      second(s.Claim(c, "k", -time.Second)),
@@ -563,7 +543,7 @@ func testBadLifetime(t *testing.T, open Opener) {
 func second[T any](_ T, err error) error { return err }
 
 func testClosed(t *testing.T, open Opener) {
-	c := ctx(t)
+	c := claimer.Ctx(t)
 	s := open(t, ns(t))
 	if err := s.Ping(c); err != nil {
 		t.Fatalf("Ping: %v", err)

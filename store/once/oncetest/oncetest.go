@@ -15,7 +15,6 @@
 package oncetest
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -29,6 +28,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit/store"
+	"github.com/conduitmcp/conduit/store/internal/claimer"
 	"github.com/conduitmcp/conduit/store/once"
 )
 
@@ -99,29 +99,8 @@ func ClaimAndWait(ctx context.Context, claims store.Claims, key string, ttl time
 	return err
 }
 
-// ctx is a context bounded well past any wait in the suite. So a store that
-// hangs fails the test instead of the whole run.
-func ctx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return c
-}
-
 // ns returns a namespace of the test's own.
 func ns(t *testing.T) string { return "oncetest/" + t.Name() + "/" }
-
-// eventually calls cond until it is true, for at most 10 s. So a loaded
-// machine makes an expiry check slower, not flaky.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
 
 // counted is work that counts its runs and returns result.
 type counted struct {
@@ -156,7 +135,7 @@ func do(t *testing.T, c context.Context, s store.Claims, key string, ttl time.Du
 // A first Do runs and records. Every later Do, by any client, reads the
 // record byte for byte and runs nothing.
 func testRunAndRead(t *testing.T, open Opener) {
-	a, b, c := open(t, ns(t)), open(t, ns(t)), ctx(t)
+	a, b, c := open(t, ns(t)), open(t, ns(t)), claimer.Ctx(t)
 	results := map[string][]byte{
 		"json":   []byte(`{"content":[{"type":"text","text":"done <&>"}],  "isError" : false }`),
 		"binary": {0, 1, 0xff, ':', '\n', 0},
@@ -204,7 +183,7 @@ func testRunAndRead(t *testing.T, open Opener) {
 // A failed run is recorded as failed, with its message. Later callers know
 // it ran, and do not run it again.
 func testFailed(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	boom := errors.New("the server said no")
 	w := &counted{result: []byte("ignored"), err: boom}
 	got := do(t, c, s, "k", time.Minute, w)
@@ -223,7 +202,7 @@ func testFailed(t *testing.T, open Opener) {
 // Concurrent Do of one key, through several clients: run runs exactly once.
 // Every caller gets its outcome, or Unknown while it runs.
 func testRace(t *testing.T, open Opener) {
-	c := ctx(t)
+	c := claimer.Ctx(t)
 	clients := []store.Claims{open(t, ns(t)), open(t, ns(t)), open(t, ns(t))}
 	for round := range 4 {
 		key := fmt.Sprintf("race-%d", round)
@@ -284,7 +263,7 @@ func testRace(t *testing.T, open Opener) {
 // outcome Unknown to every later caller. They run nothing until the claim's
 // ttl passes. Then the key is won again.
 func testAbandoned(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	const ttl = 400 * time.Millisecond
 	claimed := time.Now()
 	tk, _, err := once.Claim(c, s, "k", ttl)
@@ -299,34 +278,14 @@ func testAbandoned(t *testing.T, open Opener) {
 }
 
 // testKilled is testAbandoned with a real process, killed.
-func testKilled(t *testing.T, open Opener, claimer func(*testing.T, string, string, time.Duration) *exec.Cmd) {
+func testKilled(t *testing.T, open Opener, newClaimer func(*testing.T, string, string, time.Duration) *exec.Cmd) {
 	const ttl = 2 * time.Second
-	cmd := claimer(t, ns(t), "k", ttl)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
+	p := claimer.Start(t, newClaimer(t, ns(t), "k", ttl), "claimed")
+	if err := p.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	defer stdin.Close()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if line != "claimed\n" {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		t.Fatalf("the claimer said %q (%v): %s", line, err, stderr.Bytes())
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	_ = p.Cmd.Wait()
 	checkUnknownThenRuns(t, open(t, ns(t)), "k", ttl, started)
 }
 
@@ -335,7 +294,7 @@ func testKilled(t *testing.T, open Opener, claimer func(*testing.T, string, stri
 // passed. Then it runs.
 func checkUnknownThenRuns(t *testing.T, s store.Claims, key string, ttl time.Duration, claimed time.Time) {
 	t.Helper()
-	c := ctx(t)
+	c := claimer.Ctx(t)
 	w := &counted{result: []byte("again")}
 	got := do(t, c, s, key, ttl, w)
 	if got.State == once.Ran && time.Since(claimed) >= ttl {
@@ -345,7 +304,7 @@ func checkUnknownThenRuns(t *testing.T, s store.Claims, key string, ttl time.Dur
 	if got.State != once.Unknown || got.Err != nil || w.runs.Load() != 0 {
 		t.Fatalf("Do of a key claimed and never recorded = %+v, ran %d times: want unknown, not run", got, w.runs.Load())
 	}
-	eventually(t, "a claim never recorded has not expired", func() bool {
+	claimer.Eventually(t, "a claim never recorded has not expired", func() bool {
 		got = do(t, c, s, key, ttl, w)
 		switch got.State {
 		case once.Unknown:
@@ -368,7 +327,7 @@ func checkUnknownThenRuns(t *testing.T, s store.Claims, key string, ttl time.Dur
 // Do runs. A run whose context is canceled while it runs is recorded all
 // the same, with its error.
 func testCanceled(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	done, cancel := context.WithCancel(c)
 	cancel()
 	w := &counted{result: []byte("r")}
@@ -400,7 +359,7 @@ func testCanceled(t *testing.T, open Opener) {
 // it, is read as a result. One of a later version, or malformed, is Unknown,
 // and its work is not run again.
 func testRecords(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	put := func(key string, record []byte) {
 		t.Helper()
 		cl, err := s.Claim(c, key, time.Minute)
@@ -434,7 +393,7 @@ func testRecords(t *testing.T, open Opener) {
 
 // A ttl that is not positive is refused, and nothing runs.
 func testBadTTL(t *testing.T, open Opener) {
-	s, c := open(t, ns(t)), ctx(t)
+	s, c := open(t, ns(t)), claimer.Ctx(t)
 	w := &counted{}
 	for _, ttl := range []time.Duration{0, -time.Second} {
 		if out, err := once.Do(c, s, "k", ttl, w.run); err == nil || out.State != 0 {
