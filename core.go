@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/bounded"
 	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/conduitmcp/conduit/pins"
 	"github.com/conduitmcp/conduit/store"
@@ -150,7 +151,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 		c.ConnectTimeout = 30 * time.Second
 	}
 	if c.CallTimeout == 0 {
-		c.CallTimeout = DefaultCallTimeout
+		c.CallTimeout = bounded.DefaultCallTimeout
 	}
 	c.limitErr = &limitError{c.CallTimeout}
 	c.limits = o.Limits.resolved()

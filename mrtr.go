@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/conduitmcp/conduit/internal/mrtr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -126,7 +127,7 @@ func (cn *conn) inputMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil {
 				return res, err
 			}
-			asks, state, more := InputRequests(res)
+			asks, state, more := mrtr.Requests(res)
 			if more || retry || round > 1 {
 				uncached(res)
 			}
@@ -171,30 +172,6 @@ func uncached(res mcp.Result) {
 	if r, ok := res.(*mcp.ReadResourceResult); ok && r != nil {
 		r.TTLMs = 0
 	}
-}
-
-// InputRequests returns what res asks of its client (protocol
-// 2026-07-28). res is a server's result of tools/call, prompts/get or
-// resources/read. It also returns the requestState to send back with the
-// answers, and whether res asks at all. An input-required result asks. So
-// does one with input requests. An empty set of them means the server
-// shed load: ask again later. A result of another type never asks.
-func InputRequests(res mcp.Result) (asks mcp.InputRequestMap, state string, ok bool) {
-	switch r := res.(type) {
-	case *mcp.CallToolResult:
-		if r != nil && (r.NeedsInput() || r.InputRequests != nil) {
-			return r.InputRequests, r.RequestState, true
-		}
-	case *mcp.GetPromptResult:
-		if r != nil && (r.NeedsInput() || r.InputRequests != nil) {
-			return r.InputRequests, r.RequestState, true
-		}
-	case *mcp.ReadResourceResult:
-		if r != nil && (r.NeedsInput() || r.InputRequests != nil) {
-			return r.InputRequests, r.RequestState, true
-		}
-	}
-	return nil, "", false
 }
 
 // retryRequest is req again with answers and state, its params copied:

@@ -312,7 +312,7 @@ func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}, 
 		return false, rule, newError(ErrInternal, call.Server, call.Tool, "The policy could not decide on "+call.Exposed+".", err)
 	}
 	if t := c.Trace; t != nil && t.Decided != nil {
-		t.Decided(DecidedInfo{Call: call, Decision: d, Rule: rule, Matched: matched, Context: ctx})
+		t.Decided(StepInfo{Call: call, Decision: d, Rule: rule, Matched: matched, Context: ctx})
 	}
 	switch d {
 	case DecisionAllow:
@@ -372,7 +372,7 @@ func (c *core) check(ctx context.Context, r *request) error {
 	if c.Validate {
 		if verr := call.Def.validate(call.Args); verr != nil {
 			if t := c.Trace; t != nil && t.ValidationFailed != nil {
-				t.ValidationFailed(ValidationFailedInfo{Context: ctx, Call: call, Err: verr})
+				t.ValidationFailed(StepInfo{Context: ctx, Call: call, Err: verr})
 			}
 			return invalidArgumentsError(call.Def, verr)
 		}
