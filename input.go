@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/mrtr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -163,7 +164,7 @@ func question(ask mcp.InputRequest) ([]byte, error) {
 		ask = &c
 	case *mcp.CreateMessageParams:
 		// A request read back from JSON is in its with-tools form.
-		c := withTools(p)
+		c := mrtr.WithTools(p)
 		c.Meta = nil
 		ask = c
 	case *mcp.CreateMessageWithToolsParams:
