@@ -9,6 +9,7 @@ import (
 
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
+	"github.com/conduitmcp/conduit/internal/session"
 	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -441,7 +442,7 @@ func sessionError(server, tool, exposed, principal string, err error) *Error {
 	case errors.Is(err, ErrNoPrincipal):
 		return newError(ErrUnavailable, server, tool, "The server of "+exposed+" serves each user with their own credentials, and the request names no user; it was not sent.", err)
 	}
-	var busy *errPoolBusy
+	var busy *session.BusyError
 	if errors.As(err, &busy) {
 		return newError(ErrUnavailable, server, tool, "The server of "+exposed+" is busy with other users' requests; retry shortly. The request was not sent.", err)
 	}
