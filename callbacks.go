@@ -92,7 +92,7 @@ func (c *core) beforeHooks(ctx context.Context, call *Call, st *stage) error {
 		call.Server, call.Tool, call.Exposed, call.Def = tool.Server, tool.Name, tool.Exposed, tool
 		if herr != nil {
 			if t := c.Trace; t != nil && t.HookDenied != nil {
-				t.HookDenied(HookDeniedInfo{Context: ctx, Call: call, Hook: h.Name, Err: herr})
+				t.HookDenied(StepInfo{Context: ctx, Call: call, Hook: h.Name, Err: herr})
 			}
 			return hookError(call, h.Name, herr)
 		}
@@ -121,7 +121,7 @@ func (c *core) afterHooks(ctx context.Context, call *Call, res *mcp.CallToolResu
 		}
 		if r.err != nil {
 			if t := c.Trace; t != nil && t.HookDenied != nil {
-				t.HookDenied(HookDeniedInfo{Context: ctx, Call: call, Hook: h.Name, After: true, Err: r.err})
+				t.HookDenied(StepInfo{Context: ctx, Call: call, Hook: h.Name, After: true, Err: r.err})
 			}
 			return nil, hookError(call, h.Name, r.err)
 		}
@@ -164,7 +164,7 @@ func (c *core) approve(ctx context.Context, r *request, rule Rule, st *stage) er
 		}
 	}
 	if t != nil && t.Approved != nil {
-		t.Approved(ApprovedInfo{Context: ctx, Call: call, Rule: rule, Approval: a, Elapsed: time.Since(asked)})
+		t.Approved(StepInfo{Context: ctx, Call: call, Rule: rule, Approval: a, Elapsed: time.Since(asked)})
 	}
 	return approvalOutcome(call, rule, a)
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/mrtr"
 	"github.com/conduitmcp/conduit/internal/taskpoll"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -168,10 +169,11 @@ func (cn *conn) pollTask(ctx context.Context, p *taskpoll.Poller, route *taskpol
 		if len(t.InputRequests) == 0 || cs == nil {
 			return nil, false, nil
 		}
-		answers, err := cn.answerInputs(ctx, cs, t.InputRequests)
-		if d := (*inputDeferral)(nil); errors.As(err, &d) {
+		answers, err := cn.rounds.Answer(ctx, cs, t.InputRequests)
+		if md := (*mrtr.Deferred)(nil); errors.As(err, &md) {
 			// The question waits, and so does the task: the deferral
 			// carries its id, to take it up (Input.Task).
+			d := deferralOf(md)
 			d.input.Task = &InputTask{ID: id, Meta: route.Meta, PollInterval: taskpoll.Interval(route.Env.PollIntervalMs)}
 			return nil, true, d
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit/internal/mailbox"
+	"github.com/conduitmcp/conduit/internal/mrtr"
 	"github.com/conduitmcp/conduit/internal/taskpoll"
 	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/conduitmcp/conduit/oauth"
@@ -33,12 +34,12 @@ type conn struct {
 	// streamable is the server's Streamable HTTP transport, nil for
 	// another. Requests the SDK has no method for go through it.
 	streamable *mcp.StreamableClientTransport
-	// receive is the client's receiving handlers. They answer a server's
-	// multi-round-trip input requests as they answer its JSON-RPC requests.
-	receive mcp.MethodHandler
-	stderr  tailBuffer
-	ready   chan struct{} // closed after the first connection attempt
-	wake    chan struct{} // ends a backoff sleep (reconnect)
+	// rounds answers a server's multi-round-trip input requests. It does
+	// so through the client's receiving handlers.
+	rounds mrtr.Rounds
+	stderr tailBuffer
+	ready  chan struct{} // closed after the first connection attempt
+	wake   chan struct{} // ends a backoff sleep (reconnect)
 
 	mu       sync.Mutex
 	session  *mcp.ClientSession
@@ -74,6 +75,7 @@ func newConn(c *core, srv Server, principal string) *conn {
 	cn := &conn{core: c, srv: srv, principal: principal, ready: make(chan struct{}), wake: make(chan struct{}, 1),
 		state: StateConnecting, since: time.Now(), peer: peerInfo(srv)}
 	cn.logs = cn.newLogs()
+	cn.rounds = mrtr.Rounds{Roots: c.Handlers != nil && c.Handlers.Roots != nil, Deferred: deferredInput}
 	opts := &mcp.ClientOptions{
 		Logger: c.sdkLogger,
 		// No roots: conduit has none to offer, and a server that asks for
@@ -92,7 +94,7 @@ func newConn(c *core, srv Server, principal string) *conn {
 	opts.MultiRoundTrip = &mcp.MultiRoundTripOptions{Disabled: true}
 	cn.client = mcp.NewClient(c.Implementation, opts)
 	cn.client.AddReceivingMiddleware(cn.requestsMiddleware)
-	cn.client.AddReceivingMiddleware(cn.receiveMiddleware) // last: it keeps them all
+	cn.client.AddReceivingMiddleware(cn.rounds.Keep) // last: it keeps them all
 	if cn.keepAlive = keepAliveOf(c.KeepAlive, srv); cn.keepAlive > 0 {
 		cn.client.AddSendingMiddleware(cn.heardMiddleware)
 	}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/bounded"
 	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/conduitmcp/conduit/pins"
 	"github.com/conduitmcp/conduit/store"
@@ -150,7 +151,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 		c.ConnectTimeout = 30 * time.Second
 	}
 	if c.CallTimeout == 0 {
-		c.CallTimeout = DefaultCallTimeout
+		c.CallTimeout = bounded.DefaultCallTimeout
 	}
 	c.limitErr = &limitError{c.CallTimeout}
 	c.limits = o.Limits.resolved()
@@ -163,6 +164,9 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 		return nil, err
 	}
 	c.httpClient = newHTTPClient()
+	// The sessions outlive ctx, which only bounds the first connection.
+	// A principal's pool starts them in it too.
+	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, s := range servers {
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("conduit: %w", err)
@@ -185,8 +189,6 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 		c.slots = append(c.slots, sl)
 		c.byID[s.ID] = sl
 	}
-	// The sessions outlive ctx, which only bounds the first connection.
-	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, cn := range c.sharedConns() {
 		c.wg.Add(1)
 		go func() {
@@ -319,7 +321,7 @@ func (c *core) close() error {
 			if s.shared != nil {
 				wg.Go(s.shared.close)
 			} else {
-				wg.Go(s.pool.close)
+				wg.Go(s.pool.Close)
 			}
 		}
 		wg.Wait()
@@ -377,7 +379,7 @@ func (c *core) status() []ServerStatus {
 			out[i] = s.shared.status()
 			continue
 		}
-		out[i] = s.pool.status()
+		out[i] = poolStatus(s)
 	}
 	c.statusDrift(out)
 	return out
@@ -414,7 +416,7 @@ func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 				continue
 			}
 			var ok bool
-			if cn, release, ok = s.pool.peek(lf.principal); !ok {
+			if cn, release, ok = s.pool.Peek(lf.principal); !ok {
 				cn = nil
 			}
 		}
@@ -436,7 +438,7 @@ func (c *core) listToolsAs(ctx context.Context, lf listFor) (*ToolSet, error) {
 		wg.Go(func() {
 			if cn == nil {
 				var err error
-				if cn, release, err = s.pool.get(ctx, lf.principal); err != nil {
+				if cn, release, err = s.get(ctx, lf.principal); err != nil {
 					lists[i] = ServerTools{Server: id, Down: err}
 					return
 				}

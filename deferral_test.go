@@ -158,11 +158,11 @@ func TestDeferredInputLegacy(t *testing.T) {
 	if !errors.As(err, &d) || d.Input == nil || !d.Input.Resend {
 		t.Fatalf("deferral %+v", d)
 	}
-	q, ok := d.Input.Requests[ResendKey].(*mcp.ElicitParams)
+	q, ok := d.Input.Requests[resendKey].(*mcp.ElicitParams)
 	if !ok || q.Message != "who?" {
 		t.Fatalf("requests %+v", d.Input.Requests)
 	}
-	in := d.Input.WithResponses(mcp.InputResponseMap{ResendKey: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "Ada"}}})
+	in := d.Input.WithResponses(mcp.InputResponseMap{resendKey: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"who": "Ada"}}})
 	res, err := h.CallTool(ctx, "s__elicit", nil, &CallOptions{Input: in})
 	if err != nil || resultText(res) != "accept Ada" {
 		t.Fatalf("resumed: %q %v", resultText(res), err)
@@ -205,7 +205,7 @@ func TestDeferredSamplingLegacySaved(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	saved, err := json.Marshal(map[string]any{"requests": in.Requests, "responses": map[string]json.RawMessage{ResendKey: answer}, "resend": true})
+	saved, err := json.Marshal(map[string]any{"requests": in.Requests, "responses": map[string]json.RawMessage{resendKey: answer}, "resend": true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@
 //   - the request, with its timeout, _meta, progress and cancellation.
 //   - after-hooks.
 //
-// The call's context and its CallTimeout (default [DefaultCallTimeout])
+// The call's context and its CallTimeout (default 5 minutes)
 // bound the whole pipeline. This holds even when an approver or hook
 // ignores them. Every failure is an [*Error]. Its Kind tells a policy
 // denial from a timeout, a lost server or a JSON-RPC error. A result with

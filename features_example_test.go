@@ -150,8 +150,8 @@ func ExampleInput() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	asks, state, _ := conduit.InputRequests(res)
-	fmt.Println(res.NeedsInput(), asks["name"].(*mcp.ElicitParams).Message)
+	state := res.RequestState
+	fmt.Println(res.NeedsInput(), res.InputRequests["name"].(*mcp.ElicitParams).Message)
 	// ... later, perhaps in another process, with the person's answer:
 	answers := mcp.InputResponseMap{"name": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ada"}}}
 	res, err = hub.CallTool(ctx, "survey__ask", nil, &conduit.CallOptions{Input: &conduit.Input{Responses: answers, RequestState: state, Return: true}})

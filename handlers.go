@@ -257,7 +257,7 @@ func serverRequest[Req any, Res any](cn *conn, ctx context.Context, req Req, ask
 		in.mu.Lock()
 		if in.deferral == nil {
 			in.deferral = &inputDeferral{reason: reason, input: &Input{
-				Requests: mcp.InputRequestMap{ResendKey: ask}, Resend: true}}
+				Requests: mcp.InputRequestMap{resendKey: ask}, Resend: true}}
 		}
 		in.mu.Unlock()
 		// Cancelled before the server reads the refusal: the call ends

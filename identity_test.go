@@ -15,6 +15,7 @@ import (
 
 	"github.com/conduitmcp/conduit/internal/identitytest"
 	"github.com/conduitmcp/conduit/internal/oauthtest"
+	"github.com/conduitmcp/conduit/internal/session"
 	"github.com/conduitmcp/conduit/oauth"
 )
 
@@ -245,7 +246,7 @@ func TestIdentityPool(t *testing.T) {
 	}, "two blocked calls")
 	_, err := h.CallTool(ctx, "kid__pid", nil, &CallOptions{Principal: "dave"})
 	e := wantKind(t, err, ErrUnavailable)
-	var busy *errPoolBusy
+	var busy *session.BusyError
 	if !errors.As(e, &busy) || !strings.Contains(e.Message, "retry") {
 		t.Errorf("dave: %v (%q)", err, e.Message)
 	}

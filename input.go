@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/mrtr"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -47,8 +48,8 @@ import (
 // its other requests, whatever Input says.
 type Input struct {
 	// Requests are what the server asked, by the keys of its input
-	// requests. Under Resend, it is its one request, under [ResendKey]. A
-	// deferral fills them in. A retry does not need them.
+	// requests. Under Resend, it is its one request. A deferral fills them
+	// in. A retry does not need them.
 	Requests mcp.InputRequestMap `json:"requests"`
 	// Responses are the answers, by the same keys. With RequestState, they
 	// make the request the retry of the one whose server asked. Under
@@ -64,7 +65,7 @@ type Input struct {
 	// Return ends a request whose server asks for input (protocol
 	// 2026-07-28). It returns the server's result as it sent it. Its
 	// NeedsInput reports true. Its InputRequests and RequestState are the
-	// server's ([InputRequests] reads them). After-hooks do not run on it.
+	// server's. After-hooks do not run on it.
 	// They run on the result of the round that completes. Without Return,
 	// conduit answers through Handlers and asks again.
 	Return bool `json:"return,omitempty"`
@@ -92,9 +93,9 @@ type InputTask struct {
 	Cancel bool `json:"cancel,omitempty"`
 }
 
-// ResendKey is the key of the one request of an [Input] that Resend
-// marks.
-const ResendKey = "request"
+// resendKey is the key of the one request of an Input that Resend
+// marks. Callers answer each request by the key it came with.
+const resendKey = "request"
 
 // Missing returns the keys of the requests without an answer, sorted.
 func (in *Input) Missing() []string {
@@ -163,7 +164,7 @@ func question(ask mcp.InputRequest) ([]byte, error) {
 		ask = &c
 	case *mcp.CreateMessageParams:
 		// A request read back from JSON is in its with-tools form.
-		c := withTools(p)
+		c := mrtr.WithTools(p)
 		c.Meta = nil
 		ask = c
 	case *mcp.CreateMessageWithToolsParams:

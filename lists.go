@@ -186,7 +186,7 @@ func (c *core) eachServer(ctx context.Context, principal string, f func(ctx cont
 		wg.Go(func() {
 			cn, release, err := s.shared, func() {}, error(nil)
 			if s.pool != nil {
-				if cn, release, err = s.pool.get(ctx, principal); err != nil {
+				if cn, release, err = s.get(ctx, principal); err != nil {
 					f(ctx, i, s.srv.ID, nil, err)
 					return
 				}

@@ -39,7 +39,7 @@ func TestCallLocalGoverned(t *testing.T) {
 	lt := localLookup(&answered)
 	var mu sync.Mutex
 	var approved, hooked []string
-	var decided []DecidedInfo
+	var decided []StepInfo
 	var done []CallDoneInfo
 	hub := newHub(t, []Server{srv.server("gh")}, &Options{Policy: NewPolicy(
 		Deny("local/lookup").When(Principal("guest")),
@@ -64,7 +64,7 @@ func TestCallLocalGoverned(t *testing.T) {
 		}}},
 		Validate: true,
 		Trace: &Trace{
-			Decided:  func(i DecidedInfo) { mu.Lock(); decided = append(decided, i); mu.Unlock() },
+			Decided:  func(i StepInfo) { mu.Lock(); decided = append(decided, i); mu.Unlock() },
 			CallDone: func(i CallDoneInfo) { mu.Lock(); done = append(done, i); mu.Unlock() },
 		}})
 

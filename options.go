@@ -5,15 +5,11 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/conduitmcp/conduit/pins"
 	"github.com/conduitmcp/conduit/store"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// DefaultCallTimeout bounds one governed call in all, approval and hooks
-// included, when neither [CallOptions.CallTimeout] nor
-// [Options.CallTimeout] is set.
-const DefaultCallTimeout = 5 * time.Minute
 
 // defaultKeepAlive is how long a session may be idle before it is pinged.
 // It applies to servers reached by URL, when [Options.KeepAlive] is zero.
@@ -71,7 +67,7 @@ type Options struct {
 
 	// CallTimeout bounds each call in all, approval and hooks included.
 	// A call's own CallOptions.CallTimeout takes its place when set. If
-	// zero, DefaultCallTimeout is used; negative: no bound beyond the
+	// zero, 5 minutes; negative: no bound beyond the
 	// call's context.
 	CallTimeout time.Duration
 	// RequestTimeout bounds each request to a server. A call's own

@@ -9,6 +9,7 @@ import (
 
 	"github.com/conduitmcp/conduit/internal/jsonv"
 	"github.com/conduitmcp/conduit/internal/modeltext"
+	"github.com/conduitmcp/conduit/internal/session"
 	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -312,7 +313,7 @@ func (c *core) authorize(ctx context.Context, call *Call, halt <-chan struct{}, 
 		return false, rule, newError(ErrInternal, call.Server, call.Tool, "The policy could not decide on "+call.Exposed+".", err)
 	}
 	if t := c.Trace; t != nil && t.Decided != nil {
-		t.Decided(DecidedInfo{Call: call, Decision: d, Rule: rule, Matched: matched, Context: ctx})
+		t.Decided(StepInfo{Call: call, Decision: d, Rule: rule, Matched: matched, Context: ctx})
 	}
 	switch d {
 	case DecisionAllow:
@@ -372,7 +373,7 @@ func (c *core) check(ctx context.Context, r *request) error {
 	if c.Validate {
 		if verr := call.Def.validate(call.Args); verr != nil {
 			if t := c.Trace; t != nil && t.ValidationFailed != nil {
-				t.ValidationFailed(ValidationFailedInfo{Context: ctx, Call: call, Err: verr})
+				t.ValidationFailed(StepInfo{Context: ctx, Call: call, Err: verr})
 			}
 			return invalidArgumentsError(call.Def, verr)
 		}
@@ -441,7 +442,7 @@ func sessionError(server, tool, exposed, principal string, err error) *Error {
 	case errors.Is(err, ErrNoPrincipal):
 		return newError(ErrUnavailable, server, tool, "The server of "+exposed+" serves each user with their own credentials, and the request names no user; it was not sent.", err)
 	}
-	var busy *errPoolBusy
+	var busy *session.BusyError
 	if errors.As(err, &busy) {
 		return newError(ErrUnavailable, server, tool, "The server of "+exposed+" is busy with other users' requests; retry shortly. The request was not sent.", err)
 	}

@@ -78,7 +78,7 @@ func TestPipelineOrder(t *testing.T) {
 			},
 		},
 		Trace: &Trace{
-			Decided: func(i DecidedInfo) { rec.add("policy %s %v", i.Call.Exposed, i.Decision) },
+			Decided: func(i StepInfo) { rec.add("policy %s %v", i.Call.Exposed, i.Decision) },
 			CallDone: func(i CallDoneInfo) {
 				rec.add("done %s err=%v", i.Call.Exposed, i.Err)
 			},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/conduitmcp/conduit/internal/mrtr"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -42,10 +43,10 @@ func (c *core) requestError(ctx, tctx context.Context, cn *conn, sess *mcp.Clien
 		return newError(ErrUnavailable, call.Server, call.Tool,
 			"The task of "+call.Exposed+" could not be asked about; it may succeed if tried again.", err)
 	}
-	if ie := (*inputError)(nil); errors.As(err, &ie) {
+	if ie := (*mrtr.Error)(nil); errors.As(err, &ie) {
 		// Before the JSON-RPC errors: one in its cause is a handler's, not
 		// the server's.
-		return ie.callError(call)
+		return inputCallError(ie, call)
 	}
 	rpcErr, rejected := wireErrors(err)
 	if rpcErr != nil && rpcErr.Code == codeResultTooLarge && bytes.Equal(rpcErr.Data, c.resultMarker) {

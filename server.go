@@ -1,7 +1,6 @@
 package conduit
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit/internal/redact"
+	"github.com/conduitmcp/conduit/internal/session"
 	"github.com/conduitmcp/conduit/internal/transport"
 	"github.com/conduitmcp/conduit/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -306,7 +306,7 @@ func errServerStderr(err error, stderr string) error {
 	return fmt.Errorf("%w; server stderr: %s", err, stderr)
 }
 
-var errClosed = errors.New("conduit: closed")
+var errClosed = session.ErrClosed
 
 // terminateDuration is how long closing a stdio session waits for the
 // child to exit. The wait starts when its stdin is closed. After it, the

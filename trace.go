@@ -29,7 +29,7 @@ type Trace struct {
 	// ToolsChanged is called when a server says its tool list changed.
 	ToolsChanged func(ServerEvent)
 	// Decided is called with the policy's decision for a call.
-	Decided func(DecidedInfo)
+	Decided func(StepInfo)
 	// CallDone is called when a call is answered, with its result or error.
 	CallDone func(CallDoneInfo)
 	// PinDrift is called, with pins configured, for each tool a new
@@ -44,12 +44,12 @@ type Trace struct {
 	CallStart func(CallStartInfo) context.Context
 	// Approved is called with an approver's answer to a request the policy
 	// asked about. That is a call, or a prompt or resource request.
-	Approved func(ApprovedInfo)
+	Approved func(StepInfo)
 	// HookDenied is called when a before- or after-hook refuses a call.
-	HookDenied func(HookDeniedInfo)
+	HookDenied func(StepInfo)
 	// ValidationFailed is called when a call's arguments do not match the
 	// tool's input schema (Options.Validate).
-	ValidationFailed func(ValidationFailedInfo)
+	ValidationFailed func(StepInfo)
 	// ListStart is called before a listing request to a server. Its
 	// Method is tools/list, prompts/list, resources/list or
 	// resources/templates/list. A listing answered from the cache sends
@@ -89,14 +89,28 @@ type Trace struct {
 	ResourceUpdated func(ServerEvent)
 }
 
-// DecidedInfo is the argument of [Trace.Decided].
-type DecidedInfo struct {
-	Call     *Call    // the call; it must not be modified
-	Decision Decision // what the policy decided
-	Rule     Rule     // the rule that decided, when Matched
-	Matched  bool     // false when no rule matched (the call is denied)
+// StepInfo is the argument of the events of a call's governed steps:
+// [Trace.Decided], Approved, HookDenied and ValidationFailed. Each field
+// past Call says which of them sets it.
+type StepInfo struct {
 	// Context is the call's context (see [Trace.CallStart]).
 	Context context.Context
+	Call    *Call // the call; it must not be modified
+	// Decided: what the policy decided, and the rule that decided when
+	// Matched. No rule matched means the call is denied.
+	Decision Decision
+	Rule     Rule // Decided, and Approved: the rule that asked
+	Matched  bool
+	// Approved: the approver's answer, and how long it took.
+	Approval Approval
+	Elapsed  time.Duration
+	// HookDenied: the hook's Name, and whether an after-hook withheld the
+	// result.
+	Hook  string
+	After bool
+	// HookDenied: what the hook returned. ValidationFailed: what does not
+	// match; it may quote the arguments.
+	Err error
 }
 
 // CallDoneInfo is the argument of [Trace.CallDone] and [Trace.RequestDone].

@@ -41,32 +41,6 @@ type CallStartInfo struct {
 	Local bool
 }
 
-// ApprovedInfo is the argument of [Trace.Approved].
-type ApprovedInfo struct {
-	Context  context.Context // the call's context
-	Call     *Call           // the call; it must not be modified
-	Rule     Rule            // the rule that asked
-	Approval Approval        // the approver's answer
-	Elapsed  time.Duration   // how long the approver took
-}
-
-// HookDeniedInfo is the argument of [Trace.HookDenied].
-type HookDeniedInfo struct {
-	Context context.Context // the call's context
-	Call    *Call           // the call; it must not be modified
-	Hook    string          // the hook's Name
-	After   bool            // an after-hook withheld the result
-	Err     error           // what the hook returned
-}
-
-// ValidationFailedInfo is the argument of [Trace.ValidationFailed].
-type ValidationFailedInfo struct {
-	Context context.Context // the call's context
-	Call    *Call           // the call; it must not be modified
-	// Err says what does not match. It may quote the arguments.
-	Err error
-}
-
 // ListInfo is the argument of [Trace.ListStart] and [Trace.ListDone].
 type ListInfo struct {
 	// Context is the context of the listing. At ListDone, it is the one

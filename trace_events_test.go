@@ -35,16 +35,16 @@ func eventTrace(rec *recorder) *Trace {
 			rec.add("start %s (id %s)", i.Call.Exposed, i.Call.ID)
 			return context.WithValue(i.Context, spanKey{}, "call "+i.Call.ID)
 		},
-		Decided: func(i DecidedInfo) {
+		Decided: func(i StepInfo) {
 			rec.add("decided %s %v [%s]", i.Call.Exposed, i.Decision, spanOf(i.Context))
 		},
-		Approved: func(i ApprovedInfo) {
+		Approved: func(i StepInfo) {
 			rec.add("approved %s allow=%v halt=%v rule=%q [%s]", i.Call.Exposed, i.Approval.Allow, i.Approval.Halt, i.Rule, spanOf(i.Context))
 		},
-		HookDenied: func(i HookDeniedInfo) {
+		HookDenied: func(i StepInfo) {
 			rec.add("hook %s denied %s after=%v: %v [%s]", i.Hook, i.Call.Exposed, i.After, i.Err, spanOf(i.Context))
 		},
-		ValidationFailed: func(i ValidationFailedInfo) {
+		ValidationFailed: func(i StepInfo) {
 			rec.add("invalid %s [%s]", i.Call.Exposed, spanOf(i.Context))
 		},
 		RequestMeta: func(i RequestMetaInfo) map[string]any {
@@ -423,7 +423,7 @@ func TestTraceRequests(t *testing.T) {
 				rec.add("start %s %s", i.Method, i.Call.Exposed)
 				return context.WithValue(i.Context, spanKey{}, i.Method+" "+i.Call.Exposed)
 			},
-			Decided: func(i DecidedInfo) {
+			Decided: func(i StepInfo) {
 				rec.add("decided %s %s %v [%s]", i.Call.Method, i.Call.Exposed, i.Decision, spanOf(i.Context))
 			},
 			ListStart: func(i ListInfo) context.Context {
@@ -573,7 +573,7 @@ func TestTraceRequestApproved(t *testing.T) {
 				return context.WithValue(i.Context, spanKey{}, i.Method)
 			},
 			RequestDone: func(CallDoneInfo) {},
-			Approved: func(i ApprovedInfo) {
+			Approved: func(i StepInfo) {
 				rec.add("approved %s %s %v [%s]", i.Call.Method, i.Call.Exposed, i.Approval.Allow, spanOf(i.Context))
 			},
 		}})

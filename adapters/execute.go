@@ -458,7 +458,7 @@ func (r *runner) resolvedCaller() resolvedFunc {
 func (r *runner) callBounded(ctx context.Context, c toolcall.Call, call func(context.Context) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	limit := r.o.CallTimeout
 	if limit == 0 {
-		limit = conduit.DefaultCallTimeout
+		limit = bounded.DefaultCallTimeout
 	}
 	cctx, cancel := ctx, context.CancelFunc(func() {})
 	if limit > 0 {

@@ -561,7 +561,7 @@ func (g *Gateway) auditTrace(t *conduit.Trace) {
 		}
 		return context.WithValue(ctx, auditNoteKey{}, &auditNote{})
 	}
-	t.Decided = func(i conduit.DecidedInfo) {
+	t.Decided = func(i conduit.StepInfo) {
 		if u.Decided != nil {
 			u.Decided(i)
 		}
@@ -574,7 +574,7 @@ func (g *Gateway) auditTrace(t *conduit.Trace) {
 			n.mu.Unlock()
 		}
 	}
-	t.Approved = func(i conduit.ApprovedInfo) {
+	t.Approved = func(i conduit.StepInfo) {
 		if u.Approved != nil {
 			u.Approved(i)
 		}

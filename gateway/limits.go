@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/bounded"
 	"github.com/conduitmcp/conduit/internal/digest"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -91,7 +92,7 @@ func newLimiter(limits []Limit, callTimeout time.Duration, logger *slog.Logger) 
 	l := &limiter{logger: logger}
 	switch {
 	case callTimeout == 0:
-		l.lease = conduit.DefaultCallTimeout + time.Minute
+		l.lease = bounded.DefaultCallTimeout + time.Minute
 	case callTimeout < 0:
 		l.lease = time.Hour
 	default:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/codemode"
+	"github.com/conduitmcp/conduit/internal/mrtr"
 	"github.com/conduitmcp/conduit/store/once"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -403,7 +404,7 @@ func (cr *callRun) answer(ctx context.Context, rq *roundRequest) (mcp.Result, er
 	if o.err != nil {
 		return nil, o.err
 	}
-	if asks, server, ok := conduit.InputRequests(o.res); ok {
+	if asks, server, ok := mrtr.Requests(o.res); ok {
 		st := &state{ID: newStateID(), Method: cr.b.method, Name: cr.b.name, Args: cr.b.args, Principal: cr.b.principal,
 			Kind: kindServer, Server: server, Approved: approved}
 		return cr.g.inputRequired(rq, st, asks)

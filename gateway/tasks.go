@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/conduitmcp/conduit"
+	"github.com/conduitmcp/conduit/internal/mrtr"
 	"github.com/conduitmcp/conduit/internal/seal"
 	"github.com/conduitmcp/conduit/store"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -503,7 +504,7 @@ func (g *Gateway) runTask(ctx context.Context, key string, cr *callRun, rq *roun
 		asking, approved := cr.asking, cr.approved
 		cr.mu.Unlock()
 		opts := *cr.opts
-		switch asks, server, ok := conduit.InputRequests(o.res); {
+		switch asks, server, ok := mrtr.Requests(o.res); {
 		case asking != "":
 			answers := ask(mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{
 				Message:         asking,

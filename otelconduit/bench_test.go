@@ -50,7 +50,7 @@ func BenchmarkEvents(b *testing.B) {
 				call := &conduit.Call{ID: "call_1", Exposed: tool.Exposed, Principal: "u"}
 				ctx := tr.CallStart(conduit.CallStartInfo{Context: context.Background(), Call: call})
 				call.Server, call.Tool, call.Def = "fs", "read_text_file", tool
-				tr.Decided(conduit.DecidedInfo{Context: ctx, Call: call, Decision: conduit.DecisionAllow, Rule: rule, Matched: true})
+				tr.Decided(conduit.StepInfo{Context: ctx, Call: call, Decision: conduit.DecisionAllow, Rule: rule, Matched: true})
 				tr.RequestMeta(conduit.RequestMetaInfo{Context: ctx, Method: "tools/call", Server: "fs", Call: call})
 				tr.CallDone(conduit.CallDoneInfo{Context: ctx, Call: call, Result: res, Elapsed: 400 * time.Microsecond, Request: req})
 			}

@@ -298,7 +298,7 @@ func (t *Telemetry) propagator() propagation.TextMapPropagator {
 	return otel.GetTextMapPropagator()
 }
 
-func (t *Telemetry) decided(i conduit.DecidedInfo) {
+func (t *Telemetry) decided(i conduit.StepInfo) {
 	span := trace.SpanFromContext(i.Context)
 	if !span.IsRecording() {
 		return
@@ -313,7 +313,7 @@ func (t *Telemetry) decided(i conduit.DecidedInfo) {
 	}))
 }
 
-func (t *Telemetry) approved(i conduit.ApprovedInfo) {
+func (t *Telemetry) approved(i conduit.StepInfo) {
 	span := trace.SpanFromContext(i.Context)
 	if !span.IsRecording() {
 		return
@@ -328,7 +328,7 @@ func (t *Telemetry) approved(i conduit.ApprovedInfo) {
 	span.AddEvent(eventApproval, trace.WithAttributes(attrs...))
 }
 
-func (t *Telemetry) hookDenied(i conduit.HookDeniedInfo) {
+func (t *Telemetry) hookDenied(i conduit.StepInfo) {
 	span := trace.SpanFromContext(i.Context)
 	if !span.IsRecording() {
 		return
@@ -344,7 +344,7 @@ func (t *Telemetry) hookDenied(i conduit.HookDeniedInfo) {
 	span.AddEvent(eventHookDenial, trace.WithAttributes(attrs...))
 }
 
-func (t *Telemetry) validationFailed(i conduit.ValidationFailedInfo) {
+func (t *Telemetry) validationFailed(i conduit.StepInfo) {
 	span := trace.SpanFromContext(i.Context)
 	if !span.IsRecording() {
 		return

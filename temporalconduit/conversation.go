@@ -17,6 +17,7 @@ import (
 	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
+	"github.com/conduitmcp/conduit/internal/bounded"
 	"github.com/conduitmcp/conduit/internal/turn"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.temporal.io/sdk/temporal"
@@ -57,7 +58,7 @@ type ConversationOptions struct {
 	// and hooks. They pass through the history as JSON.
 	Assigns map[string]any
 	// CallTimeout bounds each call in all, approval and hooks included
-	// (default conduit.DefaultCallTimeout). Its activity is given a minute
+	// (default 5 minutes, as a hub's). Its activity is given a minute
 	// more. RequestTimeout bounds each request to a server.
 	CallTimeout    time.Duration
 	RequestTimeout time.Duration
@@ -192,7 +193,7 @@ func newConversation(_ workflow.Context, o *ConversationOptions) (*Conversation,
 		return nil, errors.New("temporalconduit: a negative timeout in ConversationOptions")
 	}
 	if c.o.CallTimeout == 0 {
-		c.o.CallTimeout = conduit.DefaultCallTimeout
+		c.o.CallTimeout = bounded.DefaultCallTimeout
 	}
 	if c.o.HeartbeatTimeout == 0 {
 		c.o.HeartbeatTimeout = DefaultHeartbeatTimeout

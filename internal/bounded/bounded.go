@@ -3,7 +3,15 @@
 // ends all the same.
 package bounded
 
-import "context"
+import (
+	"context"
+	"time"
+)
+
+// DefaultCallTimeout bounds one governed call in all, approval and hooks
+// included, when its options set no CallTimeout. The hub applies it; the
+// callers that bound a call themselves use the same.
+const DefaultCallTimeout = 5 * time.Minute
 
 // Run returns f(ctx), run on a goroutine of its own; when ctx ends first
 // it returns ended's error instead, and f's late answer, if it ever

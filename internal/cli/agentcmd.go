@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/internal/agent"
+	"github.com/conduitmcp/conduit/internal/bounded"
 )
 
 func runAgent(ctx context.Context, env *Env, args []string) error {
@@ -61,7 +61,7 @@ halted, ran out of --max-turns, or the API failed.`)
 	cm.register(fs)
 	readTool := fs.Bool("read-tool", true, "keep the whole of each result cut, and offer the model conduit's read_result to read the rest")
 	c.approve.register(fs)
-	fs.DurationVar(&c.timeout, "timeout", conduit.DefaultCallTimeout, "how long one call may take in all, approval included")
+	fs.DurationVar(&c.timeout, "timeout", bounded.DefaultCallTimeout, "how long one call may take in all, approval included")
 	model := fs.String("model", "", "the `model` to ask, such as claude-sonnet-4-5, gpt-4.1 or gemini-2.5-flash")
 	baseURL := fs.String("base-url", "", "the API's base `URL`, for any compatible endpoint (default: the provider's)")
 	maxTurns := fs.Int("max-turns", agent.DefaultMaxTurns, "the most requests to the model")

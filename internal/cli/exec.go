@@ -14,6 +14,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/config"
+	"github.com/conduitmcp/conduit/internal/bounded"
 	"github.com/conduitmcp/conduit/internal/jsonv"
 )
 
@@ -27,7 +28,7 @@ type callFlags struct {
 func (c *callFlags) register(fs *flagSet) {
 	c.approve.register(fs)
 	fs.StringVar(&c.taint, "taint", "", "the `servers`, comma-separated, whose output is already in the model's context, for the policy's tainted rules")
-	fs.DurationVar(&c.timeout, "timeout", conduit.DefaultCallTimeout, "how long one call may take in all, approval included")
+	fs.DurationVar(&c.timeout, "timeout", bounded.DefaultCallTimeout, "how long one call may take in all, approval included")
 }
 
 // taintList parses --taint, which must name configured servers.

@@ -14,6 +14,7 @@ import (
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
 	"github.com/conduitmcp/conduit/config"
+	"github.com/conduitmcp/conduit/internal/bounded"
 )
 
 func runResume(ctx context.Context, env *Env, args []string) error {
@@ -72,7 +73,7 @@ resumes the conversation the same store.elsewhere.`)
 	allowRun := fs.String("allow-run", "", "the `IDs` of pending run_code calls to run, allowing their code's waiting tool for the rest of the run (a loop of writes is one decision)")
 	reason := fs.String("reason", "", "why the calls of --deny are denied, for the model")
 	halt := fs.Bool("halt", false, "the denial also stops the agent loop")
-	timeout := fs.Duration("timeout", conduit.DefaultCallTimeout, "how long one call may take in all")
+	timeout := fs.Duration("timeout", bounded.DefaultCallTimeout, "how long one call may take in all")
 	structured := fs.String("structured", "", "how results' structuredContent is answered, as exec's --structured (give the same)")
 	pos, err := fs.parse(args)
 	if err != nil {

@@ -168,7 +168,7 @@ func PlayWith(ctx context.Context, o *Options) (*Report, error) {
 			}
 			return conduit.Reject("The user declined this call.")
 		},
-		Trace: withTrace(o.Trace, &conduit.Trace{Decided: func(di conduit.DecidedInfo) {
+		Trace: withTrace(o.Trace, &conduit.Trace{Decided: func(di conduit.StepInfo) {
 			mu.Lock()
 			defer mu.Unlock()
 			r := decisions[di.Call.Exposed]

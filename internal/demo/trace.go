@@ -12,7 +12,7 @@ func withTrace(t, own *conduit.Trace) *conduit.Trace {
 	}
 	both := *t
 	if prev := t.Decided; prev != nil {
-		both.Decided = func(di conduit.DecidedInfo) { own.Decided(di); prev(di) }
+		both.Decided = func(di conduit.StepInfo) { own.Decided(di); prev(di) }
 	} else {
 		both.Decided = own.Decided
 	}
