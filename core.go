@@ -169,9 +169,11 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 	c.ctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	for _, s := range servers {
 		if err := s.Validate(); err != nil {
+			c.cancel()
 			return nil, fmt.Errorf("conduit: %w", err)
 		}
 		if _, dup := c.byID[s.ID]; dup {
+			c.cancel()
 			return nil, fmt.Errorf("conduit: server id %q is used twice", s.ID)
 		}
 		sl := &slot{srv: s}
@@ -183,6 +185,7 @@ func newCore(ctx context.Context, servers []Server, o *Options, namespace bool) 
 			sl.shared = newConn(c, s, "")
 			var err error
 			if sl.shared.oauth, err = s.newOAuth(c.httpClient, c.Store); err != nil {
+				c.cancel()
 				return nil, fmt.Errorf("conduit: %w", err)
 			}
 		}
