@@ -821,20 +821,69 @@ func waitCanceled(t *testing.T, canceled <-chan error) {
 
 // A before-hook that returns after the call was answered on ctx's end must
 // not get the call sent, and the trace must not see its late rewrites.
+// With an after-hook too, one goroutine runs the before-hooks, the send and
+// the after-hooks: the late hook must still stop it before the send.
 func TestLateHookSendsNothing(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		t.Run(fmt.Sprintf("after=%v", after), func(t *testing.T) {
+			srv := newTestServer(t, "s").echoTools("t")
+			release := make(chan struct{})
+			returned := make(chan struct{})
+			var traced atomic.Pointer[Call]
+			hook := Hook{Name: "late", Before: func(_ context.Context, c *Call) error {
+				defer close(returned)
+				<-release
+				c.Args["rewritten"] = true
+				return nil
+			}}
+			if after {
+				hook.After = func(_ context.Context, _ *Call, r *mcp.CallToolResult) (*mcp.CallToolResult, error) { return r, nil }
+			}
+			h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{CallDone: func(i CallDoneInfo) { traced.Store(i.Call) }},
+				Hooks: []Hook{hook}})
+			// Listed beforehand: the deadline must find the call in its hook,
+			// which would otherwise never run, and returned never close.
+			ts, err := h.ListTools(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			defer cancel()
+			_, err = h.CallTool(ctx, "s__t", map[string]any{"a": 1}, &CallOptions{ToolSet: ts})
+			wantKind(t, err, ErrTimeout)
+			c := traced.Load()
+			if c == nil || c.Args["a"] != 1 {
+				t.Fatalf("traced %+v", c)
+			}
+			close(release)
+			<-returned
+			// A sent call would be counted before Close returns.
+			h.Close()
+			if n := srv.called("t"); n != 0 {
+				t.Fatalf("the server got %d calls", n)
+			}
+			if _, ok := c.Args["rewritten"]; ok {
+				t.Fatal("the trace saw the late rewrite")
+			}
+		})
+	}
+}
+
+// An after-hook that overruns, in the stretch that also ran the
+// before-hooks and the send, is named in the error. The trace sees the
+// call as the before-hooks left it, and the call was sent once.
+func TestLateAfterHook(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
 	release := make(chan struct{})
-	returned := make(chan struct{})
+	defer close(release)
 	var traced atomic.Pointer[Call]
 	h := newHub(t, []Server{srv.server("s")}, &Options{Trace: &Trace{CallDone: func(i CallDoneInfo) { traced.Store(i.Call) }},
-		Hooks: []Hook{{Name: "late", Before: func(_ context.Context, c *Call) error {
-			defer close(returned)
-			<-release
-			c.Args["rewritten"] = true
-			return nil
-		}}}})
-	// Listed beforehand: the deadline must find the call in its hook,
-	// which would otherwise never run, and returned never close.
+		Hooks: []Hook{{Name: "slow",
+			Before: func(_ context.Context, c *Call) error { c.Args["b"] = 2; return nil },
+			After: func(_ context.Context, _ *Call, r *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+				<-release
+				return r, nil
+			}}}})
 	ts, err := h.ListTools(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -842,20 +891,14 @@ func TestLateHookSendsNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	_, err = h.CallTool(ctx, "s__t", map[string]any{"a": 1}, &CallOptions{ToolSet: ts})
-	wantKind(t, err, ErrTimeout)
-	c := traced.Load()
-	if c == nil || c.Args["a"] != 1 {
+	if e := wantKind(t, err, ErrTimeout); !strings.Contains(e.Message, "waiting for hook slow") {
+		t.Fatalf("%+v", e)
+	}
+	if c := traced.Load(); c == nil || c.Args["a"] != 1 || c.Args["b"] != 2 {
 		t.Fatalf("traced %+v", c)
 	}
-	close(release)
-	<-returned
-	// A sent call would be counted before Close returns.
-	h.Close()
-	if n := srv.called("t"); n != 0 {
+	if n := srv.called("t"); n != 1 {
 		t.Fatalf("the server got %d calls", n)
-	}
-	if _, ok := c.Args["rewritten"]; ok {
-		t.Fatal("the trace saw the late rewrite")
 	}
 }
 
