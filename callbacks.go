@@ -23,11 +23,11 @@ import (
 // callbacks are trusted to return. f runs on the caller's goroutine, and
 // still starts no callback once ctx has ended.
 //
-// The copy is taken as f starts, only when the done event is traced. Its
-// Args are args: arguments no callback of f changes, which the copy may
-// share. args may be nil, when f's before-hooks may change call.Args in
-// place. Only then is call.Args cloned. A stretch from the before-hooks
-// to the after-hooks takes the copy again between them.
+// The copy is taken as f starts, by value. It reaches the heap only when a
+// callback overruns. Its Args are args: arguments no callback of f
+// changes, which the copy may share. args may be nil, when f's
+// before-hooks may change call.Args in place. Only then is call.Args
+// cloned.
 //
 // The stage and the channel f's goroutine reports on are r's. The
 // stretches of one request share them, and run one after the other.
@@ -41,8 +41,13 @@ func guard(ctx context.Context, c *core, r *request, args map[string]any, inline
 	}
 	call := r.call
 	tracing := r.info != nil
+	var snap Call
 	if tracing {
-		r.snap(args)
+		snap = *call
+		if args == nil {
+			args = maps.Clone(call.Args)
+		}
+		snap.Args = args
 	}
 	if r.guarded == nil {
 		r.guarded = make(chan struct{}, 1)
@@ -54,9 +59,7 @@ func guard(ctx context.Context, c *core, r *request, args map[string]any, inline
 	case <-ctx.Done():
 		if who := st.callback(); who != "" {
 			if tracing {
-				// The stretch wrote the snapshot before it marked the
-				// callback running (st.who), so this read follows it.
-				s := r.snapshot
+				s := snap
 				r.traced = &s
 			}
 			return nil, callbackError(ctx, call, who, ctx.Err())
@@ -64,17 +67,6 @@ func guard(ctx context.Context, c *core, r *request, args map[string]any, inline
 		<-r.guarded
 		return r.gres, r.gerr
 	}
-}
-
-// snap takes the copy of r's call that Trace's done event gets if a
-// callback overruns. Its Args are args, or a clone of call.Args when args
-// is nil.
-func (r *request) snap(args map[string]any) {
-	r.snapshot = *r.call
-	if args == nil {
-		args = maps.Clone(r.call.Args)
-	}
-	r.snapshot.Args = args
 }
 
 // runGuarded runs f for guard, on a goroutine of its own.

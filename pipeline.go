@@ -87,10 +87,8 @@ type request struct {
 	startMeta mcp.Meta
 
 	// traced is what Trace's done event is given. It is call, or a copy of
-	// it when a callback overran (see guard). snapshot is that copy, taken
-	// before the callbacks ran, when the done event is traced.
-	traced   *Call
-	snapshot Call
+	// it when a callback overran (see guard).
+	traced *Call
 	// What guard runs the callbacks with. These are the callback running,
 	// the channel its goroutine reports on, and what it found.
 	stage   stage
@@ -162,35 +160,15 @@ func (c *core) run(ctx context.Context, r *request) (res *mcp.CallToolResult, er
 	ask = ask && !r.noAsk
 	// admit
 	hooks := r.isTool() && c.before
-	admit := ask || hooks
-	// An approval decided beforehand runs no approver.
-	inline := (!ask || r.o.Approval != nil) && c.beforeInline
-	if admit && !inline && r.isTool() && c.after && !c.afterInline {
-		// Both stretches call callbacks that must be guarded. One
-		// goroutine runs them and the send between: a hand-off costs
-		// more than the rest of a governed call.
-		return guard(ctx, c, r, r.stable, false, func(st *stage) (*mcp.CallToolResult, error) {
-			if err := c.admit(ctx, r, ask, rule, st); err != nil {
-				return nil, err
-			}
-			return c.sendChecked(ctx, r, st)
-		})
-	}
-	if admit {
+	if ask || hooks {
+		// An approval decided beforehand runs no approver.
+		inline := (!ask || r.o.Approval != nil) && c.beforeInline
 		if _, err := guard(ctx, c, r, r.stable, inline, func(st *stage) (*mcp.CallToolResult, error) {
 			return nil, c.admit(ctx, r, ask, rule, st)
 		}); err != nil {
 			return nil, err
 		}
 	}
-	return c.sendChecked(ctx, r, nil)
-}
-
-// sendChecked is the pipeline after admit: check, send, after. st is the
-// stage of the guard it runs in, or nil when it runs on the caller's
-// goroutine and the after-hooks get a guard of their own.
-func (c *core) sendChecked(ctx context.Context, r *request, st *stage) (res *mcp.CallToolResult, err error) {
-	call := r.call
 	// check
 	if r.isTool() {
 		if err := c.check(ctx, r); err != nil {
@@ -216,18 +194,15 @@ func (c *core) sendChecked(ctx context.Context, r *request, st *stage) (res *mcp
 	if reason := c.limits.checkResult(res); reason != nil {
 		return nil, resultLimitError(call.Def, reason)
 	}
-	if !c.after {
-		return res, nil
+	if c.after {
+		cur := res
+		if res, err = guard(ctx, c, r, call.Args, c.afterInline, func(st *stage) (*mcp.CallToolResult, error) {
+			return c.afterHooks(ctx, call, cur, st)
+		}); err != nil {
+			return nil, err
+		}
 	}
-	if st != nil {
-		// The before-hooks are done with the arguments: a snapshot for
-		// an after-hook that overruns may share them.
-		r.snap(call.Args)
-		return c.afterHooks(ctx, call, res, st)
-	}
-	return guard(ctx, c, r, call.Args, c.afterInline, func(st *stage) (*mcp.CallToolResult, error) {
-		return c.afterHooks(ctx, call, res, st)
-	})
+	return res, nil
 }
 
 // withLimit is ctx bounded by limit. Its cause tells the limit's expiry

@@ -821,8 +821,7 @@ func waitCanceled(t *testing.T, canceled <-chan error) {
 
 // A before-hook that returns after the call was answered on ctx's end must
 // not get the call sent, and the trace must not see its late rewrites.
-// With an after-hook too, one goroutine runs the before-hooks, the send and
-// the after-hooks: the late hook must still stop it before the send.
+// So with an after-hook too.
 func TestLateHookSendsNothing(t *testing.T) {
 	for _, after := range []bool{false, true} {
 		t.Run(fmt.Sprintf("after=%v", after), func(t *testing.T) {
@@ -869,8 +868,7 @@ func TestLateHookSendsNothing(t *testing.T) {
 	}
 }
 
-// An after-hook that overruns, in the stretch that also ran the
-// before-hooks and the send, is named in the error. The trace sees the
+// An after-hook that overruns is named in the error. The trace sees the
 // call as the before-hooks left it, and the call was sent once.
 func TestLateAfterHook(t *testing.T) {
 	srv := newTestServer(t, "s").echoTools("t")
