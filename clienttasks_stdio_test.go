@@ -160,11 +160,7 @@ func markerLines(path, prefix string) []string {
 func TestStdioFollowsTasks(t *testing.T) {
 	srv, marker := childServer(t, "t", "tasks")
 	ctx := context.Background()
-	hub, err := NewHub(ctx, []Server{srv}, &Options{Policy: AllowAll()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hub.Close()
+	hub := newHub(t, []Server{srv}, nil)
 
 	res, err := hub.CallTool(ctx, "t__slow", map[string]any{"ms": 300}, nil)
 	if err != nil || resultText(res) != "slept 300ms" {
@@ -192,14 +188,10 @@ func TestStdioFollowsTasks(t *testing.T) {
 func TestDetachedTask(t *testing.T) {
 	srv, marker := childServer(t, "t", "tasks")
 	ctx := context.Background()
-	hub, err := NewHub(ctx, []Server{srv}, &Options{Policy: AllowAll()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hub.Close()
+	hub := newHub(t, []Server{srv}, nil)
 
 	args := map[string]any{"ms": 400}
-	_, err = hub.CallTool(ctx, "t__slow", args, &CallOptions{DetachTask: true})
+	_, err := hub.CallTool(ctx, "t__slow", args, &CallOptions{DetachTask: true})
 	var d *Deferral
 	if !errors.Is(err, ErrDeferred) || !errors.As(err, &d) || d.Input == nil || d.Input.Task == nil {
 		t.Fatalf("a detached call = %v, want a deferral naming its task", err)
