@@ -6,14 +6,12 @@ package adapters_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/conduitmcp/conduit/internal/turn/turntest"
 )
 
 // Results of 100, 90,000, 3,000 and 40,000 words share the default turn
@@ -21,22 +19,7 @@ import (
 // tokens each, their own budget) cut to equal parts of what is left,
 // more than a quarter of the turn each.
 func TestTurnShareMaxMin(t *testing.T) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "sizes", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "sized", Description: "Answer n words."},
-		func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-			N int `json:"n"`
-		}) (*mcp.CallToolResult, any, error) {
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("word ", in.N)}}}, nil, nil
-		})
-	ct, st := mcp.NewInMemoryTransports()
-	if _, err := srv.Connect(context.Background(), st, nil); err != nil {
-		t.Fatal(err)
-	}
-	cl, err := conduit.NewClient(context.Background(), conduit.Server{ID: "sizes", Transport: ct}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
+	cl := turntest.Source(t)
 	var raws []toolcall.Raw
 	for i, n := range []int{100, 90000, 3000, 40000} {
 		raws = append(raws, toolcall.Raw{ID: fmt.Sprint("c", i), Name: "sized", Args: map[string]any{"n": n}})

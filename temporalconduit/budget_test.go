@@ -8,45 +8,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/conduitmcp/conduit"
 	"github.com/conduitmcp/conduit/adapters"
 	"github.com/conduitmcp/conduit/adapters/adaptertest"
 	"github.com/conduitmcp/conduit/adapters/toolcall"
-	"github.com/conduitmcp/conduit/store"
+	"github.com/conduitmcp/conduit/internal/turn/turntest"
 	"github.com/conduitmcp/conduit/temporalconduit"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
-
-// sizedClient is a client of a server whose tools answer n words: sized,
-// and sized_ask, which the policy asks about (the approver defers it).
-func sizedClient(t *testing.T) *conduit.Client {
-	t.Helper()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "sizes", Version: "1"}, nil)
-	for _, name := range []string{"sized", "sized_ask"} {
-		mcp.AddTool(srv, &mcp.Tool{Name: name, Description: "Answer n words."},
-			func(_ context.Context, _ *mcp.CallToolRequest, in struct {
-				N int `json:"n"`
-			}) (*mcp.CallToolResult, any, error) {
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("word ", in.N)}}}, nil, nil
-			})
-	}
-	ct, st := mcp.NewInMemoryTransports()
-	if _, err := srv.Connect(context.Background(), st, nil); err != nil {
-		t.Fatal(err)
-	}
-	pol := conduit.NewPolicy(conduit.Ask("sizes/sized_ask"), conduit.Allow("sizes/*"))
-	c, err := conduit.NewClient(context.Background(), conduit.Server{ID: "sizes", Transport: ct},
-		&conduit.Options{Policy: pol, Approver: conduit.DeferAll("a person decides"), Store: store.NewMemory()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
 
 func sized(id, tool string, n int) toolcall.Raw {
 	return toolcall.Raw{ID: id, Name: tool, Args: map[string]any{"n": n}}
@@ -67,7 +37,7 @@ func TestSuiteTurnBudgetAsAdapters(t *testing.T) {
 				second = "sized_ask"
 			}
 			raws := []toolcall.Raw{sized("a", "sized", 100), sized("b", second, 90000), sized("c", "sized", 3000), sized("d", "sized", 40000)}
-			cl := sizedClient(t)
+			cl := turntest.Source(t)
 
 			// The adapters' answers.
 			resp := adaptertest.FakeOf(adapters.Anthropic).Response("calling tools", raws...)
