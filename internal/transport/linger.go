@@ -20,9 +20,9 @@ import (
 	"time"
 )
 
-// Linger returns a RoundTripper that sends requests through base. A
-// request whose context ends after its response arrived may read the rest
-// of its body for up to grace before the exchange is aborted.
+// Linger returns a RoundTripper that sends requests through base. A POST
+// whose context ends after its response arrived may read the rest of its
+// body for up to grace before the exchange is aborted.
 func Linger(base http.RoundTripper, grace time.Duration) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -37,8 +37,10 @@ type linger struct {
 
 func (t *linger) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	if ctx.Done() == nil {
-		return t.base.RoundTrip(req) // never canceled: nothing to do
+	if req.Method != http.MethodPost || ctx.Done() == nil {
+		// A GET is a session's own event stream: it ends with the session,
+		// at once. A request never canceled needs nothing.
+		return t.base.RoundTrip(req)
 	}
 	dctx, abort := context.WithCancel(context.WithoutCancel(ctx))
 	b := &lingerBody{abort: abort, grace: t.grace}

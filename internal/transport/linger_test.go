@@ -132,3 +132,23 @@ func TestLingerNoCancel(t *testing.T) {
 		t.Fatalf("two requests opened %d connections", n)
 	}
 }
+
+// TestLingerNotForGet: a session's own event stream (a GET) ends with its
+// context at once, whatever the grace.
+func TestLingerNotForGet(t *testing.T) {
+	end := make(chan struct{})
+	defer close(end)
+	hs, _ := streamServer(t, end)
+	rt := Linger(hs.Client().Transport, time.Hour)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL, nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	cancel()
+	if _, err := io.Copy(io.Discard, resp.Body); err == nil {
+		t.Fatal("a canceled GET's stream was read to its end")
+	}
+}
