@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"io"
+	"math"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTaskEvents: a tools/call's event stream read through events
@@ -31,5 +33,18 @@ func TestTaskEvents(t *testing.T) {
 	}
 	if len(p.routes) != 1 {
 		t.Fatalf("%d task routes kept, want 1", len(p.routes))
+	}
+}
+
+// TestInterval: a server's poll interval is kept within the bounds, a
+// value too large to convert included.
+func TestInterval(t *testing.T) {
+	for ms, want := range map[int64]time.Duration{
+		-1: defaultTaskPoll, 0: defaultTaskPoll, 1: minTaskPoll, 100: 100 * time.Millisecond,
+		60000: time.Minute, 60001: maxTaskPoll, 9_300_000_000_000: maxTaskPoll, math.MaxInt64: maxTaskPoll,
+	} {
+		if got := Interval(ms); got != want {
+			t.Errorf("Interval(%d) = %v, want %v", ms, got, want)
+		}
 	}
 }

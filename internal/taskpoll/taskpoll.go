@@ -339,14 +339,12 @@ const (
 // Interval is a server's poll interval in milliseconds, kept within the
 // bounds; 0 or less is the default.
 func Interval(ms int64) time.Duration {
-	d := time.Duration(ms) * time.Millisecond
 	switch {
 	case ms <= 0:
 		return defaultTaskPoll
-	case d < minTaskPoll:
-		return minTaskPoll
-	case d > maxTaskPoll:
+	case ms > maxTaskPoll.Milliseconds():
+		// Compared before converting: a huge value would overflow.
 		return maxTaskPoll
 	}
-	return d
+	return max(time.Duration(ms)*time.Millisecond, minTaskPoll)
 }
