@@ -37,7 +37,7 @@ type linger struct {
 
 func (t *linger) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
-	if req.Method != http.MethodPost || ctx.Done() == nil {
+	if req.Method != http.MethodPost || ctx.Done() == nil || ctx.Err() != nil {
 		// A GET is a session's own event stream: it ends with the session,
 		// at once. A request never canceled needs nothing.
 		return t.base.RoundTrip(req)

@@ -152,3 +152,28 @@ func TestLingerNotForGet(t *testing.T) {
 		t.Fatal("a canceled GET's stream was read to its end")
 	}
 }
+
+// TestLingerCanceledNotSent: a request whose context ended before it was
+// sent never reaches the server.
+func TestLingerCanceledNotSent(t *testing.T) {
+	var got atomic.Int64
+	hs := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { got.Add(1) }))
+	defer hs.Close()
+	rt := Linger(hs.Client().Transport, time.Hour)
+	warm, _ := http.NewRequest(http.MethodPost, hs.URL, nil)
+	if resp, err := rt.RoundTrip(warm); err == nil {
+		resp.Body.Close()
+	}
+	for range 200 {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL, nil)
+		if resp, err := rt.RoundTrip(req); err == nil {
+			resp.Body.Close()
+			t.Fatal("a canceled request was answered")
+		}
+	}
+	if n := got.Load(); n != 1 {
+		t.Fatalf("the server saw %d requests, want the warm-up alone", n)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -290,15 +291,23 @@ func (c *Conn) Call(ctx context.Context, req *jsonrpc.Request) (*jsonrpc.Respons
 	case r := <-ch:
 		return r, nil
 	case <-ctx.Done():
-		// Tell the server, as the SDK does for its own requests.
+		// Tell the server, as the SDK does for its own requests, and
+		// within its bound: a server that stopped reading must not hold
+		// the call past its end.
 		if p, err := json.Marshal(map[string]any{"requestId": req.ID.Raw()}); err == nil {
-			c.write(context.WithoutCancel(ctx), &jsonrpc.Request{Method: "notifications/cancelled", Params: p})
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelNoticeTimeout)
+			c.write(wctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: p})
+			cancel()
 		}
 		return nil, ctx.Err()
 	case <-c.closing():
 		return nil, ErrConnClosed
 	}
 }
+
+// cancelNoticeTimeout bounds the write of a cancellation notice, as the
+// SDK bounds its own.
+const cancelNoticeTimeout = 5 * time.Second
 
 // taskAnswer lets Hooks.TaskAnswer replace the result of resp, a
 // tools/call's answer that may be a task.

@@ -8,11 +8,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"strings"
 )
 
 // scriptConn is a connection that reads what a test gives it and keeps
@@ -112,5 +115,46 @@ func TestPlainConnTypes(t *testing.T) {
 	defer c.Close()
 	if PlainConn(c) {
 		t.Errorf("%T taken for a plain connection", c)
+	}
+}
+
+// stalledConn takes one write, then stalls every other, as a server that
+// stopped reading does.
+type stalledConn struct {
+	mcp.Connection
+	writes atomic.Int32
+	stop   chan struct{}
+}
+
+func (c *stalledConn) Write(ctx context.Context, _ jsonrpc.Message) error {
+	if c.writes.Add(1) == 1 {
+		return nil
+	}
+	<-c.stop
+	return io.ErrClosedPipe
+}
+
+// TestCallCanceledOnStalledServer: a call whose context ends returns
+// within the cancellation notice's bound, though the server reads nothing
+// more and the notice cannot be written.
+func TestCallCanceledOnStalledServer(t *testing.T) {
+	sc := &stalledConn{stop: make(chan struct{})}
+	defer close(sc.stop)
+	c := &Conn{Connection: sc}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	id, _ := jsonrpc.MakeID(float64(1))
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, &jsonrpc.Request{ID: id, Method: "tasks/get"})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v", err)
+		}
+	case <-time.After(4 * cancelNoticeTimeout):
+		t.Fatal("the call did not return: the cancellation notice's write held it")
 	}
 }
