@@ -20,8 +20,8 @@ import (
 // no tasks, so conduit takes the CreateTaskResult off the wire and hands
 // the SDK a result that only names the task. Over Streamable HTTP the
 // transport's HTTP client does so (taskpoll.Poller, the SDK still frames).
-// Over stdio the connection conduit wraps does (notesConn reads the SDK's
-// jsonrpc messages). taskMiddleware then polls tasks/get at the server's
+// Over stdio the connection conduit wraps does, as it reads the SDK's
+// jsonrpc messages. taskMiddleware then polls tasks/get at the server's
 // interval to the task's end, answers what the task asks (tasks/update)
 // through the call's handlers, cancels it (tasks/cancel) when the call is
 // cancelled, and returns the task's result as the call's.

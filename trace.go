@@ -119,16 +119,20 @@ type CallDoneInfo struct {
 	// Call is the call. It must not be modified. An approver or hook may
 	// overrun the call's time limit. Then it is a copy taken before the
 	// callback ran, since the callback still holds the call.
-	Call    *Call
-	Result  *mcp.CallToolResult // the result, when there is one
-	Err     error               // the *Error, when there is no result
-	Elapsed time.Duration       // from the start of the pipeline
-	// Context is the call's context (see [Trace.CallStart]).
+	Call *Call
+	// Result is a tool call's result, when there is one. It is nil for
+	// RequestDone: the request's result is its caller's.
+	Result *mcp.CallToolResult
+	// Err is the *Error, when the call or request failed.
+	Err     error
+	Elapsed time.Duration // from the start of the pipeline
+	// Context is the context CallStart (or RequestStart) returned.
 	Context context.Context
 	// Request is the request sent to the server. It is nil when none was
 	// sent: the call was denied, found no session, and so on.
 	Request *RequestInfo
-	// Local reports a call of a local tool, as CallStartInfo.Local.
+	// Local reports a call of a local tool, as CallStartInfo.Local. It is
+	// false for RequestDone.
 	Local bool
 }
 

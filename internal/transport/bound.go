@@ -12,7 +12,8 @@ package transport
 // 16 MiB. Over Streamable HTTP a message is a JSON response body or a
 // server-sent event. The SDK reads a JSON body whole, without bound. It
 // ends the session on an event over 16 MiB. In memory, messages are Go
-// values already, and notesConn bounds results as they are read.
+// values already, and the wrapped connection (Conn) bounds results as
+// they are read.
 
 import (
 	"bytes"
