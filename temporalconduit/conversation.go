@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -278,7 +279,9 @@ func (c *Conversation) Execute(ctx workflow.Context, response any) (*Turn, error
 		if jobs = t.m.Halting(); len(jobs) > 0 {
 			continue
 		}
-		if len(t.m.Waiting()) == 0 {
+		if len(t.m.Waiting()) == 0 && len(t.queue) == 0 {
+			// A decision that came while other calls ran is queued:
+			// its call is no longer waiting, and is still to run.
 			break
 		}
 		if waitStart.IsZero() {
@@ -406,12 +409,15 @@ func (c *Conversation) run(ctx workflow.Context, t *liveTurn, tjobs []turn.Job) 
 	sel := workflow.NewSelector(ctx)
 	running := 0
 	var failed error
+	polling := map[int]job{} // task jobs still running, by call index
 	var done func(j job, out callOutput, err error)
 	done = func(j job, out callOutput, err error) {
 		if err == nil && out.Task != nil {
+			polling[j.cs.Index] = j
 			c.awaitTask(ctx, sel, j, out.Task, done) // still running
 			return
 		}
+		delete(polling, j.cs.Index)
 		running--
 		switch {
 		case err == nil:
@@ -449,6 +455,12 @@ func (c *Conversation) run(ctx workflow.Context, t *liveTurn, tjobs []turn.Job) 
 			})
 		}
 		sel.Select(ctx)
+	}
+	if failed != nil {
+		// The turn ends here: the tasks still running end with it.
+		for _, k := range slices.Sorted(maps.Keys(polling)) {
+			c.cancelTask(ctx, polling[k])
+		}
 	}
 	return failed
 }

@@ -364,3 +364,49 @@ func TestSuiteTaskPollRetried(t *testing.T) {
 		t.Errorf("%d tasks/get for %d polls, the tool called %d times; want 2 failures retried, one call", j.gets.Load(), polls, j.sends("n1"))
 	}
 }
+
+// A decision that comes while another call of the turn still runs as a
+// task is not lost: the decided call is answered in the same turn.
+func TestSuiteDecidedWhileTaskRuns(t *testing.T) {
+	j := newJobServer()
+	src := jobClientWith(t, j.gateway(t), &conduit.Options{
+		Policy:   conduit.NewPolicy(conduit.Ask("jobs/confirm"), conduit.Allow("jobs/*")),
+		Approver: conduit.DeferAll("later"),
+	})
+	env, k := taskEnv(t, src)
+	u := &updates{env: env}
+	k.onPoll = func(n int) {
+		switch n {
+		case 2:
+			env.RegisterDelayedCallback(func() { u.decide("deny", map[string]adapters.Ruling{"d1": {Reason: "no"}}) }, 0)
+		case 6:
+			close(j.release)
+		}
+	}
+	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{report("p1"), {ID: "d1", Name: "confirm", Args: map[string]any{"id": "d1"}}}},
+		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic, MaxConcurrency: 2}})
+	checkAnswered(t, env, "p1 report p1 written", "d1 error: The call to confirm was denied: no.")
+}
+
+// A cancelled workflow cancels every task still running, not only the
+// first it hears of.
+func TestSuiteCancelEveryTask(t *testing.T) {
+	j := newJobServer()
+	env, k := taskEnv(t, jobClient(t, j.gateway(t)))
+	k.onPoll = func(n int) {
+		if n == 4 {
+			env.CancelWorkflow()
+		}
+	}
+	env.ExecuteWorkflow(agentWorkflow, agentInput{Script: [][]toolcall.Raw{{report("c1"), report("c2")}},
+		Options: temporalconduit.ConversationOptions{Provider: adapters.Anthropic, MaxConcurrency: 2}})
+	got := map[string]bool{}
+	for len(got) < 2 {
+		select {
+		case id := <-j.cancelled:
+			got[id] = true
+		case <-time.After(10 * time.Second):
+			t.Fatalf("cancelled only %v, want c1 and c2", got)
+		}
+	}
+}
