@@ -191,7 +191,27 @@ func (cr *callRun) deferNested(req conduit.ApprovalRequest) (conduit.Approval, b
 	if c := cr.caps(); c == nil || c.Elicitation == nil {
 		return conduit.Approval{}, false
 	}
-	return conduit.Defer(approvalMessage(req.Call)), true
+	reason := approvalMessage(req.Call)
+	cr.mu.Lock()
+	if cr.codeAsks == nil {
+		cr.codeAsks = map[string]bool{}
+	}
+	cr.codeAsks[reason] = true
+	cr.mu.Unlock()
+	return conduit.Defer(reason), true
+}
+
+// askedByCode reports whether de waits for a question deferNested made:
+// only those are the client's to answer. Any other deferral (the
+// operator's Approver, a server's request for input) is not.
+func (cr *callRun) askedByCode(de *codemode.DeferredError) bool {
+	var d *conduit.Deferral
+	if !errors.As(de.Err, &d) || d.Input != nil {
+		return false
+	}
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	return cr.codeAsks[d.Reason]
 }
 
 // askCode answers rq with the approval of the call de waits for. Its

@@ -317,3 +317,43 @@ func TestCodeModeSessionAskForRun(t *testing.T) {
 		t.Errorf("file %q, want six edits", got)
 	}
 }
+
+// TestCodeModeRoundsOperatorDeferral: a client that cannot be asked
+// leaves a nested call to the operator's Approver. When that defers, the
+// client gets the deferral as the call's error, not a question it could
+// answer itself: nothing is sent.
+func TestCodeModeRoundsOperatorDeferral(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "log.txt"), []byte("log:"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, args := testenv.Filesystem(t, dir)
+	g := newGateway(t, []conduit.Server{{ID: "fs", Command: cmd, Args: args}}, &gateway.Options{
+		Hub: &conduit.Options{Policy: conduit.NewPolicy(conduit.Ask("fs/edit_file"), conduit.Allow("*")),
+			Approver: conduit.DeferAll("the operator decides later")},
+		StateKeys: [][]byte{stateKey},
+		CodeMode:  gateway.CodeModeOptions{On: true},
+	})
+	// Alice's client declares no elicitation: she cannot be asked.
+	c := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: serveGateway(t, g), HTTPClient: &http.Client{Transport: &sessionIDs{token: aliceToken}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := callRaw(ctx, cs, "run_code", map[string]any{"code": "return await " + editCall(dir) + ";"}, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.NeedsInput() || !res.IsError || !strings.Contains(schemaText(res.Content), "the operator decides later") {
+		t.Fatalf("got %s (input requests %v), want the operator's deferral as an error", schemaText(res.Content), res.InputRequests)
+	}
+	if got := logFile(t, dir); got != "log:" {
+		t.Fatalf("log.txt is %q: an edit reached the server", got)
+	}
+}

@@ -300,6 +300,9 @@ type callRun struct {
 	approved bool   // the request carried the call's approval (CallOptions.Approval)
 	asking   string // set by decide: the approval question to ask
 	asked    int    // questions asked, for their ids
+	// codeAsks are the approval questions of run_code's nested calls
+	// that deferNested deferred for the client to answer, by reason.
+	codeAsks map[string]bool
 	q        *question
 	timer    *time.Timer
 	// taskCaps are the capabilities of the client of the task the call
@@ -399,7 +402,14 @@ func (cr *callRun) answer(ctx context.Context, rq *roundRequest) (mcp.Result, er
 		return cr.g.askApproval(rq, asking)
 	}
 	if de := (*codemode.DeferredError)(nil); errors.As(o.err, &de) {
-		return cr.g.askCode(rq, approved, de)
+		if cr.askedByCode(de) {
+			return cr.g.askCode(rq, approved, de)
+		}
+		res, err := answer(de)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
 	}
 	if o.err != nil {
 		return nil, o.err
