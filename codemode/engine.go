@@ -25,6 +25,10 @@ type Limits struct {
 	Memory int
 	// MaxCalls bounds the tool calls of one run (default 1000).
 	MaxCalls int
+	// MaxParallel bounds the calls of one run in flight at once (default
+	// 32). Code that starts more (Promise.all over a long list) has the
+	// rest wait their turn: a server is not flooded.
+	MaxParallel int
 	// MaxOutputBytes bounds what the run returns and logs together, in
 	// bytes (default 64 KiB).
 	MaxOutputBytes int
@@ -37,6 +41,7 @@ const (
 	DefaultWallTime       = 30 * time.Second
 	DefaultMemory         = 64 << 20
 	DefaultMaxCalls       = 1000
+	DefaultMaxParallel    = 32
 	DefaultMaxOutputBytes = 64 << 10
 	DefaultMaxCodeBytes   = 64 << 10
 )
@@ -50,6 +55,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxCalls <= 0 {
 		l.MaxCalls = DefaultMaxCalls
+	}
+	if l.MaxParallel <= 0 {
+		l.MaxParallel = DefaultMaxParallel
 	}
 	if l.MaxOutputBytes <= 0 {
 		l.MaxOutputBytes = DefaultMaxOutputBytes
@@ -375,6 +383,9 @@ func run(ctx context.Context, code string, tools map[string][]string, l Limits, 
 	var pending []*flight
 	ready := make(chan struct{})
 	close(ready)
+	// Each call in flight holds a slot. A call waiting for one is already
+	// the code's: it is sent when one frees, as every call ends.
+	slots := make(chan struct{}, l.MaxParallel)
 	for {
 		if err := e.enter(ctx); err != nil {
 			return "", e.logs, err
@@ -407,7 +418,9 @@ func run(ctx context.Context, code string, tools map[string][]string, l Limits, 
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
+					slots <- struct{}{}
 					f.out = send(ctx)
+					<-slots
 					close(f.done)
 				}()
 			}

@@ -113,3 +113,61 @@ return [a.length, w, b.length]`
 		t.Errorf("answer %s, want %s", again.Value, want)
 	}
 }
+
+// counter is a server whose tool "hold" counts the calls in flight and
+// holds each a moment.
+type counter struct {
+	mu        sync.Mutex
+	now, most int
+}
+
+func (c *counter) hold(ctx context.Context, _ *mcp.CallToolRequest, a idArgs) (*mcp.CallToolResult, any, error) {
+	c.mu.Lock()
+	c.now++
+	c.most = max(c.most, c.now)
+	c.mu.Unlock()
+	select {
+	case <-time.After(20 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	c.now--
+	c.mu.Unlock()
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(a.ID)}}}, nil, nil
+}
+
+// TestParallelBounded: Promise.all over a long list does not flood the
+// server. A careless configuration (no limits) gets DefaultMaxParallel
+// calls in flight at most, and every call is still answered, in order.
+func TestParallelBounded(t *testing.T) {
+	for _, tc := range []struct {
+		limits codemode.Limits
+		want   int
+	}{{codemode.Limits{}, codemode.DefaultMaxParallel}, {codemode.Limits{MaxParallel: 3}, 3}} {
+		t.Run(fmt.Sprint(tc.want), func(t *testing.T) {
+			c := &counter{}
+			srv := mcp.NewServer(&mcp.Implementation{Name: "slow", Version: "1"}, nil)
+			mcp.AddTool(srv, &mcp.Tool{Name: "hold", Description: "Hold."}, c.hold)
+			st, ct := mcp.NewInMemoryTransports()
+			go func() { _ = srv.Run(context.Background(), st) }()
+			hub, err := conduit.NewHub(context.Background(), []conduit.Server{{ID: "slow", Transport: ct}}, &conduit.Options{Policy: conduit.AllowAll()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { hub.Close() })
+			res, err := execute(t, hub, `const r = await Promise.all(Array.from({length: 100}, (_, i) => slow.hold({id: i})));
+return r.length + " " + r[0] + " " + r[99];`, &codemode.Run{Options: &codemode.Options{Limits: tc.limits}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(res.Value) != `"100 0 99"` {
+				t.Errorf("answer %s", res.Value)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.most > tc.want || c.most < 2 {
+				t.Errorf("the server saw at most %d calls in flight, want between 2 and %d", c.most, tc.want)
+			}
+		})
+	}
+}
