@@ -73,7 +73,7 @@ func TestErrorText(t *testing.T) {
 	}
 }
 
-// conduit.ShapeForModel and Render apply one rule: what Render makes of a
+// adapters.ShapeForModel and Render apply one rule: what Render makes of a
 // result is what it makes of the shaped result, and what ShapeForModel
 // turns into text is text in Render too (every audio clip among them).
 func TestShapeAndRenderAgree(t *testing.T) {
