@@ -62,7 +62,7 @@ type Process struct {
 }
 
 // Start starts cmd and reads the first line it prints. It fails t unless
-// the line is first. The process is killed when t ends.
+// the line is first. The process is killed and reaped when t ends.
 func Start(t *testing.T, cmd *exec.Cmd, first string) *Process {
 	t.Helper()
 	p := &Process{Cmd: cmd}
@@ -78,7 +78,13 @@ func Start(t *testing.T, cmd *exec.Cmd, first string) *Process {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.Stdin.Close(); cmd.Process.Kill() })
+	t.Cleanup(func() {
+		// Reaped too, so no process or stderr copier outlives the test
+		// (Wait again after a test's own Wait only reports so).
+		p.Stdin.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
 	p.Stdout = bufio.NewReader(stdout)
 	if line, err := p.Stdout.ReadString('\n'); line != first+"\n" {
 		_ = cmd.Process.Kill()
