@@ -164,8 +164,7 @@ func Reached(err error) bool {
 	if err == nil {
 		return true
 	}
-	var ce *conduit.Error
-	return errors.As(err, &ce) && ce.Kind == conduit.ErrServerError
+	return errors.Is(err, conduit.ErrServerError)
 }
 
 // ExecuteToolCalls runs the tool calls of a provider response through

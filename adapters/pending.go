@@ -99,7 +99,7 @@ func pendingOf(c toolcall.Call, err error) (Pending, bool) {
 		return Pending{}, false
 	}
 	var d *conduit.Deferral
-	if ce := (*conduit.Error)(nil); !errors.As(err, &ce) || ce.Kind != conduit.ErrDeferred || !errors.As(err, &d) {
+	if !errors.Is(err, conduit.ErrDeferred) || !errors.As(err, &d) {
 		return Pending{}, false
 	}
 	p := Pending{ID: c.ID, Name: c.Name, Server: c.Server, Tool: c.Tool, Arguments: d.Args, Reason: d.Reason, Input: d.Input, index: c.Index}

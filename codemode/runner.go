@@ -348,8 +348,7 @@ func reached(err error) bool {
 	if err == nil {
 		return true
 	}
-	var ce *conduit.Error
-	return errors.As(err, &ce) && ce.Kind == conduit.ErrServerError
+	return errors.Is(err, conduit.ErrServerError)
 }
 
 // value is what a call resolves to in the code: structuredContent, else

@@ -225,7 +225,7 @@ func taintUnrecorded(err error) error {
 // error means the output could not be recorded, and must be withheld.
 func (s *session) taintFrom(ctx context.Context, opts *conduit.CallOptions, conversation, server string, err error) error {
 	if err != nil {
-		if ce := (*conduit.Error)(nil); !errors.As(err, &ce) || ce.Kind != conduit.ErrServerError {
+		if !errors.Is(err, conduit.ErrServerError) {
 			return nil
 		}
 	}

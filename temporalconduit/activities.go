@@ -459,7 +459,7 @@ func knownKind(name string) bool {
 // turn's too (turnTokens, 0: none).
 func (a *Activities) outcome(p adapters.Provider, c toolcall.Call, res *mcp.CallToolResult, err error, own, turnTokens int) callOutput {
 	var d *conduit.Deferral
-	if ce := (*conduit.Error)(nil); errors.As(err, &ce) && ce.Kind == conduit.ErrDeferred && errors.As(err, &d) {
+	if errors.Is(err, conduit.ErrDeferred) && errors.As(err, &d) {
 		if in := d.Input; in != nil && in.Task != nil && len(in.Requests) == 0 {
 			return callOutput{Task: in} // the task goes on, and asks nothing
 		}

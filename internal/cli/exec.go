@@ -386,7 +386,7 @@ func reportCalls(env *Env, raws []toolcall.Raw, exec *adapters.Execution) {
 		if err := exec.Errors[i]; err != nil {
 			outcome = describe(err)
 		}
-		if ce := (*conduit.Error)(nil); errors.As(exec.Errors[i], &ce) && ce.Kind == conduit.ErrDeferred {
+		if errors.Is(exec.Errors[i], conduit.ErrDeferred) {
 			// Why it waits was said when it was deferred. What to do next is
 			// said once for every pending call.
 			outcome = "pending"
