@@ -60,7 +60,10 @@ func (g *Gateway) approve(ctx context.Context, req conduit.ApprovalRequest) cond
 	allowed := allowedFor(ctx)
 	if allowed != nil {
 		// A call of run_code's code: the person may allow its tool for
-		// the rest of the run.
+		// the rest of the run. The run's calls in parallel ask one at a
+		// time, so a tool allowed by the first answer is not asked again.
+		allowed.asking.Lock()
+		defer allowed.asking.Unlock()
 		if allowed.has(req.Call.Exposed) {
 			return conduit.Approve()
 		}

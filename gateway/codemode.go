@@ -156,8 +156,9 @@ func forRunSchema(tool string) json.RawMessage {
 // runAllowed are the tools a person allowed for the rest of one run, on
 // a session (protocol 2025-11-25), where the run waits for each answer.
 type runAllowed struct {
-	mu    sync.Mutex
-	tools map[string]bool
+	asking sync.Mutex // held while the person is asked
+	mu     sync.Mutex
+	tools  map[string]bool
 }
 
 type runAllowedKey struct{}

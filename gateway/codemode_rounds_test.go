@@ -318,6 +318,25 @@ func TestCodeModeSessionAskForRun(t *testing.T) {
 	}
 }
 
+// TestCodeModeSessionAskForRunParallel: calls of one tool made in
+// parallel ask one at a time, so "for the rest of this run" answered
+// once allows the others.
+func TestCodeModeSessionAskForRunParallel(t *testing.T) {
+	url, dir := codeGateway(t)
+	cs, log := askingClient(t, url, "2025-11-25", acceptForRun)
+	edits := make([]string, 4)
+	for i := range edits {
+		edits[i] = editCall(dir)
+	}
+	res := callTool(t, cs, "run_code", map[string]any{"code": "await Promise.all([" + strings.Join(edits, ", ") + "]); return 1;"})
+	if res.IsError {
+		t.Fatalf("answer %q", resultText(res))
+	}
+	if n := len(log.params()); n != 1 {
+		t.Errorf("asked %d times, want once", n)
+	}
+}
+
 // TestCodeModeRoundsOperatorDeferral: a client that cannot be asked
 // leaves a nested call to the operator's Approver. When that defers, the
 // client gets the deferral as the call's error, not a question it could
